@@ -1,0 +1,172 @@
+//! Devices: where computations run.
+
+use std::fmt;
+
+use mlx_sys as sys;
+
+use crate::error::{check, Result};
+use crate::handles::MlxString;
+
+/// The kind of a [`Device`] (Python: `mx.cpu`, `mx.gpu`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    Cpu,
+    Gpu,
+}
+
+impl DeviceType {
+    fn to_raw(self) -> sys::mlx_device_type {
+        match self {
+            DeviceType::Cpu => sys::MLX_CPU,
+            DeviceType::Gpu => sys::MLX_GPU,
+        }
+    }
+}
+
+/// A compute device (Python: `mx.Device`). Cheap to clone.
+pub struct Device {
+    raw: sys::mlx_device,
+}
+
+// SAFETY: an mlx_device is an immutable (type, index) value behind a pointer; nothing in it is
+// tied to a thread.
+unsafe impl Send for Device {}
+// SAFETY: as above; shared references only read it.
+unsafe impl Sync for Device {}
+
+impl Device {
+    /// A device of the given type and index (Python: `mx.Device(mx.gpu, 0)`).
+    pub fn new(kind: DeviceType, index: i32) -> Device {
+        crate::error::init();
+        // SAFETY: plain constructor; the handle is owned by the returned value.
+        Device {
+            raw: unsafe { sys::mlx_device_new_type(kind.to_raw(), index) },
+        }
+    }
+
+    /// The first CPU (Python: `mx.cpu`).
+    pub fn cpu() -> Device {
+        Device::new(DeviceType::Cpu, 0)
+    }
+
+    /// The first GPU (Python: `mx.gpu`); check [`Device::is_available`] before using it.
+    pub fn gpu() -> Device {
+        Device::new(DeviceType::Gpu, 0)
+    }
+
+    /// The process-wide default device (Python: `mx.default_device()`).
+    pub fn default_device() -> Result<Device> {
+        let mut dev = Device::empty();
+        // SAFETY: writes a valid device into our owned handle.
+        check(|| unsafe { sys::mlx_get_default_device(&mut dev.raw) })?;
+        Ok(dev)
+    }
+
+    /// Sets the process-wide default device (Python: `mx.set_default_device`). This is
+    /// global state shared by all threads; prefer [`crate::with_device`] for a scoped change.
+    pub fn set_default(device: &Device) -> Result<()> {
+        // SAFETY: valid handle.
+        check(|| unsafe { sys::mlx_set_default_device(device.raw) })?;
+        crate::stream::defaults_changed();
+        Ok(())
+    }
+
+    /// CPU or GPU.
+    pub fn device_type(&self) -> DeviceType {
+        let mut raw = sys::MLX_CPU;
+        // SAFETY: valid handle; writes one enum value. Cannot fail for a constructed device.
+        check(|| unsafe { sys::mlx_device_get_type(&mut raw, self.raw) })
+            .expect("mlx_device_get_type on a valid device");
+        if raw == sys::MLX_GPU {
+            DeviceType::Gpu
+        } else {
+            DeviceType::Cpu
+        }
+    }
+
+    /// The device index within its type.
+    pub fn index(&self) -> i32 {
+        let mut index = 0;
+        // SAFETY: valid handle; writes one int.
+        check(|| unsafe { sys::mlx_device_get_index(&mut index, self.raw) })
+            .expect("mlx_device_get_index on a valid device");
+        index
+    }
+
+    /// Whether this build of MLX can run on this device (Python: `mx.is_available(d)`).
+    pub fn is_available(&self) -> bool {
+        let mut avail = false;
+        // SAFETY: valid handle; writes one bool.
+        check(|| unsafe { sys::mlx_device_is_available(&mut avail, self.raw) }).is_ok() && avail
+    }
+
+    /// How many devices of a type exist (Python: `mx.device_count`).
+    pub fn count(kind: DeviceType) -> Result<i32> {
+        let mut n = 0;
+        // SAFETY: writes one int.
+        check(|| unsafe { sys::mlx_device_count(&mut n, kind.to_raw()) })?;
+        Ok(n)
+    }
+
+    pub(crate) fn empty() -> Device {
+        crate::error::init();
+        // SAFETY: an empty handle, filled by a later mlx-c call, freed in Drop.
+        Device {
+            raw: unsafe { sys::mlx_device_new() },
+        }
+    }
+
+    pub(crate) fn raw_mut(&mut self) -> *mut sys::mlx_device {
+        &mut self.raw
+    }
+
+    /// The raw handle, for calling mlx-sys directly. It stays owned by `self`.
+    ///
+    /// # Safety
+    /// The caller must not free the handle or use it after `self` is dropped.
+    pub unsafe fn as_raw(&self) -> sys::mlx_device {
+        self.raw
+    }
+}
+
+impl Clone for Device {
+    fn clone(&self) -> Device {
+        let mut dev = Device::empty();
+        // SAFETY: copies a valid device into our owned handle.
+        check(|| unsafe { sys::mlx_device_set(&mut dev.raw, self.raw) })
+            .expect("copying a device cannot fail");
+        dev
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_device_free(self.raw) };
+    }
+}
+
+impl PartialEq for Device {
+    fn eq(&self, other: &Device) -> bool {
+        // SAFETY: both handles are valid.
+        unsafe { sys::mlx_device_equal(self.raw, other.raw) }
+    }
+}
+
+impl Eq for Device {}
+
+impl fmt::Display for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: valid handle; mlx-c writes into the string we own.
+        match MlxString::fill(|s| unsafe { sys::mlx_device_tostring(s, self.raw) }) {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "Device({:?}, {})", self.device_type(), self.index()),
+        }
+    }
+}
+
+impl fmt::Debug for Device {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}

@@ -1,0 +1,144 @@
+//! Errors, and the bridge from mlx-c's error handler to `Result`.
+//!
+//! mlx-c reports failure in two steps: it calls a process-wide error handler with the message,
+//! then returns a non-zero code. The default handler prints and calls `exit`, so we install our
+//! own handler once, before the first call into mlx-c; it stores the message in a thread-local
+//! slot (the handler runs on the thread that made the failing call), and [`check`] turns the
+//! return code plus that message into an [`Error`].
+
+use std::cell::RefCell;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::Once;
+
+use crate::Dtype;
+
+/// The result type of every fallible mlx-rs function.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in mlx-rs.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// MLX rejected the call; the message is MLX's own.
+    #[error("{0}")]
+    Mlx(String),
+    /// An element type was requested that does not match the array's dtype.
+    #[error("dtype mismatch: the array holds {actual}, but {requested} was requested")]
+    DtypeMismatch { actual: Dtype, requested: Dtype },
+    /// Borrowing data requires an evaluated array.
+    #[error("the array is not evaluated: call eval() before borrowing its data")]
+    NotEvaluated,
+    /// Borrowing data as a slice requires a row-contiguous array.
+    #[error("the array is not row-contiguous (shape {shape:?}, strides {strides:?}): use to_vec(), which follows the strides")]
+    NotContiguous {
+        shape: Vec<i32>,
+        strides: Vec<usize>,
+    },
+    /// An argument was invalid before reaching MLX.
+    #[error("{0}")]
+    InvalidArgument(String),
+    /// A user closure inside a transform failed or panicked.
+    #[error("{0}")]
+    Closure(String),
+    /// Reading or writing a file or stream failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl Error {
+    pub(crate) fn invalid(msg: impl Into<String>) -> Self {
+        Error::InvalidArgument(msg.into())
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+static INSTALL_HANDLER: Once = Once::new();
+
+/// Installs the error handler. Cheap after the first call (one atomic load); every path into
+/// mlx-c goes through it.
+#[inline]
+pub(crate) fn init() {
+    INSTALL_HANDLER.call_once(|| {
+        // SAFETY: `record_error` matches mlx_error_handler_func, never unwinds, and uses no
+        // data pointer, so passing null data and no destructor is valid.
+        unsafe { mlx_sys::mlx_set_error_handler(Some(record_error), std::ptr::null_mut(), None) };
+    });
+}
+
+extern "C" fn record_error(msg: *const c_char, _data: *mut c_void) {
+    let text = if msg.is_null() {
+        "unknown MLX error".to_string()
+    } else {
+        // SAFETY: mlx-c passes a NUL-terminated buffer that lives for the duration of the call.
+        unsafe { CStr::from_ptr(msg) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let text = strip_location(&text).to_string();
+    // `try_with`: during thread teardown the slot may be gone; losing the message then is fine.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(text));
+}
+
+/// mlx-c appends " at <source file>:<line>" (a path on the machine that built MLX); the
+/// location says nothing to the user, the message does.
+fn strip_location(msg: &str) -> &str {
+    if let Some(pos) = msg.rfind(" at ") {
+        let tail = &msg[pos + 4..];
+        if let Some((_, line)) = tail.rsplit_once(':') {
+            if !line.is_empty() && line.bytes().all(|b| b.is_ascii_digit()) {
+                return &msg[..pos];
+            }
+        }
+    }
+    msg
+}
+
+/// Takes the message the handler stored for this thread, if any.
+pub(crate) fn take_last_error() -> Option<String> {
+    LAST_ERROR.with(|slot| slot.borrow_mut().take())
+}
+
+/// Runs one mlx-c call that returns a status code, and turns failure into `Err`.
+#[inline]
+pub(crate) fn check(call: impl FnOnce() -> i32) -> Result<()> {
+    init();
+    let status = call();
+    if status == 0 {
+        Ok(())
+    } else {
+        Err(Error::Mlx(take_last_error().unwrap_or_else(|| {
+            format!("MLX call failed with status {status} and no message")
+        })))
+    }
+}
+
+/// For mlx-c calls that signal failure only through the handler (constructors returning a
+/// handle, data pointers): clears the slot, runs the call, and reports what the handler stored.
+#[inline]
+pub(crate) fn check_handler<T>(call: impl FnOnce() -> T) -> Result<T> {
+    init();
+    let _ = take_last_error();
+    let value = call();
+    match take_last_error() {
+        None => Ok(value),
+        Some(msg) => Err(Error::Mlx(msg)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_location;
+
+    #[test]
+    fn strips_only_a_trailing_source_location() {
+        assert_eq!(
+            strip_location("[reshape] bad shape at /src/mlx/ops.cpp:123"),
+            "[reshape] bad shape"
+        );
+        assert_eq!(strip_location("look at this"), "look at this");
+        assert_eq!(strip_location("at x: y"), "at x: y");
+    }
+}

@@ -1,0 +1,44 @@
+//! Safe Rust bindings to [MLX](https://github.com/ml-explore/mlx) through mlx-c.
+//!
+//! Names follow Python's `mlx.core`: `mx.zeros` is [`ops::zeros`], `mx.random.normal` is
+//! [`random::normal`], `a.sum(axis=1)` is `a.sum(1, false)`. Every fallible call returns
+//! [`Result`]; bad input never aborts the process.
+//!
+//! ```
+//! use mlx_rs::{ops, random, Array};
+//! let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let b = ops::matmul(&a, &a.t()?)?;
+//! let noise = random::normal(&[2, 2], None, 0.0, 1.0, &random::key(0)?)?;
+//! let total = (&b + &noise).sum(None, false)?;
+//! println!("{total}");
+//! # Ok::<(), mlx_rs::Error>(())
+//! ```
+
+mod array;
+mod device;
+mod dtype;
+mod error;
+mod handles;
+pub mod memory;
+pub mod ops;
+pub mod random;
+mod stream;
+
+pub use array::{async_eval, eval, Array};
+pub use device::{Device, DeviceType};
+pub use dtype::{ArrayElement, Dtype};
+pub use error::{Error, Result};
+pub use stream::{synchronize, with_device, with_stream, Stream};
+
+/// Re-exported so `f16`/`bf16` and `Complex32` elements need no extra dependency.
+pub use half;
+pub use num_complex;
+
+/// The raw bindings, for what the safe API does not cover yet.
+pub use mlx_sys as sys;
+
+/// The version of the MLX library in use (Python: `mx.__version__`).
+pub fn version() -> Result<String> {
+    // SAFETY: mlx-c writes into a string we own.
+    handles::MlxString::fill(|s| unsafe { sys::mlx_version(s) })
+}

@@ -1,0 +1,198 @@
+//! Argument types that let Rust calls read like Python's (`axis=None`, `axis=1`,
+//! `axis=(0, 2)`, a scalar where an array is expected).
+
+use std::borrow::Cow;
+
+use num_complex::Complex32;
+
+use crate::{Array, Dtype};
+
+/// Which axes a reduction runs over (Python: `axis=None | int | tuple`).
+///
+/// Anything below converts: `None` (all axes), `1`, `-1`, `&[0, 2]`, `[0, 2]`, `vec![0, 2]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Axes<'a> {
+    /// Every axis (Python: `axis=None`).
+    All,
+    /// Exactly these axes; negative values count from the end.
+    Some(Cow<'a, [i32]>),
+}
+
+impl Axes<'_> {
+    /// Python's `axis=None`.
+    pub const ALL: Axes<'static> = Axes::All;
+}
+
+impl From<i32> for Axes<'_> {
+    fn from(axis: i32) -> Self {
+        Axes::Some(Cow::Owned(vec![axis]))
+    }
+}
+
+impl From<Option<i32>> for Axes<'_> {
+    fn from(axis: Option<i32>) -> Self {
+        axis.map_or(Axes::All, Axes::from)
+    }
+}
+
+impl<'a> From<&'a [i32]> for Axes<'a> {
+    fn from(axes: &'a [i32]) -> Self {
+        Axes::Some(Cow::Borrowed(axes))
+    }
+}
+
+impl<'a, const N: usize> From<&'a [i32; N]> for Axes<'a> {
+    fn from(axes: &'a [i32; N]) -> Self {
+        Axes::Some(Cow::Borrowed(axes))
+    }
+}
+
+impl<const N: usize> From<[i32; N]> for Axes<'_> {
+    fn from(axes: [i32; N]) -> Self {
+        Axes::Some(Cow::Owned(axes.to_vec()))
+    }
+}
+
+impl From<Vec<i32>> for Axes<'_> {
+    fn from(axes: Vec<i32>) -> Self {
+        Axes::Some(Cow::Owned(axes))
+    }
+}
+
+impl<'a> From<&'a Vec<i32>> for Axes<'a> {
+    fn from(axes: &'a Vec<i32>) -> Self {
+        Axes::Some(Cow::Borrowed(axes.as_slice()))
+    }
+}
+
+/// A Python scalar before it meets an array: it has a kind but no fixed dtype yet.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Complex(Complex32),
+}
+
+impl Scalar {
+    /// The dtype Python MLX gives this scalar next to an array of dtype `other`
+    /// (scalars are "weakly typed": `float16_array * 2.0` stays float16, `int_array * 2.0`
+    /// becomes float32, `uint8_array + 1` stays uint8).
+    pub fn dtype_next_to(self, other: Option<Dtype>) -> Dtype {
+        match (self, other) {
+            (Scalar::Bool(_), _) => Dtype::Bool,
+            (Scalar::Int(_), Some(d)) if d != Dtype::Bool => d,
+            (Scalar::Int(_), _) => Dtype::Int32,
+            (Scalar::Float(_), Some(d)) if d.is_inexact() => d,
+            (Scalar::Float(_), _) => Dtype::Float32,
+            (Scalar::Complex(_), _) => Dtype::Complex64,
+        }
+    }
+
+    /// A 0-dimensional array of exactly `dtype` holding this value.
+    pub fn to_array(self, dtype: Dtype) -> Array {
+        use half::{bf16, f16};
+        let (re, im) = match self {
+            Scalar::Bool(b) => (b as u8 as f64, 0.0),
+            Scalar::Int(i) => (i as f64, 0.0),
+            Scalar::Float(f) => (f, 0.0),
+            Scalar::Complex(c) => (c.re as f64, c.im as f64),
+        };
+        // Integers convert from the exact i64 so large values keep every bit.
+        let int = match self {
+            Scalar::Int(i) => i,
+            _ => re as i64,
+        };
+        match dtype {
+            Dtype::Bool => Array::from_scalar(re != 0.0 || im != 0.0),
+            Dtype::Uint8 => Array::from_scalar(int as u8),
+            Dtype::Uint16 => Array::from_scalar(int as u16),
+            Dtype::Uint32 => Array::from_scalar(int as u32),
+            Dtype::Uint64 => Array::from_scalar(int as u64),
+            Dtype::Int8 => Array::from_scalar(int as i8),
+            Dtype::Int16 => Array::from_scalar(int as i16),
+            Dtype::Int32 => Array::from_scalar(int as i32),
+            Dtype::Int64 => Array::from_scalar(int),
+            Dtype::Float16 => Array::from_scalar(f16::from_f64(re)),
+            Dtype::Float32 => Array::from_scalar(re as f32),
+            Dtype::Float64 => Array::from_scalar(re),
+            Dtype::Bfloat16 => Array::from_scalar(bf16::from_f64(re)),
+            Dtype::Complex64 => Array::from_scalar(Complex32::new(re as f32, im as f32)),
+        }
+    }
+}
+
+macro_rules! scalar_from {
+    ($($ty:ty => $variant:ident as $conv:ty),* $(,)?) => {$(
+        impl From<$ty> for Scalar {
+            fn from(v: $ty) -> Scalar {
+                Scalar::$variant(v as $conv)
+            }
+        }
+    )*};
+}
+
+scalar_from! {
+    bool => Bool as bool,
+    i8 => Int as i64, i16 => Int as i64, i32 => Int as i64, i64 => Int as i64,
+    u8 => Int as i64, u16 => Int as i64, u32 => Int as i64,
+    f32 => Float as f64, f64 => Float as f64,
+}
+
+impl From<Complex32> for Scalar {
+    fn from(v: Complex32) -> Scalar {
+        Scalar::Complex(v)
+    }
+}
+
+/// An operand of an element-wise op: an array (borrowed or owned) or a weakly typed scalar.
+#[derive(Debug)]
+pub enum Operand<'a> {
+    Array(Cow<'a, Array>),
+    Scalar(Scalar),
+}
+
+/// Converts into an [`Operand`]: `&Array`, `Array`, and Rust scalars.
+pub trait IntoOperand<'a> {
+    fn into_operand(self) -> Operand<'a>;
+}
+
+impl<'a> IntoOperand<'a> for &'a Array {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Array(Cow::Borrowed(self))
+    }
+}
+
+impl<'a> IntoOperand<'a> for Array {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Array(Cow::Owned(self))
+    }
+}
+
+impl<'a, T: Into<Scalar>> IntoOperand<'a> for T {
+    fn into_operand(self) -> Operand<'a> {
+        Operand::Scalar(self.into())
+    }
+}
+
+impl<'a> Operand<'a> {
+    fn dtype(&self) -> Option<Dtype> {
+        match self {
+            Operand::Array(a) => Some(a.dtype()),
+            Operand::Scalar(_) => None,
+        }
+    }
+
+    fn resolve(self, other: Option<Dtype>) -> Cow<'a, Array> {
+        match self {
+            Operand::Array(a) => a,
+            Operand::Scalar(s) => Cow::Owned(s.to_array(s.dtype_next_to(other))),
+        }
+    }
+}
+
+/// Resolves two operands to arrays, giving scalars the dtype Python would.
+pub(crate) fn resolve_pair<'a>(a: Operand<'a>, b: Operand<'a>) -> (Cow<'a, Array>, Cow<'a, Array>) {
+    let (da, db) = (a.dtype(), b.dtype());
+    (a.resolve(db), b.resolve(da))
+}

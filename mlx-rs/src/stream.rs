@@ -1,0 +1,229 @@
+//! Streams: ordered queues of work on a device.
+//!
+//! MLX 0.32 makes streams thread-affine: each thread has its own default stream per device,
+//! and a stream made with [`Stream::new`] can only run work on the thread that made it (work
+//! for it evaluated elsewhere fails with "There is no Stream(cpu, N) in current thread").
+//! [`Stream`] is therefore neither `Send` nor `Sync`.
+//!
+//! Every op runs on the *current* stream: the innermost [`with_stream`] / [`with_device`]
+//! override on this thread, or else this thread's default stream for the default device.
+//! The default is looked up once and cached per thread; [`Device::set_default`] and
+//! [`Stream::set_default`] invalidate every thread's cache.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use mlx_sys as sys;
+
+use crate::error::{check, Result};
+use crate::handles::MlxString;
+use crate::Device;
+
+/// A stream of work on one device (Python: `mx.Stream`).
+pub struct Stream {
+    raw: sys::mlx_stream,
+    // Thread-affine: see the module docs.
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Stream {
+    fn from_raw(raw: sys::mlx_stream) -> Stream {
+        Stream {
+            raw,
+            _not_send: PhantomData,
+        }
+    }
+
+    fn empty() -> Stream {
+        crate::error::init();
+        // SAFETY: an empty handle, filled by a later mlx-c call, freed in Drop.
+        Stream::from_raw(unsafe { sys::mlx_stream_new() })
+    }
+
+    /// A new stream on `device`, owned by the calling thread (Python: `mx.new_stream`).
+    pub fn new(device: &Device) -> Result<Stream> {
+        // SAFETY: valid device handle; on failure mlx-c reports through the handler.
+        let raw =
+            crate::error::check_handler(|| unsafe { sys::mlx_stream_new_device(device.as_raw()) })?;
+        Ok(Stream::from_raw(raw))
+    }
+
+    /// This thread's default stream for `device` (Python: `mx.default_stream`).
+    pub fn default_for(device: &Device) -> Result<Stream> {
+        let mut s = Stream::empty();
+        // SAFETY: valid device handle; writes into our owned stream handle.
+        check(|| unsafe { sys::mlx_get_default_stream(&mut s.raw, device.as_raw()) })?;
+        Ok(s)
+    }
+
+    /// The stream ops on this thread run on now (see the module docs).
+    pub fn current() -> Result<Stream> {
+        with_current_raw(|raw| {
+            let mut s = Stream::empty();
+            // SAFETY: both handles are valid; copies the stream value.
+            check(|| unsafe { sys::mlx_stream_set(&mut s.raw, raw) })?;
+            Ok(s)
+        })?
+    }
+
+    /// Makes this stream the calling thread's default for its device
+    /// (Python: `mx.set_default_stream`).
+    pub fn set_default(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(|| unsafe { sys::mlx_set_default_stream(self.raw) })?;
+        defaults_changed();
+        Ok(())
+    }
+
+    /// The device this stream runs on.
+    pub fn device(&self) -> Device {
+        let mut dev = Device::empty();
+        // SAFETY: valid handles; cannot fail for a constructed stream.
+        check(|| unsafe { sys::mlx_stream_get_device(dev.raw_mut(), self.raw) })
+            .expect("mlx_stream_get_device on a valid stream");
+        dev
+    }
+
+    /// The stream's index (unique in the process).
+    pub fn index(&self) -> i32 {
+        let mut index = 0;
+        // SAFETY: valid handle; writes one int.
+        check(|| unsafe { sys::mlx_stream_get_index(&mut index, self.raw) })
+            .expect("mlx_stream_get_index on a valid stream");
+        index
+    }
+
+    /// Waits until all work queued on this stream has finished (Python: `mx.synchronize(s)`).
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(|| unsafe { sys::mlx_synchronize(self.raw) })
+    }
+
+    /// The raw handle, for calling mlx-sys directly. It stays owned by `self`.
+    ///
+    /// # Safety
+    /// The caller must not free the handle or use it after `self` is dropped.
+    pub unsafe fn as_raw(&self) -> sys::mlx_stream {
+        self.raw
+    }
+}
+
+impl Clone for Stream {
+    fn clone(&self) -> Stream {
+        let mut s = Stream::empty();
+        // SAFETY: copies a valid stream value into our owned handle.
+        check(|| unsafe { sys::mlx_stream_set(&mut s.raw, self.raw) })
+            .expect("copying a stream cannot fail");
+        s
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_stream_free(self.raw) };
+    }
+}
+
+impl PartialEq for Stream {
+    fn eq(&self, other: &Stream) -> bool {
+        // SAFETY: both handles are valid.
+        unsafe { sys::mlx_stream_equal(self.raw, other.raw) }
+    }
+}
+
+impl Eq for Stream {}
+
+impl fmt::Display for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // SAFETY: valid handle; mlx-c writes into the string we own.
+        match MlxString::fill(|s| unsafe { sys::mlx_stream_tostring(s, self.raw) }) {
+            Ok(text) => f.write_str(&text),
+            Err(_) => write!(f, "Stream({})", self.index()),
+        }
+    }
+}
+
+impl fmt::Debug for Stream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+/// Waits for all work on the current stream (Python: `mx.synchronize()`).
+pub fn synchronize() -> Result<()> {
+    with_current_raw(|raw| {
+        // SAFETY: valid handle.
+        check(|| unsafe { sys::mlx_synchronize(raw) })
+    })?
+}
+
+/// Runs `f` with `stream` as the current stream on this thread (Python: `with mx.stream(s):`).
+/// The previous stream is restored when `f` returns or panics.
+pub fn with_stream<R>(stream: &Stream, f: impl FnOnce() -> R) -> R {
+    CURRENT.with(|c| c.borrow_mut().overrides.push(stream.clone()));
+    let _restore = PopOverride;
+    f()
+}
+
+/// Runs `f` with this thread's default stream of `device` as the current stream
+/// (Python: `with mx.stream(mx.cpu):`). Fails if the device is not available.
+pub fn with_device<R>(device: &Device, f: impl FnOnce() -> R) -> Result<R> {
+    let stream = Stream::default_for(device)?;
+    Ok(with_stream(&stream, f))
+}
+
+struct PopOverride;
+
+impl Drop for PopOverride {
+    fn drop(&mut self) {
+        let _ = CURRENT.try_with(|c| c.borrow_mut().overrides.pop());
+    }
+}
+
+/// Bumped whenever a default device or stream changes anywhere; per-thread caches compare it.
+static DEFAULTS_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn defaults_changed() {
+    DEFAULTS_EPOCH.fetch_add(1, Ordering::Release);
+}
+
+#[derive(Default)]
+struct Current {
+    overrides: Vec<Stream>,
+    cached_default: Option<(u64, Stream)>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Current> = RefCell::new(Current::default());
+}
+
+/// Calls `f` with the raw handle of the current stream, without copying it. This is the
+/// per-op fast path: a thread-local borrow and one atomic load.
+#[inline]
+pub(crate) fn with_current_raw<R>(f: impl FnOnce(sys::mlx_stream) -> R) -> Result<R> {
+    CURRENT.with(|c| {
+        let raw = {
+            let mut cur = c.borrow_mut();
+            if let Some(top) = cur.overrides.last() {
+                top.raw
+            } else {
+                let epoch = DEFAULTS_EPOCH.load(Ordering::Acquire);
+                match &cur.cached_default {
+                    Some((e, s)) if *e == epoch => s.raw,
+                    _ => {
+                        let stream = Stream::default_for(&Device::default_device()?)?;
+                        let raw = stream.raw;
+                        cur.cached_default = Some((epoch, stream));
+                        raw
+                    }
+                }
+            }
+        };
+        // The borrow ends before `f` runs. `f` is always an mlx-c call made by this crate that
+        // never changes defaults, so the handle it receives stays alive for the call.
+        Ok(f(raw))
+    })
+}

@@ -1,0 +1,41 @@
+//! Handles are released: creating and dropping many arrays leaves MLX's active memory where
+//! it started. Runs as its own test binary so no other test allocates concurrently.
+
+use mlx_rs::{memory, ops, Array};
+
+#[test]
+fn a_million_arrays_leave_active_memory_unchanged() {
+    // Warm up allocator caches and thread-locals first.
+    let warm = Array::from_slice(&[1.0f32; 64], &[64]).unwrap();
+    (&warm + 1.0).eval().unwrap();
+    drop(warm);
+    let before = memory::get_active_memory().unwrap();
+
+    let mut checksum = 0.0f32;
+    for i in 0..1_000_000 {
+        let a = Array::from_scalar(i as f32);
+        if i % 1000 == 0 {
+            // Every so often build a small graph and drop inputs before outputs.
+            let b = Array::from_slice(&[1.0f32; 16], &[16]).unwrap();
+            let c = ops::add(&a, &b).unwrap();
+            drop(a);
+            drop(b);
+            checksum += c.sum(None, false).unwrap().item::<f32>().unwrap();
+        }
+    }
+    assert!(checksum > 0.0);
+    let after = memory::get_active_memory().unwrap();
+    assert_eq!(
+        before, after,
+        "active memory grew from {before} to {after} bytes"
+    );
+
+    // The counter is live: holding arrays does raise it.
+    let held: Vec<Array> = (0..100)
+        .map(|_| ops::ones(&[1024], None).unwrap())
+        .collect();
+    mlx_rs::eval(&held).unwrap();
+    assert!(memory::get_active_memory().unwrap() >= after + 100 * 4096);
+    drop(held);
+    assert_eq!(memory::get_active_memory().unwrap(), after);
+}

@@ -1,0 +1,469 @@
+//! Builds mlx-c (and, unless `MLX_DIR` names a prebuilt MLX, MLX itself) and generates
+//! the raw bindings.
+//!
+//! Two modes:
+//! - default: vendored MLX + mlx-c from source, static, Release, offline. CPU + OpenBLAS/LAPACK
+//!   on Linux, Metal + Accelerate on macOS, CUDA with the `cuda` feature.
+//! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built, against that MLX, which is
+//!   linked dynamically. Dependents receive the library folder as `DEP_MLX_RPATH` so their
+//!   binaries can find it without `LD_LIBRARY_PATH`.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Environment variables that change what this script does.
+const WATCHED_ENV: &[&str] = &[
+    "MLX_DIR",
+    "LIBCLANG_PATH",
+    "CUDA_HOME",
+    "CUDA_PATH",
+    "CUDNN_ROOT",
+    "MLX_SYS_JOBS",
+];
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    for var in WATCHED_ENV {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let vendor = manifest_dir.join("..").join("vendor");
+    let mlx_c_src = vendor.join("mlx-c");
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap();
+    let cuda = env::var_os("CARGO_FEATURE_CUDA").is_some();
+
+    let prebuilt = env::var_os("MLX_DIR").map(PathBuf::from);
+
+    let mut missing = Missing::default();
+    missing.check_cmake();
+    if target_os == "linux" {
+        missing.check_libclang();
+        if prebuilt.is_none() {
+            missing.check_source_build_deps();
+        }
+    }
+    missing.fail_if_any();
+
+    // Only the sources we actually build are watched: a Rust-only edit never reruns cmake.
+    println!("cargo:rerun-if-changed={}", mlx_c_src.display());
+    if prebuilt.is_none() {
+        println!("cargo:rerun-if-changed={}", vendor.join("mlx").display());
+        println!(
+            "cargo:rerun-if-changed={}",
+            vendor.join("gguflib").display()
+        );
+    }
+
+    let mut cfg = cmake::Config::new(&mlx_c_src);
+    // The cc-derived default flags add `-g` in dev profiles; MLX is always a Release build.
+    cfg.no_default_flags(true)
+        .profile("Release")
+        .define("CMAKE_BUILD_TYPE", "Release")
+        .define("CMAKE_POSITION_INDEPENDENT_CODE", "ON")
+        .define("BUILD_SHARED_LIBS", "OFF")
+        .define("MLX_C_BUILD_EXAMPLES", "OFF")
+        .define("MLX_BUILD_TESTS", "OFF")
+        .define("MLX_BUILD_EXAMPLES", "OFF")
+        .define("MLX_BUILD_BENCHMARKS", "OFF")
+        .define("MLX_BUILD_PYTHON_BINDINGS", "OFF")
+        .define("MLX_BUILD_PYTHON_STUBS", "OFF")
+        .define("FETCHCONTENT_FULLY_DISCONNECTED", "ON");
+    if let Ok(jobs) = env::var("MLX_SYS_JOBS") {
+        cfg.build_arg(format!("-j{jobs}"));
+    }
+    configure_ccache(&mut cfg, &manifest_dir);
+
+    match &prebuilt {
+        Some(dir) => {
+            let mlx = PrebuiltMlx::locate(dir);
+            cfg.define("MLX_C_USE_SYSTEM_MLX", "ON")
+                .define("MLX_DIR", &mlx.cmake_dir);
+            let dst = cfg.build();
+            link_mlx_c(&dst);
+            println!("cargo:rustc-link-search=native={}", mlx.lib_dir.display());
+            println!("cargo:rustc-link-lib=dylib=mlx");
+            // Metadata for dependents (DEP_MLX_RPATH) and an rpath for our own test binaries.
+            println!("cargo:rpath={}", mlx.lib_dir.display());
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", mlx.lib_dir.display());
+            link_cxx_runtime(&target_os);
+        }
+        None => {
+            configure_source_build(&mut cfg, &vendor, &out_dir, &target_os, cuda);
+            let dst = cfg.build();
+            link_mlx_c(&dst);
+            println!(
+                "cargo:rustc-link-search=native={}",
+                dst.join("lib").display()
+            );
+            println!("cargo:rustc-link-lib=static=mlx");
+            let gguf = find_file(&dst.join("build"), "libgguflib.a").unwrap_or_else(|| {
+                fatal(&[
+                    "the MLX build did not produce libgguflib.a".into(),
+                    format!("looked under {}", dst.join("build").display()),
+                ])
+            });
+            println!(
+                "cargo:rustc-link-search=native={}",
+                gguf.parent().unwrap().display()
+            );
+            println!("cargo:rustc-link-lib=static=gguflib");
+            link_platform_libs(&target_os, cuda);
+            link_cxx_runtime(&target_os);
+        }
+    }
+
+    generate_bindings(&mlx_c_src, &out_dir);
+}
+
+fn configure_source_build(
+    cfg: &mut cmake::Config,
+    vendor: &Path,
+    out_dir: &Path,
+    target_os: &str,
+    cuda: bool,
+) {
+    cfg.define("FETCHCONTENT_SOURCE_DIR_MLX", vendor.join("mlx"))
+        .define("FETCHCONTENT_SOURCE_DIR_GGUFLIB", vendor.join("gguflib"))
+        .define("MLX_BUILD_GGUF", "ON")
+        .define("MLX_BUILD_SAFETENSORS", "ON")
+        .define("MLX_BUILD_CPU", "ON")
+        .define("MLX_BUILD_CUDA", if cuda { "ON" } else { "OFF" });
+    if target_os == "macos" {
+        cfg.define("MLX_BUILD_METAL", "ON");
+    } else {
+        cfg.define("MLX_BUILD_METAL", "OFF")
+            .define("USE_SYSTEM_FMT", "ON")
+            .define("FETCHCONTENT_SOURCE_DIR_JSON", stage_nlohmann_json(out_dir));
+    }
+}
+
+/// MLX includes `<json.hpp>` from `${json_SOURCE_DIR}/single_include/nlohmann`; Debian's
+/// `nlohmann-json3-dev` installs the same header as `/usr/include/nlohmann/json.hpp`.
+fn stage_nlohmann_json(out_dir: &Path) -> PathBuf {
+    let header = include_dirs()
+        .into_iter()
+        .map(|d| d.join("nlohmann/json.hpp"))
+        .find(|p| p.exists())
+        .expect("checked by check_source_build_deps");
+    let root = out_dir.join("nlohmann-json");
+    let dest = root.join("single_include/nlohmann");
+    fs::create_dir_all(&dest).unwrap();
+    fs::copy(&header, dest.join("json.hpp")).unwrap();
+    root
+}
+
+/// ccache keys include absolute paths unless a base dir is set; the workspace root as base
+/// makes a fresh clone (a new path) hit the cache a previous clone filled.
+fn configure_ccache(cfg: &mut cmake::Config, manifest_dir: &Path) {
+    if Command::new("ccache").arg("--version").output().is_err() {
+        return;
+    }
+    let workspace = manifest_dir.parent().unwrap_or(manifest_dir);
+    cfg.define("CMAKE_C_COMPILER_LAUNCHER", "ccache")
+        .define("CMAKE_CXX_COMPILER_LAUNCHER", "ccache")
+        .define("CMAKE_CUDA_COMPILER_LAUNCHER", "ccache")
+        .env("CCACHE_BASEDIR", workspace)
+        .env("CCACHE_NOHASHDIR", "1");
+}
+
+fn link_mlx_c(dst: &Path) {
+    println!(
+        "cargo:rustc-link-search=native={}",
+        dst.join("lib").display()
+    );
+    println!("cargo:rustc-link-lib=static=mlxc");
+}
+
+fn link_platform_libs(target_os: &str, cuda: bool) {
+    match target_os {
+        "macos" | "ios" => {
+            for framework in ["Metal", "Foundation", "QuartzCore", "Accelerate"] {
+                println!("cargo:rustc-link-lib=framework={framework}");
+            }
+        }
+        _ => {
+            println!("cargo:rustc-link-lib=dylib=lapack");
+            println!("cargo:rustc-link-lib=dylib=blas");
+            if cuda {
+                link_cuda();
+            }
+            println!("cargo:rustc-link-lib=dylib=dl");
+            println!("cargo:rustc-link-lib=dylib=pthread");
+        }
+    }
+}
+
+fn link_cuda() {
+    for var in ["CUDA_HOME", "CUDA_PATH"] {
+        if let Some(root) = env::var_os(var) {
+            let root = PathBuf::from(root);
+            for sub in ["lib64", "lib", "lib64/stubs"] {
+                println!(
+                    "cargo:rustc-link-search=native={}",
+                    root.join(sub).display()
+                );
+            }
+        }
+    }
+    println!("cargo:rustc-link-search=native=/usr/local/cuda/lib64");
+    println!("cargo:rustc-link-search=native=/usr/local/cuda/lib64/stubs");
+    for lib in [
+        "cudart", "cublas", "cublasLt", "cufft", "nvrtc", "cudnn", "cuda",
+    ] {
+        println!("cargo:rustc-link-lib=dylib={lib}");
+    }
+}
+
+fn link_cxx_runtime(target_os: &str) {
+    let lib = if matches!(target_os, "macos" | "ios") {
+        "c++"
+    } else {
+        "stdc++"
+    };
+    println!("cargo:rustc-link-lib=dylib={lib}");
+}
+
+fn generate_bindings(mlx_c_src: &Path, out_dir: &Path) {
+    // Every public header is reached through mlx.h; the file allowlist keeps libc out.
+    let bindings = bindgen::Builder::default()
+        .header(mlx_c_src.join("mlx/c/mlx.h").to_string_lossy())
+        .clang_arg(format!("-I{}", mlx_c_src.display()))
+        .allowlist_file(r".*[/\\]mlx[/\\]c[/\\][a-z_]+\.h")
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .prepend_enum_name(false)
+        .derive_default(true)
+        .layout_tests(true)
+        .generate_comments(false)
+        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
+        .generate()
+        .unwrap_or_else(|e| fatal(&[format!("bindgen failed on the mlx-c headers: {e}")]));
+    bindings
+        .write_to_file(out_dir.join("bindings.rs"))
+        .expect("writing bindings.rs");
+}
+
+/// Where a prebuilt MLX lives: the CMake package folder and the folder holding libmlx.
+struct PrebuiltMlx {
+    cmake_dir: PathBuf,
+    lib_dir: PathBuf,
+}
+
+impl PrebuiltMlx {
+    fn locate(dir: &Path) -> Self {
+        let candidates = [dir.to_path_buf(), dir.join("share/cmake/MLX")];
+        let cmake_dir = candidates
+            .iter()
+            .find(|d| d.join("MLXConfig.cmake").exists())
+            .cloned()
+            .unwrap_or_else(|| {
+                fatal(&[
+                    format!(
+                        "MLX_DIR={} holds no MLXConfig.cmake (looked in {} and {})",
+                        dir.display(),
+                        candidates[0].display(),
+                        candidates[1].display()
+                    ),
+                    "set MLX_DIR to an MLX install prefix or to its share/cmake/MLX folder, e.g. \
+                     <venv>/lib/python3.11/site-packages/mlx"
+                        .into(),
+                ])
+            });
+        // share/cmake/MLX -> prefix
+        let prefix = cmake_dir.join("../../..");
+        let lib_dir = ["lib", "lib64"]
+            .iter()
+            .map(|l| prefix.join(l))
+            .find(|d| d.join("libmlx.so").exists() || d.join("libmlx.dylib").exists())
+            .unwrap_or_else(|| {
+                fatal(&[format!(
+                    "MLX_DIR={}: no libmlx.so or libmlx.dylib in {}/lib or {}/lib64",
+                    dir.display(),
+                    prefix.display(),
+                    prefix.display()
+                )])
+            });
+        let lib_dir = lib_dir.canonicalize().unwrap_or(lib_dir);
+        let cmake_dir = cmake_dir.canonicalize().unwrap_or(cmake_dir);
+        PrebuiltMlx { cmake_dir, lib_dir }
+    }
+}
+
+/// Collects every missing build prerequisite so the user sees them all at once, each with the
+/// package that provides it.
+#[derive(Default)]
+struct Missing {
+    items: Vec<(String, &'static str)>,
+}
+
+impl Missing {
+    fn add(&mut self, what: impl Into<String>, debian_package: &'static str) {
+        self.items.push((what.into(), debian_package));
+    }
+
+    fn check_cmake(&mut self) {
+        let version = Command::new("cmake")
+            .arg("--version")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok());
+        match version {
+            None => self.add("cmake (3.25 or newer) is not on PATH", "cmake"),
+            Some(text) => {
+                let number = text.split_whitespace().nth(2).unwrap_or("0");
+                let mut parts = number.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+                let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+                if (major, minor) < (3, 25) {
+                    self.add(
+                        format!("cmake {number} is too old: MLX needs 3.25 or newer"),
+                        "cmake",
+                    );
+                }
+            }
+        }
+    }
+
+    fn check_libclang(&mut self) {
+        if let Some(dir) = env::var_os("LIBCLANG_PATH") {
+            if has_libclang(Path::new(&dir)) {
+                return;
+            }
+        }
+        let mut dirs: Vec<PathBuf> = lib_dirs();
+        if let Ok(entries) = fs::read_dir("/usr/lib") {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().starts_with("llvm-") {
+                    dirs.push(e.path().join("lib"));
+                }
+            }
+        }
+        if !dirs.iter().any(|d| has_libclang(d)) {
+            self.add(
+                "libclang (needed by bindgen) was not found; or set LIBCLANG_PATH",
+                "libclang-dev",
+            );
+        }
+    }
+
+    fn check_source_build_deps(&mut self) {
+        let headers: [(&str, &str, &'static str); 5] = [
+            ("cblas.h", "BLAS headers", "libopenblas-dev"),
+            ("lapack.h", "LAPACK headers", "liblapacke-dev"),
+            ("lapacke.h", "LAPACKE headers", "liblapacke-dev"),
+            ("fmt/format.h", "the fmt library", "libfmt-dev"),
+            ("nlohmann/json.hpp", "nlohmann json", "nlohmann-json3-dev"),
+        ];
+        let includes = include_dirs();
+        for (file, what, package) in headers {
+            if !includes.iter().any(|d| d.join(file).exists()) {
+                self.add(format!("{what} ({file}) not found"), package);
+            }
+        }
+        let libs = lib_dirs();
+        for (lib, what, package) in [
+            ("libblas.so", "a BLAS library", "libopenblas-dev"),
+            ("liblapack.so", "a LAPACK library", "libopenblas-dev"),
+        ] {
+            if !libs.iter().any(|d| d.join(lib).exists()) {
+                self.add(format!("{what} ({lib}) not found"), package);
+            }
+        }
+    }
+
+    fn fail_if_any(&self) {
+        if self.items.is_empty() {
+            return;
+        }
+        let mut lines: Vec<String> = vec!["missing build prerequisites:".into()];
+        for (what, _) in &self.items {
+            lines.push(format!("  - {what}"));
+        }
+        let mut packages: Vec<&str> = self.items.iter().map(|(_, p)| *p).collect();
+        packages.sort();
+        packages.dedup();
+        lines.push(format!(
+            "on Debian/Ubuntu: sudo apt-get install {}",
+            packages.join(" ")
+        ));
+        lines.push("or build against a prebuilt MLX with MLX_DIR (see README)".into());
+        fatal(&lines);
+    }
+}
+
+fn has_libclang(dir: &Path) -> bool {
+    fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_string_lossy().starts_with("libclang"))
+        })
+        .unwrap_or(false)
+}
+
+fn include_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![
+        PathBuf::from("/usr/include"),
+        PathBuf::from("/usr/local/include"),
+    ];
+    // Multiarch folders (/usr/include/x86_64-linux-gnu) and their openblas subfolders.
+    if let Ok(entries) = fs::read_dir("/usr/include") {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("-linux-"))
+            {
+                dirs.push(p.clone());
+            }
+        }
+    }
+    dirs
+}
+
+fn lib_dirs() -> Vec<PathBuf> {
+    let mut dirs = vec![
+        PathBuf::from("/usr/lib"),
+        PathBuf::from("/usr/lib64"),
+        PathBuf::from("/usr/local/lib"),
+    ];
+    if let Ok(entries) = fs::read_dir("/usr/lib") {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("-linux-"))
+            {
+                dirs.push(p);
+            }
+        }
+    }
+    dirs
+}
+
+fn find_file(root: &Path, name: &str) -> Option<PathBuf> {
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if entry.file_name() == name {
+                return Some(path);
+            }
+        }
+    }
+    None
+}
+
+fn fatal(lines: &[String]) -> ! {
+    eprintln!();
+    for line in lines {
+        eprintln!("mlx-sys: {line}");
+    }
+    eprintln!();
+    std::process::exit(1);
+}

@@ -1,0 +1,25 @@
+//! MLX for Rust: one dependency for arrays, transforms and pytrees.
+//!
+//! The facade mirrors Python's package layout:
+//!
+//! | Python          | Rust            | crate      |
+//! |-----------------|-----------------|------------|
+//! | `mlx.core`      | [`core`]        | `mlx-rs`   |
+//! | `mlx.utils`     | [`utils`]       | `mlx-tree` |
+//!
+//! ```
+//! use mlx::core::{ops, Array};
+//! let a = Array::from_slice(&[1i32, 2, 3], &[3])?;
+//! assert_eq!(ops::sum(&a, None, false)?.item::<i32>()?, 6);
+//! # Ok::<(), mlx::core::Error>(())
+//! ```
+
+/// Arrays, ops, devices, streams and array-level transforms (Python: `mlx.core`).
+pub mod core {
+    pub use mlx_rs::*;
+}
+
+/// Tree utilities (Python: `mlx.utils`).
+pub mod utils {
+    pub use mlx_tree::*;
+}
