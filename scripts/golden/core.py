@@ -1,25 +1,11 @@
 #!/usr/bin/env python3
-"""Golden data from Python MLX 0.32.2 for the Rust tests.
+"""Golden data for the foundation: the quickstart's computations and random draws.
 
-Run with the venv that scripts/python-venv creates:
-    .venv/bin/python scripts/gen_golden.py
-Writes tests/data/core.json. The Rust side (tests/core_golden.rs and
-examples/quickstart.rs) performs the same computations and compares.
+Writes tests/data/core.json (read by tests/core_golden.rs). Run via scripts/gen-golden.
 """
-import json
-import pathlib
-
 import mlx.core as mx
 
-assert mx.__version__ == "0.32.2", f"expected MLX 0.32.2, found {mx.__version__}"
-
-OUT = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data" / "core.json"
-
-
-def record(a):
-    mx.eval(a)
-    return {"shape": list(a.shape), "dtype": str(a.dtype).removeprefix("mlx.core."),
-            "values": a.flatten().tolist()}
+from common import record, write
 
 
 def quickstart():
@@ -53,16 +39,5 @@ def random_cases():
     return out
 
 
-def main():
-    data = {
-        "mlx_version": mx.__version__,
-        "quickstart": quickstart(),
-        "random": random_cases(),
-    }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {OUT}")
-
-
 if __name__ == "__main__":
-    main()
+    write("core", {"quickstart": quickstart(), "random": random_cases()})

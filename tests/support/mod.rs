@@ -1,0 +1,4 @@
+//! Shared helpers for the integration tests. Include with `mod support;`.
+#![allow(dead_code)]
+
+pub mod golden;
