@@ -236,3 +236,37 @@ fn matmul_and_transpose() {
 fn version_is_the_vendored_one() {
     assert_eq!(mlx_rs::version().unwrap(), "0.32.2");
 }
+
+#[test]
+fn table_generated_ops_reach_the_right_mlx_function() {
+    let a = Array::from_slice(&[1.0f32, 4.0, 9.0], &[3]).unwrap();
+    assert_eq!(
+        a.sqrt().unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0]
+    );
+    assert_eq!(
+        ops::square(&a).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 16.0, 81.0]
+    );
+    assert_eq!(
+        ops::maximum(&a, 5.0).unwrap().to_vec::<f32>().unwrap(),
+        vec![5.0, 5.0, 9.0]
+    );
+    assert_eq!(
+        ops::minimum(2.0, &a).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 2.0]
+    );
+    assert_eq!(
+        ops::power(&a, 0.5).unwrap().to_vec::<f32>().unwrap(),
+        vec![1.0, 2.0, 3.0]
+    );
+    let gt = ops::greater(&a, 3.0).unwrap();
+    assert_eq!(gt.dtype(), Dtype::Bool);
+    assert_eq!(gt.to_vec::<bool>().unwrap(), vec![false, true, true]);
+    assert!(!gt.all(None, false).unwrap().item::<bool>().unwrap());
+    assert!(gt.any(None, false).unwrap().item::<bool>().unwrap());
+    assert_eq!(a.min(None, false).unwrap().item::<f32>().unwrap(), 1.0);
+    assert_eq!(a.prod(None, false).unwrap().item::<f32>().unwrap(), 36.0);
+    let lse = a.logsumexp(None, false).unwrap().item::<f32>().unwrap();
+    assert!((lse - (1f32.exp() + 4f32.exp() + 9f32.exp()).ln()).abs() < 1e-5);
+}

@@ -12,12 +12,16 @@
 mod args;
 mod arithmetic;
 mod creation;
+mod logical;
+mod math;
 mod reduction;
 mod shape;
 
 pub use args::{Axes, IntoOperand, Operand, Scalar};
 pub use arithmetic::*;
 pub use creation::*;
+pub use logical::*;
+pub use math::*;
 pub use reduction::*;
 pub use shape::*;
 
