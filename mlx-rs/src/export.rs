@@ -17,7 +17,16 @@
 //! # Threads
 //! [`ImportedFunction`] is `Send` (it may move to another thread) but not `Sync`.
 //! [`FunctionExporter`] is neither: it borrows its function and traces on the calling thread.
+//!
+//! **MLX 0.32.2 limitation:** an imported graph is bound to the *first* stream MLX ever
+//! created for the device in this process (`import_function` picks the first existing stream
+//! of the device), and MLX 0.32 streams belong to the thread that created them. So the
+//! results of [`ImportedFunction::call`] can only be evaluated on the thread that first used
+//! MLX for that device (usually the main thread); on any other thread evaluating them fails
+//! with MLX's "There is no Stream(cpu, 0) in current thread" error (an `Err`, not a crash).
+//! If that thread has exited, imported functions cannot be evaluated at all.
 
+use std::cell::Cell;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
@@ -92,6 +101,7 @@ where
     }
     Ok(FunctionExporter {
         raw,
+        failed: Cell::new(None),
         _closure: closure,
         _not_send: PhantomData,
     })
@@ -100,6 +110,8 @@ where
 /// A multi-trace exporter; see [`exporter`].
 pub struct FunctionExporter<'a> {
     raw: sys::mlx_function_exporter,
+    // Set once a trace failed; see `call`.
+    failed: Cell<Option<Error>>,
     // Dropped after `raw` (declaration order), so MLX releases its copy first.
     _closure: Closure<'a>,
     _not_send: PhantomData<*const ()>,
@@ -108,10 +120,27 @@ pub struct FunctionExporter<'a> {
 impl FunctionExporter<'_> {
     /// Traces the function on `args` and appends the trace to the file. Each signature may be
     /// exported once.
+    ///
+    /// After a failed call (the function returned `Err` or panicked, or MLX refused the
+    /// graph) the exporter refuses further calls: MLX 0.32.2 leaves a half-made entry in its
+    /// signature table after a failed trace, and the next trace would read past it (a crash
+    /// in MLX). Make a new exporter (a new file) instead.
     pub fn call(&self, args: &[Array]) -> Result<()> {
+        if let Some(e) = self.failed.take() {
+            self.failed.set(Some(e.clone()));
+            return Err(Error::InvalidArgument(format!(
+                "[export_function] this exporter cannot be used after a failed trace ({e}); \
+                 create a new exporter"
+            )));
+        }
         let args = VectorArray::from_arrays(args);
         // SAFETY: valid exporter and vector handles.
-        check_transform(|| unsafe { sys::mlx_function_exporter_apply(self.raw, args.0) })
+        let result =
+            check_transform(|| unsafe { sys::mlx_function_exporter_apply(self.raw, args.0) });
+        if let Err(e) = &result {
+            self.failed.set(Some(e.clone()));
+        }
+        result
     }
 
     /// Finishes the file (the same as dropping the exporter).
