@@ -319,6 +319,6 @@ fn stop_gradient_is_reexported_with_transforms() {
     let x = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     let f = |v: &[Array]| Ok(vec![sum(&(&v[0] * transforms::stop_gradient(&v[0])?))?]);
     // d/dx (x * sg(x)) = sg(x) = x, not 2x.
-    let gr = grad(f, None)(&[x.clone()]).unwrap();
+    let gr = grad(f, None)(std::slice::from_ref(&x)).unwrap();
     assert_eq!(gr[0].to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
 }

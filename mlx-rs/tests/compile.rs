@@ -154,7 +154,7 @@ fn grad_and_vmap_trace_through_a_compiled_function() {
     // Under grad the inputs are tracers: MLX runs the function (documented).
     assert_eq!(cf.traces(), 1);
     let batch = ops::ones(&[4, 3], None).unwrap();
-    let v = vmap(|x: &[Array]| cf.call(x), 0, 0)(&[batch.clone()]).unwrap();
+    let v = vmap(|x: &[Array]| cf.call(x), 0, 0)(std::slice::from_ref(&batch)).unwrap();
     close(&v[0], &gelu_ish(&[batch]).unwrap()[0]);
     assert_eq!(cf.traces(), 2);
 }
