@@ -229,6 +229,31 @@ fn custom_vjp_gives_python_gradients() {
 }
 
 #[test]
+fn custom_jvp_and_vmap_rules_match_python() {
+    let g = golden();
+    let h = transforms::custom_function(|x: &[Array]| Ok(vec![ops::exp(&x[0])? * 2.0]))
+        .unwrap()
+        .jvp(|primals: &[Array], tangents: &[Array], argnums: &[i32]| {
+            assert_eq!(argnums, &[0]);
+            Ok(vec![&tangents[0] * 3.0 * &primals[0]])
+        })
+        .unwrap()
+        .vmap(|inputs: &[Array], axes: &[Option<i32>]| {
+            Ok((vec![ops::exp(&inputs[0])? * 5.0], vec![axes[0]]))
+        })
+        .unwrap();
+    let (_, t) = jvp(
+        |x: &[Array]| h.call(x),
+        &inputs(&g, &["x34"]),
+        &inputs(&g, &["t34a"]),
+    )
+    .unwrap();
+    assert_all(&t, &g["grads"]["custom_jvp"]["jvps"], "custom jvp");
+    let v = vmap(|x: &[Array]| h.call(x), 1, 0)(&inputs(&g, &["x34"])).unwrap();
+    assert_close(&v[0], &g["grads"]["custom_vmap"], "custom vmap");
+}
+
+#[test]
 fn vjp_matches_python() {
     let g = golden();
     let e = &g["vjp_jvp"]["vjp_two_outputs"];

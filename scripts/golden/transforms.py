@@ -128,6 +128,29 @@ def grads(inp):
 
     g = mx.grad(lambda x, y: mx.sum(f(x, y) * f(x, y)), argnums=(0, 1))(I["x34"], I["y34"])
     out["custom_vjp"] = {"grads": [record(t) for t in g]}
+
+    # custom jvp and vmap rules, also deliberately distinguishable from the true ones
+    @mx.custom_function
+    def h(x):
+        return mx.exp(x) * 2.0
+
+    @h.jvp
+    def h_jvp(primals, tangents):
+        # Python passes a single argument (and its tangent) unwrapped.
+        x = primals[0] if isinstance(primals, (list, tuple)) else primals
+        t = tangents[0] if isinstance(tangents, (list, tuple)) else tangents
+        return t * 3.0 * x
+
+    @h.vmap
+    def h_vmap(inputs, axes):
+        # Python passes a single argument and its axis unwrapped.
+        x = inputs[0] if isinstance(inputs, (list, tuple)) else inputs
+        ax = axes[0] if isinstance(axes, (list, tuple)) else axes
+        return mx.exp(x) * 5.0, ax
+
+    _, t = mx.jvp(h, [I["x34"]], [I["t34a"]])
+    out["custom_jvp"] = {"jvps": [record(a) for a in t]}
+    out["custom_vmap"] = record(mx.vmap(h, in_axes=1, out_axes=0)(I["x34"]))
     return out
 
 
