@@ -47,6 +47,13 @@ impl Drop for MlxString {
 pub(crate) struct VectorArray(pub(crate) sys::mlx_vector_array);
 
 impl VectorArray {
+    /// An empty vector for mlx-c to fill.
+    pub(crate) fn new() -> Self {
+        crate::error::init();
+        // SAFETY: creates an empty handle; freed in Drop.
+        VectorArray(unsafe { sys::mlx_vector_array_new() })
+    }
+
     /// Copies the handles (refcount bumps, no data) of `arrays` into a new vector.
     pub(crate) fn from_arrays<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Self {
         let raw: Vec<sys::mlx_array> = arrays.into_iter().map(|a| a.as_raw()).collect();

@@ -15,14 +15,18 @@
 //! ```
 
 mod array;
+mod closure;
+pub mod compile;
 mod device;
 mod dtype;
 mod error;
+pub mod export;
 mod handles;
 pub mod memory;
 pub mod ops;
 pub mod random;
 mod stream;
+pub mod transforms;
 
 pub use array::{async_eval, eval, Array};
 pub use device::{Device, DeviceType};
