@@ -75,7 +75,7 @@ fn norms_match_python() {
     assert_close_tol(&got, &n["norm_bf16"], 1e-2, 1e-2, "norm bf16");
     let c = ops::add(
         &a,
-        &ops::multiply(&a, mlx::core::num_complex::Complex32::new(0.0, 1.0)).unwrap(),
+        ops::multiply(&a, mlx::core::num_complex::Complex32::new(0.0, 1.0)).unwrap(),
     )
     .unwrap();
     close(
