@@ -66,6 +66,11 @@ impl Array {
         self.raw
     }
 
+    #[inline]
+    pub(crate) fn raw_mut(&mut self) -> *mut sys::mlx_array {
+        &mut self.raw
+    }
+
     /// An empty handle for mlx-c to fill.
     #[inline]
     pub(crate) fn empty() -> Array {
