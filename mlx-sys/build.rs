@@ -138,7 +138,10 @@ fn configure_source_build(
         );
     // fmt and nlohmann-json come from the system when present (always on Linux: checked
     // earlier), so MLX never needs to download them.
-    if include_dirs().iter().any(|d| d.join("fmt/format.h").exists()) {
+    if include_dirs()
+        .iter()
+        .any(|d| d.join("fmt/format.h").exists())
+    {
         cfg.define("USE_SYSTEM_FMT", "ON");
     }
     if let Some(json) = stage_nlohmann_json(out_dir) {

@@ -72,13 +72,6 @@ impl Drop for VectorArray {
 }
 
 impl VectorArray {
-    /// An empty vector for mlx-c to fill.
-    pub(crate) fn new() -> Self {
-        crate::error::init();
-        // SAFETY: creates an empty handle; freed in Drop.
-        VectorArray(unsafe { sys::mlx_vector_array_new() })
-    }
-
     /// The arrays in order, each an owned (refcounted) handle.
     pub(crate) fn to_vec(&self) -> Result<Vec<Array>> {
         // SAFETY: valid handle.
