@@ -61,3 +61,24 @@ impl Drop for VectorArray {
         unsafe { sys::mlx_vector_array_free(self.0) };
     }
 }
+
+// Reading results back out of a vector (ops that return several arrays).
+impl VectorArray {
+    /// An empty vector for mlx-c to fill.
+    pub(crate) fn new() -> Self {
+        // SAFETY: creates an empty handle; freed in Drop.
+        VectorArray(unsafe { sys::mlx_vector_array_new() })
+    }
+
+    /// The arrays it holds, each as a new owned handle.
+    pub(crate) fn to_arrays(&self) -> Result<Vec<Array>> {
+        // SAFETY: valid vector handle.
+        let n = unsafe { sys::mlx_vector_array_size(self.0) };
+        (0..n)
+            .map(|i| {
+                // SAFETY: `i < n`; mlx-c writes a new reference into the result handle.
+                Array::try_from_op(|res| unsafe { sys::mlx_vector_array_get(res, self.0, i) })
+            })
+            .collect()
+    }
+}
