@@ -381,10 +381,10 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         ),
         "einsum" => ops::einsum(p["subscripts"].as_str().unwrap(), x),
         "tensordot" => {
-            let axes: Option<ops::TensordotAxes> = match p.get("axes") {
-                None => None,
-                Some(Value::Array(v)) => Some((ints(&v[0]), ints(&v[1])).into()),
-                Some(v) => Some((v.as_i64().unwrap() as i32).into()),
+            let axes: ops::TensordotAxes = match p.get("axes") {
+                None => None.into(),
+                Some(Value::Array(v)) => (ints(&v[0]), ints(&v[1])).into(),
+                Some(v) => (v.as_i64().unwrap() as i32).into(),
             };
             ops::tensordot(&x[0], &x[1], axes)
         }

@@ -90,6 +90,12 @@ pub enum TensordotAxes {
     Pairs(Vec<i32>, Vec<i32>),
 }
 
+impl From<Option<i32>> for TensordotAxes {
+    /// `None` is Python's default, 2.
+    fn from(n: Option<i32>) -> Self {
+        TensordotAxes::Count(n.unwrap_or(2))
+    }
+}
 impl From<i32> for TensordotAxes {
     fn from(n: i32) -> Self {
         TensordotAxes::Count(n)
@@ -112,8 +118,8 @@ impl From<(Vec<i32>, Vec<i32>)> for TensordotAxes {
 }
 
 /// Tensor contraction (Python: `mx.tensordot(a, b, axes=2)`; `None` is 2).
-pub fn tensordot(a: &Array, b: &Array, axes: impl Into<Option<TensordotAxes>>) -> Result<Array> {
-    match axes.into().unwrap_or(TensordotAxes::Count(2)) {
+pub fn tensordot(a: &Array, b: &Array, axes: impl Into<TensordotAxes>) -> Result<Array> {
+    match axes.into() {
         // SAFETY: valid handles; plain values.
         TensordotAxes::Count(n) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_tensordot_axis(res, a.as_raw(), b.as_raw(), n, s)

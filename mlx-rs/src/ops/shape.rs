@@ -245,6 +245,12 @@ pub fn split(
 
 /// Repeats the whole array `reps` times per axis (Python: `mx.tile(a, reps)`).
 pub fn tile(a: &Array, reps: &[i32]) -> Result<Array> {
+    // MLX would report this from an internal broadcast, which names the wrong op.
+    if let Some(r) = reps.iter().find(|&&r| r < 0) {
+        return Err(Error::invalid(format!(
+            "[tile] repetitions must be non-negative, got {r} in {reps:?}"
+        )));
+    }
     // SAFETY: valid handle; `reps` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_tile(res, a.as_raw(), reps.as_ptr(), reps.len(), s)
@@ -350,7 +356,13 @@ pub fn pad<'a>(
         }
         PadWidth::Pair(lo, hi) => vec![(lo, hi); ndim],
         PadWidth::PerAxis(v) if v.len() == 1 => vec![v[0]; ndim],
-        PadWidth::PerAxis(v) => v,
+        PadWidth::PerAxis(v) if v.len() == ndim => v,
+        PadWidth::PerAxis(v) => {
+            return Err(Error::invalid(format!(
+                "[pad] pad_width has {} (before, after) pairs but the array has {ndim} dimensions",
+                v.len()
+            )))
+        }
     };
     let axes: Vec<i32> = (0..pairs.len() as i32).collect();
     let lo: Vec<i32> = pairs.iter().map(|p| p.0).collect();
