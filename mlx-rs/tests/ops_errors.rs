@@ -53,7 +53,7 @@ fn element_wise_ops() {
     );
     check(
         "where shapes",
-        ops::where_(&f32s(&[2]), &a, 0.0),
+        ops::where_(f32s(&[2]), &a, 0.0),
         "broadcast",
     );
     check("matmul shapes", ops::matmul(&a, &a), "matmul");
@@ -129,7 +129,7 @@ fn shape_ops() {
         ops::unflatten(&a, 1, &[2, 2]),
         "unflatten",
     );
-    check("view size", ops::view(&f32s(&[3]), Dtype::Float64), "view");
+    check("view size", ops::view(f32s(&[3]), Dtype::Float64), "view");
     check(
         "unstack scalar",
         ops::unstack(&Array::from_scalar(1.0f32), None),
@@ -143,7 +143,7 @@ fn gather_and_scatter_ops() {
     let idx = Array::from_slice(&[0i32, 1], &[2]).unwrap();
     check(
         "take float indices",
-        ops::take(&a, &f32s(&[2]), 0),
+        ops::take(&a, f32s(&[2]), 0),
         "integral",
     );
     check("take axis", ops::take(&a, &idx, 2), "take");
@@ -204,7 +204,7 @@ fn creation_ops() {
     check("zeros negative", ops::zeros(&[-1, 2], None), "negative");
     check(
         "full shape",
-        ops::full(&[2, 2], &f32s(&[3]), None),
+        ops::full(&[2, 2], f32s(&[3]), None),
         "broadcast",
     );
     check("arange step", ops::arange(0, 5, 0, None), "step");
@@ -397,10 +397,10 @@ fn indexing() {
     );
     let mask = ops::greater(&a, 5).unwrap();
     check("mask read", a.index(&mask), "boolean mask");
-    check("put shape", a.index_put(0..2, &f32s(&[3])), "broadcast");
+    check("put shape", a.index_put(0..2, f32s(&[3])), "broadcast");
     check("put out of range", a.index_put((1, 7), 0), "out of bounds");
     check("at on mask", a.at(&mask).add(1), "boolean");
-    check("float index array", a.index(&f32s(&[2])), "gather");
+    check("float index array", a.index(f32s(&[2])), "gather");
     let mut b = a.clone();
     check(
         "index_set keeps self on error",
