@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use mlx_sys as sys;
 
 use crate::error::{check, Result};
-use crate::Array;
+use crate::{Array, Dtype};
 
 /// An owned `mlx_string`.
 pub(crate) struct MlxString(pub(crate) sys::mlx_string);
@@ -96,6 +96,39 @@ pub(crate) fn null_array() -> sys::mlx_array {
 /// The raw handle of an optional array, null when absent.
 pub(crate) fn opt_array(a: Option<&Array>) -> sys::mlx_array {
     a.map_or_else(null_array, Array::as_raw)
+}
+
+/// mlx-c's optional scalars, from Rust `Option`s.
+pub(crate) fn opt_int(v: Option<i32>) -> sys::mlx_optional_int {
+    sys::mlx_optional_int {
+        value: v.unwrap_or(0),
+        has_value: v.is_some(),
+    }
+}
+
+pub(crate) fn opt_float(v: Option<f32>) -> sys::mlx_optional_float {
+    sys::mlx_optional_float {
+        value: v.unwrap_or(0.0),
+        has_value: v.is_some(),
+    }
+}
+
+pub(crate) fn opt_dtype(v: Option<Dtype>) -> sys::mlx_optional_dtype {
+    sys::mlx_optional_dtype {
+        value: v.unwrap_or(Dtype::Float32).to_raw(),
+        has_value: v.is_some(),
+    }
+}
+
+/// Runs an mlx-c op that writes a vector of arrays, on the current stream.
+pub(crate) fn vector_op(
+    op: impl FnOnce(*mut sys::mlx_vector_array, sys::mlx_stream) -> i32,
+) -> Result<Vec<Array>> {
+    crate::stream::with_current_raw(|s| {
+        let mut out = VectorArray::new();
+        check(|| op(&mut out.0, s))?;
+        out.to_vec()
+    })?
 }
 
 /// A `&str` as a C string; interior NUL bytes are an `Err` instead of a silent truncation.

@@ -41,16 +41,6 @@ pub fn split_pair(key: &Array) -> Result<(Array, Array)> {
     Ok((first, second))
 }
 
-fn key_raw(key: Option<&Array>) -> sys::mlx_array {
-    // mlx-c reads a handle with a null ctx as "no key".
-    key.map_or(
-        sys::mlx_array {
-            ctx: std::ptr::null_mut(),
-        },
-        Array::as_raw,
-    )
-}
-
 /// Normally distributed samples (Python:
 /// `mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None)`).
 ///
@@ -72,7 +62,7 @@ pub fn normal<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     match (loc.into_operand(), scale.into_operand()) {
         (Operand::Scalar(loc), Operand::Scalar(scale)) => {
             let (loc, scale) = (scalar_f32(loc), scalar_f32(scale));
@@ -142,7 +132,7 @@ pub fn uniform<'a, 'k>(
         Operand::Scalar(s) => s.to_array(dtype),
     };
     let (low, high) = (bound(low.into_operand()), bound(high.into_operand()));
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: all handles valid (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_uniform(
@@ -166,7 +156,7 @@ pub fn bits<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let width = width.into().unwrap_or(4);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_bits(res, shape.as_ptr(), shape.len(), width, key, s)
@@ -182,7 +172,7 @@ pub fn bernoulli<'a, 'k>(
 ) -> Result<Array> {
     let p = to_array(p.into_operand(), None);
     let shape = shape.map_or_else(|| p.shape().to_vec(), <[i32]>::to_vec);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: valid handles (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_bernoulli(res, p.as_raw(), shape.as_ptr(), shape.len(), key, s)
@@ -201,7 +191,7 @@ pub fn categorical<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let axis = axis.into().unwrap_or(-1);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     let l = logits.as_raw();
     match (shape, num_samples.into()) {
         (Some(_), Some(_)) => Err(crate::Error::invalid(
@@ -228,7 +218,7 @@ pub fn gumbel<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_gumbel(res, shape.as_ptr(), shape.len(), dtype.to_raw(), key, s)
@@ -245,7 +235,7 @@ pub fn laplace<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_laplace(
@@ -272,7 +262,7 @@ pub fn multivariate_normal<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: valid handles (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_multivariate_normal(
@@ -317,7 +307,7 @@ pub fn permutation<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let axis = axis.into().unwrap_or(0);
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     match x.into() {
         // SAFETY: `key` is valid or null; mlx-c writes into res.
         Permute::Range(n) => Array::try_from_stream_op(|res, s| unsafe {
@@ -344,7 +334,7 @@ pub fn randint<'a, 'k>(
         to_array(low.into_operand(), None),
         to_array(high.into_operand(), None),
     );
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: valid handles (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_randint(
@@ -379,7 +369,7 @@ pub fn truncated_normal<'a, 'k>(
         Some(shape) => shape.to_vec(),
         None => broadcast_shape(lower.shape(), upper.shape())?,
     };
-    let key = key_raw(key.into());
+    let key = crate::handles::opt_array(key.into());
     // SAFETY: valid handles (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_truncated_normal(

@@ -169,6 +169,12 @@ impl<'a> IntoOperand<'a> for Array {
     }
 }
 
+impl<'a> IntoOperand<'a> for Operand<'a> {
+    fn into_operand(self) -> Operand<'a> {
+        self
+    }
+}
+
 impl<'a, T: Into<Scalar>> IntoOperand<'a> for T {
     fn into_operand(self) -> Operand<'a> {
         Operand::Scalar(self.into())
@@ -195,4 +201,59 @@ impl<'a> Operand<'a> {
 pub(crate) fn resolve_pair<'a>(a: Operand<'a>, b: Operand<'a>) -> (Cow<'a, Array>, Cow<'a, Array>) {
     let (da, db) = (a.dtype(), b.dtype());
     (a.resolve(db), b.resolve(da))
+}
+
+/// The axis of [`crate::ops::sort`] and its relatives, whose Python default is `-1` while
+/// Python's `axis=None` means "flatten first". Converts from `None` (Python's default), an
+/// `i32`, or `Axis::Flatten`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Axis {
+    /// Python's default for the function (`-1`).
+    #[default]
+    Default,
+    /// Python's `axis=None`: work on the flattened array.
+    Flatten,
+    /// This axis; negative values count from the end.
+    Index(i32),
+}
+
+impl Axis {
+    /// The axis to pass down, `None` for flatten.
+    pub(crate) fn resolve(self, default: i32) -> Option<i32> {
+        match self {
+            Axis::Default => Some(default),
+            Axis::Flatten => None,
+            Axis::Index(i) => Some(i),
+        }
+    }
+}
+
+impl From<i32> for Axis {
+    fn from(axis: i32) -> Self {
+        Axis::Index(axis)
+    }
+}
+
+impl From<Option<i32>> for Axis {
+    fn from(axis: Option<i32>) -> Self {
+        axis.map_or(Axis::Default, Axis::Index)
+    }
+}
+
+/// An optional operand (Python: `scalar | array | None`): anything [`IntoOperand`], or
+/// `None`.
+pub trait IntoOptionalOperand<'a> {
+    fn into_optional_operand(self) -> Option<Operand<'a>>;
+}
+
+impl<'a, T: IntoOperand<'a>> IntoOptionalOperand<'a> for T {
+    fn into_optional_operand(self) -> Option<Operand<'a>> {
+        Some(self.into_operand())
+    }
+}
+
+impl<'a> IntoOptionalOperand<'a> for Option<&'a Array> {
+    fn into_optional_operand(self) -> Option<Operand<'a>> {
+        self.map(IntoOperand::into_operand)
+    }
 }
