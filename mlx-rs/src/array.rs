@@ -122,6 +122,52 @@ impl Array {
         Ok(unsafe { Array::from_raw(raw) })
     }
 
+    /// Moves `data` into a new array. Where the backend's allocator can adopt foreign memory
+    /// (Metal's unified memory), MLX uses the vector's buffer in place and drops the vector with
+    /// the last array; otherwise (the CPU allocator) MLX copies it once and drops the vector at
+    /// once. [`Array::from_slice`] always copies and leaves the caller's buffer alone.
+    ///
+    /// ```
+    /// let a = mlx_rs::Array::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    /// assert_eq!(a.sum(None, false)?.item::<f32>()?, 10.0);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn from_vec<T: ArrayElement>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
+        let size = checked_size(shape)?;
+        if size != data.len() {
+            return Err(Error::invalid(format!(
+                "[array] shape {shape:?} holds {size} elements but {} were given",
+                data.len()
+            )));
+        }
+        let ndim = i32::try_from(shape.len())
+            .map_err(|_| Error::invalid("[array] too many dimensions"))?;
+        let mut boxed = Box::new(data);
+        let ptr = boxed.as_mut_ptr();
+        let payload = Box::into_raw(boxed);
+        extern "C" fn drop_payload<T>(payload: *mut std::ffi::c_void) {
+            // SAFETY: `payload` is the Box<Vec<T>> leaked below; MLX calls this exactly once,
+            // when the array's buffer is released.
+            drop(unsafe { Box::from_raw(payload.cast::<Vec<T>>()) });
+        }
+        // SAFETY: `ptr` points to `size` initialised elements of T (layout matching
+        // T::DTYPE) owned by `payload`, which stays alive until MLX calls `drop_payload`.
+        // The shape was validated above, so construction cannot fail on it; should it fail
+        // anyway, the payload leaks rather than risk a double free.
+        let raw = check_handler(|| unsafe {
+            sys::mlx_array_new_data_managed_payload(
+                ptr.cast(),
+                shape.as_ptr(),
+                ndim,
+                T::DTYPE.to_raw(),
+                payload.cast(),
+                Some(drop_payload::<T>),
+            )
+        })?;
+        // SAFETY: a fresh handle we now own.
+        Ok(unsafe { Array::from_raw(raw) })
+    }
+
     /// A 0-dimensional array holding `value` (Python: `mx.array(value)`).
     pub fn from_scalar<T: ArrayElement>(value: T) -> Array {
         Array::from_slice(std::slice::from_ref(&value), &[])

@@ -95,6 +95,21 @@ pub fn enable_compile() -> Result<()> {
     check(|| unsafe { sys::mlx_enable_compile() })
 }
 
+/// Forgets every compiled trace in the calling thread's compile cache, for all compiled
+/// functions (C++: `mlx::core::detail::compile_clear_cache`). Each compiled function traces
+/// again on its next call from this thread; its counters keep counting.
+pub fn clear_compile_cache() -> Result<()> {
+    // SAFETY: an empty handle for mlx-c to fill, freed by ThreadCache's Drop.
+    let mut cache = ThreadCache {
+        thread: thread::current().id(),
+        handle: unsafe { sys::mlx_compile_cache_new() },
+    };
+    // SAFETY: writes this thread's cache into our handle, then clears it.
+    check(|| unsafe { sys::mlx_detail_compile_cache(&mut cache.handle) })?;
+    // SAFETY: valid cache handle.
+    check(|| unsafe { sys::mlx_detail_compile_clear_cache(cache.handle) })
+}
+
 /// A weak handle to one thread's compile cache.
 struct ThreadCache {
     thread: ThreadId,

@@ -25,6 +25,7 @@ mod error;
 pub mod export;
 pub mod fast;
 pub mod fft;
+pub mod graph;
 mod handles;
 pub mod io;
 pub mod linalg;
