@@ -4,7 +4,8 @@ use mlx_sys as sys;
 
 use crate::handles::VectorArray;
 use crate::handles::{c_string, vector_op};
-use crate::ops::{array_methods, unary_ops, Axes, IntoOperand, Operand};
+use crate::ops::args::operand_array;
+use crate::ops::{array_methods, unary_ops, Axes, IntoOperand};
 use crate::{Array, Dtype, Error, Result};
 
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
@@ -499,15 +500,6 @@ pub fn view<'a>(a: impl IntoOperand<'a>, dtype: Dtype) -> Result<Array> {
     let a = operand_array(a, None);
     // SAFETY: valid handle; plain values.
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_view(res, a.as_raw(), dtype.to_raw(), s) })
-}
-
-/// Resolves an operand to an array; scalars take `like`'s dtype when they are weakly typed
-/// against it (Python's `to_array(v, dtype)`).
-pub(crate) fn operand_array<'a>(v: impl IntoOperand<'a>, like: Option<Dtype>) -> Array {
-    match v.into_operand() {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(s.dtype_next_to(like)),
-    }
 }
 
 array_methods! {
