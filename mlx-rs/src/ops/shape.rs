@@ -35,23 +35,35 @@ pub fn permute_dims<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result
     transpose(a, axes)
 }
 
-/// Removes size-1 axes: all of them for `None`, else the given ones
-/// (Python: `mx.squeeze(a, axis=None)`).
-pub fn squeeze<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-    match axis.into() {
-        // SAFETY: valid handle.
-        Axes::All => {
-            Array::try_from_stream_op(|res, s| unsafe { sys::mlx_squeeze(res, a.as_raw(), s) })
+/// `fn name(a, axis=None)` over mlx-c's trio `f(res, a, s)` (every axis),
+/// `f_axis(res, a, axis, s)` and `f_axes(res, a, axes, n, s)`.
+macro_rules! axes_ops {
+    ($($(#[$doc:meta])* $name:ident => $all:path, $axis:path, $axes:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
+            match axis.into() {
+                // SAFETY: valid handle.
+                Axes::All => Array::try_from_stream_op(|res, s| unsafe { $all(res, a.as_raw(), s) }),
+                // SAFETY: valid handle; plain values.
+                Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
+                    $axis(res, a.as_raw(), ax[0], s)
+                }),
+                // SAFETY: valid handle; `ax` outlives the call.
+                Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
+                }),
+            }
         }
-        // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_squeeze_axis(res, a.as_raw(), ax[0], s)
-        }),
-        // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_squeeze_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
-        }),
-    }
+    )*};
+}
+
+axes_ops! {
+    /// Removes size-1 axes: all of them for `None`, else the given ones
+    /// (Python: `mx.squeeze(a, axis=None)`).
+    squeeze => sys::mlx_squeeze, sys::mlx_squeeze_axis, sys::mlx_squeeze_axes;
+    /// Reverses the order of elements along axes; `None` reverses every axis
+    /// (Python: `mx.flip(a, axis=None)`).
+    flip => sys::mlx_flip, sys::mlx_flip_axis, sys::mlx_flip_axes;
 }
 
 /// Inserts size-1 axes at the given positions (Python: `mx.expand_dims(a, axis)`; `axis` is
@@ -417,25 +429,6 @@ pub fn roll<'x, 'y>(
                 ax.len(),
                 s,
             )
-        }),
-    }
-}
-
-/// Reverses the order of elements along axes; `None` reverses every axis
-/// (Python: `mx.flip(a, axis=None)`).
-pub fn flip<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-    match axis.into() {
-        // SAFETY: valid handle.
-        Axes::All => {
-            Array::try_from_stream_op(|res, s| unsafe { sys::mlx_flip(res, a.as_raw(), s) })
-        }
-        // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_flip_axis(res, a.as_raw(), ax[0], s)
-        }),
-        // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_flip_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
         }),
     }
 }
