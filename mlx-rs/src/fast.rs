@@ -15,7 +15,7 @@
 
 use mlx_sys as sys;
 
-use crate::handles::opt_array;
+use crate::handles::{opt_array, opt_float};
 use crate::{Array, Result};
 
 /// Layer normalization over the last axis, with optional affine `weight` and `bias`
@@ -78,10 +78,7 @@ pub fn rope<'o>(
     offset: impl Into<RopeOffset<'o>>,
     freqs: Option<&Array>,
 ) -> Result<Array> {
-    let base = sys::mlx_optional_float {
-        value: base.unwrap_or(0.0),
-        has_value: base.is_some(),
-    };
+    let base = opt_float(base);
     let freqs = opt_array(freqs);
     match offset.into() {
         // SAFETY: valid (or null = absent) handles; mlx-c writes a new array into res.

@@ -81,7 +81,10 @@ pub fn normal<'a, 'k>(
             })
         }
         (loc, scale) => {
-            let (loc, scale) = (to_array(loc, Some(dtype)), to_array(scale, Some(dtype)));
+            let (loc, scale) = (
+                loc.resolve(Some(dtype), None),
+                scale.resolve(Some(dtype), None),
+            );
             // SAFETY: all handles valid (key may be null); `shape` outlives the call.
             Array::try_from_stream_op(|res, s| unsafe {
                 sys::mlx_random_normal_broadcast(
@@ -108,13 +111,42 @@ fn scalar_f32(s: Scalar) -> f32 {
     }
 }
 
-/// An operand as an array: arrays pass through; scalars become `dtype`, or when `None` the
-/// dtype Python gives a bare scalar (`int` -> int32, `float` -> float32).
-fn to_array(op: Operand<'_>, dtype: Option<Dtype>) -> Array {
-    match op {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(None))),
-    }
+/// The signature mlx-c's samplers between two bounds share:
+/// `f(res, a, b, shape, shape_len, dtype, key, stream)`.
+type BoundedSampler = unsafe extern "C" fn(
+    *mut sys::mlx_array,
+    sys::mlx_array,
+    sys::mlx_array,
+    *const i32,
+    usize,
+    sys::mlx_dtype,
+    sys::mlx_array,
+    sys::mlx_stream,
+) -> std::ffi::c_int;
+
+/// Runs a [`BoundedSampler`]; `key` `None` uses MLX's global key.
+fn sample_between(
+    sampler: BoundedSampler,
+    a: &Array,
+    b: &Array,
+    shape: &[i32],
+    dtype: Dtype,
+    key: Option<&Array>,
+) -> Result<Array> {
+    let key = crate::handles::opt_array(key);
+    // SAFETY: valid handles (key may be null); `shape` outlives the call; mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sampler(
+            res,
+            a.as_raw(),
+            b.as_raw(),
+            shape.as_ptr(),
+            shape.len(),
+            dtype.to_raw(),
+            key,
+            s,
+        )
+    })
 }
 
 /// Uniform samples in `[low, high)` (Python:
@@ -127,25 +159,17 @@ pub fn uniform<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let bound = |op: Operand<'a>| match op {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype),
-    };
-    let (low, high) = (bound(low.into_operand()), bound(high.into_operand()));
-    let key = crate::handles::opt_array(key.into());
-    // SAFETY: all handles valid (key may be null); `shape` outlives the call.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_uniform(
-            res,
-            low.as_raw(),
-            high.as_raw(),
-            shape.as_ptr(),
-            shape.len(),
-            dtype.to_raw(),
-            key,
-            s,
-        )
-    })
+    // Scalar bounds take the sample dtype, as in Python.
+    let low = low.into_operand().resolve(Some(dtype), None);
+    let high = high.into_operand().resolve(Some(dtype), None);
+    sample_between(
+        sys::mlx_random_uniform,
+        &low,
+        &high,
+        shape,
+        dtype,
+        key.into(),
+    )
 }
 
 /// Raw random bits: `width` bytes per element (1, 2 or 4, default 4) as uint8/uint16/uint32
@@ -170,8 +194,8 @@ pub fn bernoulli<'a, 'k>(
     shape: Option<&[i32]>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
-    let p = to_array(p.into_operand(), None);
-    let shape = shape.map_or_else(|| p.shape().to_vec(), <[i32]>::to_vec);
+    let p = p.into_operand().resolve(None, None);
+    let shape = shape.unwrap_or_else(|| p.shape());
     let key = crate::handles::opt_array(key.into());
     // SAFETY: valid handles (key may be null); `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -262,20 +286,14 @@ pub fn multivariate_normal<'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = crate::handles::opt_array(key.into());
-    // SAFETY: valid handles (key may be null); `shape` outlives the call.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_multivariate_normal(
-            res,
-            mean.as_raw(),
-            cov.as_raw(),
-            shape.as_ptr(),
-            shape.len(),
-            dtype.to_raw(),
-            key,
-            s,
-        )
-    })
+    sample_between(
+        sys::mlx_random_multivariate_normal,
+        mean,
+        cov,
+        shape,
+        dtype,
+        key.into(),
+    )
 }
 
 /// What [`permutation`] permutes: `arange(n)` or an array's entries (Python: `x: int | array`).
@@ -330,24 +348,16 @@ pub fn randint<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Int32);
-    let (low, high) = (
-        to_array(low.into_operand(), None),
-        to_array(high.into_operand(), None),
-    );
-    let key = crate::handles::opt_array(key.into());
-    // SAFETY: valid handles (key may be null); `shape` outlives the call.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_randint(
-            res,
-            low.as_raw(),
-            high.as_raw(),
-            shape.as_ptr(),
-            shape.len(),
-            dtype.to_raw(),
-            key,
-            s,
-        )
-    })
+    let low = low.into_operand().resolve(None, None);
+    let high = high.into_operand().resolve(None, None);
+    sample_between(
+        sys::mlx_random_randint,
+        &low,
+        &high,
+        shape,
+        dtype,
+        key.into(),
+    )
 }
 
 /// Normal samples truncated to `[lower, upper]`; `shape` defaults to the broadcast shape of
@@ -361,28 +371,20 @@ pub fn truncated_normal<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let (lower, upper) = (
-        to_array(lower.into_operand(), None),
-        to_array(upper.into_operand(), None),
-    );
+    let lower = lower.into_operand().resolve(None, None);
+    let upper = upper.into_operand().resolve(None, None);
     let shape = match shape {
         Some(shape) => shape.to_vec(),
         None => broadcast_shape(lower.shape(), upper.shape())?,
     };
-    let key = crate::handles::opt_array(key.into());
-    // SAFETY: valid handles (key may be null); `shape` outlives the call.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_truncated_normal(
-            res,
-            lower.as_raw(),
-            upper.as_raw(),
-            shape.as_ptr(),
-            shape.len(),
-            dtype.to_raw(),
-            key,
-            s,
-        )
-    })
+    sample_between(
+        sys::mlx_random_truncated_normal,
+        &lower,
+        &upper,
+        &shape,
+        dtype,
+        key.into(),
+    )
 }
 
 /// NumPy broadcasting of two shapes, for shapes that Python derives from the arguments.

@@ -189,10 +189,14 @@ impl<'a> Operand<'a> {
         }
     }
 
-    fn resolve(self, other: Option<Dtype>) -> Cow<'a, Array> {
+    /// The operand as an array: arrays pass through; a scalar becomes `dtype` when given, else
+    /// the dtype Python's weak typing gives it next to an array of dtype `like`.
+    pub(crate) fn resolve(self, dtype: Option<Dtype>, like: Option<Dtype>) -> Cow<'a, Array> {
         match self {
             Operand::Array(a) => a,
-            Operand::Scalar(s) => Cow::Owned(s.to_array(s.dtype_next_to(other))),
+            Operand::Scalar(s) => {
+                Cow::Owned(s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(like))))
+            }
         }
     }
 }
@@ -200,7 +204,13 @@ impl<'a> Operand<'a> {
 /// Resolves two operands to arrays, giving scalars the dtype Python would.
 pub(crate) fn resolve_pair<'a>(a: Operand<'a>, b: Operand<'a>) -> (Cow<'a, Array>, Cow<'a, Array>) {
     let (da, db) = (a.dtype(), b.dtype());
-    (a.resolve(db), b.resolve(da))
+    (a.resolve(None, db), b.resolve(None, da))
+}
+
+/// Resolves an operand to an array; scalars take `like`'s dtype when they are weakly typed
+/// against it (Python's `to_array(v, dtype)`).
+pub(crate) fn operand_array<'a>(v: impl IntoOperand<'a>, like: Option<Dtype>) -> Array {
+    v.into_operand().resolve(None, like).into_owned()
 }
 
 /// The axis of [`crate::ops::sort`] and its relatives, whose Python default is `-1` while

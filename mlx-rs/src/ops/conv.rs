@@ -66,6 +66,29 @@ impl From<Vec<i32>> for Spatial {
     }
 }
 
+/// Builder setters of an options struct: spatial fields take anything `Into<Spatial>`, the
+/// others their own type.
+macro_rules! setters {
+    ($options:ty { spatial: $($s:ident),*; plain: $($p:ident: $ty:ty),* $(,)? }) => {
+        impl $options {
+            $(
+                #[doc = concat!("Sets `", stringify!($s), "`: one value, or one per spatial axis.")]
+                pub fn $s(mut self, v: impl Into<Spatial>) -> Self {
+                    self.$s = v.into();
+                    self
+                }
+            )*
+            $(
+                #[doc = concat!("Sets `", stringify!($p), "`.")]
+                pub fn $p(mut self, $p: $ty) -> Self {
+                    self.$p = $p;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 /// Options of [`conv1d`], [`conv2d`], [`conv3d`] (Python's `stride=1, padding=0,
 /// dilation=1, groups=1`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,24 +110,10 @@ impl Default for ConvOptions {
     }
 }
 
-impl ConvOptions {
-    pub fn stride(mut self, v: impl Into<Spatial>) -> Self {
-        self.stride = v.into();
-        self
-    }
-    pub fn padding(mut self, v: impl Into<Spatial>) -> Self {
-        self.padding = v.into();
-        self
-    }
-    pub fn dilation(mut self, v: impl Into<Spatial>) -> Self {
-        self.dilation = v.into();
-        self
-    }
-    pub fn groups(mut self, groups: i32) -> Self {
-        self.groups = groups;
-        self
-    }
-}
+setters!(ConvOptions {
+    spatial: stride, padding, dilation;
+    plain: groups: i32,
+});
 
 /// Options of [`conv_transpose1d`], [`conv_transpose2d`], [`conv_transpose3d`] (Python's
 /// `stride=1, padding=0, dilation=1, output_padding=0, groups=1`).
@@ -129,28 +138,10 @@ impl Default for ConvTransposeOptions {
     }
 }
 
-impl ConvTransposeOptions {
-    pub fn stride(mut self, v: impl Into<Spatial>) -> Self {
-        self.stride = v.into();
-        self
-    }
-    pub fn padding(mut self, v: impl Into<Spatial>) -> Self {
-        self.padding = v.into();
-        self
-    }
-    pub fn dilation(mut self, v: impl Into<Spatial>) -> Self {
-        self.dilation = v.into();
-        self
-    }
-    pub fn output_padding(mut self, v: impl Into<Spatial>) -> Self {
-        self.output_padding = v.into();
-        self
-    }
-    pub fn groups(mut self, groups: i32) -> Self {
-        self.groups = groups;
-        self
-    }
-}
+setters!(ConvTransposeOptions {
+    spatial: stride, padding, dilation, output_padding;
+    plain: groups: i32,
+});
 
 /// Options of [`conv_general`] (Python's `stride=1, padding=0, kernel_dilation=1,
 /// input_dilation=1, groups=1, flip=False`; `padding` may differ low/high).
@@ -179,11 +170,13 @@ impl Default for ConvGeneralOptions {
     }
 }
 
+setters!(ConvGeneralOptions {
+    spatial: stride, kernel_dilation, input_dilation;
+    plain: groups: i32, flip: bool,
+});
+
+// Padding is one Python argument over two fields, so its setters are written out.
 impl ConvGeneralOptions {
-    pub fn stride(mut self, v: impl Into<Spatial>) -> Self {
-        self.stride = v.into();
-        self
-    }
     /// The same padding before and after (Python `padding=int | Sequence[int]`).
     pub fn padding(mut self, v: impl Into<Spatial>) -> Self {
         let v = v.into();
@@ -197,207 +190,120 @@ impl ConvGeneralOptions {
         self.padding_hi = hi.into();
         self
     }
-    pub fn kernel_dilation(mut self, v: impl Into<Spatial>) -> Self {
-        self.kernel_dilation = v.into();
-        self
-    }
-    pub fn input_dilation(mut self, v: impl Into<Spatial>) -> Self {
-        self.input_dilation = v.into();
-        self
-    }
-    pub fn groups(mut self, groups: i32) -> Self {
-        self.groups = groups;
-        self
-    }
-    pub fn flip(mut self, flip: bool) -> Self {
-        self.flip = flip;
-        self
-    }
 }
 
-/// The number of spatial axes of an `(N, ..., C)` input, checked against what the op needs.
-fn spatial_dims(input: &Array, want: usize, op: &str) -> Result<usize> {
-    let n = input.ndim();
-    if n != want + 2 {
+/// Checks that `input` is `(N, <dims spatial axes>, C)`, as `op` needs.
+fn check_spatial_dims(input: &Array, dims: usize, op: &str) -> Result<()> {
+    if input.ndim() != dims + 2 {
         return Err(Error::invalid(format!(
-            "[{op}] expected a {}-dimensional input (batch, {want} spatial, channels), got shape {:?}",
-            want + 2,
+            "[{op}] expected a {}-dimensional input (batch, {dims} spatial, channels), got shape {:?}",
+            dims + 2,
             input.shape()
         )));
     }
-    Ok(want)
+    Ok(())
 }
 
-/// 1-D convolution of `(N, L, C_in)` by `(C_out, K, C_in / groups)`
-/// (Python: `mx.conv1d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
-pub fn conv1d(input: &Array, weight: &Array, options: ConvOptions) -> Result<Array> {
-    let n = spatial_dims(input, 1, "conv1d")?;
-    let st = options.stride.expand(n, "conv1d", "stride")?;
-    let pd = options.padding.expand(n, "conv1d", "padding")?;
-    let dl = options.dilation.expand(n, "conv1d", "dilation")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv1d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            pd[0],
-            dl[0],
-            options.groups,
-            s,
-        )
-    })
+impl ConvOptions {
+    /// Stride, padding and dilation with one value per spatial axis of a checked input.
+    fn per_axis(&self, input: &Array, dims: usize, op: &str) -> Result<[Vec<i32>; 3]> {
+        check_spatial_dims(input, dims, op)?;
+        Ok([
+            self.stride.expand(dims, op, "stride")?,
+            self.padding.expand(dims, op, "padding")?,
+            self.dilation.expand(dims, op, "dilation")?,
+        ])
+    }
 }
 
-/// 2-D convolution of `(N, H, W, C_in)` by `(C_out, KH, KW, C_in / groups)`
-/// (Python: `mx.conv2d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
-pub fn conv2d(input: &Array, weight: &Array, options: ConvOptions) -> Result<Array> {
-    let n = spatial_dims(input, 2, "conv2d")?;
-    let st = options.stride.expand(n, "conv2d", "stride")?;
-    let pd = options.padding.expand(n, "conv2d", "padding")?;
-    let dl = options.dilation.expand(n, "conv2d", "dilation")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv2d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            st[1],
-            pd[0],
-            pd[1],
-            dl[0],
-            dl[1],
-            options.groups,
-            s,
-        )
-    })
+impl ConvTransposeOptions {
+    /// Stride, padding, dilation and output padding with one value per spatial axis of a
+    /// checked input.
+    fn per_axis(&self, input: &Array, dims: usize, op: &str) -> Result<[Vec<i32>; 4]> {
+        check_spatial_dims(input, dims, op)?;
+        Ok([
+            self.stride.expand(dims, op, "stride")?,
+            self.padding.expand(dims, op, "padding")?,
+            self.dilation.expand(dims, op, "dilation")?,
+            self.output_padding.expand(dims, op, "output_padding")?,
+        ])
+    }
 }
 
-/// 3-D convolution of `(N, D, H, W, C_in)` by `(C_out, KD, KH, KW, C_in / groups)`
-/// (Python: `mx.conv3d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
-pub fn conv3d(input: &Array, weight: &Array, options: ConvOptions) -> Result<Array> {
-    let n = spatial_dims(input, 3, "conv3d")?;
-    let st = options.stride.expand(n, "conv3d", "stride")?;
-    let pd = options.padding.expand(n, "conv3d", "padding")?;
-    let dl = options.dilation.expand(n, "conv3d", "dilation")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv3d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            st[1],
-            st[2],
-            pd[0],
-            pd[1],
-            pd[2],
-            dl[0],
-            dl[1],
-            dl[2],
-            options.groups,
-            s,
-        )
-    })
+/// `fn name(input, weight, ConvOptions)` over mlx-c's fixed-rank convolutions, which take
+/// each spatial argument as one scalar per axis; `[0, 1]` lists the axes (here 2-D).
+macro_rules! conv_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path, [$($i:literal),+];)*) => {$(
+        $(#[$doc])*
+        pub fn $name(input: &Array, weight: &Array, options: ConvOptions) -> Result<Array> {
+            let dims = [$($i),+].len();
+            let [st, pd, dl] = options.per_axis(input, dims, stringify!($name))?;
+            // SAFETY: valid handles; plain values.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(
+                    res,
+                    input.as_raw(),
+                    weight.as_raw(),
+                    $(st[$i],)+
+                    $(pd[$i],)+
+                    $(dl[$i],)+
+                    options.groups,
+                    s,
+                )
+            })
+        }
+    )*};
 }
 
-/// 1-D transposed convolution (Python: `mx.conv_transpose1d(input, weight, stride=1,
-/// padding=0, dilation=1, output_padding=0, groups=1)`).
-pub fn conv_transpose1d(
-    input: &Array,
-    weight: &Array,
-    options: ConvTransposeOptions,
-) -> Result<Array> {
-    let op = "conv_transpose1d";
-    let n = spatial_dims(input, 1, op)?;
-    let st = options.stride.expand(n, op, "stride")?;
-    let pd = options.padding.expand(n, op, "padding")?;
-    let dl = options.dilation.expand(n, op, "dilation")?;
-    let op_ = options.output_padding.expand(n, op, "output_padding")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv_transpose1d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            pd[0],
-            dl[0],
-            op_[0],
-            options.groups,
-            s,
-        )
-    })
+/// Like `conv_ops!`, for the transposed convolutions (one more spatial argument).
+macro_rules! conv_transpose_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path, [$($i:literal),+];)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            input: &Array,
+            weight: &Array,
+            options: ConvTransposeOptions,
+        ) -> Result<Array> {
+            let dims = [$($i),+].len();
+            let [st, pd, dl, out_pd] = options.per_axis(input, dims, stringify!($name))?;
+            // SAFETY: valid handles; plain values.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(
+                    res,
+                    input.as_raw(),
+                    weight.as_raw(),
+                    $(st[$i],)+
+                    $(pd[$i],)+
+                    $(dl[$i],)+
+                    $(out_pd[$i],)+
+                    options.groups,
+                    s,
+                )
+            })
+        }
+    )*};
 }
 
-/// 2-D transposed convolution (Python: `mx.conv_transpose2d(...)`, same options as 1-D).
-pub fn conv_transpose2d(
-    input: &Array,
-    weight: &Array,
-    options: ConvTransposeOptions,
-) -> Result<Array> {
-    let op = "conv_transpose2d";
-    let n = spatial_dims(input, 2, op)?;
-    let st = options.stride.expand(n, op, "stride")?;
-    let pd = options.padding.expand(n, op, "padding")?;
-    let dl = options.dilation.expand(n, op, "dilation")?;
-    let op_ = options.output_padding.expand(n, op, "output_padding")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv_transpose2d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            st[1],
-            pd[0],
-            pd[1],
-            dl[0],
-            dl[1],
-            op_[0],
-            op_[1],
-            options.groups,
-            s,
-        )
-    })
+conv_ops! {
+    /// 1-D convolution of `(N, L, C_in)` by `(C_out, K, C_in / groups)`
+    /// (Python: `mx.conv1d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
+    conv1d => sys::mlx_conv1d, [0];
+    /// 2-D convolution of `(N, H, W, C_in)` by `(C_out, KH, KW, C_in / groups)`
+    /// (Python: `mx.conv2d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
+    conv2d => sys::mlx_conv2d, [0, 1];
+    /// 3-D convolution of `(N, D, H, W, C_in)` by `(C_out, KD, KH, KW, C_in / groups)`
+    /// (Python: `mx.conv3d(input, weight, stride=1, padding=0, dilation=1, groups=1)`).
+    conv3d => sys::mlx_conv3d, [0, 1, 2];
 }
 
-/// 3-D transposed convolution (Python: `mx.conv_transpose3d(...)`, same options as 1-D).
-pub fn conv_transpose3d(
-    input: &Array,
-    weight: &Array,
-    options: ConvTransposeOptions,
-) -> Result<Array> {
-    let op = "conv_transpose3d";
-    let n = spatial_dims(input, 3, op)?;
-    let st = options.stride.expand(n, op, "stride")?;
-    let pd = options.padding.expand(n, op, "padding")?;
-    let dl = options.dilation.expand(n, op, "dilation")?;
-    let op_ = options.output_padding.expand(n, op, "output_padding")?;
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_conv_transpose3d(
-            res,
-            input.as_raw(),
-            weight.as_raw(),
-            st[0],
-            st[1],
-            st[2],
-            pd[0],
-            pd[1],
-            pd[2],
-            dl[0],
-            dl[1],
-            dl[2],
-            op_[0],
-            op_[1],
-            op_[2],
-            options.groups,
-            s,
-        )
-    })
+conv_transpose_ops! {
+    /// 1-D transposed convolution (Python: `mx.conv_transpose1d(input, weight, stride=1,
+    /// padding=0, dilation=1, output_padding=0, groups=1)`).
+    conv_transpose1d => sys::mlx_conv_transpose1d, [0];
+    /// 2-D transposed convolution (Python: `mx.conv_transpose2d(...)`, same options as 1-D).
+    conv_transpose2d => sys::mlx_conv_transpose2d, [0, 1];
+    /// 3-D transposed convolution (Python: `mx.conv_transpose3d(...)`, same options as 1-D).
+    conv_transpose3d => sys::mlx_conv_transpose3d, [0, 1, 2];
 }
 
 /// N-D convolution with input dilation and optional kernel flip (Python:

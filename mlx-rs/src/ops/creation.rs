@@ -3,25 +3,28 @@
 
 use mlx_sys as sys;
 
-use crate::ops::{IntoOperand, Operand};
+use crate::ops::IntoOperand;
 use crate::{Array, Dtype, Error, Result};
 
-/// An array of zeros; dtype defaults to float32 (Python: `mx.zeros(shape, dtype)`).
-pub fn zeros(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_zeros(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
-    })
+/// `fn name(shape, dtype=float32)` over `f(res, shape, len, dtype, s)`.
+macro_rules! constant_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+            let dtype = dtype.into().unwrap_or(Dtype::Float32);
+            // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
+            })
+        }
+    )*};
 }
 
-/// An array of ones; dtype defaults to float32 (Python: `mx.ones(shape, dtype)`).
-pub fn ones(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_ones(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
-    })
+constant_ops! {
+    /// An array of zeros; dtype defaults to float32 (Python: `mx.zeros(shape, dtype)`).
+    zeros => sys::mlx_zeros;
+    /// An array of ones; dtype defaults to float32 (Python: `mx.ones(shape, dtype)`).
+    ones => sys::mlx_ones;
 }
 
 /// An array of `shape` filled with `vals` (broadcast); the dtype defaults to that of `vals`
@@ -32,10 +35,7 @@ pub fn full<'a>(
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let dtype = dtype.into();
-    let vals = match vals.into_operand() {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(None))),
-    };
+    let vals = vals.into_operand().resolve(dtype, None);
     let dtype = dtype.unwrap_or_else(|| vals.dtype());
     // SAFETY: `shape` and `vals` outlive the call; mlx-c writes a new array into res.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -126,10 +126,7 @@ pub fn full_like<'a>(
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let dtype = dtype.into();
-    let vals = match vals.into_operand() {
-        Operand::Array(v) => v.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(Some(a.dtype())))),
-    };
+    let vals = vals.into_operand().resolve(dtype, Some(a.dtype()));
     let dtype = dtype.unwrap_or_else(|| a.dtype());
     // SAFETY: valid handles; plain values.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -137,18 +134,31 @@ pub fn full_like<'a>(
     })
 }
 
-/// An `n x m` matrix with ones on diagonal `k` (Python: `mx.eye(n, m=None, k=0,
-/// dtype=float32)`).
-pub fn eye(
-    n: i32,
-    m: impl Into<Option<i32>>,
-    k: impl Into<Option<i32>>,
-    dtype: impl Into<Option<Dtype>>,
-) -> Result<Array> {
-    let (m, k) = (m.into().unwrap_or(n), k.into().unwrap_or(0));
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: plain values.
-    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_eye(res, n, m, k, dtype.to_raw(), s) })
+/// `fn name(n, m=None, k=0, dtype=float32)` over `f(res, n, m, k, dtype, s)`.
+macro_rules! diagonal_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            n: i32,
+            m: impl Into<Option<i32>>,
+            k: impl Into<Option<i32>>,
+            dtype: impl Into<Option<Dtype>>,
+        ) -> Result<Array> {
+            let (m, k) = (m.into().unwrap_or(n), k.into().unwrap_or(0));
+            let dtype = dtype.into().unwrap_or(Dtype::Float32);
+            // SAFETY: plain values.
+            Array::try_from_stream_op(|res, s| unsafe { $ffi(res, n, m, k, dtype.to_raw(), s) })
+        }
+    )*};
+}
+
+diagonal_ops! {
+    /// An `n x m` matrix with ones on diagonal `k` (Python: `mx.eye(n, m=None, k=0,
+    /// dtype=float32)`).
+    eye => sys::mlx_eye;
+    /// An `n x m` matrix with ones at and below diagonal `k` (Python: `mx.tri(n, m=None, k=0,
+    /// dtype=float32)`).
+    tri => sys::mlx_tri;
 }
 
 /// The `n x n` identity (Python: `mx.identity(n, dtype=float32)`).
@@ -156,20 +166,6 @@ pub fn identity(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
     // SAFETY: plain values.
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_identity(res, n, dtype.to_raw(), s) })
-}
-
-/// An `n x m` matrix with ones at and below diagonal `k` (Python: `mx.tri(n, m=None, k=0,
-/// dtype=float32)`).
-pub fn tri(
-    n: i32,
-    m: impl Into<Option<i32>>,
-    k: impl Into<Option<i32>>,
-    dtype: impl Into<Option<Dtype>>,
-) -> Result<Array> {
-    let (m, k) = (m.into().unwrap_or(n), k.into().unwrap_or(0));
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: plain values.
-    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_tri(res, n, m, k, dtype.to_raw(), s) })
 }
 
 /// `num` evenly spaced values from `start` to `stop` (Python: `mx.linspace(start, stop,

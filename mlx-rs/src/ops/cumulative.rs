@@ -9,64 +9,39 @@ use crate::handles::opt_dtype;
 use crate::ops::array_methods;
 use crate::{Array, Dtype, Result};
 
-/// Scans that take an accumulation dtype.
-macro_rules! typed_scans {
-    ($($(#[$doc:meta])* $name:ident => $flat:path, $axis:path;)*) => {$(
-        $(#[$doc])*
-        pub fn $name(
-            a: &Array,
-            axis: impl Into<Option<i32>>,
-            reverse: bool,
-            inclusive: bool,
-            dtype: impl Into<Option<Dtype>>,
-        ) -> Result<Array> {
-            let dtype = opt_dtype(dtype.into());
-            match axis.into() {
-                // SAFETY: valid handle; plain values.
-                Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
-                    $axis(res, a.as_raw(), axis, reverse, inclusive, dtype, s)
-                }),
-                // SAFETY: valid handle; plain values.
-                None => Array::try_from_stream_op(|res, s| unsafe {
-                    $flat(res, a.as_raw(), reverse, inclusive, dtype, s)
-                }),
-            }
-        }
-    )*};
-}
-
-/// Scans whose result keeps the input dtype.
+/// `fn name(a, axis=None, reverse, inclusive)` over `f(res, a, reverse, inclusive, s)` /
+/// `f_axis(res, a, axis, reverse, inclusive, s)`. Entries marked `(dtype)` also take an
+/// accumulation dtype, passed to mlx-c before the stream.
 macro_rules! scans {
-    ($($(#[$doc:meta])* $name:ident => $flat:path, $axis:path;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident $(($dtype:ident))? => $flat:path, $axis:path;)*) => {$(
         $(#[$doc])*
         pub fn $name(
             a: &Array,
             axis: impl Into<Option<i32>>,
             reverse: bool,
             inclusive: bool,
+            $($dtype: impl Into<Option<Dtype>>,)?
         ) -> Result<Array> {
+            $(let $dtype = opt_dtype($dtype.into());)?
             match axis.into() {
                 // SAFETY: valid handle; plain values.
                 Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
-                    $axis(res, a.as_raw(), axis, reverse, inclusive, s)
+                    $axis(res, a.as_raw(), axis, reverse, inclusive, $($dtype,)? s)
                 }),
                 // SAFETY: valid handle; plain values.
                 None => Array::try_from_stream_op(|res, s| unsafe {
-                    $flat(res, a.as_raw(), reverse, inclusive, s)
+                    $flat(res, a.as_raw(), reverse, inclusive, $($dtype,)? s)
                 }),
             }
         }
     )*};
-}
-
-typed_scans! {
-    /// Cumulative sum (Python: `mx.cumsum(a, axis=None, *, reverse=False, inclusive=True, dtype=None)`).
-    cumsum => sys::mlx_cumsum, sys::mlx_cumsum_axis;
-    /// Cumulative product (Python: `mx.cumprod(a, axis=None, *, reverse=False, inclusive=True, dtype=None)`).
-    cumprod => sys::mlx_cumprod, sys::mlx_cumprod_axis;
 }
 
 scans! {
+    /// Cumulative sum (Python: `mx.cumsum(a, axis=None, *, reverse=False, inclusive=True, dtype=None)`).
+    cumsum(dtype) => sys::mlx_cumsum, sys::mlx_cumsum_axis;
+    /// Cumulative product (Python: `mx.cumprod(a, axis=None, *, reverse=False, inclusive=True, dtype=None)`).
+    cumprod(dtype) => sys::mlx_cumprod, sys::mlx_cumprod_axis;
     /// Cumulative maximum (Python: `mx.cummax(a, axis=None, *, reverse=False, inclusive=True)`).
     cummax => sys::mlx_cummax, sys::mlx_cummax_axis;
     /// Cumulative minimum (Python: `mx.cummin(a, axis=None, *, reverse=False, inclusive=True)`).

@@ -5,11 +5,13 @@
 //! out-of-range *array* index reads or writes an unspecified element. Integer indices given
 //! as Rust integers are checked by [`crate::Array::index`].
 
+use std::borrow::Cow;
+
 use mlx_sys as sys;
 
 use crate::handles::c_string;
 use crate::handles::VectorArray;
-use crate::ops::shape::operand_array;
+use crate::ops::args::operand_array;
 use crate::ops::IntoOperand;
 use crate::{Array, Result};
 
@@ -257,6 +259,11 @@ pub fn slice(a: &Array, start_indices: &Array, axes: &[i32], slice_size: &[i32])
     })
 }
 
+/// The given strides, or stride 1 on each of `n` axes (Python's default).
+fn strides_or_ones(strides: Option<&[i32]>, n: usize) -> Cow<'_, [i32]> {
+    strides.map_or_else(|| Cow::Owned(vec![1; n]), Cow::Borrowed)
+}
+
 /// The strided slice `a[start[0]:stop[0]:strides[0], ...]` with one entry per axis (C++
 /// `slice(a, start, stop, strides)`; `None` strides are 1). Bounds are clamped like Python's.
 pub fn slice_strided<'x>(
@@ -265,14 +272,7 @@ pub fn slice_strided<'x>(
     stop: &[i32],
     strides: impl Into<Option<&'x [i32]>>,
 ) -> Result<Array> {
-    let ones;
-    let strides = match strides.into() {
-        Some(st) => st,
-        None => {
-            ones = vec![1; start.len()];
-            &ones
-        }
-    };
+    let strides = strides_or_ones(strides.into(), start.len());
     // SAFETY: valid handle; the slices outlive the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_slice(
@@ -322,14 +322,7 @@ macro_rules! slice_update_ops {
             stop: &[i32],
             strides: impl Into<Option<&'x [i32]>>,
         ) -> Result<Array> {
-            let ones;
-            let strides = match strides.into() {
-                Some(st) => st,
-                None => {
-                    ones = vec![1; start.len()];
-                    &ones
-                }
-            };
+            let strides = strides_or_ones(strides.into(), start.len());
             // SAFETY: valid handles; the slices outlive the call.
             Array::try_from_stream_op(|res, s| unsafe {
                 $ffi(

@@ -24,7 +24,7 @@
 
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 
-use crate::ops::shape::operand_array;
+use crate::ops::args::operand_array;
 use crate::ops::{self, IntoOperand};
 use crate::{Array, Dtype, Error, Result};
 
@@ -288,6 +288,34 @@ impl Entry {
     }
 }
 
+/// The largest rank among the index arrays (0 when there are none): the number of result
+/// axes the broadcast index arrays contribute.
+fn max_array_ndim<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> usize {
+    entries
+        .into_iter()
+        .filter_map(|e| match e {
+            Entry::Array(a) => Some(a.ndim()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+fn count_slices<'e>(entries: impl IntoIterator<Item = &'e Entry>) -> usize {
+    entries
+        .into_iter()
+        .filter(|e| matches!(e, Entry::Slice(_)))
+        .count()
+}
+
+/// The first boolean index array: a mask, allowed only as the whole index of an update.
+fn bool_mask(entries: &[Entry]) -> Option<&Array> {
+    entries.iter().find_map(|e| match e {
+        Entry::Array(a) if a.dtype() == Dtype::Bool => Some(a),
+        _ => None,
+    })
+}
+
 /// Replaces `...` by full slices, checks the count against `shape`, normalizes and
 /// bounds-checks integers. Returns the entries and how many of them consume an axis.
 fn expand(shape: &[i32], index: Vec<Index>) -> Result<(Vec<Entry>, usize)> {
@@ -427,10 +455,7 @@ fn get(src: &Array, index: Vec<Index>) -> Result<Array> {
         return Ok(src.clone());
     }
     let (entries, _) = expand(src.shape(), index)?;
-    if let Some(Entry::Array(m)) = entries
-        .iter()
-        .find(|e| matches!(e, Entry::Array(a) if a.dtype() == Dtype::Bool))
-    {
+    if let Some(m) = bool_mask(&entries) {
         return Err(Error::invalid(format!(
             "[index] boolean mask indices (shape {:?}) are not supported for reading: the result shape would depend on the values; use index_put to write through a mask, or ops::where_",
             m.shape()
@@ -449,18 +474,8 @@ fn get(src: &Array, index: Vec<Index>) -> Result<Array> {
 
     // Index arrays, one per gathered axis, shaped so they broadcast into the result layout.
     let shape = src.shape().to_vec();
-    let max_dims = gathered
-        .iter()
-        .filter_map(|e| match e {
-            Entry::Array(a) => Some(a.ndim()),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
-    let num_slices = gathered
-        .iter()
-        .filter(|e| matches!(e, Entry::Slice(_)))
-        .count();
+    let max_dims = max_array_ndim(gathered.iter().copied());
+    let num_slices = count_slices(gathered.iter().copied());
     let mut indices = Vec::with_capacity(gathered.len());
     let mut slice_index = 0;
     for (axis, e) in gathered.iter().enumerate() {
@@ -584,10 +599,7 @@ fn put(src: &Array, index: Vec<Index>, v: Array, how: Update) -> Result<Array> {
     if consumed == 0 {
         return combine(src, &v, how);
     }
-    if let Some(Entry::Array(m)) = entries
-        .iter()
-        .find(|e| matches!(e, Entry::Array(a) if a.dtype() == Dtype::Bool))
-    {
+    if let Some(m) = bool_mask(&entries) {
         return Err(Error::invalid(format!(
             "[index] a boolean mask (shape {:?}) must be the whole index",
             m.shape()
@@ -652,23 +664,13 @@ fn scatter_put(
 ) -> Result<Array> {
     let shape = src.shape();
     let arrays_first = gather_first(entries);
-    let max_dim = entries
-        .iter()
-        .filter_map(|e| match e {
-            Entry::Array(a) => Some(a.ndim()),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+    let max_dim = max_array_ndim(entries);
     let num_arrays = entries.iter().filter(|e| e.is_arrayish()).count();
     let num_none = entries
         .iter()
         .filter(|e| matches!(e, Entry::NewAxis))
         .count();
-    let num_slices = entries
-        .iter()
-        .filter(|e| matches!(e, Entry::Slice(_)))
-        .count();
+    let num_slices = count_slices(entries);
     // Slices after the last array with step 1 (and no strided slice after them) stay slices:
     // only their start goes into the index, their length into the update shape.
     let mut num_strided = 0usize;
@@ -697,7 +699,7 @@ fn scatter_put(
                 let (start, _, step, len) = s.indices(shape[axis])?;
                 let mut idx_shape = vec![1; idx_ndim];
                 if array_num >= num_arrays && strided_left == 0 && step == 1 {
-                    indices.push(Array::from_slice(&[start as u32], &[])?.reshape(&idx_shape)?);
+                    indices.push(uint32_scalar(start).reshape(&idx_shape)?);
                     slice_shapes.push(len);
                     update_shape[axis] = len;
                 } else {

@@ -4,8 +4,8 @@ use mlx_sys as sys;
 
 use crate::handles::VectorArray;
 use crate::handles::{opt_array, opt_float, vector_op};
+use crate::ops::args::operand_array;
 use crate::ops::args::resolve_pair;
-use crate::ops::shape::operand_array;
 use crate::ops::{binary_ops, unary_ops, Axes, IntoOperand, IntoOptionalOperand};
 use crate::{Array, Dtype, Error, Result};
 
@@ -253,36 +253,34 @@ pub fn softmax<'x>(a: &Array, axis: impl Into<Axes<'x>>, precise: bool) -> Resul
     }
 }
 
-/// Element-wise `|a - b| <= atol + rtol * |b|` (Python: `mx.isclose(a, b, rtol=1e-05,
-/// atol=1e-08, *, equal_nan=False)`).
-pub fn isclose(
-    a: &Array,
-    b: &Array,
-    rtol: impl Into<Option<f64>>,
-    atol: impl Into<Option<f64>>,
-    equal_nan: bool,
-) -> Result<Array> {
-    let (rtol, atol) = (rtol.into().unwrap_or(1e-5), atol.into().unwrap_or(1e-8));
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_isclose(res, a.as_raw(), b.as_raw(), rtol, atol, equal_nan, s)
-    })
+/// `fn name(a, b, rtol=1e-05, atol=1e-08, equal_nan)` over `f(res, a, b, rtol, atol,
+/// equal_nan, s)`.
+macro_rules! closeness_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            a: &Array,
+            b: &Array,
+            rtol: impl Into<Option<f64>>,
+            atol: impl Into<Option<f64>>,
+            equal_nan: bool,
+        ) -> Result<Array> {
+            let (rtol, atol) = (rtol.into().unwrap_or(1e-5), atol.into().unwrap_or(1e-8));
+            // SAFETY: valid handles; plain values.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(res, a.as_raw(), b.as_raw(), rtol, atol, equal_nan, s)
+            })
+        }
+    )*};
 }
 
-/// Whether every element is close, as a boolean scalar array (Python: `mx.allclose(a, b,
-/// rtol=1e-05, atol=1e-08, *, equal_nan=False)`).
-pub fn allclose(
-    a: &Array,
-    b: &Array,
-    rtol: impl Into<Option<f64>>,
-    atol: impl Into<Option<f64>>,
-    equal_nan: bool,
-) -> Result<Array> {
-    let (rtol, atol) = (rtol.into().unwrap_or(1e-5), atol.into().unwrap_or(1e-8));
-    // SAFETY: valid handles; plain values.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_allclose(res, a.as_raw(), b.as_raw(), rtol, atol, equal_nan, s)
-    })
+closeness_ops! {
+    /// Element-wise `|a - b| <= atol + rtol * |b|` (Python: `mx.isclose(a, b, rtol=1e-05,
+    /// atol=1e-08, *, equal_nan=False)`).
+    isclose => sys::mlx_isclose;
+    /// Whether every element is close, as a boolean scalar array (Python: `mx.allclose(a, b,
+    /// rtol=1e-05, atol=1e-08, *, equal_nan=False)`).
+    allclose => sys::mlx_allclose;
 }
 
 /// Same shape and equal values, as a boolean scalar array; dtypes may differ

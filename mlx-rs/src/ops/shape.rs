@@ -4,7 +4,8 @@ use mlx_sys as sys;
 
 use crate::handles::VectorArray;
 use crate::handles::{c_string, vector_op};
-use crate::ops::{array_methods, unary_ops, Axes, IntoOperand, Operand};
+use crate::ops::args::operand_array;
+use crate::ops::{array_methods, unary_ops, Axes, IntoOperand};
 use crate::{Array, Dtype, Error, Result};
 
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
@@ -34,23 +35,35 @@ pub fn permute_dims<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result
     transpose(a, axes)
 }
 
-/// Removes size-1 axes: all of them for `None`, else the given ones
-/// (Python: `mx.squeeze(a, axis=None)`).
-pub fn squeeze<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-    match axis.into() {
-        // SAFETY: valid handle.
-        Axes::All => {
-            Array::try_from_stream_op(|res, s| unsafe { sys::mlx_squeeze(res, a.as_raw(), s) })
+/// `fn name(a, axis=None)` over mlx-c's trio `f(res, a, s)` (every axis),
+/// `f_axis(res, a, axis, s)` and `f_axes(res, a, axes, n, s)`.
+macro_rules! axes_ops {
+    ($($(#[$doc:meta])* $name:ident => $all:path, $axis:path, $axes:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
+            match axis.into() {
+                // SAFETY: valid handle.
+                Axes::All => Array::try_from_stream_op(|res, s| unsafe { $all(res, a.as_raw(), s) }),
+                // SAFETY: valid handle; plain values.
+                Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
+                    $axis(res, a.as_raw(), ax[0], s)
+                }),
+                // SAFETY: valid handle; `ax` outlives the call.
+                Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
+                }),
+            }
         }
-        // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_squeeze_axis(res, a.as_raw(), ax[0], s)
-        }),
-        // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_squeeze_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
-        }),
-    }
+    )*};
+}
+
+axes_ops! {
+    /// Removes size-1 axes: all of them for `None`, else the given ones
+    /// (Python: `mx.squeeze(a, axis=None)`).
+    squeeze => sys::mlx_squeeze, sys::mlx_squeeze_axis, sys::mlx_squeeze_axes;
+    /// Reverses the order of elements along axes; `None` reverses every axis
+    /// (Python: `mx.flip(a, axis=None)`).
+    flip => sys::mlx_flip, sys::mlx_flip_axis, sys::mlx_flip_axes;
 }
 
 /// Inserts size-1 axes at the given positions (Python: `mx.expand_dims(a, axis)`; `axis` is
@@ -420,25 +433,6 @@ pub fn roll<'x, 'y>(
     }
 }
 
-/// Reverses the order of elements along axes; `None` reverses every axis
-/// (Python: `mx.flip(a, axis=None)`).
-pub fn flip<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-    match axis.into() {
-        // SAFETY: valid handle.
-        Axes::All => {
-            Array::try_from_stream_op(|res, s| unsafe { sys::mlx_flip(res, a.as_raw(), s) })
-        }
-        // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_flip_axis(res, a.as_raw(), ax[0], s)
-        }),
-        // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_flip_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
-        }),
-    }
-}
-
 /// A view with explicit shape, element strides and offset
 /// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`). `None` shape keeps
 /// `a`'s shape; `None` strides means row-contiguous strides for the shape.
@@ -499,15 +493,6 @@ pub fn view<'a>(a: impl IntoOperand<'a>, dtype: Dtype) -> Result<Array> {
     let a = operand_array(a, None);
     // SAFETY: valid handle; plain values.
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_view(res, a.as_raw(), dtype.to_raw(), s) })
-}
-
-/// Resolves an operand to an array; scalars take `like`'s dtype when they are weakly typed
-/// against it (Python's `to_array(v, dtype)`).
-pub(crate) fn operand_array<'a>(v: impl IntoOperand<'a>, like: Option<Dtype>) -> Array {
-    match v.into_operand() {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(s.dtype_next_to(like)),
-    }
 }
 
 array_methods! {
