@@ -60,10 +60,10 @@ fn default_size(a: &Array, axis: i32, inverse_real_last: bool) -> i32 {
 
 /// `axes` resolved against Python's default for the transform family.
 fn resolve_axes(a: &Array, axes: Axes<'_>, default_last_two: bool) -> Vec<i32> {
-    match axes {
-        Axes::Some(axes) => axes.into_owned(),
-        Axes::All if default_last_two => vec![-2, -1],
-        Axes::All => (0..a.ndim() as i32).collect(),
+    match axes.as_slice() {
+        Some(axes) => axes.to_vec(),
+        None if default_last_two => vec![-2, -1],
+        None => (0..a.ndim() as i32).collect(),
     }
 }
 

@@ -78,9 +78,9 @@ pub fn norm<'x>(
     keepdims: bool,
 ) -> Result<Array> {
     let axis = axis.into();
-    let (axis_ptr, axis_len) = match &axis {
-        Axes::All => (std::ptr::null(), 0),
-        Axes::Some(axes) => (axes.as_ptr(), axes.len()),
+    let (axis_ptr, axis_len) = match axis.as_slice() {
+        None => (std::ptr::null(), 0),
+        Some(axes) => (axes.as_ptr(), axes.len()),
     };
     match ord.into() {
         // SAFETY: valid handle; the axis slice (or null for "all") outlives the call.

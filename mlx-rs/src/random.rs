@@ -254,11 +254,12 @@ pub fn gumbel<'k>(
 pub fn laplace<'k>(
     shape: &[i32],
     dtype: impl Into<Option<Dtype>>,
-    loc: f32,
-    scale: f32,
+    loc: impl Into<Option<f32>>,
+    scale: impl Into<Option<f32>>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let (loc, scale) = (loc.into().unwrap_or(0.0), scale.into().unwrap_or(1.0));
     let key = crate::handles::opt_array(key.into());
     // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {

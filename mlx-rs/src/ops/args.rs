@@ -14,18 +14,47 @@ use crate::{Array, Dtype};
 pub enum Axes<'a> {
     /// Every axis (Python: `axis=None`).
     All,
+    /// One axis (Python: `axis=1`); negative values count from the end. Kept apart from
+    /// `Some` so the common single-axis call allocates nothing.
+    One(i32),
     /// Exactly these axes; negative values count from the end.
     Some(Cow<'a, [i32]>),
 }
 
+/// How an op hands [`Axes`] to mlx-c, which has separate entry points for all axes, one axis
+/// and several axes.
+pub(crate) enum AxesArg<'s> {
+    All,
+    One(i32),
+    Many(&'s [i32]),
+}
+
 impl Axes<'_> {
+    /// The axes as a slice; `None` for all axes.
+    pub fn as_slice(&self) -> Option<&[i32]> {
+        match self {
+            Axes::All => None,
+            Axes::One(axis) => Some(std::slice::from_ref(axis)),
+            Axes::Some(axes) => Some(axes),
+        }
+    }
+
+    pub(crate) fn arg(&self) -> AxesArg<'_> {
+        match self {
+            Axes::All => AxesArg::All,
+            Axes::One(axis) => AxesArg::One(*axis),
+            Axes::Some(axes) if axes.len() == 1 => AxesArg::One(axes[0]),
+            Axes::Some(axes) => AxesArg::Many(axes),
+        }
+    }
+
     /// Python's `axis=None`.
     pub const ALL: Axes<'static> = Axes::All;
 }
 
 impl From<i32> for Axes<'_> {
     fn from(axis: i32) -> Self {
-        Axes::Some(Cow::Owned(vec![axis]))
+        Axes::One(axis)
     }
 }
 

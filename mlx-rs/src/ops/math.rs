@@ -6,7 +6,7 @@ use crate::handles::VectorArray;
 use crate::handles::{opt_array, opt_float, vector_op};
 use crate::ops::args::operand_array;
 use crate::ops::args::resolve_pair;
-use crate::ops::{binary_ops, unary_ops, Axes, IntoOperand, IntoOptionalOperand};
+use crate::ops::{binary_ops, unary_ops, Axes, AxesArg, IntoOperand, IntoOptionalOperand};
 use crate::{Array, Dtype, Error, Result};
 
 unary_ops! {
@@ -237,17 +237,17 @@ pub fn divmod<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<(A
 /// `exp(a) / sum(exp(a))` over `axis`; `None` uses every axis (Python: `mx.softmax(a,
 /// axis=None, *, precise=False)`).
 pub fn softmax<'x>(a: &Array, axis: impl Into<Axes<'x>>, precise: bool) -> Result<Array> {
-    match axis.into() {
+    match axis.into().arg() {
         // SAFETY: valid handle; plain values.
-        Axes::All => Array::try_from_stream_op(|res, s| unsafe {
+        AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_softmax(res, a.as_raw(), precise, s)
         }),
         // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_softmax_axis(res, a.as_raw(), ax[0], precise, s)
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_softmax_axis(res, a.as_raw(), ax, precise, s)
         }),
         // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_softmax_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), precise, s)
         }),
     }

@@ -25,6 +25,7 @@ mod reduction;
 mod shape;
 mod sort;
 
+pub(crate) use args::AxesArg;
 pub use args::{Axes, Axis, IntoOperand, IntoOptionalOperand, Operand, Scalar};
 pub use arithmetic::*;
 pub use conv::*;
@@ -79,19 +80,19 @@ macro_rules! reduction_ops {
             axis: impl Into<$crate::ops::Axes<'x>>,
             keepdims: bool,
         ) -> $crate::Result<$crate::Array> {
-            match axis.into() {
+            match axis.into().arg() {
                 // SAFETY: valid handle; mlx-c writes a new array into res.
-                $crate::ops::Axes::All => $crate::Array::try_from_stream_op(|res, s| unsafe {
+                $crate::ops::AxesArg::All => $crate::Array::try_from_stream_op(|res, s| unsafe {
                     $all(res, a.as_raw(), keepdims, s)
                 }),
                 // SAFETY: valid handle; plain values.
-                $crate::ops::Axes::Some(axes) if axes.len() == 1 => {
+                $crate::ops::AxesArg::One(axes) => {
                     $crate::Array::try_from_stream_op(|res, s| unsafe {
-                        $axis(res, a.as_raw(), axes[0], keepdims, s)
+                        $axis(res, a.as_raw(), axes, keepdims, s)
                     })
                 }
                 // SAFETY: valid handle; `axes` outlives the call.
-                $crate::ops::Axes::Some(axes) => $crate::Array::try_from_stream_op(|res, s| unsafe {
+                $crate::ops::AxesArg::Many(axes) => $crate::Array::try_from_stream_op(|res, s| unsafe {
                     $axes(res, a.as_raw(), axes.as_ptr(), axes.len(), keepdims, s)
                 }),
             }

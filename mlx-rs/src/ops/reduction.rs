@@ -2,7 +2,7 @@
 
 use mlx_sys as sys;
 
-use crate::ops::{array_methods, reduction_ops, Axes};
+use crate::ops::{array_methods, reduction_ops, Axes, AxesArg};
 use crate::{Array, Result};
 
 reduction_ops! {
@@ -58,17 +58,17 @@ macro_rules! ddof_reductions {
             ddof: impl Into<Option<i32>>,
         ) -> Result<Array> {
             let ddof = ddof.into().unwrap_or(0);
-            match axis.into() {
+            match axis.into().arg() {
                 // SAFETY: valid handle; plain values.
-                Axes::All => Array::try_from_stream_op(|res, s| unsafe {
+                AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
                     $all(res, a.as_raw(), keepdims, ddof, s)
                 }),
                 // SAFETY: valid handle; plain values.
-                Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-                    $axis(res, a.as_raw(), ax[0], keepdims, ddof, s)
+                AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axis(res, a.as_raw(), ax, keepdims, ddof, s)
                 }),
                 // SAFETY: valid handle; `ax` outlives the call.
-                Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
                     $axes(res, a.as_raw(), ax.as_ptr(), ax.len(), keepdims, ddof, s)
                 }),
             }

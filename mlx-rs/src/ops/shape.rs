@@ -5,7 +5,7 @@ use mlx_sys as sys;
 use crate::handles::VectorArray;
 use crate::handles::{c_string, vector_op};
 use crate::ops::args::operand_array;
-use crate::ops::{array_methods, unary_ops, Axes, IntoOperand};
+use crate::ops::{array_methods, unary_ops, Axes, AxesArg, IntoOperand};
 use crate::{Array, Dtype, Error, Result};
 
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
@@ -41,15 +41,15 @@ macro_rules! axes_ops {
     ($($(#[$doc:meta])* $name:ident => $all:path, $axis:path, $axes:path;)*) => {$(
         $(#[$doc])*
         pub fn $name<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-            match axis.into() {
+            match axis.into().arg() {
                 // SAFETY: valid handle.
-                Axes::All => Array::try_from_stream_op(|res, s| unsafe { $all(res, a.as_raw(), s) }),
+                AxesArg::All => Array::try_from_stream_op(|res, s| unsafe { $all(res, a.as_raw(), s) }),
                 // SAFETY: valid handle; plain values.
-                Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-                    $axis(res, a.as_raw(), ax[0], s)
+                AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axis(res, a.as_raw(), ax, s)
                 }),
                 // SAFETY: valid handle; `ax` outlives the call.
-                Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
                     $axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
                 }),
             }
@@ -69,16 +69,16 @@ axes_ops! {
 /// Inserts size-1 axes at the given positions (Python: `mx.expand_dims(a, axis)`; `axis` is
 /// required, so [`Axes::All`] is an error).
 pub fn expand_dims<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
-    match axis.into() {
-        Axes::All => Err(Error::invalid(
+    match axis.into().arg() {
+        AxesArg::All => Err(Error::invalid(
             "[expand_dims] an axis is required (None is not allowed)",
         )),
         // SAFETY: valid handle; plain values.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_expand_dims(res, a.as_raw(), ax[0], s)
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_expand_dims(res, a.as_raw(), ax, s)
         }),
         // SAFETY: valid handle; `ax` outlives the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_expand_dims_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
         }),
     }
@@ -405,21 +405,21 @@ pub fn roll<'x, 'y>(
     shift: impl Into<Axes<'y>>,
     axis: impl Into<Axes<'x>>,
 ) -> Result<Array> {
-    let shift = match shift.into() {
-        Axes::Some(s) => s,
-        Axes::All => return Err(Error::invalid("[roll] shift is required")),
+    let shift = shift.into();
+    let Some(shift) = shift.as_slice() else {
+        return Err(Error::invalid("[roll] shift is required"));
     };
-    match axis.into() {
+    match axis.into().arg() {
         // SAFETY: valid handle; `shift` outlives the call.
-        Axes::All => Array::try_from_stream_op(|res, s| unsafe {
+        AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_roll(res, a.as_raw(), shift.as_ptr(), shift.len(), s)
         }),
         // SAFETY: valid handle; `shift` outlives the call.
-        Axes::Some(ax) if ax.len() == 1 => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_roll_axis(res, a.as_raw(), shift.as_ptr(), shift.len(), ax[0], s)
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_roll_axis(res, a.as_raw(), shift.as_ptr(), shift.len(), ax, s)
         }),
         // SAFETY: valid handle; `shift` and `ax` outlive the call.
-        Axes::Some(ax) => Array::try_from_stream_op(|res, s| unsafe {
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_roll_axes(
                 res,
                 a.as_raw(),
