@@ -786,3 +786,53 @@ fn two_cache_layouts_flatten_to_their_documented_paths() {
         );
     }
 }
+
+// ---------------------------------------------------------------- threads
+
+#[test]
+fn send_sync_claims_hold_under_concurrency() {
+    fn send<T: Send>() {}
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<TreeDef>();
+    send::<Value>();
+    send::<Registered<KvCache>>();
+    send::<Decoder>();
+
+    // Many threads race to register the same type: exactly one wins, the rest get Err.
+    struct Raced(Array);
+    let wins: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    register::<Raced>(
+                        "tests.Raced",
+                        |r, f| f.field("a", &r.0),
+                        |u| Ok(Raced(u.field("a")?)),
+                    )
+                    .is_ok() as usize
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(wins, 1);
+
+    // Trees built and flattened on several threads at once, through the shared registry;
+    // a TreeDef made on one thread is used on another.
+    register_foreign();
+    let def = tree_structure(&decoder()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let def = &def;
+            s.spawn(move || {
+                for _ in 0..50 {
+                    let d = decoder();
+                    assert_eq!(&tree_structure(&d).unwrap(), def);
+                    let r = Registered::new(Raced(leaf(t as f32))).unwrap();
+                    let back: Registered<Raced> = roundtrip(&r);
+                    assert_eq!(back.0.item::<f32>().unwrap(), t as f32);
+                }
+            });
+        }
+    });
+}
