@@ -68,7 +68,9 @@ struct Linear {
     bias: Option<Array>,
 }
 
+// Generated code resolved through the facade, as for a crate that depends on `mlx` only.
 #[derive(TreeNode)]
+#[tree(crate = "mlx::utils")]
 struct RmsNorm {
     weight: Array,
     #[tree(static)]

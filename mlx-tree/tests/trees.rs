@@ -836,3 +836,47 @@ fn send_sync_claims_hold_under_concurrency() {
         }
     });
 }
+
+#[test]
+fn unknown_variant_and_registered_value_accessors() {
+    // A structure naming a variant the enum does not have (e.g. from an older export).
+    let kv = Cache::Kv {
+        keys: leaf(1.0),
+        values: leaf(2.0),
+        offset: 1,
+    };
+    let (leaves, def) = tree_flatten(&kv).unwrap();
+    let json = serde_json::to_string(&def)
+        .unwrap()
+        .replace("Cache::Kv", "Cache::Gone");
+    let renamed: TreeDef = serde_json::from_str(&json).unwrap();
+    assert_eq!(def.num_nodes(), renamed.num_nodes());
+    let msg = err(tree_unflatten::<Cache>(
+        &renamed,
+        leaves.into_iter().cloned().collect(),
+    ));
+    assert!(
+        msg.contains("enum `Cache` has no variant like enum variant `Cache::Gone` (variants: Kv, Ssm, Nothing)"),
+        "{msg}"
+    );
+
+    register_foreign();
+    let state = SsmState {
+        conv: leaf(1.0),
+        ssm: leaf(2.0),
+    };
+    let Value::Registered(mut r) = Value::registered(state).unwrap() else {
+        panic!("expected a registered value")
+    };
+    assert!(r.is::<SsmState>() && !r.is::<KvCache>());
+    assert_eq!(r.type_name(), std::any::type_name::<SsmState>());
+    r.downcast_mut::<SsmState>().unwrap().ssm = leaf(5.0);
+    let r = r.downcast::<KvCache>().unwrap_err();
+    let back: SsmState = r.downcast().unwrap();
+    assert_eq!(back.ssm.item::<f32>().unwrap(), 5.0);
+    let def = tree_structure(&decoder()).unwrap();
+    let second = def.root().children().nth(1).unwrap();
+    // Pre-order: root, then `layers` = list, Linear, weight, None (bias).
+    assert_eq!(second.index(), 5);
+    assert_eq!(second.key(), Some("caches"));
+}
