@@ -7,6 +7,8 @@
 //! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built, against that MLX, which is
 //!   linked dynamically. Dependents receive the library folder as `DEP_MLX_RPATH` so their
 //!   binaries can find it without `LD_LIBRARY_PATH`.
+//! - `MLX_SYS_BINDINGS_ONLY=1`: only the bindings are generated, nothing is built or linked.
+//!   Enough to type-check (compile-fail tests, docs); a binary built this way does not link.
 
 use std::env;
 use std::fs;
@@ -21,6 +23,7 @@ const WATCHED_ENV: &[&str] = &[
     "CUDA_PATH",
     "CUDNN_ROOT",
     "MLX_SYS_JOBS",
+    "MLX_SYS_BINDINGS_ONLY",
 ];
 
 fn main() {
@@ -35,6 +38,16 @@ fn main() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap();
     let cuda = env::var_os("CARGO_FEATURE_CUDA").is_some();
+
+    if env::var_os("MLX_SYS_BINDINGS_ONLY").is_some() {
+        let mut missing = Missing::default();
+        if target_os == "linux" {
+            missing.check_libclang();
+        }
+        missing.fail_if_any();
+        generate_bindings(&mlx_c_src, &out_dir);
+        return;
+    }
 
     let prebuilt = env::var_os("MLX_DIR").map(PathBuf::from);
 
