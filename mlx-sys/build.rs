@@ -70,8 +70,7 @@ fn main() {
         .define("MLX_BUILD_EXAMPLES", "OFF")
         .define("MLX_BUILD_BENCHMARKS", "OFF")
         .define("MLX_BUILD_PYTHON_BINDINGS", "OFF")
-        .define("MLX_BUILD_PYTHON_STUBS", "OFF")
-        .define("FETCHCONTENT_FULLY_DISCONNECTED", "ON");
+        .define("MLX_BUILD_PYTHON_STUBS", "OFF");
     if let Ok(jobs) = env::var("MLX_SYS_JOBS") {
         cfg.build_arg(format!("-j{jobs}"));
     }
@@ -80,7 +79,8 @@ fn main() {
     match &prebuilt {
         Some(dir) => {
             let mlx = PrebuiltMlx::locate(dir);
-            cfg.define("MLX_C_USE_SYSTEM_MLX", "ON")
+            cfg.define("FETCHCONTENT_FULLY_DISCONNECTED", "ON")
+                .define("MLX_C_USE_SYSTEM_MLX", "ON")
                 .define("MLX_DIR", &mlx.cmake_dir);
             let dst = cfg.build();
             link_mlx_c(&dst);
@@ -131,29 +131,55 @@ fn configure_source_build(
         .define("MLX_BUILD_GGUF", "ON")
         .define("MLX_BUILD_SAFETENSORS", "ON")
         .define("MLX_BUILD_CPU", "ON")
-        .define("MLX_BUILD_CUDA", if cuda { "ON" } else { "OFF" });
-    if target_os == "macos" {
-        cfg.define("MLX_BUILD_METAL", "ON");
-    } else {
-        cfg.define("MLX_BUILD_METAL", "OFF")
-            .define("USE_SYSTEM_FMT", "ON")
-            .define("FETCHCONTENT_SOURCE_DIR_JSON", stage_nlohmann_json(out_dir));
+        .define("MLX_BUILD_CUDA", if cuda { "ON" } else { "OFF" })
+        .define(
+            "MLX_BUILD_METAL",
+            if target_os == "macos" { "ON" } else { "OFF" },
+        );
+    // fmt and nlohmann-json come from the system when present (always on Linux: checked
+    // earlier), so MLX never needs to download them.
+    if include_dirs()
+        .iter()
+        .any(|d| d.join("fmt/format.h").exists())
+    {
+        cfg.define("USE_SYSTEM_FMT", "ON");
     }
+    if let Some(json) = stage_nlohmann_json(out_dir) {
+        cfg.define("FETCHCONTENT_SOURCE_DIR_JSON", json);
+    }
+    // Local copies of anything else MLX fetches (metal_cpp on macOS; cccl, nvtx3,
+    // cudnn_frontend, cutlass for CUDA) can be supplied as FETCHCONTENT_SOURCE_DIR_<NAME>.
+    for (key, value) in env::vars() {
+        if let Some(name) = key.strip_prefix("FETCHCONTENT_SOURCE_DIR_") {
+            println!("cargo:rerun-if-env-changed={key}");
+            cfg.define(format!("FETCHCONTENT_SOURCE_DIR_{name}"), value);
+        }
+    }
+    // The Linux CPU build has every dependency locally and never touches the network. Metal
+    // (metal-cpp) and CUDA (cccl, NVTX, cudnn-frontend, cutlass) have dependencies MLX
+    // downloads; MLX_SYS_OFFLINE=1 forbids that once they are supplied as above.
+    println!("cargo:rerun-if-env-changed=MLX_SYS_OFFLINE");
+    let needs_downloads = target_os == "macos" || cuda;
+    let offline = !needs_downloads || env::var_os("MLX_SYS_OFFLINE").is_some();
+    cfg.define(
+        "FETCHCONTENT_FULLY_DISCONNECTED",
+        if offline { "ON" } else { "OFF" },
+    );
 }
 
 /// MLX includes `<json.hpp>` from `${json_SOURCE_DIR}/single_include/nlohmann`; Debian's
-/// `nlohmann-json3-dev` installs the same header as `/usr/include/nlohmann/json.hpp`.
-fn stage_nlohmann_json(out_dir: &Path) -> PathBuf {
+/// `nlohmann-json3-dev` (or Homebrew's `nlohmann-json`) installs the same header as
+/// `<include>/nlohmann/json.hpp`.
+fn stage_nlohmann_json(out_dir: &Path) -> Option<PathBuf> {
     let header = include_dirs()
         .into_iter()
         .map(|d| d.join("nlohmann/json.hpp"))
-        .find(|p| p.exists())
-        .expect("checked by check_source_build_deps");
+        .find(|p| p.exists())?;
     let root = out_dir.join("nlohmann-json");
     let dest = root.join("single_include/nlohmann");
     fs::create_dir_all(&dest).unwrap();
     fs::copy(&header, dest.join("json.hpp")).unwrap();
-    root
+    Some(root)
 }
 
 /// ccache keys include absolute paths unless a base dir is set; the workspace root as base
@@ -407,6 +433,7 @@ fn include_dirs() -> Vec<PathBuf> {
     let mut dirs = vec![
         PathBuf::from("/usr/include"),
         PathBuf::from("/usr/local/include"),
+        PathBuf::from("/opt/homebrew/include"),
     ];
     // Multiarch folders (/usr/include/x86_64-linux-gnu) and their openblas subfolders.
     if let Ok(entries) = fs::read_dir("/usr/include") {

@@ -66,6 +66,11 @@ impl Array {
         self.raw
     }
 
+    #[inline]
+    pub(crate) fn raw_mut(&mut self) -> *mut sys::mlx_array {
+        &mut self.raw
+    }
+
     /// An empty handle for mlx-c to fill.
     #[inline]
     pub(crate) fn empty() -> Array {
@@ -94,23 +99,55 @@ impl Array {
     ///
     /// Fails if the shape has a negative dimension or its size differs from `data.len()`.
     pub fn from_slice<T: ArrayElement>(data: &[T], shape: &[i32]) -> Result<Array> {
-        let size = checked_size(shape)?;
-        if size != data.len() {
-            return Err(Error::invalid(format!(
-                "[array] shape {shape:?} holds {size} elements but {} were given",
-                data.len()
-            )));
-        }
-        let ndim = i32::try_from(shape.len())
-            .map_err(|_| Error::invalid("[array] too many dimensions"))?;
-        // SAFETY: `data` holds `size` elements of T, whose layout matches T::DTYPE; mlx-c
-        // copies the buffer before returning. `shape` outlives the call.
+        let ndim = checked_data_shape(shape, data.len())?;
+        // SAFETY: `data` holds exactly the elements `shape` needs (checked above), of T, whose
+        // layout matches T::DTYPE; mlx-c copies the buffer before returning. `shape` outlives
+        // the call.
         let raw = check_handler(|| unsafe {
             sys::mlx_array_new_data(
                 data.as_ptr().cast(),
                 shape.as_ptr(),
                 ndim,
                 T::DTYPE.to_raw(),
+            )
+        })?;
+        // SAFETY: a fresh handle we now own.
+        Ok(unsafe { Array::from_raw(raw) })
+    }
+
+    /// Moves `data` into a new array. Where the backend's allocator can adopt foreign memory
+    /// (Metal's unified memory), MLX uses the vector's buffer in place and drops the vector with
+    /// the last array; otherwise (the CPU allocator) MLX copies it once and drops the vector at
+    /// once. [`Array::from_slice`] always copies and leaves the caller's buffer alone.
+    ///
+    /// ```
+    /// let a = mlx_rs::Array::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+    /// assert_eq!(a.sum(None, false)?.item::<f32>()?, 10.0);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn from_vec<T: ArrayElement>(data: Vec<T>, shape: &[i32]) -> Result<Array> {
+        let ndim = checked_data_shape(shape, data.len())?;
+        let mut boxed = Box::new(data);
+        let ptr = boxed.as_mut_ptr();
+        let payload = Box::into_raw(boxed);
+        extern "C" fn drop_payload<T>(payload: *mut std::ffi::c_void) {
+            // SAFETY: `payload` is the Box<Vec<T>> leaked below; MLX calls this exactly once,
+            // when the array's buffer is released.
+            drop(unsafe { Box::from_raw(payload.cast::<Vec<T>>()) });
+        }
+        // SAFETY: `ptr` points to exactly the initialised elements `shape` needs (checked above),
+        // of T (layout matching T::DTYPE), owned by `payload`, which stays alive until MLX
+        // calls `drop_payload`.
+        // The shape was validated above, so construction cannot fail on it; should it fail
+        // anyway, the payload leaks rather than risk a double free.
+        let raw = check_handler(|| unsafe {
+            sys::mlx_array_new_data_managed_payload(
+                ptr.cast(),
+                shape.as_ptr(),
+                ndim,
+                T::DTYPE.to_raw(),
+                payload.cast(),
+                Some(drop_payload::<T>),
             )
         })?;
         // SAFETY: a fresh handle we now own.
@@ -297,8 +334,10 @@ impl Array {
     }
 }
 
-fn checked_size(shape: &[i32]) -> Result<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| {
+/// Checks that `shape` is a valid shape holding exactly `len` elements; returns its rank as
+/// mlx-c takes it.
+fn checked_data_shape(shape: &[i32], len: usize) -> Result<i32> {
+    let size = shape.iter().try_fold(1usize, |acc, &d| {
         if d < 0 {
             return Err(Error::invalid(format!(
                 "[array] negative dimension in shape {shape:?}"
@@ -306,7 +345,13 @@ fn checked_size(shape: &[i32]) -> Result<usize> {
         }
         acc.checked_mul(d as usize)
             .ok_or_else(|| Error::invalid(format!("[array] shape {shape:?} is too large")))
-    })
+    })?;
+    if size != len {
+        return Err(Error::invalid(format!(
+            "[array] shape {shape:?} holds {size} elements but {len} were given"
+        )));
+    }
+    i32::try_from(shape.len()).map_err(|_| Error::invalid("[array] too many dimensions"))
 }
 
 /// Row-major (C) layout, ignoring strides of dimensions of size 1.

@@ -170,3 +170,72 @@ impl fmt::Debug for Device {
         fmt::Display::fmt(self, f)
     }
 }
+
+/// One value of [`Device::info`]: MLX reports strings and sizes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DeviceInfoValue {
+    String(String),
+    Size(usize),
+}
+
+/// An owned `mlx_device_info`.
+struct DeviceInfoHandle(sys::mlx_device_info);
+
+impl Drop for DeviceInfoHandle {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_device_info_free(self.0) };
+    }
+}
+
+impl Device {
+    /// Properties of the device as a map; keys depend on the backend (`device_name`,
+    /// `architecture`, memory sizes, ...) (Python: `mx.device_info(d)`).
+    pub fn info(&self) -> Result<std::collections::HashMap<String, DeviceInfoValue>> {
+        crate::error::init();
+        // SAFETY: creates an empty handle, owned by the guard.
+        let mut info = DeviceInfoHandle(unsafe { sys::mlx_device_info_new() });
+        // SAFETY: valid device; mlx-c fills the handle we own.
+        check(|| unsafe { sys::mlx_device_info_get(&mut info.0, self.raw) })?;
+        let mut keys = crate::handles::VectorString::new();
+        // SAFETY: valid handles; mlx-c fills the vector we own.
+        check(|| unsafe { sys::mlx_device_info_get_keys(&mut keys.0, info.0) })?;
+        let mut out = std::collections::HashMap::new();
+        for key in keys.to_vec()? {
+            let c = crate::handles::c_string(&key, "device info key")?;
+            let mut is_string = false;
+            // SAFETY: valid handle and key; writes one bool.
+            check(|| unsafe {
+                sys::mlx_device_info_is_string(&mut is_string, info.0, c.as_ptr())
+            })?;
+            let value = if is_string {
+                let mut ptr: *const std::ffi::c_char = std::ptr::null();
+                // SAFETY: valid handle and key; mlx-c points `ptr` at a string owned by `info`.
+                check(|| unsafe { sys::mlx_device_info_get_string(&mut ptr, info.0, c.as_ptr()) })?;
+                // SAFETY: non-null, NUL-terminated, alive while `info` lives; copied now.
+                DeviceInfoValue::String(
+                    unsafe { std::ffi::CStr::from_ptr(ptr) }
+                        .to_string_lossy()
+                        .into_owned(),
+                )
+            } else {
+                let mut size = 0usize;
+                // SAFETY: valid handle and key; writes one size_t.
+                check(|| unsafe { sys::mlx_device_info_get_size(&mut size, info.0, c.as_ptr()) })?;
+                DeviceInfoValue::Size(size)
+            };
+            out.insert(key, value);
+        }
+        Ok(out)
+    }
+}
+
+/// Properties of `device`, or of the default device when `None` (Python: `mx.device_info(d=None)`).
+pub fn device_info(
+    device: Option<&Device>,
+) -> Result<std::collections::HashMap<String, DeviceInfoValue>> {
+    match device {
+        Some(d) => d.info(),
+        None => Device::default_device()?.info(),
+    }
+}

@@ -101,6 +101,12 @@ pub(crate) fn take_last_error() -> Option<String> {
     LAST_ERROR.with(|slot| slot.borrow_mut().take())
 }
 
+/// The message the handler stored for this thread, or a generic one naming `context` for
+/// calls that failed without reporting through the handler.
+pub(crate) fn last_error_or(context: &str) -> Error {
+    Error::Mlx(take_last_error().unwrap_or_else(|| format!("MLX failed while {context}")))
+}
+
 /// Runs one mlx-c call that returns a status code, and turns failure into `Err`.
 #[inline]
 pub(crate) fn check(call: impl FnOnce() -> i32) -> Result<()> {

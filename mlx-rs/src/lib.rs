@@ -15,20 +15,32 @@
 //! ```
 
 mod array;
+mod backends;
+mod closure;
+pub mod compile;
 mod device;
+pub mod distributed;
 mod dtype;
 mod error;
+pub mod export;
+pub mod fast;
+pub mod fft;
+pub mod graph;
 mod handles;
+pub mod io;
+pub mod linalg;
 pub mod memory;
 pub mod ops;
 pub mod random;
 mod stream;
+pub mod transforms;
 
 pub use array::{async_eval, eval, Array};
-pub use device::{Device, DeviceType};
+pub use backends::{cuda, metal};
+pub use device::{device_info, Device, DeviceInfoValue, DeviceType};
 pub use dtype::{ArrayElement, Dtype};
 pub use error::{Error, Result};
-pub use stream::{synchronize, with_device, with_stream, Stream};
+pub use stream::{clear_streams, synchronize, with_device, with_stream, Stream, ThreadLocalStream};
 
 /// Re-exported so `f16`/`bf16` and `Complex32` elements need no extra dependency.
 pub use half;

@@ -5,7 +5,7 @@
 
 use mlx_sys as sys;
 
-use crate::ops::{IntoOperand, Operand};
+use crate::ops::{IntoOperand, Operand, Scalar};
 use crate::{Array, Dtype, Result};
 
 /// A PRNG key from a seed (Python: `mx.random.key(seed)`).
@@ -20,26 +20,32 @@ pub fn seed(seed: u64) -> Result<()> {
     crate::error::check(|| unsafe { sys::mlx_random_seed(seed) })
 }
 
-/// Splits a key into `num` new keys, stacked on axis 0 (Python: `mx.random.split(key, num)`).
-pub fn split(key: &Array, num: i32) -> Result<Array> {
+/// Splits a key into `num` new keys (default 2), stacked on axis 0
+/// (Python: `mx.random.split(key, num=2)`).
+pub fn split(key: &Array, num: impl Into<Option<i32>>) -> Result<Array> {
+    let num = num.into().unwrap_or(2);
     // SAFETY: valid handle; mlx-c writes a new array into res.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_random_split_num(res, key.as_raw(), num, s)
     })
 }
 
-fn key_raw(key: Option<&Array>) -> sys::mlx_array {
-    // mlx-c reads a handle with a null ctx as "no key".
-    key.map_or(
-        sys::mlx_array {
-            ctx: std::ptr::null_mut(),
-        },
-        Array::as_raw,
-    )
+/// Splits a key into two keys of shape `[2]` (C++: `mx::random::split(key)`); the same keys
+/// as the two rows of `split(key, 2)`.
+pub fn split_pair(key: &Array) -> Result<(Array, Array)> {
+    let mut second = Array::empty();
+    let first = Array::try_from_stream_op(|res, s| {
+        // SAFETY: valid handle; mlx-c writes into the two handles we own.
+        unsafe { sys::mlx_random_split(res, second.raw_mut(), key.as_raw(), s) }
+    })?;
+    Ok((first, second))
 }
 
 /// Normally distributed samples (Python:
-/// `mx.random.normal(shape, dtype=float32, loc=0.0, scale=1.0, key=None)`).
+/// `mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None)`).
+///
+/// `loc` and `scale` are scalars or arrays broadcastable to `shape`; Python's `None` is `0.0`
+/// and `1.0`.
 ///
 /// ```
 /// use mlx_rs::random;
@@ -48,24 +54,95 @@ fn key_raw(key: Option<&Array>) -> sys::mlx_array {
 /// assert_eq!(x.shape(), &[2, 3]);
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
-pub fn normal<'k>(
+pub fn normal<'a, 'k>(
     shape: &[i32],
     dtype: impl Into<Option<Dtype>>,
-    loc: f32,
-    scale: f32,
+    loc: impl IntoOperand<'a>,
+    scale: impl IntoOperand<'a>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let key = key_raw(key.into());
-    // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
+    let key = crate::handles::opt_array(key.into());
+    match (loc.into_operand(), scale.into_operand()) {
+        (Operand::Scalar(loc), Operand::Scalar(scale)) => {
+            let (loc, scale) = (scalar_f32(loc), scalar_f32(scale));
+            // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
+            Array::try_from_stream_op(|res, s| unsafe {
+                sys::mlx_random_normal(
+                    res,
+                    shape.as_ptr(),
+                    shape.len(),
+                    dtype.to_raw(),
+                    loc,
+                    scale,
+                    key,
+                    s,
+                )
+            })
+        }
+        (loc, scale) => {
+            let (loc, scale) = (
+                loc.resolve(Some(dtype), None),
+                scale.resolve(Some(dtype), None),
+            );
+            // SAFETY: all handles valid (key may be null); `shape` outlives the call.
+            Array::try_from_stream_op(|res, s| unsafe {
+                sys::mlx_random_normal_broadcast(
+                    res,
+                    shape.as_ptr(),
+                    shape.len(),
+                    dtype.to_raw(),
+                    loc.as_raw(),
+                    scale.as_raw(),
+                    key,
+                    s,
+                )
+            })
+        }
+    }
+}
+
+fn scalar_f32(s: Scalar) -> f32 {
+    match s {
+        Scalar::Bool(b) => f32::from(u8::from(b)),
+        Scalar::Int(i) => i as f32,
+        Scalar::Float(f) => f as f32,
+        Scalar::Complex(c) => c.re,
+    }
+}
+
+/// The signature mlx-c's samplers between two bounds share:
+/// `f(res, a, b, shape, shape_len, dtype, key, stream)`.
+type BoundedSampler = unsafe extern "C" fn(
+    *mut sys::mlx_array,
+    sys::mlx_array,
+    sys::mlx_array,
+    *const i32,
+    usize,
+    sys::mlx_dtype,
+    sys::mlx_array,
+    sys::mlx_stream,
+) -> std::ffi::c_int;
+
+/// Runs a [`BoundedSampler`]; `key` `None` uses MLX's global key.
+fn sample_between(
+    sampler: BoundedSampler,
+    a: &Array,
+    b: &Array,
+    shape: &[i32],
+    dtype: Dtype,
+    key: Option<&Array>,
+) -> Result<Array> {
+    let key = crate::handles::opt_array(key);
+    // SAFETY: valid handles (key may be null); `shape` outlives the call; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_normal(
+        sampler(
             res,
+            a.as_raw(),
+            b.as_raw(),
             shape.as_ptr(),
             shape.len(),
             dtype.to_raw(),
-            loc,
-            scale,
             key,
             s,
         )
@@ -82,23 +159,252 @@ pub fn uniform<'a, 'k>(
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let bound = |op: Operand<'a>| match op {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype),
-    };
-    let (low, high) = (bound(low.into_operand()), bound(high.into_operand()));
-    let key = key_raw(key.into());
-    // SAFETY: all handles valid (key may be null); `shape` outlives the call.
+    // Scalar bounds take the sample dtype, as in Python.
+    let low = low.into_operand().resolve(Some(dtype), None);
+    let high = high.into_operand().resolve(Some(dtype), None);
+    sample_between(
+        sys::mlx_random_uniform,
+        &low,
+        &high,
+        shape,
+        dtype,
+        key.into(),
+    )
+}
+
+/// Raw random bits: `width` bytes per element (1, 2 or 4, default 4) as uint8/uint16/uint32
+/// (C++: `mx::random::bits(shape, width, key)`; Python uses it inside `split` and `uniform`).
+pub fn bits<'k>(
+    shape: &[i32],
+    width: impl Into<Option<i32>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let width = width.into().unwrap_or(4);
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_random_uniform(
+        sys::mlx_random_bits(res, shape.as_ptr(), shape.len(), width, key, s)
+    })
+}
+
+/// Bernoulli samples with probability `p` (Python's default is `0.5`); `shape` defaults to
+/// `p`'s shape (Python: `mx.random.bernoulli(p=0.5, shape=None, key=None)`).
+pub fn bernoulli<'a, 'k>(
+    p: impl IntoOperand<'a>,
+    shape: Option<&[i32]>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let p = p.into_operand().resolve(None, None);
+    let shape = shape.unwrap_or_else(|| p.shape());
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: valid handles (key may be null); `shape` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_bernoulli(res, p.as_raw(), shape.as_ptr(), shape.len(), key, s)
+    })
+}
+
+/// Samples category indices from unnormalized log-probabilities along `axis` (default -1)
+/// (Python: `mx.random.categorical(logits, axis=-1, shape=None, num_samples=None, key=None)`).
+///
+/// At most one of `shape` and `num_samples` may be given, as in Python.
+pub fn categorical<'k>(
+    logits: &Array,
+    axis: impl Into<Option<i32>>,
+    shape: Option<&[i32]>,
+    num_samples: impl Into<Option<i32>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let axis = axis.into().unwrap_or(-1);
+    let key = crate::handles::opt_array(key.into());
+    let l = logits.as_raw();
+    match (shape, num_samples.into()) {
+        (Some(_), Some(_)) => Err(crate::Error::invalid(
+            "[categorical] At most one of shape or num_samples can be specified.",
+        )),
+        // SAFETY (all three arms): valid handles (key may be null); slices outlive the call.
+        (Some(shape), None) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_random_categorical_shape(res, l, axis, shape.as_ptr(), shape.len(), key, s)
+        }),
+        (None, Some(n)) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_random_categorical_num_samples(res, l, axis, n, key, s)
+        }),
+        (None, None) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_random_categorical(res, l, axis, key, s)
+        }),
+    }
+}
+
+/// Samples from the standard Gumbel distribution
+/// (Python: `mx.random.gumbel(shape=[], dtype=float32, key=None)`).
+pub fn gumbel<'k>(
+    shape: &[i32],
+    dtype: impl Into<Option<Dtype>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_gumbel(res, shape.as_ptr(), shape.len(), dtype.to_raw(), key, s)
+    })
+}
+
+/// Samples from a Laplace distribution; Python's defaults are `loc=0.0`, `scale=1.0`
+/// (Python: `mx.random.laplace(shape=[], dtype=float32, loc=0.0, scale=1.0, key=None)`).
+pub fn laplace<'k>(
+    shape: &[i32],
+    dtype: impl Into<Option<Dtype>>,
+    loc: impl Into<Option<f32>>,
+    scale: impl Into<Option<f32>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let (loc, scale) = (loc.into().unwrap_or(0.0), scale.into().unwrap_or(1.0));
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_laplace(
             res,
-            low.as_raw(),
-            high.as_raw(),
             shape.as_ptr(),
             shape.len(),
             dtype.to_raw(),
+            loc,
+            scale,
             key,
             s,
         )
     })
+}
+
+/// Jointly normal samples with the given mean and covariance
+/// (Python: `mx.random.multivariate_normal(mean, cov, shape=[], dtype=float32, key=None)`).
+/// CPU only (it factors `cov` with an SVD): see [`crate::linalg`].
+pub fn multivariate_normal<'k>(
+    mean: &Array,
+    cov: &Array,
+    shape: &[i32],
+    dtype: impl Into<Option<Dtype>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    sample_between(
+        sys::mlx_random_multivariate_normal,
+        mean,
+        cov,
+        shape,
+        dtype,
+        key.into(),
+    )
+}
+
+/// What [`permutation`] permutes: `arange(n)` or an array's entries (Python: `x: int | array`).
+#[derive(Debug)]
+pub enum Permute<'a> {
+    /// A random permutation of `0..n`.
+    Range(i32),
+    /// The entries of the array along the given axis.
+    Array(&'a Array),
+}
+
+impl From<i32> for Permute<'_> {
+    fn from(n: i32) -> Self {
+        Permute::Range(n)
+    }
+}
+
+impl<'a> From<&'a Array> for Permute<'a> {
+    fn from(a: &'a Array) -> Self {
+        Permute::Array(a)
+    }
+}
+
+/// A random permutation of `arange(x)` (integer `x`) or of `x`'s entries along `axis`
+/// (default 0) (Python: `mx.random.permutation(x, axis=0, key=None)`).
+pub fn permutation<'a, 'k>(
+    x: impl Into<Permute<'a>>,
+    axis: impl Into<Option<i32>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let axis = axis.into().unwrap_or(0);
+    let key = crate::handles::opt_array(key.into());
+    match x.into() {
+        // SAFETY: `key` is valid or null; mlx-c writes into res.
+        Permute::Range(n) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_random_permutation_arange(res, n, key, s)
+        }),
+        // SAFETY: valid handles (key may be null); mlx-c writes into res.
+        Permute::Array(a) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_random_permutation(res, a.as_raw(), axis, key, s)
+        }),
+    }
+}
+
+/// Random integers in `[low, high)` (Python:
+/// `mx.random.randint(low, high, shape=[], dtype=int32, key=None)`).
+pub fn randint<'a, 'k>(
+    low: impl IntoOperand<'a>,
+    high: impl IntoOperand<'a>,
+    shape: &[i32],
+    dtype: impl Into<Option<Dtype>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Int32);
+    let low = low.into_operand().resolve(None, None);
+    let high = high.into_operand().resolve(None, None);
+    sample_between(
+        sys::mlx_random_randint,
+        &low,
+        &high,
+        shape,
+        dtype,
+        key.into(),
+    )
+}
+
+/// Normal samples truncated to `[lower, upper]`; `shape` defaults to the broadcast shape of
+/// the bounds (Python:
+/// `mx.random.truncated_normal(lower, upper, shape=None, dtype=float32, key=None)`).
+pub fn truncated_normal<'a, 'k>(
+    lower: impl IntoOperand<'a>,
+    upper: impl IntoOperand<'a>,
+    shape: Option<&[i32]>,
+    dtype: impl Into<Option<Dtype>>,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let lower = lower.into_operand().resolve(None, None);
+    let upper = upper.into_operand().resolve(None, None);
+    let shape = match shape {
+        Some(shape) => shape.to_vec(),
+        None => broadcast_shape(lower.shape(), upper.shape())?,
+    };
+    sample_between(
+        sys::mlx_random_truncated_normal,
+        &lower,
+        &upper,
+        &shape,
+        dtype,
+        key.into(),
+    )
+}
+
+/// NumPy broadcasting of two shapes, for shapes that Python derives from the arguments.
+fn broadcast_shape(a: &[i32], b: &[i32]) -> Result<Vec<i32>> {
+    let n = a.len().max(b.len());
+    let dim = |s: &[i32], i: usize| {
+        if i < n - s.len() {
+            1
+        } else {
+            s[i - (n - s.len())]
+        }
+    };
+    (0..n)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            _ => Err(crate::Error::invalid(format!(
+                "Shapes {a:?} and {b:?} cannot be broadcast."
+            ))),
+        })
+        .collect()
 }

@@ -152,6 +152,104 @@ impl fmt::Debug for Stream {
     }
 }
 
+impl Stream {
+    /// Every stream MLX knows of (the defaults and those made with [`Stream::new`]).
+    pub fn all() -> Result<Vec<Stream>> {
+        let mut v = crate::handles::VectorStream::new();
+        // SAFETY: mlx-c fills the vector we own.
+        check(|| unsafe { sys::mlx_get_streams(&mut v.0) })?;
+        (0..v.len())
+            .map(|i| {
+                let mut s = Stream::empty();
+                // SAFETY: `i` is in bounds; copies the stream into our owned handle.
+                check(|| unsafe { sys::mlx_vector_stream_get(&mut s.raw, v.0, i) })?;
+                Ok(s)
+            })
+            .collect()
+    }
+}
+
+/// Destroys every stream the calling thread created, its default streams included; the next
+/// op makes fresh defaults (Python: `mx.clear_streams()`). Streams held in [`Stream`] values
+/// from this thread become unusable.
+pub fn clear_streams() -> Result<()> {
+    // SAFETY: no arguments.
+    check(|| unsafe { sys::mlx_clear_streams() })?;
+    // Cached defaults on this thread refer to the destroyed streams.
+    defaults_changed();
+    Ok(())
+}
+
+/// A stream per thread behind one handle (Python: `mx.new_thread_local_stream(device)`):
+/// `Send` and `Sync`, so one value can be shared by many threads, each of which gets its own
+/// concrete stream from [`ThreadLocalStream::get`].
+///
+/// ```
+/// use mlx_rs::{ops, with_stream, Device, ThreadLocalStream};
+/// let tls = ThreadLocalStream::new(&Device::cpu())?;
+/// std::thread::scope(|s| {
+///     s.spawn(|| {
+///         let stream = tls.get()?;
+///         with_stream(&stream, || ops::ones(&[2], None)?.sum(None, false)?.item::<f32>())
+///     });
+/// });
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub struct ThreadLocalStream {
+    raw: sys::mlx_stream_thread_local,
+}
+
+// SAFETY: mlx-c documents a thread-local stream as usable from any number of threads: each
+// thread resolves it to its own stream. The handle itself is immutable after creation.
+unsafe impl Send for ThreadLocalStream {}
+// SAFETY: as above; shared references only resolve it.
+unsafe impl Sync for ThreadLocalStream {}
+
+impl ThreadLocalStream {
+    /// A new per-thread stream on `device`.
+    pub fn new(device: &Device) -> Result<ThreadLocalStream> {
+        // SAFETY: valid device; on failure mlx-c reports through the handler.
+        let raw = crate::error::check_handler(|| unsafe {
+            sys::mlx_stream_thread_local_new(device.as_raw())
+        })?;
+        Ok(ThreadLocalStream { raw })
+    }
+
+    /// The calling thread's stream behind this handle (made on first use per thread).
+    pub fn get(&self) -> Result<Stream> {
+        let mut s = Stream::empty();
+        // SAFETY: valid handle; writes into our owned stream.
+        check(|| unsafe { sys::mlx_stream_from_thread_local(&mut s.raw, self.raw) })?;
+        Ok(s)
+    }
+
+    /// Waits for the work queued on the calling thread's stream.
+    pub fn synchronize(&self) -> Result<()> {
+        // SAFETY: valid handle.
+        check(|| unsafe { sys::mlx_synchronize_thread_local(self.raw) })
+    }
+}
+
+impl Clone for ThreadLocalStream {
+    fn clone(&self) -> ThreadLocalStream {
+        // An empty (null) handle: mlx-c allocates on the first set.
+        let mut raw = sys::mlx_stream_thread_local {
+            ctx: std::ptr::null_mut(),
+        };
+        // SAFETY: `self.raw` is valid; mlx-c fills `raw`, which the new value owns and frees.
+        check(|| unsafe { sys::mlx_stream_thread_local_set(&mut raw, self.raw) })
+            .expect("copying a thread-local stream cannot fail");
+        ThreadLocalStream { raw }
+    }
+}
+
+impl Drop for ThreadLocalStream {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_stream_thread_local_free(self.raw) };
+    }
+}
+
 /// Waits for all work on the current stream (Python: `mx.synchronize()`).
 pub fn synchronize() -> Result<()> {
     with_current_raw(|raw| {

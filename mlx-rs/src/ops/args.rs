@@ -14,18 +14,47 @@ use crate::{Array, Dtype};
 pub enum Axes<'a> {
     /// Every axis (Python: `axis=None`).
     All,
+    /// One axis (Python: `axis=1`); negative values count from the end. Kept apart from
+    /// `Some` so the common single-axis call allocates nothing.
+    One(i32),
     /// Exactly these axes; negative values count from the end.
     Some(Cow<'a, [i32]>),
 }
 
+/// How an op hands [`Axes`] to mlx-c, which has separate entry points for all axes, one axis
+/// and several axes.
+pub(crate) enum AxesArg<'s> {
+    All,
+    One(i32),
+    Many(&'s [i32]),
+}
+
 impl Axes<'_> {
+    /// The axes as a slice; `None` for all axes.
+    pub fn as_slice(&self) -> Option<&[i32]> {
+        match self {
+            Axes::All => None,
+            Axes::One(axis) => Some(std::slice::from_ref(axis)),
+            Axes::Some(axes) => Some(axes),
+        }
+    }
+
+    pub(crate) fn arg(&self) -> AxesArg<'_> {
+        match self {
+            Axes::All => AxesArg::All,
+            Axes::One(axis) => AxesArg::One(*axis),
+            Axes::Some(axes) if axes.len() == 1 => AxesArg::One(axes[0]),
+            Axes::Some(axes) => AxesArg::Many(axes),
+        }
+    }
+
     /// Python's `axis=None`.
     pub const ALL: Axes<'static> = Axes::All;
 }
 
 impl From<i32> for Axes<'_> {
     fn from(axis: i32) -> Self {
-        Axes::Some(Cow::Owned(vec![axis]))
+        Axes::One(axis)
     }
 }
 
@@ -169,6 +198,12 @@ impl<'a> IntoOperand<'a> for Array {
     }
 }
 
+impl<'a> IntoOperand<'a> for Operand<'a> {
+    fn into_operand(self) -> Operand<'a> {
+        self
+    }
+}
+
 impl<'a, T: Into<Scalar>> IntoOperand<'a> for T {
     fn into_operand(self) -> Operand<'a> {
         Operand::Scalar(self.into())
@@ -183,10 +218,14 @@ impl<'a> Operand<'a> {
         }
     }
 
-    fn resolve(self, other: Option<Dtype>) -> Cow<'a, Array> {
+    /// The operand as an array: arrays pass through; a scalar becomes `dtype` when given, else
+    /// the dtype Python's weak typing gives it next to an array of dtype `like`.
+    pub(crate) fn resolve(self, dtype: Option<Dtype>, like: Option<Dtype>) -> Cow<'a, Array> {
         match self {
             Operand::Array(a) => a,
-            Operand::Scalar(s) => Cow::Owned(s.to_array(s.dtype_next_to(other))),
+            Operand::Scalar(s) => {
+                Cow::Owned(s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(like))))
+            }
         }
     }
 }
@@ -194,5 +233,66 @@ impl<'a> Operand<'a> {
 /// Resolves two operands to arrays, giving scalars the dtype Python would.
 pub(crate) fn resolve_pair<'a>(a: Operand<'a>, b: Operand<'a>) -> (Cow<'a, Array>, Cow<'a, Array>) {
     let (da, db) = (a.dtype(), b.dtype());
-    (a.resolve(db), b.resolve(da))
+    (a.resolve(None, db), b.resolve(None, da))
+}
+
+/// Resolves an operand to an array; scalars take `like`'s dtype when they are weakly typed
+/// against it (Python's `to_array(v, dtype)`).
+pub(crate) fn operand_array<'a>(v: impl IntoOperand<'a>, like: Option<Dtype>) -> Array {
+    v.into_operand().resolve(None, like).into_owned()
+}
+
+/// The axis of [`crate::ops::sort`] and its relatives, whose Python default is `-1` while
+/// Python's `axis=None` means "flatten first". Converts from `None` (Python's default), an
+/// `i32`, or `Axis::Flatten`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Axis {
+    /// Python's default for the function (`-1`).
+    #[default]
+    Default,
+    /// Python's `axis=None`: work on the flattened array.
+    Flatten,
+    /// This axis; negative values count from the end.
+    Index(i32),
+}
+
+impl Axis {
+    /// The axis to pass down, `None` for flatten.
+    pub(crate) fn resolve(self, default: i32) -> Option<i32> {
+        match self {
+            Axis::Default => Some(default),
+            Axis::Flatten => None,
+            Axis::Index(i) => Some(i),
+        }
+    }
+}
+
+impl From<i32> for Axis {
+    fn from(axis: i32) -> Self {
+        Axis::Index(axis)
+    }
+}
+
+impl From<Option<i32>> for Axis {
+    fn from(axis: Option<i32>) -> Self {
+        axis.map_or(Axis::Default, Axis::Index)
+    }
+}
+
+/// An optional operand (Python: `scalar | array | None`): anything [`IntoOperand`], or
+/// `None`.
+pub trait IntoOptionalOperand<'a> {
+    fn into_optional_operand(self) -> Option<Operand<'a>>;
+}
+
+impl<'a, T: IntoOperand<'a>> IntoOptionalOperand<'a> for T {
+    fn into_optional_operand(self) -> Option<Operand<'a>> {
+        Some(self.into_operand())
+    }
+}
+
+impl<'a> IntoOptionalOperand<'a> for Option<&'a Array> {
+    fn into_optional_operand(self) -> Option<Operand<'a>> {
+        self.map(IntoOperand::into_operand)
+    }
 }

@@ -1,5 +1,7 @@
 //! Element-wise arithmetic, `matmul`, and the operator impls (`+ - * / %`, unary `-`).
 
+use mlx_sys as sys;
+
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
 use crate::ops::{array_methods, binary_ops, unary_ops};
@@ -7,22 +9,22 @@ use crate::{Array, Result};
 
 binary_ops! {
     /// Element-wise `a + b` with broadcasting (Python: `mx.add`).
-    add => mlx_add;
+    add => sys::mlx_add;
     /// Element-wise `a - b` with broadcasting (Python: `mx.subtract`).
-    subtract => mlx_subtract;
+    subtract => sys::mlx_subtract;
     /// Element-wise `a * b` with broadcasting (Python: `mx.multiply`).
-    multiply => mlx_multiply;
+    multiply => sys::mlx_multiply;
     /// Element-wise true division with broadcasting (Python: `mx.divide`).
-    divide => mlx_divide;
+    divide => sys::mlx_divide;
     /// Element-wise remainder with Python's sign rules (Python: `mx.remainder`).
-    remainder => mlx_remainder;
+    remainder => sys::mlx_remainder;
     /// Matrix product with NumPy broadcasting of batch dimensions (Python: `mx.matmul`).
-    matmul => mlx_matmul;
+    matmul => sys::mlx_matmul;
 }
 
 unary_ops! {
     /// Element-wise `-a` (Python: `mx.negative`).
-    negative => mlx_negative;
+    negative => sys::mlx_negative;
 }
 
 array_methods! {

@@ -1,26 +1,30 @@
-//! Arrays made from a shape: `zeros`, `ones`, `full`, `arange`.
+//! Arrays made from a shape or another array: `zeros`, `ones`, `full`, `arange`, `eye`,
+//! `linspace`, `*_like`, windows, `meshgrid`.
 
 use mlx_sys as sys;
 
-use crate::ops::{IntoOperand, Operand};
+use crate::ops::IntoOperand;
 use crate::{Array, Dtype, Error, Result};
 
-/// An array of zeros; dtype defaults to float32 (Python: `mx.zeros(shape, dtype)`).
-pub fn zeros(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_zeros(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
-    })
+/// `fn name(shape, dtype=float32)` over `f(res, shape, len, dtype, s)`.
+macro_rules! constant_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+            let dtype = dtype.into().unwrap_or(Dtype::Float32);
+            // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
+            })
+        }
+    )*};
 }
 
-/// An array of ones; dtype defaults to float32 (Python: `mx.ones(shape, dtype)`).
-pub fn ones(shape: &[i32], dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    // SAFETY: `shape` outlives the call; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_ones(res, shape.as_ptr(), shape.len(), dtype.to_raw(), s)
-    })
+constant_ops! {
+    /// An array of zeros; dtype defaults to float32 (Python: `mx.zeros(shape, dtype)`).
+    zeros => sys::mlx_zeros;
+    /// An array of ones; dtype defaults to float32 (Python: `mx.ones(shape, dtype)`).
+    ones => sys::mlx_ones;
 }
 
 /// An array of `shape` filled with `vals` (broadcast); the dtype defaults to that of `vals`
@@ -31,10 +35,7 @@ pub fn full<'a>(
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let dtype = dtype.into();
-    let vals = match vals.into_operand() {
-        Operand::Array(a) => a.into_owned(),
-        Operand::Scalar(s) => s.to_array(dtype.unwrap_or_else(|| s.dtype_next_to(None))),
-    };
+    let vals = vals.into_operand().resolve(dtype, None);
     let dtype = dtype.unwrap_or_else(|| vals.dtype());
     // SAFETY: `shape` and `vals` outlive the call; mlx-c writes a new array into res.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -90,5 +91,141 @@ pub fn arange<T: ArangeBound>(
     // SAFETY: plain values; mlx-c writes a new array into res.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_arange(res, start.to_f64(), stop.to_f64(), step, dtype.to_raw(), s)
+    })
+}
+
+/// `fn name(a, dtype=None)` over `f(res, a, s)` / `f_dtype(res, a, dtype, s)`.
+macro_rules! like_ops {
+    ($($(#[$doc:meta])* $name:ident => $plain:path, $typed:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(a: &Array, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+            match dtype.into() {
+                // SAFETY: valid handle; plain values.
+                Some(d) => Array::try_from_stream_op(|res, s| unsafe {
+                    $typed(res, a.as_raw(), d.to_raw(), s)
+                }),
+                // SAFETY: valid handle.
+                None => Array::try_from_stream_op(|res, s| unsafe { $plain(res, a.as_raw(), s) }),
+            }
+        }
+    )*};
+}
+
+like_ops! {
+    /// Zeros with the shape of `a`; dtype defaults to `a`'s (Python: `mx.zeros_like(a, dtype=None)`).
+    zeros_like => sys::mlx_zeros_like, sys::mlx_zeros_like_dtype;
+    /// Ones with the shape of `a`; dtype defaults to `a`'s (Python: `mx.ones_like(a, dtype=None)`).
+    ones_like => sys::mlx_ones_like, sys::mlx_ones_like_dtype;
+}
+
+/// `vals` broadcast to the shape of `a`; the dtype defaults to `a`'s when `vals` is a scalar
+/// and to `vals`' when it is an array (Python: `mx.full_like(a, vals, dtype=None)`).
+pub fn full_like<'a>(
+    a: &Array,
+    vals: impl IntoOperand<'a>,
+    dtype: impl Into<Option<Dtype>>,
+) -> Result<Array> {
+    let dtype = dtype.into();
+    let vals = vals.into_operand().resolve(dtype, Some(a.dtype()));
+    let dtype = dtype.unwrap_or_else(|| a.dtype());
+    // SAFETY: valid handles; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_full_like(res, a.as_raw(), vals.as_raw(), dtype.to_raw(), s)
+    })
+}
+
+/// `fn name(n, m=None, k=0, dtype=float32)` over `f(res, n, m, k, dtype, s)`.
+macro_rules! diagonal_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            n: i32,
+            m: impl Into<Option<i32>>,
+            k: impl Into<Option<i32>>,
+            dtype: impl Into<Option<Dtype>>,
+        ) -> Result<Array> {
+            let (m, k) = (m.into().unwrap_or(n), k.into().unwrap_or(0));
+            let dtype = dtype.into().unwrap_or(Dtype::Float32);
+            // SAFETY: plain values.
+            Array::try_from_stream_op(|res, s| unsafe { $ffi(res, n, m, k, dtype.to_raw(), s) })
+        }
+    )*};
+}
+
+diagonal_ops! {
+    /// An `n x m` matrix with ones on diagonal `k` (Python: `mx.eye(n, m=None, k=0,
+    /// dtype=float32)`).
+    eye => sys::mlx_eye;
+    /// An `n x m` matrix with ones at and below diagonal `k` (Python: `mx.tri(n, m=None, k=0,
+    /// dtype=float32)`).
+    tri => sys::mlx_tri;
+}
+
+/// The `n x n` identity (Python: `mx.identity(n, dtype=float32)`).
+pub fn identity(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    // SAFETY: plain values.
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_identity(res, n, dtype.to_raw(), s) })
+}
+
+/// `num` evenly spaced values from `start` to `stop` (Python: `mx.linspace(start, stop,
+/// num=50, endpoint=True, dtype=float32)`).
+pub fn linspace(
+    start: f64,
+    stop: f64,
+    num: impl Into<Option<i32>>,
+    endpoint: bool,
+    dtype: impl Into<Option<Dtype>>,
+) -> Result<Array> {
+    let num = num.into().unwrap_or(50);
+    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    if endpoint {
+        // SAFETY: plain values.
+        Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_linspace(res, start, stop, num, dtype.to_raw(), s)
+        })
+    } else {
+        // SAFETY: plain values.
+        Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_linspace_endpoint(res, start, stop, num, endpoint, dtype.to_raw(), s)
+        })
+    }
+}
+
+/// Window functions `fn name(M)`.
+macro_rules! windows {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        #[allow(non_snake_case)]
+        pub fn $name(M: i32) -> Result<Array> {
+            // SAFETY: plain values.
+            Array::try_from_stream_op(|res, s| unsafe { $ffi(res, M, s) })
+        }
+    )*};
+}
+
+windows! {
+    /// The Bartlett (triangular) window of `M` points (Python: `mx.bartlett(M)`).
+    bartlett => sys::mlx_bartlett;
+    /// The Blackman window of `M` points (Python: `mx.blackman(M)`).
+    blackman => sys::mlx_blackman;
+    /// The Hamming window of `M` points (Python: `mx.hamming(M)`).
+    hamming => sys::mlx_hamming;
+    /// The Hann window of `M` points (Python: `mx.hanning(M)`).
+    hanning => sys::mlx_hanning;
+}
+
+/// Coordinate grids from 1-D arrays (Python: `mx.meshgrid(*arrays, sparse=False,
+/// indexing="xy")`). `indexing` `None` is `"xy"`; the other choice is `"ij"`.
+pub fn meshgrid<'a>(
+    arrays: impl IntoIterator<Item = &'a Array>,
+    sparse: bool,
+    indexing: impl Into<Option<&'a str>>,
+) -> Result<Vec<Array>> {
+    let indexing = crate::handles::c_string(indexing.into().unwrap_or("xy"), "[meshgrid]")?;
+    let v = crate::handles::VectorArray::from_arrays(arrays);
+    // SAFETY: valid vector handle; `indexing` outlives the call.
+    crate::handles::vector_op(|res, s| unsafe {
+        sys::mlx_meshgrid(res, v.0, sparse, indexing.as_ptr(), s)
     })
 }

@@ -1,133 +1,136 @@
 //! Element-wise math: one table of unary ops, one of binary ops.
 
-use crate::ops::{binary_ops, unary_ops};
+use mlx_sys as sys;
+
+use crate::handles::VectorArray;
+use crate::handles::{opt_array, opt_float, vector_op};
+use crate::ops::args::operand_array;
+use crate::ops::args::resolve_pair;
+use crate::ops::{binary_ops, unary_ops, Axes, AxesArg, IntoOperand, IntoOptionalOperand};
+use crate::{Array, Dtype, Error, Result};
 
 unary_ops! {
     /// Element-wise absolute value (Python: `mx.abs`).
-    abs => mlx_abs;
+    abs => sys::mlx_abs;
     /// Element-wise inverse cosine (Python: `mx.arccos`).
-    arccos => mlx_arccos;
+    arccos => sys::mlx_arccos;
     /// Element-wise inverse hyperbolic cosine (Python: `mx.arccosh`).
-    arccosh => mlx_arccosh;
+    arccosh => sys::mlx_arccosh;
     /// Element-wise inverse sine (Python: `mx.arcsin`).
-    arcsin => mlx_arcsin;
+    arcsin => sys::mlx_arcsin;
     /// Element-wise inverse hyperbolic sine (Python: `mx.arcsinh`).
-    arcsinh => mlx_arcsinh;
+    arcsinh => sys::mlx_arcsinh;
     /// Element-wise inverse tangent (Python: `mx.arctan`).
-    arctan => mlx_arctan;
+    arctan => sys::mlx_arctan;
     /// Element-wise inverse hyperbolic tangent (Python: `mx.arctanh`).
-    arctanh => mlx_arctanh;
+    arctanh => sys::mlx_arctanh;
     /// Element-wise bitwise NOT of integers (Python: `mx.bitwise_invert`, `~a`).
-    bitwise_invert => mlx_bitwise_invert;
+    bitwise_invert => sys::mlx_bitwise_invert;
     /// Element-wise ceiling (Python: `mx.ceil`).
-    ceil => mlx_ceil;
+    ceil => sys::mlx_ceil;
     /// Element-wise complex conjugate (Python: `mx.conjugate`, `mx.conj`).
-    conjugate => mlx_conjugate;
+    conjugate => sys::mlx_conjugate;
     /// Element-wise cosine (Python: `mx.cos`).
-    cos => mlx_cos;
+    cos => sys::mlx_cos;
     /// Element-wise hyperbolic cosine (Python: `mx.cosh`).
-    cosh => mlx_cosh;
+    cosh => sys::mlx_cosh;
     /// Radians to degrees (Python: `mx.degrees`).
-    degrees => mlx_degrees;
+    degrees => sys::mlx_degrees;
     /// Element-wise error function (Python: `mx.erf`).
-    erf => mlx_erf;
+    erf => sys::mlx_erf;
     /// Element-wise inverse error function (Python: `mx.erfinv`).
-    erfinv => mlx_erfinv;
+    erfinv => sys::mlx_erfinv;
     /// Element-wise exponential (Python: `mx.exp`).
-    exp => mlx_exp;
+    exp => sys::mlx_exp;
     /// Element-wise `exp(a) - 1`, accurate near zero (Python: `mx.expm1`).
-    expm1 => mlx_expm1;
+    expm1 => sys::mlx_expm1;
     /// Element-wise floor (Python: `mx.floor`).
-    floor => mlx_floor;
+    floor => sys::mlx_floor;
     /// Imaginary part of a complex array (Python: `mx.imag`).
-    imag => mlx_imag;
+    imag => sys::mlx_imag;
     /// Element-wise test for finite values (Python: `mx.isfinite`).
-    isfinite => mlx_isfinite;
+    isfinite => sys::mlx_isfinite;
     /// Element-wise test for infinities (Python: `mx.isinf`).
-    isinf => mlx_isinf;
+    isinf => sys::mlx_isinf;
     /// Element-wise test for NaN (Python: `mx.isnan`).
-    isnan => mlx_isnan;
+    isnan => sys::mlx_isnan;
     /// Element-wise test for negative infinity (Python: `mx.isneginf`).
-    isneginf => mlx_isneginf;
+    isneginf => sys::mlx_isneginf;
     /// Element-wise test for positive infinity (Python: `mx.isposinf`).
-    isposinf => mlx_isposinf;
+    isposinf => sys::mlx_isposinf;
     /// Element-wise natural logarithm (Python: `mx.log`).
-    log => mlx_log;
+    log => sys::mlx_log;
     /// Element-wise base-10 logarithm (Python: `mx.log10`).
-    log10 => mlx_log10;
+    log10 => sys::mlx_log10;
     /// Element-wise `log(1 + a)`, accurate near zero (Python: `mx.log1p`).
-    log1p => mlx_log1p;
+    log1p => sys::mlx_log1p;
     /// Element-wise base-2 logarithm (Python: `mx.log2`).
-    log2 => mlx_log2;
+    log2 => sys::mlx_log2;
     /// Element-wise logical NOT (Python: `mx.logical_not`).
-    logical_not => mlx_logical_not;
+    logical_not => sys::mlx_logical_not;
     /// Element-wise `+a`, a copy (Python: `mx.positive`).
-    positive => mlx_positive;
+    positive => sys::mlx_positive;
     /// Degrees to radians (Python: `mx.radians`).
-    radians => mlx_radians;
+    radians => sys::mlx_radians;
     /// Real part of a complex array (Python: `mx.real`).
-    real => mlx_real;
+    real => sys::mlx_real;
     /// Element-wise `1 / a` (Python: `mx.reciprocal`).
-    reciprocal => mlx_reciprocal;
+    reciprocal => sys::mlx_reciprocal;
     /// Element-wise `1 / sqrt(a)` (Python: `mx.rsqrt`).
-    rsqrt => mlx_rsqrt;
+    rsqrt => sys::mlx_rsqrt;
     /// Element-wise logistic sigmoid (Python: `mx.sigmoid`).
-    sigmoid => mlx_sigmoid;
+    sigmoid => sys::mlx_sigmoid;
     /// Element-wise sign (Python: `mx.sign`).
-    sign => mlx_sign;
+    sign => sys::mlx_sign;
     /// Element-wise sine (Python: `mx.sin`).
-    sin => mlx_sin;
+    sin => sys::mlx_sin;
     /// Element-wise hyperbolic sine (Python: `mx.sinh`).
-    sinh => mlx_sinh;
+    sinh => sys::mlx_sinh;
     /// Element-wise square root (Python: `mx.sqrt`).
-    sqrt => mlx_sqrt;
+    sqrt => sys::mlx_sqrt;
     /// Element-wise `a * a` (Python: `mx.square`).
-    square => mlx_square;
+    square => sys::mlx_square;
     /// The same values, with gradients blocked (Python: `mx.stop_gradient`).
-    stop_gradient => mlx_stop_gradient;
+    stop_gradient => sys::mlx_stop_gradient;
     /// Element-wise tangent (Python: `mx.tan`).
-    tan => mlx_tan;
+    tan => sys::mlx_tan;
     /// Element-wise hyperbolic tangent (Python: `mx.tanh`).
-    tanh => mlx_tanh;
+    tanh => sys::mlx_tanh;
     /// Element-wise truncation toward zero (Python: `mx.trunc`).
-    trunc => mlx_trunc;
+    trunc => sys::mlx_trunc;
     /// A copy of the array (Python: `mx.copy`).
-    copy => mlx_copy;
-    /// Zeros with the shape and dtype of `a` (Python: `mx.zeros_like`).
-    zeros_like => mlx_zeros_like;
-    /// Ones with the shape and dtype of `a` (Python: `mx.ones_like`).
-    ones_like => mlx_ones_like;
+    copy => sys::mlx_copy;
 }
 
 binary_ops! {
     /// Element-wise `atan2(a, b)` (Python: `mx.arctan2`).
-    arctan2 => mlx_arctan2;
+    arctan2 => sys::mlx_arctan2;
     /// Element-wise bitwise AND (Python: `mx.bitwise_and`, `a & b`).
-    bitwise_and => mlx_bitwise_and;
+    bitwise_and => sys::mlx_bitwise_and;
     /// Element-wise bitwise OR (Python: `mx.bitwise_or`, `a | b`).
-    bitwise_or => mlx_bitwise_or;
+    bitwise_or => sys::mlx_bitwise_or;
     /// Element-wise bitwise XOR (Python: `mx.bitwise_xor`, `a ^ b`).
-    bitwise_xor => mlx_bitwise_xor;
+    bitwise_xor => sys::mlx_bitwise_xor;
     /// Element-wise floor division (Python: `mx.floor_divide`, `a // b`).
-    floor_divide => mlx_floor_divide;
+    floor_divide => sys::mlx_floor_divide;
     /// Inner product over the last axes (Python: `mx.inner`).
-    inner => mlx_inner;
+    inner => sys::mlx_inner;
     /// Kronecker product (Python: `mx.kron`).
-    kron => mlx_kron;
+    kron => sys::mlx_kron;
     /// Element-wise `a << b` (Python: `mx.left_shift`).
-    left_shift => mlx_left_shift;
+    left_shift => sys::mlx_left_shift;
     /// Element-wise `log(exp(a) + exp(b))`, stable (Python: `mx.logaddexp`).
-    logaddexp => mlx_logaddexp;
+    logaddexp => sys::mlx_logaddexp;
     /// Element-wise maximum (Python: `mx.maximum`).
-    maximum => mlx_maximum;
+    maximum => sys::mlx_maximum;
     /// Element-wise minimum (Python: `mx.minimum`).
-    minimum => mlx_minimum;
+    minimum => sys::mlx_minimum;
     /// Outer product of flattened inputs (Python: `mx.outer`).
-    outer => mlx_outer;
+    outer => sys::mlx_outer;
     /// Element-wise `a ** b` (Python: `mx.power`).
-    power => mlx_power;
+    power => sys::mlx_power;
     /// Element-wise `a >> b` (Python: `mx.right_shift`).
-    right_shift => mlx_right_shift;
+    right_shift => sys::mlx_right_shift;
 }
 
 crate::ops::array_methods! {
@@ -157,4 +160,184 @@ crate::ops::array_methods! {
     fn sqrt();
     /// Element-wise square (Python: `a.square()`).
     fn square();
+}
+
+/// Rounds to `decimals` places, halves to even (Python: `mx.round(a, decimals=0)`).
+pub fn round(a: &Array, decimals: impl Into<Option<i32>>) -> Result<Array> {
+    let decimals = decimals.into().unwrap_or(0);
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_round(res, a.as_raw(), decimals, s) })
+}
+
+/// Limits values to `[a_min, a_max]`; either bound may be `None` (not both), a scalar or an
+/// array (Python: `mx.clip(a, a_min, a_max)`).
+///
+/// ```
+/// use mlx_rs::{ops, Array};
+/// let a = Array::from_slice(&[-2.0f32, 0.5, 3.0], &[3])?;
+/// assert_eq!(ops::clip(&a, None, 1.0)?.to_vec::<f32>()?, vec![-2.0, 0.5, 1.0]);
+/// assert_eq!(ops::clip(&a, 0.0, 1.0)?.to_vec::<f32>()?, vec![0.0, 0.5, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn clip<'l, 'h>(
+    a: &Array,
+    a_min: impl IntoOptionalOperand<'l>,
+    a_max: impl IntoOptionalOperand<'h>,
+) -> Result<Array> {
+    let lo = a_min
+        .into_optional_operand()
+        .map(|v| operand_array(v, Some(a.dtype())));
+    let hi = a_max
+        .into_optional_operand()
+        .map(|v| operand_array(v, Some(a.dtype())));
+    // SAFETY: valid or null handles.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_clip(
+            res,
+            a.as_raw(),
+            opt_array(lo.as_ref()),
+            opt_array(hi.as_ref()),
+            s,
+        )
+    })
+}
+
+/// Replaces NaN with `nan` (default 0) and infinities with `posinf`/`neginf` (default: the
+/// dtype's largest/lowest finite value) (Python: `mx.nan_to_num(a, nan=0, posinf=None,
+/// neginf=None)`).
+pub fn nan_to_num<'a>(
+    a: impl IntoOperand<'a>,
+    nan: impl Into<Option<f32>>,
+    posinf: impl Into<Option<f32>>,
+    neginf: impl Into<Option<f32>>,
+) -> Result<Array> {
+    let a = operand_array(a, None);
+    let nan = nan.into().unwrap_or(0.0);
+    let (posinf, neginf) = (opt_float(posinf.into()), opt_float(neginf.into()));
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_nan_to_num(res, a.as_raw(), nan, posinf, neginf, s)
+    })
+}
+
+/// Element-wise `(a // b, a % b)` (Python: `mx.divmod(a, b)`).
+pub fn divmod<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<(Array, Array)> {
+    let (a, b) = resolve_pair(a.into_operand(), b.into_operand());
+    // SAFETY: valid handles; mlx-c writes a new vector into res.
+    let mut out =
+        vector_op(|res, s| unsafe { sys::mlx_divmod(res, a.as_raw(), b.as_raw(), s) })?.into_iter();
+    match (out.next(), out.next()) {
+        (Some(q), Some(r)) => Ok((q, r)),
+        _ => Err(Error::invalid(
+            "[divmod] MLX returned fewer than two arrays",
+        )),
+    }
+}
+
+/// `exp(a) / sum(exp(a))` over `axis`; `None` uses every axis (Python: `mx.softmax(a,
+/// axis=None, *, precise=False)`).
+pub fn softmax<'x>(a: &Array, axis: impl Into<Axes<'x>>, precise: bool) -> Result<Array> {
+    match axis.into().arg() {
+        // SAFETY: valid handle; plain values.
+        AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_softmax(res, a.as_raw(), precise, s)
+        }),
+        // SAFETY: valid handle; plain values.
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_softmax_axis(res, a.as_raw(), ax, precise, s)
+        }),
+        // SAFETY: valid handle; `ax` outlives the call.
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_softmax_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), precise, s)
+        }),
+    }
+}
+
+/// `fn name(a, b, rtol=1e-05, atol=1e-08, equal_nan)` over `f(res, a, b, rtol, atol,
+/// equal_nan, s)`.
+macro_rules! closeness_ops {
+    ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(
+            a: &Array,
+            b: &Array,
+            rtol: impl Into<Option<f64>>,
+            atol: impl Into<Option<f64>>,
+            equal_nan: bool,
+        ) -> Result<Array> {
+            let (rtol, atol) = (rtol.into().unwrap_or(1e-5), atol.into().unwrap_or(1e-8));
+            // SAFETY: valid handles; plain values.
+            Array::try_from_stream_op(|res, s| unsafe {
+                $ffi(res, a.as_raw(), b.as_raw(), rtol, atol, equal_nan, s)
+            })
+        }
+    )*};
+}
+
+closeness_ops! {
+    /// Element-wise `|a - b| <= atol + rtol * |b|` (Python: `mx.isclose(a, b, rtol=1e-05,
+    /// atol=1e-08, *, equal_nan=False)`).
+    isclose => sys::mlx_isclose;
+    /// Whether every element is close, as a boolean scalar array (Python: `mx.allclose(a, b,
+    /// rtol=1e-05, atol=1e-08, *, equal_nan=False)`).
+    allclose => sys::mlx_allclose;
+}
+
+/// Same shape and equal values, as a boolean scalar array; dtypes may differ
+/// (Python: `mx.array_equal(a, b, equal_nan=False)`).
+pub fn array_equal<'a>(
+    a: impl IntoOperand<'a>,
+    b: impl IntoOperand<'a>,
+    equal_nan: bool,
+) -> Result<Array> {
+    let (a, b) = resolve_pair(a.into_operand(), b.into_operand());
+    // SAFETY: valid handles; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_array_equal(res, a.as_raw(), b.as_raw(), equal_nan, s)
+    })
+}
+
+/// The `n`-th discrete difference along `axis` (Python: `mx.diff(a, n=1, axis=-1)`).
+pub fn diff(a: &Array, n: impl Into<Option<i32>>, axis: impl Into<Option<i32>>) -> Result<Array> {
+    let (n, axis) = (n.into().unwrap_or(1), axis.into().unwrap_or(-1));
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_diff(res, a.as_raw(), n, axis, s) })
+}
+
+/// The number of elements over `axes` (or over the other axes when `inverted`) as a scalar of
+/// `dtype`, computed lazily so it works under shapeless compile (C++ `number_of_elements`).
+pub fn number_of_elements(a: &Array, axes: &[i32], inverted: bool, dtype: Dtype) -> Result<Array> {
+    // SAFETY: valid handle; `axes` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_number_of_elements(
+            res,
+            a.as_raw(),
+            axes.as_ptr(),
+            axes.len(),
+            inverted,
+            dtype.to_raw(),
+            s,
+        )
+    })
+}
+
+/// `inputs` unchanged, but evaluated only after `dependencies` (Python: `mx.depends(inputs,
+/// dependencies)`).
+pub fn depends<'a, 'b>(
+    inputs: impl IntoIterator<Item = &'a Array>,
+    dependencies: impl IntoIterator<Item = &'b Array>,
+) -> Result<Vec<Array>> {
+    let (i, d) = (
+        VectorArray::from_arrays(inputs),
+        VectorArray::from_arrays(dependencies),
+    );
+    let mut out = VectorArray::new();
+    // SAFETY: valid vector handles; mlx-c writes a new vector into `out`.
+    crate::error::check(|| unsafe { sys::mlx_depends(&mut out.0, i.0, d.0) })?;
+    out.to_vec()
+}
+
+crate::ops::array_methods! {
+    /// Rounds to `decimals` places (Python: `a.round(decimals=0)`).
+    fn round(decimals: impl Into<Option<i32>>);
 }

@@ -1,9 +1,12 @@
-//! Shape manipulation.
+//! Shape manipulation: reshape, transpose, squeeze, concatenate, split, pad, tile, ...
 
 use mlx_sys as sys;
 
-use crate::ops::array_methods;
-use crate::{Array, Result};
+use crate::handles::VectorArray;
+use crate::handles::{c_string, vector_op};
+use crate::ops::args::operand_array;
+use crate::ops::{array_methods, unary_ops, Axes, AxesArg, IntoOperand};
+use crate::{Array, Dtype, Error, Result};
 
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
 pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
@@ -27,11 +30,488 @@ pub fn transpose<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Ar
     }
 }
 
+/// Python's `mx.permute_dims`, an alias of [`transpose`].
+pub fn permute_dims<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Array> {
+    transpose(a, axes)
+}
+
+/// `fn name(a, axis=None)` over mlx-c's trio `f(res, a, s)` (every axis),
+/// `f_axis(res, a, axis, s)` and `f_axes(res, a, axes, n, s)`.
+macro_rules! axes_ops {
+    ($($(#[$doc:meta])* $name:ident => $all:path, $axis:path, $axes:path;)*) => {$(
+        $(#[$doc])*
+        pub fn $name<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
+            match axis.into().arg() {
+                // SAFETY: valid handle.
+                AxesArg::All => Array::try_from_stream_op(|res, s| unsafe { $all(res, a.as_raw(), s) }),
+                // SAFETY: valid handle; plain values.
+                AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axis(res, a.as_raw(), ax, s)
+                }),
+                // SAFETY: valid handle; `ax` outlives the call.
+                AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
+                    $axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
+                }),
+            }
+        }
+    )*};
+}
+
+axes_ops! {
+    /// Removes size-1 axes: all of them for `None`, else the given ones
+    /// (Python: `mx.squeeze(a, axis=None)`).
+    squeeze => sys::mlx_squeeze, sys::mlx_squeeze_axis, sys::mlx_squeeze_axes;
+    /// Reverses the order of elements along axes; `None` reverses every axis
+    /// (Python: `mx.flip(a, axis=None)`).
+    flip => sys::mlx_flip, sys::mlx_flip_axis, sys::mlx_flip_axes;
+}
+
+/// Inserts size-1 axes at the given positions (Python: `mx.expand_dims(a, axis)`; `axis` is
+/// required, so [`Axes::All`] is an error).
+pub fn expand_dims<'x>(a: &Array, axis: impl Into<Axes<'x>>) -> Result<Array> {
+    match axis.into().arg() {
+        AxesArg::All => Err(Error::invalid(
+            "[expand_dims] an axis is required (None is not allowed)",
+        )),
+        // SAFETY: valid handle; plain values.
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_expand_dims(res, a.as_raw(), ax, s)
+        }),
+        // SAFETY: valid handle; `ax` outlives the call.
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_expand_dims_axes(res, a.as_raw(), ax.as_ptr(), ax.len(), s)
+        }),
+    }
+}
+
+/// Flattens axes `start_axis..=end_axis` into one; defaults 0 and -1
+/// (Python: `mx.flatten(a, start_axis=0, end_axis=-1)`).
+pub fn flatten(
+    a: &Array,
+    start_axis: impl Into<Option<i32>>,
+    end_axis: impl Into<Option<i32>>,
+) -> Result<Array> {
+    let (start, end) = (
+        start_axis.into().unwrap_or(0),
+        end_axis.into().unwrap_or(-1),
+    );
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_flatten(res, a.as_raw(), start, end, s) })
+}
+
+/// Splits one axis into `shape` (Python: `mx.unflatten(a, axis, shape)`).
+pub fn unflatten(a: &Array, axis: i32, shape: &[i32]) -> Result<Array> {
+    // SAFETY: valid handle; `shape` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_unflatten(res, a.as_raw(), axis, shape.as_ptr(), shape.len(), s)
+    })
+}
+
+/// Swaps two axes (Python: `mx.swapaxes(a, axis1, axis2)`).
+pub fn swapaxes(a: &Array, axis1: i32, axis2: i32) -> Result<Array> {
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_swapaxes(res, a.as_raw(), axis1, axis2, s)
+    })
+}
+
+/// Moves one axis to a new position (Python: `mx.moveaxis(a, source, destination)`).
+pub fn moveaxis(a: &Array, source: i32, destination: i32) -> Result<Array> {
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_moveaxis(res, a.as_raw(), source, destination, s)
+    })
+}
+
+/// Broadcasts to `shape` (Python: `mx.broadcast_to(a, shape)`); `a` may be a scalar.
+pub fn broadcast_to<'a>(a: impl IntoOperand<'a>, shape: &[i32]) -> Result<Array> {
+    let a = operand_array(a, None);
+    // SAFETY: valid handle; `shape` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_broadcast_to(res, a.as_raw(), shape.as_ptr(), shape.len(), s)
+    })
+}
+
+/// Broadcasts arrays against each other (Python: `mx.broadcast_arrays(*arrays)`).
+pub fn broadcast_arrays<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<Vec<Array>> {
+    let v = VectorArray::from_arrays(arrays);
+    // SAFETY: valid vector handle; mlx-c writes a new vector into res.
+    vector_op(|res, s| unsafe { sys::mlx_broadcast_arrays(res, v.0, s) })
+}
+
+unary_ops! {
+    /// At least one dimension (Python: `mx.atleast_1d`, one array at a time).
+    atleast_1d => sys::mlx_atleast_1d;
+    /// At least two dimensions (Python: `mx.atleast_2d`, one array at a time).
+    atleast_2d => sys::mlx_atleast_2d;
+    /// At least three dimensions (Python: `mx.atleast_3d`, one array at a time).
+    atleast_3d => sys::mlx_atleast_3d;
+}
+
+/// Joins arrays along an axis; `None` flattens them first
+/// (Python: `mx.concatenate(arrays, axis=0)`; pass `0` for Python's default).
+pub fn concatenate<'a>(
+    arrays: impl IntoIterator<Item = &'a Array>,
+    axis: impl Into<Option<i32>>,
+) -> Result<Array> {
+    let v = VectorArray::from_arrays(arrays);
+    match axis.into() {
+        // SAFETY: valid vector handle; plain values.
+        Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_concatenate_axis(res, v.0, axis, s)
+        }),
+        // SAFETY: valid vector handle.
+        None => Array::try_from_stream_op(|res, s| unsafe { sys::mlx_concatenate(res, v.0, s) }),
+    }
+}
+
+/// Python's `mx.concat`, an alias of [`concatenate`].
+pub fn concat<'a>(
+    arrays: impl IntoIterator<Item = &'a Array>,
+    axis: impl Into<Option<i32>>,
+) -> Result<Array> {
+    concatenate(arrays, axis)
+}
+
+/// Stacks arrays along a new axis; defaults to 0 (Python: `mx.stack(arrays, axis=0)`).
+pub fn stack<'a>(
+    arrays: impl IntoIterator<Item = &'a Array>,
+    axis: impl Into<Option<i32>>,
+) -> Result<Array> {
+    let v = VectorArray::from_arrays(arrays);
+    match axis.into() {
+        // SAFETY: valid vector handle; plain values.
+        Some(axis) => {
+            Array::try_from_stream_op(|res, s| unsafe { sys::mlx_stack_axis(res, v.0, axis, s) })
+        }
+        // SAFETY: valid vector handle.
+        None => Array::try_from_stream_op(|res, s| unsafe { sys::mlx_stack(res, v.0, s) }),
+    }
+}
+
+/// Splits into arrays along `axis`; default 0 (Python: `mx.unstack(x, axis=0)`).
+pub fn unstack(a: &Array, axis: impl Into<Option<i32>>) -> Result<Vec<Array>> {
+    match axis.into() {
+        // SAFETY: valid handle; plain values.
+        Some(axis) => {
+            vector_op(|res, s| unsafe { sys::mlx_unstack_axis(res, a.as_raw(), axis, s) })
+        }
+        // SAFETY: valid handle.
+        None => vector_op(|res, s| unsafe { sys::mlx_unstack(res, a.as_raw(), s) }),
+    }
+}
+
+/// Python's `indices_or_sections` of [`split`]: a number of equal parts, or split points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndicesOrSections {
+    /// Split into this many equal parts.
+    Sections(i32),
+    /// Split before each of these indices.
+    Indices(Vec<i32>),
+}
+
+impl From<i32> for IndicesOrSections {
+    fn from(n: i32) -> Self {
+        IndicesOrSections::Sections(n)
+    }
+}
+impl From<&[i32]> for IndicesOrSections {
+    fn from(v: &[i32]) -> Self {
+        IndicesOrSections::Indices(v.to_vec())
+    }
+}
+impl<const N: usize> From<[i32; N]> for IndicesOrSections {
+    fn from(v: [i32; N]) -> Self {
+        IndicesOrSections::Indices(v.to_vec())
+    }
+}
+impl<const N: usize> From<&[i32; N]> for IndicesOrSections {
+    fn from(v: &[i32; N]) -> Self {
+        IndicesOrSections::Indices(v.to_vec())
+    }
+}
+impl From<Vec<i32>> for IndicesOrSections {
+    fn from(v: Vec<i32>) -> Self {
+        IndicesOrSections::Indices(v)
+    }
+}
+
+/// Splits along `axis` (default 0) into equal sections or at indices
+/// (Python: `mx.split(a, indices_or_sections, axis=0)`).
+pub fn split(
+    a: &Array,
+    indices_or_sections: impl Into<IndicesOrSections>,
+    axis: impl Into<Option<i32>>,
+) -> Result<Vec<Array>> {
+    let axis = axis.into().unwrap_or(0);
+    match indices_or_sections.into() {
+        // SAFETY: valid handle; plain values.
+        IndicesOrSections::Sections(n) => {
+            vector_op(|res, s| unsafe { sys::mlx_split(res, a.as_raw(), n, axis, s) })
+        }
+        // SAFETY: valid handle; `idx` outlives the call.
+        IndicesOrSections::Indices(idx) => vector_op(|res, s| unsafe {
+            sys::mlx_split_sections(res, a.as_raw(), idx.as_ptr(), idx.len(), axis, s)
+        }),
+    }
+}
+
+/// Repeats the whole array `reps` times per axis (Python: `mx.tile(a, reps)`).
+pub fn tile(a: &Array, reps: &[i32]) -> Result<Array> {
+    // MLX would report this from an internal broadcast, which names the wrong op.
+    if let Some(r) = reps.iter().find(|&&r| r < 0) {
+        return Err(Error::invalid(format!(
+            "[tile] repetitions must be non-negative, got {r} in {reps:?}"
+        )));
+    }
+    // SAFETY: valid handle; `reps` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_tile(res, a.as_raw(), reps.as_ptr(), reps.len(), s)
+    })
+}
+
+/// Repeats each element `repeats` times along `axis`; `None` flattens first
+/// (Python: `mx.repeat(array, repeats, axis=None)`).
+pub fn repeat(array: &Array, repeats: i32, axis: impl Into<Option<i32>>) -> Result<Array> {
+    match axis.into() {
+        // SAFETY: valid handle; plain values.
+        Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_repeat_axis(res, array.as_raw(), repeats, axis, s)
+        }),
+        // SAFETY: valid handle; plain values.
+        None => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_repeat(res, array.as_raw(), repeats, s)
+        }),
+    }
+}
+
+/// How [`pad`] fills the new elements (Python's `mode` strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum PadMode {
+    /// `"constant"`: the `constant_values` value.
+    #[default]
+    Constant,
+    /// `"edge"`: repeats the edge value.
+    Edge,
+    /// `"reflect"`: mirrors without repeating the edge.
+    Reflect,
+    /// `"symmetric"`: mirrors, repeating the edge.
+    Symmetric,
+}
+
+impl PadMode {
+    /// The string Python and mlx-c use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PadMode::Constant => "constant",
+            PadMode::Edge => "edge",
+            PadMode::Reflect => "reflect",
+            PadMode::Symmetric => "symmetric",
+        }
+    }
+}
+
+/// Python's `pad_width`: one width for every side of every axis, one `(before, after)` pair for
+/// every axis, or one pair per axis.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PadWidth {
+    /// `int`: the same width before and after every axis.
+    All(i32),
+    /// `(before, after)` for every axis.
+    Pair(i32, i32),
+    /// One `(before, after)` per axis.
+    PerAxis(Vec<(i32, i32)>),
+}
+
+impl From<i32> for PadWidth {
+    fn from(w: i32) -> Self {
+        PadWidth::All(w)
+    }
+}
+impl From<(i32, i32)> for PadWidth {
+    fn from((lo, hi): (i32, i32)) -> Self {
+        PadWidth::Pair(lo, hi)
+    }
+}
+impl From<&[(i32, i32)]> for PadWidth {
+    fn from(v: &[(i32, i32)]) -> Self {
+        PadWidth::PerAxis(v.to_vec())
+    }
+}
+impl<const N: usize> From<[(i32, i32); N]> for PadWidth {
+    fn from(v: [(i32, i32); N]) -> Self {
+        PadWidth::PerAxis(v.to_vec())
+    }
+}
+impl From<Vec<(i32, i32)>> for PadWidth {
+    fn from(v: Vec<(i32, i32)>) -> Self {
+        PadWidth::PerAxis(v)
+    }
+}
+
+/// Pads every axis (Python: `mx.pad(a, pad_width, mode="constant", constant_values=0)`).
+/// `mode` `None` is `"constant"`; `constant_values` may be a scalar or an array.
+pub fn pad<'a>(
+    a: &Array,
+    pad_width: impl Into<PadWidth>,
+    mode: impl Into<Option<PadMode>>,
+    constant_values: impl IntoOperand<'a>,
+) -> Result<Array> {
+    let mode = c_string(mode.into().unwrap_or_default().as_str(), "[pad]")?;
+    let value = operand_array(constant_values, Some(a.dtype()));
+    let ndim = a.ndim();
+    let pairs: Vec<(i32, i32)> = match pad_width.into() {
+        PadWidth::All(w) => {
+            // SAFETY: valid handles; `mode` outlives the call.
+            return Array::try_from_stream_op(|res, s| unsafe {
+                sys::mlx_pad_symmetric(res, a.as_raw(), w, value.as_raw(), mode.as_ptr(), s)
+            });
+        }
+        PadWidth::Pair(lo, hi) => vec![(lo, hi); ndim],
+        PadWidth::PerAxis(v) if v.len() == 1 => vec![v[0]; ndim],
+        PadWidth::PerAxis(v) if v.len() == ndim => v,
+        PadWidth::PerAxis(v) => {
+            return Err(Error::invalid(format!(
+                "[pad] pad_width has {} (before, after) pairs but the array has {ndim} dimensions",
+                v.len()
+            )))
+        }
+    };
+    let axes: Vec<i32> = (0..pairs.len() as i32).collect();
+    let lo: Vec<i32> = pairs.iter().map(|p| p.0).collect();
+    let hi: Vec<i32> = pairs.iter().map(|p| p.1).collect();
+    // SAFETY: valid handles; the vectors and `mode` outlive the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_pad(
+            res,
+            a.as_raw(),
+            axes.as_ptr(),
+            axes.len(),
+            lo.as_ptr(),
+            lo.len(),
+            hi.as_ptr(),
+            hi.len(),
+            value.as_raw(),
+            mode.as_ptr(),
+            s,
+        )
+    })
+}
+
+/// Rolls elements along axes; `None` rolls the flattened array
+/// (Python: `mx.roll(a, shift, axis=None)`). `shift` is one value or one per axis.
+pub fn roll<'x, 'y>(
+    a: &Array,
+    shift: impl Into<Axes<'y>>,
+    axis: impl Into<Axes<'x>>,
+) -> Result<Array> {
+    let shift = shift.into();
+    let Some(shift) = shift.as_slice() else {
+        return Err(Error::invalid("[roll] shift is required"));
+    };
+    match axis.into().arg() {
+        // SAFETY: valid handle; `shift` outlives the call.
+        AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_roll(res, a.as_raw(), shift.as_ptr(), shift.len(), s)
+        }),
+        // SAFETY: valid handle; `shift` outlives the call.
+        AxesArg::One(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_roll_axis(res, a.as_raw(), shift.as_ptr(), shift.len(), ax, s)
+        }),
+        // SAFETY: valid handle; `shift` and `ax` outlive the call.
+        AxesArg::Many(ax) => Array::try_from_stream_op(|res, s| unsafe {
+            sys::mlx_roll_axes(
+                res,
+                a.as_raw(),
+                shift.as_ptr(),
+                shift.len(),
+                ax.as_ptr(),
+                ax.len(),
+                s,
+            )
+        }),
+    }
+}
+
+/// A view with explicit shape, element strides and offset
+/// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`). `None` shape keeps
+/// `a`'s shape; `None` strides means row-contiguous strides for the shape.
+///
+/// Like Python, the strides are not checked against the buffer: reading outside it is the
+/// caller's responsibility, so keep them within `a.size()`.
+pub fn as_strided<'x, 'y>(
+    a: &Array,
+    shape: impl Into<Option<&'x [i32]>>,
+    strides: impl Into<Option<&'y [i64]>>,
+    offset: impl Into<Option<usize>>,
+) -> Result<Array> {
+    let shape: Vec<i32> = shape
+        .into()
+        .map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
+    let strides: Vec<i64> = match strides.into() {
+        Some(st) => st.to_vec(),
+        None => {
+            let mut st = vec![1i64; shape.len()];
+            for i in (0..shape.len().saturating_sub(1)).rev() {
+                st[i] = st[i + 1] * i64::from(shape[i + 1]);
+            }
+            st
+        }
+    };
+    let offset = offset.into().unwrap_or(0);
+    // SAFETY: valid handle; the vectors outlive the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_as_strided(
+            res,
+            a.as_raw(),
+            shape.as_ptr(),
+            shape.len(),
+            strides.as_ptr(),
+            strides.len(),
+            offset,
+            s,
+        )
+    })
+}
+
+/// A row-contiguous copy when needed (column-major accepted when `allow_col_major`)
+/// (Python: `mx.contiguous(a, allow_col_major=False)`).
+pub fn contiguous(a: &Array, allow_col_major: bool) -> Result<Array> {
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_contiguous(res, a.as_raw(), allow_col_major, s)
+    })
+}
+
+/// Converts to `dtype` (Python: `mx.astype(a, dtype)`, `a.astype(dtype)`).
+pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
+    a.astype(dtype)
+}
+
+/// Reinterprets the bytes as `dtype` (Python: `mx.view(a, dtype)`); `a` may be a scalar.
+pub fn view<'a>(a: impl IntoOperand<'a>, dtype: Dtype) -> Result<Array> {
+    let a = operand_array(a, None);
+    // SAFETY: valid handle; plain values.
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_view(res, a.as_raw(), dtype.to_raw(), s) })
+}
+
 array_methods! {
     /// The same data with a new shape (Python: `a.reshape(shape)`).
     fn reshape(shape: &[i32]);
     /// Permuted axes (Python: `a.transpose(axes)`).
     fn transpose(axes: impl Into<Option<&'x [i32]>>) <'x>;
+    /// Removes size-1 axes (Python: `a.squeeze(axis=None)`).
+    fn squeeze(axis: impl Into<Axes<'x>>) <'x>;
+    /// Flattens axes `start_axis..=end_axis` (Python: `a.flatten(start_axis=0, end_axis=-1)`).
+    fn flatten(start_axis: impl Into<Option<i32>>, end_axis: impl Into<Option<i32>>);
+    /// Swaps two axes (Python: `a.swapaxes(axis1, axis2)`).
+    fn swapaxes(axis1: i32, axis2: i32);
+    /// Moves an axis (Python: `a.moveaxis(source, destination)`).
+    fn moveaxis(source: i32, destination: i32);
+    /// Splits along an axis (Python: `a.split(indices_or_sections, axis=0)`).
+    fn split(indices_or_sections: impl Into<IndicesOrSections>, axis: impl Into<Option<i32>>) -> Result<Vec<Array>>;
+    /// Reinterprets the bytes as `dtype` (Python: `a.view(dtype)`).
+    fn view(dtype: Dtype);
 }
 
 impl Array {

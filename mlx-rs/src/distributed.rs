@@ -1,0 +1,162 @@
+//! Collective communication between processes (Python: `mlx.core.distributed`).
+//!
+//! [`init`] joins the process group that a launcher (`mlx.launch`, MPI, ring, NCCL) set up;
+//! run alone, it returns a group of size 1 in which every collective is the identity, so code
+//! written for many processes also runs on one. Operations take `None` for the global group.
+//!
+//! ```
+//! use mlx_rs::{distributed, Array};
+//! let group = distributed::init(false, None)?;
+//! let x = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+//! let total = distributed::all_sum(&x, Some(&group))?;
+//! assert_eq!(total.to_vec::<f32>()?.len(), 2);
+//! # Ok::<(), mlx_rs::Error>(())
+//! ```
+
+use mlx_sys as sys;
+
+use crate::error::{check, Result};
+use crate::handles::c_string;
+use crate::{Array, Dtype};
+
+/// A group of processes (Python: `mx.distributed.Group`).
+pub struct Group {
+    raw: sys::mlx_distributed_group,
+}
+
+// SAFETY: a group is an immutable communicator handle shared by reference counting in MLX;
+// collectives on it are issued through streams, which enforce their own thread rules.
+unsafe impl Send for Group {}
+// SAFETY: as above; `&Group` only reads rank/size or passes the handle to a collective.
+unsafe impl Sync for Group {}
+
+impl Group {
+    /// This process's rank in the group (Python: `group.rank()`).
+    pub fn rank(&self) -> i32 {
+        // SAFETY: valid handle.
+        unsafe { sys::mlx_distributed_group_rank(self.raw) }
+    }
+
+    /// The number of processes in the group (Python: `group.size()`).
+    pub fn size(&self) -> i32 {
+        // SAFETY: valid handle.
+        unsafe { sys::mlx_distributed_group_size(self.raw) }
+    }
+
+    /// Splits the group: processes with the same `color` form a new group, ordered by `key`
+    /// (`None` = current rank) (Python: `group.split(color, key=-1)`).
+    pub fn split(&self, color: i32, key: impl Into<Option<i32>>) -> Result<Group> {
+        let key = key.into().unwrap_or(-1);
+        let mut out = Group::empty();
+        // SAFETY: valid handle; mlx-c fills the group we own.
+        check(|| unsafe { sys::mlx_distributed_group_split(&mut out.raw, self.raw, color, key) })?;
+        Ok(out)
+    }
+
+    fn empty() -> Group {
+        crate::error::init();
+        // SAFETY: an empty handle, filled by a later call, freed in Drop.
+        Group {
+            raw: unsafe { sys::mlx_distributed_group_new() },
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_distributed_group_free(self.raw) };
+    }
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Group(rank={}, size={})", self.rank(), self.size())
+    }
+}
+
+/// Whether a distributed backend is available; `backend` names one (`"ring"`, `"mpi"`,
+/// `"nccl"`, `"jaccl"`) or `None` for any (Python: `mx.distributed.is_available()`).
+pub fn is_available(backend: Option<&str>) -> Result<bool> {
+    let backend = backend.map(|b| c_string(b, "backend")).transpose()?;
+    let ptr = backend.as_ref().map_or(std::ptr::null(), |b| b.as_ptr());
+    // SAFETY: null or a NUL-terminated string that outlives the call.
+    crate::error::check_handler(|| unsafe { sys::mlx_distributed_is_available(ptr) })
+}
+
+/// Initializes (once) and returns the global group (Python:
+/// `mx.distributed.init(strict=False, backend="any")`). With `strict` false and no launcher,
+/// the group has size 1; with `strict` true that is an `Err`.
+pub fn init(strict: bool, backend: Option<&str>) -> Result<Group> {
+    let backend = backend.map(|b| c_string(b, "backend")).transpose()?;
+    let ptr = backend.as_ref().map_or(std::ptr::null(), |b| b.as_ptr());
+    let mut g = Group::empty();
+    // SAFETY: null or NUL-terminated backend name; mlx-c fills the group we own.
+    check(|| unsafe { sys::mlx_distributed_init(&mut g.raw, strict, ptr) })?;
+    Ok(g)
+}
+
+fn group_raw(group: Option<&Group>) -> sys::mlx_distributed_group {
+    // A null group means "the global group" to mlx-c.
+    group.map_or(
+        sys::mlx_distributed_group {
+            ctx: std::ptr::null_mut(),
+        },
+        |g| g.raw,
+    )
+}
+
+macro_rules! collectives {
+    ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(x: &Array, group: Option<&Group>) -> Result<Array> {
+            let g = group_raw(group);
+            // SAFETY: valid handles (a null group = global); mlx-c writes into res.
+            Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, x.as_raw(), g, s) })
+        }
+    )*};
+}
+
+collectives! {
+    /// Element-wise sum over all processes (Python: `mx.distributed.all_sum(x, group=None)`).
+    all_sum => mlx_distributed_all_sum;
+    /// Element-wise maximum over all processes (Python: `mx.distributed.all_max`).
+    all_max => mlx_distributed_all_max;
+    /// Element-wise minimum over all processes (Python: `mx.distributed.all_min`).
+    all_min => mlx_distributed_all_min;
+    /// Concatenation along axis 0 of every process's `x` (Python: `mx.distributed.all_gather`).
+    all_gather => mlx_distributed_all_gather;
+    /// Sum over processes, then each keeps its slice of axis 0
+    /// (Python: `mx.distributed.sum_scatter`).
+    sum_scatter => mlx_distributed_sum_scatter;
+}
+
+/// Sends `x` to rank `dst`; the result must be evaluated for the send to happen
+/// (Python: `mx.distributed.send(x, dst, group=None)`).
+pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
+    let g = group_raw(group);
+    // SAFETY: valid handles (a null group = global); mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_distributed_send(res, x.as_raw(), dst, g, s)
+    })
+}
+
+/// Receives an array of `shape` and `dtype` from rank `src`
+/// (Python: `mx.distributed.recv(shape, dtype, src, group=None)`).
+pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Result<Array> {
+    let g = group_raw(group);
+    // SAFETY: `shape` outlives the call; mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_distributed_recv(res, shape.as_ptr(), shape.len(), dtype.to_raw(), src, g, s)
+    })
+}
+
+/// Receives an array shaped like `x` from rank `src`
+/// (Python: `mx.distributed.recv_like(x, src, group=None)`).
+pub fn recv_like(x: &Array, src: i32, group: Option<&Group>) -> Result<Array> {
+    let g = group_raw(group);
+    // SAFETY: valid handles; mlx-c writes into res.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_distributed_recv_like(res, x.as_raw(), src, g, s)
+    })
+}

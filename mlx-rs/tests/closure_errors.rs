@@ -1,0 +1,215 @@
+//! A function that returns `Err` or panics inside a transform: the caller gets `Err` with
+//! the original message, the process survives, and the next call works.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
+
+use mlx_rs::compile::compile;
+use mlx_rs::transforms::{checkpoint, custom_vjp, grad, jvp, value_and_grad, vjp, vmap};
+use mlx_rs::{ops, Array, Error, Result};
+
+const OK: u8 = 0;
+const ERR: u8 = 1;
+const PANIC: u8 = 2;
+
+/// `sum(x^2)`, or an `Err` / a panic, depending on `mode`.
+fn flaky(mode: &AtomicU8, x: &[Array]) -> Result<Vec<Array>> {
+    match mode.load(Ordering::SeqCst) {
+        ERR => Err(Error::InvalidArgument("user error: bad batch 7".into())),
+        PANIC => panic!("user panic: tensor on fire"),
+        _ => Ok(vec![(&x[0] * &x[0]).sum(None, false)?]),
+    }
+}
+
+fn x() -> Vec<Array> {
+    vec![Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap()]
+}
+
+/// Runs `call` in each mode: Err comes back unchanged, a panic comes back as
+/// `Error::Closure` with its message, and afterwards a normal call succeeds.
+fn check_modes(what: &str, mode: &AtomicU8, call: impl Fn() -> Result<Vec<Array>>) {
+    mode.store(OK, Ordering::SeqCst);
+    let good: Vec<Vec<f32>> = call()
+        .unwrap_or_else(|e| panic!("{what}: {e}"))
+        .iter()
+        .map(|a| a.to_vec::<f32>().unwrap())
+        .collect();
+
+    mode.store(ERR, Ordering::SeqCst);
+    let e = call().expect_err(what);
+    assert_eq!(
+        e,
+        Error::InvalidArgument("user error: bad batch 7".into()),
+        "{what}: the closure's own error comes back"
+    );
+
+    mode.store(PANIC, Ordering::SeqCst);
+    let e = call().expect_err(what);
+    assert!(matches!(e, Error::Closure(_)), "{what}: {e:?}");
+    assert!(
+        e.to_string().contains("user panic: tensor on fire"),
+        "{what}: {e}"
+    );
+
+    mode.store(OK, Ordering::SeqCst);
+    let again: Vec<Vec<f32>> = call()
+        .unwrap_or_else(|e| panic!("{what} after failures: {e}"))
+        .iter()
+        .map(|a| a.to_vec::<f32>().unwrap())
+        .collect();
+    assert_eq!(again, good, "{what}: works again after failing");
+}
+
+#[test]
+fn inside_grad_and_value_and_grad() {
+    let mode = AtomicU8::new(OK);
+    let g = grad(|x: &[Array]| flaky(&mode, x), None);
+    check_modes("grad", &mode, || g(&x()));
+    let vg = value_and_grad(|x: &[Array]| flaky(&mode, x), None);
+    check_modes("value_and_grad", &mode, || vg(&x()).map(|(v, _)| v));
+}
+
+#[test]
+fn inside_vjp_and_jvp() {
+    let mode = AtomicU8::new(OK);
+    let one = [Array::from(1.0f32)];
+    check_modes("vjp", &mode, || {
+        vjp(|x: &[Array]| flaky(&mode, x), &x(), &one).map(|(_, v)| v)
+    });
+    check_modes("jvp", &mode, || {
+        jvp(|x: &[Array]| flaky(&mode, x), &x(), &x()).map(|(_, t)| t)
+    });
+}
+
+#[test]
+fn inside_vmap() {
+    let mode = AtomicU8::new(OK);
+    let v = vmap(|x: &[Array]| flaky(&mode, x), 0, 0);
+    let batch = ops::ones(&[4, 3], None).unwrap();
+    check_modes("vmap", &mode, || v(std::slice::from_ref(&batch)));
+}
+
+#[test]
+fn inside_compile() {
+    let mode = AtomicU8::new(OK);
+    let cf = compile(|x: &[Array]| flaky(&mode, x), None);
+    // Clearing the cache makes every call trace, so every call runs the closure.
+    check_modes("compile", &mode, || {
+        cf.clear_cache();
+        cf.call(&x())
+    });
+    // A failed first trace leaves no half-filled entry: the same shape traces cleanly later.
+    let cf = compile(|x: &[Array]| flaky(&mode, x), None);
+    mode.store(ERR, Ordering::SeqCst);
+    assert!(cf.call(&x()).is_err());
+    mode.store(PANIC, Ordering::SeqCst);
+    assert!(cf.call(&x()).is_err());
+    mode.store(OK, Ordering::SeqCst);
+    assert!(cf.call(&x()).is_ok());
+    assert!(cf.call(&x()).is_ok());
+    assert_eq!((cf.traces(), cf.calls()), (3, 4));
+}
+
+#[test]
+fn inside_custom_vjp_forward_and_rule() {
+    let mode = Arc::new(AtomicU8::new(OK));
+    let (m1, m2) = (mode.clone(), mode.clone());
+    let f = custom_vjp(
+        move |x: &[Array]| {
+            // Fail only in the forward pass under test, never in the rule.
+            if m1.load(Ordering::SeqCst) >= 10 {
+                return Ok(vec![ops::sin(&x[0])?]);
+            }
+            flaky(&m1, x)
+        },
+        move |_p: &[Array], c: &[Array], _o: &[Array]| {
+            let rule_mode = AtomicU8::new(m2.load(Ordering::SeqCst).saturating_sub(10));
+            Ok(vec![flaky(&rule_mode, &[c[0].clone()])?[0].clone()])
+        },
+    )
+    .unwrap();
+    let scalar = [Array::from(2.0f32)];
+    check_modes("custom_vjp forward", &mode, || f.call(&scalar));
+
+    // Modes 10/11/12: forward fine, the vjp rule is OK / Err / panics.
+    let shift = AtomicU8::new(OK);
+    let g = grad(
+        |x: &[Array]| Ok(vec![f.call(x)?[0].sum(None, false)?]),
+        None,
+    );
+    check_modes("custom_vjp rule", &shift, || {
+        mode.store(10 + shift.load(Ordering::SeqCst), Ordering::SeqCst);
+        g(&scalar)
+    });
+}
+
+#[test]
+fn inside_checkpoint() {
+    let mode = Arc::new(AtomicU8::new(OK));
+    let m = mode.clone();
+    let ck = checkpoint(move |x: &[Array]| flaky(&m, x)).unwrap();
+    let g = grad(|x: &[Array]| ck.call(x), None);
+    check_modes("checkpoint", &mode, || g(&x()));
+}
+
+#[test]
+fn inside_export() {
+    let dir = std::env::temp_dir().join(format!("mlx-rs-closure-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("f.mlxfn");
+    let mode = AtomicU8::new(OK);
+    // (Importing is tested in export.rs: MLX 0.32 runs imported graphs on one thread only.)
+    check_modes("export_function", &mode, || {
+        mlx_rs::export::export_function(&file, |x: &[Array]| flaky(&mode, x), &x(), None)?;
+        Ok(vec![Array::from(
+            std::fs::metadata(&file).unwrap().len() as f32
+        )])
+    });
+    // The multi-trace exporter: the error comes back; MLX 0.32.2 cannot continue an exporter
+    // after a failed trace, so later calls are refused (instead of crashing in MLX).
+    for (i, failure) in [ERR, PANIC].into_iter().enumerate() {
+        let ex = mlx_rs::export::exporter(
+            dir.join(format!("g{i}.mlxfn")),
+            |x: &[Array]| flaky(&mode, x),
+            None,
+        )
+        .unwrap();
+        mode.store(OK, Ordering::SeqCst);
+        ex.call(&x()).unwrap();
+        mode.store(failure, Ordering::SeqCst);
+        let e = ex.call(&[ops::ones(&[2], None).unwrap()]).unwrap_err();
+        assert!(e.to_string().contains("user"), "{e}");
+        mode.store(OK, Ordering::SeqCst);
+        let e = ex.call(&[ops::ones(&[5], None).unwrap()]).unwrap_err();
+        assert!(e.to_string().contains("after a failed trace"), "{e}");
+    }
+    let ex =
+        mlx_rs::export::exporter(dir.join("h.mlxfn"), |x: &[Array]| flaky(&mode, x), None).unwrap();
+    ex.call(&x()).unwrap();
+    ex.call(&[ops::ones(&[2], None).unwrap()]).unwrap();
+    drop(ex);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn errors_from_mlx_inside_a_closure_keep_mlx_message() {
+    let g = grad(
+        |x: &[Array]| {
+            let bad = x[0].reshape(&[7, 7])?; // 3 elements cannot become 7x7
+            Ok(vec![bad.sum(None, false)?])
+        },
+        None,
+    );
+    let e = g(&x()).unwrap_err();
+    assert!(matches!(e, Error::Mlx(_)), "{e:?}");
+    assert!(e.to_string().contains("[reshape]"), "{e}");
+}
+
+#[test]
+fn a_non_scalar_loss_is_an_error_not_an_abort() {
+    let g = grad(|x: &[Array]| Ok(vec![&x[0] * 2.0]), None);
+    assert!(g(&x()).is_err());
+    let g = grad(|x: &[Array]| Ok(vec![x[0].sum(None, false)?]), 5);
+    let e = g(&x()).unwrap_err();
+    assert!(e.to_string().contains("[grad]"), "{e}");
+}

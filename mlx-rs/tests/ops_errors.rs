@@ -1,0 +1,411 @@
+//! Bad input for every op family returns `Err` with a message naming the op; nothing aborts.
+//!
+//! Each check is `(label, result, expected substring)`. MLX validates most arguments itself
+//! (its message is passed through, prefixed with `[op]`); mlx-rs adds checks where MLX would
+//! not catch the mistake or where Rust-side argument handling can fail first (integer index
+//! bounds, zero slice steps, conv option lengths, `expand_dims` without an axis).
+//!
+//! Not checked, by design: out-of-range *array* indices to `take`, `take_along_axis`,
+//! `gather`, `scatter` and array indexing. MLX does not check them (doing so would force
+//! evaluation inside a lazy graph); they read or write unspecified elements, as in Python.
+
+use mlx_rs::ops::{self, Axes, ConvOptions, Ellipsis, QuantizeOptions, Slice};
+use mlx_rs::{Array, Dtype, Result};
+
+fn check(label: &str, r: Result<impl std::fmt::Debug>, want: &str) {
+    match r {
+        Ok(v) => panic!("{label}: expected an error containing {want:?}, got Ok({v:?})"),
+        Err(e) => {
+            let msg = e.to_string();
+            assert!(
+                msg.to_lowercase().contains(&want.to_lowercase()),
+                "{label}: message {msg:?} does not mention {want:?}"
+            );
+        }
+    }
+}
+
+/// Errors some ops report only when the graph is evaluated.
+fn evaluated(r: Result<Array>) -> Result<Array> {
+    let a = r?;
+    a.eval()?;
+    Ok(a)
+}
+
+fn f32s(shape: &[i32]) -> Array {
+    ops::ones(shape, None).unwrap()
+}
+
+#[test]
+fn element_wise_ops() {
+    let a = f32s(&[2, 3]);
+    check("add shapes", ops::add(&a, f32s(&[4])), "broadcast");
+    check(
+        "multiply shapes",
+        ops::multiply(&a, f32s(&[3, 2])),
+        "broadcast",
+    );
+    check("bitwise on floats", ops::bitwise_and(&a, &a), "bitwise_and");
+    check(
+        "bitwise_invert on floats",
+        ops::bitwise_invert(&a),
+        "bitwise_invert",
+    );
+    check(
+        "where shapes",
+        ops::where_(f32s(&[2]), &a, 0.0),
+        "broadcast",
+    );
+    check("matmul shapes", ops::matmul(&a, &a), "matmul");
+    check("addmm shapes", ops::addmm(&a, &a, &a, None, None), "addmm");
+    check(
+        "divmod complex",
+        ops::divmod(Array::from_scalar(num_complex()), 1.0),
+        "divmod",
+    );
+}
+
+fn num_complex() -> mlx_rs::num_complex::Complex32 {
+    mlx_rs::num_complex::Complex32::new(1.0, 1.0)
+}
+
+#[test]
+fn reductions_and_scans() {
+    let a = f32s(&[2, 3]);
+    check("sum axis", ops::sum(&a, 2, false), "axis");
+    check("var axes", ops::var(&a, [0, 4], false, None), "axis");
+    check("std axis", a.std(-3, false, 1), "axis");
+    check("argmax axis", ops::argmax(&a, 2, false), "axis");
+    check("cumsum axis", ops::cumsum(&a, 5, false, true, None), "axis");
+    check(
+        "logcumsumexp axis",
+        ops::logcumsumexp(&a, -3, false, true),
+        "axis",
+    );
+    check("softmax axis", ops::softmax(&a, 3, false), "axis");
+}
+
+#[test]
+fn shape_ops() {
+    let a = f32s(&[2, 3]);
+    check("reshape size", a.reshape(&[4, 2]), "reshape");
+    check("squeeze non-unit", ops::squeeze(&a, 0), "squeeze");
+    check(
+        "expand_dims without axis",
+        ops::expand_dims(&a, Axes::All),
+        "axis is required",
+    );
+    check("expand_dims axis", ops::expand_dims(&a, 5), "expand_dims");
+    check(
+        "transpose axes",
+        ops::transpose(&a, &[0, 0][..]),
+        "transpose",
+    );
+    check("swapaxes", ops::swapaxes(&a, 0, 2), "swapaxes");
+    check("moveaxis", ops::moveaxis(&a, 3, 0), "moveaxis");
+    check("broadcast_to", ops::broadcast_to(&a, &[4, 3]), "broadcast");
+    check(
+        "concatenate",
+        ops::concatenate([&a, &f32s(&[2, 2])], 0),
+        "concatenate",
+    );
+    check("stack", ops::stack([&a, &f32s(&[3, 2])], 0), "stack");
+    check("split uneven", ops::split(&a, 2, 1), "split");
+    check("tile negative", ops::tile(&a, &[-1, 1]), "tile");
+    check("repeat negative", ops::repeat(&a, -1, 0), "repeat");
+    check(
+        "pad pairs",
+        ops::pad(&a, [(1, 1), (1, 1), (1, 1)], None, 0),
+        "pad",
+    );
+    check(
+        "pad negative",
+        ops::pad(&a, -1, ops::PadMode::Reflect, 0),
+        "pad",
+    );
+    check("flatten axes", ops::flatten(&a, 1, 0), "flatten");
+    check(
+        "unflatten size",
+        ops::unflatten(&a, 1, &[2, 2]),
+        "unflatten",
+    );
+    check("view size", ops::view(f32s(&[3]), Dtype::Float64), "view");
+    check(
+        "unstack scalar",
+        ops::unstack(&Array::from_scalar(1.0f32), None),
+        "unstack",
+    );
+}
+
+#[test]
+fn gather_and_scatter_ops() {
+    let a = f32s(&[3, 4]);
+    let idx = Array::from_slice(&[0i32, 1], &[2]).unwrap();
+    check(
+        "take float indices",
+        ops::take(&a, f32s(&[2]), 0),
+        "integral",
+    );
+    check("take axis", ops::take(&a, &idx, 2), "take");
+    check(
+        "take_along_axis ndim",
+        ops::take_along_axis(&a, &idx, 0),
+        "take_along_axis",
+    );
+    check(
+        "put_along_axis ndim",
+        ops::put_along_axis(&a, &idx, 1.0, 0),
+        "put_along_axis",
+    );
+    check(
+        "searchsorted 2-D",
+        ops::searchsorted(&a, &f32s(&[2]), None),
+        "searchsorted",
+    );
+    check("slice sizes", ops::slice(&a, &idx, &[0, 1], &[1]), "slice");
+    check(
+        "slice_update shape",
+        ops::slice_update(&a, &f32s(&[5, 5]), &idx, &[0, 1]),
+        "broadcast",
+    );
+    check(
+        "gather axes",
+        ops::gather(&a, [&idx], &[2], &[1, 1]),
+        "gather",
+    );
+    check(
+        "scatter updates",
+        ops::scatter(&a, [&idx], &f32s(&[7]), &[0]),
+        "scatter",
+    );
+    check(
+        "scatter_add updates",
+        ops::scatter_add(&a, [&idx], &f32s(&[7]), &[0]),
+        "scatter",
+    );
+    check(
+        "masked_scatter mask shape",
+        ops::masked_scatter(&a, &Array::from_slice(&[true, false], &[2]).unwrap(), &a),
+        "masked_scatter",
+    );
+}
+
+#[test]
+fn sorting_ops() {
+    let a = f32s(&[3, 4]);
+    check("sort axis", ops::sort(&a, 2), "axis");
+    check("argsort axis", ops::argsort(&a, -3), "axis");
+    check("partition kth", ops::partition(&a, 9, None), "partition");
+    check("topk k", ops::topk(&a, 9, None), "topk");
+}
+
+#[test]
+fn creation_ops() {
+    check("zeros negative", ops::zeros(&[-1, 2], None), "negative");
+    check(
+        "full shape",
+        ops::full(&[2, 2], f32s(&[3]), None),
+        "broadcast",
+    );
+    check("arange step", ops::arange(0, 5, 0, None), "step");
+    check("eye negative", ops::eye(-1, None, None, None), "eye");
+    check(
+        "linspace negative",
+        ops::linspace(0.0, 1.0, -2, true, None),
+        "linspace",
+    );
+    check("tril 1-D", ops::tril(&f32s(&[3]), None), "tril");
+    check(
+        "identity negative",
+        ops::identity(-3, Dtype::Bool),
+        "positive",
+    );
+    check(
+        "meshgrid indexing",
+        ops::meshgrid([&f32s(&[2])], false, "zz"),
+        "meshgrid",
+    );
+}
+
+#[test]
+fn linear_algebra_style_ops() {
+    let a = f32s(&[2, 3]);
+    check(
+        "einsum subscripts",
+        ops::einsum("ij,jk->ik", [&a, &a]),
+        "einsum",
+    );
+    check("einsum operands", ops::einsum("ij->", [&a, &a]), "einsum");
+    check("tensordot", ops::tensordot(&a, &a, 1), "tensordot");
+    check("vecdot", ops::vecdot(&a, &f32s(&[2, 4]), None), "vecdot");
+    check("diag 3-D", ops::diag(&f32s(&[2, 2, 2]), None), "diag");
+    check("diagonal axes", ops::diagonal(&a, None, 0, 0), "diagonal");
+    check(
+        "trace 1-D",
+        ops::trace(&f32s(&[3]), None, None, None, None),
+        "trace",
+    );
+    // MLX checks the size when the graph runs: the error arrives from `eval`.
+    check(
+        "hadamard size",
+        evaluated(ops::hadamard_transform(&a, None)),
+        "hadamard",
+    );
+    check(
+        "gather_mm shapes",
+        ops::gather_mm(&a, &a, None, None, false),
+        "must match",
+    );
+    check(
+        "segmented_mm shapes",
+        ops::segmented_mm(&a, &a, &f32s(&[1, 2])),
+        "segmented_mm",
+    );
+    check(
+        "block_masked_mm",
+        ops::block_masked_mm(&a, &a, 3, None, None, None),
+        "must match",
+    );
+    check(
+        "isclose shapes",
+        ops::isclose(&a, &f32s(&[4]), None, None, false),
+        "broadcast",
+    );
+    check(
+        "clip without bounds",
+        ops::clip(&a, None, None),
+        "at most one",
+    );
+    check("diff axis", ops::diff(&a, None, 4), "diff");
+}
+
+#[test]
+fn convolutions() {
+    let x = f32s(&[1, 5, 5, 3]);
+    let w = f32s(&[2, 3, 3, 4]);
+    check(
+        "conv2d channels",
+        ops::conv2d(&x, &w, ConvOptions::default()),
+        "conv",
+    );
+    check(
+        "conv2d option length",
+        ops::conv2d(
+            &x,
+            &f32s(&[2, 3, 3, 3]),
+            ConvOptions::default().stride([1, 1, 1]),
+        ),
+        "stride has 3 values",
+    );
+    check(
+        "conv1d input rank",
+        ops::conv1d(&x, &w, ConvOptions::default()),
+        "conv1d",
+    );
+    check(
+        "conv_transpose3d rank",
+        ops::conv_transpose3d(&x, &w, Default::default()),
+        "conv_transpose3d",
+    );
+    check(
+        "conv_general groups",
+        ops::conv_general(
+            &x,
+            &f32s(&[2, 3, 3, 3]),
+            ops::ConvGeneralOptions::default().groups(2),
+        ),
+        "conv",
+    );
+}
+
+#[test]
+fn quantization() {
+    let w = f32s(&[4, 48]);
+    check(
+        "quantize group size",
+        ops::quantize(&w, QuantizeOptions::default().group_size(32), None),
+        "quantize",
+    );
+    check(
+        "quantize bits",
+        ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default().bits(7), None),
+        "quantize",
+    );
+    let (wq, s, b) = ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default(), None).unwrap();
+    check(
+        "dequantize missing biases",
+        ops::dequantize(&wq, &s, None, QuantizeOptions::default(), None, None),
+        "biases",
+    );
+    check(
+        "quantized_matmul shapes",
+        ops::quantized_matmul(
+            &f32s(&[2, 32]),
+            &wq,
+            &s,
+            b.as_ref(),
+            true,
+            Default::default(),
+        ),
+        "quantized_matmul",
+    );
+    check(
+        "gather_qmm shapes",
+        ops::gather_qmm(
+            &f32s(&[2, 32]),
+            &wq,
+            &s,
+            b.as_ref(),
+            None,
+            None,
+            true,
+            Default::default(),
+            false,
+        ),
+        "does not match",
+    );
+    check("to_fp8 int", ops::to_fp8(&Array::from_scalar(1i32)), "fp8");
+}
+
+#[test]
+fn indexing() {
+    let a = ops::arange(0, 12, None, None)
+        .unwrap()
+        .reshape(&[3, 4])
+        .unwrap();
+    check("int out of range", a.index(3), "out of bounds");
+    check(
+        "negative int out of range",
+        a.index((0, -5)),
+        "out of bounds",
+    );
+    check("too many indices", a.index((0, 0, 0)), "too many indices");
+    check(
+        "scalar",
+        Array::from_scalar(1.0f32).index(0),
+        "0-dimensional",
+    );
+    check(
+        "two ellipses",
+        a.index((Ellipsis, Ellipsis)),
+        "single ellipsis",
+    );
+    check(
+        "zero step",
+        a.index(Slice::new(None, None, 0)),
+        "step cannot be zero",
+    );
+    let mask = ops::greater(&a, 5).unwrap();
+    check("mask read", a.index(&mask), "boolean mask");
+    check("put shape", a.index_put(0..2, f32s(&[3])), "broadcast");
+    check("put out of range", a.index_put((1, 7), 0), "out of bounds");
+    check("at on mask", a.at(&mask).add(1), "boolean");
+    check("float index array", a.index(f32s(&[2])), "gather");
+    let mut b = a.clone();
+    check(
+        "index_set keeps self on error",
+        b.index_set(9, 0),
+        "out of bounds",
+    );
+    assert_eq!(b.to_vec::<i32>().unwrap(), a.to_vec::<i32>().unwrap());
+}
