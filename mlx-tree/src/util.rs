@@ -143,9 +143,7 @@ where
     T: TreeNode,
     F: FnMut(A, &Array) -> Result<A>,
 {
-    tree_leaves(tree)
-        .into_iter()
-        .try_fold(initializer, &mut f)
+    tree_leaves(tree).into_iter().try_fold(initializer, &mut f)
 }
 
 /// Replaces every leaf of `tree` in place with `f(leaf)`, in flatten order.
