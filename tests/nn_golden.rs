@@ -404,7 +404,7 @@ fn run_optimizer<O: Optimizer>(name: &str, mut opt: O) -> Result<()> {
     let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
     for (i, step) in steps.iter().enumerate() {
         let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
-        opt.update(&mut model, &grads)?;
+        Optimizer::update(&mut opt, &mut model, &grads)?;
         let want = step["loss"].as_f64().unwrap();
         let got = loss.item::<f32>()? as f64;
         assert!(

@@ -182,6 +182,23 @@ fn lr_as(lr: &Array, like: &Array) -> Result<Array> {
     lr.astype(like.dtype())
 }
 
+/// Inherent `update`: every tree is also an `mlx_nn::Module` (whose `update(parameters)` is
+/// Python's `model.update`), so with both traits in scope `opt.update(..)` would be ambiguous;
+/// an inherent method wins method resolution. In generic code call `Optimizer::update`.
+macro_rules! inherent_update {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// Applies `gradients` to `model` (Python: `optimizer.update(model, gradients)`);
+            /// see [`Optimizer::update`].
+            pub fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
+                Optimizer::update(self, model, gradients)
+            }
+        }
+    )*};
+}
+
+inherent_update!(SGD, Adam, AdamW, Lion);
+
 macro_rules! state_access {
     () => {
         fn state(&self) -> &OptimizerState {

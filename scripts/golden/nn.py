@@ -8,6 +8,8 @@ Every case stores its inputs, the layer's parameters under Python's parameter pa
 (`tree_flatten(module.parameters())`), and the outputs, so the Rust side loads the same
 weights by name and must produce the same numbers.
 """
+import pathlib
+
 import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
@@ -244,3 +246,8 @@ write("nn", {
     "grads": grads,
     "schedules": schedules,
 })
+
+# A weights file written by Python from tree_flatten(model.parameters()), loaded by name in Rust.
+mx.save_safetensors(str(pathlib.Path(__file__).resolve().parent.parent.parent
+                        / "tests" / "data" / "nn_mlp.safetensors"),
+                    dict(tree_flatten(mlp0.parameters())))
