@@ -413,10 +413,7 @@ pub trait Module: TreeNode {
 
 impl<T: TreeNode> Module for T {}
 
-fn set_frozen<T: TreeNode + ?Sized>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) -> Result<()>
-where
-    T: Sized,
-{
+fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) -> Result<()> {
     let (_, def) = tree_flatten(tree)?;
     // First pass: the leaves and which modules can hold their flags.
     let mut owners: Vec<Option<String>> = Vec::new();
@@ -520,7 +517,8 @@ where
     let trainable: Vec<Array> = leaves
         .iter()
         .zip(&mask)
-        .filter_map(|(a, t)| t.then(|| a.clone()))
+        .filter(|(_, t)| **t)
+        .map(|(a, _)| a.clone())
         .collect();
     let n = trainable.len() as i32;
     let f = |inputs: &[Array]| -> Result<Vec<Array>> {
