@@ -104,20 +104,29 @@
 // Lets `#[derive(TreeNode)]` name this crate as `::mlx_tree` from inside it too.
 extern crate self as mlx_tree;
 
+mod compile;
 mod def;
 mod error;
+mod export;
 mod flatten;
+mod io;
 mod node;
+mod pair;
 mod registry;
+mod transforms;
 mod util;
 mod value;
 
+pub use compile::{compile, compile_mut, CompileStats, Compiled, CompiledMut};
 pub use def::{NodeKind, NodeRef, TreeDef};
 pub use error::{Error, Result};
+pub use export::{export_function, import_function, tree_signature_path, ImportedTreeFunction};
 pub use flatten::{Flattener, Unflattener};
+pub use io::{assign_weights, load_weights, save_weights, LoadOptions};
 pub use mlx_rs::Array;
 pub use node::TreeNode;
 pub use registry::{is_registered, register, registered_name, Registered, RegisteredValue};
+pub use transforms::{grad, value_and_grad, vmap, TreeAxes};
 pub use util::{
     tree_assign_leaves, tree_flatten, tree_flatten_with_path, tree_leaves, tree_map,
     tree_map_in_place, tree_map_n, tree_map_with_path, tree_merge, tree_reduce, tree_structure,
