@@ -21,10 +21,9 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use mlx::core::fast::{self, AttentionMask};
 use mlx::core::{ops, random, Array, Dtype, Result};
-use mlx::nn::compile::compile_mut;
 use mlx::nn::{self, Embedding, Linear, Module, RMSNorm, RoPE};
 use mlx::optimizers::{self as optim, AdamW, Optimizer};
-use mlx::utils::{register, Registered, TreeNode};
+use mlx::utils::{compile_mut, register, Registered, TreeNode};
 
 // ---------------------------------------------------------------------------------------------
 // Configuration
@@ -333,12 +332,15 @@ fn main() -> Result<()> {
     )?;
     let mut opt = AdamW::with(schedule, (0.9, 0.95), 1e-8, 0.01, false);
     opt.init(&model)?;
-    let train_step = compile_mut(|s: &mut (Llama, AdamW), batch: &[Array]| {
-        let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, &batch[0], &batch[1]))?;
-        let (grads, _) = optim::clip_grad_norm(&grads, 1.0)?;
-        Optimizer::update(&mut s.1, &mut s.0, &grads)?;
-        Ok(vec![loss])
-    });
+    let train_step = compile_mut(
+        |s: &mut (Llama, AdamW), (x, y): &(Array, Array)| {
+            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+            let (grads, _) = optim::clip_grad_norm(&grads, 1.0)?;
+            Optimizer::update(&mut s.1, &mut s.0, &grads)?;
+            Ok(loss)
+        },
+        None,
+    );
 
     let mut rng = Lcg(42);
     let mut batch = || -> Result<(Array, Array)> {
@@ -365,10 +367,7 @@ fn main() -> Result<()> {
     let mut recent = Vec::new();
     for step in 0..steps {
         let (x, y) = batch()?;
-        let loss = train_step
-            .call(&mut state, &[x, y])?
-            .remove(0)
-            .item::<f32>()?;
+        let loss = train_step.call(&mut state, &(x, y))?.item::<f32>()?;
         if step == 0 {
             first_loss = loss;
         }
@@ -391,22 +390,24 @@ fn main() -> Result<()> {
         (steps * (BATCH * SEQ_LEN) as u64) as f64 / train_secs,
         opt.learning_rate().item::<f32>()?
     );
+    let stats = train_step.stats();
     println!(
         "train step compile stats: {} trace(s), {} calls, {} cache hits",
-        train_step.traces(),
-        train_step.calls(),
-        train_step.calls() - train_step.traces()
+        stats.traces, stats.calls, stats.cache_hits
     );
 
     // ---- generation: a compiled decode step with a registered KV cache as &mut state ----
     register_kv_cache()?;
-    let decode = compile_mut(|s: &mut (Llama, Registered<KvCache>), args: &[Array]| {
-        let (model, cache) = (&s.0, &mut *s.1);
-        let logits = model.forward(&args[0], Some(cache))?;
-        cache.offset = &cache.offset + 1;
-        let next = random::categorical(&(logits * (1.0 / 0.7)), -1, None, None, &args[1])?;
-        Ok(vec![next.astype(Dtype::Int32)?])
-    });
+    let decode = compile_mut(
+        |s: &mut (Llama, Registered<KvCache>), (token, key): &(Array, Array)| {
+            let (model, cache) = (&s.0, &mut *s.1);
+            let logits = model.forward(token, Some(cache))?;
+            cache.offset = &cache.offset + 1;
+            let next = random::categorical(&(logits * (1.0 / 0.7)), -1, None, None, key)?;
+            next.astype(Dtype::Int32)
+        },
+        None,
+    );
     let mut dstate = (model, empty_cache()?);
     let prompt = "the robot ";
     let mut key = random::key(1)?;
@@ -418,9 +419,9 @@ fn main() -> Result<()> {
         let (k, sub) = random::split_pair(&key)?;
         key = k;
         let tok = Array::from_slice(&[*id], &[1, 1])?;
-        let o = decode.call(&mut dstate, &[tok, sub])?;
+        let o = decode.call(&mut dstate, &(tok, sub))?;
         if i + 1 == prompt_ids.len() {
-            next = o[0].clone();
+            next = o;
         }
     }
     let decode_start = Instant::now();
@@ -429,9 +430,7 @@ fn main() -> Result<()> {
         out.push(chars[id as usize]);
         let (k, sub) = random::split_pair(&key)?;
         key = k;
-        next = decode
-            .call(&mut dstate, &[next.reshape(&[1, 1])?, sub])?
-            .remove(0);
+        next = decode.call(&mut dstate, &(next.reshape(&[1, 1])?, sub))?;
     }
     let decode_secs = decode_start.elapsed().as_secs_f64();
     println!("\n--- generated (prompt \"{prompt}\") ---\n{out}\n---");
@@ -443,11 +442,10 @@ fn main() -> Result<()> {
         gen_start.elapsed().as_secs_f64(),
         dstate.1.offset.item::<i32>()?
     );
+    let stats = decode.stats();
     println!(
         "decode step compile stats: {} trace(s), {} calls, {} cache hits",
-        decode.traces(),
-        decode.calls(),
-        decode.calls() - decode.traces()
+        stats.traces, stats.calls, stats.cache_hits
     );
     println!("total {:.1} s", total.elapsed().as_secs_f64());
     Ok(())

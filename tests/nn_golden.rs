@@ -23,7 +23,7 @@ fn weights(record: &Value) -> HashMap<String, Array> {
 }
 
 fn loaded<M: Module>(mut m: M, case: &Value) -> M {
-    m.load_weights_from(weights(&case["params"]), &LoadOptions::default())
+    m.load_weights_from(weights(&case["params"]), LoadOptions::default())
         .unwrap();
     m
 }
@@ -483,7 +483,7 @@ fn schedules_match_python() -> Result<()> {
         ),
     ];
     for (name, f) in cases {
-        close(&f(&steps)?, &s[name], name);
+        close(&f.call(&steps)?, &s[name], name);
     }
     assert!(optim::cosine_decay(0.1, 0, None).is_err());
     assert!(optim::join_schedules(vec![], vec![]).is_err());

@@ -160,7 +160,7 @@ impl Bert {
         let (mut weights, _) = mlx::core::io::load_safetensors(&path)?;
         weights.remove("embeddings.position_ids");
         model
-            .load_weights_from(weights, &LoadOptions::default())
+            .load_weights_from(weights, LoadOptions::default())
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
         Ok(model)
     }

@@ -32,7 +32,6 @@
 //! ```
 
 mod activations;
-pub mod compile;
 pub mod init;
 mod layers;
 pub mod losses;

@@ -19,6 +19,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use mlx_rs::{ops, Array, Error, Result};
+pub use mlx_tree::LoadOptions;
 use mlx_tree::{tree_assign_leaves, tree_flatten, tree_unflatten, TreeDef, TreeNode, Value};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -203,15 +204,6 @@ fn selected(path: &str, keys: Option<&[&str]>) -> bool {
     }
 }
 
-/// Options of [`Module::load_weights`] (Python: `load_weights(file, strict=True)`).
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
-    /// Allow parameters of the model that the file lacks (they keep their values).
-    pub allow_missing: bool,
-    /// Ignore tensors of the file that the model has no parameter for.
-    pub allow_unexpected: bool,
-}
-
 /// What every tree of parameters can do. Implemented for every [`TreeNode`]; see the module
 /// docs for the data model.
 pub trait Module: TreeNode {
@@ -335,61 +327,23 @@ pub trait Module: TreeNode {
     }
 
     /// Loads weights by name from `(name, array)` pairs, checking names and shapes (Python:
-    /// `model.load_weights(list(weights.items()), strict=True)`). All problems are reported in
-    /// one error naming the keys: missing parameters, unexpected tensors, wrong shapes.
+    /// `model.load_weights(list(weights.items()), strict=True)`): missing parameters,
+    /// unexpected tensors and wrong shapes are one error naming every key, and the model is
+    /// left unchanged. Built on [`mlx_tree::assign_weights`].
     fn load_weights_from(
         &mut self,
         weights: HashMap<String, Array>,
-        options: &LoadOptions,
+        options: LoadOptions,
     ) -> Result<()> {
-        let names = self.named_parameters()?;
-        let mut weights = weights;
-        let mut leaves = Vec::with_capacity(names.len());
-        let (mut missing, mut shapes) = (Vec::new(), Vec::new());
-        for (path, current) in &names {
-            match weights.remove(path) {
-                Some(w) if w.shape() == current.shape() => leaves.push(w),
-                Some(w) => {
-                    shapes.push(format!(
-                        "`{path}` (model {:?}, file {:?})",
-                        current.shape(),
-                        w.shape()
-                    ));
-                    leaves.push(current.clone());
-                }
-                None => {
-                    missing.push(format!("`{path}`"));
-                    leaves.push(current.clone());
-                }
-            }
-        }
-        let mut unexpected: Vec<String> = weights.into_keys().map(|k| format!("`{k}`")).collect();
-        unexpected.sort();
-        let mut problems = Vec::new();
-        if !missing.is_empty() && !options.allow_missing {
-            problems.push(format!("missing parameters: {}", missing.join(", ")));
-        }
-        if !unexpected.is_empty() && !options.allow_unexpected {
-            problems.push(format!("unexpected tensors: {}", unexpected.join(", ")));
-        }
-        if !shapes.is_empty() {
-            problems.push(format!("wrong shapes: {}", shapes.join(", ")));
-        }
-        if !problems.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "[load_weights] the weights do not match the model: {}",
-                problems.join("; ")
-            )));
-        }
-        tree_assign_leaves(self, leaves)
+        mlx_tree::assign_weights(self, weights, options)
     }
 
     /// Loads a `.safetensors` file whose tensor names are the parameter paths (Python:
-    /// `model.load_weights("model.safetensors")`); see [`Module::load_weights_from`].
-    fn load_weights(&mut self, path: impl AsRef<Path>, options: &LoadOptions) -> Result<()> {
+    /// `model.load_weights("model.safetensors")`); the error names the file and the keys.
+    fn load_weights(&mut self, path: impl AsRef<Path>, options: LoadOptions) -> Result<()> {
         let path = path.as_ref();
-        let (weights, _) = mlx_rs::io::load_safetensors(path)?;
-        self.load_weights_from(weights, options)
+        mlx_tree::load_weights(self, path, options)
+            .map(|_| ())
             .map_err(|e| match e {
                 Error::InvalidArgument(m) => {
                     Error::InvalidArgument(format!("{}: {m}", path.display()))
@@ -401,8 +355,7 @@ pub trait Module: TreeNode {
     /// Saves the parameters to `.safetensors` under their paths (Python:
     /// `model.save_weights("model.safetensors")`).
     fn save_weights(&self, path: impl AsRef<Path>) -> Result<()> {
-        let named = self.named_parameters()?;
-        mlx_rs::io::save_safetensors(path, named.iter().map(|(k, a)| (k, a)), None)
+        mlx_tree::save_weights(path, self, None)
     }
 
     /// The total number of parameter elements.

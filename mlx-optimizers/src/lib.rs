@@ -24,7 +24,6 @@
 //! ```
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use mlx_nn::Module;
 use mlx_rs::{ops, Array, Error, Result};
@@ -33,14 +32,9 @@ use mlx_tree::{tree_assign_leaves, tree_flatten, tree_flatten_with_path, tree_le
 mod schedules;
 pub use schedules::*;
 
-/// A learning-rate schedule: the rate for a step count (a `uint64` scalar array), built from
-/// MLX ops so a compiled step does not retrace as the rate changes (Python: a callable
-/// `schedule(step)`).
-pub type Schedule = Arc<dyn Fn(&Array) -> Result<Array> + Send + Sync>;
-
 /// A learning rate: fixed, or a [`Schedule`] evaluated at every update (Python: `float |
 /// Callable`).
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub enum LearningRate {
     /// A fixed rate.
     Fixed(f32),
@@ -76,7 +70,7 @@ impl OptimizerState {
         let step = Array::from(0u64);
         let learning_rate = match lr {
             LearningRate::Fixed(v) => Array::from(*v),
-            LearningRate::Schedule(s) => s(&step)?,
+            LearningRate::Schedule(s) => s.call(&step)?,
         };
         Ok(OptimizerState {
             step,
@@ -154,8 +148,8 @@ pub trait Optimizer: TreeNode {
             .into_iter()
             .map(|(p, _)| p)
             .collect::<Vec<_>>();
-        if let Some(s) = self.schedule().cloned() {
-            let lr = s(&self.state().step)?;
+        if let Some(s) = self.schedule() {
+            let lr = s.call(&self.state().step)?;
             self.state_mut().learning_rate = lr;
         }
         let step = &self.state().step + 1i64;
@@ -244,7 +238,8 @@ pub struct SGD {
     #[tree(static)]
     pub nesterov: bool,
     pub state: OptimizerState,
-    #[tree(skip)]
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
     schedule: Option<Schedule>,
 }
 
@@ -339,7 +334,8 @@ pub struct Adam {
     #[tree(static)]
     pub bias_correction: bool,
     pub state: OptimizerState,
-    #[tree(skip)]
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
     schedule: Option<Schedule>,
 }
 
@@ -449,7 +445,8 @@ pub struct AdamW {
     #[tree(static)]
     pub bias_correction: bool,
     pub state: OptimizerState,
-    #[tree(skip)]
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
     schedule: Option<Schedule>,
 }
 
@@ -520,7 +517,8 @@ pub struct Lion {
     #[tree(static)]
     pub weight_decay: f32,
     pub state: OptimizerState,
-    #[tree(skip)]
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
     schedule: Option<Schedule>,
 }
 
