@@ -146,6 +146,19 @@ fn layers_match_python() -> Result<()> {
         "mha_bias",
     );
 
+    let case = &l["mha_gqa"];
+    let gqa = nn::MultiHeadAttention::with_kv_heads(8, 4, 2, Default::default())?;
+    assert_eq!(gqa.key_proj.weight.shape(), &[4, 8]);
+    let gqa = loaded(gqa, case);
+    let i = inputs(case);
+    close(
+        &gqa.forward(&i[0], &i[1], &i[2], None)?,
+        &case["output"],
+        "mha_gqa",
+    );
+    assert!(nn::MultiHeadAttention::with_kv_heads(8, 4, 3, Default::default()).is_err());
+    assert!(nn::MultiHeadAttention::new(10, 4, Default::default()).is_err());
+
     let case = &l["conv1d"];
     let opts = nn::ConvLayerOptions {
         stride: 2,

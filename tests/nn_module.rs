@@ -331,3 +331,39 @@ fn compiled_step_initializes_optimizer_state_once() -> Result<()> {
     }
     Ok(())
 }
+
+#[test]
+fn initializers_follow_python_formulas() -> Result<()> {
+    let a = ops::zeros(&[64, 32, 3], None)?;
+    // Python's _calculate_fan_in_fan_out: receptive field = 32 (the middle axes),
+    // fan_in = 3 * 32, fan_out = 64 * 32.
+    let limit = (6.0f32 / (96.0 + 2048.0)).sqrt();
+    let w = nn::init::glorot_uniform(&a, 1.0, None)?;
+    assert_eq!(w.shape(), a.shape());
+    let max = w.abs()?.max(None, false)?.item::<f32>()?;
+    assert!(max <= limit && max > 0.8 * limit, "{max} vs {limit}");
+    let h = nn::init::he_normal(&a, false, 1.0, None)?;
+    let std = h.std(None, false, None)?.item::<f32>()?;
+    let want = 1.0 / 96f32.sqrt();
+    assert!((std - want).abs() < 0.1 * want, "{std} vs {want}");
+    let c = nn::init::constant(&a, 0.5, mlx::core::Dtype::Float16)?;
+    assert_eq!(c.dtype(), mlx::core::Dtype::Float16);
+    let e = nn::init::glorot_normal(&ops::zeros(&[3], None)?, 1.0, None).unwrap_err();
+    assert!(e.to_string().contains("at least 2 dimensional"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn sequential_of_a_vec_and_parameters_tree() -> Result<()> {
+    let seq = nn::Sequential::new(vec![
+        nn::Linear::new(3, 3, true)?,
+        nn::Linear::new(3, 2, false)?,
+    ]);
+    let y = nn::Unary::forward(&seq, &ops::ones(&[5, 3], None)?)?;
+    assert_eq!(y.shape(), &[5, 2]);
+    let params = seq.parameters()?;
+    assert!(params.get_path("layers.1.weight").is_some());
+    assert!(params.get_path("layers.1.bias").is_none());
+    assert_eq!(seq.num_parameters()?, 9 + 3 + 6);
+    Ok(())
+}

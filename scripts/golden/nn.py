@@ -76,6 +76,29 @@ layers["causal_mask"] = {"params": {}, "inputs": [], "output": record(mask)}
 mha_b = nn.MultiHeadAttention(8, 4, bias=True)
 layer_case("mha_bias", mha_b, [q, kv, kv], mha_b(q, kv, kv))
 
+# Grouped-query attention (Rust's MultiHeadAttention::with_kv_heads; Python's MHA has none):
+# 4 query heads, 2 key/value heads, computed here with the kv heads repeated explicitly.
+gqa = {"query_proj": nn.Linear(8, 8), "key_proj": nn.Linear(8, 4), "value_proj": nn.Linear(8, 4),
+       "out_proj": nn.Linear(8, 8)}
+for lin_ in gqa.values():
+    del lin_.bias
+
+
+def heads(t, n):
+    return mx.unflatten(t, -1, (n, -1)).transpose(0, 2, 1, 3)
+
+
+gq = heads(gqa["query_proj"](q), 4)
+gk = mx.repeat(heads(gqa["key_proj"](kv), 2), 2, axis=1)
+gv = mx.repeat(heads(gqa["value_proj"](kv), 2), 2, axis=1)
+go = mx.fast.scaled_dot_product_attention(gq, gk, gv, scale=(1 / 2) ** 0.5)
+go = gqa["out_proj"](go.transpose(0, 2, 1, 3).flatten(-2, -1))
+layers["mha_gqa"] = {
+    "params": {f"{name}.weight": record(m.weight) for name, m in gqa.items()},
+    "inputs": [record(q), record(kv), record(kv)],
+    "output": record(go),
+}
+
 xs = rand(2, 9, 4)
 c1 = nn.Conv1d(4, 6, 3, stride=2, padding=1)
 layer_case("conv1d", c1, [xs], c1(xs))
