@@ -98,8 +98,35 @@
 //! in-place updates. Structure mismatches are `Err(Error::InvalidArgument)` whose message names
 //! the path where the trees differ and how (type, length, keys, static data).
 //!
+//! # Transforms and weights IO
+//!
+//! Every transform takes and returns your tree types (several arguments: a tuple):
+//!
+//! - [`compile(f, shapeless)`](compile) for `f: Fn(&I) -> Result<O>`: cache keyed by the
+//!   argument's [`TreeDef`] (static data included) plus shapes/dtypes (ranks/dtypes when
+//!   shapeless); a structure change retraces; [`Compiled::stats`] gives
+//!   [`CompileStats`] (calls, traces, cache hits, signatures).
+//! - [`compile_mut(f, shapeless)`](compile_mut) for `f: Fn(&mut S, &I) -> Result<O>`: the state's
+//!   leaves are inputs and outputs of the graph and are written back into `S` in place after
+//!   each call (an SSM or KV cache; a `(model, optimizer_state)` tuple for training).
+//! - [`value_and_grad(f)`](value_and_grad) / [`grad(f)`](grad) for
+//!   `f: Fn(&P, &A) -> Result<O>`: gradients w.r.t. `P`, as a `P`; the first leaf of `O` is
+//!   the loss, the rest are auxiliary outputs.
+//! - [`vmap(f, in_axes, out_axes)`](vmap): per-leaf axes as one axis or a [`TreeAxes`]
+//!   prefix.
+//! - [`export_function`] / [`import_function`]: MLX's `.mlxfn` plus the input/output
+//!   `TreeDef`s in `<file>.tree.json`; [`ImportedTreeFunction::call`] takes and returns the
+//!   same types.
+//! - [`save_weights`] / [`load_weights`] / [`assign_weights`]: safetensors by key path;
+//!   missing, unexpected and wrong-shape keys are one `Err` listing them ([`LoadOptions`]
+//!   relaxes the first two).
+//!
+//! Static data is never traced: it is part of the compile key (a change retraces), copied
+//! unchanged into gradients, shared by every vmapped example, baked into exported graphs
+//! (checked on call), and not written to weights files.
+//!
 //! See `docs/trees.md` in the repository for when to use which way in, and KV-cache and
-//! SSM-state examples.
+//! SSM-state examples through `compile_mut`.
 
 // Lets `#[derive(TreeNode)]` name this crate as `::mlx_tree` from inside it too.
 extern crate self as mlx_tree;

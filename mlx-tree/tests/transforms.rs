@@ -245,6 +245,27 @@ fn errors_inside_the_traced_function_are_errors_and_the_next_call_works() {
     );
 }
 
+#[test]
+fn a_panic_in_a_compiled_step_is_an_error_and_leaves_the_state_unchanged() {
+    let step = compile_mut(
+        |s: &mut Vec<Array>, x: &Array| {
+            s[0] = &s[0] + x;
+            if x.ndim() > 0 {
+                panic!("boom in the step");
+            }
+            Ok(s[0].clone())
+        },
+        None,
+    );
+    let mut state = vec![Array::from_scalar(1.0f32)];
+    let e = err(step.call(&mut state, &arange(2, 1.0, &[2])));
+    assert!(e.contains("boom in the step"), "{e}");
+    assert_eq!(state[0].item::<f32>().unwrap(), 1.0);
+    let out = step.call(&mut state, &Array::from_scalar(2.0f32)).unwrap();
+    assert_eq!(out.item::<f32>().unwrap(), 3.0);
+    assert_eq!(state[0].item::<f32>().unwrap(), 3.0);
+}
+
 // ---- SSM state mutated in place ----
 
 #[derive(TreeNode, Clone)]
