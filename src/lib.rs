@@ -6,6 +6,8 @@
 //! |-----------------|-----------------|------------|
 //! | `mlx.core`      | [`core`]        | `mlx-rs`   |
 //! | `mlx.utils`     | [`utils`]       | `mlx-tree` |
+//! | `mlx.nn`        | [`nn`]          | `mlx-nn`   |
+//! | `mlx.optimizers`| [`optimizers`]  | `mlx-optimizers` |
 //!
 //! ```
 //! use mlx::core::{ops, Array};
@@ -22,4 +24,14 @@ pub mod core {
 /// Tree utilities (Python: `mlx.utils`).
 pub mod utils {
     pub use mlx_tree::*;
+}
+
+/// Layers, losses, initializers and the `Module` trait (Python: `mlx.nn`).
+pub mod nn {
+    pub use mlx_nn::*;
+}
+
+/// Optimizers and learning-rate schedules (Python: `mlx.optimizers`).
+pub mod optimizers {
+    pub use mlx_optimizers::*;
 }

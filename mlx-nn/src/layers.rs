@@ -1,0 +1,813 @@
+//! Layers (Python: `mlx.nn.layers`). Every layer is a plain struct deriving [`TreeNode`]: its
+//! array fields are its parameters, named as in Python (`weight`, `bias`, `scales`, ...), so a
+//! model built from them has Python's parameter paths.
+
+use mlx_rs::fast::{self, AttentionMask, RopeOffset};
+use mlx_rs::ops::{self, ConvOptions, QuantizationMode, QuantizeOptions};
+use mlx_rs::{random, Array, Dtype, Error, Result};
+use mlx_tree::TreeNode;
+
+use crate::module::Frozen;
+
+/// A layer with one input and one output (Python: `module(x)`); what [`Sequential`] chains.
+pub trait Unary {
+    /// Applies the layer.
+    fn forward(&self, x: &Array) -> Result<Array>;
+}
+
+fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
+    random::uniform(-scale, scale, shape, None, None)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear
+
+/// `y = x W^T + b` (Python: `nn.Linear(input_dims, output_dims, bias=True)`). Weights are
+/// `(output_dims, input_dims)`, initialized uniformly in `±sqrt(1 / input_dims)`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct Linear {
+    pub weight: Array,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl Linear {
+    /// A new layer with random weights (Python's initialization).
+    pub fn new(input_dims: i32, output_dims: i32, bias: bool) -> Result<Linear> {
+        let scale = (1.0 / input_dims as f32).sqrt();
+        Ok(Linear {
+            weight: uniform_init(scale, &[output_dims, input_dims])?,
+            bias: if bias {
+                Some(uniform_init(scale, &[output_dims])?)
+            } else {
+                None
+            },
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// A layer from given arrays.
+    pub fn from_weights(weight: Array, bias: Option<Array>) -> Linear {
+        Linear {
+            weight,
+            bias,
+            frozen: Frozen::default(),
+        }
+    }
+
+    /// Applies the layer (Python: `linear(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        match &self.bias {
+            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
+            None => ops::matmul(x, &self.weight.t()?),
+        }
+    }
+
+    /// The 4-bit (or `bits`) quantized equivalent (Python: `linear.to_quantized(group_size,
+    /// bits, mode)`).
+    pub fn to_quantized(
+        &self,
+        group_size: Option<i32>,
+        bits: Option<i32>,
+    ) -> Result<QuantizedLinear> {
+        QuantizedLinear::from_linear(self, group_size, bits)
+    }
+}
+
+impl Unary for Linear {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Linear::forward(self, x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embedding
+
+/// A lookup table of `dims`-vectors (Python: `nn.Embedding(num_embeddings, dims)`),
+/// initialized from a normal with scale `sqrt(1 / dims)`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct Embedding {
+    pub weight: Array,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl Embedding {
+    /// A new table with random entries.
+    pub fn new(num_embeddings: i32, dims: i32) -> Result<Embedding> {
+        let scale = (1.0 / dims as f32).sqrt();
+        Ok(Embedding {
+            weight: random::normal(&[num_embeddings, dims], None, 0.0, scale, None)?,
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// A table from a given array.
+    pub fn from_weights(weight: Array) -> Embedding {
+        Embedding {
+            weight,
+            frozen: Frozen::default(),
+        }
+    }
+
+    /// The rows for integer indices `x` (Python: `embedding(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        ops::take(&self.weight, x, 0)
+    }
+
+    /// Uses the table as a linear layer (tied output projection) (Python:
+    /// `embedding.as_linear(x)`).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        ops::matmul(x, &self.weight.t()?)
+    }
+
+    /// The quantized equivalent (Python: `embedding.to_quantized(group_size, bits)`).
+    pub fn to_quantized(
+        &self,
+        group_size: Option<i32>,
+        bits: Option<i32>,
+    ) -> Result<QuantizedEmbedding> {
+        QuantizedEmbedding::from_embedding(self, group_size, bits)
+    }
+}
+
+impl Unary for Embedding {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Embedding::forward(self, x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Normalization
+
+/// Root-mean-square normalization over the last axis (Python: `nn.RMSNorm(dims, eps=1e-5)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct RMSNorm {
+    pub weight: Array,
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl RMSNorm {
+    /// `eps` defaults to `1e-5`.
+    pub fn new(dims: i32, eps: impl Into<Option<f32>>) -> Result<RMSNorm> {
+        Ok(RMSNorm {
+            weight: ops::ones(&[dims], None)?,
+            eps: eps.into().unwrap_or(1e-5),
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// Applies the layer (Python: `norm(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        fast::rms_norm(x, Some(&self.weight), self.eps)
+    }
+}
+
+impl Unary for RMSNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        RMSNorm::forward(self, x)
+    }
+}
+
+/// Layer normalization over the last axis (Python: `nn.LayerNorm(dims, eps=1e-5, affine=True,
+/// bias=True)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct LayerNorm {
+    pub weight: Option<Array>,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl LayerNorm {
+    /// `eps` defaults to `1e-5`, `affine` and `bias` to `true`.
+    pub fn new(
+        dims: i32,
+        eps: impl Into<Option<f32>>,
+        affine: impl Into<Option<bool>>,
+        bias: impl Into<Option<bool>>,
+    ) -> Result<LayerNorm> {
+        let affine = affine.into().unwrap_or(true);
+        let bias = bias.into().unwrap_or(true);
+        Ok(LayerNorm {
+            weight: if affine {
+                Some(ops::ones(&[dims], None)?)
+            } else {
+                None
+            },
+            bias: if affine && bias {
+                Some(ops::zeros(&[dims], None)?)
+            } else {
+                None
+            },
+            eps: eps.into().unwrap_or(1e-5),
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// Applies the layer (Python: `norm(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        fast::layer_norm(x, self.weight.as_ref(), self.bias.as_ref(), self.eps)
+    }
+}
+
+impl Unary for LayerNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        LayerNorm::forward(self, x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Dropout
+
+/// Zeroes entries with probability `p` and scales the rest by `1 / (1 - p)` in training mode;
+/// the identity in evaluation mode (Python: `nn.Dropout(p=0.5)`).
+///
+/// The mask is drawn from MLX's global random state, as in Python; [`Dropout::forward_with_key`]
+/// takes an explicit key (use that inside compiled functions, passing the key as state).
+#[derive(Debug, Clone, TreeNode)]
+pub struct Dropout {
+    #[tree(static)]
+    pub p: f32,
+    #[tree(static)]
+    pub training: bool,
+}
+
+impl Dropout {
+    /// `p` defaults to `0.5`; errors unless `0 <= p < 1`. A new layer is in training mode.
+    pub fn new(p: impl Into<Option<f32>>) -> Result<Dropout> {
+        let p = p.into().unwrap_or(0.5);
+        if !(0.0..1.0).contains(&p) {
+            return Err(Error::InvalidArgument(format!(
+                "The dropout probability {p} is not in [0, 1)"
+            )));
+        }
+        Ok(Dropout { p, training: true })
+    }
+
+    /// Applies the layer with a mask from the global random state.
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        self.forward_with_key(x, None)
+    }
+
+    /// Applies the layer with a mask drawn from `key`.
+    pub fn forward_with_key(&self, x: &Array, key: Option<&Array>) -> Result<Array> {
+        if self.p == 0.0 || !self.training {
+            return Ok(x.clone());
+        }
+        let keep = 1.0 - self.p;
+        let mask = random::bernoulli(keep, Some(x.shape()), key)?;
+        Ok((&mask * x) * (1.0 / keep))
+    }
+}
+
+impl Unary for Dropout {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Dropout::forward(self, x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE
+
+/// Rotary positional encoding (Python: `nn.RoPE(dims, traditional=False, base=10000,
+/// scale=1.0)`); no parameters.
+#[derive(Debug, Clone, TreeNode)]
+pub struct RoPE {
+    #[tree(static)]
+    pub dims: i32,
+    #[tree(static)]
+    pub traditional: bool,
+    #[tree(static)]
+    pub base: f32,
+    #[tree(static)]
+    pub scale: f32,
+}
+
+impl RoPE {
+    /// Python's defaults: `traditional=False`, `base=10000`, `scale=1.0`.
+    pub fn new(
+        dims: i32,
+        traditional: bool,
+        base: impl Into<Option<f32>>,
+        scale: impl Into<Option<f32>>,
+    ) -> RoPE {
+        RoPE {
+            dims,
+            traditional,
+            base: base.into().unwrap_or(10000.0),
+            scale: scale.into().unwrap_or(1.0),
+        }
+    }
+
+    /// Rotates `x` (`[..., length, dims]`) for positions starting at `offset` (an integer, or
+    /// an array so a compiled decode step does not retrace as the position moves).
+    pub fn forward<'o>(&self, x: &Array, offset: impl Into<RopeOffset<'o>>) -> Result<Array> {
+        fast::rope(
+            x,
+            self.dims,
+            self.traditional,
+            Some(self.base),
+            self.scale,
+            offset,
+            None,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// MultiHeadAttention
+
+/// Multi-head attention with input and output projections (Python: `nn.MultiHeadAttention(dims,
+/// num_heads, query_input_dims=None, key_input_dims=None, value_input_dims=None,
+/// value_dims=None, value_output_dims=None, bias=False)`), through
+/// [`fast::scaled_dot_product_attention`].
+///
+/// Beyond Python: [`MultiHeadAttention::with_kv_heads`] makes grouped-query attention (fewer
+/// key/value heads than query heads), which the fused kernel broadcasts.
+#[derive(Debug, Clone, TreeNode)]
+pub struct MultiHeadAttention {
+    pub query_proj: Linear,
+    pub key_proj: Linear,
+    pub value_proj: Linear,
+    pub out_proj: Linear,
+    #[tree(static)]
+    pub num_heads: i32,
+    #[tree(static)]
+    pub num_kv_heads: i32,
+}
+
+/// Options of [`MultiHeadAttention::new`] (Python's keyword arguments; `None` = Python's
+/// default).
+#[derive(Debug, Clone, Default)]
+pub struct MultiHeadAttentionOptions {
+    pub query_input_dims: Option<i32>,
+    pub key_input_dims: Option<i32>,
+    pub value_input_dims: Option<i32>,
+    pub value_dims: Option<i32>,
+    pub value_output_dims: Option<i32>,
+    pub bias: bool,
+}
+
+impl MultiHeadAttention {
+    /// A new layer; errors if `dims` is not divisible by `num_heads`.
+    pub fn new(
+        dims: i32,
+        num_heads: i32,
+        options: MultiHeadAttentionOptions,
+    ) -> Result<MultiHeadAttention> {
+        Self::with_kv_heads(dims, num_heads, num_heads, options)
+    }
+
+    /// Grouped-query attention: `num_kv_heads` key/value heads shared by `num_heads` query
+    /// heads (`num_heads` must be a multiple of it).
+    pub fn with_kv_heads(
+        dims: i32,
+        num_heads: i32,
+        num_kv_heads: i32,
+        options: MultiHeadAttentionOptions,
+    ) -> Result<MultiHeadAttention> {
+        if num_heads <= 0 || dims % num_heads != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "The input feature dimensions should be divisible by the number of heads ({dims} % {num_heads}) != 0"
+            )));
+        }
+        if num_kv_heads <= 0 || num_heads % num_kv_heads != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})"
+            )));
+        }
+        let o = options;
+        let q_in = o.query_input_dims.unwrap_or(dims);
+        let k_in = o.key_input_dims.unwrap_or(dims);
+        let v_in = o.value_input_dims.unwrap_or(k_in);
+        let v_dims = o.value_dims.unwrap_or(dims);
+        let v_out = o.value_output_dims.unwrap_or(dims);
+        let kv = |d: i32| d / num_heads * num_kv_heads;
+        Ok(MultiHeadAttention {
+            query_proj: Linear::new(q_in, dims, o.bias)?,
+            key_proj: Linear::new(k_in, kv(dims), o.bias)?,
+            value_proj: Linear::new(v_in, kv(v_dims), o.bias)?,
+            out_proj: Linear::new(v_dims, v_out, o.bias)?,
+            num_heads,
+            num_kv_heads,
+        })
+    }
+
+    fn heads(x: &Array, n: i32) -> Result<Array> {
+        ops::unflatten(x, -1, &[n, -1])?.transpose(&[0, 2, 1, 3][..])
+    }
+
+    /// Attends `queries` (`[B, L, dims]`) to `keys`/`values` (Python: `mha(queries, keys,
+    /// values, mask=None)`).
+    pub fn forward<'m>(
+        &self,
+        queries: &Array,
+        keys: &Array,
+        values: &Array,
+        mask: impl Into<AttentionMask<'m>>,
+    ) -> Result<Array> {
+        let q = Self::heads(&self.query_proj.forward(queries)?, self.num_heads)?;
+        let k = Self::heads(&self.key_proj.forward(keys)?, self.num_kv_heads)?;
+        let v = Self::heads(&self.value_proj.forward(values)?, self.num_kv_heads)?;
+        let scale = (1.0 / q.shape()[3] as f32).sqrt();
+        let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?;
+        let out = out.transpose(&[0, 2, 1, 3][..])?.flatten(-2, -1)?;
+        self.out_proj.forward(&out)
+    }
+
+    /// An additive causal mask of `n x n` (Python:
+    /// `nn.MultiHeadAttention.create_additive_causal_mask(N, dtype=float32)`).
+    pub fn create_additive_causal_mask(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+        let dtype = dtype.into().unwrap_or(Dtype::Float32);
+        let idx = ops::arange(0, n, None, None)?;
+        let mask = ops::less(&idx.reshape(&[-1, 1])?, &idx.reshape(&[1, -1])?)?;
+        // Python: `mx.finfo(dtype).min`, the most negative finite value of the dtype.
+        let min = match dtype {
+            Dtype::Float16 => -65504.0,
+            Dtype::Bfloat16 => -3.389_531_4e38,
+            Dtype::Float64 => f64::MIN,
+            _ => f64::from(f32::MIN),
+        };
+        Ok(mask.astype(dtype)? * &ops::full(&[], min, dtype)?)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Convolutions
+
+/// 1-D convolution over `(N, L, C_in)` (Python: `nn.Conv1d(in_channels, out_channels,
+/// kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True)`). Weights are
+/// `(C_out, K, C_in / groups)`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct Conv1d {
+    pub weight: Array,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub stride: i32,
+    #[tree(static)]
+    pub padding: i32,
+    #[tree(static)]
+    pub dilation: i32,
+    #[tree(static)]
+    pub groups: i32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+/// `stride`, `padding`, `dilation`, `groups` and `bias` of a convolution layer (Python's
+/// defaults: 1, 0, 1, 1, true).
+#[derive(Debug, Clone, Copy)]
+pub struct ConvLayerOptions {
+    pub stride: i32,
+    pub padding: i32,
+    pub dilation: i32,
+    pub groups: i32,
+    pub bias: bool,
+}
+
+impl Default for ConvLayerOptions {
+    fn default() -> Self {
+        ConvLayerOptions {
+            stride: 1,
+            padding: 0,
+            dilation: 1,
+            groups: 1,
+            bias: true,
+        }
+    }
+}
+
+fn check_groups(in_channels: i32, out_channels: i32, groups: i32) -> Result<()> {
+    if groups <= 0 || in_channels % groups != 0 || out_channels % groups != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "The number of input channels ({in_channels}) and output channels ({out_channels}) must be divisible by the number of groups ({groups})"
+        )));
+    }
+    Ok(())
+}
+
+impl Conv1d {
+    /// A new layer with Python's initialization (uniform in `±sqrt(1 / (C_in * K))`).
+    pub fn new(
+        in_channels: i32,
+        out_channels: i32,
+        kernel_size: i32,
+        options: ConvLayerOptions,
+    ) -> Result<Conv1d> {
+        check_groups(in_channels, out_channels, options.groups)?;
+        let scale = (1.0 / (in_channels * kernel_size) as f32).sqrt();
+        Ok(Conv1d {
+            weight: uniform_init(
+                scale,
+                &[out_channels, kernel_size, in_channels / options.groups],
+            )?,
+            bias: if options.bias {
+                Some(ops::zeros(&[out_channels], None)?)
+            } else {
+                None
+            },
+            stride: options.stride,
+            padding: options.padding,
+            dilation: options.dilation,
+            groups: options.groups,
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// Applies the layer (Python: `conv(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        let opts = ConvOptions::default()
+            .stride(self.stride)
+            .padding(self.padding)
+            .dilation(self.dilation)
+            .groups(self.groups);
+        let y = ops::conv1d(x, &self.weight, opts)?;
+        Ok(match &self.bias {
+            Some(b) => y + b,
+            None => y,
+        })
+    }
+}
+
+impl Unary for Conv1d {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Conv1d::forward(self, x)
+    }
+}
+
+/// 2-D convolution over `(N, H, W, C_in)` (Python: `nn.Conv2d(in_channels, out_channels,
+/// kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True)`). Weights are
+/// `(C_out, KH, KW, C_in / groups)`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct Conv2d {
+    pub weight: Array,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub stride: (i32, i32),
+    #[tree(static)]
+    pub padding: (i32, i32),
+    #[tree(static)]
+    pub dilation: (i32, i32),
+    #[tree(static)]
+    pub groups: i32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl Conv2d {
+    /// A new layer with a square kernel and Python's initialization.
+    pub fn new(
+        in_channels: i32,
+        out_channels: i32,
+        kernel_size: (i32, i32),
+        options: ConvLayerOptions,
+    ) -> Result<Conv2d> {
+        check_groups(in_channels, out_channels, options.groups)?;
+        let (kh, kw) = kernel_size;
+        let scale = (1.0 / (in_channels * kh * kw) as f32).sqrt();
+        let o = options;
+        Ok(Conv2d {
+            weight: uniform_init(scale, &[out_channels, kh, kw, in_channels / o.groups])?,
+            bias: if o.bias {
+                Some(ops::zeros(&[out_channels], None)?)
+            } else {
+                None
+            },
+            stride: (o.stride, o.stride),
+            padding: (o.padding, o.padding),
+            dilation: (o.dilation, o.dilation),
+            groups: o.groups,
+            frozen: Frozen::default(),
+        })
+    }
+
+    /// Applies the layer (Python: `conv(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        let opts = ConvOptions::default()
+            .stride(self.stride)
+            .padding(self.padding)
+            .dilation(self.dilation)
+            .groups(self.groups);
+        let y = ops::conv2d(x, &self.weight, opts)?;
+        Ok(match &self.bias {
+            Some(b) => y + b,
+            None => y,
+        })
+    }
+}
+
+impl Unary for Conv2d {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Conv2d::forward(self, x)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sequential
+
+/// Layers applied in order (Python: `nn.Sequential(*modules)`); its parameters are under
+/// `layers.0`, `layers.1`, ... as in Python. `L` is a tuple of layers (different types) or a
+/// `Vec` of one layer type.
+///
+/// ```
+/// use mlx_nn::{Linear, ReLU, Sequential, Unary, Module};
+/// use mlx_rs::ops;
+/// let mlp = Sequential::new((Linear::new(4, 8, true)?, ReLU, Linear::new(8, 2, true)?));
+/// let y = mlp.forward(&ops::ones(&[3, 4], None)?)?;
+/// assert_eq!(y.shape(), &[3, 2]);
+/// let names: Vec<String> = mlp.named_parameters()?.into_iter().map(|(p, _)| p).collect();
+/// assert_eq!(names, ["layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias"]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Debug, Clone, TreeNode)]
+pub struct Sequential<L: TreeNode> {
+    pub layers: L,
+}
+
+impl<L: TreeNode> Sequential<L> {
+    /// Chains `layers`.
+    pub fn new(layers: L) -> Self {
+        Sequential { layers }
+    }
+}
+
+impl<T: TreeNode + Unary> Unary for Sequential<Vec<T>> {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let mut x = x.clone();
+        for l in &self.layers {
+            x = l.forward(&x)?;
+        }
+        Ok(x)
+    }
+}
+
+macro_rules! sequential_tuples {
+    ($( ($($name:ident $idx:tt),+) )+) => {$(
+        impl<$($name: TreeNode + Unary),+> Unary for Sequential<($($name,)+)> {
+            fn forward(&self, x: &Array) -> Result<Array> {
+                let x = x.clone();
+                $( let x = self.layers.$idx.forward(&x)?; )+
+                Ok(x)
+            }
+        }
+    )+};
+}
+
+sequential_tuples! {
+    (A 0)
+    (A 0, B 1)
+    (A 0, B 1, C 2)
+    (A 0, B 1, C 2, D 3)
+    (A 0, B 1, C 2, D 3, E 4)
+    (A 0, B 1, C 2, D 3, E 4, G 5)
+    (A 0, B 1, C 2, D 3, E 4, G 5, H 6)
+    (A 0, B 1, C 2, D 3, E 4, G 5, H 6, I 7)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Quantized layers
+
+fn quant_options(group_size: i32, bits: i32) -> QuantizeOptions {
+    QuantizeOptions::default()
+        .group_size(group_size)
+        .bits(bits)
+        .mode(QuantizationMode::Affine)
+}
+
+fn all_frozen(names: &[&str]) -> Frozen {
+    Frozen(names.iter().map(|s| s.to_string()).collect())
+}
+
+/// A linear layer with affine-quantized weights (Python: `nn.QuantizedLinear(input_dims,
+/// output_dims, bias=True, group_size=64, bits=4)`): parameters `weight` (packed `uint32`),
+/// `scales`, `biases`, and `bias`. Frozen, as in Python.
+#[derive(Debug, Clone, TreeNode)]
+pub struct QuantizedLinear {
+    pub weight: Array,
+    pub scales: Array,
+    pub biases: Option<Array>,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub group_size: i32,
+    #[tree(static)]
+    pub bits: i32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl QuantizedLinear {
+    /// Quantizes a [`Linear`] (Python: `nn.QuantizedLinear.from_linear(linear, group_size=64,
+    /// bits=4)`).
+    pub fn from_linear(
+        linear: &Linear,
+        group_size: Option<i32>,
+        bits: Option<i32>,
+    ) -> Result<QuantizedLinear> {
+        let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
+        let (weight, scales, biases) =
+            ops::quantize(&linear.weight, quant_options(gs, bits), None)?;
+        Ok(QuantizedLinear {
+            weight,
+            scales,
+            biases,
+            bias: linear.bias.clone(),
+            group_size: gs,
+            bits,
+            // As in Python: the bias, set after the layer froze itself, stays trainable.
+            frozen: all_frozen(&["weight", "scales", "biases"]),
+        })
+    }
+
+    /// Applies the layer (Python: `qlinear(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        let y = ops::quantized_matmul(
+            x,
+            &self.weight,
+            &self.scales,
+            self.biases.as_ref(),
+            true,
+            quant_options(self.group_size, self.bits),
+        )?;
+        Ok(match &self.bias {
+            Some(b) => y + b,
+            None => y,
+        })
+    }
+}
+
+impl Unary for QuantizedLinear {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        QuantizedLinear::forward(self, x)
+    }
+}
+
+/// An embedding table with affine-quantized rows (Python: `nn.QuantizedEmbedding`). Frozen.
+#[derive(Debug, Clone, TreeNode)]
+pub struct QuantizedEmbedding {
+    pub weight: Array,
+    pub scales: Array,
+    pub biases: Option<Array>,
+    #[tree(static)]
+    pub group_size: i32,
+    #[tree(static)]
+    pub bits: i32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl QuantizedEmbedding {
+    /// Quantizes an [`Embedding`] (Python: `nn.QuantizedEmbedding.from_embedding(emb,
+    /// group_size=64, bits=4)`).
+    pub fn from_embedding(
+        embedding: &Embedding,
+        group_size: Option<i32>,
+        bits: Option<i32>,
+    ) -> Result<QuantizedEmbedding> {
+        let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
+        let (weight, scales, biases) =
+            ops::quantize(&embedding.weight, quant_options(gs, bits), None)?;
+        Ok(QuantizedEmbedding {
+            weight,
+            scales,
+            biases,
+            group_size: gs,
+            bits,
+            frozen: all_frozen(&["weight", "scales", "biases"]),
+        })
+    }
+
+    /// The dequantized rows for indices `x` (Python: `qembedding(x)`).
+    pub fn forward(&self, x: &Array) -> Result<Array> {
+        let biases = match &self.biases {
+            Some(b) => Some(ops::take(b, x, 0)?),
+            None => None,
+        };
+        ops::dequantize(
+            &ops::take(&self.weight, x, 0)?,
+            &ops::take(&self.scales, x, 0)?,
+            biases.as_ref(),
+            quant_options(self.group_size, self.bits),
+            None,
+            None,
+        )
+    }
+
+    /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        ops::quantized_matmul(
+            x,
+            &self.weight,
+            &self.scales,
+            self.biases.as_ref(),
+            true,
+            quant_options(self.group_size, self.bits),
+        )
+    }
+}

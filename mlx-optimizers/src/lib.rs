@@ -1,0 +1,600 @@
+//! Optimizers and learning-rate schedules for MLX in Rust (Python: `mlx.optimizers`).
+//!
+//! An optimizer is a tree too: its hyperparameters are static data and its [`OptimizerState`]
+//! (`step`, `learning_rate`, and per-parameter arrays such as Adam's `m` and `v`, keyed by the
+//! parameter's path) holds the leaves. So a whole training step — forward, `value_and_grad`,
+//! `optimizer.update` — compiles with the model and the optimizer passed mutably.
+//!
+//! ```
+//! use mlx_nn::{value_and_grad, Linear, Module};
+//! use mlx_optimizers::{Adam, Optimizer};
+//! use mlx_rs::ops;
+//!
+//! let mut model = Linear::new(4, 1, true)?;
+//! let mut opt = Adam::new(1e-2);
+//! let (x, y) = (ops::ones(&[8, 4], None)?, ops::zeros(&[8, 1], None)?);
+//! let loss_fn = |m: &Linear| mlx_nn::losses::mse_loss(&m.forward(&x)?, &y, None);
+//! let first = loss_fn(&model)?.item::<f32>()?;
+//! for _ in 0..20 {
+//!     let (_, grads) = value_and_grad(&model, loss_fn)?;
+//!     opt.update(&mut model, &grads)?;
+//! }
+//! assert!(loss_fn(&model)?.item::<f32>()? < first);
+//! # Ok::<(), mlx_rs::Error>(())
+//! ```
+
+use std::collections::BTreeMap;
+
+use mlx_nn::Module;
+use mlx_rs::{ops, Array, Error, Result};
+use mlx_tree::{tree_assign_leaves, tree_flatten, tree_flatten_with_path, tree_leaves, TreeNode};
+
+mod schedules;
+pub use schedules::*;
+
+/// A learning rate: fixed, or a [`Schedule`] evaluated at every update (Python: `float |
+/// Callable`).
+#[derive(Debug, Clone)]
+pub enum LearningRate {
+    /// A fixed rate.
+    Fixed(f32),
+    /// A schedule.
+    Schedule(Schedule),
+}
+
+impl From<f32> for LearningRate {
+    fn from(lr: f32) -> Self {
+        LearningRate::Fixed(lr)
+    }
+}
+
+impl From<Schedule> for LearningRate {
+    fn from(s: Schedule) -> Self {
+        LearningRate::Schedule(s)
+    }
+}
+
+/// The state every optimizer keeps (Python: `optimizer.state`): the step count, the current
+/// learning rate, and each parameter's arrays under the parameter's path (`layers.0.weight`
+/// → `{"m": .., "v": ..}`), so `tree_flatten_with_path` gives Python's state paths under
+/// `params.`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct OptimizerState {
+    pub step: Array,
+    pub learning_rate: Array,
+    pub params: BTreeMap<String, BTreeMap<String, Array>>,
+}
+
+impl OptimizerState {
+    fn new(lr: &LearningRate) -> Result<OptimizerState> {
+        let step = Array::from(0u64);
+        let learning_rate = match lr {
+            LearningRate::Fixed(v) => Array::from(*v),
+            LearningRate::Schedule(s) => s.call(&step)?,
+        };
+        Ok(OptimizerState {
+            step,
+            learning_rate,
+            params: BTreeMap::new(),
+        })
+    }
+}
+
+/// What an optimizer does per parameter, plus the shared update loop (Python:
+/// `mlx.optimizers.Optimizer`).
+pub trait Optimizer: TreeNode {
+    /// The state.
+    fn state(&self) -> &OptimizerState;
+    /// The state, mutably.
+    fn state_mut(&mut self) -> &mut OptimizerState;
+    /// The schedule, if the learning rate has one.
+    fn schedule(&self) -> Option<&Schedule>;
+
+    /// The initial per-parameter state (Python: `init_single`).
+    fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>>;
+
+    /// The updated parameter, updating `state` in place (Python: `apply_single`). `lr` and
+    /// `step` are the state's learning rate and (already incremented) step.
+    fn apply_single(
+        &self,
+        gradient: &Array,
+        parameter: &Array,
+        state: &mut BTreeMap<String, Array>,
+        lr: &Array,
+        step: &Array,
+    ) -> Result<Array>;
+
+    /// The current learning rate (Python: `optimizer.learning_rate`).
+    fn learning_rate(&self) -> &Array {
+        &self.state().learning_rate
+    }
+
+    /// The number of updates made (Python: `optimizer.step`).
+    fn step(&self) -> &Array {
+        &self.state().step
+    }
+
+    /// Creates the state of every trainable parameter of `model` that has none yet (Python:
+    /// `optimizer.init(model.trainable_parameters())`). Call it before compiling a training
+    /// step, so the state's structure does not change inside the compiled function.
+    fn init<M: Module>(&mut self, model: &M) -> Result<()> {
+        let mask = model.trainable_mask()?;
+        for ((path, p), t) in tree_flatten_with_path(model)?.into_iter().zip(mask) {
+            if t && !self.state().params.contains_key(&path) {
+                let s = self.init_single(p)?;
+                self.state_mut().params.insert(path, s);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `gradients` (a tree of the model's type, e.g. from
+    /// [`mlx_nn::value_and_grad`]) to the trainable parameters of `model` (Python:
+    /// `optimizer.update(model, gradients)`). Frozen parameters are left unchanged.
+    fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
+        self.init(model)?;
+        let mask = model.trainable_mask()?;
+        let grads = tree_leaves(gradients);
+        let (params, _) = tree_flatten(model)?;
+        if grads.len() != params.len() {
+            return Err(Error::InvalidArgument(format!(
+                "[update] {} gradients for {} parameters",
+                grads.len(),
+                params.len()
+            )));
+        }
+        let paths = model
+            .named_parameters()?
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect::<Vec<_>>();
+        if let Some(s) = self.schedule() {
+            let lr = s.call(&self.state().step)?;
+            self.state_mut().learning_rate = lr;
+        }
+        let step = &self.state().step + 1i64;
+        self.state_mut().step = step.clone();
+        let lr = self.state().learning_rate.clone();
+        let mut new = Vec::with_capacity(params.len());
+        let mut states = std::mem::take(&mut self.state_mut().params);
+        for (i, p) in params.iter().enumerate() {
+            if !mask[i] {
+                new.push((*p).clone());
+                continue;
+            }
+            let st = states
+                .get_mut(&paths[i])
+                .ok_or_else(|| Error::InvalidArgument(format!("no state for `{}`", paths[i])))?;
+            new.push(self.apply_single(grads[i], p, st, &lr, &step)?);
+        }
+        self.state_mut().params = states;
+        tree_assign_leaves(model, new)
+    }
+}
+
+fn lr_as(lr: &Array, like: &Array) -> Result<Array> {
+    lr.astype(like.dtype())
+}
+
+/// Inherent `update`: every tree is also an `mlx_nn::Module` (whose `update(parameters)` is
+/// Python's `model.update`), so with both traits in scope `opt.update(..)` would be ambiguous;
+/// an inherent method wins method resolution. In generic code call `Optimizer::update`.
+macro_rules! inherent_update {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// Applies `gradients` to `model` (Python: `optimizer.update(model, gradients)`);
+            /// see [`Optimizer::update`].
+            pub fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
+                Optimizer::update(self, model, gradients)
+            }
+        }
+    )*};
+}
+
+inherent_update!(SGD, Adam, AdamW, Lion);
+
+macro_rules! state_access {
+    () => {
+        fn state(&self) -> &OptimizerState {
+            &self.state
+        }
+        fn state_mut(&mut self) -> &mut OptimizerState {
+            &mut self.state
+        }
+        fn schedule(&self) -> Option<&Schedule> {
+            self.schedule.as_ref()
+        }
+    };
+}
+
+fn new_state(lr: &LearningRate) -> (OptimizerState, Option<Schedule>) {
+    let schedule = match lr {
+        LearningRate::Schedule(s) => Some(s.clone()),
+        LearningRate::Fixed(_) => None,
+    };
+    // A fixed rate or a schedule at step 0: both are plain scalar computations.
+    let state = OptimizerState::new(lr).unwrap_or_else(|_| OptimizerState {
+        step: Array::from(0u64),
+        learning_rate: Array::from(0.0f32),
+        params: BTreeMap::new(),
+    });
+    (state, schedule)
+}
+
+// ---------------------------------------------------------------------------------------------
+// SGD
+
+/// Stochastic gradient descent with optional momentum, dampening, Nesterov momentum and weight
+/// decay (Python: `optim.SGD(learning_rate, momentum=0.0, weight_decay=0.0, dampening=0.0,
+/// nesterov=False)`).
+#[derive(Clone, TreeNode)]
+pub struct SGD {
+    #[tree(static)]
+    pub momentum: f32,
+    #[tree(static)]
+    pub weight_decay: f32,
+    #[tree(static)]
+    pub dampening: f32,
+    #[tree(static)]
+    pub nesterov: bool,
+    pub state: OptimizerState,
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
+    schedule: Option<Schedule>,
+}
+
+impl SGD {
+    /// Plain SGD.
+    pub fn new(learning_rate: impl Into<LearningRate>) -> SGD {
+        Self::with(learning_rate, 0.0, 0.0, 0.0, false).expect("plain SGD is valid")
+    }
+
+    /// SGD with every option; errors for Nesterov momentum without momentum or with dampening
+    /// (as Python).
+    pub fn with(
+        learning_rate: impl Into<LearningRate>,
+        momentum: f32,
+        weight_decay: f32,
+        dampening: f32,
+        nesterov: bool,
+    ) -> Result<SGD> {
+        if nesterov && (momentum <= 0.0 || dampening != 0.0) {
+            return Err(Error::InvalidArgument(
+                "Nesterov momentum requires a momentum and zero dampening.".into(),
+            ));
+        }
+        let (state, schedule) = new_state(&learning_rate.into());
+        Ok(SGD {
+            momentum,
+            weight_decay,
+            dampening,
+            nesterov,
+            state,
+            schedule,
+        })
+    }
+}
+
+impl Optimizer for SGD {
+    state_access!();
+
+    fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
+        Ok(BTreeMap::from([(
+            "v".to_string(),
+            ops::zeros_like(parameter, None)?,
+        )]))
+    }
+
+    fn apply_single(
+        &self,
+        gradient: &Array,
+        parameter: &Array,
+        state: &mut BTreeMap<String, Array>,
+        lr: &Array,
+        _step: &Array,
+    ) -> Result<Array> {
+        let mut gradient = gradient.clone();
+        if self.weight_decay != 0.0 {
+            gradient = &gradient + &(parameter * self.weight_decay);
+        }
+        let lr = lr_as(lr, &gradient)?;
+        if self.momentum <= 0.0 {
+            return Ok(parameter - &(&lr * &gradient));
+        }
+        let v_old = state
+            .get("v")
+            .ok_or_else(|| Error::InvalidArgument("SGD state lacks `v`".into()))?;
+        let mut v = v_old * self.momentum;
+        if self.dampening > 0.0 {
+            v = &v + &(&gradient * (1.0 - self.dampening));
+        } else {
+            v = &v + &gradient;
+        }
+        let update = if self.nesterov {
+            &gradient + &(&v * self.momentum)
+        } else {
+            v.clone()
+        };
+        state.insert("v".into(), v);
+        Ok(parameter - &(&lr * &update))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adam / AdamW
+
+/// Adam (Python: `optim.Adam(learning_rate, betas=[0.9, 0.999], eps=1e-8,
+/// bias_correction=False)`).
+#[derive(Clone, TreeNode)]
+pub struct Adam {
+    #[tree(static)]
+    pub betas: (f32, f32),
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub bias_correction: bool,
+    pub state: OptimizerState,
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
+    schedule: Option<Schedule>,
+}
+
+impl Adam {
+    /// Adam with Python's defaults.
+    pub fn new(learning_rate: impl Into<LearningRate>) -> Adam {
+        Self::with(learning_rate, (0.9, 0.999), 1e-8, false)
+    }
+
+    /// Adam with every option.
+    pub fn with(
+        learning_rate: impl Into<LearningRate>,
+        betas: (f32, f32),
+        eps: f32,
+        bias_correction: bool,
+    ) -> Adam {
+        let (state, schedule) = new_state(&learning_rate.into());
+        Adam {
+            betas,
+            eps,
+            bias_correction,
+            state,
+            schedule,
+        }
+    }
+}
+
+fn adam_init(parameter: &Array) -> Result<BTreeMap<String, Array>> {
+    Ok(BTreeMap::from([
+        ("m".to_string(), ops::zeros_like(parameter, None)?),
+        ("v".to_string(), ops::zeros_like(parameter, None)?),
+    ]))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn adam_apply(
+    betas: (f32, f32),
+    eps: f32,
+    bias_correction: bool,
+    gradient: &Array,
+    parameter: &Array,
+    state: &mut BTreeMap<String, Array>,
+    lr: &Array,
+    step: &Array,
+) -> Result<Array> {
+    let lr = lr_as(lr, gradient)?;
+    let (b1, b2) = betas;
+    let get = |k: &str| {
+        state
+            .get(k)
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument(format!("Adam state lacks `{k}`")))
+    };
+    let m = get("m")? * b1 + gradient * (1.0 - b1);
+    let v = get("v")? * b2 + ops::square(gradient)? * (1.0 - b2);
+    state.insert("m".into(), m.clone());
+    state.insert("v".into(), v.clone());
+    if bias_correction {
+        let c1 = (&lr / &(1.0f32 - ops::power(b1, step)?)).astype(gradient.dtype())?;
+        let c2 = ops::rsqrt(&(1.0f32 - ops::power(b2, step)?))?.astype(gradient.dtype())?;
+        let numerator = &c1 * &m;
+        let denominator = ops::sqrt(&v)? * &c2 + eps;
+        Ok(parameter - &(numerator / denominator))
+    } else {
+        Ok(parameter - &(&lr * &m / (ops::sqrt(&v)? + eps)))
+    }
+}
+
+impl Optimizer for Adam {
+    state_access!();
+
+    fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
+        adam_init(parameter)
+    }
+
+    fn apply_single(
+        &self,
+        gradient: &Array,
+        parameter: &Array,
+        state: &mut BTreeMap<String, Array>,
+        lr: &Array,
+        step: &Array,
+    ) -> Result<Array> {
+        adam_apply(
+            self.betas,
+            self.eps,
+            self.bias_correction,
+            gradient,
+            parameter,
+            state,
+            lr,
+            step,
+        )
+    }
+}
+
+/// Adam with decoupled weight decay (Python: `optim.AdamW(learning_rate, betas=[0.9, 0.999],
+/// eps=1e-8, weight_decay=0.01, bias_correction=False)`).
+#[derive(Clone, TreeNode)]
+pub struct AdamW {
+    #[tree(static)]
+    pub betas: (f32, f32),
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub weight_decay: f32,
+    #[tree(static)]
+    pub bias_correction: bool,
+    pub state: OptimizerState,
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
+    schedule: Option<Schedule>,
+}
+
+impl AdamW {
+    /// AdamW with Python's defaults.
+    pub fn new(learning_rate: impl Into<LearningRate>) -> AdamW {
+        Self::with(learning_rate, (0.9, 0.999), 1e-8, 0.01, false)
+    }
+
+    /// AdamW with every option.
+    pub fn with(
+        learning_rate: impl Into<LearningRate>,
+        betas: (f32, f32),
+        eps: f32,
+        weight_decay: f32,
+        bias_correction: bool,
+    ) -> AdamW {
+        let (state, schedule) = new_state(&learning_rate.into());
+        AdamW {
+            betas,
+            eps,
+            weight_decay,
+            bias_correction,
+            state,
+            schedule,
+        }
+    }
+}
+
+impl Optimizer for AdamW {
+    state_access!();
+
+    fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
+        adam_init(parameter)
+    }
+
+    fn apply_single(
+        &self,
+        gradient: &Array,
+        parameter: &Array,
+        state: &mut BTreeMap<String, Array>,
+        lr: &Array,
+        step: &Array,
+    ) -> Result<Array> {
+        let lr_g = lr_as(lr, gradient)?;
+        let decayed = parameter * &(1.0f32 - &(&lr_g * self.weight_decay));
+        adam_apply(
+            self.betas,
+            self.eps,
+            self.bias_correction,
+            gradient,
+            &decayed,
+            state,
+            lr,
+            step,
+        )
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lion
+
+/// Lion (Python: `optim.Lion(learning_rate, betas=[0.9, 0.99], weight_decay=0.0)`).
+#[derive(Clone, TreeNode)]
+pub struct Lion {
+    #[tree(static)]
+    pub betas: (f32, f32),
+    #[tree(static)]
+    pub weight_decay: f32,
+    pub state: OptimizerState,
+    /// The learning-rate schedule: static data, so it is part of the structure.
+    #[tree(static)]
+    schedule: Option<Schedule>,
+}
+
+impl Lion {
+    /// Lion with Python's defaults.
+    pub fn new(learning_rate: impl Into<LearningRate>) -> Lion {
+        Self::with(learning_rate, (0.9, 0.99), 0.0)
+    }
+
+    /// Lion with every option.
+    pub fn with(
+        learning_rate: impl Into<LearningRate>,
+        betas: (f32, f32),
+        weight_decay: f32,
+    ) -> Lion {
+        let (state, schedule) = new_state(&learning_rate.into());
+        Lion {
+            betas,
+            weight_decay,
+            state,
+            schedule,
+        }
+    }
+}
+
+impl Optimizer for Lion {
+    state_access!();
+
+    fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
+        Ok(BTreeMap::from([(
+            "m".to_string(),
+            ops::zeros_like(parameter, None)?,
+        )]))
+    }
+
+    fn apply_single(
+        &self,
+        gradient: &Array,
+        parameter: &Array,
+        state: &mut BTreeMap<String, Array>,
+        lr: &Array,
+        _step: &Array,
+    ) -> Result<Array> {
+        let lr = lr_as(lr, gradient)?;
+        let (b1, b2) = self.betas;
+        let m = state
+            .get("m")
+            .cloned()
+            .ok_or_else(|| Error::InvalidArgument("Lion state lacks `m`".into()))?;
+        let c = &m * b1 + gradient * (1.0 - b1);
+        state.insert("m".into(), &m * b2 + gradient * (1.0 - b2));
+        let mut parameter = parameter.clone();
+        if self.weight_decay > 0.0 {
+            parameter = &parameter * &(1.0f32 - &(&lr * self.weight_decay));
+        }
+        Ok(&parameter - &(&lr * &ops::sign(&c)?))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradient clipping
+
+/// Rescales `grads` so their global L2 norm is at most `max_norm`; returns the clipped tree
+/// and the original norm (Python: `optim.clip_grad_norm(grads, max_norm)`).
+pub fn clip_grad_norm<T: TreeNode>(grads: &T, max_norm: f32) -> Result<(T, Array)> {
+    if max_norm < 0.0 {
+        return Err(Error::InvalidArgument(format!(
+            "max_norm should be >=0, {max_norm} was provided instead"
+        )));
+    }
+    let mut norm_squared = Array::from(0.0f32);
+    for g in tree_leaves(grads) {
+        norm_squared = &norm_squared + &ops::square(g)?.sum(None, false)?;
+    }
+    let total_norm = ops::sqrt(&norm_squared)?;
+    let normalizer = ops::minimum(&(max_norm / (&total_norm + 1e-6f32)), 1.0f32)?;
+    let clipped = mlx_tree::tree_map(|g| Ok(g * &normalizer), grads)?;
+    Ok((clipped, total_norm))
+}

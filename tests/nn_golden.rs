@@ -1,0 +1,504 @@
+//! mlx::nn and mlx::optimizers against Python MLX 0.32.2 (tests/data/nn.json, written by
+//! scripts/golden/nn.py): same weights in (loaded by Python's parameter names), same outputs
+//! and updated parameters out.
+
+mod support;
+
+use std::collections::HashMap;
+
+use mlx::core::{Array, Result};
+use mlx::nn::{self, losses, losses::Reduction, LoadOptions, Module};
+use mlx::optimizers::{self as optim, Optimizer};
+use mlx::utils::TreeNode;
+use serde_json::Value;
+use support::golden::{array, assert_close, assert_close_tol, load};
+
+fn weights(record: &Value) -> HashMap<String, Array> {
+    record
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), array(v)))
+        .collect()
+}
+
+fn loaded<M: Module>(mut m: M, case: &Value) -> M {
+    m.load_weights_from(weights(&case["params"]), LoadOptions::default())
+        .unwrap();
+    m
+}
+
+fn inputs(case: &Value) -> Vec<Array> {
+    case["inputs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(array)
+        .collect()
+}
+
+/// Float32 layers through different kernels (fused vs composed) differ in the last bits.
+fn close(actual: &Array, expected: &Value, what: &str) {
+    assert_close_tol(actual, expected, 1e-4, 1e-5, what);
+}
+
+#[test]
+fn layers_match_python() -> Result<()> {
+    let data = load("nn");
+    let l = &data["layers"];
+
+    let case = &l["linear"];
+    let lin = loaded(nn::Linear::new(8, 6, true)?, case);
+    close(&lin.forward(&inputs(case)[0])?, &case["output"], "linear");
+
+    let case = &l["linear_no_bias"];
+    let lin = loaded(nn::Linear::new(8, 6, false)?, case);
+    close(
+        &lin.forward(&inputs(case)[0])?,
+        &case["output"],
+        "linear_no_bias",
+    );
+
+    let case = &l["embedding"];
+    let emb = loaded(nn::Embedding::new(10, 8)?, case);
+    assert_close(
+        &emb.forward(&inputs(case)[0])?,
+        &case["output"],
+        "embedding",
+    );
+    let case = &l["embedding_as_linear"];
+    close(
+        &emb.as_linear(&inputs(case)[0])?,
+        &case["output"],
+        "as_linear",
+    );
+
+    let case = &l["rms_norm"];
+    let rms = loaded(nn::RMSNorm::new(8, 1e-6)?, case);
+    close(&rms.forward(&inputs(case)[0])?, &case["output"], "rms_norm");
+
+    let case = &l["layer_norm"];
+    let ln = loaded(nn::LayerNorm::new(8, None, None, None)?, case);
+    close(
+        &ln.forward(&inputs(case)[0])?,
+        &case["output"],
+        "layer_norm",
+    );
+    let case = &l["layer_norm_no_affine"];
+    let ln = loaded(nn::LayerNorm::new(8, None, false, None)?, case);
+    assert_eq!(ln.num_parameters()?, 0);
+    close(
+        &ln.forward(&inputs(case)[0])?,
+        &case["output"],
+        "layer_norm_no_affine",
+    );
+
+    let case = &l["rope"];
+    let rope = nn::RoPE::new(8, false, None, None);
+    close(&rope.forward(&inputs(case)[0], 0)?, &case["output"], "rope");
+    let case = &l["rope_offset"];
+    close(
+        &rope.forward(&inputs(case)[0], 3)?,
+        &case["output"],
+        "rope_offset",
+    );
+    let offset = Array::from(3i32);
+    close(
+        &rope.forward(&inputs(case)[0], &offset)?,
+        &case["output"],
+        "rope_offset_array",
+    );
+    let case = &l["rope_traditional"];
+    let rope = nn::RoPE::new(6, true, 500.0, 0.5);
+    close(
+        &rope.forward(&inputs(case)[0], 1)?,
+        &case["output"],
+        "rope_traditional",
+    );
+
+    let case = &l["mha"];
+    let mha = loaded(nn::MultiHeadAttention::new(8, 2, Default::default())?, case);
+    let i = inputs(case);
+    close(
+        &mha.forward(&i[0], &i[1], &i[2], None)?,
+        &case["output"],
+        "mha",
+    );
+    let case = &l["mha_causal"];
+    let mask = nn::MultiHeadAttention::create_additive_causal_mask(5, None)?;
+    assert_close(&mask, &l["causal_mask"]["output"], "causal mask");
+    let i = inputs(case);
+    close(
+        &mha.forward(&i[0], &i[1], &i[2], &mask)?,
+        &case["output"],
+        "mha_causal",
+    );
+    let case = &l["mha_bias"];
+    let opts = nn::MultiHeadAttentionOptions {
+        bias: true,
+        ..Default::default()
+    };
+    let mha = loaded(nn::MultiHeadAttention::new(8, 4, opts)?, case);
+    let i = inputs(case);
+    close(
+        &mha.forward(&i[0], &i[1], &i[2], None)?,
+        &case["output"],
+        "mha_bias",
+    );
+
+    let case = &l["mha_gqa"];
+    let gqa = nn::MultiHeadAttention::with_kv_heads(8, 4, 2, Default::default())?;
+    assert_eq!(gqa.key_proj.weight.shape(), &[4, 8]);
+    let gqa = loaded(gqa, case);
+    let i = inputs(case);
+    close(
+        &gqa.forward(&i[0], &i[1], &i[2], None)?,
+        &case["output"],
+        "mha_gqa",
+    );
+    assert!(nn::MultiHeadAttention::with_kv_heads(8, 4, 3, Default::default()).is_err());
+    assert!(nn::MultiHeadAttention::new(10, 4, Default::default()).is_err());
+
+    let case = &l["conv1d"];
+    let opts = nn::ConvLayerOptions {
+        stride: 2,
+        padding: 1,
+        ..Default::default()
+    };
+    let c = loaded(nn::Conv1d::new(4, 6, 3, opts)?, case);
+    close(&c.forward(&inputs(case)[0])?, &case["output"], "conv1d");
+    let case = &l["conv2d"];
+    let opts = nn::ConvLayerOptions {
+        padding: 1,
+        ..Default::default()
+    };
+    let c = loaded(nn::Conv2d::new(3, 4, (3, 3), opts)?, case);
+    close(&c.forward(&inputs(case)[0])?, &case["output"], "conv2d");
+    let case = &l["conv2d_groups"];
+    let opts = nn::ConvLayerOptions {
+        groups: 2,
+        bias: false,
+        ..Default::default()
+    };
+    let c = loaded(nn::Conv2d::new(4, 4, (2, 2), opts)?, case);
+    close(
+        &c.forward(&inputs(case)[0])?,
+        &case["output"],
+        "conv2d_groups",
+    );
+
+    let case = &l["sequential"];
+    let seq = nn::Sequential::new((
+        nn::Linear::new(8, 16, true)?,
+        nn::ReLU,
+        nn::Linear::new(16, 4, true)?,
+    ));
+    let seq = loaded(seq, case);
+    close(
+        &nn::Unary::forward(&seq, &inputs(case)[0])?,
+        &case["output"],
+        "sequential",
+    );
+    Ok(())
+}
+
+#[test]
+fn quantized_layers_match_python() -> Result<()> {
+    let data = load("nn");
+    let l = &data["layers"];
+    let case = &l["quantized_linear"];
+    let lin = loaded(nn::Linear::new(64, 16, true)?, case);
+    let q = lin.to_quantized(Some(32), Some(4))?;
+    // Same packed weights, scales and biases as Python, under Python's names.
+    for (path, a) in q.named_parameters()? {
+        assert_close(&a, &case["quantized"][&path], &path);
+    }
+    close(
+        &q.forward(&inputs(case)[0])?,
+        &case["output"],
+        "quantized_linear",
+    );
+    // Quantized weights are frozen (as in Python); the bias stays trainable.
+    let trainable: Vec<String> = q
+        .named_trainable_parameters()?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    assert_eq!(trainable, ["bias"]);
+
+    let case = &l["quantized_embedding"];
+    let emb = loaded(nn::Embedding::new(12, 64)?, case);
+    let q = emb.to_quantized(Some(32), Some(4))?;
+    for (path, a) in q.named_parameters()? {
+        assert_close(&a, &case["quantized"][&path], &path);
+    }
+    close(
+        &q.forward(&inputs(case)[0])?,
+        &case["output"],
+        "quantized_embedding",
+    );
+    let case = &l["quantized_embedding_as_linear"];
+    close(
+        &q.as_linear(&inputs(case)[0])?,
+        &case["output"],
+        "q as_linear",
+    );
+    Ok(())
+}
+
+#[test]
+fn activations_match_python() -> Result<()> {
+    let data = load("nn");
+    let a = &data["activations"];
+    let x = array(&a["input"]);
+    let cases: Vec<(&str, Array)> = vec![
+        ("relu", nn::relu(&x)?),
+        ("relu6", nn::relu6(&x)?),
+        ("leaky_relu", nn::leaky_relu(&x, None)?),
+        ("elu", nn::elu(&x, None)?),
+        ("softplus", nn::softplus(&x)?),
+        ("softsign", nn::softsign(&x)?),
+        ("silu", nn::silu(&x)?),
+        ("log_sigmoid", nn::log_sigmoid(&x)?),
+        ("sigmoid", nn::sigmoid(&x)?),
+        ("gelu", nn::gelu(&x)?),
+        ("gelu_approx", nn::gelu_approx(&x)?),
+        ("gelu_fast_approx", nn::gelu_fast_approx(&x)?),
+        ("mish", nn::mish(&x)?),
+        ("tanh", nn::tanh(&x)?),
+        ("selu", nn::selu(&x)?),
+        ("softmax", nn::softmax(&x, None)?),
+        ("log_softmax", nn::log_softmax(&x, None)?),
+        ("hard_tanh", nn::hard_tanh(&x, None, None)?),
+        ("gelu", nn::GELU::default().forward(&x)?),
+        ("silu", nn::SiLU.forward(&x)?),
+    ];
+    for (name, got) in cases {
+        close(&got, &a[name], name);
+    }
+    let g = mlx::core::ops::linspace(-4.0, 4.0, 16, true, None)?.reshape(&[2, 8])?;
+    close(&nn::glu(&g, None)?, &a["glu"], "glu");
+    Ok(())
+}
+
+#[test]
+fn losses_match_python() -> Result<()> {
+    let data = load("nn");
+    let l = &data["losses"];
+    let i = |k: &str| array(&l["inputs"][k]);
+    let (logits, targets) = (i("logits"), i("targets"));
+    let cases: Vec<(&str, Array)> = vec![
+        (
+            "cross_entropy",
+            losses::cross_entropy(&logits, &targets, None, None, None, None)?,
+        ),
+        (
+            "cross_entropy_smooth_mean",
+            losses::cross_entropy(&logits, &targets, None, None, 0.1, Reduction::Mean)?,
+        ),
+        (
+            "cross_entropy_probs",
+            losses::cross_entropy(&logits, &i("probs"), None, None, None, None)?,
+        ),
+        (
+            "cross_entropy_weights_sum",
+            losses::cross_entropy(
+                &logits,
+                &targets,
+                Some(&i("weights")),
+                None,
+                None,
+                Reduction::Sum,
+            )?,
+        ),
+        (
+            "bce_logits",
+            losses::binary_cross_entropy(&i("bin_logits"), &i("bin_t"), None, None, None)?,
+        ),
+        (
+            "bce_probs",
+            losses::binary_cross_entropy(
+                &nn::sigmoid(&i("bin_logits"))?,
+                &i("bin_t"),
+                None,
+                false,
+                Reduction::None,
+            )?,
+        ),
+        ("mse", losses::mse_loss(&i("preds"), &i("tgt"), None)?),
+        (
+            "l1_sum",
+            losses::l1_loss(&i("preds"), &i("tgt"), Reduction::Sum)?,
+        ),
+        ("nll", losses::nll_loss(&i("logp"), &targets, None, None)?),
+        (
+            "kl_div",
+            losses::kl_div_loss(&i("logp"), &i("logq"), None, None)?,
+        ),
+        (
+            "smooth_l1",
+            losses::smooth_l1_loss(&i("preds"), &i("tgt"), 0.5, None)?,
+        ),
+    ];
+    for (name, got) in cases {
+        close(&got, &l[name], name);
+    }
+    // Bad input is an error, not an abort.
+    let err = losses::cross_entropy(&logits, &i("preds"), None, None, None, None).unwrap_err();
+    assert!(
+        err.to_string().contains("does not match logits shape"),
+        "{err}"
+    );
+    assert!(losses::cross_entropy(&logits, &targets, None, None, 1.0, None).is_err());
+    Ok(())
+}
+
+/// The Python test model: `layers = [Linear(4, 8), Linear(8, 3)]`, relu between.
+#[derive(Clone, TreeNode)]
+struct Mlp {
+    layers: Vec<nn::Linear>,
+}
+
+impl Mlp {
+    fn new() -> Result<Mlp> {
+        Ok(Mlp {
+            layers: vec![nn::Linear::new(4, 8, true)?, nn::Linear::new(8, 3, true)?],
+        })
+    }
+    fn forward(&self, x: &Array) -> Result<Array> {
+        self.layers[1].forward(&nn::relu(&self.layers[0].forward(x)?)?)
+    }
+}
+
+fn mlp_loss(m: &Mlp, x: &Array, y: &Array) -> Result<Array> {
+    losses::cross_entropy(&m.forward(x)?, y, None, None, None, Reduction::Mean)
+}
+
+fn mlp_from_golden(data: &Value) -> Mlp {
+    loaded(Mlp::new().unwrap(), &data["mlp"])
+}
+
+#[test]
+fn gradients_and_clipping_match_python() -> Result<()> {
+    let data = load("nn");
+    let g = &data["grads"];
+    let model = mlp_from_golden(&data);
+    let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
+    let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
+    assert!((loss.item::<f32>()? as f64 - g["loss"].as_f64().unwrap()).abs() < 1e-5);
+    let named = grads.named_parameters()?;
+    let names: Vec<&str> = named.iter().map(|(p, _)| p.as_str()).collect();
+    let py: Vec<&str> = g["grads"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|s| s.as_str())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    let mut py_sorted = py.clone();
+    py_sorted.sort();
+    assert_eq!(sorted, py_sorted, "gradient paths equal Python's");
+    for (p, a) in &named {
+        close(a, &g["grads"][p], p);
+    }
+    let (clipped, norm) = optim::clip_grad_norm(&grads, 0.5)?;
+    close(&norm, &g["norm"], "norm");
+    for (p, a) in clipped.named_parameters()? {
+        close(&a, &g["clipped"][&p], &p);
+    }
+    Ok(())
+}
+
+fn run_optimizer<O: Optimizer>(name: &str, mut opt: O) -> Result<()> {
+    let data = load("nn");
+    let steps = data["optimizers"][name].as_array().unwrap();
+    let mut model = mlp_from_golden(&data);
+    let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
+    for (i, step) in steps.iter().enumerate() {
+        let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
+        Optimizer::update(&mut opt, &mut model, &grads)?;
+        let want = step["loss"].as_f64().unwrap();
+        let got = loss.item::<f32>()? as f64;
+        assert!(
+            (got - want).abs() < 1e-4,
+            "{name} step {i}: loss {got} vs {want}"
+        );
+        let lr = opt.learning_rate().item::<f32>()? as f64;
+        let want_lr = step["lr"].as_f64().unwrap();
+        assert!(
+            (lr - want_lr).abs() < 1e-6,
+            "{name} step {i}: lr {lr} vs {want_lr}"
+        );
+        for (p, a) in model.named_parameters()? {
+            // Adam-style updates divide by sqrt(v): entries with near-zero gradients amplify
+            // float32 rounding, so the absolute tolerance is a small fraction of a step.
+            let what = format!("{name} step {i} {p}");
+            assert_close_tol(&a, &step["params"][&p], 1e-4, 5e-5, &what);
+        }
+    }
+    assert_eq!(opt.step().item::<u64>()?, steps.len() as u64);
+    Ok(())
+}
+
+#[test]
+fn optimizers_match_python() -> Result<()> {
+    run_optimizer("sgd", optim::SGD::new(0.1))?;
+    run_optimizer(
+        "sgd_momentum",
+        optim::SGD::with(0.1, 0.9, 0.01, 0.1, false)?,
+    )?;
+    run_optimizer("sgd_nesterov", optim::SGD::with(0.1, 0.9, 0.0, 0.0, true)?)?;
+    run_optimizer("adam", optim::Adam::new(0.01))?;
+    run_optimizer(
+        "adam_bias_correction",
+        optim::Adam::with(0.01, (0.8, 0.9), 1e-6, true),
+    )?;
+    run_optimizer(
+        "adamw",
+        optim::AdamW::with(0.01, (0.9, 0.999), 1e-8, 0.1, false),
+    )?;
+    run_optimizer("lion", optim::Lion::with(0.01, (0.9, 0.99), 0.1))?;
+    run_optimizer(
+        "adam_cosine",
+        optim::Adam::new(optim::cosine_decay(0.05, 4, 0.001)?),
+    )?;
+    let warmup = optim::join_schedules(
+        vec![
+            optim::linear_schedule(0.0, 0.1, 2)?,
+            optim::cosine_decay(0.1, 5, None)?,
+        ],
+        vec![2],
+    )?;
+    run_optimizer("sgd_warmup", optim::SGD::new(warmup))?;
+    Ok(())
+}
+
+#[test]
+fn schedules_match_python() -> Result<()> {
+    let data = load("nn");
+    let s = &data["schedules"];
+    let steps = mlx::core::ops::arange(0i32, 12, None, None)?.astype(mlx::core::Dtype::Uint64)?;
+    let cases: Vec<(&str, optim::Schedule)> = vec![
+        ("cosine_decay", optim::cosine_decay(0.1, 8, 0.01)?),
+        ("linear_schedule", optim::linear_schedule(0.0, 0.1, 5)?),
+        ("exponential_decay", optim::exponential_decay(0.1, 0.9)),
+        ("step_decay", optim::step_decay(0.1, 0.5, 3)?),
+        (
+            "join",
+            optim::join_schedules(
+                vec![
+                    optim::linear_schedule(0.0, 0.1, 3)?,
+                    optim::cosine_decay(0.1, 6, None)?,
+                ],
+                vec![3],
+            )?,
+        ),
+    ];
+    for (name, f) in cases {
+        close(&f.call(&steps)?, &s[name], name);
+    }
+    assert!(optim::cosine_decay(0.1, 0, None).is_err());
+    assert!(optim::join_schedules(vec![], vec![]).is_err());
+    Ok(())
+}

@@ -1,0 +1,369 @@
+//! The `Module` trait and training machinery: weights loading errors, freeze/unfreeze,
+//! train/eval, and a compiled training step (model and optimizer passed mutably).
+
+use std::collections::HashMap;
+
+use mlx::core::{ops, random, Array, Result};
+use mlx::nn::{self, losses, Dropout, LoadOptions, Module};
+use mlx::optimizers::{self as optim, Optimizer};
+use mlx::utils::{compile_mut, TreeNode};
+
+#[derive(Clone, TreeNode)]
+struct Mlp {
+    layers: Vec<nn::Linear>,
+}
+
+impl Mlp {
+    fn new() -> Result<Mlp> {
+        Ok(Mlp {
+            layers: vec![nn::Linear::new(4, 8, true)?, nn::Linear::new(8, 3, true)?],
+        })
+    }
+    fn forward(&self, x: &Array) -> Result<Array> {
+        self.layers[1].forward(&nn::relu(&self.layers[0].forward(x)?)?)
+    }
+}
+
+fn loss_fn(m: &Mlp, x: &Array, y: &Array) -> Result<Array> {
+    losses::cross_entropy(&m.forward(x)?, y, None, None, None, losses::Reduction::Mean)
+}
+
+fn batch() -> Result<(Array, Array)> {
+    let k = random::key(3)?;
+    let x = random::normal(&[16, 4], None, 0.0, 1.0, &k)?;
+    let y = Array::from_slice(&[0i32, 1, 2, 1].repeat(4), &[16])?;
+    Ok((x, y))
+}
+
+fn data(name: &str) -> String {
+    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn python_written_weights_load_by_name() -> Result<()> {
+    let mut m = Mlp::new()?;
+    m.load_weights(data("nn_mlp.safetensors"), LoadOptions::default())?;
+    let (weights, _) = mlx::core::io::load_safetensors(data("nn_mlp.safetensors"))?;
+    for (path, a) in m.named_parameters()? {
+        let w = &weights[&path];
+        assert!(ops::array_equal(&a, w, false)?.item::<bool>()?, "{path}");
+    }
+    Ok(())
+}
+
+fn load_err(weights: HashMap<String, Array>) -> String {
+    Mlp::new()
+        .unwrap()
+        .load_weights_from(weights, LoadOptions::default())
+        .unwrap_err()
+        .to_string()
+}
+
+#[test]
+fn weight_mismatches_name_the_keys() -> Result<()> {
+    let good: HashMap<String, Array> = Mlp::new()?.named_parameters()?.into_iter().collect();
+
+    let mut missing = good.clone();
+    missing.remove("layers.1.bias");
+    let e = load_err(missing);
+    assert!(
+        e.contains("missing (in the tree, not in the file): layers.1.bias"),
+        "{e}"
+    );
+
+    let mut extra = good.clone();
+    extra.insert("layers.2.weight".into(), ops::zeros(&[3, 3], None)?);
+    let e = load_err(extra);
+    assert!(
+        e.contains("unexpected (in the file, not in the tree): layers.2.weight"),
+        "{e}"
+    );
+
+    let mut shape = good.clone();
+    shape.insert("layers.0.weight".into(), ops::zeros(&[8, 5], None)?);
+    let e = load_err(shape);
+    assert!(
+        e.contains("wrong shape: layers.0.weight: file [8, 5] vs tree [8, 4]"),
+        "{e}"
+    );
+
+    // The same through a file, whose path is in the message; nothing was changed.
+    let dir = std::env::temp_dir().join(format!("mlx-nn-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("bad.safetensors");
+    let mut bad = good.clone();
+    bad.remove("layers.0.bias");
+    mlx::core::io::save_safetensors(&file, bad.iter(), None)?;
+    let mut m = Mlp::new()?;
+    let before = m.layers[0].weight.clone();
+    let e = m
+        .load_weights(&file, LoadOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("bad.safetensors") && e.contains("layers.0.bias"),
+        "{e}"
+    );
+    assert!(ops::array_equal(&before, &m.layers[0].weight, false)?.item::<bool>()?);
+    // allow_missing loads the rest.
+    let opts = LoadOptions {
+        allow_missing: true,
+        ..Default::default()
+    };
+    m.load_weights(&file, opts)?;
+    assert!(ops::array_equal(&bad["layers.0.weight"], &m.layers[0].weight, false)?.item::<bool>()?);
+    std::fs::remove_dir_all(&dir).ok();
+    Ok(())
+}
+
+#[test]
+fn save_and_load_round_trip() -> Result<()> {
+    let m = Mlp::new()?;
+    let file = std::env::temp_dir().join(format!("mlx-nn-rt-{}.safetensors", std::process::id()));
+    m.save_weights(&file)?;
+    let mut n = Mlp::new()?;
+    n.load_weights(&file, LoadOptions::default())?;
+    for ((p, a), (_, b)) in m.named_parameters()?.into_iter().zip(n.named_parameters()?) {
+        assert!(ops::array_equal(&a, &b, false)?.item::<bool>()?, "{p}");
+    }
+    std::fs::remove_file(&file).ok();
+    Ok(())
+}
+
+#[test]
+fn freeze_and_unfreeze_by_path() -> Result<()> {
+    let mut m = Mlp::new()?;
+    m.freeze(Some(&["layers.0"]))?;
+    let names = |m: &Mlp| -> Vec<String> {
+        m.named_trainable_parameters()
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect()
+    };
+    assert_eq!(names(&m), ["layers.1.weight", "layers.1.bias"]);
+    // Frozen parameters get no gradient and the optimizer leaves them alone.
+    let (x, y) = batch()?;
+    let (_, grads) = nn::value_and_grad(&m, |m| loss_fn(m, &x, &y))?;
+    assert_eq!(
+        grads.layers[0]
+            .weight
+            .abs()?
+            .sum(None, false)?
+            .item::<f32>()?,
+        0.0
+    );
+    assert!(
+        grads.layers[1]
+            .weight
+            .abs()?
+            .sum(None, false)?
+            .item::<f32>()?
+            > 0.0
+    );
+    let before = m.layers[0].weight.clone();
+    let before1 = m.layers[1].weight.clone();
+    let mut opt = optim::AdamW::new(0.1);
+    opt.update(&mut m, &grads)?;
+    assert!(ops::array_equal(&before, &m.layers[0].weight, false)?.item::<bool>()?);
+    assert!(!ops::array_equal(&before1, &m.layers[1].weight, false)?.item::<bool>()?);
+
+    m.unfreeze(Some(&["layers.0.bias"]))?;
+    assert_eq!(
+        names(&m),
+        ["layers.0.bias", "layers.1.weight", "layers.1.bias"]
+    );
+    m.unfreeze(None)?;
+    assert_eq!(names(&m).len(), 4);
+    m.freeze(None)?;
+    assert!(names(&m).is_empty());
+    let e = m.freeze(Some(&["layers.7"])).unwrap_err().to_string();
+    assert!(e.contains("no parameter at or below `layers.7`"), "{e}");
+    Ok(())
+}
+
+#[derive(Clone, TreeNode)]
+struct WithRaw {
+    scale: Array,
+    inner: nn::Linear,
+}
+
+#[test]
+fn freezing_needs_a_frozen_field() -> Result<()> {
+    let mut w = WithRaw {
+        scale: Array::from(1.0f32),
+        inner: nn::Linear::new(2, 2, false)?,
+    };
+    let e = w.freeze(Some(&["scale"])).unwrap_err().to_string();
+    assert!(e.contains("cannot freeze `scale`"), "{e}");
+    w.freeze(Some(&["inner"]))?;
+    assert_eq!(w.named_trainable_parameters()?.len(), 1);
+    Ok(())
+}
+
+#[derive(Clone, TreeNode)]
+struct Net {
+    proj: nn::Linear,
+    drop: Dropout,
+}
+
+#[test]
+fn train_and_eval_modes() -> Result<()> {
+    let mut net = Net {
+        proj: nn::Linear::new(4, 4, false)?,
+        drop: Dropout::new(0.5)?,
+    };
+    assert!(net.training()?);
+    let x = ops::ones(&[64, 4], None)?;
+    let y = net.drop.forward(&x)?;
+    // In training mode dropout zeroes some entries and doubles the rest.
+    let zeros = ops::equal(&y, 0.0)?.sum(None, false)?.item::<i32>()?;
+    assert!(zeros > 0 && zeros < 256, "{zeros}");
+    net.eval()?;
+    assert!(!net.training()? && !net.drop.training);
+    let y = net.drop.forward(&x)?;
+    assert!(ops::array_equal(&y, &x, false)?.item::<bool>()?);
+    net.train(true)?;
+    assert!(net.drop.training);
+    assert!(Dropout::new(1.0).is_err());
+    Ok(())
+}
+
+#[test]
+fn compiled_training_step_equals_eager_with_one_trace() -> Result<()> {
+    let (x, y) = batch()?;
+    let model = Mlp::new()?;
+    let schedule = optim::join_schedules(
+        vec![
+            optim::linear_schedule(0.0, 0.05, 2)?,
+            optim::cosine_decay(0.05, 10, None)?,
+        ],
+        vec![2],
+    )?;
+
+    // Eager.
+    let mut eager = (model.clone(), optim::Adam::new(schedule.clone()));
+    let mut eager_losses = Vec::new();
+    for _ in 0..5 {
+        let (loss, grads) = nn::value_and_grad(&eager.0, |m| loss_fn(m, &x, &y))?;
+        eager.1.update(&mut eager.0, &grads)?;
+        eager_losses.push(loss.item::<f32>()?);
+    }
+
+    // Compiled: model and optimizer state are `&mut` state of one compiled step.
+    let mut state = (model, optim::Adam::new(schedule));
+    state.1.init(&state.0)?;
+    let step = compile_mut(
+        |s: &mut (Mlp, optim::Adam), (x, y): &(Array, Array)| {
+            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+            let (grads, _) = optim::clip_grad_norm(&grads, 100.0)?;
+            s.1.update(&mut s.0, &grads)?;
+            Ok(loss)
+        },
+        None,
+    );
+    let batch = (x.clone(), y.clone());
+    let mut compiled_losses = Vec::new();
+    for _ in 0..5 {
+        compiled_losses.push(step.call(&mut state, &batch)?.item::<f32>()?);
+    }
+    let stats = step.stats();
+    assert_eq!(stats.traces, 1, "one trace for five calls: {stats:?}");
+    assert_eq!((stats.calls, stats.cache_hits), (5, 4));
+    assert_eq!(state.1.step().item::<u64>()?, 5);
+    for (a, b) in eager_losses.iter().zip(&compiled_losses) {
+        assert!(
+            (a - b).abs() < 1e-5,
+            "losses {eager_losses:?} vs {compiled_losses:?}"
+        );
+    }
+    assert!(compiled_losses[4] < compiled_losses[0]);
+    for ((p, a), (_, b)) in eager
+        .0
+        .named_parameters()?
+        .into_iter()
+        .zip(state.0.named_parameters()?)
+    {
+        assert!(
+            ops::allclose(&a, &b, 1e-5, 1e-6, false)?.item::<bool>()?,
+            "{p} differs after 5 steps"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn compiled_step_initializes_optimizer_state_once() -> Result<()> {
+    // Without `init`, the first step creates the optimizer state (a structure change): the
+    // state is rebuilt from the new structure and the second call traces once more; after
+    // that every call is a cache hit, and the result equals the eager loop.
+    let (x, y) = batch()?;
+    let model = Mlp::new()?;
+    let mut eager = (model.clone(), optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    for _ in 0..4 {
+        let (_, grads) = nn::value_and_grad(&eager.0, |m| loss_fn(m, &x, &y))?;
+        eager.1.update(&mut eager.0, &grads)?;
+    }
+    let mut state = (model, optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    let step = compile_mut(
+        |s: &mut (Mlp, optim::SGD), (x, y): &(Array, Array)| {
+            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+            s.1.update(&mut s.0, &grads)?;
+            Ok(loss)
+        },
+        None,
+    );
+    let batch = (x, y);
+    for _ in 0..4 {
+        step.call(&mut state, &batch)?;
+    }
+    assert_eq!(step.stats().traces, 2, "{:?}", step.stats());
+    for ((p, a), (_, b)) in eager
+        .0
+        .named_parameters()?
+        .into_iter()
+        .zip(state.0.named_parameters()?)
+    {
+        assert!(
+            ops::allclose(&a, &b, 1e-5, 1e-6, false)?.item::<bool>()?,
+            "{p}"
+        );
+    }
+    Ok(())
+}
+
+#[test]
+fn initializers_follow_python_formulas() -> Result<()> {
+    let a = ops::zeros(&[64, 32, 3], None)?;
+    // Python's _calculate_fan_in_fan_out: receptive field = 32 (the middle axes),
+    // fan_in = 3 * 32, fan_out = 64 * 32.
+    let limit = (6.0f32 / (96.0 + 2048.0)).sqrt();
+    let w = nn::init::glorot_uniform(&a, 1.0, None)?;
+    assert_eq!(w.shape(), a.shape());
+    let max = w.abs()?.max(None, false)?.item::<f32>()?;
+    assert!(max <= limit && max > 0.8 * limit, "{max} vs {limit}");
+    let h = nn::init::he_normal(&a, false, 1.0, None)?;
+    let std = h.std(None, false, None)?.item::<f32>()?;
+    let want = 1.0 / 96f32.sqrt();
+    assert!((std - want).abs() < 0.1 * want, "{std} vs {want}");
+    let c = nn::init::constant(&a, 0.5, mlx::core::Dtype::Float16)?;
+    assert_eq!(c.dtype(), mlx::core::Dtype::Float16);
+    let e = nn::init::glorot_normal(&ops::zeros(&[3], None)?, 1.0, None).unwrap_err();
+    assert!(e.to_string().contains("at least 2 dimensional"), "{e}");
+    Ok(())
+}
+
+#[test]
+fn sequential_of_a_vec_and_parameters_tree() -> Result<()> {
+    let seq = nn::Sequential::new(vec![
+        nn::Linear::new(3, 3, true)?,
+        nn::Linear::new(3, 2, false)?,
+    ]);
+    let y = nn::Unary::forward(&seq, &ops::ones(&[5, 3], None)?)?;
+    assert_eq!(y.shape(), &[5, 2]);
+    let params = seq.parameters()?;
+    assert!(params.get_path("layers.1.weight").is_some());
+    assert!(params.get_path("layers.1.bias").is_none());
+    assert_eq!(seq.num_parameters()?, 9 + 3 + 6);
+    Ok(())
+}
