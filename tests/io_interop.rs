@@ -162,21 +162,19 @@ fn rust_written_files_load_in_rust_and_python() {
         }
         None => println!(
             "SKIPPED the Python half: no Python with MLX 0.32.2 found (set MLX_PYTHON, or create \
-             /work/venv or .venv); the committed fixtures were still checked"
+             .venv with scripts/python-venv); the committed fixtures were still checked"
         ),
     }
     let _ = std::fs::remove_dir_all(dir);
 }
 
-/// A Python interpreter that imports MLX 0.32.2: $MLX_PYTHON, /work/venv or .venv.
+/// A Python interpreter that imports MLX 0.32.2: $MLX_PYTHON or the repository's .venv
+/// (scripts/python-venv).
 fn python() -> Option<PathBuf> {
     let candidates = std::env::var_os("MLX_PYTHON")
         .map(PathBuf::from)
         .into_iter()
-        .chain([
-            PathBuf::from("/work/venv/bin/python"),
-            Path::new(ROOT).join(".venv/bin/python"),
-        ]);
+        .chain([Path::new(ROOT).join(".venv/bin/python")]);
     candidates.into_iter().find(|py| {
         std::process::Command::new(py)
             .args([

