@@ -1,8 +1,133 @@
-//! Pytrees for MLX in Rust.
+//! Pytrees for MLX in Rust: your own structs, containers and foreign types as trees of
+//! [`Array`] leaves (Python: `mlx.utils`, `jax.tree_util`).
 //!
-//! This crate will hold the tree node trait, its derive, the `TypeId`-keyed registry,
-//! `TreeDef` and the tree-aware transforms (see DESIGN.md, section Trees). It is part of the
-//! workspace from the start so the dependency direction mlx-sys -> mlx-rs -> mlx-tree -> mlx
-//! is fixed.
+//! A tree is an interior node — a struct, `Vec`, `[T; N]`, tuple, `Option`, `Box`, string-keyed
+//! map, registered foreign type or dynamic [`Value`] — over `Array` leaves. Flattening a tree
+//! gives its leaves in a fixed order plus a [`TreeDef`] (everything but the leaves);
+//! unflattening rebuilds the same type from the two. Transforms (`compile`, `value_and_grad`,
+//! `vmap`, `export`) and weights IO are built on exactly these two operations.
+//!
+//! # Three ways in
+//!
+//! All three are equal citizens: every tree function treats their nodes alike.
+//!
+//! 1. **Built-in impls**: `Array` (a leaf), `Vec<T>`, `[T; N]`, tuples up to 12, `()`,
+//!    `Option<T>`, `Box<T>`, `BTreeMap<String, T>`, `HashMap<String, T>`.
+//! 2. **`#[derive(TreeNode)]`** on your own structs (named, tuple, unit) and enums. Field
+//!    attributes: `#[tree(static)]` (non-array data, part of the structure — needs `serde`'s
+//!    `Serialize + Deserialize`), `#[tree(skip)]` (not part of the tree, rebuilt with
+//!    `Default`), `#[tree(rename = "..")]` (the path segment). Generic structs work. A field that
+//!    is neither a tree nor marked is a compile error.
+//! 3. **The registry**: [`register::<T>(name, flatten, unflatten)`](register) for a type from a
+//!    crate that does not implement [`TreeNode`] (the orphan rule forbids you to); use it as
+//!    [`Registered<T>`] in typed trees or [`Value::Registered`] in dynamic ones. The registered
+//!    functions are written with the same [`Flattener`]/[`Unflattener`] calls the derive
+//!    generates.
+//!
+//! ```
+//! use mlx_tree::{tree_flatten_with_path, tree_map, Array, TreeNode};
+//!
+//! #[derive(TreeNode)]
+//! struct Linear {
+//!     weight: Array,
+//!     bias: Option<Array>,
+//! }
+//!
+//! #[derive(TreeNode)]
+//! struct Mlp {
+//!     layers: Vec<Linear>,
+//!     #[tree(static)]
+//!     activation: String,
+//! }
+//!
+//! let leaf = || Array::from_scalar(1.0f32);
+//! let mlp = Mlp {
+//!     layers: vec![
+//!         Linear { weight: leaf(), bias: Some(leaf()) },
+//!         Linear { weight: leaf(), bias: None },
+//!     ],
+//!     activation: "relu".into(),
+//! };
+//! let paths: Vec<String> = tree_flatten_with_path(&mlp)?.into_iter().map(|(p, _)| p).collect();
+//! assert_eq!(paths, ["layers.0.weight", "layers.0.bias", "layers.1.weight"]);
+//!
+//! let doubled: Mlp = tree_map(|x| Ok(x * 2.0), &mlp)?;
+//! assert_eq!(doubled.activation, "relu");
+//! # Ok::<(), mlx_tree::Error>(())
+//! ```
+//!
+//! # The data model (flatten order and key paths)
+//!
+//! This section is the one definition of the order; everything else refers to it.
+//! Flattening is a depth-first, pre-order walk that visits children in this order:
+//!
+//! | node | children, in order | path segment of a child | Python equivalent |
+//! |------|--------------------|-------------------------|-------------------|
+//! | `Array` | — (a leaf) | — | `mx.array` |
+//! | derived struct | fields in declaration order (skipped fields omitted) | field name, or `rename`; tuple-struct fields use their index (`0`, `1`) | an `nn.Module` (or dict) whose attributes were set in that order |
+//! | derived enum | the active variant's fields, as for a struct | field name | the variant's fields as a dict |
+//! | `Vec<T>`, `[T; N]`, slices | elements | index | `list` |
+//! | tuples, `()` | elements | index | `tuple` |
+//! | `BTreeMap<String, T>`, `HashMap<String, T>` | entries in **sorted key order** (never hash order) | key | `dict` with keys inserted in sorted order |
+//! | `Value::Dict` | entries in insertion order | key | `dict` |
+//! | `Option<T>` | `None`: nothing; `Some(x)`: `x` | none (transparent) | `x`, or the key absent |
+//! | `Box<T>` | `T` itself (no node of its own) | none | `x` |
+//! | registered type | what its registered `flatten` emits, in that order | the keys it gives | a dict of those keys |
+//!
+//! A leaf's key path joins the segments with `.`: `layers.0.attn.wq.weight`. For a structure
+//! built of the Python equivalents above, the leaves come out in the same order and with the
+//! same paths as Python MLX's `mlx.utils.tree_flatten` (checked against MLX 0.32.2 by the
+//! golden test `tests/tree_golden.rs`), so `tree_flatten(model.parameters())` keys from Python
+//! name the same leaves here. Python treats non-array values (ints, `None`) as leaves too; here
+//! leaves are arrays only and everything else is static data or absent.
+//!
+//! # Static data
+//!
+//! `#[tree(static)]` fields (and `static_field` in registered types) are part of the
+//! structure: two trees whose static data differs have different [`TreeDef`]s, so a compiled
+//! function retraces, and `tree_map` over several trees reports the difference. Static data is
+//! stored in its canonical JSON form (`serde_json::Value`), which is what `TreeDef` compares,
+//! hashes, prints and serializes; any `Serialize + DeserializeOwned` type works, floats
+//! included (compared by value; they must be finite, as JSON numbers are).
+//!
+//! # Utilities
+//!
+//! [`tree_flatten`], [`tree_unflatten`], [`tree_leaves`], [`tree_structure`],
+//! [`tree_flatten_with_path`], [`tree_map`], [`tree_map_n`], [`tree_map_with_path`],
+//! [`tree_reduce`], [`tree_merge`], plus [`tree_map_in_place`] and [`tree_assign_leaves`] for
+//! in-place updates. Structure mismatches are `Err(Error::InvalidArgument)` whose message names
+//! the path where the trees differ and how (type, length, keys, static data).
+//!
+//! See `docs/trees.md` in the repository for when to use which way in, and KV-cache and
+//! SSM-state examples.
 
-pub use mlx_rs::{Array, Error, Result};
+// Lets `#[derive(TreeNode)]` name this crate as `::mlx_tree` from inside it too.
+extern crate self as mlx_tree;
+
+mod def;
+mod error;
+mod flatten;
+mod node;
+mod registry;
+mod util;
+mod value;
+
+pub use def::{NodeKind, NodeRef, TreeDef};
+pub use error::{Error, Result};
+pub use flatten::{Flattener, Unflattener};
+pub use mlx_rs::Array;
+pub use node::TreeNode;
+pub use registry::{is_registered, register, registered_name, Registered, RegisteredValue};
+pub use util::{
+    tree_assign_leaves, tree_flatten, tree_flatten_with_path, tree_leaves, tree_map,
+    tree_map_in_place, tree_map_n, tree_map_with_path, tree_merge, tree_reduce, tree_structure,
+    tree_unflatten, MergeFn,
+};
+pub use value::Value;
+
+/// `#[derive(TreeNode)]`: see the crate docs, "Three ways in".
+pub use mlx_tree_derive::TreeNode;
+
+/// Re-exported for code generated by `#[derive(TreeNode)]` (static-field bounds).
+#[doc(hidden)]
+pub use serde;

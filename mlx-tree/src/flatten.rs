@@ -1,0 +1,664 @@
+//! [`Flattener`] and [`Unflattener`]: the two halves every [`TreeNode`] impl is written
+//! against — built-in impls, `#[derive(TreeNode)]` output and registered foreign types alike.
+//!
+//! A flatten emits exactly one node for the value (a leaf, or a container whose body emits its
+//! children); the matching unflatten consumes exactly that node. Keys are attached by the
+//! parent (`field`) before the child emits its node, so a child never needs to know its name.
+
+use std::borrow::Cow;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::def::{describe, key_list, Kind, Name, Node, NodeKind, TreeDef};
+use crate::error::{self, Error, Result};
+use crate::{Array, TreeNode};
+
+/// Collects the leaves (borrowed, in order) and the structure of a tree.
+///
+/// Used in [`TreeNode::flatten`]. A flatten must emit exactly one node: call one of
+/// [`leaf`](Self::leaf), [`none`](Self::none), [`some`](Self::some), [`list`](Self::list),
+/// [`tuple`](Self::tuple), [`dict`](Self::dict), [`struct_node`](Self::struct_node),
+/// [`variant_node`](Self::variant_node), or delegate to one child's `flatten` (as `Box` does).
+pub struct Flattener<'a> {
+    pub(crate) leaves: Vec<&'a Array>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) statics: Vec<serde_json::Value>,
+    /// The key for the next node, set by the parent.
+    key: Option<Name>,
+    /// The innermost open node (usize::MAX: none).
+    open: usize,
+    /// The first static-data serialization failure, reported when the flatten finishes.
+    error: Option<Error>,
+    /// False: only leaves are collected (tree_leaves, tree_reduce).
+    structure: bool,
+}
+
+impl<'a> Flattener<'a> {
+    pub(crate) fn new(structure: bool) -> Self {
+        Flattener {
+            leaves: Vec::new(),
+            nodes: Vec::new(),
+            statics: Vec::new(),
+            key: None,
+            open: usize::MAX,
+            error: None,
+            structure,
+        }
+    }
+
+    pub(crate) fn finish(self) -> Result<(Vec<&'a Array>, TreeDef)> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let num_leaves = self.leaves.len();
+        Ok((
+            self.leaves,
+            TreeDef {
+                nodes: self.nodes,
+                statics: self.statics,
+                num_leaves,
+            },
+        ))
+    }
+
+    pub(crate) fn into_leaves(self) -> Vec<&'a Array> {
+        self.leaves
+    }
+
+    #[inline]
+    fn push(&mut self, kind: Kind) -> usize {
+        let index = self.nodes.len();
+        if let Some(parent) = self.nodes.get_mut(self.open) {
+            parent.arity += 1;
+        }
+        self.nodes.push(Node {
+            kind,
+            key: self.key.take(),
+            arity: 0,
+            size: 1,
+        });
+        index
+    }
+
+    #[inline]
+    pub(crate) fn open(&mut self, kind: Kind, body: impl FnOnce(&mut Self)) {
+        if !self.structure {
+            body(self);
+            return;
+        }
+        let index = self.push(kind);
+        let saved = std::mem::replace(&mut self.open, index);
+        body(self);
+        self.open = saved;
+        self.nodes[index].size = (self.nodes.len() - index) as u32;
+    }
+
+    /// Emits an array leaf.
+    #[inline]
+    pub fn leaf(&mut self, array: &'a Array) {
+        self.leaves.push(array);
+        if self.structure {
+            self.push(Kind::Leaf);
+        }
+    }
+
+    /// Emits `None` (no leaves).
+    #[inline]
+    pub fn none(&mut self) {
+        if self.structure {
+            self.push(Kind::None);
+        }
+    }
+
+    /// Emits `Some(value)`: a node with one child, transparent in key paths.
+    #[inline]
+    pub fn some<T: TreeNode>(&mut self, value: &'a T) {
+        self.open(Kind::Some, |f| value.flatten(f));
+    }
+
+    /// Emits a list of children (`Vec`, slices, `[T; N]`); paths use the positions.
+    #[inline]
+    pub fn list<T: TreeNode>(&mut self, items: &'a [T]) {
+        self.open(Kind::List, |f| {
+            for item in items {
+                item.flatten(f);
+            }
+        });
+    }
+
+    /// Emits a tuple whose `body` emits the elements with [`child`](Self::child).
+    #[inline]
+    pub fn tuple(&mut self, body: impl FnOnce(&mut Self)) {
+        self.open(Kind::Tuple, body);
+    }
+
+    /// Emits a string-keyed map whose `body` emits entries with [`entry`](Self::entry).
+    #[inline]
+    pub fn dict(&mut self, body: impl FnOnce(&mut Self)) {
+        self.open(Kind::Dict, body);
+    }
+
+    /// Emits a struct named `name` whose `body` emits its fields with [`field`](Self::field)
+    /// and [`static_field`](Self::static_field).
+    #[inline]
+    pub fn struct_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
+        self.open(Kind::Struct(Cow::Borrowed(name)), body);
+    }
+
+    /// Emits an enum variant named `Enum::Variant` whose `body` emits its fields.
+    #[inline]
+    pub fn variant_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
+        self.open(Kind::Variant(Cow::Borrowed(name)), body);
+    }
+
+    /// Emits a child under `key` (a struct field, a registered type's part). The key is its
+    /// path segment.
+    #[inline]
+    pub fn field<T: TreeNode>(&mut self, key: &'static str, value: &'a T) {
+        if self.structure {
+            self.key = Some(Cow::Borrowed(key));
+        }
+        value.flatten(self);
+    }
+
+    /// Like [`field`](Self::field) for a slice of trees: flattens like a `Vec<T>` under `key`.
+    #[inline]
+    pub fn field_list<T: TreeNode>(&mut self, key: &'static str, items: &'a [T]) {
+        if self.structure {
+            self.key = Some(Cow::Borrowed(key));
+        }
+        self.list(items);
+    }
+
+    /// Emits a map entry: a child under a dynamic key (copied only when the structure is
+    /// being recorded).
+    #[inline]
+    pub fn entry<T: TreeNode>(&mut self, key: &str, value: &'a T) {
+        if self.structure {
+            self.key = Some(Cow::Owned(key.to_string()));
+        }
+        value.flatten(self);
+    }
+
+    /// Emits a positional child (tuple element).
+    #[inline]
+    pub fn child<T: TreeNode>(&mut self, value: &'a T) {
+        value.flatten(self);
+    }
+
+    /// Records non-array data under `key`: part of the structure (compared and hashed through
+    /// its canonical JSON form), never a leaf. See the crate docs, "Static data".
+    pub fn static_field<S: Serialize + ?Sized>(&mut self, key: &'static str, value: &S) {
+        if !self.structure {
+            return;
+        }
+        let json = match serde_json::to_value(value) {
+            Ok(v) => v,
+            Err(e) => {
+                if self.error.is_none() {
+                    self.error = Some(error::invalid(format!(
+                        "static field `{key}` cannot be serialized: {e}"
+                    )));
+                }
+                serde_json::Value::Null
+            }
+        };
+        self.statics.push(json);
+        self.key = Some(Cow::Borrowed(key));
+        self.push(Kind::Static((self.statics.len() - 1) as u32));
+    }
+}
+
+/// Rebuilds a tree from a [`TreeDef`] and owned leaves; the mirror of [`Flattener`].
+///
+/// Used in [`TreeNode::unflatten`]. Each call checks that the next node is what the type
+/// expects and reports a mismatch with the node's key path.
+pub struct Unflattener<'d> {
+    def: &'d TreeDef,
+    pos: usize,
+    /// One past the last node of the innermost open node's subtree.
+    end: usize,
+    leaves: std::vec::IntoIter<Array>,
+}
+
+impl<'d> Unflattener<'d> {
+    pub(crate) fn new(def: &'d TreeDef, leaves: Vec<Array>) -> Result<Self> {
+        if leaves.len() != def.num_leaves {
+            return Err(error::leaf_count(def.num_leaves, leaves.len()));
+        }
+        Ok(Unflattener {
+            def,
+            pos: 0,
+            end: def.nodes.len(),
+            leaves: leaves.into_iter(),
+        })
+    }
+
+    /// Checks that everything was consumed (the root node and all leaves).
+    pub(crate) fn finish(self) -> Result<()> {
+        if self.pos != self.def.nodes.len() {
+            return Err(self
+                .def
+                .error_at(self.pos, "the structure has more nodes than the type reads"));
+        }
+        Ok(())
+    }
+
+    /// The next node, bounded by the open parent.
+    #[inline]
+    pub(crate) fn peek(&self) -> Result<&'d Node> {
+        if self.pos < self.end {
+            Ok(&self.def.nodes[self.pos])
+        } else {
+            Err(self.missing_child())
+        }
+    }
+
+    fn missing_child(&self) -> Error {
+        let parent = self.open_parent();
+        match parent {
+            Some(p) => self.def.error_at(
+                p,
+                format!(
+                    "the type reads more children than {} has",
+                    describe(self.node_ref(p))
+                ),
+            ),
+            None => error::invalid("tree mismatch: the structure is empty"),
+        }
+    }
+
+    /// The index of the innermost open node (the parent of `pos`), if any.
+    fn open_parent(&self) -> Option<usize> {
+        // The open node is the last node before `pos` whose subtree ends at `end`.
+        (0..self.pos)
+            .rev()
+            .find(|&i| i + self.def.nodes[i].size as usize == self.end)
+    }
+
+    fn node_ref(&self, index: usize) -> crate::def::NodeRef<'d> {
+        crate::def::NodeRef::at(self.def, index)
+    }
+
+    /// An error at the next node: "expected X, found Y".
+    pub fn mismatch(&self, expected: impl std::fmt::Display) -> Error {
+        if self.pos >= self.def.nodes.len() {
+            return self.missing_child();
+        }
+        self.def.error_at(
+            self.pos,
+            format!(
+                "expected {expected}, found {}",
+                describe(self.node_ref(self.pos))
+            ),
+        )
+    }
+
+    /// Opens the next node if `accept` takes its kind, runs `body` over its children and
+    /// checks that `body` consumed all of them.
+    #[inline]
+    pub(crate) fn enter<R>(
+        &mut self,
+        expected: impl FnOnce() -> String,
+        accept: impl FnOnce(&'d Kind) -> bool,
+        body: impl FnOnce(&mut Self, &'d Node) -> Result<R>,
+    ) -> Result<R> {
+        let node = self.peek()?;
+        if !accept(&node.kind) {
+            return Err(self.mismatch(expected()));
+        }
+        let index = self.pos;
+        let saved = std::mem::replace(&mut self.end, index + node.size as usize);
+        self.pos += 1;
+        let out = body(self, node)?;
+        if self.pos != self.end {
+            let extra = self.def.nodes[self.pos]
+                .key
+                .as_deref()
+                .unwrap_or("<positional>");
+            return Err(self.def.error_at(
+                index,
+                format!(
+                    "{} has children the type does not read (first: `{extra}`)",
+                    describe(self.node_ref(index))
+                ),
+            ));
+        }
+        self.end = saved;
+        Ok(out)
+    }
+
+    /// Reads an array leaf.
+    #[inline]
+    pub fn leaf(&mut self) -> Result<Array> {
+        let node = self.peek()?;
+        if node.kind != Kind::Leaf {
+            return Err(self.mismatch("an array leaf"));
+        }
+        self.pos += 1;
+        // The count was checked against the structure up front.
+        self.leaves
+            .next()
+            .ok_or_else(|| error::invalid("tree mismatch: ran out of leaves"))
+    }
+
+    /// Reads `None`.
+    #[inline]
+    pub fn none(&mut self) -> Result<()> {
+        if self.peek()?.kind != Kind::None {
+            return Err(self.mismatch("None"));
+        }
+        self.pos += 1;
+        Ok(())
+    }
+
+    /// Reads `None` or `Some(T)`.
+    #[inline]
+    pub fn option<T: TreeNode>(&mut self) -> Result<Option<T>> {
+        match self.peek()?.kind {
+            Kind::None => {
+                self.pos += 1;
+                Ok(None)
+            }
+            _ => self
+                .enter(
+                    || "None or Some".into(),
+                    |k| *k == Kind::Some,
+                    |u, _| T::unflatten(u),
+                )
+                .map(Some),
+        }
+    }
+
+    /// Reads a list of any length.
+    #[inline]
+    pub fn list<T: TreeNode>(&mut self) -> Result<Vec<T>> {
+        self.enter(
+            || "a list".into(),
+            |k| *k == Kind::List,
+            |u, node| {
+                let mut out = Vec::with_capacity(node.arity as usize);
+                for _ in 0..node.arity {
+                    out.push(T::unflatten(u)?);
+                }
+                Ok(out)
+            },
+        )
+    }
+
+    /// Reads a list of exactly `len` elements.
+    pub fn list_exact<T: TreeNode>(&mut self, len: usize) -> Result<Vec<T>> {
+        let node = self.peek()?;
+        if node.kind == Kind::List && node.arity as usize != len {
+            return Err(self.mismatch(format_args!("a list of {len}")));
+        }
+        self.list()
+    }
+
+    /// Reads a tuple of exactly `len` elements; `body` reads them with [`child`](Self::child).
+    #[inline]
+    pub fn tuple<R>(&mut self, len: usize, body: impl FnOnce(&mut Self) -> Result<R>) -> Result<R> {
+        let node = self.peek()?;
+        if node.kind == Kind::Tuple && node.arity as usize != len {
+            return Err(self.mismatch(format_args!("a tuple of {len}")));
+        }
+        self.enter(
+            || format!("a tuple of {len}"),
+            |k| *k == Kind::Tuple,
+            |u, _| body(u),
+        )
+    }
+
+    /// Reads a string-keyed map; `body` gets the entry count and reads entries with
+    /// [`entry`](Self::entry).
+    #[inline]
+    pub fn dict<R>(&mut self, body: impl FnOnce(&mut Self, usize) -> Result<R>) -> Result<R> {
+        self.enter(
+            || "a dict".into(),
+            |k| *k == Kind::Dict,
+            |u, node| body(u, node.arity as usize),
+        )
+    }
+
+    /// Reads a struct named `name`; `body` reads its fields in flatten order.
+    #[inline]
+    pub fn struct_node<R>(
+        &mut self,
+        name: &str,
+        body: impl FnOnce(&mut Self) -> Result<R>,
+    ) -> Result<R> {
+        self.enter(
+            || format!("struct `{name}`"),
+            |k| matches!(k, Kind::Struct(n) if n == name),
+            |u, _| body(u),
+        )
+    }
+
+    /// Reads a variant of enum `enum_name`; `body` gets the variant's name (without the
+    /// `Enum::` prefix) and reads its fields.
+    #[inline]
+    pub fn variant_node<R>(
+        &mut self,
+        enum_name: &str,
+        body: impl FnOnce(&mut Self, &'d str) -> Result<R>,
+    ) -> Result<R> {
+        fn variant_of<'n>(kind: &'n Kind, enum_name: &str) -> Option<&'n str> {
+            match kind {
+                Kind::Variant(n) => n
+                    .strip_prefix(enum_name)
+                    .and_then(|rest| rest.strip_prefix("::")),
+                _ => None,
+            }
+        }
+        self.enter(
+            || format!("a variant of enum `{enum_name}`"),
+            |k| variant_of(k, enum_name).is_some(),
+            |u, node| body(u, variant_of(&node.kind, enum_name).unwrap_or_default()),
+        )
+    }
+
+    /// The error for a variant name the enum does not have.
+    pub fn unknown_variant(&self, enum_name: &str, variants: &[&str]) -> Error {
+        let open = self.open_parent().unwrap_or(0);
+        self.def.error_at(
+            open,
+            format!(
+                "enum `{enum_name}` has no variant like {} (variants: {})",
+                describe(self.node_ref(open)),
+                variants.join(", ")
+            ),
+        )
+    }
+
+    pub(crate) fn registered_node<R>(
+        &mut self,
+        name: &str,
+        body: impl FnOnce(&mut Self) -> Result<R>,
+    ) -> Result<R> {
+        self.enter(
+            || format!("registered type `{name}`"),
+            |k| matches!(k, Kind::Registered(n) if n == name),
+            |u, _| body(u),
+        )
+    }
+
+    fn expect_key(&self, key: &str, what: &str) -> Result<()> {
+        let node = self.peek().map_err(|_| {
+            let parent = self.open_parent().unwrap_or(0);
+            self.def.error_at(
+                parent,
+                format!(
+                    "missing {what} `{key}` ({} has keys {})",
+                    describe(self.node_ref(parent)),
+                    key_list(self.node_ref(parent))
+                ),
+            )
+        })?;
+        if node.key.as_deref() == Some(key) {
+            return Ok(());
+        }
+        let parent = self.open_parent().unwrap_or(0);
+        Err(self.def.error_at(
+            parent,
+            format!(
+                "expected {what} `{key}`, found `{}` ({} has keys {})",
+                node.key.as_deref().unwrap_or("<positional>"),
+                describe(self.node_ref(parent)),
+                key_list(self.node_ref(parent))
+            ),
+        ))
+    }
+
+    /// Reads the child under `key` (a struct field, a registered type's part).
+    #[inline]
+    pub fn field<T: TreeNode>(&mut self, key: &str) -> Result<T> {
+        self.expect_key(key, "field")?;
+        T::unflatten(self)
+    }
+
+    /// Reads the next positional child (tuple element).
+    #[inline]
+    pub fn child<T: TreeNode>(&mut self) -> Result<T> {
+        T::unflatten(self)
+    }
+
+    /// Reads the next map entry: its key and value.
+    #[inline]
+    pub fn entry<T: TreeNode>(&mut self) -> Result<(String, T)> {
+        let key = match &self.peek()?.key {
+            Some(k) => k.to_string(),
+            None => return Err(self.mismatch("a keyed entry")),
+        };
+        Ok((key, T::unflatten(self)?))
+    }
+
+    /// Reads the static data under `key`.
+    pub fn static_field<S: DeserializeOwned>(&mut self, key: &str) -> Result<S> {
+        self.expect_key(key, "static field")?;
+        let index = match self.peek()?.kind {
+            Kind::Static(i) => i as usize,
+            _ => return Err(self.mismatch(format_args!("static field `{key}`"))),
+        };
+        let value = S::deserialize(&self.def.statics[index]).map_err(|e| {
+            self.def
+                .error_at(self.pos, format!("static data does not fit the field: {e}"))
+        })?;
+        self.pos += 1;
+        Ok(value)
+    }
+
+    // ---- crate-internal access for `Value` and the registry ----
+
+    pub(crate) fn peek_kind(&self) -> Result<NodeKind<'d>> {
+        self.peek()?;
+        Ok(self.node_ref(self.pos).kind())
+    }
+
+    pub(crate) fn enter_any<R>(
+        &mut self,
+        body: impl FnOnce(&mut Self, &'d Node) -> Result<R>,
+    ) -> Result<R> {
+        self.enter(String::new, |_| true, body)
+    }
+
+    pub(crate) fn skip(&mut self) -> Result<()> {
+        let node = self.peek()?;
+        let leaves = self.def.nodes[self.pos..self.pos + node.size as usize]
+            .iter()
+            .filter(|n| n.kind == Kind::Leaf)
+            .count();
+        for _ in 0..leaves {
+            self.leaves.next();
+        }
+        self.pos += node.size as usize;
+        Ok(())
+    }
+
+    pub(crate) fn next_key(&self) -> Result<Option<&'d str>> {
+        Ok(self.peek()?.key.as_deref())
+    }
+}
+
+/// Builds a structure with owned leaves node by node (tree_merge's output).
+#[derive(Default)]
+pub(crate) struct Builder {
+    nodes: Vec<Node>,
+    statics: Vec<serde_json::Value>,
+    pub(crate) leaves: Vec<Array>,
+    open: Vec<usize>,
+}
+
+impl Builder {
+    fn bump_parent(&mut self) {
+        if let Some(&p) = self.open.last() {
+            self.nodes[p].arity += 1;
+        }
+    }
+
+    pub(crate) fn leaf(&mut self, key: Option<Name>, array: Array) {
+        self.bump_parent();
+        self.nodes.push(Node {
+            kind: Kind::Leaf,
+            key,
+            arity: 0,
+            size: 1,
+        });
+        self.leaves.push(array);
+    }
+
+    pub(crate) fn open(&mut self, kind: Kind, key: Option<Name>) -> usize {
+        self.bump_parent();
+        let index = self.nodes.len();
+        self.nodes.push(Node {
+            kind,
+            key,
+            arity: 0,
+            size: 1,
+        });
+        self.open.push(index);
+        index
+    }
+
+    pub(crate) fn close(&mut self, index: usize) {
+        self.open.pop();
+        self.nodes[index].size = (self.nodes.len() - index) as u32;
+    }
+
+    pub(crate) fn push_static(&mut self, value: serde_json::Value) -> u32 {
+        self.statics.push(value);
+        (self.statics.len() - 1) as u32
+    }
+
+    pub(crate) fn static_value(&mut self, key: Option<Name>, value: serde_json::Value) {
+        let index = self.push_static(value);
+        self.bump_parent();
+        self.nodes.push(Node {
+            kind: Kind::Static(index),
+            key,
+            arity: 0,
+            size: 1,
+        });
+    }
+
+    /// Appends a node copied from another structure; only the copied subtree's root counts
+    /// as a child of the open node (its descendants keep their own arities and sizes).
+    pub(crate) fn push_raw(&mut self, node: Node, subtree_root: bool) {
+        if subtree_root {
+            self.bump_parent();
+        }
+        self.nodes.push(node);
+    }
+
+    pub(crate) fn finish(self) -> (Vec<Array>, TreeDef) {
+        let num_leaves = self.leaves.len();
+        (
+            self.leaves,
+            TreeDef {
+                nodes: self.nodes,
+                statics: self.statics,
+                num_leaves,
+            },
+        )
+    }
+}

@@ -1,0 +1,395 @@
+//! The tree utilities, named as in Python's `mlx.utils` and `jax.tree_util`.
+//!
+//! Argument order mirrors Python: the function comes first (`tree_map(f, &tree)` is
+//! `tree_map(fn, tree)`), so a port stays mechanical.
+
+use crate::def::{Kind, Name, TreeDef};
+use crate::error::{self, Result};
+use crate::{Array, Flattener, TreeNode, Unflattener};
+
+/// The leaves of `tree` (borrowed, in flatten order) and its structure — JAX's
+/// `tree_flatten`. For Python MLX's `tree_flatten` (path/leaf pairs) use
+/// [`tree_flatten_with_path`].
+///
+/// Errors only if a static field cannot be serialized.
+pub fn tree_flatten<T: TreeNode>(tree: &T) -> Result<(Vec<&Array>, TreeDef)> {
+    let mut f = Flattener::new(true);
+    tree.flatten(&mut f);
+    f.finish()
+}
+
+/// Rebuilds a `T` from a structure and leaves in flatten order — JAX's
+/// `tree_unflatten(treedef, leaves)`. Python MLX's `tree_unflatten(pairs)`, which rebuilds
+/// from paths, is [`Value::from_flat`](crate::Value::from_flat).
+///
+/// Errors, naming the path, if `treedef` is not a structure of `T` or the leaf count differs.
+pub fn tree_unflatten<T: TreeNode>(treedef: &TreeDef, leaves: Vec<Array>) -> Result<T> {
+    let mut u = Unflattener::new(treedef, leaves)?;
+    let out = T::unflatten(&mut u)?;
+    u.finish()?;
+    Ok(out)
+}
+
+/// The leaves of `tree`, borrowed, in flatten order.
+pub fn tree_leaves<T: TreeNode>(tree: &T) -> Vec<&Array> {
+    let mut f = Flattener::new(false);
+    tree.flatten(&mut f);
+    f.into_leaves()
+}
+
+/// The structure of `tree`.
+pub fn tree_structure<T: TreeNode>(tree: &T) -> Result<TreeDef> {
+    tree_flatten(tree).map(|(_, def)| def)
+}
+
+/// `(path, leaf)` pairs in flatten order, with Python MLX's dotted paths
+/// (`layers.0.attn.wq.weight`) — what `mlx.utils.tree_flatten(tree)` returns.
+pub fn tree_flatten_with_path<T: TreeNode>(tree: &T) -> Result<Vec<(String, &Array)>> {
+    let (leaves, def) = tree_flatten(tree)?;
+    let mut out = Vec::with_capacity(leaves.len());
+    let mut it = leaves.into_iter();
+    def.for_each_leaf_path(|p| {
+        if let Some(leaf) = it.next() {
+            out.push((p.to_string(), leaf));
+        }
+    });
+    Ok(out)
+}
+
+/// A tree of the same type and structure with `f` applied to every leaf.
+///
+/// ```
+/// use mlx_tree::{tree_map, Array};
+/// let params = vec![Array::from_scalar(2.0f32), Array::from_scalar(3.0f32)];
+/// let squared = tree_map(|x| Ok(x * x), &params)?;
+/// assert_eq!(squared[1].item::<f32>()?, 9.0);
+/// # Ok::<(), mlx_tree::Error>(())
+/// ```
+pub fn tree_map<T, F>(mut f: F, tree: &T) -> Result<T>
+where
+    T: TreeNode,
+    F: FnMut(&Array) -> Result<Array>,
+{
+    let (leaves, def) = tree_flatten(tree)?;
+    let mapped = leaves.into_iter().map(&mut f).collect::<Result<Vec<_>>>()?;
+    tree_unflatten(&def, mapped)
+}
+
+/// `tree_map` over several trees of the same structure: `f` gets the leaf of `tree` and the
+/// leaves at the same place in each of `rest` (Python: `tree_map(fn, tree, *rest)`).
+///
+/// Errors if a tree in `rest` differs in structure; the message names the path and how
+/// (type, length, keys or static data).
+pub fn tree_map_n<T, F>(mut f: F, tree: &T, rest: &[&T]) -> Result<T>
+where
+    T: TreeNode,
+    F: FnMut(&Array, &[&Array]) -> Result<Array>,
+{
+    let (leaves, def) = tree_flatten(tree)?;
+    let mut others = Vec::with_capacity(rest.len());
+    for (i, other) in rest.iter().enumerate() {
+        let (other_leaves, other_def) = tree_flatten(*other)?;
+        if let Some(diff) = def.difference(&other_def) {
+            return Err(error::invalid(format!(
+                "tree_map: tree {} does not match the first tree: {diff}",
+                i + 1
+            )));
+        }
+        others.push(other_leaves);
+    }
+    let mut row = Vec::with_capacity(rest.len());
+    let mut mapped = Vec::with_capacity(leaves.len());
+    for (i, leaf) in leaves.into_iter().enumerate() {
+        row.clear();
+        row.extend(others.iter().map(|o| o[i]));
+        mapped.push(f(leaf, &row)?);
+    }
+    tree_unflatten(&def, mapped)
+}
+
+/// `tree_map` where `f` also gets each leaf's dotted path.
+pub fn tree_map_with_path<T, F>(mut f: F, tree: &T) -> Result<T>
+where
+    T: TreeNode,
+    F: FnMut(&str, &Array) -> Result<Array>,
+{
+    let (leaves, def) = tree_flatten(tree)?;
+    let mut mapped = Vec::with_capacity(leaves.len());
+    let mut it = leaves.into_iter();
+    let mut failure = None;
+    def.for_each_leaf_path(|p| {
+        if failure.is_some() {
+            return;
+        }
+        if let Some(leaf) = it.next() {
+            match f(p, leaf) {
+                Ok(a) => mapped.push(a),
+                Err(e) => failure = Some(e),
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    tree_unflatten(&def, mapped)
+}
+
+/// Folds the leaves in flatten order: `f(f(f(initializer, l0), l1), ...)`.
+///
+/// Python's `initializer` is optional (the first leaf is used); in Rust the accumulator may
+/// have another type than the leaves, so it is required.
+pub fn tree_reduce<T, A, F>(mut f: F, tree: &T, initializer: A) -> Result<A>
+where
+    T: TreeNode,
+    F: FnMut(A, &Array) -> Result<A>,
+{
+    tree_leaves(tree)
+        .into_iter()
+        .try_fold(initializer, &mut f)
+}
+
+/// Replaces every leaf of `tree` in place with `f(leaf)`, in flatten order.
+///
+/// If `f` fails, the leaves before the failing one are already replaced.
+pub fn tree_map_in_place<T, F>(mut f: F, tree: &mut T) -> Result<()>
+where
+    T: TreeNode,
+    F: FnMut(&Array) -> Result<Array>,
+{
+    let mut failure = None;
+    tree.leaves_mut(&mut |leaf: &mut Array| {
+        if failure.is_none() {
+            match f(leaf) {
+                Ok(a) => *leaf = a,
+                Err(e) => failure = Some(e),
+            }
+        }
+    })?;
+    failure.map_or(Ok(()), Err)
+}
+
+/// Overwrites the leaves of `tree` in place with `leaves`, in flatten order: how compiled
+/// state is written back. Errors (changing nothing) if the count differs.
+pub fn tree_assign_leaves<T: TreeNode>(tree: &mut T, leaves: Vec<Array>) -> Result<()> {
+    let expected = tree_leaves(tree).len();
+    if expected != leaves.len() {
+        return Err(error::leaf_count(expected, leaves.len()));
+    }
+    let mut it = leaves.into_iter();
+    tree.leaves_mut(&mut |leaf: &mut Array| {
+        if let Some(new) = it.next() {
+            *leaf = new;
+        }
+    })
+}
+
+/// The merge function of [`tree_merge`].
+pub type MergeFn<'f> = &'f mut dyn FnMut(&Array, &Array) -> Result<Array>;
+
+/// Merges two trees into one holding the contents of both, like a deep `dict.update`
+/// (Python: `tree_merge(tree_a, tree_b, merge_fn=None)`).
+///
+/// `None` and empty lists/tuples/dicts count as missing subtrees; lists merge position-wise
+/// (the longer one's tail is kept); dicts and structs merge key-wise; where both trees hold a
+/// leaf, `merge_fn` combines them (without one that is an error). Static data must agree.
+/// Errors name the path where the trees cannot be merged.
+pub fn tree_merge<T: TreeNode>(tree_a: &T, tree_b: &T, merge_fn: Option<MergeFn<'_>>) -> Result<T> {
+    let (la, da) = tree_flatten(tree_a)?;
+    let (lb, db) = tree_flatten(tree_b)?;
+    let mut m = Merger {
+        a: Side::new(&da, la),
+        b: Side::new(&db, lb),
+        out: crate::flatten::Builder::default(),
+        merge_fn,
+    };
+    if da.nodes.is_empty() || db.nodes.is_empty() {
+        return Err(error::invalid("tree_merge: empty tree definition"));
+    }
+    m.merge(Some(0), Some(0), None)?;
+    let (leaves, def) = m.out.finish();
+    tree_unflatten(&def, leaves)
+}
+
+struct Side<'d, 'l> {
+    def: &'d TreeDef,
+    leaves: Vec<&'l Array>,
+    /// Leaves before each node in pre-order.
+    leaf_start: Vec<usize>,
+}
+
+impl<'d, 'l> Side<'d, 'l> {
+    fn new(def: &'d TreeDef, leaves: Vec<&'l Array>) -> Self {
+        let mut leaf_start = Vec::with_capacity(def.nodes.len());
+        let mut n = 0;
+        for node in &def.nodes {
+            leaf_start.push(n);
+            if node.kind == Kind::Leaf {
+                n += 1;
+            }
+        }
+        Side {
+            def,
+            leaves,
+            leaf_start,
+        }
+    }
+
+    fn children(&self, index: usize) -> Vec<usize> {
+        let mut out = Vec::with_capacity(self.def.nodes[index].arity as usize);
+        let mut c = index + 1;
+        for _ in 0..self.def.nodes[index].arity {
+            out.push(c);
+            c += self.def.nodes[c].size as usize;
+        }
+        out
+    }
+
+    fn is_empty(&self, index: usize) -> bool {
+        let n = &self.def.nodes[index];
+        match n.kind {
+            Kind::None => true,
+            Kind::List | Kind::Tuple | Kind::Dict => n.arity == 0,
+            _ => false,
+        }
+    }
+}
+
+struct Merger<'d, 'l, 'f> {
+    a: Side<'d, 'l>,
+    b: Side<'d, 'l>,
+    out: crate::flatten::Builder,
+    merge_fn: Option<MergeFn<'f>>,
+}
+
+impl Merger<'_, '_, '_> {
+    fn fail(&self, a: usize, msg: impl std::fmt::Display) -> crate::Error {
+        let path = crate::def::describe_path(&self.a.def.path_of(a));
+        error::invalid(format!("tree_merge: cannot merge at {path}: {msg}"))
+    }
+
+    fn merge(&mut self, a: Option<usize>, b: Option<usize>, key: Option<Name>) -> Result<()> {
+        let (a, b) = match (a, b) {
+            (Some(a), Some(b)) => (a, b),
+            (Some(a), None) => return self.copy(true, a, key),
+            (None, Some(b)) => return self.copy(false, b, key),
+            (None, None) => return Ok(()),
+        };
+        let (ea, eb) = (self.a.is_empty(a), self.b.is_empty(b));
+        if ea && eb {
+            let (ka, kb) = (&self.a.def.nodes[a].kind, &self.b.def.nodes[b].kind);
+            if ka != kb {
+                return Err(self.fail(a, "an empty container and None or another container"));
+            }
+            return self.copy(true, a, key);
+        }
+        if ea {
+            return self.copy(false, b, key);
+        }
+        if eb {
+            return self.copy(true, a, key);
+        }
+        let (na, nb) = (&self.a.def.nodes[a], &self.b.def.nodes[b]);
+        let key_owned = key;
+        match (&na.kind, &nb.kind) {
+            (Kind::Leaf, Kind::Leaf) => {
+                let (x, y) = (
+                    self.a.leaves[self.a.leaf_start[a]],
+                    self.b.leaves[self.b.leaf_start[b]],
+                );
+                let merged = match self.merge_fn.as_mut() {
+                    Some(f) => f(x, y)?,
+                    None => {
+                        return Err(self.fail(
+                            a,
+                            "both trees hold a leaf here and no merge function was given",
+                        ))
+                    }
+                };
+                self.out.leaf(key_owned, merged);
+                Ok(())
+            }
+            (Kind::List | Kind::Tuple, Kind::List | Kind::Tuple) | (Kind::Some, Kind::Some) => {
+                let kind = na.kind.clone();
+                let (ca, cb) = (self.a.children(a), self.b.children(b));
+                let open = self.out.open(kind, key_owned);
+                for i in 0..ca.len().max(cb.len()) {
+                    self.merge(ca.get(i).copied(), cb.get(i).copied(), None)?;
+                }
+                self.out.close(open);
+                Ok(())
+            }
+            (Kind::Dict, Kind::Dict) => self.merge_keyed(a, b, key_owned),
+            (ka @ (Kind::Struct(_) | Kind::Variant(_) | Kind::Registered(_)), kb) if ka == kb => {
+                self.merge_keyed(a, b, key_owned)
+            }
+            _ => Err(self.fail(
+                a,
+                format!(
+                    "{} vs {}",
+                    crate::def::describe(crate::def::NodeRef::at(self.a.def, a)),
+                    crate::def::describe(crate::def::NodeRef::at(self.b.def, b))
+                ),
+            )),
+        }
+    }
+
+    /// Key-wise merge: the first tree's keys in order, then keys only the second has.
+    fn merge_keyed(&mut self, a: usize, b: usize, key: Option<Name>) -> Result<()> {
+        let kind = self.a.def.nodes[a].kind.clone();
+        let (ca, cb) = (self.a.children(a), self.b.children(b));
+        let open = self.out.open(kind, key);
+        let mut used_b = vec![false; cb.len()];
+        for &x in &ca {
+            let k = self.a.def.nodes[x].key.clone();
+            let partner = (0..cb.len()).find(|&p| !used_b[p] && self.b.def.nodes[cb[p]].key == k);
+            if let Some(p) = partner {
+                used_b[p] = true;
+            }
+            let y = partner.map(|p| cb[p]);
+            if let Kind::Static(i) = self.a.def.nodes[x].kind {
+                let va = &self.a.def.statics[i as usize];
+                if let Some(y) = y {
+                    match self.b.def.nodes[y].kind {
+                        Kind::Static(j) if &self.b.def.statics[j as usize] == va => {}
+                        _ => return Err(self.fail(x, "static data differs between the trees")),
+                    }
+                }
+                let va = va.clone();
+                self.out.static_value(k, va);
+                continue;
+            }
+            self.merge(Some(x), y, k)?;
+        }
+        for (p, &y) in cb.iter().enumerate() {
+            if !used_b[p] {
+                let k = self.b.def.nodes[y].key.clone();
+                self.merge(None, Some(y), k)?;
+            }
+        }
+        self.out.close(open);
+        Ok(())
+    }
+
+    /// Copies a whole subtree of one side (with its leaves) into the output.
+    fn copy(&mut self, from_a: bool, index: usize, key: Option<Name>) -> Result<()> {
+        let side = if from_a { &self.a } else { &self.b };
+        let end = index + side.def.nodes[index].size as usize;
+        let mut leaf = side.leaf_start[index];
+        for (i, node) in side.def.nodes[index..end].iter().enumerate() {
+            let mut node = node.clone();
+            if i == 0 {
+                node.key = key.clone();
+            }
+            if let Kind::Static(s) = node.kind {
+                node.kind =
+                    Kind::Static(self.out.push_static(side.def.statics[s as usize].clone()));
+            }
+            if node.kind == Kind::Leaf {
+                self.out.leaves.push(side.leaves[leaf].clone());
+                leaf += 1;
+            }
+            self.out.push_raw(node, i == 0);
+        }
+        Ok(())
+    }
+}
