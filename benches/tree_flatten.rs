@@ -136,9 +136,7 @@ fn bench(c: &mut Criterion) {
     g.bench_function("leaves", |b| {
         b.iter(|| black_box(tree_leaves(black_box(&model))))
     });
-    g.bench_function("clone_1000_arrays", |b| {
-        b.iter(|| black_box(owned.clone()))
-    });
+    g.bench_function("clone_1000_arrays", |b| b.iter(|| black_box(owned.clone())));
     g.finish();
 }
 

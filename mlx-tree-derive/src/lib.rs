@@ -310,7 +310,7 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
             let build = construct(quote!(#name), &data.fields, &infos, &exprs);
             let visits = infos.iter().filter(|f| f.mode == Mode::Tree).map(|f| {
                 let m = &f.member;
-                quote!(#krate::TreeNode::leaves_mut(&mut self.#m, __f)?;)
+                quote_spanned!(f.span=> #krate::TreeNode::leaves_mut(&mut self.#m, __f)?;)
             });
             (
                 quote!(__f.struct_node(#type_name, |__f| { #body });),
@@ -364,9 +364,9 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
                     .iter()
                     .enumerate()
                     .filter(|(_, f)| f.mode == Mode::Tree)
-                    .map(|(i, _)| {
+                    .map(|(i, f)| {
                         let b = binding(i);
-                        quote!(#krate::TreeNode::leaves_mut(#b, __f)?;)
+                        quote_spanned!(f.span=> #krate::TreeNode::leaves_mut(#b, __f)?;)
                     });
                 // Only tree fields are bound for the mutable walk.
                 let mut_parts = infos.iter().enumerate().map(|(i, f)| {

@@ -1,23 +1,37 @@
 //! [`TreeDef`]: the structure of a tree without its leaves.
 //!
-//! Stored as one flat pre-order list of nodes (no per-node boxing): each node records its kind,
-//! the key it sits under in its parent, how many direct children it has and how many nodes its
-//! subtree spans, so a subtree can be skipped in O(1). Static data lives in a side list that the
-//! `Static` nodes index in pre-order, which keeps `Node` small and makes structural equality
-//! plain vector equality.
+//! Stored as one flat pre-order list of small `Copy` nodes (no per-node boxing, no per-key
+//! allocation): each node records its kind, the key it sits under in its parent, how many
+//! direct children it has and how many nodes its subtree spans, so a subtree can be skipped in
+//! O(1). Keys and type names are slices of one string buffer (`text`), appended in pre-order
+//! (a node's key, then its type name); static data lives in a side list indexed in pre-order.
+//! Equal structures therefore have equal vectors, and `Eq`/`Hash` are the derived ones.
 
-use std::borrow::Cow;
 use std::fmt::{self, Write as _};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::{self, Error, Result};
 
-/// A key or type name: borrowed from `'static` strings on the hot path (derived field names,
-/// type names), owned only where the data is dynamic (map keys, deserialized defs).
-pub(crate) type Name = Cow<'static, str>;
+/// A string stored in [`TreeDef::text`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Str {
+    start: u32,
+    len: u32,
+}
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Appends `s` to a structure's string buffer.
+#[inline]
+pub(crate) fn append(text: &mut String, s: &str) -> Str {
+    let start = text.len() as u32;
+    text.push_str(s);
+    Str {
+        start,
+        len: s.len() as u32,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
     Leaf,
     None,
@@ -25,19 +39,19 @@ pub(crate) enum Kind {
     Tuple,
     List,
     Dict,
-    Struct(Name),
+    Struct(Str),
     /// An enum variant, named `Enum::Variant`.
-    Variant(Name),
-    Registered(Name),
+    Variant(Str),
+    Registered(Str),
     /// Static data: index into `TreeDef::statics`.
     Static(u32),
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Node {
     pub(crate) kind: Kind,
     /// The key this node sits under in its parent (`None`: positional or root).
-    pub(crate) key: Option<Name>,
+    pub(crate) key: Option<Str>,
     /// Direct children, static nodes included.
     pub(crate) arity: u32,
     /// Nodes in this subtree, itself included.
@@ -67,11 +81,31 @@ pub(crate) struct Node {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct TreeDef {
     pub(crate) nodes: Vec<Node>,
+    pub(crate) text: String,
     pub(crate) statics: Vec<serde_json::Value>,
     pub(crate) num_leaves: usize,
 }
 
 impl TreeDef {
+    pub(crate) fn empty() -> Self {
+        TreeDef {
+            nodes: Vec::new(),
+            text: String::new(),
+            statics: Vec::new(),
+            num_leaves: 0,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn str(&self, s: Str) -> &str {
+        &self.text[s.start as usize..(s.start + s.len) as usize]
+    }
+
+    #[inline]
+    pub(crate) fn key_of(&self, node: &Node) -> Option<&str> {
+        node.key.map(|k| self.str(k))
+    }
+
     /// How many array leaves a tree of this structure holds.
     pub fn num_leaves(&self) -> usize {
         self.num_leaves
@@ -121,7 +155,7 @@ impl TreeDef {
                     if !matches!(c.kind, Kind::Static(_)) {
                         let len = path.len();
                         if !transparent {
-                            push_segment(path, c.key.as_deref(), position);
+                            push_segment(path, self.key_of(c), position);
                         }
                         self.walk_paths(child, path, f);
                         path.truncate(len);
@@ -155,7 +189,7 @@ impl TreeDef {
             if target >= child && target < child + c.size as usize {
                 let is_static = matches!(c.kind, Kind::Static(_));
                 if !transparent {
-                    match (&c.key, is_static) {
+                    match (self.key_of(c), is_static) {
                         (Some(k), _) => push_segment(path, Some(k), 0),
                         (None, false) => push_segment(path, None, position),
                         (None, true) => {}
@@ -260,23 +294,24 @@ impl<'d> NodeRef<'d> {
 
     /// The node's kind.
     pub fn kind(&self) -> NodeKind<'d> {
-        match &self.node().kind {
+        let def = self.def;
+        match self.node().kind {
             Kind::Leaf => NodeKind::Leaf,
             Kind::None => NodeKind::None,
             Kind::Some => NodeKind::Some,
             Kind::Tuple => NodeKind::Tuple,
             Kind::List => NodeKind::List,
             Kind::Dict => NodeKind::Dict,
-            Kind::Struct(n) => NodeKind::Struct(n),
-            Kind::Variant(n) => NodeKind::Variant(n),
-            Kind::Registered(n) => NodeKind::Registered(n),
-            Kind::Static(i) => NodeKind::Static(&self.def.statics[*i as usize]),
+            Kind::Struct(n) => NodeKind::Struct(def.str(n)),
+            Kind::Variant(n) => NodeKind::Variant(def.str(n)),
+            Kind::Registered(n) => NodeKind::Registered(def.str(n)),
+            Kind::Static(i) => NodeKind::Static(&def.statics[i as usize]),
         }
     }
 
     /// The key this node sits under in its parent (`None` for positional children and the root).
     pub fn key(&self) -> Option<&'d str> {
-        self.node().key.as_deref()
+        self.def.key_of(self.node())
     }
 
     /// The direct children, static fields included, in flatten order.
@@ -311,10 +346,6 @@ impl<'d> NodeRef<'d> {
 
     pub(crate) fn raw(&self) -> &'d Node {
         self.node()
-    }
-
-    pub(crate) fn def(&self) -> &'d TreeDef {
-        self.def
     }
 
     pub(crate) fn is_static(&self) -> bool {
@@ -353,24 +384,19 @@ pub(crate) fn key_list(node: NodeRef<'_>) -> String {
 /// Lockstep comparison of two subtrees; the message names the path where they differ.
 fn diff_nodes(a: NodeRef<'_>, b: NodeRef<'_>) -> Option<String> {
     let at = || describe_path(&a.path());
-    let (ka, kb) = (&a.raw().kind, &b.raw().kind);
-    let same_kind = match (ka, kb) {
-        (Kind::Static(x), Kind::Static(y)) => {
-            let (va, vb) = (&a.def().statics[*x as usize], &b.def().statics[*y as usize]);
-            if va != vb {
-                return Some(format!("static data differs at {}: {va} vs {vb}", at()));
-            }
-            true
+    match (a.kind(), b.kind()) {
+        (NodeKind::Static(va), NodeKind::Static(vb)) if va != vb => {
+            return Some(format!("static data differs at {}: {va} vs {vb}", at()));
         }
-        _ => ka == kb,
-    };
-    if !same_kind {
-        return Some(format!(
-            "tree structures differ at {}: {} vs {}",
-            at(),
-            describe(a),
-            describe(b)
-        ));
+        (ka, kb) if ka != kb => {
+            return Some(format!(
+                "tree structures differ at {}: {} vs {}",
+                at(),
+                describe(a),
+                describe(b)
+            ));
+        }
+        _ => {}
     }
     let keys_a: Vec<Option<&str>> = a.children().map(|c| c.key()).collect();
     let keys_b: Vec<Option<&str>> = b.children().map(|c| c.key()).collect();
@@ -529,6 +555,8 @@ fn to_ser(node: NodeRef<'_>) -> SerNode {
 fn from_ser(ser: SerNode, is_root: bool, out: &mut TreeDef) -> std::result::Result<(), String> {
     let index = out.nodes.len();
     let n = ser.children.len();
+    // Same append order as a flatten: the key, then the type name.
+    let key = ser.key.as_deref().map(|k| append(&mut out.text, k));
     let kind = match ser.kind {
         SerKind::Leaf | SerKind::None | SerKind::Static(_) if n > 0 => {
             return Err("a leaf, None or static node has children".into())
@@ -544,9 +572,9 @@ fn from_ser(ser: SerNode, is_root: bool, out: &mut TreeDef) -> std::result::Resu
         SerKind::Tuple => Kind::Tuple,
         SerKind::List => Kind::List,
         SerKind::Dict => Kind::Dict,
-        SerKind::Struct(s) => Kind::Struct(s.into()),
-        SerKind::Variant(s) => Kind::Variant(s.into()),
-        SerKind::Registered(s) => Kind::Registered(s.into()),
+        SerKind::Struct(s) => Kind::Struct(append(&mut out.text, &s)),
+        SerKind::Variant(s) => Kind::Variant(append(&mut out.text, &s)),
+        SerKind::Registered(s) => Kind::Registered(append(&mut out.text, &s)),
         SerKind::Static(v) => {
             out.statics.push(v);
             Kind::Static((out.statics.len() - 1) as u32)
@@ -554,7 +582,7 @@ fn from_ser(ser: SerNode, is_root: bool, out: &mut TreeDef) -> std::result::Resu
     };
     out.nodes.push(Node {
         kind,
-        key: ser.key.map(Cow::Owned),
+        key,
         arity: n as u32,
         size: 1,
     });
@@ -575,11 +603,7 @@ impl Serialize for TreeDef {
 impl<'de> Deserialize<'de> for TreeDef {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let root = Option::<SerNode>::deserialize(deserializer)?;
-        let mut def = TreeDef {
-            nodes: Vec::new(),
-            statics: Vec::new(),
-            num_leaves: 0,
-        };
+        let mut def = TreeDef::empty();
         if let Some(root) = root {
             from_ser(root, true, &mut def).map_err(serde::de::Error::custom)?;
         }

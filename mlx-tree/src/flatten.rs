@@ -5,14 +5,27 @@
 //! children); the matching unflatten consumes exactly that node. Keys are attached by the
 //! parent (`field`) before the child emits its node, so a child never needs to know its name.
 
-use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
-use crate::def::{describe, key_list, Kind, Name, Node, NodeKind, TreeDef};
+use crate::def::{append, describe, key_list, Kind, Node, NodeKind, Str, TreeDef};
 use crate::error::{self, Error, Result};
 use crate::{Array, TreeNode};
+
+#[derive(Clone, Copy, Default)]
+struct SizeHint {
+    leaves: usize,
+    nodes: usize,
+    text: usize,
+}
+
+thread_local! {
+    static SIZE_HINT: Cell<SizeHint> = const {
+        Cell::new(SizeHint { leaves: 0, nodes: 0, text: 0 })
+    };
+}
 
 /// Collects the leaves (borrowed, in order) and the structure of a tree.
 ///
@@ -23,9 +36,10 @@ use crate::{Array, TreeNode};
 pub struct Flattener<'a> {
     pub(crate) leaves: Vec<&'a Array>,
     pub(crate) nodes: Vec<Node>,
+    text: String,
     pub(crate) statics: Vec<serde_json::Value>,
-    /// The key for the next node, set by the parent.
-    key: Option<Name>,
+    /// The key for the next node, set by the parent (borrowed: copied into `text` on push).
+    key: Option<&'a str>,
     /// The innermost open node (usize::MAX: none).
     open: usize,
     /// The first static-data serialization failure, reported when the flatten finishes.
@@ -36,9 +50,14 @@ pub struct Flattener<'a> {
 
 impl<'a> Flattener<'a> {
     pub(crate) fn new(structure: bool) -> Self {
+        // Trees are usually flattened again and again with the same shape (every call of a
+        // compiled step): start from the last sizes seen on this thread, so the vectors do not
+        // regrow each time.
+        let hint = SIZE_HINT.with(Cell::get);
         Flattener {
-            leaves: Vec::new(),
-            nodes: Vec::new(),
+            leaves: Vec::with_capacity(hint.leaves),
+            nodes: Vec::with_capacity(if structure { hint.nodes } else { 0 }),
+            text: String::with_capacity(if structure { hint.text } else { 0 }),
             statics: Vec::new(),
             key: None,
             open: usize::MAX,
@@ -47,7 +66,29 @@ impl<'a> Flattener<'a> {
         }
     }
 
+    fn remember_sizes(&self) {
+        // Capped so that one huge tree does not make every later flatten allocate for it.
+        const CAP: usize = 1 << 16;
+        SIZE_HINT.with(|h| {
+            let old = h.get();
+            h.set(SizeHint {
+                leaves: self.leaves.len().min(CAP),
+                nodes: if self.structure {
+                    self.nodes.len().min(CAP)
+                } else {
+                    old.nodes
+                },
+                text: if self.structure {
+                    self.text.len().min(CAP)
+                } else {
+                    old.text
+                },
+            })
+        });
+    }
+
     pub(crate) fn finish(self) -> Result<(Vec<&'a Array>, TreeDef)> {
+        self.remember_sizes();
         if let Some(e) = self.error {
             return Err(e);
         }
@@ -56,6 +97,7 @@ impl<'a> Flattener<'a> {
             self.leaves,
             TreeDef {
                 nodes: self.nodes,
+                text: self.text,
                 statics: self.statics,
                 num_leaves,
             },
@@ -63,18 +105,23 @@ impl<'a> Flattener<'a> {
     }
 
     pub(crate) fn into_leaves(self) -> Vec<&'a Array> {
+        self.remember_sizes();
         self.leaves
     }
 
+    /// Appends a node: its key first, then (through `kind`) its type name, the canonical
+    /// order of `text`.
     #[inline]
-    fn push(&mut self, kind: Kind) -> usize {
+    fn push(&mut self, kind: impl FnOnce(&mut String) -> Kind) -> usize {
         let index = self.nodes.len();
         if let Some(parent) = self.nodes.get_mut(self.open) {
             parent.arity += 1;
         }
+        let key = self.key.take().map(|k| append(&mut self.text, k));
+        let kind = kind(&mut self.text);
         self.nodes.push(Node {
             kind,
-            key: self.key.take(),
+            key,
             arity: 0,
             size: 1,
         });
@@ -82,7 +129,11 @@ impl<'a> Flattener<'a> {
     }
 
     #[inline]
-    pub(crate) fn open(&mut self, kind: Kind, body: impl FnOnce(&mut Self)) {
+    pub(crate) fn open(
+        &mut self,
+        kind: impl FnOnce(&mut String) -> Kind,
+        body: impl FnOnce(&mut Self),
+    ) {
         if !self.structure {
             body(self);
             return;
@@ -99,7 +150,7 @@ impl<'a> Flattener<'a> {
     pub fn leaf(&mut self, array: &'a Array) {
         self.leaves.push(array);
         if self.structure {
-            self.push(Kind::Leaf);
+            self.push(|_| Kind::Leaf);
         }
     }
 
@@ -107,76 +158,79 @@ impl<'a> Flattener<'a> {
     #[inline]
     pub fn none(&mut self) {
         if self.structure {
-            self.push(Kind::None);
+            self.push(|_| Kind::None);
         }
     }
 
     /// Emits `Some(value)`: a node with one child, transparent in key paths.
     #[inline]
     pub fn some<T: TreeNode>(&mut self, value: &'a T) {
-        self.open(Kind::Some, |f| value.flatten(f));
+        self.open(|_| Kind::Some, |f| value.flatten(f));
     }
 
     /// Emits a list of children (`Vec`, slices, `[T; N]`); paths use the positions.
     #[inline]
     pub fn list<T: TreeNode>(&mut self, items: &'a [T]) {
-        self.open(Kind::List, |f| {
-            for item in items {
-                item.flatten(f);
-            }
-        });
+        self.open(
+            |_| Kind::List,
+            |f| {
+                for item in items {
+                    item.flatten(f);
+                }
+            },
+        );
     }
 
     /// Emits a tuple whose `body` emits the elements with [`child`](Self::child).
     #[inline]
     pub fn tuple(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(Kind::Tuple, body);
+        self.open(|_| Kind::Tuple, body);
     }
 
     /// Emits a string-keyed map whose `body` emits entries with [`entry`](Self::entry).
     #[inline]
     pub fn dict(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(Kind::Dict, body);
+        self.open(|_| Kind::Dict, body);
     }
 
     /// Emits a struct named `name` whose `body` emits its fields with [`field`](Self::field)
     /// and [`static_field`](Self::static_field).
     #[inline]
     pub fn struct_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(Kind::Struct(Cow::Borrowed(name)), body);
+        self.open(|t| Kind::Struct(append(t, name)), body);
     }
 
     /// Emits an enum variant named `Enum::Variant` whose `body` emits its fields.
     #[inline]
     pub fn variant_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(Kind::Variant(Cow::Borrowed(name)), body);
+        self.open(|t| Kind::Variant(append(t, name)), body);
     }
 
     /// Emits a child under `key` (a struct field, a registered type's part). The key is its
     /// path segment.
     #[inline]
-    pub fn field<T: TreeNode>(&mut self, key: &'static str, value: &'a T) {
+    pub fn field<T: TreeNode>(&mut self, key: &'a str, value: &'a T) {
         if self.structure {
-            self.key = Some(Cow::Borrowed(key));
+            self.key = Some(key);
         }
         value.flatten(self);
     }
 
     /// Like [`field`](Self::field) for a slice of trees: flattens like a `Vec<T>` under `key`.
     #[inline]
-    pub fn field_list<T: TreeNode>(&mut self, key: &'static str, items: &'a [T]) {
+    pub fn field_list<T: TreeNode>(&mut self, key: &'a str, items: &'a [T]) {
         if self.structure {
-            self.key = Some(Cow::Borrowed(key));
+            self.key = Some(key);
         }
         self.list(items);
     }
 
-    /// Emits a map entry: a child under a dynamic key (copied only when the structure is
-    /// being recorded).
+    /// Emits a map entry: a child under a key of the data (no allocation: the structure
+    /// copies keys into one buffer).
     #[inline]
-    pub fn entry<T: TreeNode>(&mut self, key: &str, value: &'a T) {
+    pub fn entry<T: TreeNode>(&mut self, key: &'a str, value: &'a T) {
         if self.structure {
-            self.key = Some(Cow::Owned(key.to_string()));
+            self.key = Some(key);
         }
         value.flatten(self);
     }
@@ -189,7 +243,7 @@ impl<'a> Flattener<'a> {
 
     /// Records non-array data under `key`: part of the structure (compared and hashed through
     /// its canonical JSON form), never a leaf. See the crate docs, "Static data".
-    pub fn static_field<S: Serialize + ?Sized>(&mut self, key: &'static str, value: &S) {
+    pub fn static_field<S: Serialize + ?Sized>(&mut self, key: &'a str, value: &S) {
         if !self.structure {
             return;
         }
@@ -205,8 +259,9 @@ impl<'a> Flattener<'a> {
             }
         };
         self.statics.push(json);
-        self.key = Some(Cow::Borrowed(key));
-        self.push(Kind::Static((self.statics.len() - 1) as u32));
+        self.key = Some(key);
+        let index = (self.statics.len() - 1) as u32;
+        self.push(|_| Kind::Static(index));
     }
 }
 
@@ -313,9 +368,9 @@ impl<'d> Unflattener<'d> {
         self.pos += 1;
         let out = body(self, node)?;
         if self.pos != self.end {
-            let extra = self.def.nodes[self.pos]
-                .key
-                .as_deref()
+            let extra = self
+                .def
+                .key_of(&self.def.nodes[self.pos])
                 .unwrap_or("<positional>");
             return Err(self.def.error_at(
                 index,
@@ -430,7 +485,7 @@ impl<'d> Unflattener<'d> {
     ) -> Result<R> {
         self.enter(
             || format!("struct `{name}`"),
-            |k| matches!(k, Kind::Struct(n) if n == name),
+            |k| matches!(k, Kind::Struct(n) if self.def.str(*n) == name),
             |u, _| body(u),
         )
     }
@@ -443,18 +498,20 @@ impl<'d> Unflattener<'d> {
         enum_name: &str,
         body: impl FnOnce(&mut Self, &'d str) -> Result<R>,
     ) -> Result<R> {
-        fn variant_of<'n>(kind: &'n Kind, enum_name: &str) -> Option<&'n str> {
+        let def = self.def;
+        let variant_of = |kind: &Kind| -> Option<&'d str> {
             match kind {
-                Kind::Variant(n) => n
+                Kind::Variant(n) => def
+                    .str(*n)
                     .strip_prefix(enum_name)
                     .and_then(|rest| rest.strip_prefix("::")),
                 _ => None,
             }
-        }
+        };
         self.enter(
             || format!("a variant of enum `{enum_name}`"),
-            |k| variant_of(k, enum_name).is_some(),
-            |u, node| body(u, variant_of(&node.kind, enum_name).unwrap_or_default()),
+            |k| variant_of(k).is_some(),
+            |u, node| body(u, variant_of(&node.kind).unwrap_or_default()),
         )
     }
 
@@ -478,7 +535,7 @@ impl<'d> Unflattener<'d> {
     ) -> Result<R> {
         self.enter(
             || format!("registered type `{name}`"),
-            |k| matches!(k, Kind::Registered(n) if n == name),
+            |k| matches!(k, Kind::Registered(n) if self.def.str(*n) == name),
             |u, _| body(u),
         )
     }
@@ -495,7 +552,7 @@ impl<'d> Unflattener<'d> {
                 ),
             )
         })?;
-        if node.key.as_deref() == Some(key) {
+        if self.def.key_of(node) == Some(key) {
             return Ok(());
         }
         let parent = self.open_parent().unwrap_or(0);
@@ -503,7 +560,7 @@ impl<'d> Unflattener<'d> {
             parent,
             format!(
                 "expected {what} `{key}`, found `{}` ({} has keys {})",
-                node.key.as_deref().unwrap_or("<positional>"),
+                self.def.key_of(node).unwrap_or("<positional>"),
                 describe(self.node_ref(parent)),
                 key_list(self.node_ref(parent))
             ),
@@ -526,7 +583,7 @@ impl<'d> Unflattener<'d> {
     /// Reads the next map entry: its key and value.
     #[inline]
     pub fn entry<T: TreeNode>(&mut self) -> Result<(String, T)> {
-        let key = match &self.peek()?.key {
+        let key = match self.def.key_of(self.peek()?) {
             Some(k) => k.to_string(),
             None => return Err(self.mismatch("a keyed entry")),
         };
@@ -576,7 +633,7 @@ impl<'d> Unflattener<'d> {
     }
 
     pub(crate) fn next_key(&self) -> Result<Option<&'d str>> {
-        Ok(self.peek()?.key.as_deref())
+        Ok(self.def.key_of(self.peek()?))
     }
 }
 
@@ -584,38 +641,61 @@ impl<'d> Unflattener<'d> {
 #[derive(Default)]
 pub(crate) struct Builder {
     nodes: Vec<Node>,
+    text: String,
     statics: Vec<serde_json::Value>,
     pub(crate) leaves: Vec<Array>,
     open: Vec<usize>,
 }
 
 impl Builder {
-    fn bump_parent(&mut self) {
-        if let Some(&p) = self.open.last() {
-            self.nodes[p].arity += 1;
+    /// Appends a node (a copy of `kind` from another structure) under `key`; counts it as a
+    /// child of the open node only if `child_of_open` (a copied subtree's inner nodes keep
+    /// their own arity and size).
+    pub(crate) fn push(
+        &mut self,
+        kind: NodeKind<'_>,
+        key: Option<&str>,
+        arity: u32,
+        size: u32,
+        child_of_open: bool,
+    ) -> usize {
+        if child_of_open {
+            if let Some(&p) = self.open.last() {
+                self.nodes[p].arity += 1;
+            }
         }
-    }
-
-    pub(crate) fn leaf(&mut self, key: Option<Name>, array: Array) {
-        self.bump_parent();
-        self.nodes.push(Node {
-            kind: Kind::Leaf,
-            key,
-            arity: 0,
-            size: 1,
-        });
-        self.leaves.push(array);
-    }
-
-    pub(crate) fn open(&mut self, kind: Kind, key: Option<Name>) -> usize {
-        self.bump_parent();
-        let index = self.nodes.len();
+        let key: Option<Str> = key.map(|k| append(&mut self.text, k));
+        let kind = match kind {
+            NodeKind::Leaf => Kind::Leaf,
+            NodeKind::None => Kind::None,
+            NodeKind::Some => Kind::Some,
+            NodeKind::Tuple => Kind::Tuple,
+            NodeKind::List => Kind::List,
+            NodeKind::Dict => Kind::Dict,
+            NodeKind::Struct(n) => Kind::Struct(append(&mut self.text, n)),
+            NodeKind::Variant(n) => Kind::Variant(append(&mut self.text, n)),
+            NodeKind::Registered(n) => Kind::Registered(append(&mut self.text, n)),
+            NodeKind::Static(v) => {
+                self.statics.push(v.clone());
+                Kind::Static((self.statics.len() - 1) as u32)
+            }
+        };
         self.nodes.push(Node {
             kind,
             key,
-            arity: 0,
-            size: 1,
+            arity,
+            size,
         });
+        self.nodes.len() - 1
+    }
+
+    pub(crate) fn leaf(&mut self, key: Option<&str>, array: Array) {
+        self.push(NodeKind::Leaf, key, 0, 1, true);
+        self.leaves.push(array);
+    }
+
+    pub(crate) fn open(&mut self, kind: NodeKind<'_>, key: Option<&str>) -> usize {
+        let index = self.push(kind, key, 0, 1, true);
         self.open.push(index);
         index
     }
@@ -625,37 +705,13 @@ impl Builder {
         self.nodes[index].size = (self.nodes.len() - index) as u32;
     }
 
-    pub(crate) fn push_static(&mut self, value: serde_json::Value) -> u32 {
-        self.statics.push(value);
-        (self.statics.len() - 1) as u32
-    }
-
-    pub(crate) fn static_value(&mut self, key: Option<Name>, value: serde_json::Value) {
-        let index = self.push_static(value);
-        self.bump_parent();
-        self.nodes.push(Node {
-            kind: Kind::Static(index),
-            key,
-            arity: 0,
-            size: 1,
-        });
-    }
-
-    /// Appends a node copied from another structure; only the copied subtree's root counts
-    /// as a child of the open node (its descendants keep their own arities and sizes).
-    pub(crate) fn push_raw(&mut self, node: Node, subtree_root: bool) {
-        if subtree_root {
-            self.bump_parent();
-        }
-        self.nodes.push(node);
-    }
-
     pub(crate) fn finish(self) -> (Vec<Array>, TreeDef) {
         let num_leaves = self.leaves.len();
         (
             self.leaves,
             TreeDef {
                 nodes: self.nodes,
+                text: self.text,
                 statics: self.statics,
                 num_leaves,
             },

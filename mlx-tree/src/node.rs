@@ -1,6 +1,6 @@
 //! The [`TreeNode`] trait and its built-in impls.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, hash_map, BTreeMap, HashMap};
 use std::hash::BuildHasher;
 
 use crate::error::{self, Result};
@@ -136,7 +136,12 @@ impl<T: TreeNode> TreeNode for BTreeMap<String, T> {
             let mut out = BTreeMap::new();
             for _ in 0..n {
                 let (k, v) = u.entry::<T>()?;
-                insert_unique(&mut out, k, v, BTreeMap::insert)?;
+                match out.entry(k) {
+                    btree_map::Entry::Vacant(e) => {
+                        e.insert(v);
+                    }
+                    btree_map::Entry::Occupied(e) => return Err(duplicate(e.key())),
+                }
             }
             Ok(out)
         })
@@ -162,7 +167,12 @@ impl<T: TreeNode, S: BuildHasher + Default> TreeNode for HashMap<String, T, S> {
             let mut out = HashMap::with_capacity_and_hasher(n, S::default());
             for _ in 0..n {
                 let (k, v) = u.entry::<T>()?;
-                insert_unique(&mut out, k, v, HashMap::insert)?;
+                match out.entry(k) {
+                    hash_map::Entry::Vacant(e) => {
+                        e.insert(v);
+                    }
+                    hash_map::Entry::Occupied(e) => return Err(duplicate(e.key())),
+                }
             }
             Ok(out)
         })
@@ -174,19 +184,8 @@ impl<T: TreeNode, S: BuildHasher + Default> TreeNode for HashMap<String, T, S> {
     }
 }
 
-fn insert_unique<M, T>(
-    map: &mut M,
-    key: String,
-    value: T,
-    insert: impl FnOnce(&mut M, String, T) -> Option<T>,
-) -> Result<()> {
-    let shown = key.clone();
-    match insert(map, key, value) {
-        None => Ok(()),
-        Some(_) => Err(error::invalid(format!(
-            "tree mismatch: duplicate map key `{shown}`"
-        ))),
-    }
+fn duplicate(key: &str) -> crate::Error {
+    error::invalid(format!("tree mismatch: duplicate map key `{key}`"))
 }
 
 /// The empty tuple: a tree with no leaves.

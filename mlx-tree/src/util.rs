@@ -3,8 +3,9 @@
 //! Argument order mirrors Python: the function comes first (`tree_map(f, &tree)` is
 //! `tree_map(fn, tree)`), so a port stays mechanical.
 
-use crate::def::{Kind, Name, TreeDef};
+use crate::def::{describe, describe_path, Kind, NodeKind, NodeRef, TreeDef};
 use crate::error::{self, Result};
+use crate::flatten::Builder;
 use crate::{Array, Flattener, TreeNode, Unflattener};
 
 /// The leaves of `tree` (borrowed, in flatten order) and its structure — JAX's
@@ -143,9 +144,7 @@ where
     T: TreeNode,
     F: FnMut(A, &Array) -> Result<A>,
 {
-    tree_leaves(tree)
-        .into_iter()
-        .try_fold(initializer, &mut f)
+    tree_leaves(tree).into_iter().try_fold(initializer, &mut f)
 }
 
 /// Replaces every leaf of `tree` in place with `f(leaf)`, in flatten order.
@@ -196,15 +195,15 @@ pub type MergeFn<'f> = &'f mut dyn FnMut(&Array, &Array) -> Result<Array>;
 pub fn tree_merge<T: TreeNode>(tree_a: &T, tree_b: &T, merge_fn: Option<MergeFn<'_>>) -> Result<T> {
     let (la, da) = tree_flatten(tree_a)?;
     let (lb, db) = tree_flatten(tree_b)?;
-    let mut m = Merger {
-        a: Side::new(&da, la),
-        b: Side::new(&db, lb),
-        out: crate::flatten::Builder::default(),
-        merge_fn,
-    };
     if da.nodes.is_empty() || db.nodes.is_empty() {
         return Err(error::invalid("tree_merge: empty tree definition"));
     }
+    let mut m = Merger {
+        a: Side::new(&da, la),
+        b: Side::new(&db, lb),
+        out: Builder::default(),
+        merge_fn,
+    };
     m.merge(Some(0), Some(0), None)?;
     let (leaves, def) = m.out.finish();
     tree_unflatten(&def, leaves)
@@ -234,14 +233,12 @@ impl<'d, 'l> Side<'d, 'l> {
         }
     }
 
+    fn node(&self, index: usize) -> NodeRef<'d> {
+        NodeRef::at(self.def, index)
+    }
+
     fn children(&self, index: usize) -> Vec<usize> {
-        let mut out = Vec::with_capacity(self.def.nodes[index].arity as usize);
-        let mut c = index + 1;
-        for _ in 0..self.def.nodes[index].arity {
-            out.push(c);
-            c += self.def.nodes[c].size as usize;
-        }
-        out
+        self.node(index).children().map(|c| c.index()).collect()
     }
 
     fn is_empty(&self, index: usize) -> bool {
@@ -257,17 +254,17 @@ impl<'d, 'l> Side<'d, 'l> {
 struct Merger<'d, 'l, 'f> {
     a: Side<'d, 'l>,
     b: Side<'d, 'l>,
-    out: crate::flatten::Builder,
+    out: Builder,
     merge_fn: Option<MergeFn<'f>>,
 }
 
-impl Merger<'_, '_, '_> {
+impl<'d> Merger<'d, '_, '_> {
     fn fail(&self, a: usize, msg: impl std::fmt::Display) -> crate::Error {
-        let path = crate::def::describe_path(&self.a.def.path_of(a));
+        let path = describe_path(&self.a.def.path_of(a));
         error::invalid(format!("tree_merge: cannot merge at {path}: {msg}"))
     }
 
-    fn merge(&mut self, a: Option<usize>, b: Option<usize>, key: Option<Name>) -> Result<()> {
+    fn merge(&mut self, a: Option<usize>, b: Option<usize>, key: Option<&'d str>) -> Result<()> {
         let (a, b) = match (a, b) {
             (Some(a), Some(b)) => (a, b),
             (Some(a), None) => return self.copy(true, a, key),
@@ -276,8 +273,7 @@ impl Merger<'_, '_, '_> {
         };
         let (ea, eb) = (self.a.is_empty(a), self.b.is_empty(b));
         if ea && eb {
-            let (ka, kb) = (&self.a.def.nodes[a].kind, &self.b.def.nodes[b].kind);
-            if ka != kb {
+            if self.a.node(a).kind() != self.b.node(b).kind() {
                 return Err(self.fail(a, "an empty container and None or another container"));
             }
             return self.copy(true, a, key);
@@ -288,10 +284,9 @@ impl Merger<'_, '_, '_> {
         if eb {
             return self.copy(true, a, key);
         }
-        let (na, nb) = (&self.a.def.nodes[a], &self.b.def.nodes[b]);
-        let key_owned = key;
-        match (&na.kind, &nb.kind) {
-            (Kind::Leaf, Kind::Leaf) => {
+        let (na, nb) = (self.a.node(a), self.b.node(b));
+        match (na.kind(), nb.kind()) {
+            (NodeKind::Leaf, NodeKind::Leaf) => {
                 let (x, y) = (
                     self.a.leaves[self.a.leaf_start[a]],
                     self.b.leaves[self.b.leaf_start[b]],
@@ -305,64 +300,55 @@ impl Merger<'_, '_, '_> {
                         ))
                     }
                 };
-                self.out.leaf(key_owned, merged);
+                self.out.leaf(key, merged);
                 Ok(())
             }
-            (Kind::List | Kind::Tuple, Kind::List | Kind::Tuple) | (Kind::Some, Kind::Some) => {
-                let kind = na.kind.clone();
+            (NodeKind::List | NodeKind::Tuple, NodeKind::List | NodeKind::Tuple)
+            | (NodeKind::Some, NodeKind::Some) => {
                 let (ca, cb) = (self.a.children(a), self.b.children(b));
-                let open = self.out.open(kind, key_owned);
+                let open = self.out.open(na.kind(), key);
                 for i in 0..ca.len().max(cb.len()) {
                     self.merge(ca.get(i).copied(), cb.get(i).copied(), None)?;
                 }
                 self.out.close(open);
                 Ok(())
             }
-            (Kind::Dict, Kind::Dict) => self.merge_keyed(a, b, key_owned),
-            (ka @ (Kind::Struct(_) | Kind::Variant(_) | Kind::Registered(_)), kb) if ka == kb => {
-                self.merge_keyed(a, b, key_owned)
+            (NodeKind::Dict, NodeKind::Dict) => self.merge_keyed(a, b, key),
+            (ka @ (NodeKind::Struct(_) | NodeKind::Variant(_) | NodeKind::Registered(_)), kb)
+                if ka == kb =>
+            {
+                self.merge_keyed(a, b, key)
             }
-            _ => Err(self.fail(
-                a,
-                format!(
-                    "{} vs {}",
-                    crate::def::describe(crate::def::NodeRef::at(self.a.def, a)),
-                    crate::def::describe(crate::def::NodeRef::at(self.b.def, b))
-                ),
-            )),
+            _ => Err(self.fail(a, format!("{} vs {}", describe(na), describe(nb)))),
         }
     }
 
     /// Key-wise merge: the first tree's keys in order, then keys only the second has.
-    fn merge_keyed(&mut self, a: usize, b: usize, key: Option<Name>) -> Result<()> {
-        let kind = self.a.def.nodes[a].kind.clone();
+    fn merge_keyed(&mut self, a: usize, b: usize, key: Option<&'d str>) -> Result<()> {
         let (ca, cb) = (self.a.children(a), self.b.children(b));
-        let open = self.out.open(kind, key);
+        let open = self.out.open(self.a.node(a).kind(), key);
         let mut used_b = vec![false; cb.len()];
         for &x in &ca {
-            let k = self.a.def.nodes[x].key.clone();
-            let partner = (0..cb.len()).find(|&p| !used_b[p] && self.b.def.nodes[cb[p]].key == k);
+            let k = self.a.node(x).key();
+            let partner = (0..cb.len()).find(|&p| !used_b[p] && self.b.node(cb[p]).key() == k);
             if let Some(p) = partner {
                 used_b[p] = true;
             }
             let y = partner.map(|p| cb[p]);
-            if let Kind::Static(i) = self.a.def.nodes[x].kind {
-                let va = &self.a.def.statics[i as usize];
+            if let NodeKind::Static(va) = self.a.node(x).kind() {
                 if let Some(y) = y {
-                    match self.b.def.nodes[y].kind {
-                        Kind::Static(j) if &self.b.def.statics[j as usize] == va => {}
-                        _ => return Err(self.fail(x, "static data differs between the trees")),
+                    if self.b.node(y).kind() != NodeKind::Static(va) {
+                        return Err(self.fail(x, "static data differs between the trees"));
                     }
                 }
-                let va = va.clone();
-                self.out.static_value(k, va);
+                self.out.push(NodeKind::Static(va), k, 0, 1, true);
                 continue;
             }
             self.merge(Some(x), y, k)?;
         }
         for (p, &y) in cb.iter().enumerate() {
             if !used_b[p] {
-                let k = self.b.def.nodes[y].key.clone();
+                let k = self.b.node(y).key();
                 self.merge(None, Some(y), k)?;
             }
         }
@@ -371,24 +357,20 @@ impl Merger<'_, '_, '_> {
     }
 
     /// Copies a whole subtree of one side (with its leaves) into the output.
-    fn copy(&mut self, from_a: bool, index: usize, key: Option<Name>) -> Result<()> {
+    fn copy(&mut self, from_a: bool, index: usize, key: Option<&'d str>) -> Result<()> {
         let side = if from_a { &self.a } else { &self.b };
         let end = index + side.def.nodes[index].size as usize;
         let mut leaf = side.leaf_start[index];
-        for (i, node) in side.def.nodes[index..end].iter().enumerate() {
-            let mut node = node.clone();
-            if i == 0 {
-                node.key = key.clone();
-            }
-            if let Kind::Static(s) = node.kind {
-                node.kind =
-                    Kind::Static(self.out.push_static(side.def.statics[s as usize].clone()));
-            }
-            if node.kind == Kind::Leaf {
+        for i in index..end {
+            let node = side.node(i);
+            let raw = side.def.nodes[i];
+            let k = if i == index { key } else { node.key() };
+            self.out
+                .push(node.kind(), k, raw.arity, raw.size, i == index);
+            if raw.kind == Kind::Leaf {
                 self.out.leaves.push(side.leaves[leaf].clone());
                 leaf += 1;
             }
-            self.out.push_raw(node, i == 0);
         }
         Ok(())
     }

@@ -786,3 +786,97 @@ fn two_cache_layouts_flatten_to_their_documented_paths() {
         );
     }
 }
+
+// ---------------------------------------------------------------- threads
+
+#[test]
+fn send_sync_claims_hold_under_concurrency() {
+    fn send<T: Send>() {}
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<TreeDef>();
+    send::<Value>();
+    send::<Registered<KvCache>>();
+    send::<Decoder>();
+
+    // Many threads race to register the same type: exactly one wins, the rest get Err.
+    struct Raced(Array);
+    let wins: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    register::<Raced>(
+                        "tests.Raced",
+                        |r, f| f.field("a", &r.0),
+                        |u| Ok(Raced(u.field("a")?)),
+                    )
+                    .is_ok() as usize
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).sum()
+    });
+    assert_eq!(wins, 1);
+
+    // Trees built and flattened on several threads at once, through the shared registry;
+    // a TreeDef made on one thread is used on another.
+    register_foreign();
+    let def = tree_structure(&decoder()).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let def = &def;
+            s.spawn(move || {
+                for _ in 0..50 {
+                    let d = decoder();
+                    assert_eq!(&tree_structure(&d).unwrap(), def);
+                    let r = Registered::new(Raced(leaf(t as f32))).unwrap();
+                    let back: Registered<Raced> = roundtrip(&r);
+                    assert_eq!(back.0.item::<f32>().unwrap(), t as f32);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn unknown_variant_and_registered_value_accessors() {
+    // A structure naming a variant the enum does not have (e.g. from an older export).
+    let kv = Cache::Kv {
+        keys: leaf(1.0),
+        values: leaf(2.0),
+        offset: 1,
+    };
+    let (leaves, def) = tree_flatten(&kv).unwrap();
+    let json = serde_json::to_string(&def)
+        .unwrap()
+        .replace("Cache::Kv", "Cache::Gone");
+    let renamed: TreeDef = serde_json::from_str(&json).unwrap();
+    assert_eq!(def.num_nodes(), renamed.num_nodes());
+    let msg = err(tree_unflatten::<Cache>(
+        &renamed,
+        leaves.into_iter().cloned().collect(),
+    ));
+    assert!(
+        msg.contains("enum `Cache` has no variant like enum variant `Cache::Gone` (variants: Kv, Ssm, Nothing)"),
+        "{msg}"
+    );
+
+    register_foreign();
+    let state = SsmState {
+        conv: leaf(1.0),
+        ssm: leaf(2.0),
+    };
+    let Value::Registered(mut r) = Value::registered(state).unwrap() else {
+        panic!("expected a registered value")
+    };
+    assert!(r.is::<SsmState>() && !r.is::<KvCache>());
+    assert_eq!(r.type_name(), std::any::type_name::<SsmState>());
+    r.downcast_mut::<SsmState>().unwrap().ssm = leaf(5.0);
+    let r = r.downcast::<KvCache>().unwrap_err();
+    let back: SsmState = r.downcast().unwrap();
+    assert_eq!(back.ssm.item::<f32>().unwrap(), 5.0);
+    let def = tree_structure(&decoder()).unwrap();
+    let second = def.root().children().nth(1).unwrap();
+    // Pre-order: root, then `layers` = list, Linear, weight, None (bias).
+    assert_eq!(second.index(), 5);
+    assert_eq!(second.key(), Some("caches"));
+}
