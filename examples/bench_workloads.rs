@@ -2,7 +2,8 @@
 //! `benches/common/workloads.rs` and reports per-iteration times.
 //!
 //! - `bench_workloads [NAME...]`: each workload (all when none is named) is set up, warmed up,
-//!   and timed over 15 samples; prints one line per workload with the median.
+//!   and timed over 15 samples (`BENCH_SAMPLES=N` for another count, e.g. under callgrind);
+//!   prints one line per workload with the median.
 //! - `bench_workloads --serve`: reads `run NAME SAMPLES` lines on stdin and answers each with
 //!   one JSON line `{"name": NAME, "times": {"rust": [seconds per iteration, ...]}}`, so the
 //!   driver can alternate this process with the Python worker (`scripts/bench/workloads.py`)
@@ -107,10 +108,14 @@ fn main() -> BoxResult<()> {
     } else {
         args.iter().map(|a| find(a)).collect::<BoxResult<_>>()?
     };
+    let samples: usize = match std::env::var("BENCH_SAMPLES") {
+        Ok(n) => n.parse()?,
+        Err(_) => 15,
+    };
     println!("MLX {}", mlx_rs::version()?);
     for spec in specs {
         let mut w = setup(spec)?;
-        let times = (0..15)
+        let times = (0..samples)
             .map(|_| sample(w.as_mut(), spec))
             .collect::<BoxResult<Vec<f64>>>()?;
         println!(

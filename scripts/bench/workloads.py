@@ -3,7 +3,7 @@
 benches/common/workloads.rs, done identically with mlx.core (same ops, shapes and order;
 keep the two files in step), plus optree and jax.tree_util for W2.
 
-    python workloads.py [NAME...]   # standalone: medians of 15 samples per workload
+    python workloads.py [NAME...]   # standalone: medians of 15 samples (BENCH_SAMPLES) each
     python workloads.py --serve     # stdin: "run NAME SAMPLES"; stdout: one JSON line each,
                                     # {"name": NAME, "times": {IMPL: [s per iteration, ...]}}
     python workloads.py --list      # "NAME INNER" lines (INNER = iterations per sample)
@@ -12,6 +12,7 @@ Needs mlx==0.32.2 (mlx-cpu), optree, jax[cpu], numpy: scripts/bench-compare make
 """
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -92,27 +93,42 @@ def tree_model():
 
 
 def tree_roundtrip():
-    import jax
-    import optree
-    from mlx.utils import tree_flatten, tree_unflatten
-
+    """mlx.utils, optree and jax.tree_util on the same tree; BENCH_IMPL=NAME builds only that
+    one (and imports only its library: the instruction counts of scripts/bench/instructions.py
+    would otherwise include importing jax)."""
+    only = os.environ.get("BENCH_IMPL")
     tree = tree_model()
-    assert len(tree_flatten(tree)) == 1000
-    assert len(optree.tree_leaves(tree)) == 1000
-    assert len(jax.tree_util.tree_leaves(tree)) == 1000
+    impls = {}
+    if only in (None, "mlx.utils"):
+        from mlx.utils import tree_flatten, tree_unflatten
 
-    def mlx_utils():
-        tree_unflatten(tree_flatten(tree))
+        assert len(tree_flatten(tree)) == 1000
 
-    def with_optree():
-        leaves, spec = optree.tree_flatten(tree)
-        optree.tree_unflatten(spec, leaves)
+        def mlx_utils():
+            tree_unflatten(tree_flatten(tree))
 
-    def with_jax():
-        leaves, spec = jax.tree_util.tree_flatten(tree)
-        jax.tree_util.tree_unflatten(spec, leaves)
+        impls["mlx.utils"] = mlx_utils
+    if only in (None, "optree"):
+        import optree
 
-    return {"mlx.utils": mlx_utils, "optree": with_optree, "jax.tree_util": with_jax}
+        assert len(optree.tree_leaves(tree)) == 1000
+
+        def with_optree():
+            leaves, spec = optree.tree_flatten(tree)
+            optree.tree_unflatten(spec, leaves)
+
+        impls["optree"] = with_optree
+    if only in (None, "jax.tree_util"):
+        import jax
+
+        assert len(jax.tree_util.tree_leaves(tree)) == 1000
+
+        def with_jax():
+            leaves, spec = jax.tree_util.tree_flatten(tree)
+            jax.tree_util.tree_unflatten(spec, leaves)
+
+        impls["jax.tree_util"] = with_jax
+    return impls
 
 
 # ---------------------------------------------------------------------------------------
@@ -121,7 +137,7 @@ def tree_roundtrip():
 W3_BLOCKS = 25  # 25 blocks x 4 leaves
 
 
-def compiled_call(do_eval):
+def compiled_call_tree():
     n = 0
 
     def nxt():
@@ -135,6 +151,11 @@ def compiled_call(do_eval):
         fc2 = {"weight": nxt(), "bias": nxt()}
         tree.append({"fc1": fc1, "fc2": fc2})
     mx.eval(tree)
+    return tree
+
+
+def compiled_call(do_eval):
+    tree = compiled_call_tree()
 
     def fun(tree):
         f = lambda x: mx.add(mx.multiply(x, 2.0), 1.0)
@@ -147,6 +168,17 @@ def compiled_call(do_eval):
         out = cfun(tree)
         if do_eval:
             mx.eval(out)
+
+    return {"mlx": run}
+
+
+def compiled_call_flat():
+    """The floor under W3: the same fn on the leaves as positional arguments."""
+    leaves = [x for b in compiled_call_tree() for l in (b["fc1"], b["fc2"]) for x in (l["weight"], l["bias"])]
+    cfun = mx.compile(lambda *xs: [mx.add(mx.multiply(x, 2.0), 1.0) for x in xs])
+
+    def run():
+        cfun(*leaves)
 
     return {"mlx": run}
 
@@ -351,6 +383,7 @@ WORKLOADS = {
     "w1_chain16_graph": (1, lambda: chain16(False)),
     "w2_tree_roundtrip": (20, tree_roundtrip),
     "w3_compiled_call": (50, lambda: compiled_call(False)),
+    "w3_compiled_call_flat": (50, compiled_call_flat),
     "w3_compiled_call_eval": (20, lambda: compiled_call(True)),
     "w4_gelu_eager": (3, lambda: gelu_workload(False)),
     "w4_gelu_compiled": (3, lambda: gelu_workload(True)),
@@ -405,11 +438,12 @@ def main():
     if args[:1] == ["--list"]:
         print("\n".join(f"{k} {v[0]}" for k, v in WORKLOADS.items()))
         return
+    samples = int(os.environ.get("BENCH_SAMPLES", "15"))
     print(f"mlx {mx.__version__}")
     for name in args or list(WORKLOADS):
         inner, impls = setup(name)
         for k, fn in impls.items():
-            t = statistics.median(sample(fn, inner) for _ in range(15))
+            t = statistics.median(sample(fn, inner) for _ in range(samples))
             print(f"{name:<24} {k:<14} {t * 1e6:12.1f} us")
 
 
