@@ -409,6 +409,14 @@ impl<'a> Closure<'a> {
 
     /// Calls the closure.
     pub(crate) fn apply(&self, inputs: &[Array]) -> Result<Vec<Array>> {
+        self.apply_iter(inputs)
+    }
+
+    /// [`apply`](Self::apply) for borrowed arrays (e.g. leaves borrowed from a tree).
+    pub(crate) fn apply_iter<'x>(
+        &self,
+        inputs: impl IntoIterator<Item = &'x Array>,
+    ) -> Result<Vec<Array>> {
         let input = VectorArray::from_arrays(inputs);
         let mut out = VectorArray::new();
         // SAFETY: valid closure and vector handles; mlx-c writes the result into `out`.

@@ -168,6 +168,26 @@ impl CompiledFn {
         constants: &[u64],
         fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
     ) -> Result<Vec<Array>> {
+        self.call_with_iter(inputs, constants, fun)
+    }
+
+    /// [`call_with`](Self::call_with) for borrowed inputs (leaves borrowed from a flattened
+    /// tree), so callers need not clone array handles to make a slice.
+    pub fn call_with_refs(
+        &self,
+        inputs: &[&Array],
+        constants: &[u64],
+        fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
+    ) -> Result<Vec<Array>> {
+        self.call_with_iter(inputs.iter().copied(), constants, fun)
+    }
+
+    fn call_with_iter<'a>(
+        &self,
+        inputs: impl IntoIterator<Item = &'a Array>,
+        constants: &[u64],
+        fun: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
+    ) -> Result<Vec<Array>> {
         self.calls.fetch_add(1, Ordering::Relaxed);
         self.register_thread()?;
         let counted = |xs: &[Array]| {
@@ -188,7 +208,7 @@ impl CompiledFn {
                 constants.len(),
             )
         })?;
-        let out = compiled.apply(inputs);
+        let out = compiled.apply_iter(inputs);
         drop(compiled);
         out
     }

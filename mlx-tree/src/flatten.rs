@@ -104,6 +104,11 @@ impl<'a> Flattener<'a> {
         ))
     }
 
+    /// How many leaves were emitted so far.
+    pub(crate) fn num_leaves(&self) -> usize {
+        self.leaves.len()
+    }
+
     pub(crate) fn into_leaves(self) -> Vec<&'a Array> {
         self.remember_sizes();
         self.leaves
@@ -288,6 +293,44 @@ impl<'d> Unflattener<'d> {
             end: def.nodes.len(),
             leaves: leaves.into_iter(),
         })
+    }
+
+    /// An unflattener over the subtree rooted at node `index` of `def` (e.g. one element of a
+    /// tuple the transforms flattened their arguments into), taking `count` leaves from
+    /// `leaves`.
+    pub(crate) fn subtree(
+        def: &'d TreeDef,
+        index: usize,
+        leaves: std::vec::IntoIter<Array>,
+    ) -> Result<Self> {
+        let node = def
+            .nodes
+            .get(index)
+            .ok_or_else(|| error::invalid("tree definition has no node here"))?;
+        let end = index + node.size as usize;
+        let expected = def.nodes[index..end]
+            .iter()
+            .filter(|n| n.kind == Kind::Leaf)
+            .count();
+        if leaves.len() != expected {
+            return Err(error::leaf_count(expected, leaves.len()));
+        }
+        Ok(Unflattener {
+            def,
+            pos: index,
+            end,
+            leaves,
+        })
+    }
+
+    /// Checks that the subtree of [`subtree`](Self::subtree) was consumed.
+    pub(crate) fn finish_subtree(self) -> Result<()> {
+        if self.pos != self.end {
+            return Err(self
+                .def
+                .error_at(self.pos, "the structure has more nodes than the type reads"));
+        }
+        Ok(())
     }
 
     /// Checks that everything was consumed (the root node and all leaves).

@@ -98,26 +98,62 @@
 //! in-place updates. Structure mismatches are `Err(Error::InvalidArgument)` whose message names
 //! the path where the trees differ and how (type, length, keys, static data).
 //!
+//! # Transforms and weights IO
+//!
+//! Every transform takes and returns your tree types (several arguments: a tuple):
+//!
+//! - [`compile(f, shapeless)`](compile) for `f: Fn(&I) -> Result<O>`: cache keyed by the
+//!   argument's [`TreeDef`] (static data included) plus shapes/dtypes (ranks/dtypes when
+//!   shapeless); a structure change retraces; [`Compiled::stats`] gives
+//!   [`CompileStats`] (calls, traces, cache hits, signatures).
+//! - [`compile_mut(f, shapeless)`](compile_mut) for `f: Fn(&mut S, &I) -> Result<O>`: the state's
+//!   leaves are inputs and outputs of the graph and are written back into `S` in place after
+//!   each call (an SSM or KV cache; a `(model, optimizer_state)` tuple for training).
+//! - [`value_and_grad(f)`](value_and_grad) / [`grad(f)`](grad) for
+//!   `f: Fn(&P, &A) -> Result<O>`: gradients w.r.t. `P`, as a `P`; the first leaf of `O` is
+//!   the loss, the rest are auxiliary outputs.
+//! - [`vmap(f, in_axes, out_axes)`](vmap): per-leaf axes as one axis or a [`TreeAxes`]
+//!   prefix.
+//! - [`export_function`] / [`import_function`]: MLX's `.mlxfn` plus the input/output
+//!   `TreeDef`s in `<file>.tree.json`; [`ImportedTreeFunction::call`] takes and returns the
+//!   same types.
+//! - [`save_weights`] / [`load_weights`] / [`assign_weights`]: safetensors by key path;
+//!   missing, unexpected and wrong-shape keys are one `Err` listing them ([`LoadOptions`]
+//!   relaxes the first two).
+//!
+//! Static data is never traced: it is part of the compile key (a change retraces), copied
+//! unchanged into gradients, shared by every vmapped example, baked into exported graphs
+//! (checked on call), and not written to weights files.
+//!
 //! See `docs/trees.md` in the repository for when to use which way in, and KV-cache and
-//! SSM-state examples.
+//! SSM-state examples through `compile_mut`.
 
 // Lets `#[derive(TreeNode)]` name this crate as `::mlx_tree` from inside it too.
 extern crate self as mlx_tree;
 
+mod compile;
 mod def;
 mod error;
+mod export;
 mod flatten;
+mod io;
 mod node;
+mod pair;
 mod registry;
+mod transforms;
 mod util;
 mod value;
 
+pub use compile::{compile, compile_mut, CompileStats, Compiled, CompiledMut};
 pub use def::{NodeKind, NodeRef, TreeDef};
 pub use error::{Error, Result};
+pub use export::{export_function, import_function, tree_signature_path, ImportedTreeFunction};
 pub use flatten::{Flattener, Unflattener};
+pub use io::{assign_weights, load_weights, save_weights, LoadOptions};
 pub use mlx_rs::Array;
 pub use node::TreeNode;
 pub use registry::{is_registered, register, registered_name, Registered, RegisteredValue};
+pub use transforms::{grad, value_and_grad, vmap, TreeAxes};
 pub use util::{
     tree_assign_leaves, tree_flatten, tree_flatten_with_path, tree_leaves, tree_map,
     tree_map_in_place, tree_map_n, tree_map_with_path, tree_merge, tree_reduce, tree_structure,
