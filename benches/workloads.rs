@@ -20,6 +20,7 @@ fn bench(c: &mut Criterion) {
     for spec in workloads::WORKLOADS {
         let mut w = (spec.make)().expect("workload setup");
         g.bench_function(spec.name, |b| b.iter(|| w.run().expect("workload run")));
+        w.check().expect("compiled workloads trace once");
     }
     g.finish();
 }

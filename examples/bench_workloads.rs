@@ -37,6 +37,7 @@ fn setup(spec: &Spec) -> BoxResult<Box<dyn Workload>> {
     for _ in 0..WARMUP_SAMPLES {
         sample(w.as_mut(), spec)?;
     }
+    w.check()?;
     Ok(w)
 }
 

@@ -6,16 +6,17 @@
 //! same shapes, same order); keep the two files in step. Each workload is set up once and then
 //! [`Workload::run`] performs one iteration; `inner` iterations make one timed sample on both
 //! sides, so fast workloads are timed in batches.
+//!
+//! The Rust side uses the crate's own tree-aware transforms: `mlx_tree::compile` (W3),
+//! `mlx_tree::compile_mut` with the state passed as `&mut` (W5, W6) and
+//! `mlx_tree::value_and_grad` over the parameter struct (W5).
 
 #![allow(dead_code)] // each including target uses a different subset
 
 use std::collections::{BTreeMap, HashMap};
-use std::rc::Rc;
 
-use mlx_rs::compile::{compile, CompiledFn};
-use mlx_rs::transforms::value_and_grad;
-use mlx_rs::{eval, fast, ops, random, Array};
-use mlx_tree::{tree_flatten, tree_leaves, tree_unflatten, TreeDef, TreeNode};
+use mlx_rs::{eval, fast, ops, random, Array, Result};
+use mlx_tree::{tree_flatten, tree_leaves, tree_unflatten, TreeNode};
 
 /// Errors from either crate.
 pub type BoxResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -24,6 +25,23 @@ pub type BoxResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 pub trait Workload {
     /// One iteration (for the decode workload: one whole generation).
     fn run(&mut self) -> BoxResult<()>;
+
+    /// Called after warm-up: fails if a compiled workload is not really compiled (traced more
+    /// than once), so a silently uncompiled path cannot produce a flattering number.
+    fn check(&self) -> BoxResult<()> {
+        Ok(())
+    }
+}
+
+fn traced_once(what: &str, stats: mlx_tree::CompileStats) -> BoxResult<()> {
+    if std::env::var_os("MLX_DISABLE_COMPILE").is_none() && stats.traces != 1 {
+        return Err(format!(
+            "{what}: traced {} times in {} calls",
+            stats.traces, stats.calls
+        )
+        .into());
+    }
+    Ok(())
 }
 
 /// A workload's name, batch size and constructor.
@@ -285,115 +303,6 @@ impl Workload for TreeRoundtrip {
 }
 
 // ---------------------------------------------------------------------------------------
-// Tree-level compile over the array-level engine: flatten the arguments, key the cache on
-// the structure, unflatten inside the trace. What mlx-tree's tree-aware compile does.
-
-fn closure_err(e: impl std::fmt::Display) -> mlx_rs::Error {
-    mlx_rs::Error::Closure(e.to_string())
-}
-
-/// The compile-cache key of an input structure. FxHash-style (multiply-rotate), not SipHash:
-/// the key is hashed on every call, and SipHash over a 100-leaf TreeDef cost about a sixth
-/// of a compiled call (callgrind).
-fn structure_key(def: &TreeDef) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = FxHasher(0);
-    def.hash(&mut h);
-    h.finish()
-}
-
-struct FxHasher(u64);
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl std::hash::Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            self.add(u64::from_le_bytes(c.try_into().expect("8 bytes")));
-        }
-        let mut tail = [0u8; 8];
-        let rest = chunks.remainder();
-        tail[..rest.len()].copy_from_slice(rest);
-        self.add(u64::from_le_bytes(tail) ^ ((rest.len() as u64) << 56));
-    }
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-    fn write_u32(&mut self, i: u32) {
-        self.add(i as u64);
-    }
-    fn write_u64(&mut self, i: u64) {
-        self.add(i);
-    }
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-thread_local! {
-    /// Output structures remembered per (engine, input structure): on a cache hit MLX does
-    /// not run the function, so the output structure comes from the first trace.
-    static OUT_DEFS: std::cell::RefCell<HashMap<(usize, u64), Rc<TreeDef>>> =
-        std::cell::RefCell::new(HashMap::new());
-}
-
-fn output_def(engine: &CompiledFn, def: &TreeDef) -> BoxResult<Rc<TreeDef>> {
-    let key = (engine as *const CompiledFn as usize, structure_key(def));
-    OUT_DEFS
-        .with(|m| m.borrow().get(&key).cloned())
-        .ok_or_else(|| "compiled call: output structure unknown".into())
-}
-
-fn remember_output_def(engine: &CompiledFn, def: &TreeDef, out: Rc<TreeDef>) {
-    let key = (engine as *const CompiledFn as usize, structure_key(def));
-    OUT_DEFS.with(|m| m.borrow_mut().insert(key, out));
-}
-
-/// Calls `engine` on the leaves of `args`; `fun` sees the arguments rebuilt as `A` and returns
-/// a tree `O`. The cache is keyed on the input structure; on a cache hit MLX does not run
-/// `fun`, so the output structure recorded at the first trace is reused.
-fn compiled_tree_call<A, O>(
-    engine: &CompiledFn,
-    args: &A,
-    fun: &dyn Fn(A) -> BoxResult<O>,
-) -> BoxResult<O>
-where
-    A: TreeNode,
-    O: TreeNode,
-{
-    let (leaves, def) = tree_flatten(args)?;
-    let leaves: Vec<Array> = leaves.into_iter().cloned().collect();
-    let key = structure_key(&def);
-    let fresh: std::cell::RefCell<Option<TreeDef>> = std::cell::RefCell::new(None);
-    let traced = |xs: &[Array]| -> mlx_rs::Result<Vec<Array>> {
-        let args: A = tree_unflatten(&def, xs.to_vec()).map_err(closure_err)?;
-        let out = fun(args).map_err(closure_err)?;
-        let (leaves, odef) = tree_flatten(&out).map_err(closure_err)?;
-        *fresh.borrow_mut() = Some(odef);
-        Ok(leaves.into_iter().cloned().collect())
-    };
-    let outs = engine.call_with(&leaves, &[key], &traced)?;
-    let odef = match fresh.into_inner() {
-        Some(d) => {
-            let d = Rc::new(d);
-            remember_output_def(engine, &def, d.clone());
-            d
-        }
-        None => output_def(engine, &def)?,
-    };
-    Ok(tree_unflatten(&odef, outs)?)
-}
-
-// ---------------------------------------------------------------------------------------
 // W3: compiled-call overhead with a 100-leaf tree argument.
 
 #[derive(TreeNode, Clone)]
@@ -411,46 +320,53 @@ struct CBlock {
 /// 25 blocks x 4 leaves = 100 leaves.
 const W3_BLOCKS: usize = 25;
 
+type W3Fn = fn(&Vec<CBlock>) -> Result<Vec<CBlock>>;
+
 struct CompiledCall {
     tree: Vec<CBlock>,
-    engine: CompiledFn,
+    compiled: mlx_tree::Compiled<Vec<CBlock>, Vec<CBlock>, W3Fn>,
     eval: bool,
+}
+
+fn w3_tree() -> Result<Vec<CBlock>> {
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        ops::full(&[4], n as f32, None)
+    };
+    let mut tree = Vec::with_capacity(W3_BLOCKS);
+    for _ in 0..W3_BLOCKS {
+        tree.push(CBlock {
+            fc1: CLinear {
+                weight: next()?,
+                bias: next()?,
+            },
+            fc2: CLinear {
+                weight: next()?,
+                bias: next()?,
+            },
+        });
+    }
+    eval(tree_leaves(&tree))?;
+    Ok(tree)
 }
 
 impl CompiledCall {
     fn new(eval_outputs: bool) -> BoxResult<CompiledCall> {
-        let leaf = |i: usize| ops::full(&[4], i as f32, None);
-        let mut n = 0;
-        let mut next = || {
-            n += 1;
-            leaf(n)
-        };
-        let mut tree = Vec::with_capacity(W3_BLOCKS);
-        for _ in 0..W3_BLOCKS {
-            tree.push(CBlock {
-                fc1: CLinear {
-                    weight: next()?,
-                    bias: next()?,
-                },
-                fc2: CLinear {
-                    weight: next()?,
-                    bias: next()?,
-                },
-            });
-        }
-        eval(tree_leaves(&tree))?;
+        let f: W3Fn = w3_fun;
         Ok(CompiledCall {
-            tree,
-            engine: CompiledFn::new(false),
+            tree: w3_tree()?,
+            compiled: mlx_tree::compile(f, None),
             eval: eval_outputs,
         })
     }
 }
 
 /// `x * 2 + 1` on every leaf.
-fn w3_fun(tree: Vec<CBlock>) -> BoxResult<Vec<CBlock>> {
-    let f = |x: &Array| -> BoxResult<Array> { Ok(ops::add(&ops::multiply(x, 2.0)?, 1.0)?) };
-    let lin = |l: &CLinear| -> BoxResult<CLinear> {
+#[allow(clippy::ptr_arg)] // `compile` passes `&I`, and `I` is the `Vec` tree itself
+fn w3_fun(tree: &Vec<CBlock>) -> Result<Vec<CBlock>> {
+    let f = |x: &Array| ops::add(&ops::multiply(x, 2.0)?, 1.0);
+    let lin = |l: &CLinear| -> Result<CLinear> {
         Ok(CLinear {
             weight: f(&l.weight)?,
             bias: f(&l.bias)?,
@@ -468,11 +384,15 @@ fn w3_fun(tree: Vec<CBlock>) -> BoxResult<Vec<CBlock>> {
 
 impl Workload for CompiledCall {
     fn run(&mut self) -> BoxResult<()> {
-        let out = compiled_tree_call(&self.engine, &self.tree, &w3_fun)?;
+        let out = self.compiled.call(&self.tree)?;
         if self.eval {
             eval(tree_leaves(&out))?;
         }
         Ok(())
+    }
+
+    fn check(&self) -> BoxResult<()> {
+        traced_once("w3", self.compiled.stats())
     }
 }
 
@@ -484,9 +404,9 @@ struct CompiledFlat {
     compiled: mlx_rs::compile::Compiled<FlatFn>,
 }
 
-type FlatFn = fn(&[Array]) -> mlx_rs::Result<Vec<Array>>;
+type FlatFn = fn(&[Array]) -> Result<Vec<Array>>;
 
-fn w3_flat(xs: &[Array]) -> mlx_rs::Result<Vec<Array>> {
+fn w3_flat(xs: &[Array]) -> Result<Vec<Array>> {
     xs.iter()
         .map(|x| ops::add(&ops::multiply(x, 2.0)?, 1.0))
         .collect()
@@ -494,11 +414,11 @@ fn w3_flat(xs: &[Array]) -> mlx_rs::Result<Vec<Array>> {
 
 impl CompiledFlat {
     fn new() -> BoxResult<CompiledFlat> {
-        let tree = CompiledCall::new(false)?.tree;
+        let tree = w3_tree()?;
         let f: FlatFn = w3_flat;
         Ok(CompiledFlat {
             leaves: tree_leaves(&tree).into_iter().cloned().collect(),
-            compiled: compile(f, None),
+            compiled: mlx_rs::compile::compile(f, None),
         })
     }
 }
@@ -516,7 +436,7 @@ impl Workload for CompiledFlat {
 const W4_N: i32 = 1 << 20;
 
 /// `0.5 * x * (1 + erf(x / sqrt(2)))`, the exact (erf) form, op for op as in workloads.py.
-fn gelu(x: &Array) -> mlx_rs::Result<Array> {
+fn gelu(x: &Array) -> Result<Array> {
     let inner = ops::erf(&ops::divide(x, std::f64::consts::SQRT_2)?)?;
     ops::multiply(&ops::multiply(x, 0.5)?, &ops::add(&inner, 1.0)?)
 }
@@ -526,7 +446,7 @@ struct Gelu {
     compiled: Option<mlx_rs::compile::Compiled<FlatFn>>,
 }
 
-fn gelu_flat(xs: &[Array]) -> mlx_rs::Result<Vec<Array>> {
+fn gelu_flat(xs: &[Array]) -> Result<Vec<Array>> {
     Ok(vec![gelu(&xs[0])?])
 }
 
@@ -537,7 +457,7 @@ impl Gelu {
         let f: FlatFn = gelu_flat;
         Ok(Gelu {
             x,
-            compiled: compiled.then(|| compile(f, None)),
+            compiled: compiled.then(|| mlx_rs::compile::compile(f, None)),
         })
     }
 }
@@ -576,12 +496,6 @@ struct TrainState {
     v: Mlp,
 }
 
-#[derive(TreeNode)]
-struct StepOut {
-    loss: Array,
-    state: TrainState,
-}
-
 const W5_SIZES: [i32; 4] = [784, 512, 512, 10];
 const W5_BATCH: i32 = 128;
 const LR: f64 = 1e-3;
@@ -589,7 +503,7 @@ const BETA1: f64 = 0.9;
 const BETA2: f64 = 0.999;
 const EPS: f64 = 1e-8;
 
-fn mlp_forward(p: &Mlp, x: &Array) -> mlx_rs::Result<Array> {
+fn mlp_forward(p: &Mlp, x: &Array) -> Result<Array> {
     let mut h = x.clone();
     let n = p.layers.len();
     for (i, l) in p.layers.iter().enumerate() {
@@ -602,14 +516,14 @@ fn mlp_forward(p: &Mlp, x: &Array) -> mlx_rs::Result<Array> {
 }
 
 /// Mean cross-entropy: `logsumexp(logits) - logits[label]`.
-fn cross_entropy(logits: &Array, y: &Array) -> mlx_rs::Result<Array> {
+fn cross_entropy(logits: &Array, y: &Array) -> Result<Array> {
     let lse = ops::logsumexp(logits, -1, false)?;
     let picked = ops::take_along_axis(logits, &ops::expand_dims(y, -1)?, -1)?;
     let picked = ops::squeeze(&picked, -1)?;
     ops::mean(&ops::subtract(&lse, &picked)?, None, false)
 }
 
-fn adam(w: &Array, g: &Array, m: &Array, v: &Array) -> mlx_rs::Result<(Array, Array, Array)> {
+fn adam(w: &Array, g: &Array, m: &Array, v: &Array) -> Result<(Array, Array, Array)> {
     let m = ops::add(&ops::multiply(m, BETA1)?, &ops::multiply(g, 1.0 - BETA1)?)?;
     let v = ops::add(
         &ops::multiply(v, BETA2)?,
@@ -619,62 +533,40 @@ fn adam(w: &Array, g: &Array, m: &Array, v: &Array) -> mlx_rs::Result<(Array, Ar
     Ok((ops::subtract(w, &step)?, m, v))
 }
 
-/// One step, written against the trees: what is traced once and replayed.
-fn train_step(state: TrainState, x: &Array, y: &Array) -> BoxResult<StepOut> {
-    // value_and_grad over the parameter leaves (array-level transform; the tree gives the
-    // leaves and rebuilds `Mlp` inside the differentiated function).
-    let (pleaves, pdef) = tree_flatten(&state.params)?;
-    let np = pleaves.len();
-    let mut inputs: Vec<Array> = pleaves.into_iter().cloned().collect();
-    inputs.push(x.clone());
-    inputs.push(y.clone());
-    let loss_fn = |xs: &[Array]| -> mlx_rs::Result<Vec<Array>> {
-        let p: Mlp = tree_unflatten(&pdef, xs[..np].to_vec()).map_err(closure_err)?;
-        Ok(vec![cross_entropy(
-            &mlp_forward(&p, &xs[np])?,
-            &xs[np + 1],
-        )?])
-    };
-    let argnums: Vec<i32> = (0..np as i32).collect();
-    let (values, grads) = value_and_grad(loss_fn, argnums)(&inputs)?;
-    let grads: Mlp = tree_unflatten(&pdef, grads)?;
-
-    let mut params = Vec::with_capacity(np);
-    let mut ms = Vec::with_capacity(np);
-    let mut vs = Vec::with_capacity(np);
-    let quads = tree_leaves(&state.params)
-        .into_iter()
-        .zip(tree_leaves(&grads))
-        .zip(tree_leaves(&state.m))
-        .zip(tree_leaves(&state.v));
-    for (((w, g), m), v) in quads {
-        let (w, m, v) = adam(w, g, m, v)?;
-        params.push(w);
-        ms.push(m);
-        vs.push(v);
+/// One step, written against the trees: what is traced once and replayed. Updates `state`
+/// in place and returns the loss.
+fn train_step(state: &mut TrainState, (x, y): &(Array, Array)) -> Result<Array> {
+    let loss_and_grad = mlx_tree::value_and_grad(|p: &Mlp, (x, y): &(Array, Array)| {
+        cross_entropy(&mlp_forward(p, x)?, y)
+    });
+    let (loss, grads) = loss_and_grad(&state.params, &(x.clone(), y.clone()))?;
+    let TrainState { params, m, v } = state;
+    let params = params
+        .layers
+        .iter_mut()
+        .flat_map(|l| [&mut l.weight, &mut l.bias]);
+    let ms = m
+        .layers
+        .iter_mut()
+        .flat_map(|l| [&mut l.weight, &mut l.bias]);
+    let vs = v
+        .layers
+        .iter_mut()
+        .flat_map(|l| [&mut l.weight, &mut l.bias]);
+    let gs = grads.layers.iter().flat_map(|l| [&l.weight, &l.bias]);
+    for (((w, m), v), g) in params.zip(ms).zip(vs).zip(gs) {
+        let (nw, nm, nv) = adam(w, g, m, v)?;
+        (*w, *m, *v) = (nw, nm, nv);
     }
-    Ok(StepOut {
-        loss: values.into_iter().next().ok_or("loss missing")?,
-        state: TrainState {
-            params: tree_unflatten(&pdef, params)?,
-            m: tree_unflatten(&pdef, ms)?,
-            v: tree_unflatten(&pdef, vs)?,
-        },
-    })
+    Ok(loss)
 }
 
-#[derive(TreeNode)]
-struct StepArgs {
-    state: TrainState,
-    x: Array,
-    y: Array,
-}
+type StepFn = fn(&mut TrainState, &(Array, Array)) -> Result<Array>;
 
 struct TrainStep {
     state: TrainState,
-    x: Array,
-    y: Array,
-    engine: CompiledFn,
+    data: (Array, Array),
+    step: mlx_tree::CompiledMut<TrainState, (Array, Array), Array, StepFn>,
 }
 
 impl TrainStep {
@@ -692,48 +584,38 @@ impl TrainStep {
             });
         }
         let params = Mlp { layers };
-        let zeros = |l: &Linear| -> BoxResult<Linear> {
+        let zeros = |l: &Linear| -> Result<Linear> {
             Ok(Linear {
                 weight: ops::zeros_like(&l.weight, None)?,
                 bias: ops::zeros_like(&l.bias, None)?,
             })
         };
         let m = Mlp {
-            layers: params.layers.iter().map(zeros).collect::<BoxResult<_>>()?,
+            layers: params.layers.iter().map(zeros).collect::<Result<_>>()?,
         };
         let v = m.clone();
         let x = random::normal(&[W5_BATCH, W5_SIZES[0]], None, 0.0, 1.0, &k(6)?)?;
         let y = random::randint(0, W5_SIZES[3], &[W5_BATCH], None, &k(7)?)?;
         let state = TrainState { params, m, v };
         eval(tree_leaves(&state).into_iter().chain([&x, &y]))?;
+        let f: StepFn = train_step;
         Ok(TrainStep {
             state,
-            x,
-            y,
-            engine: CompiledFn::new(false),
+            data: (x, y),
+            step: mlx_tree::compile_mut(f, None),
         })
-    }
-
-    /// One compiled step; `state` is updated in place (its leaves are inputs and outputs).
-    fn step(&mut self) -> BoxResult<Array> {
-        let args = StepArgs {
-            state: self.state.clone(),
-            x: self.x.clone(),
-            y: self.y.clone(),
-        };
-        let out: StepOut = compiled_tree_call(&self.engine, &args, &|a: StepArgs| {
-            train_step(a.state, &a.x, &a.y)
-        })?;
-        self.state = out.state;
-        Ok(out.loss)
     }
 }
 
 impl Workload for TrainStep {
     fn run(&mut self) -> BoxResult<()> {
-        let loss = self.step()?;
+        let loss = self.step.call(&mut self.state, &self.data)?;
         eval(std::iter::once(&loss).chain(tree_leaves(&self.state)))?;
         Ok(())
+    }
+
+    fn check(&self) -> BoxResult<()> {
+        traced_once("w5", self.step.stats())
     }
 }
 
@@ -780,42 +662,24 @@ struct KvCache {
     offset: Array,
 }
 
-#[derive(TreeNode)]
-struct DecodeArgs {
-    params: Llama,
-    token: Array,
-    cache: KvCache,
-}
-
-#[derive(TreeNode)]
-struct DecodeOut {
-    token: Array,
-    cache: KvCache,
-}
-
-fn linear_nt(x: &Array, w: &Array) -> mlx_rs::Result<Array> {
+fn linear_nt(x: &Array, w: &Array) -> Result<Array> {
     ops::matmul(x, &w.t()?)
 }
 
-fn heads(x: &Array) -> mlx_rs::Result<Array> {
+fn heads(x: &Array) -> Result<Array> {
     ops::transpose(
         &ops::reshape(x, &[1, 1, V_HEADS, V_HEAD_DIM])?,
         &[0, 2, 1, 3][..],
     )
 }
 
-/// One token through the model; returns the greedy next token and the updated cache.
-fn decode_step(a: DecodeArgs) -> BoxResult<DecodeOut> {
-    let DecodeArgs {
-        params: p,
-        token,
-        cache,
-    } = a;
+/// One token through the model: updates the cache in place and returns the greedy next token.
+fn decode_step(cache: &mut KvCache, (p, token): &(Llama, Array)) -> Result<Array> {
     let offset = &cache.offset;
     let start = ops::reshape(offset, &[1])?;
     let mask = ops::less_equal(&ops::arange(0, V_MAX_LEN, 1, None)?, offset)?;
     let scale = (V_HEAD_DIM as f32).powf(-0.5);
-    let mut h = ops::take(&p.embed, &token, 0)?;
+    let mut h = ops::take(&p.embed, token, 0)?;
     let mut keys = Vec::with_capacity(V_LAYERS);
     let mut values = Vec::with_capacity(V_LAYERS);
     for (l, (kc, vc)) in p.layers.iter().zip(cache.keys.iter().zip(&cache.values)) {
@@ -840,20 +704,18 @@ fn decode_step(a: DecodeArgs) -> BoxResult<DecodeOut> {
     let h = fast::rms_norm(&h, Some(&p.norm), NORM_EPS)?;
     let logits = linear_nt(&h, &p.lm_head)?;
     let next = ops::reshape(&ops::argmax(&logits, -1, false)?, &[1, 1])?;
-    Ok(DecodeOut {
-        token: next,
-        cache: KvCache {
-            keys,
-            values,
-            offset: ops::add(offset, 1)?,
-        },
-    })
+    cache.offset = ops::add(offset, 1)?;
+    cache.keys = keys;
+    cache.values = values;
+    Ok(next)
 }
+
+type DecodeFn = fn(&mut KvCache, &(Llama, Array)) -> Result<Array>;
 
 struct Decode {
     params: Llama,
     cache: KvCache,
-    engine: CompiledFn,
+    step: mlx_tree::CompiledMut<KvCache, (Llama, Array), Array, DecodeFn>,
 }
 
 impl Decode {
@@ -893,15 +755,16 @@ impl Decode {
         };
         let kv = || ops::zeros(&[1, V_HEADS, V_MAX_LEN, V_HEAD_DIM], None);
         let cache = KvCache {
-            keys: (0..V_LAYERS).map(|_| kv()).collect::<Result<_, _>>()?,
-            values: (0..V_LAYERS).map(|_| kv()).collect::<Result<_, _>>()?,
+            keys: (0..V_LAYERS).map(|_| kv()).collect::<Result<_>>()?,
+            values: (0..V_LAYERS).map(|_| kv()).collect::<Result<_>>()?,
             offset: Array::from_scalar(0i32),
         };
         eval(tree_leaves(&params).into_iter().chain(tree_leaves(&cache)))?;
+        let f: DecodeFn = decode_step;
         Ok(Decode {
             params,
             cache,
-            engine: CompiledFn::new(false),
+            step: mlx_tree::compile_mut(f, None),
         })
     }
 
@@ -913,16 +776,12 @@ impl Decode {
         let mut token = Array::from_slice(&[0u32], &[1, 1])?;
         let mut out = Vec::with_capacity(V_TOKENS);
         for _ in 0..V_TOKENS {
-            let args = DecodeArgs {
-                params: self.params.clone(),
-                token,
-                cache: self.cache.clone(),
-            };
-            let o: DecodeOut = compiled_tree_call(&self.engine, &args, &decode_step)?;
-            eval(std::iter::once(&o.token).chain(tree_leaves(&o.cache)))?;
-            out.push(o.token.item::<u32>()?);
-            token = o.token;
-            self.cache = o.cache;
+            // The parameters are an argument (as in workloads.py), cloned into the argument
+            // tuple: one refcount bump per leaf.
+            let args = (self.params.clone(), token);
+            token = self.step.call(&mut self.cache, &args)?;
+            eval(std::iter::once(&token).chain(tree_leaves(&self.cache)))?;
+            out.push(token.item::<u32>()?);
         }
         Ok(out)
     }
@@ -932,6 +791,10 @@ impl Workload for Decode {
     fn run(&mut self) -> BoxResult<()> {
         self.generate()?;
         Ok(())
+    }
+
+    fn check(&self) -> BoxResult<()> {
+        traced_once("w6", self.step.stats())
     }
 }
 
