@@ -168,7 +168,11 @@ def main():
     )
     lines.append(
         "- Speedup = Python median / Rust median (higher is better for Rust); for W6 it is "
-        "the ratio of tokens/s.\n"
+        "the ratio of tokens/s."
+    )
+    lines.append(
+        "- Where the time goes for the goals that are missed (profiles, and what would close "
+        "them): `bench/ANALYSIS.md`.\n"
     )
 
     def table(title, rust_label, rows, note):
