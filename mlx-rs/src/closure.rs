@@ -124,12 +124,16 @@ pub(crate) fn check_transform(call: impl FnOnce() -> i32) -> Result<()> {
 pub(crate) fn arrays_from_raw(vec: sys::mlx_vector_array) -> Result<Vec<Array>> {
     // SAFETY: `vec` is a valid vector handle for the duration of this call.
     let n = unsafe { sys::mlx_vector_array_size(vec) };
-    (0..n)
-        .map(|i| {
-            // SAFETY: `i < n`; mlx-c makes `res` share the i-th array.
-            Array::try_from_op(|res| unsafe { sys::mlx_vector_array_get(res, vec, i) })
-        })
-        .collect()
+    // Filled by a loop, not `collect::<Result<Vec<_>>>()`: that collect cannot see the length
+    // and regrows the vector, a measurable part of a compiled call with many outputs.
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: `i < n`; mlx-c makes `res` share the i-th array.
+        out.push(Array::try_from_op(|res| unsafe {
+            sys::mlx_vector_array_get(res, vec, i)
+        })?);
+    }
+    Ok(out)
 }
 
 /// Writes `arrays` into a result vector handle mlx-c created for a trampoline.

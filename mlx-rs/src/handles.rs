@@ -74,14 +74,7 @@ impl Drop for VectorArray {
 impl VectorArray {
     /// The arrays in order, each an owned (refcounted) handle.
     pub(crate) fn to_vec(&self) -> Result<Vec<Array>> {
-        // SAFETY: valid handle.
-        let n = unsafe { sys::mlx_vector_array_size(self.0) };
-        (0..n)
-            .map(|i| {
-                // SAFETY: `i` is in bounds; mlx-c writes a new reference into the array we own.
-                Array::try_from_op(|res| unsafe { sys::mlx_vector_array_get(res, self.0, i) })
-            })
-            .collect()
+        crate::closure::arrays_from_raw(self.0)
     }
 }
 
