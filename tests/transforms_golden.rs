@@ -9,63 +9,6 @@ use mlx::core::{ops, Array, Result};
 use serde_json::Value;
 use support::golden::{array, assert_close, load};
 
-/// Ops the safe API does not have yet (indexing is being written in parallel), called
-/// through the raw bindings. Test-only.
-mod raw {
-    use mlx::core::sys;
-    use mlx::core::{Array, Error, Result, Stream};
-
-    fn op(f: impl FnOnce(*mut sys::mlx_array, sys::mlx_stream) -> i32) -> Result<Array> {
-        let stream = Stream::current()?;
-        // SAFETY: a fresh handle for mlx-c to fill, owned by the returned Array; the stream
-        // handle is valid for the call.
-        unsafe {
-            let mut res = sys::mlx_array_new();
-            if f(&mut res, stream.as_raw()) != 0 {
-                sys::mlx_array_free(res);
-                return Err(Error::InvalidArgument("raw op failed".into()));
-            }
-            Ok(Array::from_raw(res))
-        }
-    }
-
-    pub fn softmax(a: &Array, axis: i32) -> Result<Array> {
-        // SAFETY: valid handles for the call.
-        op(|res, s| unsafe { sys::mlx_softmax_axis(res, a.as_raw_handle(), axis, false, s) })
-    }
-
-    pub fn take(a: &Array, idx: &Array, axis: i32) -> Result<Array> {
-        // SAFETY: valid handles for the call.
-        op(|res, s| unsafe {
-            sys::mlx_take_axis(res, a.as_raw_handle(), idx.as_raw_handle(), axis, s)
-        })
-    }
-
-    pub fn take_along_axis(a: &Array, idx: &Array, axis: i32) -> Result<Array> {
-        // SAFETY: valid handles for the call.
-        op(|res, s| unsafe {
-            sys::mlx_take_along_axis(res, a.as_raw_handle(), idx.as_raw_handle(), axis, s)
-        })
-    }
-
-    pub fn slice(a: &Array, start: &[i32], stop: &[i32], strides: &[i32]) -> Result<Array> {
-        // SAFETY: valid handle; the slices outlive the call.
-        op(|res, s| unsafe {
-            sys::mlx_slice(
-                res,
-                a.as_raw_handle(),
-                start.as_ptr(),
-                start.len(),
-                stop.as_ptr(),
-                stop.len(),
-                strides.as_ptr(),
-                strides.len(),
-                s,
-            )
-        })
-    }
-}
-
 fn golden() -> Value {
     load("transforms")
 }
@@ -97,7 +40,7 @@ fn elementwise(x: &Array, y: &Array) -> Result<Array> {
 }
 
 fn reductions(x: &Array) -> Result<Array> {
-    let maxes = raw::slice(&x.max(0, false)?, &[0], &[3], &[1])?;
+    let maxes = ops::slice_strided(&x.max(0, false)?, &[0], &[3], &[1][..])?;
     Ok(sum(&(x.mean(1, false)? * maxes))?
         + ops::prod(&ops::tanh(x)?, None, false)?
         + sum(&x.logsumexp(0, false)?)?)
@@ -108,13 +51,13 @@ fn matmul_chain(a: &Array, b: &Array, c: &Array) -> Result<Array> {
 }
 
 fn softmax_lse(x: &Array, w: &Array) -> Result<Array> {
-    Ok(sum(&(raw::softmax(x, -1)? * w))? + sum(&x.logsumexp(1, false)?)?)
+    Ok(sum(&(ops::softmax(x, -1, false)? * w))? + sum(&x.logsumexp(1, false)?)?)
 }
 
 fn indexing(x: &Array) -> Result<Array> {
     let idx = Array::from_slice(&[2i32, 0, 2, 1], &[4])?;
-    let taken = raw::take(x, &idx, 0)?;
-    let sl = raw::slice(x, &[1, 0], &[3, 4], &[1, 2])?;
+    let taken = ops::take(x, &idx, 0)?;
+    let sl = ops::slice_strided(x, &[1, 0], &[3, 4], &[1, 2][..])?;
     Ok(sum(&(&taken * &taken))? + sum(&ops::exp(&sl)?)?)
 }
 
@@ -123,7 +66,7 @@ fn mlp_loss(p: &[Array]) -> Result<Array> {
     let h = ops::maximum(ops::matmul(x, w1)? + b1, 0.0)?;
     let logits = ops::matmul(&h, w2)? + b2;
     let n = y.dim(0)?;
-    let picked = raw::take_along_axis(&logits, &y.reshape(&[n, 1])?, 1)?.reshape(&[n])?;
+    let picked = ops::take_along_axis(&logits, &y.reshape(&[n, 1])?, 1)?.reshape(&[n])?;
     (logits.logsumexp(1, false)? - picked).mean(None, false)
 }
 
@@ -269,7 +212,7 @@ fn vjp_matches_python() {
     assert_all(&vjps, &e["vjps"], "vjp cotangents");
 
     let e = &g["vjp_jvp"]["vjp_softmax"];
-    let f = |x: &[Array]| Ok(vec![raw::softmax(&x[0], -1)?]);
+    let f = |x: &[Array]| Ok(vec![ops::softmax(&x[0], -1, false)?]);
     let (outs, vjps) = vjp(f, &inputs(&g, &["x34"]), &inputs(&g, &["ct34"])).unwrap();
     assert_all(&outs, &e["outputs"], "vjp softmax outputs");
     assert_all(&vjps, &e["vjps"], "vjp softmax cotangents");
@@ -309,7 +252,7 @@ fn vmap_matches_python() {
     let r = vmap(matvec, [None, Some(0)], 0)(&inputs(&g, &["m", "batch"])).unwrap();
     assert_close(&r[0], &e["matvec_none_0"], "vmap in_axes (None, 0)");
 
-    let sm = |x: &[Array]| Ok(vec![raw::softmax(&(&x[0] * 2.0), 0)?]);
+    let sm = |x: &[Array]| Ok(vec![ops::softmax(&(&x[0] * 2.0), 0, false)?]);
     let r = vmap(sm, 1, 1)(&inputs(&g, &["batch_t"])).unwrap();
     assert_close(&r[0], &e["softmax_in1_out1"], "vmap in 1 out 1");
 
