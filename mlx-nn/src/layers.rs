@@ -15,6 +15,36 @@ pub trait Unary {
     fn forward(&self, x: &Array) -> Result<Array>;
 }
 
+/// `y + bias` when the layer has a bias; a shape error is an `Err`, not a panic.
+fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
+    match bias {
+        Some(b) => ops::add(&y, b),
+        None => Ok(y),
+    }
+}
+
+/// The [`Unary`] impls of layers whose inherent `forward(&self, &Array)` is the whole call.
+macro_rules! unary_layers {
+    ($($layer:ty),* $(,)?) => {$(
+        impl Unary for $layer {
+            fn forward(&self, x: &Array) -> Result<Array> {
+                <$layer>::forward(self, x)
+            }
+        }
+    )*};
+}
+
+unary_layers!(
+    Linear,
+    Embedding,
+    RMSNorm,
+    LayerNorm,
+    Dropout,
+    Conv1d,
+    Conv2d,
+    QuantizedLinear
+);
+
 fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
     random::uniform(-scale, scale, shape, None, None)
 }
@@ -75,12 +105,6 @@ impl Linear {
     }
 }
 
-impl Unary for Linear {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        Linear::forward(self, x)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Embedding
 
@@ -132,12 +156,6 @@ impl Embedding {
     }
 }
 
-impl Unary for Embedding {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        Embedding::forward(self, x)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Normalization
 
@@ -164,12 +182,6 @@ impl RMSNorm {
     /// Applies the layer (Python: `norm(x)`).
     pub fn forward(&self, x: &Array) -> Result<Array> {
         fast::rms_norm(x, Some(&self.weight), self.eps)
-    }
-}
-
-impl Unary for RMSNorm {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        RMSNorm::forward(self, x)
     }
 }
 
@@ -217,12 +229,6 @@ impl LayerNorm {
     }
 }
 
-impl Unary for LayerNorm {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        LayerNorm::forward(self, x)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Dropout
 
@@ -264,12 +270,6 @@ impl Dropout {
         let keep = 1.0 - self.p;
         let mask = random::bernoulli(keep, Some(x.shape()), key)?;
         Ok((&mask * x) * (1.0 / keep))
-    }
-}
-
-impl Unary for Dropout {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        Dropout::forward(self, x)
     }
 }
 
@@ -529,16 +529,7 @@ impl Conv1d {
             .dilation(self.dilation)
             .groups(self.groups);
         let y = ops::conv1d(x, &self.weight, opts)?;
-        Ok(match &self.bias {
-            Some(b) => y + b,
-            None => y,
-        })
-    }
-}
-
-impl Unary for Conv1d {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        Conv1d::forward(self, x)
+        with_bias(y, self.bias.as_ref())
     }
 }
 
@@ -596,16 +587,7 @@ impl Conv2d {
             .dilation(self.dilation)
             .groups(self.groups);
         let y = ops::conv2d(x, &self.weight, opts)?;
-        Ok(match &self.bias {
-            Some(b) => y + b,
-            None => y,
-        })
-    }
-}
-
-impl Unary for Conv2d {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        Conv2d::forward(self, x)
+        with_bias(y, self.bias.as_ref())
     }
 }
 
@@ -735,16 +717,7 @@ impl QuantizedLinear {
             true,
             quant_options(self.group_size, self.bits),
         )?;
-        Ok(match &self.bias {
-            Some(b) => y + b,
-            None => y,
-        })
-    }
-}
-
-impl Unary for QuantizedLinear {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        QuantizedLinear::forward(self, x)
+        with_bias(y, self.bias.as_ref())
     }
 }
 
