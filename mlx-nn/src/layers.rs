@@ -213,11 +213,7 @@ impl LayerNorm {
             } else {
                 None
             },
-            bias: if affine && bias {
-                Some(ops::zeros(&[dims], None)?)
-            } else {
-                None
-            },
+            bias: zero_bias(affine && bias, dims)?,
             eps: eps.into().unwrap_or(1e-5),
             frozen: Frozen::default(),
         })
@@ -484,6 +480,25 @@ impl Default for ConvLayerOptions {
     }
 }
 
+/// A zero bias of `len` when the layer has one (Python initializes biases to zero).
+fn zero_bias(present: bool, len: i32) -> Result<Option<Array>> {
+    present.then(|| ops::zeros(&[len], None)).transpose()
+}
+
+/// The op options a conv layer stores as static fields.
+fn conv_options<S: Into<ops::Spatial>>(
+    stride: S,
+    padding: S,
+    dilation: S,
+    groups: i32,
+) -> ConvOptions {
+    ConvOptions::default()
+        .stride(stride)
+        .padding(padding)
+        .dilation(dilation)
+        .groups(groups)
+}
+
 fn check_groups(in_channels: i32, out_channels: i32, groups: i32) -> Result<()> {
     if groups <= 0 || in_channels % groups != 0 || out_channels % groups != 0 {
         return Err(Error::InvalidArgument(format!(
@@ -508,11 +523,7 @@ impl Conv1d {
                 scale,
                 &[out_channels, kernel_size, in_channels / options.groups],
             )?,
-            bias: if options.bias {
-                Some(ops::zeros(&[out_channels], None)?)
-            } else {
-                None
-            },
+            bias: zero_bias(options.bias, out_channels)?,
             stride: options.stride,
             padding: options.padding,
             dilation: options.dilation,
@@ -523,11 +534,7 @@ impl Conv1d {
 
     /// Applies the layer (Python: `conv(x)`).
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        let opts = ConvOptions::default()
-            .stride(self.stride)
-            .padding(self.padding)
-            .dilation(self.dilation)
-            .groups(self.groups);
+        let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv1d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
     }
@@ -566,11 +573,7 @@ impl Conv2d {
         let o = options;
         Ok(Conv2d {
             weight: uniform_init(scale, &[out_channels, kh, kw, in_channels / o.groups])?,
-            bias: if o.bias {
-                Some(ops::zeros(&[out_channels], None)?)
-            } else {
-                None
-            },
+            bias: zero_bias(o.bias, out_channels)?,
             stride: (o.stride, o.stride),
             padding: (o.padding, o.padding),
             dilation: (o.dilation, o.dilation),
@@ -581,11 +584,7 @@ impl Conv2d {
 
     /// Applies the layer (Python: `conv(x)`).
     pub fn forward(&self, x: &Array) -> Result<Array> {
-        let opts = ConvOptions::default()
-            .stride(self.stride)
-            .padding(self.padding)
-            .dilation(self.dilation)
-            .groups(self.groups);
+        let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv2d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
     }

@@ -279,10 +279,7 @@ impl Optimizer for SGD {
     state_access!();
 
     fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
-        Ok(BTreeMap::from([(
-            "v".to_string(),
-            ops::zeros_like(parameter, None)?,
-        )]))
+        zeros_state(parameter, &["v"])
     }
 
     fn apply_single(
@@ -301,10 +298,7 @@ impl Optimizer for SGD {
         if self.momentum <= 0.0 {
             return Ok(parameter - &(&lr * &gradient));
         }
-        let v_old = state
-            .get("v")
-            .ok_or_else(|| Error::InvalidArgument("SGD state lacks `v`".into()))?;
-        let mut v = v_old * self.momentum;
+        let mut v = state_slot(state, "v", "SGD")? * self.momentum;
         if self.dampening > 0.0 {
             v = &v + &(&gradient * (1.0 - self.dampening));
         } else {
@@ -363,11 +357,20 @@ impl Adam {
     }
 }
 
-fn adam_init(parameter: &Array) -> Result<BTreeMap<String, Array>> {
-    Ok(BTreeMap::from([
-        ("m".to_string(), ops::zeros_like(parameter, None)?),
-        ("v".to_string(), ops::zeros_like(parameter, None)?),
-    ]))
+/// Per-parameter state: one zero array shaped like `parameter` for each name.
+fn zeros_state(parameter: &Array, names: &[&str]) -> Result<BTreeMap<String, Array>> {
+    names
+        .iter()
+        .map(|&n| Ok((n.to_string(), ops::zeros_like(parameter, None)?)))
+        .collect()
+}
+
+/// One entry of a parameter's state; missing means the state was not made by `init_single`.
+fn state_slot(state: &BTreeMap<String, Array>, name: &str, optimizer: &str) -> Result<Array> {
+    state
+        .get(name)
+        .cloned()
+        .ok_or_else(|| Error::InvalidArgument(format!("{optimizer} state lacks `{name}`")))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -383,14 +386,8 @@ fn adam_apply(
 ) -> Result<Array> {
     let lr = lr_as(lr, gradient)?;
     let (b1, b2) = betas;
-    let get = |k: &str| {
-        state
-            .get(k)
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument(format!("Adam state lacks `{k}`")))
-    };
-    let m = get("m")? * b1 + gradient * (1.0 - b1);
-    let v = get("v")? * b2 + ops::square(gradient)? * (1.0 - b2);
+    let m = state_slot(state, "m", "Adam")? * b1 + gradient * (1.0 - b1);
+    let v = state_slot(state, "v", "Adam")? * b2 + ops::square(gradient)? * (1.0 - b2);
     state.insert("m".into(), m.clone());
     state.insert("v".into(), v.clone());
     if bias_correction {
@@ -408,7 +405,7 @@ impl Optimizer for Adam {
     state_access!();
 
     fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
-        adam_init(parameter)
+        zeros_state(parameter, &["m", "v"])
     }
 
     fn apply_single(
@@ -480,7 +477,7 @@ impl Optimizer for AdamW {
     state_access!();
 
     fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
-        adam_init(parameter)
+        zeros_state(parameter, &["m", "v"])
     }
 
     fn apply_single(
@@ -548,10 +545,7 @@ impl Optimizer for Lion {
     state_access!();
 
     fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
-        Ok(BTreeMap::from([(
-            "m".to_string(),
-            ops::zeros_like(parameter, None)?,
-        )]))
+        zeros_state(parameter, &["m"])
     }
 
     fn apply_single(
@@ -564,10 +558,7 @@ impl Optimizer for Lion {
     ) -> Result<Array> {
         let lr = lr_as(lr, gradient)?;
         let (b1, b2) = self.betas;
-        let m = state
-            .get("m")
-            .cloned()
-            .ok_or_else(|| Error::InvalidArgument("Lion state lacks `m`".into()))?;
+        let m = state_slot(state, "m", "Lion")?;
         let c = &m * b1 + gradient * (1.0 - b1);
         state.insert("m".into(), &m * b2 + gradient * (1.0 - b2));
         let mut parameter = parameter.clone();
