@@ -422,6 +422,12 @@ fn reader_is_freed_exactly_once_and_failures_are_errors() {
     let result = mlx::core::eval(arrays.values());
     assert!(result.is_err(), "a failing reader must surface at eval");
     drop(arrays);
+    // eval returns at the first failed read; reads of other arrays already queued on MLX's IO
+    // threads still hold the reader until they finish, so wait for those before counting.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while drops.load(Ordering::SeqCst) == 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
