@@ -316,7 +316,7 @@ fn from_flat_rebuilds_like_python_tree_unflatten() {
                 )
             })
             .collect();
-        let v = Value::from_flat(pairs);
+        let v = Value::from_flat(pairs).unwrap();
         assert_eq!(structure(&v), case["structure"], "pairs {}", case["pairs"]);
     }
 }

@@ -160,7 +160,7 @@ activation_modules! {
 
 /// Which GELU formula [`GELU`] uses (Python: `nn.GELU(approx="none" | "precise" | "tanh" |
 /// "fast")`; `"precise"` and `"tanh"` are the same formula).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, mlx_tree::StaticData)]
 pub enum GeluApprox {
     /// [`gelu`].
     #[default]

@@ -20,13 +20,13 @@ use std::path::Path;
 
 use mlx_rs::{ops, Array, Error, Result};
 pub use mlx_tree::LoadOptions;
-use mlx_tree::{tree_assign_leaves, tree_flatten, tree_unflatten, TreeDef, TreeNode, Value};
-use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
+use mlx_tree::{
+    tree_assign_leaves, tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticData, StaticValue,
+    TreeDef, TreeNode, Value,
+};
 
 /// The frozen parameters of one module, by their path relative to it (static data).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, StaticData)]
 pub struct Frozen(pub BTreeSet<String>);
 
 /// The static key that holds a module's [`Frozen`] set.
@@ -38,29 +38,24 @@ const TRAINING: &str = "training";
 struct LeafInfo {
     path: String,
     frozen: bool,
+    /// The innermost enclosing module with a `frozen` field: its path and the node index of
+    /// that static field.
+    owner: Option<(String, usize)>,
 }
 
-/// Walks the serialized structure (the nested form `TreeDef` serializes to), calling `visit`
-/// for every struct node that holds a static field, and collecting every leaf with its path.
-///
-/// Paths follow `TreeDef::leaf_paths`: a child's segment is its key, or its position among the
-/// non-static children; `Some` nodes are transparent.
-struct Walker<'v> {
+/// A module's `frozen` field found by the walk.
+struct FrozenField {
+    /// The module's path.
+    path: String,
+    /// The static node's index in the `TreeDef`.
+    node: usize,
+    set: BTreeSet<String>,
+}
+
+/// What the walk over a structure finds: every leaf with its path, and every `frozen` field.
+struct Walk {
     leaves: Vec<LeafInfo>,
-    /// Frozen sets of the enclosing modules: (module path, entries).
-    scopes: Vec<(String, BTreeSet<String>)>,
-    visit: &'v mut dyn FnMut(&str, &mut Json, &[usize]),
-}
-
-fn kind_name(node: &Json) -> (&str, Option<&Json>) {
-    match &node["kind"] {
-        Json::String(s) => (s.as_str(), None),
-        Json::Object(m) => m
-            .iter()
-            .next()
-            .map_or(("", None), |(k, v)| (k.as_str(), Some(v))),
-        _ => ("", None),
-    }
+    frozen: Vec<FrozenField>,
 }
 
 fn join(path: &str, seg: &str) -> String {
@@ -71,121 +66,109 @@ fn join(path: &str, seg: &str) -> String {
     }
 }
 
-fn is_frozen_in(scopes: &[(String, BTreeSet<String>)], path: &str) -> bool {
-    scopes.iter().any(|(base, set)| {
-        let rel = if base.is_empty() {
-            path
-        } else {
-            match path
-                .strip_prefix(base.as_str())
-                .and_then(|r| r.strip_prefix('.'))
-            {
-                Some(r) => r,
-                None => return false,
-            }
-        };
-        set.contains(rel)
+/// The static child `key` of a struct node.
+fn static_child<'d>(node: NodeRef<'d>, key: &str) -> Option<(NodeRef<'d>, &'d StaticValue)> {
+    node.children().find_map(|c| match c.kind() {
+        NodeKind::Static(v) if c.key() == Some(key) => Some((c, v)),
+        _ => None,
     })
 }
 
-impl Walker<'_> {
-    fn walk(&mut self, node: &mut Json, path: &str) {
-        let (kind, _) = kind_name(node);
-        match kind {
-            "leaf" => {
-                let frozen = is_frozen_in(&self.scopes, path);
-                self.leaves.push(LeafInfo {
-                    path: path.to_string(),
+/// The value of a static flag, typed. A flag of another type than the one this crate uses
+/// is not ours to interpret: it is ignored.
+fn static_value<T: StaticData>(v: &StaticValue) -> Option<T> {
+    v.get::<T>().ok().flatten()
+}
+
+/// Walks a structure without recursion (so any depth is safe): paths follow
+/// `TreeDef::leaf_paths` (a child's segment is its key or its position among the non-static
+/// children; `Some` is transparent), and each struct's `frozen` set applies to its subtree.
+fn walk(def: &TreeDef) -> Walk {
+    enum Step<'d> {
+        Enter(NodeRef<'d>, String),
+        /// Leaves a module whose `frozen` scope was pushed.
+        Exit,
+    }
+    let mut out = Walk {
+        leaves: Vec::new(),
+        frozen: Vec::new(),
+    };
+    if def.num_nodes() == 0 {
+        return out;
+    }
+    // Open `frozen` scopes: indices into `out.frozen`.
+    let mut scopes: Vec<usize> = Vec::new();
+    let mut stack = vec![Step::Enter(def.root(), String::new())];
+    while let Some(step) = stack.pop() {
+        let (node, path) = match step {
+            Step::Exit => {
+                scopes.pop();
+                continue;
+            }
+            Step::Enter(node, path) => (node, path),
+        };
+        match node.kind() {
+            NodeKind::Leaf => {
+                let frozen = scopes.iter().any(|&s| {
+                    let f = &out.frozen[s];
+                    let rel = if f.path.is_empty() {
+                        Some(path.as_str())
+                    } else {
+                        path.strip_prefix(f.path.as_str())
+                            .and_then(|r| r.strip_prefix('.'))
+                    };
+                    rel.is_some_and(|r| f.set.contains(r))
+                });
+                let owner = scopes
+                    .last()
+                    .map(|&s| (out.frozen[s].path.clone(), out.frozen[s].node));
+                out.leaves.push(LeafInfo {
+                    path,
                     frozen,
+                    owner,
                 });
             }
-            "static" | "none" => {}
-            _ => {
-                let transparent = kind == "some";
-                let is_struct = kind == "struct";
-                let first_leaf = self.leaves.len();
-                let mut pushed = false;
-                if is_struct {
-                    // Frozen entries of this module apply to its whole subtree.
-                    if let Some(children) = node.get("children").and_then(Json::as_array) {
-                        for c in children {
-                            if kind_name(c).0 == "static" && c["key"] == FROZEN {
-                                let set: BTreeSet<String> =
-                                    serde_json::from_value(c["kind"]["static"].clone())
-                                        .unwrap_or_default();
-                                self.scopes.push((path.to_string(), set));
-                                pushed = true;
-                            }
+            NodeKind::Static(_) | NodeKind::None => {}
+            kind => {
+                if matches!(kind, NodeKind::Struct(_)) {
+                    if let Some((field, v)) = static_child(node, FROZEN) {
+                        if let Some(Frozen(set)) = static_value::<Frozen>(v) {
+                            out.frozen.push(FrozenField {
+                                path: path.clone(),
+                                node: field.index(),
+                                set,
+                            });
+                            scopes.push(out.frozen.len() - 1);
+                            stack.push(Step::Exit);
                         }
                     }
                 }
-                let mut position = 0usize;
-                let mut has_static = false;
-                if let Some(children) = node.get_mut("children").and_then(Json::as_array_mut) {
-                    for c in children.iter_mut() {
-                        if kind_name(c).0 == "static" {
-                            has_static = true;
-                            continue;
-                        }
+                let transparent = kind == NodeKind::Some;
+                let children: Vec<(NodeRef<'_>, String)> = node
+                    .children()
+                    .filter(|c| !matches!(c.kind(), NodeKind::Static(_)))
+                    .enumerate()
+                    .map(|(position, c)| {
                         let child_path = if transparent {
-                            path.to_string()
+                            path.clone()
                         } else {
-                            let seg = c
-                                .get("key")
-                                .and_then(Json::as_str)
-                                .map(str::to_string)
-                                .unwrap_or_else(|| position.to_string());
-                            join(path, &seg)
+                            let seg = c.key().map_or_else(|| position.to_string(), str::to_string);
+                            join(&path, &seg)
                         };
-                        self.walk(c, &child_path);
-                        position += 1;
-                    }
-                }
-                if pushed {
-                    self.scopes.pop();
-                }
-                if is_struct && has_static {
-                    let leaves: Vec<usize> = (first_leaf..self.leaves.len()).collect();
-                    (self.visit)(path, node, &leaves);
-                }
+                        (c, child_path)
+                    })
+                    .collect();
+                stack.extend(children.into_iter().rev().map(|(c, p)| Step::Enter(c, p)));
             }
         }
     }
-}
-
-/// The structure as JSON plus per-leaf info; `visit` may rewrite struct nodes' static data.
-fn walk(
-    def: &TreeDef,
-    visit: &mut dyn FnMut(&str, &mut Json, &[usize]),
-) -> Result<(Json, Vec<LeafInfo>)> {
-    let mut json = serde_json::to_value(def)
-        .map_err(|e| Error::InvalidArgument(format!("cannot serialize the structure: {e}")))?;
-    let mut w = Walker {
-        leaves: Vec::new(),
-        scopes: Vec::new(),
-        visit,
-    };
-    if !json.is_null() {
-        w.walk(&mut json, "");
-    }
-    Ok((json, w.leaves))
-}
-
-/// The static child `key` of a serialized struct node, mutably.
-fn static_child<'j>(node: &'j mut Json, key: &str) -> Option<&'j mut Json> {
-    node.get_mut("children")?
-        .as_array_mut()?
-        .iter_mut()
-        .find(|c| kind_name(c).0 == "static" && c["key"] == key)
-        .map(|c| &mut c["kind"]["static"])
+    out
 }
 
 /// Rebuilds `tree` with a rewritten structure and its own leaves.
-fn rebuild<T: TreeNode>(tree: &mut T, json: Json) -> Result<()> {
-    let def: TreeDef = serde_json::from_value(json)
-        .map_err(|e| Error::InvalidArgument(format!("cannot rebuild the structure: {e}")))?;
+fn rebuild<T: TreeNode>(tree: &mut T, def: &TreeDef) -> Result<()> {
     let leaves: Vec<Array> = tree_flatten(tree)?.0.into_iter().cloned().collect();
-    *tree = tree_unflatten(&def, leaves)?;
+    *tree = tree_unflatten(def, leaves)?;
     Ok(())
 }
 
@@ -218,14 +201,13 @@ pub trait Module: TreeNode {
 
     /// The parameters as a nested dict/list tree (Python: `model.parameters()`).
     fn parameters(&self) -> Result<Value> {
-        Ok(Value::from_flat(self.named_parameters()?))
+        Value::from_flat(self.named_parameters()?)
     }
 
     /// For each leaf in flatten order: whether it is trainable (not frozen).
     fn trainable_mask(&self) -> Result<Vec<bool>> {
         let (_, def) = tree_flatten(self)?;
-        let (_, leaves) = walk(&def, &mut |_, _, _| {})?;
-        Ok(leaves.iter().map(|l| !l.frozen).collect())
+        Ok(walk(&def).leaves.iter().map(|l| !l.frozen).collect())
     }
 
     /// The trainable parameters as `(path, array)` (Python:
@@ -242,7 +224,7 @@ pub trait Module: TreeNode {
 
     /// The trainable parameters as a nested tree (Python: `model.trainable_parameters()`).
     fn trainable_parameters(&self) -> Result<Value> {
-        Ok(Value::from_flat(self.named_trainable_parameters()?))
+        Value::from_flat(self.named_trainable_parameters()?)
     }
 
     /// Freezes the parameters at or below each path in `keys` (all with `None`) (Python:
@@ -262,16 +244,13 @@ pub trait Module: TreeNode {
     fn train(&mut self, mode: bool) -> Result<()> {
         let (_, def) = tree_flatten(self)?;
         let mut changed = false;
-        let (json, _) = walk(&def, &mut |_, node, _| {
-            if let Some(v) = static_child(node, TRAINING) {
-                if *v != Json::Bool(mode) {
-                    *v = Json::Bool(mode);
-                    changed = true;
-                }
-            }
-        })?;
+        let new = def.map_statics(|node, v| {
+            let flag = (node.key() == Some(TRAINING)).then(|| static_value::<bool>(v))??;
+            changed |= flag != mode;
+            (flag != mode).then(|| StaticValue::new(&mode))
+        });
         if changed {
-            rebuild(self, json)?;
+            rebuild(self, &new)?;
         }
         Ok(())
     }
@@ -285,15 +264,15 @@ pub trait Module: TreeNode {
     /// flag count as training, as a fresh Python module does).
     fn training(&self) -> Result<bool> {
         let (_, def) = tree_flatten(self)?;
-        let mut any_flag = false;
-        let mut training = false;
-        walk(&def, &mut |_, node, _| {
-            if let Some(v) = static_child(node, TRAINING) {
-                any_flag = true;
-                training |= *v == Json::Bool(true);
-            }
-        })?;
-        Ok(training || !any_flag)
+        let flags: Vec<bool> = def
+            .nodes()
+            .filter(|n| n.key() == Some(TRAINING))
+            .filter_map(|n| match n.kind() {
+                NodeKind::Static(v) => static_value::<bool>(v),
+                _ => None,
+            })
+            .collect();
+        Ok(flags.is_empty() || flags.contains(&true))
     }
 
     /// Replaces parameters by path (Python: `model.update(parameters)`): every path of
@@ -368,22 +347,7 @@ impl<T: TreeNode> Module for T {}
 
 fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) -> Result<()> {
     let (_, def) = tree_flatten(tree)?;
-    // First pass: the leaves and which modules can hold their flags.
-    let mut owners: Vec<Option<String>> = Vec::new();
-    let (_, leaves) = walk(&def, &mut |module_path, node, leaf_ids| {
-        if static_child(node, FROZEN).is_some() {
-            for &i in leaf_ids {
-                if owners.len() <= i {
-                    owners.resize(i + 1, None);
-                }
-                // Innermost module first: visits happen bottom-up.
-                if owners[i].is_none() {
-                    owners[i] = Some(module_path.to_string());
-                }
-            }
-        }
-    })?;
-    owners.resize(leaves.len(), None);
+    let Walk { leaves, frozen } = walk(&def);
     if let Some(keys) = keys {
         for k in keys {
             if !leaves.iter().any(|l| selected(&l.path, Some(&[k]))) {
@@ -394,12 +358,11 @@ fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) ->
             }
         }
     }
-    let mut edits: HashMap<String, Vec<(String, bool)>> = HashMap::new();
-    for (leaf, owner) in leaves.iter().zip(&owners) {
-        if !selected(&leaf.path, keys) {
-            continue;
-        }
-        let Some(owner) = owner else {
+    // The new set of each `frozen` field, by its static node.
+    let mut sets: HashMap<usize, BTreeSet<String>> =
+        frozen.iter().map(|f| (f.node, f.set.clone())).collect();
+    for leaf in leaves.iter().filter(|l| selected(&l.path, keys)) {
+        let Some((owner, node)) = &leaf.owner else {
             if freeze {
                 return Err(Error::InvalidArgument(format!(
                     "[freeze] cannot freeze `{}`: no enclosing module has a `frozen` field \
@@ -414,34 +377,31 @@ fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) ->
         } else {
             leaf.path[owner.len() + 1..].to_string()
         };
-        edits.entry(owner.clone()).or_default().push((rel, freeze));
+        let set = sets.entry(*node).or_default();
+        if freeze {
+            set.insert(rel);
+        } else {
+            set.remove(&rel);
+        }
     }
     // Unfreezing also clears entries that outer modules hold for the same leaves.
-    let selected_paths: BTreeSet<&str> = leaves
-        .iter()
-        .filter(|l| selected(&l.path, keys))
-        .map(|l| l.path.as_str())
-        .collect();
-    let (json, _) = walk(&def, &mut |module_path, node, _| {
-        let Some(v) = static_child(node, FROZEN) else {
-            return;
-        };
-        let mut set: BTreeSet<String> = serde_json::from_value(v.clone()).unwrap_or_default();
-        if let Some(list) = edits.get(module_path) {
-            for (rel, f) in list {
-                if *f {
-                    set.insert(rel.clone());
-                } else {
-                    set.remove(rel);
-                }
+    if !freeze {
+        let selected_paths: BTreeSet<&str> = leaves
+            .iter()
+            .filter(|l| selected(&l.path, keys))
+            .map(|l| l.path.as_str())
+            .collect();
+        for f in &frozen {
+            if let Some(set) = sets.get_mut(&f.node) {
+                set.retain(|rel| !selected_paths.contains(join(&f.path, rel).as_str()));
             }
         }
-        if !freeze {
-            set.retain(|rel| !selected_paths.contains(join(module_path, rel).as_str()));
-        }
-        *v = serde_json::to_value(&set).unwrap_or(Json::Array(vec![]));
-    })?;
-    rebuild(tree, json)
+    }
+    let new = def.map_statics(|node, _| {
+        sets.remove(&node.index())
+            .map(|set| StaticValue::new(&Frozen(set)))
+    });
+    rebuild(tree, &new)
 }
 
 /// `value_and_grad` with respect to the trainable parameters of `model` (Python:

@@ -10,11 +10,11 @@
 use std::f32::consts::PI;
 
 use mlx_rs::{ops, Array, Error, Result};
-use serde::{Deserialize, Serialize};
+use mlx_tree::StaticData;
 
 /// A learning-rate schedule; build one with [`exponential_decay`], [`step_decay`],
 /// [`cosine_decay`], [`linear_schedule`] or [`join_schedules`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, StaticData)]
 pub enum Schedule {
     /// `init * decay_rate ** step`.
     ExponentialDecay { init: f32, decay_rate: f32 },

@@ -26,6 +26,19 @@ pub fn derive_tree_node(input: TokenStream) -> TokenStream {
         .into()
 }
 
+/// `#[derive(StaticData)]`: see `mlx_tree::StaticData`. Container attribute:
+/// `#[tree(crate = "path::to::mlx_tree")]`.
+#[proc_macro_derive(StaticData, attributes(tree))]
+pub fn derive_static_data(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    container_attrs(&input.attrs)
+        .and_then(|attrs| static_data::expand(input, crate_path(attrs.krate)))
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+mod static_data;
+
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     Tree,
@@ -147,7 +160,7 @@ fn field_infos(fields: &Fields) -> syn::Result<Vec<FieldInfo>> {
     Ok(out)
 }
 
-fn unraw(ident: &Ident) -> String {
+pub(crate) fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
     s.strip_prefix("r#").map(str::to_string).unwrap_or(s)
 }
@@ -190,7 +203,7 @@ fn mentions(ty: &Type, param: &Ident) -> bool {
 }
 
 /// The where-clause: like serde, each type parameter used by a tree field gets `TreeNode`, one
-/// used by a static field gets `Serialize + DeserializeOwned`, and a skipped field whose type
+/// used by a static field gets `StaticData`, and a skipped field whose type
 /// mentions a parameter needs `Default`.
 fn bounds(
     generics: &Generics,
@@ -217,9 +230,9 @@ fn bounds(
                 .push(parse_quote!(#ident: #krate::TreeNode));
         }
         if used(Mode::Static) {
-            clause.predicates.push(parse_quote!(
-                #ident: #krate::serde::Serialize + #krate::serde::de::DeserializeOwned
-            ));
+            clause
+                .predicates
+                .push(parse_quote!(#ident: #krate::StaticData));
         }
     }
     for f in fields.iter().filter(|f| f.mode == Mode::Skip) {

@@ -9,7 +9,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
+use std::hash::Hasher;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -98,7 +98,7 @@ impl Hasher for FxHasher {
 
 fn signature(def: &TreeDef, leaves: &[&Array], shapeless: bool) -> u64 {
     let mut h = FxHasher::default();
-    def.hash(&mut h);
+    def.exact_hash(&mut h);
     for leaf in leaves {
         h.write_u32(leaf.dtype() as u32);
         if shapeless {
@@ -136,7 +136,7 @@ impl Core {
         let (slot, known) = {
             let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
             let entries = cache.entry(key).or_default();
-            match entries.iter().position(|e| e.input == *def) {
+            match entries.iter().position(|e| e.input.exact_eq(def)) {
                 Some(i) => (i, entries[i].out.clone()),
                 None => {
                     entries.push(Entry {

@@ -5,13 +5,22 @@
 //! direct children it has and how many nodes its subtree spans, so a subtree can be skipped in
 //! O(1). Keys and type names are slices of one string buffer (`text`), appended in pre-order
 //! (a node's key, then its type name); static data lives in a side list indexed in pre-order.
-//! Equal structures therefore have equal vectors, and `Eq`/`Hash` are the derived ones.
+//!
+//! Two notions of equality live here. The public `Eq`/`Hash` are JAX's: dicts pair their
+//! children by key, so `{a, b}` equals `{b, a}`. The compile cache needs more — the same
+//! leaf order, since a trace binds leaves by position — and uses [`TreeDef::exact_eq`] /
+//! [`TreeDef::exact_hash`], which compare the flat vectors as they are.
 
+use std::collections::HashSet;
 use std::fmt::{self, Write as _};
+use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value as Json;
 
 use crate::error::{self, Error, Result};
+use crate::stack::grow;
+use crate::statics::StaticValue;
 
 /// A string stored in [`TreeDef::text`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,8 +71,11 @@ pub(crate) struct Node {
 /// data, and where the leaves go — everything except the leaves themselves.
 ///
 /// Two trees have equal `TreeDef`s exactly when they have the same types, the same container
-/// lengths and keys, and equal static data; `TreeDef` is `Eq + Hash`, so it can key a cache
-/// (the compile cache does). `Display` prints it readably, like JAX's `PyTreeDef`:
+/// lengths and keys, and equal static data (exactly: see [`StaticData`](crate::StaticData)).
+/// Dict entries pair by key, as in JAX: `{"a": *, "b": *}` equals `{"b": *, "a": *}`
+/// although the two flatten their leaves in different orders. A `TreeDef` read back from its
+/// serialized form equals the one that was written (its static data, now JSON, is compared
+/// through the typed value's JSON). `TreeDef` is `Eq + Hash`, so it can key a cache. `Display` prints it readably, like JAX's `PyTreeDef`:
 ///
 /// ```
 /// use mlx_tree::{tree_structure, Array};
@@ -78,11 +90,11 @@ pub(crate) struct Node {
 ///
 /// It serializes with serde (a nested, self-describing form), so an exported function can keep
 /// its signature next to the graph.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct TreeDef {
     pub(crate) nodes: Vec<Node>,
     pub(crate) text: String,
-    pub(crate) statics: Vec<serde_json::Value>,
+    pub(crate) statics: Vec<StaticValue>,
     pub(crate) num_leaves: usize,
 }
 
@@ -124,6 +136,31 @@ impl TreeDef {
         }
     }
 
+    /// A copy of this structure with some static data replaced: `f` sees each static node
+    /// in pre-order and returns its new value, or `None` to keep the old one. With the
+    /// same leaves, [`tree_unflatten`](crate::tree_unflatten) then rebuilds the tree with the
+    /// new static data (this is how `mlx_nn`'s `train` and `freeze` set their flags).
+    pub fn map_statics(
+        &self,
+        mut f: impl FnMut(NodeRef<'_>, &StaticValue) -> Option<StaticValue>,
+    ) -> TreeDef {
+        let mut out = self.clone();
+        for (index, node) in self.nodes.iter().enumerate() {
+            if let Kind::Static(k) = node.kind {
+                let k = k as usize;
+                if let Some(new) = f(NodeRef::at(self, index), &self.statics[k]) {
+                    out.statics[k] = new;
+                }
+            }
+        }
+        out
+    }
+
+    /// Every node in pre-order (flatten order), static nodes included.
+    pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeRef<'_>> + '_ {
+        (0..self.nodes.len()).map(move |index| NodeRef::at(self, index))
+    }
+
     /// The key path of every leaf, in flatten order (`layers.0.attn.wq.weight`), as Python
     /// MLX's `tree_flatten` would name them.
     pub fn leaf_paths(&self) -> Vec<String> {
@@ -157,7 +194,7 @@ impl TreeDef {
                         if !transparent {
                             push_segment(path, self.key_of(c), position);
                         }
-                        self.walk_paths(child, path, f);
+                        grow(|| self.walk_paths(child, path, f));
                         path.truncate(len);
                         position += 1;
                     }
@@ -195,7 +232,7 @@ impl TreeDef {
                         (None, true) => {}
                     }
                 }
-                return self.locate(child, target, path);
+                return grow(|| self.locate(child, target, path));
             }
             if !matches!(c.kind, Kind::Static(_)) {
                 position += 1;
@@ -205,18 +242,34 @@ impl TreeDef {
         false
     }
 
-    /// Where two structures first differ and how, or `None` when they are equal.
+    /// Where two structures first differ and how, or `None` when they are equal (dicts
+    /// paired by key).
     pub(crate) fn difference(&self, other: &TreeDef) -> Option<String> {
-        if self == other {
+        if self.exact_eq(other) {
             return None;
         }
         if self.nodes.is_empty() || other.nodes.is_empty() {
             return Some("one of the trees is empty".into());
         }
-        Some(
-            diff_nodes(self.root(), other.root())
-                .unwrap_or_else(|| "the structures differ".to_string()),
-        )
+        diff_nodes(self.root(), other.root())
+    }
+
+    /// Equality of the flat form: the same structure *and* the same leaf order (dict entries
+    /// in the same order). What a compiled trace needs, since it binds leaves by position.
+    #[inline]
+    pub(crate) fn exact_eq(&self, other: &TreeDef) -> bool {
+        self.num_leaves == other.num_leaves
+            && self.nodes == other.nodes
+            && self.text == other.text
+            && self.statics == other.statics
+    }
+
+    /// The hash that goes with [`exact_eq`](Self::exact_eq): one pass over the flat vectors.
+    #[inline]
+    pub(crate) fn exact_hash<H: Hasher>(&self, state: &mut H) {
+        self.nodes.hash(state);
+        self.text.hash(state);
+        self.statics.hash(state);
     }
 
     fn check_index(&self, index: usize) -> Result<()> {
@@ -279,8 +332,8 @@ pub enum NodeKind<'d> {
     Variant(&'d str),
     /// A type registered with [`register`](crate::register), by its registered name.
     Registered(&'d str),
-    /// Static (non-array) data, as its canonical JSON value.
-    Static(&'d serde_json::Value),
+    /// Static (non-array) data, kept typed ([`StaticValue::get`] reads it).
+    Static(&'d StaticValue),
 }
 
 impl<'d> NodeRef<'d> {
@@ -381,11 +434,15 @@ pub(crate) fn key_list(node: NodeRef<'_>) -> String {
     format!("[{}]", keys.join(", "))
 }
 
-/// Lockstep comparison of two subtrees; the message names the path where they differ.
+/// Lockstep comparison of two subtrees, dict entries paired by key; the message names the
+/// path (in `a`) where they differ.
 fn diff_nodes(a: NodeRef<'_>, b: NodeRef<'_>) -> Option<String> {
     let at = || describe_path(&a.path());
     match (a.kind(), b.kind()) {
-        (NodeKind::Static(va), NodeKind::Static(vb)) if va != vb => {
+        (NodeKind::Static(va), NodeKind::Static(vb)) => {
+            if va.same_as(vb) {
+                return None;
+            }
             return Some(format!("static data differs at {}: {va} vs {vb}", at()));
         }
         (ka, kb) if ka != kb => {
@@ -397,6 +454,24 @@ fn diff_nodes(a: NodeRef<'_>, b: NodeRef<'_>) -> Option<String> {
             ));
         }
         _ => {}
+    }
+    if a.kind() == NodeKind::Dict {
+        let mut keys_a: Vec<Option<&str>> = a.children().map(|c| c.key()).collect();
+        let mut keys_b: Vec<Option<&str>> = b.children().map(|c| c.key()).collect();
+        keys_a.sort_unstable();
+        keys_b.sort_unstable();
+        if keys_a != keys_b {
+            return Some(format!(
+                "tree structures differ at {}: keys {} vs {}",
+                at(),
+                key_list(a),
+                key_list(b)
+            ));
+        }
+        return a.children().find_map(|x| {
+            let y = b.children().find(|y| y.key() == x.key())?;
+            grow(|| diff_nodes(x, y))
+        });
     }
     let keys_a: Vec<Option<&str>> = a.children().map(|c| c.key()).collect();
     let keys_b: Vec<Option<&str>> = b.children().map(|c| c.key()).collect();
@@ -420,7 +495,70 @@ fn diff_nodes(a: NodeRef<'_>, b: NodeRef<'_>) -> Option<String> {
     }
     a.children()
         .zip(b.children())
-        .find_map(|(x, y)| diff_nodes(x, y))
+        .find_map(|(x, y)| grow(|| diff_nodes(x, y)))
+}
+
+impl PartialEq for TreeDef {
+    fn eq(&self, other: &Self) -> bool {
+        // The flat forms agree in the common case; only reordered dicts need the walk.
+        self.num_leaves == other.num_leaves
+            && self.nodes.len() == other.nodes.len()
+            && (self.exact_eq(other) || self.difference(other).is_none())
+    }
+}
+
+impl Eq for TreeDef {}
+
+/// Consistent with `Eq`: a dict's children are combined in an order-independent way (a
+/// wrapping sum of their hashes, each of which includes the child's key), everything else in
+/// order; static data counts by position only, since a `TreeDef` read back from its
+/// serialized form (static data as JSON) equals the live one it was written from. Computed
+/// bottom-up over the flat node list, so no recursion.
+impl Hash for TreeDef {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_usize(self.num_leaves);
+        state.write_u64(self.structure_hash());
+    }
+}
+
+impl TreeDef {
+    fn structure_hash(&self) -> u64 {
+        use std::collections::hash_map::DefaultHasher;
+        let n = self.nodes.len();
+        if n == 0 {
+            return 0;
+        }
+        let mut hashes = vec![0u64; n];
+        for i in (0..n).rev() {
+            let node = &self.nodes[i];
+            let mut h = DefaultHasher::new();
+            self.key_of(node).hash(&mut h);
+            match node.kind {
+                Kind::Struct(s) | Kind::Variant(s) | Kind::Registered(s) => {
+                    std::mem::discriminant(&node.kind).hash(&mut h);
+                    self.str(s).hash(&mut h);
+                }
+                // Not the value: a static read back from a file (JSON) equals the typed value
+                // it was written from, and the two have no common hash.
+                Kind::Static(_) => std::mem::discriminant(&node.kind).hash(&mut h),
+                kind => kind.hash(&mut h),
+            }
+            node.arity.hash(&mut h);
+            let mut child = i + 1;
+            let mut sum = 0u64;
+            for _ in 0..node.arity {
+                if node.kind == Kind::Dict {
+                    sum = sum.wrapping_add(hashes[child]);
+                } else {
+                    hashes[child].hash(&mut h);
+                }
+                child += self.nodes[child].size as usize;
+            }
+            sum.hash(&mut h);
+            hashes[i] = h.finish();
+        }
+        hashes[0]
+    }
 }
 
 impl fmt::Display for TreeDef {
@@ -464,6 +602,10 @@ fn fmt_children(
 }
 
 fn fmt_node(node: NodeRef<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    grow(|| fmt_node_body(node, f))
+}
+
+fn fmt_node_body(node: NodeRef<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let n = node.raw().arity;
     match node.kind() {
         NodeKind::Leaf => f.write_str("*"),
@@ -506,9 +648,13 @@ fn fmt_node(node: NodeRef<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     }
 }
 
-// ---- serde: a nested, self-describing form, validated on the way in ----
+// ---- serde: a flat pre-order list of nodes, validated on the way in ----
+//
+// Flat rather than nested so that no serde format's recursion limit (serde_json stops at
+// 128 levels) bounds the depth of a tree that can be read back, and so that reading is a
+// loop, not a recursion.
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq)]
 #[serde(rename_all = "snake_case")]
 enum SerKind {
     Leaf,
@@ -517,97 +663,227 @@ enum SerKind {
     Tuple,
     List,
     Dict,
-    Struct(String),
-    Variant(String),
-    Registered(String),
-    Static(serde_json::Value),
+    Struct,
+    Variant,
+    Registered,
+    Static,
+}
+
+fn present<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<Option<Json>, D::Error> {
+    Json::deserialize(d).map(Some)
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct SerNode {
     kind: SerKind,
+    /// The type name of a struct, variant or registered node.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    /// The key the node sits under in its parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     key: Option<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    children: Vec<SerNode>,
+    /// How many direct children follow (in pre-order).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    children: u32,
+    /// The value of a static node (`null` is a value: it is kept apart from "absent").
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    value: Option<Json>,
 }
 
-fn to_ser(node: NodeRef<'_>) -> SerNode {
-    let kind = match node.kind() {
-        NodeKind::Leaf => SerKind::Leaf,
-        NodeKind::None => SerKind::None,
-        NodeKind::Some => SerKind::Some,
-        NodeKind::Tuple => SerKind::Tuple,
-        NodeKind::List => SerKind::List,
-        NodeKind::Dict => SerKind::Dict,
-        NodeKind::Struct(n) => SerKind::Struct(n.into()),
-        NodeKind::Variant(n) => SerKind::Variant(n.into()),
-        NodeKind::Registered(n) => SerKind::Registered(n.into()),
-        NodeKind::Static(v) => SerKind::Static(v.clone()),
-    };
-    SerNode {
-        kind,
-        key: node.key().map(str::to_string),
-        children: node.children().map(to_ser).collect(),
-    }
-}
-
-fn from_ser(ser: SerNode, is_root: bool, out: &mut TreeDef) -> std::result::Result<(), String> {
-    let index = out.nodes.len();
-    let n = ser.children.len();
-    // Same append order as a flatten: the key, then the type name.
-    let key = ser.key.as_deref().map(|k| append(&mut out.text, k));
-    let kind = match ser.kind {
-        SerKind::Leaf | SerKind::None | SerKind::Static(_) if n > 0 => {
-            return Err("a leaf, None or static node has children".into())
-        }
-        SerKind::Some if n != 1 => return Err("a Some node needs exactly one child".into()),
-        SerKind::Static(_) if is_root => return Err("the root cannot be static data".into()),
-        SerKind::Leaf => {
-            out.num_leaves += 1;
-            Kind::Leaf
-        }
-        SerKind::None => Kind::None,
-        SerKind::Some => Kind::Some,
-        SerKind::Tuple => Kind::Tuple,
-        SerKind::List => Kind::List,
-        SerKind::Dict => Kind::Dict,
-        SerKind::Struct(s) => Kind::Struct(append(&mut out.text, &s)),
-        SerKind::Variant(s) => Kind::Variant(append(&mut out.text, &s)),
-        SerKind::Registered(s) => Kind::Registered(append(&mut out.text, &s)),
-        SerKind::Static(v) => {
-            out.statics.push(v);
-            Kind::Static((out.statics.len() - 1) as u32)
-        }
-    };
-    out.nodes.push(Node {
-        kind,
-        key,
-        arity: n as u32,
-        size: 1,
-    });
-    for child in ser.children {
-        from_ser(child, false, out)?;
-    }
-    out.nodes[index].size = (out.nodes.len() - index) as u32;
-    Ok(())
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Serialize for TreeDef {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        let root = (!self.nodes.is_empty()).then(|| to_ser(self.root()));
-        root.serialize(serializer)
+        use serde::ser::{Error as _, SerializeSeq};
+        let mut seq = serializer.serialize_seq(Some(self.nodes.len()))?;
+        for (i, node) in self.nodes.iter().enumerate() {
+            let (kind, name, value) = match node.kind {
+                Kind::Leaf => (SerKind::Leaf, None, None),
+                Kind::None => (SerKind::None, None, None),
+                Kind::Some => (SerKind::Some, None, None),
+                Kind::Tuple => (SerKind::Tuple, None, None),
+                Kind::List => (SerKind::List, None, None),
+                Kind::Dict => (SerKind::Dict, None, None),
+                Kind::Struct(n) => (SerKind::Struct, Some(self.str(n)), None),
+                Kind::Variant(n) => (SerKind::Variant, Some(self.str(n)), None),
+                Kind::Registered(n) => (SerKind::Registered, Some(self.str(n)), None),
+                Kind::Static(k) => {
+                    let json = self.statics[k as usize].to_json().map_err(|e| {
+                        S::Error::custom(format!(
+                            "static data at {} cannot be serialized: {e}",
+                            describe_path(&self.path_of(i))
+                        ))
+                    })?;
+                    (SerKind::Static, None, Some(json))
+                }
+            };
+            seq.serialize_element(&SerNode {
+                kind,
+                name: name.map(str::to_string),
+                key: self.key_of(node).map(str::to_string),
+                children: node.arity,
+                value,
+            })?;
+        }
+        seq.end()
     }
+}
+
+/// An open node while reading: its index, kind and the children still to come.
+struct Open {
+    index: usize,
+    kind: SerKind,
+    remaining: u32,
+    keys: HashSet<String>,
+}
+
+fn from_ser(nodes: Vec<SerNode>) -> std::result::Result<TreeDef, String> {
+    let mut def = TreeDef::empty();
+    if nodes.len() >= u32::MAX as usize {
+        return Err("too many nodes".into());
+    }
+    def.nodes.reserve(nodes.len());
+    let mut open: Vec<Open> = Vec::new();
+    for (index, ser) in nodes.into_iter().enumerate() {
+        let at = || format!("node {index}");
+        // The parent: the innermost open node that still expects children.
+        let parent = match open.last_mut() {
+            Some(p) => Some(p),
+            None if index == 0 => None,
+            None => return Err(format!("{}: nodes after the end of the tree", at())),
+        };
+        match (&parent, ser.kind) {
+            (None, SerKind::Static) => return Err("the root cannot be static data".into()),
+            (None, _) if ser.key.is_some() => return Err("the root has no key".into()),
+            (Some(p), SerKind::Static)
+                if !matches!(
+                    p.kind,
+                    SerKind::Struct | SerKind::Variant | SerKind::Registered
+                ) =>
+            {
+                return Err(format!(
+                    "{}: static data can only be a field of a struct, variant or registered type",
+                    at()
+                ))
+            }
+            _ => {}
+        }
+        if let Some(p) = parent {
+            match (p.kind, &ser.key) {
+                (SerKind::Dict, None) => return Err(format!("{}: a dict entry has no key", at())),
+                (SerKind::List | SerKind::Tuple | SerKind::Some, Some(k)) => {
+                    return Err(format!("{}: a positional child has a key `{k}`", at()))
+                }
+                _ => {}
+            }
+            if let Some(k) = &ser.key {
+                if !p.keys.insert(k.clone()) {
+                    return Err(format!("{}: duplicate key `{k}`", at()));
+                }
+            }
+            p.remaining -= 1;
+        }
+        if ser.kind == SerKind::Static && ser.key.is_none() {
+            return Err(format!("{}: static data has no key", at()));
+        }
+        let needs_name = matches!(
+            ser.kind,
+            SerKind::Struct | SerKind::Variant | SerKind::Registered
+        );
+        if needs_name != ser.name.is_some() {
+            return Err(format!(
+                "{}: {}",
+                at(),
+                if needs_name {
+                    "a struct, variant or registered node needs a name"
+                } else {
+                    "only struct, variant and registered nodes have a name"
+                }
+            ));
+        }
+        if (ser.kind == SerKind::Static) != ser.value.is_some() {
+            return Err(format!(
+                "{}: only (and every) static node has a value",
+                at()
+            ));
+        }
+        match ser.kind {
+            SerKind::Leaf | SerKind::None | SerKind::Static if ser.children > 0 => {
+                return Err(format!(
+                    "{}: a leaf, None or static node has children",
+                    at()
+                ))
+            }
+            SerKind::Some if ser.children != 1 => {
+                return Err(format!("{}: a Some node needs exactly one child", at()))
+            }
+            _ => {}
+        }
+        let key = ser.key.as_deref().map(|k| append(&mut def.text, k));
+        let name = ser.name.as_deref().map(|n| append(&mut def.text, n));
+        let kind = match (ser.kind, name) {
+            (SerKind::Leaf, _) => {
+                def.num_leaves += 1;
+                Kind::Leaf
+            }
+            (SerKind::None, _) => Kind::None,
+            (SerKind::Some, _) => Kind::Some,
+            (SerKind::Tuple, _) => Kind::Tuple,
+            (SerKind::List, _) => Kind::List,
+            (SerKind::Dict, _) => Kind::Dict,
+            (SerKind::Struct, Some(n)) => Kind::Struct(n),
+            (SerKind::Variant, Some(n)) => Kind::Variant(n),
+            (SerKind::Registered, Some(n)) => Kind::Registered(n),
+            (SerKind::Static, _) => {
+                def.statics
+                    .push(StaticValue::from_json(ser.value.unwrap_or(Json::Null)));
+                Kind::Static((def.statics.len() - 1) as u32)
+            }
+            (_, None) => return Err(format!("{}: missing name", at())),
+        };
+        def.nodes.push(Node {
+            kind,
+            key,
+            arity: ser.children,
+            size: 1,
+        });
+        if ser.children > 0 {
+            open.push(Open {
+                index,
+                kind: ser.kind,
+                remaining: ser.children,
+                keys: HashSet::new(),
+            });
+        }
+        // Close every node whose children are now complete.
+        while let Some(top) = open.last() {
+            if top.remaining > 0 {
+                break;
+            }
+            let top = open.pop().expect("checked just above");
+            def.nodes[top.index].size = (def.nodes.len() - top.index) as u32;
+        }
+    }
+    if !open.is_empty() {
+        return Err("the node list ends before the tree does (children missing)".into());
+    }
+    if def.text.len() > u32::MAX as usize {
+        return Err("keys and names too long".into());
+    }
+    Ok(def)
 }
 
 impl<'de> Deserialize<'de> for TreeDef {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let root = Option::<SerNode>::deserialize(deserializer)?;
-        let mut def = TreeDef::empty();
-        if let Some(root) = root {
-            from_ser(root, true, &mut def).map_err(serde::de::Error::custom)?;
-        }
-        Ok(def)
+        let nodes = Vec::<SerNode>::deserialize(deserializer)?;
+        from_ser(nodes).map_err(|e| serde::de::Error::custom(format!("invalid TreeDef: {e}")))
     }
 }
 

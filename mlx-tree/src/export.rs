@@ -150,12 +150,24 @@ impl<I: TreeNode, O: TreeNode> ImportedTreeFunction<I, O> {
     /// differs from the exported one.
     pub fn call(&self, input: &I) -> Result<O> {
         let (leaves, def) = tree_flatten(input)?;
-        if let Some(diff) = self.input.difference(&def) {
-            return Err(error::invalid(format!(
+        let mismatch = |diff: String| {
+            error::invalid(format!(
                 "imported function: the input does not match the exported structure: {diff}"
-            )));
+            ))
+        };
+        // Dict entries pair by key: the graph takes the leaves in the exported order.
+        let ranges = crate::prefix::match_prefix(&self.input, &def).map_err(mismatch)?;
+        let mut args = Vec::with_capacity(ranges.len());
+        for (i, r) in ranges.into_iter().enumerate() {
+            if r.len() != 1 {
+                let path = self.input.leaf_paths().swap_remove(i);
+                return Err(mismatch(format!(
+                    "at `{path}` the input holds a subtree of {} leaves, not one array",
+                    r.len()
+                )));
+            }
+            args.push(leaves[r.start].clone());
         }
-        let args: Vec<Array> = leaves.iter().map(|a| (*a).clone()).collect();
         let outs = self.inner.call(&args)?;
         unflatten_rest(&self.output, outs.into_iter())
     }

@@ -7,11 +7,9 @@
 
 use std::cell::Cell;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-
 use crate::def::{append, describe, key_list, Kind, Node, NodeKind, Str, TreeDef};
 use crate::error::{self, Error, Result};
+use crate::statics::{StaticData, StaticValue};
 use crate::{Array, TreeNode};
 
 #[derive(Clone, Copy, Default)]
@@ -37,13 +35,11 @@ pub struct Flattener<'a> {
     pub(crate) leaves: Vec<&'a Array>,
     pub(crate) nodes: Vec<Node>,
     text: String,
-    pub(crate) statics: Vec<serde_json::Value>,
+    pub(crate) statics: Vec<StaticValue>,
     /// The key for the next node, set by the parent (borrowed: copied into `text` on push).
     key: Option<&'a str>,
     /// The innermost open node (usize::MAX: none).
     open: usize,
-    /// The first static-data serialization failure, reported when the flatten finishes.
-    error: Option<Error>,
     /// False: only leaves are collected (tree_leaves, tree_reduce).
     structure: bool,
 }
@@ -61,7 +57,6 @@ impl<'a> Flattener<'a> {
             statics: Vec::new(),
             key: None,
             open: usize::MAX,
-            error: None,
             structure,
         }
     }
@@ -89,9 +84,6 @@ impl<'a> Flattener<'a> {
 
     pub(crate) fn finish(self) -> Result<(Vec<&'a Array>, TreeDef)> {
         self.remember_sizes();
-        if let Some(e) = self.error {
-            return Err(e);
-        }
         let num_leaves = self.leaves.len();
         Ok((
             self.leaves,
@@ -139,13 +131,16 @@ impl<'a> Flattener<'a> {
         kind: impl FnOnce(&mut String) -> Kind,
         body: impl FnOnce(&mut Self),
     ) {
+        // Flatten recurses through user types' code (derived or registered), which cannot be
+        // made iterative; every level passes through here, so growing the stack here makes
+        // any depth safe.
         if !self.structure {
-            body(self);
+            crate::stack::grow(|| body(self));
             return;
         }
         let index = self.push(kind);
         let saved = std::mem::replace(&mut self.open, index);
-        body(self);
+        crate::stack::grow(|| body(self));
         self.open = saved;
         self.nodes[index].size = (self.nodes.len() - index) as u32;
     }
@@ -246,24 +241,14 @@ impl<'a> Flattener<'a> {
         value.flatten(self);
     }
 
-    /// Records non-array data under `key`: part of the structure (compared and hashed through
-    /// its canonical JSON form), never a leaf. See the crate docs, "Static data".
-    pub fn static_field<S: Serialize + ?Sized>(&mut self, key: &'a str, value: &S) {
+    /// Records non-array data under `key`: part of the structure (compared and hashed
+    /// exactly, see [`StaticData`]), never a leaf. See the crate docs, "Static data".
+    #[inline]
+    pub fn static_field<S: StaticData>(&mut self, key: &'a str, value: &S) {
         if !self.structure {
             return;
         }
-        let json = match serde_json::to_value(value) {
-            Ok(v) => v,
-            Err(e) => {
-                if self.error.is_none() {
-                    self.error = Some(error::invalid(format!(
-                        "static field `{key}` cannot be serialized: {e}"
-                    )));
-                }
-                serde_json::Value::Null
-            }
-        };
-        self.statics.push(json);
+        self.statics.push(StaticValue::new(value));
         self.key = Some(key);
         let index = (self.statics.len() - 1) as u32;
         self.push(|_| Kind::Static(index));
@@ -409,7 +394,8 @@ impl<'d> Unflattener<'d> {
         let index = self.pos;
         let saved = std::mem::replace(&mut self.end, index + node.size as usize);
         self.pos += 1;
-        let out = body(self, node)?;
+        // Every level of a (derived, registered or dynamic) unflatten passes through here.
+        let out = crate::stack::grow(|| body(self, node))?;
         if self.pos != self.end {
             let extra = self
                 .def
@@ -634,16 +620,31 @@ impl<'d> Unflattener<'d> {
     }
 
     /// Reads the static data under `key`.
-    pub fn static_field<S: DeserializeOwned>(&mut self, key: &str) -> Result<S> {
+    pub fn static_field<S: StaticData>(&mut self, key: &str) -> Result<S> {
         self.expect_key(key, "static field")?;
         let index = match self.peek()?.kind {
             Kind::Static(i) => i as usize,
             _ => return Err(self.mismatch(format_args!("static field `{key}`"))),
         };
-        let value = S::deserialize(&self.def.statics[index]).map_err(|e| {
-            self.def
-                .error_at(self.pos, format!("static data does not fit the field: {e}"))
-        })?;
+        let stored = &self.def.statics[index];
+        let value = match stored.get::<S>() {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                return Err(self.def.error_at(
+                    self.pos,
+                    format!(
+                        "static data of type `{}` does not fit the field's type `{}`",
+                        stored.type_name().unwrap_or("?"),
+                        std::any::type_name::<S>()
+                    ),
+                ))
+            }
+            Err(e) => {
+                return Err(self
+                    .def
+                    .error_at(self.pos, format!("static data does not fit the field: {e}")))
+            }
+        };
         self.pos += 1;
         Ok(value)
     }
@@ -685,7 +686,7 @@ impl<'d> Unflattener<'d> {
 pub(crate) struct Builder {
     nodes: Vec<Node>,
     text: String,
-    statics: Vec<serde_json::Value>,
+    statics: Vec<StaticValue>,
     pub(crate) leaves: Vec<Array>,
     open: Vec<usize>,
 }

@@ -76,33 +76,60 @@ where
     tree_unflatten(&def, mapped)
 }
 
-/// `tree_map` over several trees of the same structure: `f` gets the leaf of `tree` and the
-/// leaves at the same place in each of `rest` (Python: `tree_map(fn, tree, *rest)`).
+/// `tree_map` over several trees: `f(x, xs)` for every leaf `x` of `tree`, where `xs` holds
+/// the leaves at the same place in each tree of `rest` (Python: `tree_map(fn, tree, *rest)`;
+/// JAX: `jax.tree.map`).
 ///
-/// Errors if a tree in `rest` differs in structure; the message names the path and how
-/// (type, length, keys or static data).
-pub fn tree_map_n<T, F>(mut f: F, tree: &T, rest: &[&T]) -> Result<T>
+/// As in JAX, each tree of `rest` must have the structure of `tree`, or have `tree` as a
+/// *prefix*: where `tree` has a leaf, a tree of `rest` may hold a whole subtree, and `xs` then
+/// holds all of that subtree's leaves (in flatten order; for several trees in `rest`, the
+/// first one's leaves, then the second's, ...). Dict entries pair by key, not by position:
+/// `{a: 1, b: 2}` maps with `{b: 20, a: 10}` as `a` with `a`. The result has `tree`'s type
+/// and structure.
+///
+/// ```
+/// use mlx_tree::{tree_map_n, Array, Value};
+/// let x = |v: f32| Value::Array(Array::from_scalar(v));
+/// // The first tree is a prefix: its leaf at "a" meets the list [y, z].
+/// let scale = Value::dict([("a", x(2.0))]);
+/// let params = Value::dict([("a", Value::list([x(3.0), x(4.0)]))]);
+/// let out = tree_map_n(
+///     |s, xs| Ok(xs.iter().fold(Array::from_scalar(0.0f32), |acc, x| &acc + &(s * *x))),
+///     &scale,
+///     &[&params],
+/// )?;
+/// assert_eq!(out.get_path("a").unwrap().as_array().unwrap().item::<f32>()?, 14.0);
+/// # Ok::<(), mlx_tree::Error>(())
+/// ```
+///
+/// Errors if a tree in `rest` does not have `tree` as a prefix; the message names the path
+/// and how the trees differ (type, length, keys or static data).
+pub fn tree_map_n<T, R, F>(mut f: F, tree: &T, rest: &[&R]) -> Result<T>
 where
     T: TreeNode,
+    R: TreeNode,
     F: FnMut(&Array, &[&Array]) -> Result<Array>,
 {
     let (leaves, def) = tree_flatten(tree)?;
+    // Per tree of `rest`: its leaves, and for each leaf of `tree` the range of them it meets.
     let mut others = Vec::with_capacity(rest.len());
     for (i, other) in rest.iter().enumerate() {
         let (other_leaves, other_def) = tree_flatten(*other)?;
-        if let Some(diff) = def.difference(&other_def) {
-            return Err(error::invalid(format!(
+        let ranges = crate::prefix::match_prefix(&def, &other_def).map_err(|diff| {
+            error::invalid(format!(
                 "tree_map: tree {} does not match the first tree: {diff}",
                 i + 1
-            )));
-        }
-        others.push(other_leaves);
+            ))
+        })?;
+        others.push((other_leaves, ranges));
     }
     let mut row = Vec::with_capacity(rest.len());
     let mut mapped = Vec::with_capacity(leaves.len());
     for (i, leaf) in leaves.into_iter().enumerate() {
         row.clear();
-        row.extend(others.iter().map(|o| o[i]));
+        for (other_leaves, ranges) in &others {
+            row.extend_from_slice(&other_leaves[ranges[i].clone()]);
+        }
         mapped.push(f(leaf, &row)?);
     }
     tree_unflatten(&def, mapped)

@@ -74,27 +74,49 @@ impl Value {
         path.split('.').try_fold(self, |v, k| v.get(k))
     }
 
+    /// A child by key or index, mutably.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        match self {
+            Value::Dict(m) => m.get_mut(key),
+            Value::List(v) | Value::Tuple(v) => {
+                key.parse::<usize>().ok().and_then(move |i| v.get_mut(i))
+            }
+            _ => None,
+        }
+    }
+
     /// Rebuilds a tree from `(path, array)` pairs, as Python MLX's
-    /// `tree_unflatten(list_of_pairs)` does: a level whose keys are all integers becomes a
-    /// list (gaps filled with empty dicts), any other level a dict in first-seen order, and a
-    /// single pair with the empty path is that leaf itself.
+    /// `tree_unflatten(list_of_pairs)` does: a level whose keys are all integers (and no two
+    /// alike as integers, so `01` and `1` make a dict) becomes a list in integer order, gaps
+    /// filled with empty dicts; any other level a dict in first-seen order; a single pair with
+    /// the empty path is that leaf itself. Integers are read as Python's `int()` reads them
+    /// (surrounding whitespace, a sign, `_` between digits), ASCII digits only.
     ///
     /// ```
     /// use mlx_tree::{Array, Value};
     /// let a = Array::from_scalar(1.0f32);
-    /// let v = Value::from_flat(vec![("layers.0.w".to_string(), a.clone()), ("layers.1.w".to_string(), a)]);
+    /// let v = Value::from_flat(vec![("layers.0.w".to_string(), a.clone()), ("layers.1.w".to_string(), a)])?;
     /// assert!(matches!(v.get_path("layers"), Some(Value::List(l)) if l.len() == 2));
+    /// # Ok::<(), mlx_tree::Error>(())
     /// ```
-    pub fn from_flat(pairs: impl IntoIterator<Item = (String, Array)>) -> Value {
+    ///
+    /// Errors, naming the path, where Python would fail or exhaust memory: the same path
+    /// twice (Python recurses until `RecursionError`), and a list index that would need more
+    /// than 65,536 empty gap entries (`layers.4000000000.w`). Any depth of path works.
+    pub fn from_flat(pairs: impl IntoIterator<Item = (String, Array)>) -> Result<Value> {
         let pairs: Vec<(String, Array)> = pairs.into_iter().collect();
-        let borrowed: Vec<(&str, Array)> =
-            pairs.iter().map(|(k, a)| (k.as_str(), a.clone())).collect();
-        from_flat_level(borrowed)
+        let borrowed: Vec<(&str, &Array)> = pairs.iter().map(|(k, a)| (k.as_str(), a)).collect();
+        let mut path = String::new();
+        from_flat_level(borrowed, &mut path)
     }
 
     /// A deep copy of the structure sharing the same arrays (array clones are reference-count
     /// bumps). Registered nodes are copied through their registered functions, hence `Result`.
     pub fn try_clone(&self) -> Result<Value> {
+        crate::stack::grow(|| self.try_clone_level())
+    }
+
+    fn try_clone_level(&self) -> Result<Value> {
         Ok(match self {
             Value::Array(a) => Value::Array(a.clone()),
             Value::List(v) => Value::List(v.iter().map(Value::try_clone).collect::<Result<_>>()?),
@@ -113,42 +135,117 @@ impl Value {
     }
 }
 
-fn from_flat_level(items: Vec<(&str, Array)>) -> Value {
-    if items.len() == 1 && items[0].0.is_empty() {
-        let (_, a) = items.into_iter().next().expect("one item");
-        return Value::Array(a);
+/// Most empty dicts one list level may be padded with (Python pads without a bound).
+const MAX_LIST_GAP: i128 = 1 << 16;
+
+/// Python's `int(s)` for ASCII input: `None` where Python raises `ValueError`. Values beyond
+/// `i128` saturate (they are far past any list a path may make anyway).
+fn python_int(s: &str) -> Option<i128> {
+    let t = s.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0b}' || c == '\u{0c}');
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let bytes = digits.as_bytes();
+    if bytes.is_empty() || bytes[0] == b'_' || bytes[bytes.len() - 1] == b'_' {
+        return None;
     }
-    let mut children: IndexMap<&str, Vec<(&str, Array)>> = IndexMap::new();
+    let mut value: i128 = 0;
+    let mut prev_underscore = false;
+    for &b in bytes {
+        match b {
+            b'_' if !prev_underscore => prev_underscore = true,
+            b'0'..=b'9' => {
+                prev_underscore = false;
+                let d = i128::from(b - b'0');
+                value = value.saturating_mul(10).saturating_add(d);
+            }
+            _ => return None,
+        }
+    }
+    Some(if negative { -value } else { value })
+}
+
+fn at(path: &str) -> String {
+    crate::def::describe_path(path)
+}
+
+fn from_flat_level(items: Vec<(&str, &Array)>, path: &mut String) -> Result<Value> {
+    if items.len() == 1 && items[0].0.is_empty() {
+        return Ok(Value::Array(items[0].1.clone()));
+    }
+    // Every remaining path ends here: two or more leaves for one path (Python recurses on
+    // the same list forever).
+    if items.len() > 1 && items.iter().all(|(k, _)| k.is_empty()) {
+        return Err(error::invalid(format!(
+            "tree_unflatten: the path {} is given {} times",
+            at(path),
+            items.len()
+        )));
+    }
+    let mut children: IndexMap<&str, Vec<(&str, &Array)>> = IndexMap::new();
     for (key, value) in items {
         let (head, rest) = key.split_once('.').unwrap_or((key, ""));
         children.entry(head).or_default().push((rest, value));
     }
-    // Python: a list when every key parses as an integer and no two keys parse alike.
-    let indices: Option<Vec<i64>> = children.keys().map(|k| k.parse::<i64>().ok()).collect();
+    let descend = |key: &str, sub, path: &mut String| {
+        let len = path.len();
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+        let out = crate::stack::grow(|| from_flat_level(sub, path));
+        path.truncate(len);
+        out
+    };
+    // Python: a list when every key is an integer and no two keys are the same integer.
+    let indices: Option<Vec<i128>> = children.keys().map(|k| python_int(k)).collect();
     if let Some(indices) = indices {
         let mut distinct = indices.clone();
         distinct.sort_unstable();
         distinct.dedup();
         if distinct.len() == indices.len() {
-            let mut order: Vec<(i64, Vec<(&str, Array)>)> =
-                indices.into_iter().zip(children.into_values()).collect();
-            order.sort_by_key(|(i, _)| *i);
-            let mut list = Vec::new();
-            for (i, sub) in order {
-                while (list.len() as i64) < i {
+            let max = distinct.last().copied().unwrap_or(0);
+            // Python pads up to the largest index; padding beyond the given entries is gap.
+            if max - (indices.len() as i128) >= MAX_LIST_GAP {
+                let key = children
+                    .keys()
+                    .zip(&indices)
+                    .find(|(_, i)| **i == max)
+                    .map_or("", |(k, _)| *k);
+                let mut full = path.clone();
+                if !full.is_empty() {
+                    full.push('.');
+                }
+                full.push_str(key);
+                return Err(error::invalid(format!(
+                    "tree_unflatten: the list index at {} would pad the list with more than \
+                     {MAX_LIST_GAP} empty entries",
+                    at(&full)
+                )));
+            }
+            let mut order: Vec<(i128, &str, Vec<(&str, &Array)>)> = indices
+                .into_iter()
+                .zip(children)
+                .map(|(i, (k, sub))| (i, k, sub))
+                .collect();
+            order.sort_by_key(|(i, _, _)| *i);
+            let mut list = Vec::with_capacity(order.len());
+            for (i, key, sub) in order {
+                while (list.len() as i128) < i {
                     list.push(Value::Dict(IndexMap::new()));
                 }
-                list.push(from_flat_level(sub));
+                list.push(descend(key, sub, path)?);
             }
-            return Value::List(list);
+            return Ok(Value::List(list));
         }
     }
-    Value::Dict(
-        children
-            .into_iter()
-            .map(|(k, sub)| (k.to_string(), from_flat_level(sub)))
-            .collect(),
-    )
+    let mut out = IndexMap::with_capacity(children.len());
+    for (k, sub) in children {
+        out.insert(k.to_string(), descend(k, sub, path)?);
+    }
+    Ok(Value::Dict(out))
 }
 
 impl From<Array> for Value {
@@ -212,6 +309,12 @@ impl TreeNode for Value {
     }
 
     fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> Result<()> {
+        crate::stack::grow(|| self.leaves_mut_level(f))
+    }
+}
+
+impl Value {
+    fn leaves_mut_level<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> Result<()> {
         match self {
             Value::Array(a) => {
                 f(a);
