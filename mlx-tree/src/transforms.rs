@@ -103,8 +103,8 @@ where
 /// Vectorization axes for the leaves of a tree (Python: `in_axes` / `out_axes` of
 /// `mx.vmap`): one axis for all leaves, or a tree *prefix* that gives a subtree one axis.
 ///
-/// - [`TreeAxes::All`]: every leaf below uses this axis; `None` (inputs only) means "not
-///   vectorized, passed whole to every call" (Python's `None`).
+/// - [`TreeAxes::All`]: every leaf below uses this axis; `None` means "not vectorized": an
+///   input passed whole to every call, an output returned once, unbatched (JAX's `None`).
 /// - [`TreeAxes::Seq`]: one entry per positional child (tuple element, list item).
 /// - [`TreeAxes::Map`]: one entry per keyed child (struct field, dict entry, registered
 ///   part), by key; every key must be given. Static fields have no leaves and no entry.
@@ -228,7 +228,9 @@ fn resolve(node: NodeRef<'_>, spec: &TreeAxes, out: &mut Vec<Option<i32>>) -> Re
 /// A vectorized version of `fun` over trees (Python: `mx.vmap(fun, in_axes, out_axes)` with
 /// pytree arguments): `in_axes` says, per leaf of the argument, which axis is mapped over
 /// (`None`: passed whole), and `out_axes`, per leaf of the result, where the mapped axis goes.
-/// Both are one axis for all leaves (`0`) or a tree prefix ([`TreeAxes`]). Several
+/// Both are one axis for all leaves (`0`) or a tree prefix ([`TreeAxes`]). An output axis of
+/// `None` returns that output unbatched, as in JAX: it must not depend on the mapped inputs
+/// (MLX broadcasts such an output over the batch; the first entry is returned). Several
 /// arguments go in a tuple, with [`TreeAxes::Seq`] giving each its axes. Static data is
 /// passed through unchanged: every per-example call sees the same static fields.
 ///
@@ -276,21 +278,30 @@ where
             Ok(out_leaves)
         };
         let inputs: Vec<Array> = leaves.iter().map(|a| (*a).clone()).collect();
-        let outs = core::vmap_with(traced, &inputs, &axes, |_| {
+        // Outputs whose axis is `None`: MLX has no unbatched outputs, so they come back
+        // broadcast along a leading batch axis and the first entry is the value.
+        let unbatched = RefCell::new(Vec::new());
+        let mut outs = core::vmap_with(traced, &inputs, &axes, |_| {
             let od = out_def.borrow();
             let od = od
                 .as_ref()
                 .ok_or_else(|| error::invalid("vmap: the function was not traced"))?;
-            out_axes
+            let mut unbatched = unbatched.borrow_mut();
+            Ok(out_axes
                 .resolve(od)?
                 .into_iter()
-                .map(|a| {
-                    a.ok_or_else(|| {
-                        error::invalid("vmap: an output axis cannot be None (outputs are mapped)")
+                .enumerate()
+                .map(|(i, a)| {
+                    a.unwrap_or_else(|| {
+                        unbatched.push(i);
+                        0
                     })
                 })
-                .collect()
+                .collect())
         })?;
+        for i in unbatched.into_inner() {
+            outs[i] = outs[i].index(0)?;
+        }
         let od = out_def
             .into_inner()
             .ok_or_else(|| error::invalid("vmap: the function was not traced"))?;
