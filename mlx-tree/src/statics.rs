@@ -319,7 +319,8 @@ impl fmt::Display for StaticValue {
 /// JSON equality by canonical text: `serde_json`'s `==` compares numbers as `f64`, which
 /// would make `0.0` and `-0.0` equal.
 fn json_eq(a: &Json, b: &Json) -> bool {
-    a.to_string() == b.to_string()
+    let (a, b): (String, String) = (a.to_string(), b.to_string());
+    a == b
 }
 
 // ---- built-in impls ----

@@ -105,9 +105,14 @@ impl Value {
     /// than 65,536 empty gap entries (`layers.4000000000.w`). Any depth of path works.
     pub fn from_flat(pairs: impl IntoIterator<Item = (String, Array)>) -> Result<Value> {
         let pairs: Vec<(String, Array)> = pairs.into_iter().collect();
-        let borrowed: Vec<(&str, &Array)> = pairs.iter().map(|(k, a)| (k.as_str(), a)).collect();
-        let mut path = String::new();
-        from_flat_level(borrowed, &mut path)
+        // Each path is split once; a level then looks at one segment (linear in the total
+        // path length, however deep).
+        let split: Vec<(Vec<&str>, &Array)> = pairs
+            .iter()
+            .map(|(k, a)| (k.split('.').collect(), a))
+            .collect();
+        let items = split.iter().map(|(s, a)| (s.as_slice(), *a)).collect();
+        from_flat_level(items, 0)
     }
 
     /// A deep copy of the structure sharing the same arrays (array clones are reference-count
@@ -167,38 +172,38 @@ fn python_int(s: &str) -> Option<i128> {
     Some(if negative { -value } else { value })
 }
 
-fn at(path: &str) -> String {
-    crate::def::describe_path(path)
+/// A path's rest from segment `depth` on, as Python's `key.split(".", 1)` leaves it, is
+/// empty: no segments left, or only one empty one (`"a."` ends like `"a"`).
+fn rest_is_empty(segments: &[&str], depth: usize) -> bool {
+    depth >= segments.len() || (depth + 1 == segments.len() && segments[depth].is_empty())
 }
 
-fn from_flat_level(items: Vec<(&str, &Array)>, path: &mut String) -> Result<Value> {
-    if items.len() == 1 && items[0].0.is_empty() {
+/// The path of the level at `depth`, for messages.
+fn level_path(segments: &[&str], depth: usize) -> String {
+    crate::def::describe_path(&segments[..depth.min(segments.len())].join("."))
+}
+
+type Item<'p> = (&'p [&'p str], &'p Array);
+
+fn from_flat_level(items: Vec<Item<'_>>, depth: usize) -> Result<Value> {
+    if items.len() == 1 && rest_is_empty(items[0].0, depth) {
         return Ok(Value::Array(items[0].1.clone()));
     }
     // Every remaining path ends here: two or more leaves for one path (Python recurses on
     // the same list forever).
-    if items.len() > 1 && items.iter().all(|(k, _)| k.is_empty()) {
+    if items.len() > 1 && items.iter().all(|(s, _)| rest_is_empty(s, depth)) {
         return Err(error::invalid(format!(
             "tree_unflatten: the path {} is given {} times",
-            at(path),
+            level_path(items[0].0, depth),
             items.len()
         )));
     }
-    let mut children: IndexMap<&str, Vec<(&str, &Array)>> = IndexMap::new();
-    for (key, value) in items {
-        let (head, rest) = key.split_once('.').unwrap_or((key, ""));
-        children.entry(head).or_default().push((rest, value));
+    let mut children: IndexMap<&str, Vec<Item<'_>>> = IndexMap::new();
+    for item in items {
+        let head = item.0.get(depth).copied().unwrap_or("");
+        children.entry(head).or_default().push(item);
     }
-    let descend = |key: &str, sub, path: &mut String| {
-        let len = path.len();
-        if !path.is_empty() {
-            path.push('.');
-        }
-        path.push_str(key);
-        let out = crate::stack::grow(|| from_flat_level(sub, path));
-        path.truncate(len);
-        out
-    };
+    let descend = |sub| crate::stack::grow(|| from_flat_level(sub, depth + 1));
     // Python: a list when every key is an integer and no two keys are the same integer.
     let indices: Option<Vec<i128>> = children.keys().map(|k| python_int(k)).collect();
     if let Some(indices) = indices {
@@ -209,41 +214,33 @@ fn from_flat_level(items: Vec<(&str, &Array)>, path: &mut String) -> Result<Valu
             let max = distinct.last().copied().unwrap_or(0);
             // Python pads up to the largest index; padding beyond the given entries is gap.
             if max - (indices.len() as i128) >= MAX_LIST_GAP {
-                let key = children
-                    .keys()
+                let culprit = children
+                    .values()
                     .zip(&indices)
                     .find(|(_, i)| **i == max)
-                    .map_or("", |(k, _)| *k);
-                let mut full = path.clone();
-                if !full.is_empty() {
-                    full.push('.');
-                }
-                full.push_str(key);
+                    .map(|(sub, _)| level_path(sub[0].0, depth + 1))
+                    .unwrap_or_default();
                 return Err(error::invalid(format!(
-                    "tree_unflatten: the list index at {} would pad the list with more than \
-                     {MAX_LIST_GAP} empty entries",
-                    at(&full)
+                    "tree_unflatten: the list index at {culprit} would pad the list with more \
+                     than {MAX_LIST_GAP} empty entries"
                 )));
             }
-            let mut order: Vec<(i128, &str, Vec<(&str, &Array)>)> = indices
-                .into_iter()
-                .zip(children)
-                .map(|(i, (k, sub))| (i, k, sub))
-                .collect();
-            order.sort_by_key(|(i, _, _)| *i);
+            let mut order: Vec<(i128, Vec<Item<'_>>)> =
+                indices.into_iter().zip(children.into_values()).collect();
+            order.sort_by_key(|(i, _)| *i);
             let mut list = Vec::with_capacity(order.len());
-            for (i, key, sub) in order {
+            for (i, sub) in order {
                 while (list.len() as i128) < i {
                     list.push(Value::Dict(IndexMap::new()));
                 }
-                list.push(descend(key, sub, path)?);
+                list.push(descend(sub)?);
             }
             return Ok(Value::List(list));
         }
     }
     let mut out = IndexMap::with_capacity(children.len());
     for (k, sub) in children {
-        out.insert(k.to_string(), descend(k, sub, path)?);
+        out.insert(k.to_string(), descend(sub)?);
     }
     Ok(Value::Dict(out))
 }
