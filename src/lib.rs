@@ -17,8 +17,13 @@
 //! ```
 
 /// Arrays, ops, devices, streams and array-level transforms (Python: `mlx.core`).
+///
+/// [`core::eval`] and [`core::async_eval`] take trees, as Python's `mx.eval(*trees)` does:
+/// `eval(&model)`, `eval((&y, &cache))` (they are [`mlx_tree::eval`]; the array-only forms
+/// stay at `mlx_rs::eval`).
 pub mod core {
     pub use mlx_rs::*;
+    pub use mlx_tree::{async_eval, eval, EvalArgs};
 }
 
 /// Tree utilities (Python: `mlx.utils`).

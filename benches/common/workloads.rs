@@ -15,8 +15,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use mlx_rs::{eval, fast, ops, random, Array, Result};
-use mlx_tree::{tree_flatten, tree_leaves, tree_unflatten, TreeNode};
+use mlx_rs::{fast, ops, random, Array, Result};
+use mlx_tree::{eval, tree_flatten, tree_leaves, tree_unflatten, TreeNode};
 
 /// Errors from either crate.
 pub type BoxResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -172,7 +172,7 @@ impl Chain16 {
     fn new(eval: bool) -> BoxResult<Chain16> {
         let x = ops::linspace(-1.0, 1.0, 16, true, None)?;
         let y = ops::full(&[16], 0.5f32, None)?;
-        mlx_rs::eval([&x, &y])?;
+        mlx_tree::eval((&x, &y))?;
         Ok(Chain16 { x, y, eval })
     }
 }
@@ -347,7 +347,7 @@ fn w3_tree() -> Result<Vec<CBlock>> {
             },
         });
     }
-    eval(tree_leaves(&tree))?;
+    eval(&tree)?;
     Ok(tree)
 }
 
@@ -386,7 +386,7 @@ impl Workload for CompiledCall {
     fn run(&mut self) -> BoxResult<()> {
         let out = self.compiled.call(&self.tree)?;
         if self.eval {
-            eval(tree_leaves(&out))?;
+            eval(&out)?;
         }
         Ok(())
     }
@@ -597,7 +597,7 @@ impl TrainStep {
         let x = random::normal(&[W5_BATCH, W5_SIZES[0]], None, 0.0, 1.0, &k(6)?)?;
         let y = random::randint(0, W5_SIZES[3], &[W5_BATCH], None, &k(7)?)?;
         let state = TrainState { params, m, v };
-        eval(tree_leaves(&state).into_iter().chain([&x, &y]))?;
+        eval((&state, &x, &y))?;
         let f: StepFn = train_step;
         Ok(TrainStep {
             state,
@@ -610,7 +610,7 @@ impl TrainStep {
 impl Workload for TrainStep {
     fn run(&mut self) -> BoxResult<()> {
         let loss = self.step.call(&mut self.state, &self.data)?;
-        eval(std::iter::once(&loss).chain(tree_leaves(&self.state)))?;
+        eval((&loss, &self.state))?;
         Ok(())
     }
 
@@ -759,7 +759,7 @@ impl Decode {
             values: (0..V_LAYERS).map(|_| kv()).collect::<Result<_>>()?,
             offset: Array::from_scalar(0i32),
         };
-        eval(tree_leaves(&params).into_iter().chain(tree_leaves(&cache)))?;
+        eval((&params, &cache))?;
         let f: DecodeFn = decode_step;
         Ok(Decode {
             params,
@@ -780,7 +780,7 @@ impl Decode {
             // tuple: one refcount bump per leaf.
             let args = (self.params.clone(), token);
             token = self.step.call(&mut self.cache, &args)?;
-            eval(std::iter::once(&token).chain(tree_leaves(&self.cache)))?;
+            eval((&token, &self.cache))?;
             out.push(token.item::<u32>()?);
         }
         Ok(out)
