@@ -21,7 +21,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use mlx::core::fast::{self, AttentionMask};
 use mlx::core::{ops, random, Array, Dtype, Result};
-use mlx::nn::{self, Embedding, Linear, Module, RMSNorm, RoPE};
+use mlx::nn::{self, Embedding, Forward, Linear, Module, RMSNorm, RoPE};
 use mlx::optimizers::{self as optim, AdamW, Optimizer};
 use mlx::utils::{compile_mut, register, Registered, TreeNode};
 
@@ -190,7 +190,7 @@ impl Llama {
     }
 }
 
-fn loss_fn(model: &Llama, x: &Array, y: &Array) -> Result<Array> {
+fn loss_fn(model: &Llama, (x, y): &(Array, Array)) -> Result<Array> {
     let logits = model.forward(x, None)?;
     nn::losses::cross_entropy(&logits, y, None, None, None, nn::losses::Reduction::Mean)
 }
@@ -333,10 +333,10 @@ fn main() -> Result<()> {
     let mut opt = AdamW::with(schedule, (0.9, 0.95), 1e-8, 0.01, false);
     opt.init(&model)?;
     let train_step = compile_mut(
-        |s: &mut (Llama, AdamW), (x, y): &(Array, Array)| {
-            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+        |(model, opt): &mut (Llama, AdamW), batch: &(Array, Array)| {
+            let (loss, grads) = nn::value_and_grad(loss_fn)(model, batch)?;
             let (grads, _) = optim::clip_grad_norm(&grads, 1.0)?;
-            Optimizer::update(&mut s.1, &mut s.0, &grads)?;
+            opt.update(model, &grads)?;
             Ok(loss)
         },
         None,

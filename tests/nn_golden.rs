@@ -7,7 +7,7 @@ mod support;
 use std::collections::HashMap;
 
 use mlx::core::{Array, Result};
-use mlx::nn::{self, losses, losses::Reduction, LoadOptions, Module};
+use mlx::nn::{self, losses, losses::Reduction, Forward, LoadOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::TreeNode;
 use serde_json::Value;
@@ -195,7 +195,7 @@ fn layers_match_python() -> Result<()> {
     ));
     let seq = loaded(seq, case);
     close(
-        &nn::Unary::forward(&seq, &inputs(case)[0])?,
+        &seq.forward(&inputs(case)[0])?,
         &case["output"],
         "sequential",
     );
@@ -370,7 +370,7 @@ impl Mlp {
     }
 }
 
-fn mlp_loss(m: &Mlp, x: &Array, y: &Array) -> Result<Array> {
+fn mlp_loss(m: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
     losses::cross_entropy(&m.forward(x)?, y, None, None, None, Reduction::Mean)
 }
 
@@ -384,7 +384,7 @@ fn gradients_and_clipping_match_python() -> Result<()> {
     let g = &data["grads"];
     let model = mlp_from_golden(&data);
     let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
-    let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
+    let (loss, grads) = nn::value_and_grad(mlp_loss)(&model, &(x.clone(), y.clone()))?;
     assert!((loss.item::<f32>()? as f64 - g["loss"].as_f64().unwrap()).abs() < 1e-5);
     let named = grads.named_parameters()?;
     let names: Vec<&str> = named.iter().map(|(p, _)| p.as_str()).collect();
@@ -416,8 +416,8 @@ fn run_optimizer<O: Optimizer>(name: &str, mut opt: O) -> Result<()> {
     let mut model = mlp_from_golden(&data);
     let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
     for (i, step) in steps.iter().enumerate() {
-        let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
-        Optimizer::update(&mut opt, &mut model, &grads)?;
+        let (loss, grads) = nn::value_and_grad(mlp_loss)(&model, &(x.clone(), y.clone()))?;
+        opt.update(&mut model, &grads)?;
         let want = step["loss"].as_f64().unwrap();
         let got = loss.item::<f32>()? as f64;
         assert!(

@@ -7,7 +7,7 @@ use std::path::Path;
 use mlx::core::fast;
 use mlx::core::ops;
 use mlx::core::{Array, Dtype, Error, Result};
-use mlx::nn::{self, Embedding, LayerNorm, Linear, LoadOptions, Module};
+use mlx::nn::{self, Embedding, Forward, LayerNorm, Linear, LoadOptions, Module};
 use mlx::utils::TreeNode;
 
 /// The fields of `config.json` the model needs.

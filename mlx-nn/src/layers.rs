@@ -8,12 +8,7 @@ use mlx_rs::{random, Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::module::Frozen;
-
-/// A layer with one input and one output (Python: `module(x)`); what [`Sequential`] chains.
-pub trait Unary {
-    /// Applies the layer.
-    fn forward(&self, x: &Array) -> Result<Array>;
-}
+use crate::Forward;
 
 /// `y + bias` when the layer has a bias; a shape error is an `Err`, not a panic.
 fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
@@ -22,28 +17,6 @@ fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
         None => Ok(y),
     }
 }
-
-/// The [`Unary`] impls of layers whose inherent `forward(&self, &Array)` is the whole call.
-macro_rules! unary_layers {
-    ($($layer:ty),* $(,)?) => {$(
-        impl Unary for $layer {
-            fn forward(&self, x: &Array) -> Result<Array> {
-                <$layer>::forward(self, x)
-            }
-        }
-    )*};
-}
-
-unary_layers!(
-    Linear,
-    Embedding,
-    RMSNorm,
-    LayerNorm,
-    Dropout,
-    Conv1d,
-    Conv2d,
-    QuantizedLinear
-);
 
 fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
     random::uniform(-scale, scale, shape, None, None)
@@ -86,14 +59,6 @@ impl Linear {
         }
     }
 
-    /// Applies the layer (Python: `linear(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        match &self.bias {
-            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
-            None => ops::matmul(x, &self.weight.t()?),
-        }
-    }
-
     /// The 4-bit (or `bits`) quantized equivalent (Python: `linear.to_quantized(group_size,
     /// bits, mode)`).
     pub fn to_quantized(
@@ -102,6 +67,16 @@ impl Linear {
         bits: Option<i32>,
     ) -> Result<QuantizedLinear> {
         QuantizedLinear::from_linear(self, group_size, bits)
+    }
+}
+
+impl Forward for Linear {
+    /// Applies the layer (Python: `linear(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match &self.bias {
+            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
+            None => ops::matmul(x, &self.weight.t()?),
+        }
     }
 }
 
@@ -135,11 +110,6 @@ impl Embedding {
         }
     }
 
-    /// The rows for integer indices `x` (Python: `embedding(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        ops::take(&self.weight, x, 0)
-    }
-
     /// Uses the table as a linear layer (tied output projection) (Python:
     /// `embedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
@@ -153,6 +123,13 @@ impl Embedding {
         bits: Option<i32>,
     ) -> Result<QuantizedEmbedding> {
         QuantizedEmbedding::from_embedding(self, group_size, bits)
+    }
+}
+
+impl Forward for Embedding {
+    /// The rows for integer indices `x` (Python: `embedding(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        ops::take(&self.weight, x, 0)
     }
 }
 
@@ -178,9 +155,11 @@ impl RMSNorm {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for RMSNorm {
     /// Applies the layer (Python: `norm(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         fast::rms_norm(x, Some(&self.weight), self.eps)
     }
 }
@@ -218,9 +197,11 @@ impl LayerNorm {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for LayerNorm {
     /// Applies the layer (Python: `norm(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         fast::layer_norm(x, self.weight.as_ref(), self.bias.as_ref(), self.eps)
     }
 }
@@ -253,11 +234,6 @@ impl Dropout {
         Ok(Dropout { p, training: true })
     }
 
-    /// Applies the layer with a mask from the global random state.
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        self.forward_with_key(x, None)
-    }
-
     /// Applies the layer with a mask drawn from `key`.
     pub fn forward_with_key(&self, x: &Array, key: Option<&Array>) -> Result<Array> {
         if self.p == 0.0 || !self.training {
@@ -266,6 +242,13 @@ impl Dropout {
         let keep = 1.0 - self.p;
         let mask = random::bernoulli(keep, Some(x.shape()), key)?;
         Ok((&mask * x) * (1.0 / keep))
+    }
+}
+
+impl Forward for Dropout {
+    /// Applies the layer with a mask from the global random state.
+    fn forward(&self, x: &Array) -> Result<Array> {
+        self.forward_with_key(x, None)
     }
 }
 
@@ -531,9 +514,11 @@ impl Conv1d {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for Conv1d {
     /// Applies the layer (Python: `conv(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv1d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
@@ -581,9 +566,11 @@ impl Conv2d {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for Conv2d {
     /// Applies the layer (Python: `conv(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv2d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
@@ -598,7 +585,7 @@ impl Conv2d {
 /// `Vec` of one layer type.
 ///
 /// ```
-/// use mlx_nn::{Linear, ReLU, Sequential, Unary, Module};
+/// use mlx_nn::{Forward, Linear, Module, ReLU, Sequential};
 /// use mlx_rs::ops;
 /// let mlp = Sequential::new((Linear::new(4, 8, true)?, ReLU, Linear::new(8, 2, true)?));
 /// let y = mlp.forward(&ops::ones(&[3, 4], None)?)?;
@@ -619,7 +606,7 @@ impl<L: TreeNode> Sequential<L> {
     }
 }
 
-impl<T: TreeNode + Unary> Unary for Sequential<Vec<T>> {
+impl<T: TreeNode + Forward> Forward for Sequential<Vec<T>> {
     fn forward(&self, x: &Array) -> Result<Array> {
         let mut x = x.clone();
         for l in &self.layers {
@@ -631,7 +618,7 @@ impl<T: TreeNode + Unary> Unary for Sequential<Vec<T>> {
 
 macro_rules! sequential_tuples {
     ($( ($($name:ident $idx:tt),+) )+) => {$(
-        impl<$($name: TreeNode + Unary),+> Unary for Sequential<($($name,)+)> {
+        impl<$($name: TreeNode + Forward),+> Forward for Sequential<($($name,)+)> {
             fn forward(&self, x: &Array) -> Result<Array> {
                 let x = x.clone();
                 $( let x = self.layers.$idx.forward(&x)?; )+
@@ -705,9 +692,11 @@ impl QuantizedLinear {
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
     }
+}
 
+impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let y = ops::quantized_matmul(
             x,
             &self.weight,
@@ -755,8 +744,22 @@ impl QuantizedEmbedding {
         })
     }
 
+    /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        ops::quantized_matmul(
+            x,
+            &self.weight,
+            &self.scales,
+            self.biases.as_ref(),
+            true,
+            quant_options(self.group_size, self.bits),
+        )
+    }
+}
+
+impl Forward for QuantizedEmbedding {
     /// The dequantized rows for indices `x` (Python: `qembedding(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let biases = match &self.biases {
             Some(b) => Some(ops::take(b, x, 0)?),
             None => None,
@@ -768,18 +771,6 @@ impl QuantizedEmbedding {
             quant_options(self.group_size, self.bits),
             None,
             None,
-        )
-    }
-
-    /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
-    pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        ops::quantized_matmul(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_ref(),
-            true,
-            quant_options(self.group_size, self.bits),
         )
     }
 }

@@ -6,20 +6,24 @@
 //! `optimizer.update` — compiles with the model and the optimizer passed mutably.
 //!
 //! ```
-//! use mlx_nn::{value_and_grad, Linear, Module};
+//! use mlx_nn::{value_and_grad, Forward, Linear};
 //! use mlx_optimizers::{Adam, Optimizer};
-//! use mlx_rs::ops;
+//! use mlx_rs::{ops, Array};
 //!
 //! let mut model = Linear::new(4, 1, true)?;
 //! let mut opt = Adam::new(1e-2);
 //! let (x, y) = (ops::ones(&[8, 4], None)?, ops::zeros(&[8, 1], None)?);
-//! let loss_fn = |m: &Linear| mlx_nn::losses::mse_loss(&m.forward(&x)?, &y, None);
-//! let first = loss_fn(&model)?.item::<f32>()?;
+//! let loss_fn = |m: &Linear, (x, y): &(Array, Array)| {
+//!     mlx_nn::losses::mse_loss(&m.forward(x)?, y, None)
+//! };
+//! let batch = (x, y);
+//! let first = loss_fn(&model, &batch)?.item::<f32>()?;
+//! let loss_and_grad = value_and_grad(loss_fn);
 //! for _ in 0..20 {
-//!     let (_, grads) = value_and_grad(&model, loss_fn)?;
+//!     let (_, grads) = loss_and_grad(&model, &batch)?;
 //!     opt.update(&mut model, &grads)?;
 //! }
-//! assert!(loss_fn(&model)?.item::<f32>()? < first);
+//! assert!(loss_fn(&model, &batch)?.item::<f32>()? < first);
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
@@ -175,23 +179,6 @@ pub trait Optimizer: TreeNode {
 fn lr_as(lr: &Array, like: &Array) -> Result<Array> {
     lr.astype(like.dtype())
 }
-
-/// Inherent `update`: every tree is also an `mlx_nn::Module` (whose `update(parameters)` is
-/// Python's `model.update`), so with both traits in scope `opt.update(..)` would be ambiguous;
-/// an inherent method wins method resolution. In generic code call `Optimizer::update`.
-macro_rules! inherent_update {
-    ($($t:ty),*) => {$(
-        impl $t {
-            /// Applies `gradients` to `model` (Python: `optimizer.update(model, gradients)`);
-            /// see [`Optimizer::update`].
-            pub fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
-                Optimizer::update(self, model, gradients)
-            }
-        }
-    )*};
-}
-
-inherent_update!(SGD, Adam, AdamW, Lion);
 
 macro_rules! state_access {
     () => {
