@@ -21,6 +21,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use mlx::core::fast::{self, AttentionMask};
 use mlx::core::{ops, random, Array, Dtype, Result};
+use mlx::nn::losses::{CrossEntropyOptions, Reduction};
 use mlx::nn::{self, Embedding, Forward, Linear, Module, RMSNorm, RoPE};
 use mlx::optimizers::{self as optim, AdamW, Optimizer};
 use mlx::utils::{compile_mut, register, Registered, TreeNode};
@@ -106,7 +107,7 @@ impl Attention {
         let split = |p: &Linear, h: i32| -> Result<Array> {
             p.forward(x)?
                 .reshape(&[b, l, h, -1])?
-                .transpose(&[0, 2, 1, 3][..])
+                .transpose([0, 2, 1, 3])
         };
         let (q, k, v) = (
             split(&self.wq, self.n_heads)?,
@@ -127,7 +128,7 @@ impl Attention {
                 );
                 // Write this position of the fixed-size cache (shapes never change, so the
                 // compiled step never retraces), then attend to positions <= offset.
-                let slots = ops::arange(0i32, MAX_CACHE, None, None)?;
+                let slots = ops::arange_to(MAX_CACHE)?;
                 let here = ops::equal(&slots, &offset)?.reshape(&[1, 1, MAX_CACHE, 1])?;
                 cache.keys[i] = ops::where_(&here, &k, &cache.keys[i])?;
                 cache.values[i] = ops::where_(&here, &v, &cache.values[i])?;
@@ -143,7 +144,7 @@ impl Attention {
             }
         };
         self.wo
-            .forward(&out.transpose(&[0, 2, 1, 3][..])?.reshape(&[b, l, -1])?)
+            .forward(&out.transpose([0, 2, 1, 3])?.reshape(&[b, l, -1])?)
     }
 }
 
@@ -192,7 +193,8 @@ impl Llama {
 
 fn loss_fn(model: &Llama, (x, y): &(Array, Array)) -> Result<Array> {
     let logits = model.forward(x, None)?;
-    nn::losses::cross_entropy(&logits, y, None, None, None, nn::losses::Reduction::Mean)
+    let mean = CrossEntropyOptions::default().reduction(Reduction::Mean);
+    nn::losses::cross_entropy(&logits, y, mean)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -330,7 +332,7 @@ fn main() -> Result<()> {
         ],
         vec![10],
     )?;
-    let mut opt = AdamW::with(schedule, (0.9, 0.95), 1e-8, 0.01, false);
+    let mut opt = AdamW::new(schedule).betas(0.9, 0.95).weight_decay(0.01);
     opt.init(&model)?;
     let train_step = compile_mut(
         |(model, opt): &mut (Llama, AdamW), batch: &(Array, Array)| {
@@ -403,7 +405,7 @@ fn main() -> Result<()> {
             let (model, cache) = (&s.0, &mut *s.1);
             let logits = model.forward(token, Some(cache))?;
             cache.offset = &cache.offset + 1;
-            let next = random::categorical(&(logits * (1.0 / 0.7)), -1, None, None, key)?;
+            let next = random::categorical(&(logits * (1.0 / 0.7)), -1, key)?;
             next.astype(Dtype::Int32)
         },
         None,

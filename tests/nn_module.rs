@@ -25,7 +25,8 @@ impl Mlp {
 }
 
 fn loss_fn(m: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
-    losses::cross_entropy(&m.forward(x)?, y, None, None, None, losses::Reduction::Mean)
+    let mean = losses::CrossEntropyOptions::default().reduction(losses::Reduction::Mean);
+    losses::cross_entropy(&m.forward(x)?, y, mean)
 }
 
 fn batch() -> Result<(Array, Array)> {
@@ -299,12 +300,12 @@ fn compiled_step_initializes_optimizer_state_once() -> Result<()> {
     // that every call is a cache hit, and the result equals the eager loop.
     let (x, y) = batch()?;
     let model = Mlp::new()?;
-    let mut eager = (model.clone(), optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    let mut eager = (model.clone(), optim::SGD::new(0.1).momentum(0.9));
     for _ in 0..4 {
         let (_, grads) = nn::value_and_grad(loss_fn)(&eager.0, &(x.clone(), y.clone()))?;
         eager.1.update(&mut eager.0, &grads)?;
     }
-    let mut state = (model, optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    let mut state = (model, optim::SGD::new(0.1).momentum(0.9));
     let step = compile_mut(
         |s: &mut (Mlp, optim::SGD), (x, y): &(Array, Array)| {
             let (loss, grads) = nn::value_and_grad(loss_fn)(&s.0, &(x.clone(), y.clone()))?;
@@ -396,6 +397,20 @@ fn forward_is_one_trait_for_layers_and_models_and_object_safe() -> Result<()> {
         h = l.forward(&h)?;
     }
     assert_eq!(h.to_vec::<f32>()?, [0.0, 3.0f32.tanh()]);
+    Ok(())
+}
+
+#[test]
+fn sgd_builder_checks_nesterov_at_the_first_update() -> Result<()> {
+    let mut m = nn::Linear::new(2, 1, true)?;
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &m)?;
+    let e = optim::SGD::new(0.1)
+        .nesterov(true)
+        .update(&mut m, &grads)
+        .unwrap_err();
+    assert!(e.to_string().contains("Nesterov"), "{e}");
+    let mut ok = optim::SGD::new(0.1).nesterov(true).momentum(0.9);
+    ok.update(&mut m, &grads)?;
     Ok(())
 }
 

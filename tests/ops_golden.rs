@@ -183,7 +183,10 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
             ops::logcumsumexp(a0(), ax, r, i)
         }
         "reshape" => a0().reshape(&ints(&p["shape"])),
-        "transpose" => ops::transpose(a0(), opt_ints(p, "axes").as_deref()),
+        "transpose" => ops::transpose(
+            a0(),
+            opt_ints(p, "axes").map_or(mlx::core::ops::Axes::ALL, Into::into),
+        ),
         "squeeze" => a0().squeeze(axes(p)),
         "expand_dims" => ops::expand_dims(a0(), axes(p)),
         "flatten" => a0().flatten(opt_i32(p, "start_axis"), opt_i32(p, "end_axis")),

@@ -691,7 +691,7 @@ fn decode_step(cache: &mut KvCache, (p, token): &(Llama, Array)) -> Result<Array
         let kc = ops::slice_update(kc, &k, &start, &[2])?;
         let vc = ops::slice_update(vc, &v, &start, &[2])?;
         let o = fast::scaled_dot_product_attention(&q, &kc, &vc, scale, &mask, None)?;
-        let o = ops::reshape(&ops::transpose(&o, &[0, 2, 1, 3][..])?, &[1, 1, V_DIM])?;
+        let o = ops::reshape(&ops::transpose(&o, [0, 2, 1, 3])?, &[1, 1, V_DIM])?;
         h = ops::add(&h, &linear_nt(&o, &l.wo)?)?;
         let x = fast::rms_norm(&h, Some(&l.mlp_norm), NORM_EPS)?;
         let g = linear_nt(&x, &l.w1)?;

@@ -170,7 +170,7 @@ impl Bert {
     pub fn forward(&self, input_ids: &Array, attention_mask: &Array) -> Result<Array> {
         let l = input_ids.shape()[1];
         let e = &self.embeddings;
-        let positions = ops::arange(0i32, l, None, None)?;
+        let positions = ops::arange_to(l)?;
         let types = ops::zeros_like(input_ids, None)?;
         let x = e.word_embeddings.forward(input_ids)?
             + e.position_embeddings.forward(&positions)?
@@ -193,12 +193,12 @@ impl Layer {
         let heads = |p: &Linear| -> Result<Array> {
             p.forward(x)?
                 .reshape(&[b, l, a.num_heads, -1])?
-                .transpose(&[0, 2, 1, 3][..])
+                .transpose([0, 2, 1, 3])
         };
         let (q, k, v) = (heads(&a.query)?, heads(&a.key)?, heads(&a.value)?);
         let scale = 1.0 / (q.shape()[3] as f32).sqrt();
         let ctx = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?
-            .transpose(&[0, 2, 1, 3][..])?
+            .transpose([0, 2, 1, 3])?
             .reshape(&[b, l, -1])?;
         let o = &self.attention.output;
         let x = o.layer_norm.forward(&(o.dense.forward(&ctx)? + x))?;

@@ -380,7 +380,7 @@ impl MultiHeadAttention {
     }
 
     fn heads(x: &Array, n: i32) -> Result<Array> {
-        ops::unflatten(x, -1, &[n, -1])?.transpose(&[0, 2, 1, 3][..])
+        ops::unflatten(x, -1, &[n, -1])?.transpose([0, 2, 1, 3])
     }
 
     /// Attends `queries` (`[B, L, dims]`) to `keys`/`values` (Python: `mha(queries, keys,
@@ -397,7 +397,7 @@ impl MultiHeadAttention {
         let v = Self::heads(&self.value_proj.forward(values)?, self.num_kv_heads)?;
         let scale = (1.0 / q.shape()[3] as f32).sqrt();
         let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?;
-        let out = out.transpose(&[0, 2, 1, 3][..])?.flatten(-2, -1)?;
+        let out = out.transpose([0, 2, 1, 3])?.flatten(-2, -1)?;
         self.out_proj.forward(&out)
     }
 
@@ -405,7 +405,7 @@ impl MultiHeadAttention {
     /// `nn.MultiHeadAttention.create_additive_causal_mask(N, dtype=float32)`).
     pub fn create_additive_causal_mask(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
         let dtype = dtype.into().unwrap_or(Dtype::Float32);
-        let idx = ops::arange(0, n, None, None)?;
+        let idx = ops::arange_to(n)?;
         let mask = ops::less(&idx.reshape(&[-1, 1])?, &idx.reshape(&[1, -1])?)?;
         // Python: `mx.finfo(dtype).min`, the most negative finite value of the dtype.
         let min = match dtype {

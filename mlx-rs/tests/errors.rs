@@ -42,10 +42,7 @@ fn as_slice_of_an_unevaluated_array() {
 
 #[test]
 fn as_slice_of_a_non_contiguous_array() {
-    let a = ops::arange(0.0f32, 6.0, None, None)
-        .unwrap()
-        .reshape(&[2, 3])
-        .unwrap();
+    let a = ops::arange_to(6.0f32).unwrap().reshape(&[2, 3]).unwrap();
     let t = a.t().unwrap();
     t.eval().unwrap();
     let e = t.as_slice::<f32>().unwrap_err();

@@ -94,6 +94,19 @@ pub fn arange<T: ArangeBound>(
     })
 }
 
+/// `[0, stop)` in steps of 1 (Python's one-argument overload `mx.arange(stop)`); the dtype
+/// follows `stop` as in [`arange`].
+///
+/// ```
+/// let a = mlx_rs::ops::arange_to(4)?;
+/// assert_eq!(a.to_vec::<i32>()?, vec![0, 1, 2, 3]);
+/// assert_eq!(mlx_rs::ops::arange_to(2.0f32)?.to_vec::<f32>()?, vec![0.0, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn arange_to<T: ArangeBound + Default>(stop: T) -> Result<Array> {
+    arange(T::default(), stop, None, None)
+}
+
 /// `fn name(a, dtype=None)` over `f(res, a, s)` / `f_dtype(res, a, dtype, s)`.
 macro_rules! like_ops {
     ($($(#[$doc:meta])* $name:ident => $plain:path, $typed:path;)*) => {$(

@@ -16,9 +16,18 @@ pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
     })
 }
 
-/// Permutes the axes; `None` reverses them (Python: `mx.transpose(a, axes=None)`).
-pub fn transpose<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Array> {
-    match axes.into() {
+/// Permutes the axes; `None` reverses them (Python: `mx.transpose(a, axes=None)`). `axes`
+/// takes what every axes argument takes ([`Axes`]): `[0, 2, 1, 3]`, `&v`, `None`.
+///
+/// ```
+/// use mlx_rs::ops;
+/// let a = ops::zeros(&[2, 3, 4], None)?;
+/// assert_eq!(a.transpose([0, 2, 1])?.shape(), &[2, 4, 3]);
+/// assert_eq!(a.transpose(None)?.shape(), &[4, 3, 2]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn transpose<'x>(a: &Array, axes: impl Into<Axes<'x>>) -> Result<Array> {
+    match axes.into().as_slice() {
         // SAFETY: valid handle; mlx-c writes a new array into res.
         None => {
             Array::try_from_stream_op(|res, s| unsafe { sys::mlx_transpose(res, a.as_raw(), s) })
@@ -31,7 +40,7 @@ pub fn transpose<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Ar
 }
 
 /// Python's `mx.permute_dims`, an alias of [`transpose`].
-pub fn permute_dims<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Array> {
+pub fn permute_dims<'x>(a: &Array, axes: impl Into<Axes<'x>>) -> Result<Array> {
     transpose(a, axes)
 }
 
@@ -499,7 +508,7 @@ array_methods! {
     /// The same data with a new shape (Python: `a.reshape(shape)`).
     fn reshape(shape: &[i32]);
     /// Permuted axes (Python: `a.transpose(axes)`).
-    fn transpose(axes: impl Into<Option<&'x [i32]>>) <'x>;
+    fn transpose(axes: impl Into<Axes<'x>>) <'x>;
     /// Removes size-1 axes (Python: `a.squeeze(axis=None)`).
     fn squeeze(axis: impl Into<Axes<'x>>) <'x>;
     /// Flattens axes `start_axis..=end_axis` (Python: `a.flatten(start_axis=0, end_axis=-1)`).
