@@ -96,7 +96,7 @@ impl Attention {
             wk: Linear::new(DIM, N_KV_HEADS * hd, false)?,
             wv: Linear::new(DIM, N_KV_HEADS * hd, false)?,
             wo: Linear::new(N_HEADS * hd, DIM, false)?,
-            rope: RoPE::new(hd, true, None, None),
+            rope: RoPE::new(hd).traditional(true),
             n_heads: N_HEADS,
             n_kv_heads: N_KV_HEADS,
         })

@@ -79,14 +79,17 @@ fn layers_match_python() -> Result<()> {
     close(&rms.forward(&inputs(case)[0])?, &case["output"], "rms_norm");
 
     let case = &l["layer_norm"];
-    let ln = loaded(nn::LayerNorm::new(8, None, None, None)?, case);
+    let ln = loaded(nn::LayerNorm::new(8, Default::default())?, case);
     close(
         &ln.forward(&inputs(case)[0])?,
         &case["output"],
         "layer_norm",
     );
     let case = &l["layer_norm_no_affine"];
-    let ln = loaded(nn::LayerNorm::new(8, None, false, None)?, case);
+    let ln = loaded(
+        nn::LayerNorm::new(8, nn::LayerNormOptions::default().affine(false))?,
+        case,
+    );
     assert_eq!(ln.num_parameters()?, 0);
     close(
         &ln.forward(&inputs(case)[0])?,
@@ -95,7 +98,7 @@ fn layers_match_python() -> Result<()> {
     );
 
     let case = &l["rope"];
-    let rope = nn::RoPE::new(8, false, None, None);
+    let rope = nn::RoPE::new(8);
     close(&rope.forward(&inputs(case)[0], 0)?, &case["output"], "rope");
     let case = &l["rope_offset"];
     close(
@@ -110,7 +113,7 @@ fn layers_match_python() -> Result<()> {
         "rope_offset_array",
     );
     let case = &l["rope_traditional"];
-    let rope = nn::RoPE::new(6, true, 500.0, 0.5);
+    let rope = nn::RoPE::new(6).traditional(true).base(500.0).scale(0.5);
     close(
         &rope.forward(&inputs(case)[0], 1)?,
         &case["output"],

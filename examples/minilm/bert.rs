@@ -7,7 +7,7 @@ use std::path::Path;
 use mlx::core::fast;
 use mlx::core::ops;
 use mlx::core::{Array, Dtype, Error, Result};
-use mlx::nn::{self, Embedding, Forward, LayerNorm, Linear, LoadOptions, Module};
+use mlx::nn::{self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadOptions, Module};
 use mlx::utils::TreeNode;
 
 /// The fields of `config.json` the model needs.
@@ -47,7 +47,7 @@ impl BertConfig {
 }
 
 fn layer_norm(dims: i32, eps: f32) -> Result<LayerNorm> {
-    LayerNorm::new(dims, eps, None, None)
+    LayerNorm::new(dims, LayerNormOptions::default().eps(eps))
 }
 
 #[derive(TreeNode)]

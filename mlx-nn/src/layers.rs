@@ -176,16 +176,55 @@ pub struct LayerNorm {
     pub frozen: Frozen,
 }
 
+/// The keyword arguments of [`LayerNorm::new`], with Python's defaults (`eps=1e-5`,
+/// `affine=True`, `bias=True`). `affine` and `bias` decide which parameters exist, so they are
+/// given before the layer is built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerNormOptions {
+    pub eps: f32,
+    pub affine: bool,
+    pub bias: bool,
+}
+
+impl Default for LayerNormOptions {
+    fn default() -> Self {
+        LayerNormOptions {
+            eps: 1e-5,
+            affine: true,
+            bias: true,
+        }
+    }
+}
+
+impl LayerNormOptions {
+    /// Sets `eps`.
+    pub fn eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self
+    }
+    /// Sets `affine` (a learned `weight`, and `bias` if that is set too).
+    pub fn affine(mut self, affine: bool) -> Self {
+        self.affine = affine;
+        self
+    }
+    /// Sets `bias`.
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
 impl LayerNorm {
-    /// `eps` defaults to `1e-5`, `affine` and `bias` to `true`.
-    pub fn new(
-        dims: i32,
-        eps: impl Into<Option<f32>>,
-        affine: impl Into<Option<bool>>,
-        bias: impl Into<Option<bool>>,
-    ) -> Result<LayerNorm> {
-        let affine = affine.into().unwrap_or(true);
-        let bias = bias.into().unwrap_or(true);
+    /// A new layer (weight ones, bias zeros, as Python).
+    ///
+    /// ```
+    /// use mlx_nn::{LayerNorm, LayerNormOptions, Module};
+    /// let ln = LayerNorm::new(8, LayerNormOptions::default().bias(false))?;
+    /// assert_eq!(ln.num_parameters()?, 8);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn new(dims: i32, options: LayerNormOptions) -> Result<LayerNorm> {
+        let LayerNormOptions { eps, affine, bias } = options;
         Ok(LayerNorm {
             weight: if affine {
                 Some(ops::ones(&[dims], None)?)
@@ -193,7 +232,7 @@ impl LayerNorm {
                 None
             },
             bias: zero_bias(affine && bias, dims)?,
-            eps: eps.into().unwrap_or(1e-5),
+            eps,
             frozen: Frozen::default(),
         })
     }
@@ -270,19 +309,33 @@ pub struct RoPE {
 }
 
 impl RoPE {
-    /// Python's defaults: `traditional=False`, `base=10000`, `scale=1.0`.
-    pub fn new(
-        dims: i32,
-        traditional: bool,
-        base: impl Into<Option<f32>>,
-        scale: impl Into<Option<f32>>,
-    ) -> RoPE {
+    /// Python's defaults (`traditional=False`, `base=10000`, `scale=1.0`); change them with
+    /// the builder methods: `RoPE::new(64).traditional(true).base(500_000.0)`.
+    pub fn new(dims: i32) -> RoPE {
         RoPE {
             dims,
-            traditional,
-            base: base.into().unwrap_or(10000.0),
-            scale: scale.into().unwrap_or(1.0),
+            traditional: false,
+            base: 10000.0,
+            scale: 1.0,
         }
+    }
+
+    /// Rotates consecutive pairs instead of the two halves (Python: `traditional=False`).
+    pub fn traditional(mut self, traditional: bool) -> Self {
+        self.traditional = traditional;
+        self
+    }
+
+    /// The base of the frequencies (Python: `base=10000`).
+    pub fn base(mut self, base: f32) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// The scale of the positions (Python: `scale=1.0`).
+    pub fn scale(mut self, scale: f32) -> Self {
+        self.scale = scale;
+        self
     }
 
     /// Rotates `x` (`[..., length, dims]`) for positions starting at `offset` (an integer, or
