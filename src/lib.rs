@@ -40,3 +40,9 @@ pub mod nn {
 pub mod optimizers {
     pub use mlx_optimizers::*;
 }
+
+/// Porting Python MLX code: the rules (keyword arguments, axes, overloads), `mx.fast`, the
+/// `mlx.nn` constructors, which `value_and_grad`, and every op of `ops.h` (this is
+/// `docs/porting.md`; its Rust examples run as doctests).
+#[doc = include_str!("../docs/porting.md")]
+pub mod porting {}
