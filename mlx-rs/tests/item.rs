@@ -44,7 +44,7 @@ fn floats_widen_and_narrow_only_exactly() {
     // 0.1 as a float64 has no exact float32.
     let d = Array::from(0.1f32).astype(Dtype::Float64).unwrap() * 1.0;
     assert_eq!(d.item::<f32>().unwrap(), 0.1f32);
-    let third = ops::divide(&Array::from(1.0f32), 3.0f32)
+    let third = ops::divide(Array::from(1.0f32), 3.0f32)
         .unwrap()
         .astype(Dtype::Float64)
         .unwrap();
