@@ -280,7 +280,12 @@ fn activations_match_python() -> Result<()> {
     for (name, got) in cases {
         close(&got, &a[name], name);
     }
-    let g = mlx::core::ops::linspace(-4.0, 4.0, 16, true, None)?.reshape(&[2, 8])?;
+    let g = mlx::core::ops::linspace(
+        -4.0,
+        4.0,
+        mlx::core::ops::LinspaceOptions::default().num(16),
+    )?
+    .reshape(&[2, 8])?;
     close(&nn::glu(&g, None)?, &a["glu"], "glu");
     Ok(())
 }

@@ -251,11 +251,14 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "flip" => ops::flip(a0(), axes(p)),
         "as_strided" => {
             let strides: Vec<i64> = ints(&p["strides"]).into_iter().map(i64::from).collect();
+            let shape = opt_ints(p, "shape");
             ops::as_strided(
                 a0(),
-                opt_ints(p, "shape").as_deref(),
-                strides.as_slice(),
-                opt_i32(p, "offset").map(|o| o as usize),
+                ops::AsStridedOptions {
+                    shape: shape.as_deref(),
+                    strides: Some(&strides),
+                    offset: opt_i32(p, "offset").map_or(0, |o| o as usize),
+                },
             )
         }
         "contiguous" => ops::contiguous(a0(), flag(p, "allow_col_major", false)),
@@ -308,27 +311,19 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
                 )
             }
         }
-        "eye" => ops::eye(
-            opt_i32(p, "n").unwrap(),
-            opt_i32(p, "m"),
-            opt_i32(p, "k"),
-            opt_dtype(p, "dtype"),
-        ),
+        "eye" => ops::eye(opt_i32(p, "n").unwrap(), eye_options(p)),
         "identity" => ops::identity(opt_i32(p, "n").unwrap(), opt_dtype(p, "dtype")),
-        "tri" => ops::tri(
-            opt_i32(p, "n").unwrap(),
-            opt_i32(p, "m"),
-            opt_i32(p, "k"),
-            opt_dtype(p, "dtype"),
-        ),
+        "tri" => ops::tri(opt_i32(p, "n").unwrap(), eye_options(p)),
         "tril" => ops::tril(a0(), opt_i32(p, "k")),
         "triu" => ops::triu(a0(), opt_i32(p, "k")),
         "linspace" => ops::linspace(
             opt_f64(p, "start").unwrap(),
             opt_f64(p, "stop").unwrap(),
-            opt_i32(p, "num"),
-            flag(p, "endpoint", true),
-            None,
+            ops::LinspaceOptions {
+                num: opt_i32(p, "num").unwrap_or(50),
+                endpoint: flag(p, "endpoint", true),
+                ..Default::default()
+            },
         ),
         "zeros_like" => ops::zeros_like(a0(), opt_dtype(p, "dtype")),
         "ones_like" => ops::ones_like(a0(), opt_dtype(p, "dtype")),
@@ -346,9 +341,11 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         },
         "nan_to_num" => ops::nan_to_num(
             a0(),
-            opt_f32(p, "nan"),
-            opt_f32(p, "posinf"),
-            opt_f32(p, "neginf"),
+            ops::NanToNumOptions {
+                nan: opt_f32(p, "nan").unwrap_or(0.0),
+                posinf: opt_f32(p, "posinf"),
+                neginf: opt_f32(p, "neginf"),
+            },
         ),
         "divmod" => return ops::divmod(&x[0], &x[1]).map(|(q, r)| vec![q, r]),
         "softmax" => ops::softmax(a0(), axes(p), flag(p, "precise", false)),
@@ -547,4 +544,14 @@ fn every_recorded_op_matches_python() {
     );
     // The JSON covers every family this test maps; a regenerated file that drops one fails.
     assert!(families.len() > 150, "only {} ops covered", families.len());
+}
+
+/// `eye`/`tri` keywords as recorded (absent ones take Python's defaults).
+fn eye_options(p: &Value) -> ops::EyeOptions {
+    let d = ops::EyeOptions::default();
+    ops::EyeOptions {
+        m: opt_i32(p, "m"),
+        k: opt_i32(p, "k").unwrap_or(d.k),
+        dtype: opt_dtype(p, "dtype").unwrap_or(d.dtype),
+    }
 }

@@ -174,7 +174,7 @@ struct Chain16 {
 
 impl Chain16 {
     fn new(eval: bool) -> BoxResult<Chain16> {
-        let x = ops::linspace(-1.0, 1.0, 16, true, None)?;
+        let x = ops::linspace(-1.0, 1.0, ops::LinspaceOptions::default().num(16))?;
         let y = ops::full(&[16], 0.5f32, None)?;
         mlx_tree::eval((&x, &y))?;
         Ok(Chain16 { x, y, eval })

@@ -204,10 +204,10 @@ fn creation_ops() {
         "broadcast",
     );
     check("arange step", ops::arange(0, 5, 0, None), "step");
-    check("eye negative", ops::eye(-1, None, None, None), "eye");
+    check("eye negative", ops::eye(-1, Default::default()), "eye");
     check(
         "linspace negative",
-        ops::linspace(0.0, 1.0, -2, true, None),
+        ops::linspace(0.0, 1.0, ops::LinspaceOptions::default().num(-2)),
         "linspace",
     );
     check("tril 1-D", ops::tril(&f32s(&[3]), None), "tril");

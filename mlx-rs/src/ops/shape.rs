@@ -442,22 +442,57 @@ pub fn roll<'x, 'y>(
     }
 }
 
+/// The keyword arguments of [`as_strided`], with Python's defaults (`shape=None`,
+/// `strides=None`, `offset=0`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AsStridedOptions<'a> {
+    /// The view's shape; `None` keeps `a`'s shape.
+    pub shape: Option<&'a [i32]>,
+    /// Element strides; `None` means row-contiguous strides for the shape.
+    pub strides: Option<&'a [i64]>,
+    /// The element offset of the first element.
+    pub offset: usize,
+}
+
+impl<'a> AsStridedOptions<'a> {
+    /// Sets `shape`.
+    pub fn shape(mut self, shape: &'a [i32]) -> Self {
+        self.shape = Some(shape);
+        self
+    }
+    /// Sets `strides`.
+    pub fn strides(mut self, strides: &'a [i64]) -> Self {
+        self.strides = Some(strides);
+        self
+    }
+    /// Sets `offset`.
+    pub fn offset(mut self, offset: usize) -> Self {
+        self.offset = offset;
+        self
+    }
+}
+
 /// A view with explicit shape, element strides and offset
-/// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`). `None` shape keeps
-/// `a`'s shape; `None` strides means row-contiguous strides for the shape.
+/// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`).
 ///
 /// Like Python, the strides are not checked against the buffer: reading outside it is the
 /// caller's responsibility, so keep them within `a.size()`.
-pub fn as_strided<'x, 'y>(
-    a: &Array,
-    shape: impl Into<Option<&'x [i32]>>,
-    strides: impl Into<Option<&'y [i64]>>,
-    offset: impl Into<Option<usize>>,
-) -> Result<Array> {
-    let shape: Vec<i32> = shape
-        .into()
-        .map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
-    let strides: Vec<i64> = match strides.into() {
+///
+/// ```
+/// use mlx_rs::ops::{self, AsStridedOptions};
+/// let a = ops::arange_to(6)?;
+/// let w = ops::as_strided(&a, AsStridedOptions::default().shape(&[2, 3]).strides(&[1, 1]))?;
+/// assert_eq!(w.to_vec::<i32>()?, vec![0, 1, 2, 1, 2, 3]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
+    let AsStridedOptions {
+        shape,
+        strides,
+        offset,
+    } = options;
+    let shape: Vec<i32> = shape.map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
+    let strides: Vec<i64> = match strides {
         Some(st) => st.to_vec(),
         None => {
             let mut st = vec![1i64; shape.len()];
@@ -467,7 +502,6 @@ pub fn as_strided<'x, 'y>(
             st
         }
     };
-    let offset = offset.into().unwrap_or(0);
     // SAFETY: valid handle; the vectors outlive the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_as_strided(
