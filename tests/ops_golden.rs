@@ -392,14 +392,21 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "addmm" => ops::addmm(&x[0], &x[1], &x[2], opt_f32(p, "alpha"), opt_f32(p, "beta")),
         "hadamard_transform" => ops::hadamard_transform(a0(), opt_f32(p, "scale")),
         "block_masked_mm" => {
-            ops::block_masked_mm(&x[0], &x[1], opt_i32(p, "block_size"), x.get(2), None, None)
+            let options = ops::BlockMaskedMmOptions {
+                block_size: opt_i32(p, "block_size").unwrap_or(64),
+                mask_out: x.get(2),
+                ..Default::default()
+            };
+            ops::block_masked_mm(&x[0], &x[1], options)
         }
         "gather_mm" => ops::gather_mm(
             &x[0],
             &x[1],
-            x.get(2),
-            x.get(3),
-            flag(p, "sorted_indices", false),
+            ops::GatherMmOptions {
+                lhs_indices: x.get(2),
+                rhs_indices: x.get(3),
+                sorted_indices: flag(p, "sorted_indices", false),
+            },
         ),
         "segmented_mm" => ops::segmented_mm(&x[0], &x[1], &x[2]),
         "conv1d" | "conv2d" | "conv3d" => {

@@ -249,7 +249,7 @@ fn linear_algebra_style_ops() {
     );
     check(
         "gather_mm shapes",
-        ops::gather_mm(&a, &a, None, None, false),
+        ops::gather_mm(&a, &a, Default::default()),
         "must match",
     );
     check(
@@ -259,7 +259,7 @@ fn linear_algebra_style_ops() {
     );
     check(
         "block_masked_mm",
-        ops::block_masked_mm(&a, &a, 3, None, None, None),
+        ops::block_masked_mm(&a, &a, ops::BlockMaskedMmOptions::default().block_size(3)),
         "must match",
     );
     check(
