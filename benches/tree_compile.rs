@@ -10,8 +10,8 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use mlx_rs::{compile::compile as compile_flat, eval, Array};
-use mlx_tree::{compile, tree_leaves, tree_map, TreeNode};
+use mlx_rs::{compile::compile as compile_flat, Array};
+use mlx_tree::{compile, eval, tree_leaves, tree_map, TreeNode};
 
 #[derive(TreeNode, Clone)]
 struct Linear {
@@ -67,14 +67,14 @@ fn bench(c: &mut Criterion) {
     let double = |m: &Model| tree_map(|x| Ok(x * 2.0), m);
 
     let f = compile(double, None);
-    eval(tree_leaves(&f.call(&m).unwrap())).unwrap();
+    eval(&f.call(&m).unwrap()).unwrap();
     c.bench_function("tree_compiled_call_100_leaves", |b| {
         b.iter(|| black_box(f.call(black_box(&m)).unwrap()))
     });
     c.bench_function("tree_compiled_call_eval_100_leaves", |b| {
         b.iter(|| {
             let out = f.call(black_box(&m)).unwrap();
-            eval(tree_leaves(&out)).unwrap();
+            eval(&out).unwrap();
             black_box(out)
         })
     });

@@ -16,7 +16,7 @@ fn main() -> mlx::core::Result<()> {
     // a = mx.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0]).reshape(2, 3)
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3])?;
     // b = mx.arange(0.0, 6.0).reshape(3, 2)
-    let b = ops::arange(0.0f32, 6.0, None, None)?.reshape(&[3, 2])?;
+    let b = ops::arange_to(6.0f32)?.reshape(&[3, 2])?;
     println!("a =\n{a}\nb =\n{b}");
 
     // c = a * 2.0 + 1.0

@@ -17,8 +17,13 @@
 //! ```
 
 /// Arrays, ops, devices, streams and array-level transforms (Python: `mlx.core`).
+///
+/// [`core::eval`] and [`core::async_eval`] take trees, as Python's `mx.eval(*trees)` does:
+/// `eval(&model)`, `eval((&y, &cache))` (they are [`mlx_tree::eval`]; the array-only forms
+/// stay at `mlx_rs::eval`).
 pub mod core {
     pub use mlx_rs::*;
+    pub use mlx_tree::{async_eval, eval, EvalArgs};
 }
 
 /// Tree utilities (Python: `mlx.utils`).
@@ -35,3 +40,9 @@ pub mod nn {
 pub mod optimizers {
     pub use mlx_optimizers::*;
 }
+
+/// Porting Python MLX code: the rules (keyword arguments, axes, overloads), `mx.fast`, the
+/// `mlx.nn` constructors, which `value_and_grad`, and every op of `ops.h` (this is
+/// `docs/porting.md`; its Rust examples run as doctests).
+#[doc = include_str!("../docs/porting.md")]
+pub mod porting {}

@@ -24,10 +24,7 @@ fn golden_data_comes_from_the_wrapped_version() {
 fn quickstart_matches_python() {
     let g = &golden()["quickstart"];
     let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
-    let b = ops::arange(0.0f32, 6.0, None, None)
-        .unwrap()
-        .reshape(&[3, 2])
-        .unwrap();
+    let b = ops::arange_to(6.0f32).unwrap().reshape(&[3, 2]).unwrap();
     let c = &a * 2.0 + 1.0;
     let m = ops::matmul(&c, &b).unwrap();
     let key = random::key(0).unwrap();

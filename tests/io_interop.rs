@@ -401,7 +401,7 @@ fn reader_is_freed_exactly_once_and_failures_are_errors() {
         0,
         "arrays still need the reader"
     );
-    mlx::core::eval(arrays.values()).unwrap();
+    mlx::core::eval(&arrays).unwrap();
     drop(arrays);
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 
@@ -419,7 +419,7 @@ fn reader_is_freed_exactly_once_and_failures_are_errors() {
     // Failure while reading the data lazily: the error comes from eval.
     let (r, drops) = flaky(bytes.clone(), Some(bytes.len() as u64 - 40), false);
     let (arrays, _) = io::load_safetensors_from_reader(r).unwrap();
-    let result = mlx::core::eval(arrays.values());
+    let result = mlx::core::eval(&arrays);
     assert!(result.is_err(), "a failing reader must surface at eval");
     drop(arrays);
     // eval returns at the first failed read; reads of other arrays already queued on MLX's IO

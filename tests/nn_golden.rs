@@ -7,7 +7,8 @@ mod support;
 use std::collections::HashMap;
 
 use mlx::core::{Array, Result};
-use mlx::nn::{self, losses, losses::Reduction, LoadOptions, Module};
+use mlx::nn::losses::{self, BinaryCrossEntropyOptions, CrossEntropyOptions, Reduction};
+use mlx::nn::{self, Forward, LoadOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::TreeNode;
 use serde_json::Value;
@@ -78,14 +79,17 @@ fn layers_match_python() -> Result<()> {
     close(&rms.forward(&inputs(case)[0])?, &case["output"], "rms_norm");
 
     let case = &l["layer_norm"];
-    let ln = loaded(nn::LayerNorm::new(8, None, None, None)?, case);
+    let ln = loaded(nn::LayerNorm::new(8, Default::default())?, case);
     close(
         &ln.forward(&inputs(case)[0])?,
         &case["output"],
         "layer_norm",
     );
     let case = &l["layer_norm_no_affine"];
-    let ln = loaded(nn::LayerNorm::new(8, None, false, None)?, case);
+    let ln = loaded(
+        nn::LayerNorm::new(8, nn::LayerNormOptions::default().affine(false))?,
+        case,
+    );
     assert_eq!(ln.num_parameters()?, 0);
     close(
         &ln.forward(&inputs(case)[0])?,
@@ -94,7 +98,7 @@ fn layers_match_python() -> Result<()> {
     );
 
     let case = &l["rope"];
-    let rope = nn::RoPE::new(8, false, None, None);
+    let rope = nn::RoPE::new(8);
     close(&rope.forward(&inputs(case)[0], 0)?, &case["output"], "rope");
     let case = &l["rope_offset"];
     close(
@@ -109,7 +113,7 @@ fn layers_match_python() -> Result<()> {
         "rope_offset_array",
     );
     let case = &l["rope_traditional"];
-    let rope = nn::RoPE::new(6, true, 500.0, 0.5);
+    let rope = nn::RoPE::new(6).traditional(true).base(500.0).scale(0.5);
     close(
         &rope.forward(&inputs(case)[0], 1)?,
         &case["output"],
@@ -195,7 +199,7 @@ fn layers_match_python() -> Result<()> {
     ));
     let seq = loaded(seq, case);
     close(
-        &nn::Unary::forward(&seq, &inputs(case)[0])?,
+        &seq.forward(&inputs(case)[0])?,
         &case["output"],
         "sequential",
     );
@@ -276,7 +280,12 @@ fn activations_match_python() -> Result<()> {
     for (name, got) in cases {
         close(&got, &a[name], name);
     }
-    let g = mlx::core::ops::linspace(-4.0, 4.0, 16, true, None)?.reshape(&[2, 8])?;
+    let g = mlx::core::ops::linspace(
+        -4.0,
+        4.0,
+        mlx::core::ops::LinspaceOptions::default().num(16),
+    )?
+    .reshape(&[2, 8])?;
     close(&nn::glu(&g, None)?, &a["glu"], "glu");
     Ok(())
 }
@@ -290,39 +299,44 @@ fn losses_match_python() -> Result<()> {
     let cases: Vec<(&str, Array)> = vec![
         (
             "cross_entropy",
-            losses::cross_entropy(&logits, &targets, None, None, None, None)?,
+            losses::cross_entropy(&logits, &targets, Default::default())?,
         ),
         (
             "cross_entropy_smooth_mean",
-            losses::cross_entropy(&logits, &targets, None, None, 0.1, Reduction::Mean)?,
+            losses::cross_entropy(
+                &logits,
+                &targets,
+                CrossEntropyOptions::default()
+                    .label_smoothing(0.1)
+                    .reduction(Reduction::Mean),
+            )?,
         ),
         (
             "cross_entropy_probs",
-            losses::cross_entropy(&logits, &i("probs"), None, None, None, None)?,
+            losses::cross_entropy(&logits, &i("probs"), Default::default())?,
         ),
         (
             "cross_entropy_weights_sum",
             losses::cross_entropy(
                 &logits,
                 &targets,
-                Some(&i("weights")),
-                None,
-                None,
-                Reduction::Sum,
+                CrossEntropyOptions::default()
+                    .weights(&i("weights"))
+                    .reduction(Reduction::Sum),
             )?,
         ),
         (
             "bce_logits",
-            losses::binary_cross_entropy(&i("bin_logits"), &i("bin_t"), None, None, None)?,
+            losses::binary_cross_entropy(&i("bin_logits"), &i("bin_t"), Default::default())?,
         ),
         (
             "bce_probs",
             losses::binary_cross_entropy(
                 &nn::sigmoid(&i("bin_logits"))?,
                 &i("bin_t"),
-                None,
-                false,
-                Reduction::None,
+                BinaryCrossEntropyOptions::default()
+                    .with_logits(false)
+                    .reduction(Reduction::None),
             )?,
         ),
         ("mse", losses::mse_loss(&i("preds"), &i("tgt"), None)?),
@@ -344,12 +358,17 @@ fn losses_match_python() -> Result<()> {
         close(&got, &l[name], name);
     }
     // Bad input is an error, not an abort.
-    let err = losses::cross_entropy(&logits, &i("preds"), None, None, None, None).unwrap_err();
+    let err = losses::cross_entropy(&logits, &i("preds"), Default::default()).unwrap_err();
     assert!(
         err.to_string().contains("does not match logits shape"),
         "{err}"
     );
-    assert!(losses::cross_entropy(&logits, &targets, None, None, 1.0, None).is_err());
+    assert!(losses::cross_entropy(
+        &logits,
+        &targets,
+        CrossEntropyOptions::default().label_smoothing(1.0)
+    )
+    .is_err());
     Ok(())
 }
 
@@ -370,8 +389,12 @@ impl Mlp {
     }
 }
 
-fn mlp_loss(m: &Mlp, x: &Array, y: &Array) -> Result<Array> {
-    losses::cross_entropy(&m.forward(x)?, y, None, None, None, Reduction::Mean)
+fn mlp_loss(m: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
+    losses::cross_entropy(
+        &m.forward(x)?,
+        y,
+        CrossEntropyOptions::default().reduction(Reduction::Mean),
+    )
 }
 
 fn mlp_from_golden(data: &Value) -> Mlp {
@@ -384,7 +407,7 @@ fn gradients_and_clipping_match_python() -> Result<()> {
     let g = &data["grads"];
     let model = mlp_from_golden(&data);
     let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
-    let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
+    let (loss, grads) = nn::value_and_grad(mlp_loss)(&model, &(x.clone(), y.clone()))?;
     assert!((loss.item::<f32>()? as f64 - g["loss"].as_f64().unwrap()).abs() < 1e-5);
     let named = grads.named_parameters()?;
     let names: Vec<&str> = named.iter().map(|(p, _)| p.as_str()).collect();
@@ -416,8 +439,8 @@ fn run_optimizer<O: Optimizer>(name: &str, mut opt: O) -> Result<()> {
     let mut model = mlp_from_golden(&data);
     let (x, y) = (array(&data["mlp"]["x"]), array(&data["mlp"]["y"]));
     for (i, step) in steps.iter().enumerate() {
-        let (loss, grads) = nn::value_and_grad(&model, |m| mlp_loss(m, &x, &y))?;
-        Optimizer::update(&mut opt, &mut model, &grads)?;
+        let (loss, grads) = nn::value_and_grad(mlp_loss)(&model, &(x.clone(), y.clone()))?;
+        opt.update(&mut model, &grads)?;
         let want = step["loss"].as_f64().unwrap();
         let got = loss.item::<f32>()? as f64;
         assert!(
@@ -446,19 +469,25 @@ fn optimizers_match_python() -> Result<()> {
     run_optimizer("sgd", optim::SGD::new(0.1))?;
     run_optimizer(
         "sgd_momentum",
-        optim::SGD::with(0.1, 0.9, 0.01, 0.1, false)?,
+        optim::SGD::new(0.1)
+            .momentum(0.9)
+            .weight_decay(0.01)
+            .dampening(0.1),
     )?;
-    run_optimizer("sgd_nesterov", optim::SGD::with(0.1, 0.9, 0.0, 0.0, true)?)?;
+    run_optimizer(
+        "sgd_nesterov",
+        optim::SGD::new(0.1).momentum(0.9).nesterov(true),
+    )?;
     run_optimizer("adam", optim::Adam::new(0.01))?;
     run_optimizer(
         "adam_bias_correction",
-        optim::Adam::with(0.01, (0.8, 0.9), 1e-6, true),
+        optim::Adam::new(0.01)
+            .betas(0.8, 0.9)
+            .eps(1e-6)
+            .bias_correction(true),
     )?;
-    run_optimizer(
-        "adamw",
-        optim::AdamW::with(0.01, (0.9, 0.999), 1e-8, 0.1, false),
-    )?;
-    run_optimizer("lion", optim::Lion::with(0.01, (0.9, 0.99), 0.1))?;
+    run_optimizer("adamw", optim::AdamW::new(0.01).weight_decay(0.1))?;
+    run_optimizer("lion", optim::Lion::new(0.01).weight_decay(0.1))?;
     run_optimizer(
         "adam_cosine",
         optim::Adam::new(optim::cosine_decay(0.05, 4, 0.001)?),
@@ -478,7 +507,7 @@ fn optimizers_match_python() -> Result<()> {
 fn schedules_match_python() -> Result<()> {
     let data = load("nn");
     let s = &data["schedules"];
-    let steps = mlx::core::ops::arange(0i32, 12, None, None)?.astype(mlx::core::Dtype::Uint64)?;
+    let steps = mlx::core::ops::arange_to(12)?.astype(mlx::core::Dtype::Uint64)?;
     let cases: Vec<(&str, optim::Schedule)> = vec![
         ("cosine_decay", optim::cosine_decay(0.1, 8, 0.01)?),
         ("linear_schedule", optim::linear_schedule(0.0, 0.1, 5)?),

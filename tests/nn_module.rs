@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use mlx::core::{ops, random, Array, Result};
-use mlx::nn::{self, losses, Dropout, LoadOptions, Module};
+use mlx::nn::{self, losses, Dropout, Forward, LoadOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::{compile_mut, TreeNode};
 
@@ -24,8 +24,9 @@ impl Mlp {
     }
 }
 
-fn loss_fn(m: &Mlp, x: &Array, y: &Array) -> Result<Array> {
-    losses::cross_entropy(&m.forward(x)?, y, None, None, None, losses::Reduction::Mean)
+fn loss_fn(m: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
+    let mean = losses::CrossEntropyOptions::default().reduction(losses::Reduction::Mean);
+    losses::cross_entropy(&m.forward(x)?, y, mean)
 }
 
 fn batch() -> Result<(Array, Array)> {
@@ -144,7 +145,7 @@ fn freeze_and_unfreeze_by_path() -> Result<()> {
     assert_eq!(names(&m), ["layers.1.weight", "layers.1.bias"]);
     // Frozen parameters get no gradient and the optimizer leaves them alone.
     let (x, y) = batch()?;
-    let (_, grads) = nn::value_and_grad(&m, |m| loss_fn(m, &x, &y))?;
+    let (_, grads) = nn::value_and_grad(loss_fn)(&m, &(x.clone(), y.clone()))?;
     assert_eq!(
         grads.layers[0]
             .weight
@@ -245,7 +246,7 @@ fn compiled_training_step_equals_eager_with_one_trace() -> Result<()> {
     let mut eager = (model.clone(), optim::Adam::new(schedule.clone()));
     let mut eager_losses = Vec::new();
     for _ in 0..5 {
-        let (loss, grads) = nn::value_and_grad(&eager.0, |m| loss_fn(m, &x, &y))?;
+        let (loss, grads) = nn::value_and_grad(loss_fn)(&eager.0, &(x.clone(), y.clone()))?;
         eager.1.update(&mut eager.0, &grads)?;
         eager_losses.push(loss.item::<f32>()?);
     }
@@ -255,7 +256,7 @@ fn compiled_training_step_equals_eager_with_one_trace() -> Result<()> {
     state.1.init(&state.0)?;
     let step = compile_mut(
         |s: &mut (Mlp, optim::Adam), (x, y): &(Array, Array)| {
-            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+            let (loss, grads) = nn::value_and_grad(loss_fn)(&s.0, &(x.clone(), y.clone()))?;
             let (grads, _) = optim::clip_grad_norm(&grads, 100.0)?;
             s.1.update(&mut s.0, &grads)?;
             Ok(loss)
@@ -299,15 +300,15 @@ fn compiled_step_initializes_optimizer_state_once() -> Result<()> {
     // that every call is a cache hit, and the result equals the eager loop.
     let (x, y) = batch()?;
     let model = Mlp::new()?;
-    let mut eager = (model.clone(), optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    let mut eager = (model.clone(), optim::SGD::new(0.1).momentum(0.9));
     for _ in 0..4 {
-        let (_, grads) = nn::value_and_grad(&eager.0, |m| loss_fn(m, &x, &y))?;
+        let (_, grads) = nn::value_and_grad(loss_fn)(&eager.0, &(x.clone(), y.clone()))?;
         eager.1.update(&mut eager.0, &grads)?;
     }
-    let mut state = (model, optim::SGD::with(0.1, 0.9, 0.0, 0.0, false)?);
+    let mut state = (model, optim::SGD::new(0.1).momentum(0.9));
     let step = compile_mut(
         |s: &mut (Mlp, optim::SGD), (x, y): &(Array, Array)| {
-            let (loss, grads) = nn::value_and_grad(&s.0, |m| loss_fn(m, x, y))?;
+            let (loss, grads) = nn::value_and_grad(loss_fn)(&s.0, &(x.clone(), y.clone()))?;
             s.1.update(&mut s.0, &grads)?;
             Ok(loss)
         },
@@ -359,11 +360,73 @@ fn sequential_of_a_vec_and_parameters_tree() -> Result<()> {
         nn::Linear::new(3, 3, true)?,
         nn::Linear::new(3, 2, false)?,
     ]);
-    let y = nn::Unary::forward(&seq, &ops::ones(&[5, 3], None)?)?;
+    let y = seq.forward(&ops::ones(&[5, 3], None)?)?;
     assert_eq!(y.shape(), &[5, 2]);
     let params = seq.parameters()?;
     assert!(params.get_path("layers.1.weight").is_some());
     assert!(params.get_path("layers.1.bias").is_none());
     assert_eq!(seq.num_parameters()?, 9 + 3 + 6);
+    Ok(())
+}
+
+#[test]
+fn forward_is_one_trait_for_layers_and_models_and_object_safe() -> Result<()> {
+    use nn::Apply;
+    // A user model implements `Forward` and is called like any layer.
+    #[derive(TreeNode)]
+    struct Tiny {
+        proj: nn::Linear,
+        act: nn::ReLU,
+    }
+    impl Forward for Tiny {
+        fn forward(&self, x: &Array) -> Result<Array> {
+            x.apply(&self.proj)?.apply(&self.act)
+        }
+    }
+    let w = Array::from_slice(&[1.0f32, -1.0, 2.0, 0.5], &[2, 2])?;
+    let tiny = Tiny {
+        proj: nn::Linear::from_weights(w, None),
+        act: nn::ReLU,
+    };
+    let x = Array::from_slice(&[1.0f32, 2.0], &[1, 2])?;
+    // [1*1 + 2*-1, 1*2 + 2*0.5] = [-1, 3] -> relu -> [0, 3]
+    assert_eq!(tiny.forward(&x)?.to_vec::<f32>()?, [0.0, 3.0]);
+    let layers: Vec<Box<dyn Forward>> = vec![Box::new(tiny), Box::new(nn::Tanh)];
+    let mut h = x.clone();
+    for l in &layers {
+        h = l.forward(&h)?;
+    }
+    assert_eq!(h.to_vec::<f32>()?, [0.0, 3.0f32.tanh()]);
+    Ok(())
+}
+
+#[test]
+fn sgd_builder_checks_nesterov_at_the_first_update() -> Result<()> {
+    let mut m = nn::Linear::new(2, 1, true)?;
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &m)?;
+    let e = optim::SGD::new(0.1)
+        .nesterov(true)
+        .update(&mut m, &grads)
+        .unwrap_err();
+    assert!(e.to_string().contains("Nesterov"), "{e}");
+    let mut ok = optim::SGD::new(0.1).nesterov(true).momentum(0.9);
+    ok.update(&mut m, &grads)?;
+    Ok(())
+}
+
+#[test]
+fn update_parameters_is_python_model_update_and_does_not_clash_with_the_optimizer() -> Result<()> {
+    let mut m = nn::Linear::new(2, 1, true)?;
+    m.update_named_parameters(vec![("bias".into(), Array::from_slice(&[5.0f32], &[1])?)])?;
+    assert_eq!(m.bias.as_ref().unwrap().to_vec::<f32>()?, [5.0]);
+    let e = m
+        .update_named_parameters(vec![("nope".into(), Array::from(1.0f32))])
+        .unwrap_err();
+    assert!(e.to_string().contains("nope"), "{e}");
+    // With both traits in scope, `opt.update` is the optimizer step (no UFCS needed).
+    let mut opt = optim::SGD::new(1.0);
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &m)?;
+    opt.update(&mut m, &grads)?;
+    assert_eq!(m.bias.as_ref().unwrap().to_vec::<f32>()?, [4.0]);
     Ok(())
 }

@@ -183,7 +183,10 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
             ops::logcumsumexp(a0(), ax, r, i)
         }
         "reshape" => a0().reshape(&ints(&p["shape"])),
-        "transpose" => ops::transpose(a0(), opt_ints(p, "axes").as_deref()),
+        "transpose" => ops::transpose(
+            a0(),
+            opt_ints(p, "axes").map_or(mlx::core::ops::Axes::ALL, Into::into),
+        ),
         "squeeze" => a0().squeeze(axes(p)),
         "expand_dims" => ops::expand_dims(a0(), axes(p)),
         "flatten" => a0().flatten(opt_i32(p, "start_axis"), opt_i32(p, "end_axis")),
@@ -248,11 +251,14 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "flip" => ops::flip(a0(), axes(p)),
         "as_strided" => {
             let strides: Vec<i64> = ints(&p["strides"]).into_iter().map(i64::from).collect();
+            let shape = opt_ints(p, "shape");
             ops::as_strided(
                 a0(),
-                opt_ints(p, "shape").as_deref(),
-                strides.as_slice(),
-                opt_i32(p, "offset").map(|o| o as usize),
+                ops::AsStridedOptions {
+                    shape: shape.as_deref(),
+                    strides: Some(&strides),
+                    offset: opt_i32(p, "offset").map_or(0, |o| o as usize),
+                },
             )
         }
         "contiguous" => ops::contiguous(a0(), flag(p, "allow_col_major", false)),
@@ -305,27 +311,19 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
                 )
             }
         }
-        "eye" => ops::eye(
-            opt_i32(p, "n").unwrap(),
-            opt_i32(p, "m"),
-            opt_i32(p, "k"),
-            opt_dtype(p, "dtype"),
-        ),
+        "eye" => ops::eye(opt_i32(p, "n").unwrap(), eye_options(p)),
         "identity" => ops::identity(opt_i32(p, "n").unwrap(), opt_dtype(p, "dtype")),
-        "tri" => ops::tri(
-            opt_i32(p, "n").unwrap(),
-            opt_i32(p, "m"),
-            opt_i32(p, "k"),
-            opt_dtype(p, "dtype"),
-        ),
+        "tri" => ops::tri(opt_i32(p, "n").unwrap(), eye_options(p)),
         "tril" => ops::tril(a0(), opt_i32(p, "k")),
         "triu" => ops::triu(a0(), opt_i32(p, "k")),
         "linspace" => ops::linspace(
             opt_f64(p, "start").unwrap(),
             opt_f64(p, "stop").unwrap(),
-            opt_i32(p, "num"),
-            flag(p, "endpoint", true),
-            None,
+            ops::LinspaceOptions {
+                num: opt_i32(p, "num").unwrap_or(50),
+                endpoint: flag(p, "endpoint", true),
+                ..Default::default()
+            },
         ),
         "zeros_like" => ops::zeros_like(a0(), opt_dtype(p, "dtype")),
         "ones_like" => ops::ones_like(a0(), opt_dtype(p, "dtype")),
@@ -343,9 +341,11 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         },
         "nan_to_num" => ops::nan_to_num(
             a0(),
-            opt_f32(p, "nan"),
-            opt_f32(p, "posinf"),
-            opt_f32(p, "neginf"),
+            ops::NanToNumOptions {
+                nan: opt_f32(p, "nan").unwrap_or(0.0),
+                posinf: opt_f32(p, "posinf"),
+                neginf: opt_f32(p, "neginf"),
+            },
         ),
         "divmod" => return ops::divmod(&x[0], &x[1]).map(|(q, r)| vec![q, r]),
         "softmax" => ops::softmax(a0(), axes(p), flag(p, "precise", false)),
@@ -392,14 +392,21 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "addmm" => ops::addmm(&x[0], &x[1], &x[2], opt_f32(p, "alpha"), opt_f32(p, "beta")),
         "hadamard_transform" => ops::hadamard_transform(a0(), opt_f32(p, "scale")),
         "block_masked_mm" => {
-            ops::block_masked_mm(&x[0], &x[1], opt_i32(p, "block_size"), x.get(2), None, None)
+            let options = ops::BlockMaskedMmOptions {
+                block_size: opt_i32(p, "block_size").unwrap_or(64),
+                mask_out: x.get(2),
+                ..Default::default()
+            };
+            ops::block_masked_mm(&x[0], &x[1], options)
         }
         "gather_mm" => ops::gather_mm(
             &x[0],
             &x[1],
-            x.get(2),
-            x.get(3),
-            flag(p, "sorted_indices", false),
+            ops::GatherMmOptions {
+                lhs_indices: x.get(2),
+                rhs_indices: x.get(3),
+                sorted_indices: flag(p, "sorted_indices", false),
+            },
         ),
         "segmented_mm" => ops::segmented_mm(&x[0], &x[1], &x[2]),
         "conv1d" | "conv2d" | "conv3d" => {
@@ -544,4 +551,14 @@ fn every_recorded_op_matches_python() {
     );
     // The JSON covers every family this test maps; a regenerated file that drops one fails.
     assert!(families.len() > 150, "only {} ops covered", families.len());
+}
+
+/// `eye`/`tri` keywords as recorded (absent ones take Python's defaults).
+fn eye_options(p: &Value) -> ops::EyeOptions {
+    let d = ops::EyeOptions::default();
+    ops::EyeOptions {
+        m: opt_i32(p, "m"),
+        k: opt_i32(p, "k").unwrap_or(d.k),
+        dtype: opt_dtype(p, "dtype").unwrap_or(d.dtype),
+    }
 }

@@ -35,23 +35,15 @@ fn samplers_match_python_bit_for_bit() {
     let logits =
         ops::log(&Array::from_slice(&[0.1f32, 0.2, 0.7, 0.5, 0.25, 0.25], &[2, 3]).unwrap())
             .unwrap();
+    exact(random::categorical(&logits, None, k), &g, "categorical");
+    exact(random::categorical(&logits, 0, k), &g, "categorical_axis0");
     exact(
-        random::categorical(&logits, None, None, None, k),
-        &g,
-        "categorical",
-    );
-    exact(
-        random::categorical(&logits, 0, None, None, k),
-        &g,
-        "categorical_axis0",
-    );
-    exact(
-        random::categorical(&logits, None, Some(&[4, 2]), None, k),
+        random::categorical_shape(&logits, None, &[4, 2], k),
         &g,
         "categorical_shape",
     );
     exact(
-        random::categorical(&logits, None, None, 6, k),
+        random::categorical_num_samples(&logits, None, 6, k),
         &g,
         "categorical_num_samples",
     );
@@ -87,10 +79,7 @@ fn array_argument_samplers_match_python_bit_for_bit() {
     // Python wheel, so the last float32 bit may differ; the random draws themselves are exact.
     support::golden::assert_close_tol(&mvn, &g["multivariate_normal"], 1e-5, 1e-6, "mvn");
     exact(random::permutation(10, None, k), &g, "permutation_int");
-    let x = ops::arange(0, 12, None, None)
-        .unwrap()
-        .reshape(&[3, 4])
-        .unwrap();
+    let x = ops::arange_to(12).unwrap().reshape(&[3, 4]).unwrap();
     exact(random::permutation(&x, None, k), &g, "permutation_array");
     exact(
         random::permutation(Permute::Array(&x), 1, k),
@@ -184,10 +173,10 @@ fn bad_random_calls_are_errors() {
         .to_string();
     assert!(err.contains("uint32"), "{err}");
     let logits = Array::from_slice(&[0.0f32, 0.0], &[2]).unwrap();
-    let err = random::categorical(&logits, None, Some(&[2]), 3, &k)
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("At most one of shape or num_samples"), "{err}");
+    // A shape that does not broadcast with the batch shape of the logits.
+    let batch = Array::from_slice(&[0.0f32; 6], &[3, 2]).unwrap();
+    assert!(random::categorical_shape(&batch, None, &[2], &k).is_err());
+    assert!(random::categorical(&logits, 3, &k).is_err());
     let lo = Array::from_slice(&[0.0f32, 0.0, 0.0], &[3]).unwrap();
     let hi = Array::from_slice(&[1.0f32, 1.0], &[2]).unwrap();
     assert!(random::truncated_normal(&lo, &hi, None, None, &k).is_err());

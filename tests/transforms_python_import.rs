@@ -19,10 +19,10 @@ fn rust_exported_function_runs_in_python() {
     let dir = std::env::temp_dir().join(format!("mlx-rust-to-python-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("rust_fun.mlxfn");
-    let a = (ops::arange(0.0f32, 6.0, None, None).unwrap() * 0.25)
+    let a = (ops::arange_to(6.0f32).unwrap() * 0.25)
         .reshape(&[2, 3])
         .unwrap();
-    let b = (ops::arange(0.0f32, 6.0, None, None).unwrap() - 2.0)
+    let b = (ops::arange_to(6.0f32).unwrap() - 2.0)
         .reshape(&[2, 3])
         .unwrap();
     export_function(&file, fun, &[a.clone(), b.clone()], None).unwrap();

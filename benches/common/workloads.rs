@@ -7,16 +7,20 @@
 //! [`Workload::run`] performs one iteration; `inner` iterations make one timed sample on both
 //! sides, so fast workloads are timed in batches.
 //!
-//! The Rust side uses the crate's own tree-aware transforms: `mlx_tree::compile` (W3),
-//! `mlx_tree::compile_mut` with the state passed as `&mut` (W5, W6) and
-//! `mlx_tree::value_and_grad` over the parameter struct (W5).
+//! The Rust side uses the crate's own tree-aware transforms: `mlx_tree::compile` (W3) and
+//! `mlx_tree::compile_mut` with the state passed as `&mut` (W5, W6); W5 is a training step
+//! through the library (`mlx_nn` layers, loss and `value_and_grad`, `mlx_optimizers::Adam`),
+//! as the Python side uses `mlx.nn` and `mlx.optimizers`.
 
 #![allow(dead_code)] // each including target uses a different subset
 
 use std::collections::{BTreeMap, HashMap};
 
-use mlx_rs::{eval, fast, ops, random, Array, Result};
-use mlx_tree::{tree_flatten, tree_leaves, tree_unflatten, TreeNode};
+use mlx_nn::losses::{self, CrossEntropyOptions, Reduction};
+use mlx_nn::{self as nn, Forward};
+use mlx_optimizers::{Adam, Optimizer};
+use mlx_rs::{fast, ops, random, Array, Result};
+use mlx_tree::{eval, tree_flatten, tree_leaves, tree_unflatten, TreeNode};
 
 /// Errors from either crate.
 pub type BoxResult<T> = std::result::Result<T, Box<dyn std::error::Error>>;
@@ -124,7 +128,7 @@ pub const WORKLOADS: &[Spec] = &[
     Spec {
         name: "w5_train_step",
         inner: 1,
-        what: "W5: MLP 784-512-512-10, batch 128: loss + value_and_grad + Adam, compiled, eval",
+        what: "W5: MLP 784-512-512-10, batch 128: nn layers, loss, value_and_grad, optim.Adam, compiled",
         make: || TrainStep::new().map(|w| Box::new(w) as _),
     },
     Spec {
@@ -170,9 +174,9 @@ struct Chain16 {
 
 impl Chain16 {
     fn new(eval: bool) -> BoxResult<Chain16> {
-        let x = ops::linspace(-1.0, 1.0, 16, true, None)?;
+        let x = ops::linspace(-1.0, 1.0, ops::LinspaceOptions::default().num(16))?;
         let y = ops::full(&[16], 0.5f32, None)?;
-        mlx_rs::eval([&x, &y])?;
+        mlx_tree::eval((&x, &y))?;
         Ok(Chain16 { x, y, eval })
     }
 }
@@ -198,7 +202,8 @@ impl Workload for Chain16 {
 // W2: tree flatten + unflatten, 1,000 leaves. The same structure as `model()` in
 // workloads.py (nested dicts and lists there, derived structs, Vecs, Options and maps here).
 
-#[derive(TreeNode)]
+/// The one linear-layer tree of W2 and W3 (W5 uses `mlx_nn::Linear` itself).
+#[derive(TreeNode, Clone)]
 struct TLinear {
     weight: Array,
     bias: Option<Array>,
@@ -306,15 +311,9 @@ impl Workload for TreeRoundtrip {
 // W3: compiled-call overhead with a 100-leaf tree argument.
 
 #[derive(TreeNode, Clone)]
-struct CLinear {
-    weight: Array,
-    bias: Array,
-}
-
-#[derive(TreeNode, Clone)]
 struct CBlock {
-    fc1: CLinear,
-    fc2: CLinear,
+    fc1: TLinear,
+    fc2: TLinear,
 }
 
 /// 25 blocks x 4 leaves = 100 leaves.
@@ -337,17 +336,17 @@ fn w3_tree() -> Result<Vec<CBlock>> {
     let mut tree = Vec::with_capacity(W3_BLOCKS);
     for _ in 0..W3_BLOCKS {
         tree.push(CBlock {
-            fc1: CLinear {
+            fc1: TLinear {
                 weight: next()?,
-                bias: next()?,
+                bias: Some(next()?),
             },
-            fc2: CLinear {
+            fc2: TLinear {
                 weight: next()?,
-                bias: next()?,
+                bias: Some(next()?),
             },
         });
     }
-    eval(tree_leaves(&tree))?;
+    eval(&tree)?;
     Ok(tree)
 }
 
@@ -366,10 +365,10 @@ impl CompiledCall {
 #[allow(clippy::ptr_arg)] // `compile` passes `&I`, and `I` is the `Vec` tree itself
 fn w3_fun(tree: &Vec<CBlock>) -> Result<Vec<CBlock>> {
     let f = |x: &Array| ops::add(&ops::multiply(x, 2.0)?, 1.0);
-    let lin = |l: &CLinear| -> Result<CLinear> {
-        Ok(CLinear {
+    let lin = |l: &TLinear| -> Result<TLinear> {
+        Ok(TLinear {
             weight: f(&l.weight)?,
-            bias: f(&l.bias)?,
+            bias: l.bias.as_ref().map(f).transpose()?,
         })
     };
     tree.iter()
@@ -386,7 +385,7 @@ impl Workload for CompiledCall {
     fn run(&mut self) -> BoxResult<()> {
         let out = self.compiled.call(&self.tree)?;
         if self.eval {
-            eval(tree_leaves(&out))?;
+            eval(&out)?;
         }
         Ok(())
     }
@@ -474,99 +473,52 @@ impl Workload for Gelu {
 }
 
 // ---------------------------------------------------------------------------------------
-// W5: MLP training step: loss, value_and_grad over the parameter tree, Adam, compiled, with
-// the parameters and the optimizer state passed mutably.
-
-#[derive(TreeNode, Clone)]
-struct Linear {
-    weight: Array,
-    bias: Array,
-}
+// W5: MLP training step through the library, as a Python user writes it: `nn.Linear` layers,
+// `nn.losses.cross_entropy`, `nn.value_and_grad`, `optim.Adam`, with the model and the
+// optimizer passed mutably to one compiled step.
 
 #[derive(TreeNode, Clone)]
 struct Mlp {
-    layers: Vec<Linear>,
+    layers: Vec<nn::Linear>,
 }
 
-/// Parameters plus Adam's first and second moments (mlx.optimizers.Adam, no bias correction).
-#[derive(TreeNode, Clone)]
-struct TrainState {
-    params: Mlp,
-    m: Mlp,
-    v: Mlp,
+impl Forward for Mlp {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let mut h = x.clone();
+        let n = self.layers.len();
+        for (i, l) in self.layers.iter().enumerate() {
+            h = l.forward(&h)?;
+            if i + 1 < n {
+                h = nn::relu(&h)?;
+            }
+        }
+        Ok(h)
+    }
 }
 
 const W5_SIZES: [i32; 4] = [784, 512, 512, 10];
 const W5_BATCH: i32 = 128;
-const LR: f64 = 1e-3;
-const BETA1: f64 = 0.9;
-const BETA2: f64 = 0.999;
-const EPS: f64 = 1e-8;
+const LR: f32 = 1e-3;
 
-fn mlp_forward(p: &Mlp, x: &Array) -> Result<Array> {
-    let mut h = x.clone();
-    let n = p.layers.len();
-    for (i, l) in p.layers.iter().enumerate() {
-        h = ops::add(&ops::matmul(&h, &l.weight.t()?)?, &l.bias)?;
-        if i + 1 < n {
-            h = ops::maximum(&h, 0.0)?;
-        }
-    }
-    Ok(h)
+fn w5_loss(model: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
+    let mean = CrossEntropyOptions::default().reduction(Reduction::Mean);
+    losses::cross_entropy(&model.forward(x)?, y, mean)
 }
 
-/// Mean cross-entropy: `logsumexp(logits) - logits[label]`.
-fn cross_entropy(logits: &Array, y: &Array) -> Result<Array> {
-    let lse = ops::logsumexp(logits, -1, false)?;
-    let picked = ops::take_along_axis(logits, &ops::expand_dims(y, -1)?, -1)?;
-    let picked = ops::squeeze(&picked, -1)?;
-    ops::mean(&ops::subtract(&lse, &picked)?, None, false)
-}
-
-fn adam(w: &Array, g: &Array, m: &Array, v: &Array) -> Result<(Array, Array, Array)> {
-    let m = ops::add(&ops::multiply(m, BETA1)?, &ops::multiply(g, 1.0 - BETA1)?)?;
-    let v = ops::add(
-        &ops::multiply(v, BETA2)?,
-        &ops::multiply(&ops::square(g)?, 1.0 - BETA2)?,
-    )?;
-    let step = ops::divide(&ops::multiply(&m, LR)?, &ops::add(&ops::sqrt(&v)?, EPS)?)?;
-    Ok((ops::subtract(w, &step)?, m, v))
-}
-
-/// One step, written against the trees: what is traced once and replayed. Updates `state`
-/// in place and returns the loss.
-fn train_step(state: &mut TrainState, (x, y): &(Array, Array)) -> Result<Array> {
-    let loss_and_grad = mlx_tree::value_and_grad(|p: &Mlp, (x, y): &(Array, Array)| {
-        cross_entropy(&mlp_forward(p, x)?, y)
-    });
-    let (loss, grads) = loss_and_grad(&state.params, &(x.clone(), y.clone()))?;
-    let TrainState { params, m, v } = state;
-    let params = params
-        .layers
-        .iter_mut()
-        .flat_map(|l| [&mut l.weight, &mut l.bias]);
-    let ms = m
-        .layers
-        .iter_mut()
-        .flat_map(|l| [&mut l.weight, &mut l.bias]);
-    let vs = v
-        .layers
-        .iter_mut()
-        .flat_map(|l| [&mut l.weight, &mut l.bias]);
-    let gs = grads.layers.iter().flat_map(|l| [&l.weight, &l.bias]);
-    for (((w, m), v), g) in params.zip(ms).zip(vs).zip(gs) {
-        let (nw, nm, nv) = adam(w, g, m, v)?;
-        (*w, *m, *v) = (nw, nm, nv);
-    }
+/// One step: what is traced once and replayed. Updates the model and the optimizer in place
+/// and returns the loss.
+fn train_step((model, opt): &mut (Mlp, Adam), batch: &(Array, Array)) -> Result<Array> {
+    let (loss, grads) = nn::value_and_grad(w5_loss)(model, batch)?;
+    opt.update(model, &grads)?;
     Ok(loss)
 }
 
-type StepFn = fn(&mut TrainState, &(Array, Array)) -> Result<Array>;
+type StepFn = fn(&mut (Mlp, Adam), &(Array, Array)) -> Result<Array>;
 
 struct TrainStep {
-    state: TrainState,
+    state: (Mlp, Adam),
     data: (Array, Array),
-    step: mlx_tree::CompiledMut<TrainState, (Array, Array), Array, StepFn>,
+    step: mlx_tree::CompiledMut<(Mlp, Adam), (Array, Array), Array, StepFn>,
 }
 
 impl TrainStep {
@@ -578,26 +530,19 @@ impl TrainStep {
         for (i, w) in W5_SIZES.windows(2).enumerate() {
             let (din, dout) = (w[0], w[1]);
             let scale = 1.0 / (din as f64).sqrt();
-            layers.push(Linear {
-                weight: random::uniform(-scale, scale, &[dout, din], None, &k(i as i32)?)?,
-                bias: ops::zeros(&[dout], None)?,
-            });
+            layers.push(nn::Linear::from_weights(
+                random::uniform(-scale, scale, &[dout, din], None, &k(i as i32)?)?,
+                Some(ops::zeros(&[dout], None)?),
+            ));
         }
-        let params = Mlp { layers };
-        let zeros = |l: &Linear| -> Result<Linear> {
-            Ok(Linear {
-                weight: ops::zeros_like(&l.weight, None)?,
-                bias: ops::zeros_like(&l.bias, None)?,
-            })
-        };
-        let m = Mlp {
-            layers: params.layers.iter().map(zeros).collect::<Result<_>>()?,
-        };
-        let v = m.clone();
+        let model = Mlp { layers };
+        let mut opt = Adam::new(LR);
+        // The optimizer state exists before the first compiled call, so it never retraces.
+        opt.init(&model)?;
         let x = random::normal(&[W5_BATCH, W5_SIZES[0]], None, 0.0, 1.0, &k(6)?)?;
         let y = random::randint(0, W5_SIZES[3], &[W5_BATCH], None, &k(7)?)?;
-        let state = TrainState { params, m, v };
-        eval(tree_leaves(&state).into_iter().chain([&x, &y]))?;
+        let state = (model, opt);
+        eval((&state, &x, &y))?;
         let f: StepFn = train_step;
         Ok(TrainStep {
             state,
@@ -610,7 +555,7 @@ impl TrainStep {
 impl Workload for TrainStep {
     fn run(&mut self) -> BoxResult<()> {
         let loss = self.step.call(&mut self.state, &self.data)?;
-        eval(std::iter::once(&loss).chain(tree_leaves(&self.state)))?;
+        eval((&loss, &self.state))?;
         Ok(())
     }
 
@@ -669,7 +614,7 @@ fn linear_nt(x: &Array, w: &Array) -> Result<Array> {
 fn heads(x: &Array) -> Result<Array> {
     ops::transpose(
         &ops::reshape(x, &[1, 1, V_HEADS, V_HEAD_DIM])?,
-        &[0, 2, 1, 3][..],
+        [0, 2, 1, 3],
     )
 }
 
@@ -691,7 +636,7 @@ fn decode_step(cache: &mut KvCache, (p, token): &(Llama, Array)) -> Result<Array
         let kc = ops::slice_update(kc, &k, &start, &[2])?;
         let vc = ops::slice_update(vc, &v, &start, &[2])?;
         let o = fast::scaled_dot_product_attention(&q, &kc, &vc, scale, &mask, None)?;
-        let o = ops::reshape(&ops::transpose(&o, &[0, 2, 1, 3][..])?, &[1, 1, V_DIM])?;
+        let o = ops::reshape(&ops::transpose(&o, [0, 2, 1, 3])?, &[1, 1, V_DIM])?;
         h = ops::add(&h, &linear_nt(&o, &l.wo)?)?;
         let x = fast::rms_norm(&h, Some(&l.mlp_norm), NORM_EPS)?;
         let g = linear_nt(&x, &l.w1)?;
@@ -759,7 +704,7 @@ impl Decode {
             values: (0..V_LAYERS).map(|_| kv()).collect::<Result<_>>()?,
             offset: Array::from_scalar(0i32),
         };
-        eval(tree_leaves(&params).into_iter().chain(tree_leaves(&cache)))?;
+        eval((&params, &cache))?;
         let f: DecodeFn = decode_step;
         Ok(Decode {
             params,
@@ -780,7 +725,7 @@ impl Decode {
             // tuple: one refcount bump per leaf.
             let args = (self.params.clone(), token);
             token = self.step.call(&mut self.cache, &args)?;
-            eval(std::iter::once(&token).chain(tree_leaves(&self.cache)))?;
+            eval((&token, &self.cache))?;
             out.push(token.item::<u32>()?);
         }
         Ok(out)

@@ -7,7 +7,7 @@ use std::path::Path;
 use mlx::core::fast;
 use mlx::core::ops;
 use mlx::core::{Array, Dtype, Error, Result};
-use mlx::nn::{self, Embedding, LayerNorm, Linear, LoadOptions, Module};
+use mlx::nn::{self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadOptions, Module};
 use mlx::utils::TreeNode;
 
 /// The fields of `config.json` the model needs.
@@ -47,7 +47,7 @@ impl BertConfig {
 }
 
 fn layer_norm(dims: i32, eps: f32) -> Result<LayerNorm> {
-    LayerNorm::new(dims, eps, None, None)
+    LayerNorm::new(dims, LayerNormOptions::default().eps(eps))
 }
 
 #[derive(TreeNode)]
@@ -170,7 +170,7 @@ impl Bert {
     pub fn forward(&self, input_ids: &Array, attention_mask: &Array) -> Result<Array> {
         let l = input_ids.shape()[1];
         let e = &self.embeddings;
-        let positions = ops::arange(0i32, l, None, None)?;
+        let positions = ops::arange_to(l)?;
         let types = ops::zeros_like(input_ids, None)?;
         let x = e.word_embeddings.forward(input_ids)?
             + e.position_embeddings.forward(&positions)?
@@ -193,12 +193,12 @@ impl Layer {
         let heads = |p: &Linear| -> Result<Array> {
             p.forward(x)?
                 .reshape(&[b, l, a.num_heads, -1])?
-                .transpose(&[0, 2, 1, 3][..])
+                .transpose([0, 2, 1, 3])
         };
         let (q, k, v) = (heads(&a.query)?, heads(&a.key)?, heads(&a.value)?);
         let scale = 1.0 / (q.shape()[3] as f32).sqrt();
         let ctx = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?
-            .transpose(&[0, 2, 1, 3][..])?
+            .transpose([0, 2, 1, 3])?
             .reshape(&[b, l, -1])?;
         let o = &self.attention.output;
         let x = o.layer_norm.forward(&(o.dense.forward(&ctx)? + x))?;

@@ -8,7 +8,7 @@ use mlx_rs::ops;
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
-use crate::layers::Unary;
+use crate::Forward;
 
 /// `1 / (1 + exp(-x))` (Python: `nn.sigmoid`).
 pub fn sigmoid(x: &Array) -> Result<Array> {
@@ -122,14 +122,7 @@ macro_rules! activation_modules {
         #[derive(Debug, Clone, Copy, Default, TreeNode)]
         pub struct $name;
 
-        impl $name {
-            /// Applies the activation.
-            pub fn forward(&self, x: &Array) -> Result<Array> {
-                ($f)(x)
-            }
-        }
-
-        impl Unary for $name {
+        impl Forward for $name {
             fn forward(&self, x: &Array) -> Result<Array> {
                 ($f)(x)
             }
@@ -178,19 +171,12 @@ pub struct GELU {
     pub approx: GeluApprox,
 }
 
-impl GELU {
-    /// Applies the activation.
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+impl Forward for GELU {
+    fn forward(&self, x: &Array) -> Result<Array> {
         match self.approx {
             GeluApprox::None => gelu(x),
             GeluApprox::Tanh => gelu_approx(x),
             GeluApprox::Fast => gelu_fast_approx(x),
         }
-    }
-}
-
-impl Unary for GELU {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        GELU::forward(self, x)
     }
 }

@@ -8,12 +8,7 @@ use mlx_rs::{random, Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::module::Frozen;
-
-/// A layer with one input and one output (Python: `module(x)`); what [`Sequential`] chains.
-pub trait Unary {
-    /// Applies the layer.
-    fn forward(&self, x: &Array) -> Result<Array>;
-}
+use crate::Forward;
 
 /// `y + bias` when the layer has a bias; a shape error is an `Err`, not a panic.
 fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
@@ -22,28 +17,6 @@ fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
         None => Ok(y),
     }
 }
-
-/// The [`Unary`] impls of layers whose inherent `forward(&self, &Array)` is the whole call.
-macro_rules! unary_layers {
-    ($($layer:ty),* $(,)?) => {$(
-        impl Unary for $layer {
-            fn forward(&self, x: &Array) -> Result<Array> {
-                <$layer>::forward(self, x)
-            }
-        }
-    )*};
-}
-
-unary_layers!(
-    Linear,
-    Embedding,
-    RMSNorm,
-    LayerNorm,
-    Dropout,
-    Conv1d,
-    Conv2d,
-    QuantizedLinear
-);
 
 fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
     random::uniform(-scale, scale, shape, None, None)
@@ -86,14 +59,6 @@ impl Linear {
         }
     }
 
-    /// Applies the layer (Python: `linear(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        match &self.bias {
-            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
-            None => ops::matmul(x, &self.weight.t()?),
-        }
-    }
-
     /// The 4-bit (or `bits`) quantized equivalent (Python: `linear.to_quantized(group_size,
     /// bits, mode)`).
     pub fn to_quantized(
@@ -102,6 +67,16 @@ impl Linear {
         bits: Option<i32>,
     ) -> Result<QuantizedLinear> {
         QuantizedLinear::from_linear(self, group_size, bits)
+    }
+}
+
+impl Forward for Linear {
+    /// Applies the layer (Python: `linear(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match &self.bias {
+            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
+            None => ops::matmul(x, &self.weight.t()?),
+        }
     }
 }
 
@@ -135,11 +110,6 @@ impl Embedding {
         }
     }
 
-    /// The rows for integer indices `x` (Python: `embedding(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        ops::take(&self.weight, x, 0)
-    }
-
     /// Uses the table as a linear layer (tied output projection) (Python:
     /// `embedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
@@ -153,6 +123,13 @@ impl Embedding {
         bits: Option<i32>,
     ) -> Result<QuantizedEmbedding> {
         QuantizedEmbedding::from_embedding(self, group_size, bits)
+    }
+}
+
+impl Forward for Embedding {
+    /// The rows for integer indices `x` (Python: `embedding(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        ops::take(&self.weight, x, 0)
     }
 }
 
@@ -178,9 +155,11 @@ impl RMSNorm {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for RMSNorm {
     /// Applies the layer (Python: `norm(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         fast::rms_norm(x, Some(&self.weight), self.eps)
     }
 }
@@ -197,16 +176,55 @@ pub struct LayerNorm {
     pub frozen: Frozen,
 }
 
+/// The keyword arguments of [`LayerNorm::new`], with Python's defaults (`eps=1e-5`,
+/// `affine=True`, `bias=True`). `affine` and `bias` decide which parameters exist, so they are
+/// given before the layer is built.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LayerNormOptions {
+    pub eps: f32,
+    pub affine: bool,
+    pub bias: bool,
+}
+
+impl Default for LayerNormOptions {
+    fn default() -> Self {
+        LayerNormOptions {
+            eps: 1e-5,
+            affine: true,
+            bias: true,
+        }
+    }
+}
+
+impl LayerNormOptions {
+    /// Sets `eps`.
+    pub fn eps(mut self, eps: f32) -> Self {
+        self.eps = eps;
+        self
+    }
+    /// Sets `affine` (a learned `weight`, and `bias` if that is set too).
+    pub fn affine(mut self, affine: bool) -> Self {
+        self.affine = affine;
+        self
+    }
+    /// Sets `bias`.
+    pub fn bias(mut self, bias: bool) -> Self {
+        self.bias = bias;
+        self
+    }
+}
+
 impl LayerNorm {
-    /// `eps` defaults to `1e-5`, `affine` and `bias` to `true`.
-    pub fn new(
-        dims: i32,
-        eps: impl Into<Option<f32>>,
-        affine: impl Into<Option<bool>>,
-        bias: impl Into<Option<bool>>,
-    ) -> Result<LayerNorm> {
-        let affine = affine.into().unwrap_or(true);
-        let bias = bias.into().unwrap_or(true);
+    /// A new layer (weight ones, bias zeros, as Python).
+    ///
+    /// ```
+    /// use mlx_nn::{LayerNorm, LayerNormOptions, Module};
+    /// let ln = LayerNorm::new(8, LayerNormOptions::default().bias(false))?;
+    /// assert_eq!(ln.num_parameters()?, 8);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn new(dims: i32, options: LayerNormOptions) -> Result<LayerNorm> {
+        let LayerNormOptions { eps, affine, bias } = options;
         Ok(LayerNorm {
             weight: if affine {
                 Some(ops::ones(&[dims], None)?)
@@ -214,13 +232,15 @@ impl LayerNorm {
                 None
             },
             bias: zero_bias(affine && bias, dims)?,
-            eps: eps.into().unwrap_or(1e-5),
+            eps,
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for LayerNorm {
     /// Applies the layer (Python: `norm(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         fast::layer_norm(x, self.weight.as_ref(), self.bias.as_ref(), self.eps)
     }
 }
@@ -253,11 +273,6 @@ impl Dropout {
         Ok(Dropout { p, training: true })
     }
 
-    /// Applies the layer with a mask from the global random state.
-    pub fn forward(&self, x: &Array) -> Result<Array> {
-        self.forward_with_key(x, None)
-    }
-
     /// Applies the layer with a mask drawn from `key`.
     pub fn forward_with_key(&self, x: &Array, key: Option<&Array>) -> Result<Array> {
         if self.p == 0.0 || !self.training {
@@ -266,6 +281,13 @@ impl Dropout {
         let keep = 1.0 - self.p;
         let mask = random::bernoulli(keep, Some(x.shape()), key)?;
         Ok((&mask * x) * (1.0 / keep))
+    }
+}
+
+impl Forward for Dropout {
+    /// Applies the layer with a mask from the global random state.
+    fn forward(&self, x: &Array) -> Result<Array> {
+        self.forward_with_key(x, None)
     }
 }
 
@@ -287,19 +309,33 @@ pub struct RoPE {
 }
 
 impl RoPE {
-    /// Python's defaults: `traditional=False`, `base=10000`, `scale=1.0`.
-    pub fn new(
-        dims: i32,
-        traditional: bool,
-        base: impl Into<Option<f32>>,
-        scale: impl Into<Option<f32>>,
-    ) -> RoPE {
+    /// Python's defaults (`traditional=False`, `base=10000`, `scale=1.0`); change them with
+    /// the builder methods: `RoPE::new(64).traditional(true).base(500_000.0)`.
+    pub fn new(dims: i32) -> RoPE {
         RoPE {
             dims,
-            traditional,
-            base: base.into().unwrap_or(10000.0),
-            scale: scale.into().unwrap_or(1.0),
+            traditional: false,
+            base: 10000.0,
+            scale: 1.0,
         }
+    }
+
+    /// Rotates consecutive pairs instead of the two halves (Python: `traditional=False`).
+    pub fn traditional(mut self, traditional: bool) -> Self {
+        self.traditional = traditional;
+        self
+    }
+
+    /// The base of the frequencies (Python: `base=10000`).
+    pub fn base(mut self, base: f32) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// The scale of the positions (Python: `scale=1.0`).
+    pub fn scale(mut self, scale: f32) -> Self {
+        self.scale = scale;
+        self
     }
 
     /// Rotates `x` (`[..., length, dims]`) for positions starting at `offset` (an integer, or
@@ -397,7 +433,7 @@ impl MultiHeadAttention {
     }
 
     fn heads(x: &Array, n: i32) -> Result<Array> {
-        ops::unflatten(x, -1, &[n, -1])?.transpose(&[0, 2, 1, 3][..])
+        ops::unflatten(x, -1, &[n, -1])?.transpose([0, 2, 1, 3])
     }
 
     /// Attends `queries` (`[B, L, dims]`) to `keys`/`values` (Python: `mha(queries, keys,
@@ -414,7 +450,7 @@ impl MultiHeadAttention {
         let v = Self::heads(&self.value_proj.forward(values)?, self.num_kv_heads)?;
         let scale = (1.0 / q.shape()[3] as f32).sqrt();
         let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?;
-        let out = out.transpose(&[0, 2, 1, 3][..])?.flatten(-2, -1)?;
+        let out = out.transpose([0, 2, 1, 3])?.flatten(-2, -1)?;
         self.out_proj.forward(&out)
     }
 
@@ -422,7 +458,7 @@ impl MultiHeadAttention {
     /// `nn.MultiHeadAttention.create_additive_causal_mask(N, dtype=float32)`).
     pub fn create_additive_causal_mask(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
         let dtype = dtype.into().unwrap_or(Dtype::Float32);
-        let idx = ops::arange(0, n, None, None)?;
+        let idx = ops::arange_to(n)?;
         let mask = ops::less(&idx.reshape(&[-1, 1])?, &idx.reshape(&[1, -1])?)?;
         // Python: `mx.finfo(dtype).min`, the most negative finite value of the dtype.
         let min = match dtype {
@@ -531,9 +567,11 @@ impl Conv1d {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for Conv1d {
     /// Applies the layer (Python: `conv(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv1d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
@@ -581,9 +619,11 @@ impl Conv2d {
             frozen: Frozen::default(),
         })
     }
+}
 
+impl Forward for Conv2d {
     /// Applies the layer (Python: `conv(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let opts = conv_options(self.stride, self.padding, self.dilation, self.groups);
         let y = ops::conv2d(x, &self.weight, opts)?;
         with_bias(y, self.bias.as_ref())
@@ -598,7 +638,7 @@ impl Conv2d {
 /// `Vec` of one layer type.
 ///
 /// ```
-/// use mlx_nn::{Linear, ReLU, Sequential, Unary, Module};
+/// use mlx_nn::{Forward, Linear, Module, ReLU, Sequential};
 /// use mlx_rs::ops;
 /// let mlp = Sequential::new((Linear::new(4, 8, true)?, ReLU, Linear::new(8, 2, true)?));
 /// let y = mlp.forward(&ops::ones(&[3, 4], None)?)?;
@@ -619,7 +659,7 @@ impl<L: TreeNode> Sequential<L> {
     }
 }
 
-impl<T: TreeNode + Unary> Unary for Sequential<Vec<T>> {
+impl<T: TreeNode + Forward> Forward for Sequential<Vec<T>> {
     fn forward(&self, x: &Array) -> Result<Array> {
         let mut x = x.clone();
         for l in &self.layers {
@@ -631,7 +671,7 @@ impl<T: TreeNode + Unary> Unary for Sequential<Vec<T>> {
 
 macro_rules! sequential_tuples {
     ($( ($($name:ident $idx:tt),+) )+) => {$(
-        impl<$($name: TreeNode + Unary),+> Unary for Sequential<($($name,)+)> {
+        impl<$($name: TreeNode + Forward),+> Forward for Sequential<($($name,)+)> {
             fn forward(&self, x: &Array) -> Result<Array> {
                 let x = x.clone();
                 $( let x = self.layers.$idx.forward(&x)?; )+
@@ -705,9 +745,11 @@ impl QuantizedLinear {
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
     }
+}
 
+impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let y = ops::quantized_matmul(
             x,
             &self.weight,
@@ -755,8 +797,22 @@ impl QuantizedEmbedding {
         })
     }
 
+    /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        ops::quantized_matmul(
+            x,
+            &self.weight,
+            &self.scales,
+            self.biases.as_ref(),
+            true,
+            quant_options(self.group_size, self.bits),
+        )
+    }
+}
+
+impl Forward for QuantizedEmbedding {
     /// The dequantized rows for indices `x` (Python: `qembedding(x)`).
-    pub fn forward(&self, x: &Array) -> Result<Array> {
+    fn forward(&self, x: &Array) -> Result<Array> {
         let biases = match &self.biases {
             Some(b) => Some(ops::take(b, x, 0)?),
             None => None,
@@ -768,18 +824,6 @@ impl QuantizedEmbedding {
             quant_options(self.group_size, self.bits),
             None,
             None,
-        )
-    }
-
-    /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
-    pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        ops::quantized_matmul(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_ref(),
-            true,
-            quant_options(self.group_size, self.bits),
         )
     }
 }

@@ -1,13 +1,39 @@
 //! Neural-network building blocks for MLX in Rust (Python: `mlx.nn`).
 //!
+//! # Modules: two traits
+//!
 //! A module is a plain struct deriving [`TreeNode`](mlx_tree::TreeNode): its array fields
 //! are its parameters, named by their key paths exactly as Python's `tree_flatten(model.
-//! parameters())` names them, so weights written by Python load by name. Everything a Python
-//! `nn.Module` does — `parameters()`, `trainable_parameters()`, `freeze`, `update`,
-//! `load_weights`, `train`/`eval` — is the [`Module`] trait, implemented for every tree.
+//! parameters())` names them, so weights written by Python load by name.
+//!
+//! - [`Module`] is what every tree of parameters can do — Python's `nn.Module` methods
+//!   `parameters()`, `trainable_parameters()`, `freeze`/`unfreeze`, `train`/`eval`,
+//!   `load_weights`/`save_weights`, `update` (as [`Module::update_parameters`]). It is
+//!   implemented for every tree; you never implement it.
+//! - [`Forward`] is the call, Python's `module(x)`: layers implement it and so do your models,
+//!   so calling any of them reads `model.forward(&x)` (or `x.apply(&model)`, see [`Apply`]).
+//!   Layers with several inputs (attention with a mask, RoPE with an offset) have an inherent
+//!   `forward` with those inputs instead; see [`Forward`].
+//!
+//! The only `update` a training loop writes is the optimizer's,
+//! `optimizer.update(&mut model, &grads)`.
+//!
+//! # `value_and_grad`: which one
+//!
+//! One shape everywhere: `value_and_grad(f)` returns a function of `(&params, &args)` that
+//! gives `(f(params, args), grads)` with `grads` of the parameters' own type.
+//!
+//! - [`mlx_tree::value_and_grad`] (also `mlx::utils::value_and_grad`): **the** one, for any
+//!   tree of parameters — a model, a tuple of arrays, a registered type.
+//! - [`value_and_grad`] (this crate, Python's `nn.value_and_grad(model, fn)`): the same, for a
+//!   model with frozen parameters: those are held constant and get zero gradients. For a
+//!   model without frozen parameters it *is* the tree one.
+//! - `mlx_rs::transforms::value_and_grad(f, argnums)`: the low-level form over `&[Array]` and
+//!   argument positions (Python's `mx.value_and_grad(fn, argnums)` on plain arrays), which the
+//!   other two are built on.
 //!
 //! ```
-//! use mlx_nn::{Linear, Module, RMSNorm};
+//! use mlx_nn::{value_and_grad, Forward, Linear, Module, RMSNorm};
 //! use mlx_rs::{ops, Array, Result};
 //! use mlx_tree::TreeNode;
 //!
@@ -17,7 +43,7 @@
 //!     proj: Linear,
 //! }
 //!
-//! impl Block {
+//! impl Forward for Block {
 //!     fn forward(&self, x: &Array) -> Result<Array> {
 //!         self.proj.forward(&self.norm.forward(x)?)
 //!     }
@@ -26,17 +52,22 @@
 //! let block = Block { norm: RMSNorm::new(8, None)?, proj: Linear::new(8, 8, false)? };
 //! let names: Vec<String> = block.named_parameters()?.into_iter().map(|(p, _)| p).collect();
 //! assert_eq!(names, ["norm.weight", "proj.weight"]);
-//! let y = block.forward(&ops::ones(&[2, 8], None)?)?;
-//! assert_eq!(y.shape(), &[2, 8]);
+//! let x = ops::ones(&[2, 8], None)?;
+//! assert_eq!(block.forward(&x)?.shape(), &[2, 8]);
+//! let loss = |m: &Block, x: &Array| m.forward(x)?.square()?.mean(None, false);
+//! let (_, grads) = value_and_grad(loss)(&block, &x)?;
+//! assert_eq!(grads.proj.weight.shape(), &[8, 8]);
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
 mod activations;
+mod forward;
 pub mod init;
 mod layers;
 pub mod losses;
 mod module;
 
 pub use activations::*;
+pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};

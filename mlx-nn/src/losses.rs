@@ -46,19 +46,85 @@ fn norm_axis(axis: i32, ndim: usize) -> Result<usize> {
     Ok(a as usize)
 }
 
+/// The keyword arguments of [`cross_entropy`], with Python's defaults (`weights=None`,
+/// `axis=-1`, `label_smoothing=0.0`, `reduction="none"`).
+///
+/// ```
+/// use mlx_nn::losses::{CrossEntropyOptions, Reduction};
+/// let o = CrossEntropyOptions::default().label_smoothing(0.1).reduction(Reduction::Mean);
+/// assert_eq!((o.axis, o.label_smoothing, o.reduction), (-1, 0.1, Reduction::Mean));
+/// ```
+#[derive(Debug, Clone)]
+pub struct CrossEntropyOptions<'a> {
+    /// Per-element weights of the loss, shaped like it.
+    pub weights: Option<&'a Array>,
+    /// The class axis of `logits`.
+    pub axis: i32,
+    /// Label smoothing in `[0, 1)`.
+    pub label_smoothing: f32,
+    /// The reduction.
+    pub reduction: Reduction,
+}
+
+impl Default for CrossEntropyOptions<'_> {
+    fn default() -> Self {
+        CrossEntropyOptions {
+            weights: None,
+            axis: -1,
+            label_smoothing: 0.0,
+            reduction: Reduction::None,
+        }
+    }
+}
+
+impl<'a> CrossEntropyOptions<'a> {
+    /// Sets `weights`.
+    pub fn weights(mut self, weights: &'a Array) -> Self {
+        self.weights = Some(weights);
+        self
+    }
+    /// Sets `axis`.
+    pub fn axis(mut self, axis: i32) -> Self {
+        self.axis = axis;
+        self
+    }
+    /// Sets `label_smoothing`.
+    pub fn label_smoothing(mut self, label_smoothing: f32) -> Self {
+        self.label_smoothing = label_smoothing;
+        self
+    }
+    /// Sets `reduction`.
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
+}
+
 /// Cross entropy between `logits` and `targets` (class indices, or probabilities of the
 /// logits' shape) along `axis` (Python: `nn.losses.cross_entropy(logits, targets,
 /// weights=None, axis=-1, label_smoothing=0.0, reduction="none")`).
+///
+/// ```
+/// use mlx_nn::losses::{cross_entropy, CrossEntropyOptions, Reduction};
+/// use mlx_rs::Array;
+/// let logits = Array::from_slice(&[2.0f32, 0.0, 0.0, 2.0], &[2, 2])?;
+/// let targets = Array::from_slice(&[0i32, 1], &[2])?;
+/// let opts = CrossEntropyOptions::default().reduction(Reduction::Mean);
+/// let loss = cross_entropy(&logits, &targets, opts)?;
+/// assert!((loss.item::<f32>()? - 0.126_928).abs() < 1e-5); // log(1 + e^-2)
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
 pub fn cross_entropy(
     logits: &Array,
     targets: &Array,
-    weights: Option<&Array>,
-    axis: impl Into<Option<i32>>,
-    label_smoothing: impl Into<Option<f32>>,
-    reduction: impl Into<Option<Reduction>>,
+    options: CrossEntropyOptions<'_>,
 ) -> Result<Array> {
-    let axis = axis.into().unwrap_or(-1);
-    let label_smoothing = label_smoothing.into().unwrap_or(0.0);
+    let CrossEntropyOptions {
+        weights,
+        axis,
+        label_smoothing,
+        reduction,
+    } = options;
     if !(0.0..1.0).contains(&label_smoothing) {
         return Err(Error::InvalidArgument(format!(
             "Label smoothing must be in [0, 1), got {label_smoothing}."
@@ -91,10 +157,47 @@ pub fn cross_entropy(
     } else {
         lse - score
     };
-    reduce(
-        apply_weights(loss, weights)?,
-        reduction.into().unwrap_or(Reduction::None),
-    )
+    reduce(apply_weights(loss, weights)?, reduction)
+}
+
+/// The keyword arguments of [`binary_cross_entropy`], with Python's defaults
+/// (`weights=None`, `with_logits=True`, `reduction="mean"`).
+#[derive(Debug, Clone)]
+pub struct BinaryCrossEntropyOptions<'a> {
+    /// Per-element weights of the loss, shaped like it.
+    pub weights: Option<&'a Array>,
+    /// Whether `inputs` are logits (`true`) or probabilities.
+    pub with_logits: bool,
+    /// The reduction.
+    pub reduction: Reduction,
+}
+
+impl Default for BinaryCrossEntropyOptions<'_> {
+    fn default() -> Self {
+        BinaryCrossEntropyOptions {
+            weights: None,
+            with_logits: true,
+            reduction: Reduction::Mean,
+        }
+    }
+}
+
+impl<'a> BinaryCrossEntropyOptions<'a> {
+    /// Sets `weights`.
+    pub fn weights(mut self, weights: &'a Array) -> Self {
+        self.weights = Some(weights);
+        self
+    }
+    /// Sets `with_logits`.
+    pub fn with_logits(mut self, with_logits: bool) -> Self {
+        self.with_logits = with_logits;
+        self
+    }
+    /// Sets `reduction`.
+    pub fn reduction(mut self, reduction: Reduction) -> Self {
+        self.reduction = reduction;
+        self
+    }
 }
 
 /// Binary cross entropy of `inputs` (logits by default, or probabilities) against `targets`
@@ -103,10 +206,13 @@ pub fn cross_entropy(
 pub fn binary_cross_entropy(
     inputs: &Array,
     targets: &Array,
-    weights: Option<&Array>,
-    with_logits: impl Into<Option<bool>>,
-    reduction: impl Into<Option<Reduction>>,
+    options: BinaryCrossEntropyOptions<'_>,
 ) -> Result<Array> {
+    let BinaryCrossEntropyOptions {
+        weights,
+        with_logits,
+        reduction,
+    } = options;
     if inputs.shape() != targets.shape() {
         return Err(Error::InvalidArgument(format!(
             "Inputs shape {:?} does not match targets shape {:?}.",
@@ -114,17 +220,14 @@ pub fn binary_cross_entropy(
             targets.shape()
         )));
     }
-    let loss = if with_logits.into().unwrap_or(true) {
+    let loss = if with_logits {
         ops::logaddexp(0.0, inputs)? - inputs * targets
     } else {
         let log_in = ops::clip(&ops::log(inputs)?, -100.0, None)?;
         let log_inv = ops::clip(&ops::log(&(1.0 - inputs))?, -100.0, None)?;
         -(targets * &log_in + (1.0 - targets) * &log_inv)
     };
-    reduce(
-        apply_weights(loss, weights)?,
-        reduction.into().unwrap_or(Reduction::Mean),
-    )
+    reduce(apply_weights(loss, weights)?, reduction)
 }
 
 fn check_same(predictions: &Array, targets: &Array) -> Result<()> {

@@ -275,11 +275,16 @@ pub trait Module: TreeNode {
         Ok(flags.is_empty() || flags.contains(&true))
     }
 
-    /// Replaces parameters by path (Python: `model.update(parameters)`): every path of
-    /// `parameters` must name a parameter of the model; parameters not named keep their
-    /// values. Shapes may change (as in Python); use [`Module::load_weights`] for checked
-    /// loading.
-    fn update_named(&mut self, parameters: Vec<(String, Array)>) -> Result<()> {
+    /// Replaces parameters by path (Python: `model.update(parameters)` with
+    /// `tree_unflatten(pairs)`): every path must name a parameter of the model; parameters
+    /// not named keep their values. Shapes may change (as in Python); use
+    /// [`Module::load_weights`] for checked loading.
+    ///
+    /// Named `update_*`, not `update`, because `update` is the optimizer step
+    /// (`optimizer.update(&mut model, &grads)`), the one a training loop writes; a model is a
+    /// tree and an optimizer is a tree, so both traits apply to both and one name for two
+    /// methods would need UFCS.
+    fn update_named_parameters(&mut self, parameters: Vec<(String, Array)>) -> Result<()> {
         let names = self.named_parameters()?;
         let index: HashMap<&str, usize> = names
             .iter()
@@ -296,13 +301,14 @@ pub trait Module: TreeNode {
         tree_assign_leaves(self, leaves)
     }
 
-    /// [`Module::update_named`] from a nested tree such as [`Module::parameters`] returns.
-    fn update(&mut self, parameters: &Value) -> Result<()> {
+    /// Replaces parameters from a nested tree such as [`Module::parameters`] returns (Python:
+    /// `model.update(parameters)`); see [`Module::update_named_parameters`].
+    fn update_parameters(&mut self, parameters: &Value) -> Result<()> {
         let pairs = mlx_tree::tree_flatten_with_path(parameters)?
             .into_iter()
             .map(|(p, a)| (p, a.clone()))
             .collect();
-        self.update_named(pairs)
+        self.update_named_parameters(pairs)
     }
 
     /// Loads weights by name from `(name, array)` pairs, checking names and shapes (Python:
@@ -404,72 +410,71 @@ fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) ->
     rebuild(tree, &new)
 }
 
-/// `value_and_grad` with respect to the trainable parameters of `model` (Python:
-/// `nn.value_and_grad(model, fn)(...)`): returns `loss_fn(model)` and its gradient as a tree
-/// of the model's own type. Frozen parameters are not differentiated; their gradient entries
-/// are zeros (optimizers skip frozen parameters).
+/// `value_and_grad` with respect to the *trainable* parameters of a model (Python:
+/// `nn.value_and_grad(model, fn)`): [`mlx_tree::value_and_grad`] — same call, same result —
+/// except that frozen parameters are held constant and get zero gradients (optimizers skip
+/// them anyway).
+///
+/// `fun(&model, &args)` returns a tree whose first leaf is the scalar loss (`Array`, or
+/// `(loss, aux)`); the returned function gives `(fun(model, args), grads)` with `grads` of the
+/// model's own type. See the crate docs for which `value_and_grad` to use when.
 ///
 /// ```
-/// use mlx_nn::{value_and_grad, Linear, Module};
+/// use mlx_nn::{value_and_grad, Forward, Linear, Module};
 /// use mlx_rs::{ops, Array};
-/// let model = Linear::new(3, 2, true)?;
+/// let mut model = Linear::new(3, 2, true)?;
+/// model.freeze(Some(&["bias"]))?;
 /// let x = ops::ones(&[4, 3], None)?;
-/// let (loss, grads) = value_and_grad(&model, |m| m.forward(&x)?.square()?.mean(None, false))?;
+/// let loss_fn = |m: &Linear, x: &Array| m.forward(x)?.square()?.mean(None, false);
+/// let (loss, grads) = value_and_grad(loss_fn)(&model, &x)?;
 /// assert_eq!(grads.weight.shape(), &[2, 3]);
+/// assert_eq!(grads.bias.unwrap().abs()?.sum(None, false)?.item::<f32>()?, 0.0); // frozen
 /// assert!(loss.item::<f32>()? >= 0.0);
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
-pub fn value_and_grad<M, F>(model: &M, loss_fn: F) -> Result<(Array, M)>
+pub fn value_and_grad<'f, M, A, O, F>(fun: F) -> impl Fn(&M, &A) -> Result<(O, M)> + 'f
 where
     M: Module,
-    F: Fn(&M) -> Result<Array>,
+    A: TreeNode,
+    O: TreeNode,
+    F: Fn(&M, &A) -> Result<O> + 'f,
 {
-    let (leaves, def) = tree_flatten(model)?;
-    let leaves: Vec<Array> = leaves.into_iter().cloned().collect();
-    let mask = model.trainable_mask()?;
-    let trainable: Vec<Array> = leaves
-        .iter()
-        .zip(&mask)
-        .filter(|(_, t)| **t)
-        .map(|(a, _)| a.clone())
-        .collect();
-    let n = trainable.len() as i32;
-    let f = |inputs: &[Array]| -> Result<Vec<Array>> {
-        let mut it = inputs.iter();
-        let full: Vec<Array> = leaves
+    move |model: &M, args: &A| {
+        let mask = model.trainable_mask()?;
+        if mask.iter().all(|t| *t) {
+            return mlx_tree::value_and_grad(&fun)(model, args);
+        }
+        let (leaves, def) = tree_flatten(model)?;
+        let leaves: Vec<Array> = leaves.into_iter().cloned().collect();
+        let trainable: Vec<Array> = leaves
             .iter()
             .zip(&mask)
-            .map(|(a, t)| {
-                if *t {
-                    it.next().unwrap_or(a).clone()
-                } else {
-                    a.clone()
-                }
-            })
+            .filter(|(_, t)| **t)
+            .map(|(a, _)| a.clone())
             .collect();
-        let m: M = tree_unflatten(&def, full)?;
-        Ok(vec![loss_fn(&m)?])
-    };
-    let argnums: Vec<i32> = (0..n).collect();
-    let (values, grads) = if n == 0 {
-        (f(&[])?, Vec::new())
-    } else {
-        mlx_rs::transforms::value_and_grad(f, argnums)(&trainable)?
-    };
-    let mut g = grads.into_iter();
-    let full: Vec<Array> = leaves
-        .iter()
-        .zip(&mask)
-        .map(|(a, t)| match t {
-            true => g
-                .next()
-                .ok_or_else(|| Error::InvalidArgument("missing gradient".into())),
-            false => ops::zeros_like(a, None),
-        })
-        .collect::<Result<_>>()?;
-    let loss = values
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::InvalidArgument("[value_and_grad] no loss".into()))?;
-    Ok((loss, tree_unflatten(&def, full)?))
+        // Every leaf of the model, taking the trainable ones from `values` in order.
+        let merge = |values: Vec<Array>, frozen: &dyn Fn(&Array) -> Result<Array>| {
+            let mut it = values.into_iter();
+            leaves
+                .iter()
+                .zip(&mask)
+                .map(|(a, t)| match t {
+                    true => it
+                        .next()
+                        .ok_or_else(|| Error::InvalidArgument("missing gradient".into())),
+                    false => frozen(a),
+                })
+                .collect::<Result<Vec<Array>>>()
+        };
+        let zeros = |a: &Array| ops::zeros_like(a, None);
+        if trainable.is_empty() {
+            let out = fun(model, args)?;
+            return Ok((out, tree_unflatten(&def, merge(Vec::new(), &zeros)?)?));
+        }
+        let (out, grads) = mlx_tree::value_and_grad(|t: &Vec<Array>, a: &A| {
+            let m: M = tree_unflatten(&def, merge(t.clone(), &|a| Ok(a.clone()))?)?;
+            fun(&m, a)
+        })(&trainable, args)?;
+        Ok((out, tree_unflatten(&def, merge(grads, &zeros)?)?))
+    }
 }

@@ -6,20 +6,24 @@
 //! `optimizer.update` — compiles with the model and the optimizer passed mutably.
 //!
 //! ```
-//! use mlx_nn::{value_and_grad, Linear, Module};
+//! use mlx_nn::{value_and_grad, Forward, Linear};
 //! use mlx_optimizers::{Adam, Optimizer};
-//! use mlx_rs::ops;
+//! use mlx_rs::{ops, Array};
 //!
 //! let mut model = Linear::new(4, 1, true)?;
 //! let mut opt = Adam::new(1e-2);
 //! let (x, y) = (ops::ones(&[8, 4], None)?, ops::zeros(&[8, 1], None)?);
-//! let loss_fn = |m: &Linear| mlx_nn::losses::mse_loss(&m.forward(&x)?, &y, None);
-//! let first = loss_fn(&model)?.item::<f32>()?;
+//! let loss_fn = |m: &Linear, (x, y): &(Array, Array)| {
+//!     mlx_nn::losses::mse_loss(&m.forward(x)?, y, None)
+//! };
+//! let batch = (x, y);
+//! let first = loss_fn(&model, &batch)?.item::<f32>()?;
+//! let loss_and_grad = value_and_grad(loss_fn);
 //! for _ in 0..20 {
-//!     let (_, grads) = value_and_grad(&model, loss_fn)?;
+//!     let (_, grads) = loss_and_grad(&model, &batch)?;
 //!     opt.update(&mut model, &grads)?;
 //! }
-//! assert!(loss_fn(&model)?.item::<f32>()? < first);
+//! assert!(loss_fn(&model, &batch)?.item::<f32>()? < first);
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
@@ -176,22 +180,27 @@ fn lr_as(lr: &Array, like: &Array) -> Result<Array> {
     lr.astype(like.dtype())
 }
 
-/// Inherent `update`: every tree is also an `mlx_nn::Module` (whose `update(parameters)` is
-/// Python's `model.update`), so with both traits in scope `opt.update(..)` would be ambiguous;
-/// an inherent method wins method resolution. In generic code call `Optimizer::update`.
-macro_rules! inherent_update {
-    ($($t:ty),*) => {$(
-        impl $t {
-            /// Applies `gradients` to `model` (Python: `optimizer.update(model, gradients)`);
-            /// see [`Optimizer::update`].
-            pub fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
-                Optimizer::update(self, model, gradients)
-            }
+/// Builder setters, one per Python keyword argument, named as in Python.
+macro_rules! builder {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)*) => {$(
+        $(#[$doc])*
+        pub fn $name(mut self, $name: $ty) -> Self {
+            self.$name = $name;
+            self
         }
     )*};
 }
 
-inherent_update!(SGD, Adam, AdamW, Lion);
+/// `.betas(b1, b2)` (Python: `betas=[b1, b2]`).
+macro_rules! betas_setter {
+    () => {
+        /// The coefficients of the running averages (Python: `betas=[b1, b2]`).
+        pub fn betas(mut self, b1: f32, b2: f32) -> Self {
+            self.betas = (b1, b2);
+            self
+        }
+    };
+}
 
 macro_rules! state_access {
     () => {
@@ -244,34 +253,39 @@ pub struct SGD {
 }
 
 impl SGD {
-    /// Plain SGD.
+    /// SGD with Python's defaults (no momentum, weight decay or dampening); set the others
+    /// with the builder methods: `SGD::new(0.1).momentum(0.9).nesterov(true)`.
     pub fn new(learning_rate: impl Into<LearningRate>) -> SGD {
-        Self::with(learning_rate, 0.0, 0.0, 0.0, false).expect("plain SGD is valid")
+        let (state, schedule) = new_state(&learning_rate.into());
+        SGD {
+            momentum: 0.0,
+            weight_decay: 0.0,
+            dampening: 0.0,
+            nesterov: false,
+            state,
+            schedule,
+        }
     }
 
-    /// SGD with every option; errors for Nesterov momentum without momentum or with dampening
-    /// (as Python).
-    pub fn with(
-        learning_rate: impl Into<LearningRate>,
+    builder! {
+        /// The momentum strength (Python: `momentum=0.0`).
         momentum: f32,
+        /// The L2 penalty added to the gradient (Python: `weight_decay=0.0`).
         weight_decay: f32,
+        /// Dampening of the momentum (Python: `dampening=0.0`).
         dampening: f32,
+        /// Nesterov momentum (Python: `nesterov=False`); needs a momentum and no dampening,
+        /// checked at the first update, as Python checks it at construction.
         nesterov: bool,
-    ) -> Result<SGD> {
-        if nesterov && (momentum <= 0.0 || dampening != 0.0) {
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
             return Err(Error::InvalidArgument(
                 "Nesterov momentum requires a momentum and zero dampening.".into(),
             ));
         }
-        let (state, schedule) = new_state(&learning_rate.into());
-        Ok(SGD {
-            momentum,
-            weight_decay,
-            dampening,
-            nesterov,
-            state,
-            schedule,
-        })
+        Ok(())
     }
 }
 
@@ -279,6 +293,7 @@ impl Optimizer for SGD {
     state_access!();
 
     fn init_single(&self, parameter: &Array) -> Result<BTreeMap<String, Array>> {
+        self.check()?;
         zeros_state(parameter, &["v"])
     }
 
@@ -290,6 +305,7 @@ impl Optimizer for SGD {
         lr: &Array,
         _step: &Array,
     ) -> Result<Array> {
+        self.check()?;
         let mut gradient = gradient.clone();
         if self.weight_decay != 0.0 {
             gradient = &gradient + &(parameter * self.weight_decay);
@@ -334,26 +350,26 @@ pub struct Adam {
 }
 
 impl Adam {
-    /// Adam with Python's defaults.
+    /// Adam with Python's defaults; change them with the builder methods:
+    /// `Adam::new(1e-3).betas(0.9, 0.95)`.
     pub fn new(learning_rate: impl Into<LearningRate>) -> Adam {
-        Self::with(learning_rate, (0.9, 0.999), 1e-8, false)
-    }
-
-    /// Adam with every option.
-    pub fn with(
-        learning_rate: impl Into<LearningRate>,
-        betas: (f32, f32),
-        eps: f32,
-        bias_correction: bool,
-    ) -> Adam {
         let (state, schedule) = new_state(&learning_rate.into());
         Adam {
-            betas,
-            eps,
-            bias_correction,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            bias_correction: false,
             state,
             schedule,
         }
+    }
+
+    betas_setter!();
+
+    builder! {
+        /// The term added to the denominator (Python: `eps=1e-8`).
+        eps: f32,
+        /// Bias correction of the moments (Python: `bias_correction=False`).
+        bias_correction: bool,
     }
 }
 
@@ -448,28 +464,29 @@ pub struct AdamW {
 }
 
 impl AdamW {
-    /// AdamW with Python's defaults.
+    /// AdamW with Python's defaults; change them with the builder methods:
+    /// `AdamW::new(lr).betas(0.9, 0.95).weight_decay(0.1)`.
     pub fn new(learning_rate: impl Into<LearningRate>) -> AdamW {
-        Self::with(learning_rate, (0.9, 0.999), 1e-8, 0.01, false)
-    }
-
-    /// AdamW with every option.
-    pub fn with(
-        learning_rate: impl Into<LearningRate>,
-        betas: (f32, f32),
-        eps: f32,
-        weight_decay: f32,
-        bias_correction: bool,
-    ) -> AdamW {
         let (state, schedule) = new_state(&learning_rate.into());
         AdamW {
-            betas,
-            eps,
-            weight_decay,
-            bias_correction,
+            betas: (0.9, 0.999),
+            eps: 1e-8,
+            weight_decay: 0.01,
+            bias_correction: false,
             state,
             schedule,
         }
+    }
+
+    betas_setter!();
+
+    builder! {
+        /// The term added to the denominator (Python: `eps=1e-8`).
+        eps: f32,
+        /// The decoupled weight decay (Python: `weight_decay=0.01`).
+        weight_decay: f32,
+        /// Bias correction of the moments (Python: `bias_correction=False`).
+        bias_correction: bool,
     }
 }
 
@@ -520,24 +537,23 @@ pub struct Lion {
 }
 
 impl Lion {
-    /// Lion with Python's defaults.
+    /// Lion with Python's defaults; change them with the builder methods:
+    /// `Lion::new(1e-4).weight_decay(0.1)`.
     pub fn new(learning_rate: impl Into<LearningRate>) -> Lion {
-        Self::with(learning_rate, (0.9, 0.99), 0.0)
-    }
-
-    /// Lion with every option.
-    pub fn with(
-        learning_rate: impl Into<LearningRate>,
-        betas: (f32, f32),
-        weight_decay: f32,
-    ) -> Lion {
         let (state, schedule) = new_state(&learning_rate.into());
         Lion {
-            betas,
-            weight_decay,
+            betas: (0.9, 0.99),
+            weight_decay: 0.0,
             state,
             schedule,
         }
+    }
+
+    betas_setter!();
+
+    builder! {
+        /// The decoupled weight decay (Python: `weight_decay=0.0`).
+        weight_decay: f32,
     }
 }
 

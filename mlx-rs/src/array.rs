@@ -8,6 +8,7 @@ use mlx_sys as sys;
 use crate::dtype::{ArrayElement, Dtype};
 use crate::error::{check, check_handler, Error, Result};
 use crate::handles::{MlxString, VectorArray};
+use crate::item::ItemType;
 
 /// An n-dimensional MLX array (Python: `mx.array`).
 ///
@@ -247,8 +248,36 @@ impl Array {
 
     /// The single element of a size-1 array (Python: `a.item()`). Evaluates.
     ///
-    /// `T` must match the dtype exactly; use [`Array::astype`] to convert.
-    pub fn item<T: ArrayElement>(&self) -> Result<T> {
+    /// Like Python's `.item()`, which returns a Python `int`, `float` or `bool` whatever the
+    /// array's exact dtype, the element converts to `T` when the conversion keeps its value:
+    ///
+    /// - integer `T` (`i32`, `u64`, `usize`, ...): from any integer or bool dtype when the
+    ///   value fits (`argmax`'s `uint32` result reads as `i32`, `i64` or `usize`);
+    /// - float `T`: from any float, integer or bool dtype when `T` holds the value exactly
+    ///   (every dtype but complex reads as `f64`; a `float64` reads as `f32` only if the
+    ///   value survives the round trip);
+    /// - `bool` only from `bool`, `Complex32` from `complex64` or an exact real.
+    ///
+    /// Anything else — a float read as an integer, a negative value as unsigned, a value out
+    /// of range — is an `Err` naming the value; use [`Array::astype`] to convert with
+    /// rounding or wrapping.
+    ///
+    /// ```
+    /// use mlx_rs::{ops, Array};
+    /// let i = ops::argmax(&Array::from_slice(&[1.0f32, 5.0, 2.0], &[3])?, None, false)?;
+    /// assert_eq!(i.item::<usize>()?, 1); // a uint32 array
+    /// assert_eq!(i.item::<i64>()?, 1);
+    /// assert_eq!(Array::from(0.5f32).item::<f64>()?, 0.5);
+    /// assert!(Array::from(-1i32).item::<u32>().is_err());
+    /// assert!(Array::from(0.5f32).item::<i32>().is_err());
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn item<T: ItemType>(&self) -> Result<T> {
+        crate::item::convert(self)
+    }
+
+    /// The single element, of exactly `T`'s dtype.
+    pub(crate) fn item_exact<T: ArrayElement>(&self) -> Result<T> {
         self.expect_dtype::<T>()?;
         if self.size() != 1 {
             return Err(Error::invalid(format!(

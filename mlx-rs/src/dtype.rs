@@ -110,7 +110,7 @@ impl fmt::Display for Dtype {
     }
 }
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
@@ -118,7 +118,7 @@ mod sealed {
 ///
 /// Implemented for `bool`, the fixed-width integers, `f32`, `f64`, [`half::f16`],
 /// [`half::bf16`] and [`num_complex::Complex32`]; sealed, because the layout must match MLX's.
-pub trait ArrayElement: Copy + Send + Sync + sealed::Sealed + 'static {
+pub trait ArrayElement: Copy + Send + Sync + sealed::Sealed + crate::ItemType + 'static {
     /// The dtype of an array holding this type.
     const DTYPE: Dtype;
 }

@@ -28,6 +28,7 @@ pub mod fft;
 pub mod graph;
 mod handles;
 pub mod io;
+mod item;
 pub mod linalg;
 pub mod memory;
 pub mod ops;
@@ -40,6 +41,7 @@ pub use backends::{cuda, metal};
 pub use device::{device_info, Device, DeviceInfoValue, DeviceType};
 pub use dtype::{ArrayElement, Dtype};
 pub use error::{Error, Result};
+pub use item::ItemType;
 pub use stream::{clear_streams, synchronize, with_device, with_stream, Stream, ThreadLocalStream};
 
 /// Re-exported so `f16`/`bf16` and `Complex32` elements need no extra dependency.

@@ -203,35 +203,70 @@ pub fn bernoulli<'a, 'k>(
     })
 }
 
-/// Samples category indices from unnormalized log-probabilities along `axis` (default -1)
-/// (Python: `mx.random.categorical(logits, axis=-1, shape=None, num_samples=None, key=None)`).
+/// Samples one category index per distribution from unnormalized log-probabilities along
+/// `axis` (`None`: -1) (Python: `mx.random.categorical(logits, axis=-1, key=None)`).
 ///
-/// At most one of `shape` and `num_samples` may be given, as in Python.
+/// Python's mutually exclusive `shape=` and `num_samples=` are the overloads
+/// [`categorical_shape`] and [`categorical_num_samples`].
+///
+/// ```
+/// use mlx_rs::{random, Array};
+/// let logits = Array::from_slice(&[0.0f32, 100.0, 0.0], &[1, 3])?;
+/// let i = random::categorical(&logits, -1, &random::key(0)?)?;
+/// assert_eq!(i.item::<usize>()?, 1);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
 pub fn categorical<'k>(
     logits: &Array,
     axis: impl Into<Option<i32>>,
-    shape: Option<&[i32]>,
-    num_samples: impl Into<Option<i32>>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
     let axis = axis.into().unwrap_or(-1);
     let key = crate::handles::opt_array(key.into());
-    let l = logits.as_raw();
-    match (shape, num_samples.into()) {
-        (Some(_), Some(_)) => Err(crate::Error::invalid(
-            "[categorical] At most one of shape or num_samples can be specified.",
-        )),
-        // SAFETY (all three arms): valid handles (key may be null); slices outlive the call.
-        (Some(shape), None) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_random_categorical_shape(res, l, axis, shape.as_ptr(), shape.len(), key, s)
-        }),
-        (None, Some(n)) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_random_categorical_num_samples(res, l, axis, n, key, s)
-        }),
-        (None, None) => Array::try_from_stream_op(|res, s| unsafe {
-            sys::mlx_random_categorical(res, l, axis, key, s)
-        }),
-    }
+    // SAFETY: valid handles (key may be null).
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_categorical(res, logits.as_raw(), axis, key, s)
+    })
+}
+
+/// [`categorical`] samples of the given output `shape` (Python:
+/// `mx.random.categorical(logits, axis, shape=shape)`).
+pub fn categorical_shape<'k>(
+    logits: &Array,
+    axis: impl Into<Option<i32>>,
+    shape: &[i32],
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let axis = axis.into().unwrap_or(-1);
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: valid handles (key may be null); `shape` outlives the call.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_categorical_shape(
+            res,
+            logits.as_raw(),
+            axis,
+            shape.as_ptr(),
+            shape.len(),
+            key,
+            s,
+        )
+    })
+}
+
+/// `num_samples` [`categorical`] samples per distribution (Python:
+/// `mx.random.categorical(logits, axis, num_samples=n)`).
+pub fn categorical_num_samples<'k>(
+    logits: &Array,
+    axis: impl Into<Option<i32>>,
+    num_samples: i32,
+    key: impl Into<Option<&'k Array>>,
+) -> Result<Array> {
+    let axis = axis.into().unwrap_or(-1);
+    let key = crate::handles::opt_array(key.into());
+    // SAFETY: valid handles (key may be null).
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_random_categorical_num_samples(res, logits.as_raw(), axis, num_samples, key, s)
+    })
 }
 
 /// Samples from the standard Gumbel distribution

@@ -57,10 +57,7 @@ fn clone_shares_and_drop_order_does_not_matter() {
 
 #[test]
 fn to_vec_follows_strides_of_views() {
-    let a = ops::arange(0, 6, None, None)
-        .unwrap()
-        .reshape(&[2, 3])
-        .unwrap();
+    let a = ops::arange_to(6).unwrap().reshape(&[2, 3]).unwrap();
     let t = a.t().unwrap();
     assert_eq!(t.shape(), &[3, 2]);
     assert_eq!(t.to_vec::<i32>().unwrap(), vec![0, 3, 1, 4, 2, 5]);
@@ -69,11 +66,11 @@ fn to_vec_follows_strides_of_views() {
         t.as_slice::<i32>(),
         Err(Error::NotContiguous { .. })
     ));
-    let t3 = ops::arange(0, 24, None, None)
+    let t3 = ops::arange_to(24)
         .unwrap()
         .reshape(&[2, 3, 4])
         .unwrap()
-        .transpose(&[2, 0, 1][..])
+        .transpose([2, 0, 1])
         .unwrap();
     let got = t3.to_vec::<i32>().unwrap();
     let mut want = Vec::new();
@@ -201,10 +198,7 @@ fn creation_ops() {
 
 #[test]
 fn reductions_with_axes_and_keepdims() {
-    let a = ops::arange(0.0f32, 6.0, None, None)
-        .unwrap()
-        .reshape(&[2, 3])
-        .unwrap();
+    let a = ops::arange_to(6.0).unwrap().reshape(&[2, 3]).unwrap();
     assert_eq!(a.sum(None, false).unwrap().item::<f32>().unwrap(), 15.0);
     assert_eq!(
         a.sum(0, false).unwrap().to_vec::<f32>().unwrap(),

@@ -15,7 +15,7 @@ fn fun(x: &[Array]) -> Result<Vec<Array>> {
 
 fn arange(shape: &[i32]) -> Array {
     let n: i32 = shape.iter().product();
-    (ops::arange(0.0f32, n as f32, None, None).unwrap() * 0.1)
+    (ops::arange_to(n as f32).unwrap() * 0.1)
         .reshape(shape)
         .unwrap()
 }

@@ -96,11 +96,7 @@ fn shape_ops() {
         "axis is required",
     );
     check("expand_dims axis", ops::expand_dims(&a, 5), "expand_dims");
-    check(
-        "transpose axes",
-        ops::transpose(&a, &[0, 0][..]),
-        "transpose",
-    );
+    check("transpose axes", ops::transpose(&a, [0, 0]), "transpose");
     check("swapaxes", ops::swapaxes(&a, 0, 2), "swapaxes");
     check("moveaxis", ops::moveaxis(&a, 3, 0), "moveaxis");
     check("broadcast_to", ops::broadcast_to(&a, &[4, 3]), "broadcast");
@@ -208,10 +204,10 @@ fn creation_ops() {
         "broadcast",
     );
     check("arange step", ops::arange(0, 5, 0, None), "step");
-    check("eye negative", ops::eye(-1, None, None, None), "eye");
+    check("eye negative", ops::eye(-1, Default::default()), "eye");
     check(
         "linspace negative",
-        ops::linspace(0.0, 1.0, -2, true, None),
+        ops::linspace(0.0, 1.0, ops::LinspaceOptions::default().num(-2)),
         "linspace",
     );
     check("tril 1-D", ops::tril(&f32s(&[3]), None), "tril");
@@ -253,7 +249,7 @@ fn linear_algebra_style_ops() {
     );
     check(
         "gather_mm shapes",
-        ops::gather_mm(&a, &a, None, None, false),
+        ops::gather_mm(&a, &a, Default::default()),
         "must match",
     );
     check(
@@ -263,7 +259,7 @@ fn linear_algebra_style_ops() {
     );
     check(
         "block_masked_mm",
-        ops::block_masked_mm(&a, &a, 3, None, None, None),
+        ops::block_masked_mm(&a, &a, ops::BlockMaskedMmOptions::default().block_size(3)),
         "must match",
     );
     check(
@@ -369,10 +365,7 @@ fn quantization() {
 
 #[test]
 fn indexing() {
-    let a = ops::arange(0, 12, None, None)
-        .unwrap()
-        .reshape(&[3, 4])
-        .unwrap();
+    let a = ops::arange_to(12).unwrap().reshape(&[3, 4]).unwrap();
     check("int out of range", a.index(3), "out of bounds");
     check(
         "negative int out of range",

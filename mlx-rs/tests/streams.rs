@@ -65,7 +65,7 @@ fn each_thread_has_its_own_default_stream() {
 
 #[test]
 fn evaluated_arrays_move_between_threads() {
-    let a = ops::arange(0, 4, None, None).unwrap();
+    let a = ops::arange_to(4).unwrap();
     a.eval().unwrap();
     let v = std::thread::spawn(move || (&a * 2).to_vec::<i32>().unwrap())
         .join()

@@ -15,7 +15,7 @@ use mlx_tree::{
 };
 
 fn arange(n: i32, scale: f32, shape: &[i32]) -> Array {
-    (ops::arange(0.0f32, n as f32, None, None).unwrap() * scale)
+    (ops::arange_to(n as f32).unwrap() * scale)
         .reshape(shape)
         .unwrap()
 }
@@ -57,7 +57,7 @@ struct KvCache {
 
 /// One decode step: write k/v of `x` at `pos`, attend over the filled slots, advance `pos`.
 fn decode_step(cache: &mut KvCache, x: &Array) -> Result<Array> {
-    let slots = ops::arange(0, T, None, None)?;
+    let slots = ops::arange_to(T)?;
     let here = ops::equal(&slots, &cache.pos)?.reshape(&[T, 1])?;
     let k = ops::tanh(x)?;
     let v = x * 2.0 - 1.0;

@@ -33,7 +33,7 @@ fn forward((l, x): &(Linear, Array)) -> Result<Out> {
 }
 
 fn arange(n: i32, scale: f32, shape: &[i32]) -> Array {
-    (ops::arange(0.0f32, n as f32, None, None).unwrap() * scale)
+    (ops::arange_to(n as f32).unwrap() * scale)
         .reshape(shape)
         .unwrap()
 }

@@ -206,77 +206,59 @@ def gelu_workload(compiled):
 
 
 # ---------------------------------------------------------------------------------------
-# W5: MLP training step, compiled; parameters and Adam state passed in and returned.
+# W5: MLP training step through the library: nn.Linear layers, nn.losses.cross_entropy,
+# nn.value_and_grad, optim.Adam; the model and optimizer state are compiled inputs and outputs.
 
 W5_SIZES = [784, 512, 512, 10]
 W5_BATCH = 128
-LR, BETA1, BETA2, EPS = 1e-3, 0.9, 0.999, 1e-8
-
-
-def mlp_forward(p, x):
-    h = x
-    n = len(p["layers"])
-    for i, l in enumerate(p["layers"]):
-        h = mx.add(mx.matmul(h, l["weight"].T), l["bias"])
-        if i + 1 < n:
-            h = mx.maximum(h, 0.0)
-    return h
-
-
-def cross_entropy(logits, y):
-    lse = mx.logsumexp(logits, axis=-1)
-    picked = mx.squeeze(mx.take_along_axis(logits, mx.expand_dims(y, -1), axis=-1), -1)
-    return mx.mean(mx.subtract(lse, picked))
-
-
-def adam(w, g, m, v):
-    m = mx.add(mx.multiply(m, BETA1), mx.multiply(g, 1.0 - BETA1))
-    v = mx.add(mx.multiply(v, BETA2), mx.multiply(mx.square(g), 1.0 - BETA2))
-    step = mx.divide(mx.multiply(m, LR), mx.add(mx.sqrt(v), EPS))
-    return mx.subtract(w, step), m, v
+LR = 1e-3
 
 
 def train_step_workload():
-    from mlx.utils import tree_flatten, tree_map, tree_unflatten
+    from functools import partial
+
+    import mlx.nn as nn
+    import mlx.optimizers as optim
+
+    class Mlp(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(i, o) for i, o in zip(W5_SIZES[:-1], W5_SIZES[1:])]
+
+        def __call__(self, x):
+            for i, l in enumerate(self.layers):
+                x = l(x)
+                if i + 1 < len(self.layers):
+                    x = nn.relu(x)
+            return x
 
     keys = mx.random.split(mx.random.key(0), 8)
-    layers = []
+    model = Mlp()
     for i, (din, dout) in enumerate(zip(W5_SIZES[:-1], W5_SIZES[1:])):
         scale = 1.0 / math.sqrt(din)
-        layers.append({
-            "weight": mx.random.uniform(-scale, scale, (dout, din), key=keys[i]),
-            "bias": mx.zeros((dout,)),
-        })
-    params = {"layers": layers}
-    m = tree_map(mx.zeros_like, params)
-    v = tree_map(mx.zeros_like, params)
+        model.layers[i].weight = mx.random.uniform(-scale, scale, (dout, din), key=keys[i])
+        model.layers[i].bias = mx.zeros((dout,))
+    opt = optim.Adam(learning_rate=LR)
+    opt.init(model.trainable_parameters())
     x = mx.random.normal((W5_BATCH, W5_SIZES[0]), key=keys[6])
     y = mx.random.randint(0, W5_SIZES[3], (W5_BATCH,), key=keys[7])
-    state = {"params": params, "m": m, "v": v}
-    mx.eval(state, x, y)
+    mx.eval(model.parameters(), opt.state, x, y)
 
-    loss_and_grad = mx.value_and_grad(lambda p, x, y: cross_entropy(mlp_forward(p, x), y))
+    def loss_fn(model, x, y):
+        return nn.losses.cross_entropy(model(x), y, reduction="mean")
 
-    def train_step(state, x, y):
-        loss, grads = loss_and_grad(state["params"], x, y)
-        new = {"params": [], "m": [], "v": []}
-        quads = zip(
-            tree_flatten(state["params"]), tree_flatten(grads),
-            tree_flatten(state["m"]), tree_flatten(state["v"]),
-        )
-        for (path, w), (_, g), (_, mm), (_, vv) in quads:
-            w, mm, vv = adam(w, g, mm, vv)
-            new["params"].append((path, w))
-            new["m"].append((path, mm))
-            new["v"].append((path, vv))
-        return loss, {k: tree_unflatten(val) for k, val in new.items()}
+    loss_and_grad = nn.value_and_grad(model, loss_fn)
+    state = [model.state, opt.state]
 
-    step = mx.compile(train_step)
-    holder = {"state": state}
+    @partial(mx.compile, inputs=state, outputs=state)
+    def step(x, y):
+        loss, grads = loss_and_grad(model, x, y)
+        opt.update(model, grads)
+        return loss
 
     def run():
-        loss, holder["state"] = step(holder["state"], x, y)
-        mx.eval(loss, holder["state"])
+        loss = step(x, y)
+        mx.eval(loss, state)
 
     return {"mlx": run}
 

@@ -94,6 +94,19 @@ pub fn arange<T: ArangeBound>(
     })
 }
 
+/// `[0, stop)` in steps of 1 (Python's one-argument overload `mx.arange(stop)`); the dtype
+/// follows `stop` as in [`arange`].
+///
+/// ```
+/// let a = mlx_rs::ops::arange_to(4)?;
+/// assert_eq!(a.to_vec::<i32>()?, vec![0, 1, 2, 3]);
+/// assert_eq!(mlx_rs::ops::arange_to(2.0f32)?.to_vec::<f32>()?, vec![0.0, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn arange_to<T: ArangeBound + Default>(stop: T) -> Result<Array> {
+    arange(T::default(), stop, None, None)
+}
+
 /// `fn name(a, dtype=None)` over `f(res, a, s)` / `f_dtype(res, a, dtype, s)`.
 macro_rules! like_ops {
     ($($(#[$doc:meta])* $name:ident => $plain:path, $typed:path;)*) => {$(
@@ -134,18 +147,63 @@ pub fn full_like<'a>(
     })
 }
 
-/// `fn name(n, m=None, k=0, dtype=float32)` over `f(res, n, m, k, dtype, s)`.
+/// The keyword arguments of [`eye`] and [`tri`] (one Python signature: `m=None, k=0,
+/// dtype=float32`), with Python's defaults.
+///
+/// ```
+/// use mlx_rs::ops::{self, EyeOptions};
+/// let e = ops::eye(2, EyeOptions::default().m(3).k(1))?;
+/// assert_eq!(e.to_vec::<f32>()?, vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EyeOptions {
+    /// Columns; `None` is `n`.
+    pub m: Option<i32>,
+    /// The diagonal: 0 the main one, positive above it.
+    pub k: i32,
+    /// The element type.
+    pub dtype: Dtype,
+}
+
+impl Default for EyeOptions {
+    fn default() -> Self {
+        EyeOptions {
+            m: None,
+            k: 0,
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl EyeOptions {
+    /// Sets `m`.
+    pub fn m(mut self, m: i32) -> Self {
+        self.m = Some(m);
+        self
+    }
+    /// Sets `k`.
+    pub fn k(mut self, k: i32) -> Self {
+        self.k = k;
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+}
+
+/// [`tri`] has [`eye`]'s signature and so its options.
+pub type TriOptions = EyeOptions;
+
+/// `fn name(n, options)` over `f(res, n, m, k, dtype, s)`.
 macro_rules! diagonal_ops {
     ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
         $(#[$doc])*
-        pub fn $name(
-            n: i32,
-            m: impl Into<Option<i32>>,
-            k: impl Into<Option<i32>>,
-            dtype: impl Into<Option<Dtype>>,
-        ) -> Result<Array> {
-            let (m, k) = (m.into().unwrap_or(n), k.into().unwrap_or(0));
-            let dtype = dtype.into().unwrap_or(Dtype::Float32);
+        pub fn $name(n: i32, options: EyeOptions) -> Result<Array> {
+            let EyeOptions { m, k, dtype } = options;
+            let m = m.unwrap_or(n);
             // SAFETY: plain values.
             Array::try_from_stream_op(|res, s| unsafe { $ffi(res, n, m, k, dtype.to_raw(), s) })
         }
@@ -168,17 +226,61 @@ pub fn identity(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_identity(res, n, dtype.to_raw(), s) })
 }
 
+/// The keyword arguments of [`linspace`], with Python's defaults (`num=50`,
+/// `endpoint=True`, `dtype=float32`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinspaceOptions {
+    /// How many values.
+    pub num: i32,
+    /// Whether `stop` is the last value (`true`) or excluded.
+    pub endpoint: bool,
+    /// The element type.
+    pub dtype: Dtype,
+}
+
+impl Default for LinspaceOptions {
+    fn default() -> Self {
+        LinspaceOptions {
+            num: 50,
+            endpoint: true,
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl LinspaceOptions {
+    /// Sets `num`.
+    pub fn num(mut self, num: i32) -> Self {
+        self.num = num;
+        self
+    }
+    /// Sets `endpoint`.
+    pub fn endpoint(mut self, endpoint: bool) -> Self {
+        self.endpoint = endpoint;
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+}
+
 /// `num` evenly spaced values from `start` to `stop` (Python: `mx.linspace(start, stop,
 /// num=50, endpoint=True, dtype=float32)`).
-pub fn linspace(
-    start: f64,
-    stop: f64,
-    num: impl Into<Option<i32>>,
-    endpoint: bool,
-    dtype: impl Into<Option<Dtype>>,
-) -> Result<Array> {
-    let num = num.into().unwrap_or(50);
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+///
+/// ```
+/// use mlx_rs::ops::{self, LinspaceOptions};
+/// let x = ops::linspace(0.0, 1.0, LinspaceOptions::default().num(5))?;
+/// assert_eq!(x.to_vec::<f32>()?, vec![0.0, 0.25, 0.5, 0.75, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn linspace(start: f64, stop: f64, options: LinspaceOptions) -> Result<Array> {
+    let LinspaceOptions {
+        num,
+        endpoint,
+        dtype,
+    } = options;
     if endpoint {
         // SAFETY: plain values.
         Array::try_from_stream_op(|res, s| unsafe {

@@ -756,8 +756,8 @@ impl Array {
     /// integer arrays, alone or in a tuple. See the [module docs](crate::ops) table.
     ///
     /// ```
-    /// use mlx_rs::ops::{arange, Ellipsis, NewAxis, SliceStep};
-    /// let a = arange(0, 12, None, None)?.reshape(&[3, 4])?;
+    /// use mlx_rs::ops::{arange_to, Ellipsis, NewAxis, SliceStep};
+    /// let a = arange_to(12)?.reshape(&[3, 4])?;
     /// assert_eq!(a.index((1, 1..3))?.to_vec::<i32>()?, vec![5, 6]);
     /// assert_eq!(a.index((Ellipsis, -1))?.to_vec::<i32>()?, vec![3, 7, 11]);
     /// assert_eq!(a.index((.., NewAxis, (..).step(-2)))?.shape(), &[3, 1, 2]);

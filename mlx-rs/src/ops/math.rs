@@ -202,18 +202,54 @@ pub fn clip<'l, 'h>(
     })
 }
 
-/// Replaces NaN with `nan` (default 0) and infinities with `posinf`/`neginf` (default: the
-/// dtype's largest/lowest finite value) (Python: `mx.nan_to_num(a, nan=0, posinf=None,
-/// neginf=None)`).
-pub fn nan_to_num<'a>(
-    a: impl IntoOperand<'a>,
-    nan: impl Into<Option<f32>>,
-    posinf: impl Into<Option<f32>>,
-    neginf: impl Into<Option<f32>>,
-) -> Result<Array> {
+/// The keyword arguments of [`nan_to_num`], with Python's defaults (`nan=0`,
+/// `posinf=None`, `neginf=None`: the dtype's largest/lowest finite value).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct NanToNumOptions {
+    /// The value for NaN.
+    pub nan: f32,
+    /// The value for +inf; `None` is the dtype's largest finite value.
+    pub posinf: Option<f32>,
+    /// The value for -inf; `None` is the dtype's lowest finite value.
+    pub neginf: Option<f32>,
+}
+
+impl NanToNumOptions {
+    /// Sets `nan`.
+    pub fn nan(mut self, nan: f32) -> Self {
+        self.nan = nan;
+        self
+    }
+    /// Sets `posinf`.
+    pub fn posinf(mut self, posinf: f32) -> Self {
+        self.posinf = Some(posinf);
+        self
+    }
+    /// Sets `neginf`.
+    pub fn neginf(mut self, neginf: f32) -> Self {
+        self.neginf = Some(neginf);
+        self
+    }
+}
+
+/// Replaces NaN and infinities with finite values (Python: `mx.nan_to_num(a, nan=0,
+/// posinf=None, neginf=None)`).
+///
+/// ```
+/// use mlx_rs::{ops::{self, NanToNumOptions}, Array};
+/// let a = Array::from_slice(&[f32::NAN, f32::INFINITY, 1.0], &[3])?;
+/// let b = ops::nan_to_num(&a, NanToNumOptions::default().nan(-1.0).posinf(9.0))?;
+/// assert_eq!(b.to_vec::<f32>()?, vec![-1.0, 9.0, 1.0]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn nan_to_num<'a>(a: impl IntoOperand<'a>, options: NanToNumOptions) -> Result<Array> {
     let a = operand_array(a, None);
-    let nan = nan.into().unwrap_or(0.0);
-    let (posinf, neginf) = (opt_float(posinf.into()), opt_float(neginf.into()));
+    let NanToNumOptions {
+        nan,
+        posinf,
+        neginf,
+    } = options;
+    let (posinf, neginf) = (opt_float(posinf), opt_float(neginf));
     // SAFETY: valid handle; plain values.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_nan_to_num(res, a.as_raw(), nan, posinf, neginf, s)

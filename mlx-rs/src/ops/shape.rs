@@ -16,9 +16,18 @@ pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
     })
 }
 
-/// Permutes the axes; `None` reverses them (Python: `mx.transpose(a, axes=None)`).
-pub fn transpose<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Array> {
-    match axes.into() {
+/// Permutes the axes; `None` reverses them (Python: `mx.transpose(a, axes=None)`). `axes`
+/// takes what every axes argument takes ([`Axes`]): `[0, 2, 1, 3]`, `&v`, `None`.
+///
+/// ```
+/// use mlx_rs::ops;
+/// let a = ops::zeros(&[2, 3, 4], None)?;
+/// assert_eq!(a.transpose([0, 2, 1])?.shape(), &[2, 4, 3]);
+/// assert_eq!(a.transpose(None)?.shape(), &[4, 3, 2]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn transpose<'x>(a: &Array, axes: impl Into<Axes<'x>>) -> Result<Array> {
+    match axes.into().as_slice() {
         // SAFETY: valid handle; mlx-c writes a new array into res.
         None => {
             Array::try_from_stream_op(|res, s| unsafe { sys::mlx_transpose(res, a.as_raw(), s) })
@@ -31,7 +40,7 @@ pub fn transpose<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Ar
 }
 
 /// Python's `mx.permute_dims`, an alias of [`transpose`].
-pub fn permute_dims<'x>(a: &Array, axes: impl Into<Option<&'x [i32]>>) -> Result<Array> {
+pub fn permute_dims<'x>(a: &Array, axes: impl Into<Axes<'x>>) -> Result<Array> {
     transpose(a, axes)
 }
 
@@ -433,22 +442,57 @@ pub fn roll<'x, 'y>(
     }
 }
 
+/// The keyword arguments of [`as_strided`], with Python's defaults (`shape=None`,
+/// `strides=None`, `offset=0`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AsStridedOptions<'a> {
+    /// The view's shape; `None` keeps `a`'s shape.
+    pub shape: Option<&'a [i32]>,
+    /// Element strides; `None` means row-contiguous strides for the shape.
+    pub strides: Option<&'a [i64]>,
+    /// The element offset of the first element.
+    pub offset: usize,
+}
+
+impl<'a> AsStridedOptions<'a> {
+    /// Sets `shape`.
+    pub fn shape(mut self, shape: &'a [i32]) -> Self {
+        self.shape = Some(shape);
+        self
+    }
+    /// Sets `strides`.
+    pub fn strides(mut self, strides: &'a [i64]) -> Self {
+        self.strides = Some(strides);
+        self
+    }
+    /// Sets `offset`.
+    pub fn offset(mut self, offset: usize) -> Self {
+        self.offset = offset;
+        self
+    }
+}
+
 /// A view with explicit shape, element strides and offset
-/// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`). `None` shape keeps
-/// `a`'s shape; `None` strides means row-contiguous strides for the shape.
+/// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`).
 ///
 /// Like Python, the strides are not checked against the buffer: reading outside it is the
 /// caller's responsibility, so keep them within `a.size()`.
-pub fn as_strided<'x, 'y>(
-    a: &Array,
-    shape: impl Into<Option<&'x [i32]>>,
-    strides: impl Into<Option<&'y [i64]>>,
-    offset: impl Into<Option<usize>>,
-) -> Result<Array> {
-    let shape: Vec<i32> = shape
-        .into()
-        .map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
-    let strides: Vec<i64> = match strides.into() {
+///
+/// ```
+/// use mlx_rs::ops::{self, AsStridedOptions};
+/// let a = ops::arange_to(6)?;
+/// let w = ops::as_strided(&a, AsStridedOptions::default().shape(&[2, 3]).strides(&[1, 1]))?;
+/// assert_eq!(w.to_vec::<i32>()?, vec![0, 1, 2, 1, 2, 3]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
+    let AsStridedOptions {
+        shape,
+        strides,
+        offset,
+    } = options;
+    let shape: Vec<i32> = shape.map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
+    let strides: Vec<i64> = match strides {
         Some(st) => st.to_vec(),
         None => {
             let mut st = vec![1i64; shape.len()];
@@ -458,7 +502,6 @@ pub fn as_strided<'x, 'y>(
             st
         }
     };
-    let offset = offset.into().unwrap_or(0);
     // SAFETY: valid handle; the vectors outlive the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_as_strided(
@@ -499,7 +542,7 @@ array_methods! {
     /// The same data with a new shape (Python: `a.reshape(shape)`).
     fn reshape(shape: &[i32]);
     /// Permuted axes (Python: `a.transpose(axes)`).
-    fn transpose(axes: impl Into<Option<&'x [i32]>>) <'x>;
+    fn transpose(axes: impl Into<Axes<'x>>) <'x>;
     /// Removes size-1 axes (Python: `a.squeeze(axis=None)`).
     fn squeeze(axis: impl Into<Axes<'x>>) <'x>;
     /// Flattens axes `start_axis..=end_axis` (Python: `a.flatten(start_axis=0, end_axis=-1)`).

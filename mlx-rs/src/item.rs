@@ -1,0 +1,153 @@
+//! What [`Array::item`](crate::Array::item) may return, and the value-preserving conversions
+//! between an array's dtype and the requested Rust type.
+
+use half::{bf16, f16};
+use num_complex::Complex32;
+
+use crate::dtype::sealed;
+use crate::{Array, Dtype, Error, Result};
+
+/// One element as read from the array in its own dtype, before conversion. Public only inside
+/// this private module, so [`ItemType`] stays sealed.
+#[derive(Debug, Clone, Copy)]
+pub enum Scalar {
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Complex(Complex32),
+}
+
+impl Scalar {
+    fn read(a: &Array) -> Result<Scalar> {
+        Ok(match a.dtype() {
+            Dtype::Bool => Scalar::Bool(a.item_exact::<bool>()?),
+            Dtype::Uint8 => Scalar::Int(a.item_exact::<u8>()?.into()),
+            Dtype::Uint16 => Scalar::Int(a.item_exact::<u16>()?.into()),
+            Dtype::Uint32 => Scalar::Int(a.item_exact::<u32>()?.into()),
+            Dtype::Uint64 => Scalar::Int(a.item_exact::<u64>()?.into()),
+            Dtype::Int8 => Scalar::Int(a.item_exact::<i8>()?.into()),
+            Dtype::Int16 => Scalar::Int(a.item_exact::<i16>()?.into()),
+            Dtype::Int32 => Scalar::Int(a.item_exact::<i32>()?.into()),
+            Dtype::Int64 => Scalar::Int(a.item_exact::<i64>()?.into()),
+            Dtype::Float16 => Scalar::Float(a.item_exact::<f16>()?.into()),
+            Dtype::Bfloat16 => Scalar::Float(a.item_exact::<bf16>()?.into()),
+            Dtype::Float32 => Scalar::Float(a.item_exact::<f32>()?.into()),
+            Dtype::Float64 => Scalar::Float(a.item_exact::<f64>()?),
+            Dtype::Complex64 => Scalar::Complex(a.item_exact::<Complex32>()?),
+        })
+    }
+}
+
+/// A Rust type [`Array::item`](crate::Array::item) can return: every [`ArrayElement`] type
+/// plus `usize` and `isize`. See `item` for the conversion rule.
+pub trait ItemType: Copy + sealed::Sealed + FromScalar + 'static {}
+
+/// The conversion behind [`ItemType`]; private, so no type outside this crate implements it.
+pub trait FromScalar: Sized {
+    /// The value as `Self`, or `None` when the conversion would change it.
+    fn from_scalar(s: Scalar) -> Option<Self>;
+}
+
+impl<T: Copy + sealed::Sealed + FromScalar + 'static> ItemType for T {}
+
+fn not_representable(a: Dtype, name: &str, s: Scalar) -> Error {
+    let v = match s {
+        Scalar::Bool(b) => b.to_string(),
+        Scalar::Int(i) => i.to_string(),
+        Scalar::Float(f) => f.to_string(),
+        Scalar::Complex(c) => c.to_string(),
+    };
+    Error::invalid(format!(
+        "[item] the {a} value {v} is not exactly representable as {name}; use `astype` to \
+         convert with rounding or wrapping"
+    ))
+}
+
+pub(crate) fn convert<T: ItemType>(a: &Array) -> Result<T> {
+    let s = Scalar::read(a)?;
+    T::from_scalar(s).ok_or_else(|| not_representable(a.dtype(), std::any::type_name::<T>(), s))
+}
+
+macro_rules! int_items {
+    ($($ty:ty),*) => {$(
+        impl FromScalar for $ty {
+            fn from_scalar(s: Scalar) -> Option<Self> {
+                match s {
+                    Scalar::Bool(b) => Some(<$ty>::from(b)),
+                    Scalar::Int(i) => <$ty>::try_from(i).ok(),
+                    Scalar::Float(_) | Scalar::Complex(_) => None,
+                }
+            }
+        }
+    )*};
+}
+
+int_items!(u8, u16, u32, u64, i8, i16, i32, i64, usize, isize);
+
+impl sealed::Sealed for usize {}
+impl sealed::Sealed for isize {}
+
+impl FromScalar for bool {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        match s {
+            Scalar::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// A real value as f64 when that is exact (integers beyond 2^53 are not).
+fn real_f64(s: Scalar) -> Option<f64> {
+    match s {
+        Scalar::Bool(b) => Some(f64::from(u8::from(b))),
+        Scalar::Int(i) => {
+            let f = i as f64;
+            (f as i128 == i).then_some(f)
+        }
+        Scalar::Float(f) => Some(f),
+        Scalar::Complex(_) => None,
+    }
+}
+
+/// `f` as a narrower float type when the round trip gives `f` back (NaN stays NaN).
+fn narrow<T: Copy>(f: f64, to: impl Fn(f64) -> T, back: impl Fn(T) -> f64) -> Option<T> {
+    let t = to(f);
+    let b = back(t);
+    (b == f || (b.is_nan() && f.is_nan())).then_some(t)
+}
+
+impl FromScalar for f64 {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        real_f64(s)
+    }
+}
+
+impl FromScalar for f32 {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        narrow(real_f64(s)?, |f| f as f32, f64::from)
+    }
+}
+
+impl FromScalar for f16 {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        narrow(real_f64(s)?, f16::from_f64, f64::from)
+    }
+}
+
+impl FromScalar for bf16 {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        narrow(real_f64(s)?, bf16::from_f64, f64::from)
+    }
+}
+
+impl FromScalar for Complex32 {
+    fn from_scalar(s: Scalar) -> Option<Self> {
+        match s {
+            Scalar::Complex(c) => Some(c),
+            real => {
+                let re = narrow(real_f64(real)?, |f| f as f32, f64::from)?;
+                Some(Complex32::new(re, 0.0))
+            }
+        }
+    }
+}
