@@ -13,6 +13,16 @@
 //! println!("{total}");
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
+//!
+//! # Raw handles
+//! Every handle type follows one rule (git2's): `as_raw()` hands out the raw mlx-sys handle,
+//! still owned by the Rust value, and is safe to call, because doing anything with it needs
+//! `unsafe` mlx-sys calls; `from_raw()` takes ownership of a handle and is `unsafe`.
+
+// Every unsafe operation sits in its own `unsafe` block with a `// SAFETY:` argument, even
+// inside an `unsafe fn`.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod array;
 mod backends;

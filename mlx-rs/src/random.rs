@@ -221,13 +221,15 @@ pub fn categorical<'k>(
         (Some(_), Some(_)) => Err(crate::Error::invalid(
             "[categorical] At most one of shape or num_samples can be specified.",
         )),
-        // SAFETY (all three arms): valid handles (key may be null); slices outlive the call.
+        // SAFETY: valid handles (key may be null); `shape` outlives the call.
         (Some(shape), None) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_random_categorical_shape(res, l, axis, shape.as_ptr(), shape.len(), key, s)
         }),
+        // SAFETY: valid handles (key may be null); plain values.
         (None, Some(n)) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_random_categorical_num_samples(res, l, axis, n, key, s)
         }),
+        // SAFETY: valid handles (key may be null).
         (None, None) => Array::try_from_stream_op(|res, s| unsafe {
             sys::mlx_random_categorical(res, l, axis, key, s)
         }),
