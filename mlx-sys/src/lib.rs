@@ -9,20 +9,23 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-/// bindgen's output, unedited: its names follow C and its `unsafe` blocks (zeroed `Default`
-/// impls) carry no comments.
-mod bindings {
-    #![allow(
-        non_upper_case_globals,
-        non_camel_case_types,
-        non_snake_case,
-        dead_code,
-        unsafe_op_in_unsafe_fn,
-        clippy::all,
-        clippy::undocumented_unsafe_blocks
-    )]
-
-    include!(concat!(env!("OUT_DIR"), "/bindings.rs"));
-}
+/// bindgen's output, unedited and committed (regenerate or check it with `scripts/bindings`),
+/// so that building needs neither bindgen nor libclang. mlx-c's headers differ by
+/// architecture only: aarch64 adds the float16/bfloat16 accessors. Its names follow C and its
+/// `unsafe` blocks (zeroed `Default` impls) carry no comments.
+// rustfmt would restyle them, and then they would no longer match what bindgen writes.
+#[rustfmt::skip]
+#[cfg_attr(target_arch = "aarch64", path = "bindings/aarch64.rs")]
+#[cfg_attr(not(target_arch = "aarch64"), path = "bindings/generic.rs")]
+#[allow(
+    non_upper_case_globals,
+    non_camel_case_types,
+    non_snake_case,
+    dead_code,
+    unsafe_op_in_unsafe_fn,
+    clippy::all,
+    clippy::undocumented_unsafe_blocks
+)]
+mod bindings;
 
 pub use bindings::*;
