@@ -156,36 +156,30 @@ fn host_os(triple: &str) -> &'static str {
         .map_or("unknown", |(_, os)| os)
 }
 
-/// `cargo run` and `cargo test` put link-search folders that lie inside the target folder on
-/// the dynamic-library path of every binary they start, dependents' included. A folder in
-/// OUT_DIR with a link to the prebuilt libmlx lets any crate of the workspace run its tests
-/// against it without a build script of its own or LD_LIBRARY_PATH.
+/// `cargo run` and `cargo test` put link-search folders that lie inside OUT_DIR on the
+/// dynamic-library path of every binary they start, dependents' included. A link in OUT_DIR
+/// to the prebuilt library folder lets every crate of the workspace run its tests against it
+/// without a build script of its own or LD_LIBRARY_PATH. The folder itself is linked, not the
+/// library: the loader resolves libmlx's own `$ORIGIN`-relative run paths (the wheel's BLAS)
+/// through the real folder that way.
 fn stage_runtime_dir(lib_dir: &Path, out_dir: &Path) {
     let staged = out_dir.join("mlx-runtime");
+    let _ = fs::remove_file(&staged);
     let _ = fs::remove_dir_all(&staged);
-    fs::create_dir_all(&staged).unwrap();
-    let Ok(entries) = fs::read_dir(lib_dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        if name.to_string_lossy().starts_with("libmlx") {
-            link_or_copy(&entry.path(), &staged.join(&name));
-        }
+    if link_dir(lib_dir, &staged).is_ok() {
+        println!("cargo:rustc-link-search=native={}", staged.display());
     }
-    println!("cargo:rustc-link-search=native={}", staged.display());
 }
 
 #[cfg(unix)]
-fn link_or_copy(from: &Path, to: &Path) {
-    std::os::unix::fs::symlink(from, to).unwrap_or_else(|_| {
-        fs::copy(from, to).unwrap();
-    });
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(from, to)
 }
 
+// Elsewhere binaries find the library through the rpath and DEP_MLX_RPATH only.
 #[cfg(not(unix))]
-fn link_or_copy(from: &Path, to: &Path) {
-    fs::copy(from, to).unwrap();
+fn link_dir(_from: &Path, _to: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 fn configure_source_build(
