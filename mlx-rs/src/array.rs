@@ -568,8 +568,9 @@ mod tests {
     #[test]
     fn strided_read_rejects_offsets_beyond_isize() {
         let data = [0u8];
-        // SAFETY: the layout is rejected before anything is read.
-        let r = unsafe { read_strided(data.as_ptr(), &[3], &[i64::MAX / 2]) };
+        // 3 steps of i64::MAX / 2 overflow i64.
+        // SAFETY: the layout is rejected before any pointer is formed or read.
+        let r = unsafe { read_strided(data.as_ptr(), &[4], &[i64::MAX / 2]) };
         assert!(r.is_err());
         // SAFETY: as above.
         let r = unsafe { read_strided(data.as_ptr(), &[2], &[i64::MIN]) };
