@@ -1,14 +1,19 @@
-//! Builds mlx-c (and, unless `MLX_DIR` names a prebuilt MLX, MLX itself) and generates
-//! the raw bindings.
+//! Builds mlx-c (and, unless `MLX_DIR` names a prebuilt MLX, MLX itself). The raw bindings
+//! are committed (`src/bindings/`), so neither bindgen nor libclang is needed to build.
 //!
-//! Two modes:
+//! Modes:
 //! - default: vendored MLX + mlx-c from source, static, Release, offline. CPU + OpenBLAS/LAPACK
 //!   on Linux, Metal + Accelerate on macOS, CUDA with the `cuda` feature.
 //! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built, against that MLX, which is
 //!   linked dynamically. Dependents receive the library folder as `DEP_MLX_RPATH` so their
 //!   binaries can find it without `LD_LIBRARY_PATH`.
-//! - `MLX_SYS_BINDINGS_ONLY=1`: only the bindings are generated, nothing is built or linked.
-//!   Enough to type-check (compile-fail tests, docs); a binary built this way does not link.
+//! - `MLX_SYS_BINDINGS_ONLY=1`: nothing is built or linked. Enough to type-check
+//!   (compile-fail tests, docs); a binary built this way does not link. Implied when the
+//!   target OS is not the host's (`cargo check --target aarch64-apple-darwin` on Linux): MLX
+//!   cannot be built without the target's SDK, and a type check needs none of it.
+//! - feature `regenerate-bindings`: also runs bindgen over the vendored headers and writes
+//!   `$OUT_DIR/bindings/{generic,aarch64}.rs`; `scripts/bindings` copies them into
+//!   `src/bindings/` or checks that the committed ones match.
 
 use std::env;
 use std::fs;
@@ -24,6 +29,7 @@ const WATCHED_ENV: &[&str] = &[
     "CUDNN_ROOT",
     "MLX_SYS_JOBS",
     "MLX_SYS_BINDINGS_ONLY",
+    "MLX_SYS_BINDINGS_OUT",
 ];
 
 fn main() {
@@ -33,19 +39,26 @@ fn main() {
     }
 
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
-    let vendor = manifest_dir.join("..").join("vendor");
+    // Inside the package, so a packaged mlx-sys (`cargo package`) carries what it builds.
+    let vendor = manifest_dir.join("vendor");
     let mlx_c_src = vendor.join("mlx-c");
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
     let target_os = env::var("CARGO_CFG_TARGET_OS").unwrap();
     let cuda = env::var_os("CARGO_FEATURE_CUDA").is_some();
 
-    if env::var_os("MLX_SYS_BINDINGS_ONLY").is_some() {
-        let mut missing = Missing::default();
-        if target_os == "linux" {
-            missing.check_libclang();
+    #[cfg(feature = "regenerate-bindings")]
+    regenerate::all(&mlx_c_src, &out_dir);
+
+    let host = env::var("HOST").unwrap();
+    let target = env::var("TARGET").unwrap();
+    let foreign_os = host_os(&host) != target_os;
+    if env::var_os("MLX_SYS_BINDINGS_ONLY").is_some() || foreign_os {
+        if foreign_os {
+            println!(
+                "cargo:warning=mlx-sys: target {target} is another OS than the host ({host}): \
+                 MLX is not built, so this build can type-check but not link"
+            );
         }
-        missing.fail_if_any();
-        generate_bindings(&mlx_c_src, &out_dir);
         return;
     }
 
@@ -53,11 +66,8 @@ fn main() {
 
     let mut missing = Missing::default();
     missing.check_cmake();
-    if target_os == "linux" {
-        missing.check_libclang();
-        if prebuilt.is_none() {
-            missing.check_source_build_deps();
-        }
+    if target_os == "linux" && prebuilt.is_none() {
+        missing.check_source_build_deps();
     }
     missing.fail_if_any();
 
@@ -102,6 +112,7 @@ fn main() {
             // Metadata for dependents (DEP_MLX_RPATH) and an rpath for our own test binaries.
             println!("cargo:rpath={}", mlx.lib_dir.display());
             println!("cargo:rustc-link-arg=-Wl,-rpath,{}", mlx.lib_dir.display());
+            stage_runtime_dir(&mlx.lib_dir, &out_dir);
             link_cxx_runtime(&target_os);
         }
         None => {
@@ -128,8 +139,47 @@ fn main() {
             link_cxx_runtime(&target_os);
         }
     }
+}
 
-    generate_bindings(&mlx_c_src, &out_dir);
+/// The OS part of a target triple, spelled as `CARGO_CFG_TARGET_OS` spells it.
+fn host_os(triple: &str) -> &'static str {
+    const OSES: [(&str, &str); 6] = [
+        ("-apple-darwin", "macos"),
+        ("-apple-ios", "ios"),
+        ("-linux-", "linux"),
+        ("-windows-", "windows"),
+        ("-freebsd", "freebsd"),
+        ("-android", "android"),
+    ];
+    OSES.iter()
+        .find(|(part, _)| triple.contains(part))
+        .map_or("unknown", |(_, os)| os)
+}
+
+/// `cargo run` and `cargo test` put link-search folders that lie inside OUT_DIR on the
+/// dynamic-library path of every binary they start, dependents' included. A link in OUT_DIR
+/// to the prebuilt library folder lets every crate of the workspace run its tests against it
+/// without a build script of its own or LD_LIBRARY_PATH. The folder itself is linked, not the
+/// library: the loader resolves libmlx's own `$ORIGIN`-relative run paths (the wheel's BLAS)
+/// through the real folder that way.
+fn stage_runtime_dir(lib_dir: &Path, out_dir: &Path) {
+    let staged = out_dir.join("mlx-runtime");
+    let _ = fs::remove_file(&staged);
+    let _ = fs::remove_dir_all(&staged);
+    if link_dir(lib_dir, &staged).is_ok() {
+        println!("cargo:rustc-link-search=native={}", staged.display());
+    }
+}
+
+#[cfg(unix)]
+fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(from, to)
+}
+
+// Elsewhere binaries find the library through the rpath and DEP_MLX_RPATH only.
+#[cfg(not(unix))]
+fn link_dir(_from: &Path, _to: &Path) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 fn configure_source_build(
@@ -266,23 +316,85 @@ fn link_cxx_runtime(target_os: &str) {
     println!("cargo:rustc-link-lib=dylib={lib}");
 }
 
-fn generate_bindings(mlx_c_src: &Path, out_dir: &Path) {
-    // Every public header is reached through mlx.h; the file allowlist keeps libc out.
-    let bindings = bindgen::Builder::default()
-        .header(mlx_c_src.join("mlx/c/mlx.h").to_string_lossy())
-        .clang_arg(format!("-I{}", mlx_c_src.display()))
-        .allowlist_file(r".*[/\\]mlx[/\\]c[/\\][a-z_]+\.h")
-        .default_enum_style(bindgen::EnumVariation::Consts)
-        .prepend_enum_name(false)
-        .derive_default(true)
-        .layout_tests(true)
-        .generate_comments(false)
-        .parse_callbacks(Box::new(bindgen::CargoCallbacks::new()))
-        .generate()
-        .unwrap_or_else(|e| fatal(&[format!("bindgen failed on the mlx-c headers: {e}")]));
-    bindings
-        .write_to_file(out_dir.join("bindings.rs"))
-        .expect("writing bindings.rs");
+/// bindgen over the vendored mlx-c headers, for `scripts/bindings`. mlx-c's headers differ
+/// by architecture only: `half.h` declares the float16/bfloat16 accessors on aarch64 alone.
+/// Both variants are generated on any host: clang's own headers (stdint.h, arm_fp16.h, ...)
+/// plus three one-line stand-ins for the C library's keep the system's libc out, so the
+/// output is the same on Linux and macOS. `FILE` (only used behind a pointer) is opaque.
+#[cfg(feature = "regenerate-bindings")]
+mod regenerate {
+    use std::path::Path;
+
+    const LIBC_STANDINS: [(&str, &str); 3] = [
+        ("stdlib.h", "#include <stddef.h>\n"),
+        ("stdio.h", "typedef struct FILE FILE;\n"),
+        // `float _Complex` is a C99 keyword; complex.h only adds macros mlx-c does not use.
+        ("complex.h", ""),
+    ];
+
+    pub fn all(mlx_c_src: &Path, out_dir: &Path) {
+        println!(
+            "cargo:rerun-if-changed={}",
+            mlx_c_src.join("mlx/c").display()
+        );
+        let dest = std::env::var_os("MLX_SYS_BINDINGS_OUT")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| out_dir.join("bindings"));
+        std::fs::create_dir_all(&dest).unwrap();
+        let standins = out_dir.join("libc-standins");
+        std::fs::create_dir_all(&standins).unwrap();
+        for (name, text) in LIBC_STANDINS {
+            std::fs::write(standins.join(name), text).unwrap();
+        }
+        // clang 14 only accepts `__bf16` on aarch64 with the bf16 extension named; Apple's
+        // clang takes it on every arm64 Mac. The flag changes no declaration.
+        for (variant, clang_target, extra) in [
+            ("generic", "x86_64-unknown-linux-gnu", None),
+            (
+                "aarch64",
+                "aarch64-unknown-linux-gnu",
+                Some("-march=armv8.6-a+bf16"),
+            ),
+        ] {
+            let file = dest.join(format!("{variant}.rs"));
+            one(mlx_c_src, &standins, clang_target, extra, &file);
+        }
+    }
+
+    fn one(
+        mlx_c_src: &Path,
+        standins: &Path,
+        clang_target: &str,
+        extra: Option<&str>,
+        file: &Path,
+    ) {
+        let bindings = bindgen::Builder::default()
+            .header(mlx_c_src.join("mlx/c/mlx.h").to_string_lossy())
+            .clang_arg(format!("--target={clang_target}"))
+            .clang_args(extra)
+            .clang_arg("-nostdlibinc")
+            .clang_arg(format!("-isystem{}", standins.display()))
+            .clang_arg(format!("-I{}", mlx_c_src.display()))
+            .allowlist_file(r".*[/\\]mlx[/\\]c[/\\][a-z_]+\.h")
+            .blocklist_type("FILE")
+            .raw_line("/// C's `FILE`: opaque, only ever used behind a pointer.")
+            .raw_line("#[repr(C)]")
+            .raw_line("pub struct FILE {")
+            .raw_line("    _opaque: [u8; 0],")
+            .raw_line("}")
+            .default_enum_style(bindgen::EnumVariation::Consts)
+            .prepend_enum_name(false)
+            .derive_default(true)
+            .layout_tests(true)
+            .generate_comments(false)
+            .generate()
+            .unwrap_or_else(|e| {
+                super::fatal(&[format!(
+                    "bindgen failed on the mlx-c headers for {clang_target}: {e}"
+                )])
+            });
+        bindings.write_to_file(file).expect("writing bindings");
+    }
 }
 
 /// Where a prebuilt MLX lives: the CMake package folder and the folder holding libmlx.
@@ -365,28 +477,6 @@ impl Missing {
         }
     }
 
-    fn check_libclang(&mut self) {
-        if let Some(dir) = env::var_os("LIBCLANG_PATH") {
-            if has_libclang(Path::new(&dir)) {
-                return;
-            }
-        }
-        let mut dirs: Vec<PathBuf> = lib_dirs();
-        if let Ok(entries) = fs::read_dir("/usr/lib") {
-            for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with("llvm-") {
-                    dirs.push(e.path().join("lib"));
-                }
-            }
-        }
-        if !dirs.iter().any(|d| has_libclang(d)) {
-            self.add(
-                "libclang (needed by bindgen) was not found; or set LIBCLANG_PATH",
-                "libclang-dev",
-            );
-        }
-    }
-
     fn check_source_build_deps(&mut self) {
         let headers: [(&str, &str, &'static str); 5] = [
             ("cblas.h", "BLAS headers", "libopenblas-dev"),
@@ -430,16 +520,6 @@ impl Missing {
         lines.push("or build against a prebuilt MLX with MLX_DIR (see README)".into());
         fatal(&lines);
     }
-}
-
-fn has_libclang(dir: &Path) -> bool {
-    fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with("libclang"))
-        })
-        .unwrap_or(false)
 }
 
 fn include_dirs() -> Vec<PathBuf> {

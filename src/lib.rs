@@ -16,6 +16,9 @@
 //! # Ok::<(), mlx::core::Error>(())
 //! ```
 
+// The facade only re-exports: the unsafe code lives in mlx-sys and mlx-rs only.
+#![forbid(unsafe_code)]
+
 /// Arrays, ops, devices, streams and array-level transforms (Python: `mlx.core`).
 ///
 /// [`core::eval`] and [`core::async_eval`] take trees, as Python's `mx.eval(*trees)` does:

@@ -60,6 +60,9 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
+// Pure safe Rust over mlx-rs and mlx-tree: the unsafe code lives in mlx-sys and mlx-rs only.
+#![forbid(unsafe_code)]
+
 mod activations;
 mod forward;
 pub mod init;

@@ -27,6 +27,9 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
+// Pure safe Rust over mlx-rs, mlx-tree and mlx-nn: the unsafe code lives in mlx-sys and mlx-rs only.
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 
 use mlx_nn::Module;

@@ -16,11 +16,34 @@ use crate::item::ItemType;
 /// `Drop` releases the reference. Arrays are lazy: ops build a graph, and [`Array::eval`] (or
 /// reading data) computes it.
 ///
-/// `Array` is `Send` but not `Sync`: it may move to another thread, but two threads must not
-/// evaluate through the same handle at once. An array whose graph is still unevaluated can
-/// only be evaluated on the thread whose stream built it (MLX 0.32 streams are
-/// thread-affine); elsewhere `eval` returns MLX's error. Evaluate before sending when the other
-/// thread needs the values.
+/// # Threads: `Send`, not `Sync`
+///
+/// An `Array` is a reference-counted pointer to a C++ `mlx::core::array`, whose descriptor
+/// (status, completion event, primitive, graph inputs, data) is shared by every clone and by
+/// every graph node that uses the array. MLX synchronizes the reference count (atomic) and the
+/// data of a computed array (immutable once computed), but nothing else: evaluation writes the
+/// status, resets the event and detaches the graph without locks. The safety argument:
+///
+/// - **Settled arrays are shared read-only.** After [`Array::eval`] (or [`crate::eval`], or
+///   any read such as [`Array::to_vec`]) returns, the array is computed, waited for and
+///   detached: every MLX operation that reaches its descriptor, from any thread, through any
+///   clone, only reads it. Arrays made from data (`from_slice`, `from_scalar`, ...) are
+///   settled from the start. Sending such an array, or a clone of it, is sound; this is the
+///   documented way to hand results to another thread ("evaluate, then send").
+/// - **Not `Sync`.** `&Array` cannot be shared, so the only way to reach one descriptor from
+///   two threads is a clone (or a graph node) moved across, which the rule above covers; it
+///   also keeps lazy evaluation (which writes) from being triggered through shared references.
+/// - **Unsettled arrays belong to the thread that built them.** MLX 0.32 streams are
+///   thread-affine: evaluating another thread's unevaluated graph returns MLX's error
+///   (`There is no Stream(cpu, N) in current thread`) and the graph is left for its owner.
+///   But MLX walks the graph before it reaches that check, so the walk must not overlap with
+///   the owning thread evaluating (or building on) the same unevaluated nodes. The types
+///   cannot see evaluation state, so this one rule is the caller's: do not keep using an
+///   unevaluated graph on two threads at once; evaluate before sending.
+/// - [`crate::async_eval`] leaves arrays computing: settle them (`eval`) before sending.
+///
+/// `mlx-rs/tests/compile_fail/` proves the negative claims (`Array: !Sync`, ...);
+/// `mlx-rs/tests/streams.rs` runs the positive ones under concurrency.
 ///
 /// ```
 /// use mlx_rs::{Array, Dtype};
@@ -43,10 +66,12 @@ pub struct Array {
 unsafe impl Send for Array {}
 
 impl Array {
-    /// Wraps a raw handle, taking ownership of it.
+    /// Wraps a raw handle, taking ownership of it. The one `unsafe` raw-handle function: every
+    /// other handle type follows the same rule (`from_raw` unsafe, `as_raw` safe).
     ///
     /// # Safety
-    /// `raw` must be a valid, non-shared `mlx_array` that nothing else will free.
+    /// `raw` must be a valid `mlx_array` handle that nothing else will free: the returned
+    /// `Array` frees it on drop.
     pub unsafe fn from_raw(raw: sys::mlx_array) -> Array {
         Array {
             raw,
@@ -54,16 +79,11 @@ impl Array {
         }
     }
 
-    /// The raw handle, still owned by `self`.
-    ///
-    /// # Safety
-    /// The caller must not free the handle nor use it after `self` is dropped.
-    pub unsafe fn as_raw_handle(&self) -> sys::mlx_array {
-        self.raw
-    }
-
+    /// The raw handle, still owned by `self`, for calling `mlx_sys` directly. Safe to get:
+    /// using it needs `unsafe` mlx-sys calls, whose contract is that the handle is not freed
+    /// and not used after `self` is dropped.
     #[inline]
-    pub(crate) fn as_raw(&self) -> sys::mlx_array {
+    pub fn as_raw(&self) -> sys::mlx_array {
         self.raw
     }
 
@@ -216,27 +236,43 @@ impl Array {
         Dtype::from_raw(unsafe { sys::mlx_array_dtype(self.raw) })
     }
 
-    /// Element strides of the evaluated data. Evaluates the array first, because an
-    /// unevaluated array has no memory layout yet.
-    pub fn strides(&self) -> Result<&[usize]> {
+    /// Element strides of the evaluated data, in elements (Python's `a.strides` is not public;
+    /// this is MLX's own layout). Negative for reversed views such as `a[::-1]`. Evaluates the
+    /// array first, because an unevaluated array has no memory layout yet.
+    pub fn strides(&self) -> Result<&[i64]> {
         self.eval()?;
         Ok(self.raw_strides())
     }
 
-    fn raw_strides(&self) -> &[usize] {
+    fn raw_strides(&self) -> &[i64] {
         let ndim = self.ndim();
         if ndim == 0 {
             return &[];
         }
-        // SAFETY: valid, evaluated handle; the strides vector has `ndim` entries and does not
-        // change while the array lives.
-        unsafe { std::slice::from_raw_parts(sys::mlx_array_strides(self.raw), ndim) }
+        // mlx-c hands out MLX's `Strides` (a vector of int64_t) cast to `size_t*`; reading them
+        // back as i64 keeps the sign of reversed views.
+        // SAFETY: valid, evaluated handle; the strides vector holds `ndim` int64_t values
+        // (same size and alignment as i64) that do not change while the array lives, and the
+        // returned slice borrows `self`.
+        unsafe { std::slice::from_raw_parts(sys::mlx_array_strides(self.raw).cast::<i64>(), ndim) }
     }
 
     /// Computes the array (Python: `mx.eval(a)`); see also [`crate::eval`] for several at once.
+    ///
+    /// On return the array is *settled*: computed, waited for and detached from its graph, so
+    /// later reads of it from any thread only read MLX's shared state (see the type docs).
     pub fn eval(&self) -> Result<()> {
         // SAFETY: valid handle.
-        check(|| unsafe { sys::mlx_array_eval(self.raw) })
+        check(|| unsafe { sys::mlx_array_eval(self.raw) })?;
+        self.settle()
+    }
+
+    /// Moves an evaluated array from MLX's "evaluated" to its "available" state. MLX does that
+    /// lazily, writing the array's status and event on the first query; doing it here, on the
+    /// thread that owns the graph, keeps those writes off every other thread.
+    fn settle(&self) -> Result<()> {
+        // SAFETY: valid handle of an evaluated array; waiting returns at once when it is ready.
+        check(|| unsafe { sys::_mlx_array_wait(self.raw) })
     }
 
     /// Whether the data is computed and ready to read without waiting.
@@ -306,7 +342,10 @@ impl Array {
             // SAFETY: evaluated, row-major data of `size` elements of T starts at `ptr`.
             return Ok(unsafe { std::slice::from_raw_parts(ptr, self.size()) }.to_vec());
         }
-        Ok(read_strided(ptr, shape, strides))
+        // SAFETY: `ptr` is the first element of this evaluated view (offset included) and
+        // `shape`/`strides` are the view's own layout, so every index inside `shape` lands on
+        // an element of the buffer `self` keeps alive.
+        unsafe { read_strided(ptr, shape, strides) }
     }
 
     /// Borrows the data without copying. Only for arrays that are already evaluated and
@@ -384,38 +423,73 @@ fn checked_data_shape(shape: &[i32], len: usize) -> Result<i32> {
 }
 
 /// Row-major (C) layout, ignoring strides of dimensions of size 1.
-fn is_row_major(shape: &[i32], strides: &[usize]) -> bool {
-    let mut expected = 1usize;
+fn is_row_major(shape: &[i32], strides: &[i64]) -> bool {
+    let mut expected = 1i64;
     for (&d, &s) in shape.iter().zip(strides).rev() {
         if d != 1 && s != expected {
             return false;
         }
-        expected *= d as usize;
+        expected = expected.saturating_mul(i64::from(d));
     }
     true
 }
 
-/// Gathers a strided view into a row-major vector.
-fn read_strided<T: Copy>(base: *const T, shape: &[i32], strides: &[usize]) -> Vec<T> {
-    let total: usize = shape.iter().map(|&d| d as usize).product();
+/// Gathers a strided view into a row-major vector. Strides may be negative (reversed views)
+/// or zero (broadcasts); offsets are signed and relative to `base`, which for a reversed view
+/// points at the highest address the view reads.
+///
+/// An offset that does not fit `isize` cannot belong to a real buffer: it is an `Err`, never
+/// a wrapped pointer.
+///
+/// # Safety
+/// For every index `i` inside `shape`, `base` offset by `sum(i[k] * strides[k])` elements must
+/// point at a readable, initialized `T` that stays alive during the call.
+unsafe fn read_strided<T: Copy>(base: *const T, shape: &[i32], strides: &[i64]) -> Result<Vec<T>> {
+    let overflow = || {
+        Error::invalid(format!(
+            "[to_vec] strides {strides:?} overflow for shape {shape:?}"
+        ))
+    };
+    let dims: Vec<i64> = shape.iter().map(|&d| i64::from(d)).collect();
+    let total = dims.iter().try_fold(1usize, |acc, &d| {
+        usize::try_from(d).ok().and_then(|d| acc.checked_mul(d))
+    });
+    let total = total.ok_or_else(overflow)?;
+    // The walk below moves back by `stride * (dim - 1)` on each carry: check those products
+    // and their sum `span` (the largest offset magnitude) once, so the loop needs no checks.
+    let mut span = 0i64;
+    for (&d, &s) in dims.iter().zip(strides) {
+        let extent = s
+            .checked_abs()
+            .and_then(|a| a.checked_mul(d.saturating_sub(1).max(0)))
+            .ok_or_else(overflow)?;
+        span = span.checked_add(extent).ok_or_else(overflow)?;
+    }
+    isize::try_from(span).map_err(|_| overflow())?;
+
     let mut out = Vec::with_capacity(total);
-    let mut index = vec![0usize; shape.len()];
-    let mut offset = 0usize;
+    let mut index = vec![0i64; dims.len()];
+    let mut offset = 0i64;
     for _ in 0..total {
-        // SAFETY: `offset` is a valid element offset of the evaluated view: it is the dot
-        // product of an in-bounds index with the array's own strides.
-        out.push(unsafe { *base.add(offset) });
-        for axis in (0..shape.len()).rev() {
-            index[axis] += 1;
-            offset += strides[axis];
-            if index[axis] < shape[axis] as usize {
+        // `|offset| <= span`, which fits isize (checked above), so the cast is lossless.
+        let element = offset as isize;
+        // SAFETY: `offset` is the dot product of an in-bounds index with the view's strides,
+        // so by the caller's contract it addresses an element of the live buffer; `offset`
+        // (not `add`) because it may be negative.
+        out.push(unsafe { *base.offset(element) });
+        // Odometer step: `offset` stays the dot product of `index` and `strides`, so it never
+        // leaves [-span, span].
+        for axis in (0..dims.len()).rev() {
+            if index[axis] + 1 < dims[axis] {
+                index[axis] += 1;
+                offset += strides[axis];
                 break;
             }
-            offset -= strides[axis] * index[axis];
+            offset -= strides[axis] * (dims[axis] - 1);
             index[axis] = 0;
         }
     }
-    out
+    Ok(out)
 }
 
 impl Clone for Array {
@@ -466,9 +540,12 @@ impl From<&Array> for Array {
 
 /// Computes several arrays in one graph dispatch (Python: `mx.eval(a, b, ...)`).
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
-    let vec = VectorArray::from_arrays(arrays);
+    let arrays: Vec<&Array> = arrays.into_iter().collect();
+    let vec = VectorArray::from_arrays(arrays.iter().copied());
     // SAFETY: valid vector handle.
-    check(|| unsafe { sys::mlx_eval(vec.0) })
+    check(|| unsafe { sys::mlx_eval(vec.0) })?;
+    // Settled like `Array::eval`, so the results can be sent to other threads.
+    arrays.iter().try_for_each(|a| a.settle())
 }
 
 /// Starts computing arrays and returns at once (Python: `mx.async_eval`). Reading them later
@@ -495,14 +572,37 @@ mod tests {
     fn strided_read_walks_a_transpose() {
         let data = [0, 1, 2, 3, 4, 5];
         // The transpose of a 2x3 row-major matrix: shape 3x2, strides (1, 3).
-        assert_eq!(
-            read_strided(data.as_ptr(), &[3, 2], &[1, 3]),
-            vec![0, 3, 1, 4, 2, 5]
-        );
+        // SAFETY: every index of the 3x2 shape maps into `data`.
+        let t = unsafe { read_strided(data.as_ptr(), &[3, 2], &[1, 3]) };
+        assert_eq!(t.unwrap(), vec![0, 3, 1, 4, 2, 5]);
         // Broadcast of a row: stride 0.
-        assert_eq!(
-            read_strided(data.as_ptr(), &[2, 3], &[0, 1]),
-            vec![0, 1, 2, 0, 1, 2]
-        );
+        // SAFETY: every index of the 2x3 shape maps into the first row of `data`.
+        let b = unsafe { read_strided(data.as_ptr(), &[2, 3], &[0, 1]) };
+        assert_eq!(b.unwrap(), vec![0, 1, 2, 0, 1, 2]);
+    }
+
+    #[test]
+    fn strided_read_walks_negative_strides_from_the_last_element() {
+        let data = [0, 1, 2, 3, 4, 5];
+        // `data.reshape(2, 3)[::-1, ::-1]`: base at the last element, strides (-3, -1).
+        // SAFETY: offsets go back at most 5 elements from the last one.
+        let both = unsafe { read_strided(data.as_ptr().wrapping_add(5), &[2, 3], &[-3, -1]) };
+        assert_eq!(both.unwrap(), vec![5, 4, 3, 2, 1, 0]);
+        // `data.reshape(2, 3)[::-1]`: rows reversed, columns forward; base at element 3.
+        // SAFETY: offsets from element 3 stay within -3..=2, inside `data`.
+        let rows = unsafe { read_strided(data.as_ptr().wrapping_add(3), &[2, 3], &[-3, 1]) };
+        assert_eq!(rows.unwrap(), vec![3, 4, 5, 0, 1, 2]);
+    }
+
+    #[test]
+    fn strided_read_rejects_offsets_beyond_isize() {
+        let data = [0u8];
+        // 3 steps of i64::MAX / 2 overflow i64.
+        // SAFETY: the layout is rejected before any pointer is formed or read.
+        let r = unsafe { read_strided(data.as_ptr(), &[4], &[i64::MAX / 2]) };
+        assert!(r.is_err());
+        // SAFETY: as above.
+        let r = unsafe { read_strided(data.as_ptr(), &[2], &[i64::MIN]) };
+        assert!(r.is_err());
     }
 }

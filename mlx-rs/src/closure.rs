@@ -30,7 +30,7 @@ use std::sync::Arc;
 use mlx_sys as sys;
 
 use crate::error::{init, take_last_error, Error, Result};
-use crate::handles::VectorArray;
+use crate::handles::{arrays_from_raw, VectorArray};
 use crate::Array;
 
 thread_local! {
@@ -120,22 +120,6 @@ pub(crate) fn check_transform(call: impl FnOnce() -> i32) -> Result<()> {
     }))
 }
 
-/// Copies the arrays of a vector handle mlx-c owns (refcount bumps, no data).
-pub(crate) fn arrays_from_raw(vec: sys::mlx_vector_array) -> Result<Vec<Array>> {
-    // SAFETY: `vec` is a valid vector handle for the duration of this call.
-    let n = unsafe { sys::mlx_vector_array_size(vec) };
-    // Filled by a loop, not `collect::<Result<Vec<_>>>()`: that collect cannot see the length
-    // and regrows the vector, a measurable part of a compiled call with many outputs.
-    let mut out = Vec::with_capacity(n);
-    for i in 0..n {
-        // SAFETY: `i < n`; mlx-c makes `res` share the i-th array.
-        out.push(Array::try_from_op(|res| unsafe {
-            sys::mlx_vector_array_get(res, vec, i)
-        })?);
-    }
-    Ok(out)
-}
-
 /// Writes `arrays` into a result vector handle mlx-c created for a trampoline.
 fn write_arrays(res: *mut sys::mlx_vector_array, arrays: &[Array]) -> Result<()> {
     let raw: Vec<sys::mlx_array> = arrays.iter().map(|a| a.as_raw()).collect();
@@ -191,7 +175,11 @@ extern "C" fn drop_payload<F>(payload: *mut c_void) {
 /// `payload` is the pointer `new_payload::<F>` produced and mlx-c keeps it alive for the
 /// call; input handles are valid for the call; result pointers point to handles mlx-c made.
 unsafe fn payload_ref<'p, F>(payload: *mut c_void) -> &'p F {
-    &(*payload.cast::<Payload<F>>()).f
+    // SAFETY: by the contract above, `payload` came from `Box::into_raw` of a `Payload<F>` in
+    // `new_payload::<F>` (so it is non-null, aligned and initialized) and mlx-c frees it only
+    // through `drop_payload`, after the last call; trampolines only take shared references, so
+    // the `&F` aliases nothing mutable while the call lasts.
+    unsafe { &(*payload.cast::<Payload<F>>()).f }
 }
 
 extern "C" fn closure_trampoline<F>(
@@ -397,8 +385,8 @@ impl<'a> Closure<'a> {
 
     /// Wraps the closure an mlx-c transform wrote into `*res` (it shares our payloads).
     pub(crate) fn from_op(op: impl FnOnce(*mut sys::mlx_closure) -> i32) -> Result<Closure<'a>> {
-        // SAFETY: an empty handle for mlx-c to fill; freed by the returned value.
         let mut handle = Closure {
+            // SAFETY: an empty handle for mlx-c to fill; freed by the returned value.
             raw: unsafe { sys::mlx_closure_new() },
             guard: None,
             _borrow: PhantomData,
@@ -441,8 +429,8 @@ impl Closure<'static> {
 impl<'a> ValueAndGradClosure<'a> {
     /// `mlx_value_and_grad(fun, argnums)`; the result shares `fun`'s payload.
     pub(crate) fn new(fun: &Closure<'a>, argnums: &[i32]) -> Result<ValueAndGradClosure<'a>> {
-        // SAFETY: an empty handle for mlx-c to fill; freed by the returned value.
         let mut handle = ValueAndGradClosure {
+            // SAFETY: an empty handle for mlx-c to fill; freed by the returned value.
             raw: unsafe { sys::mlx_closure_value_and_grad_new() },
             guard: None,
             _borrow: PhantomData,

@@ -99,9 +99,9 @@ pub fn enable_compile() -> Result<()> {
 /// functions (C++: `mlx::core::detail::compile_clear_cache`). Each compiled function traces
 /// again on its next call from this thread; its counters keep counting.
 pub fn clear_compile_cache() -> Result<()> {
-    // SAFETY: an empty handle for mlx-c to fill, freed by ThreadCache's Drop.
     let mut cache = ThreadCache {
         thread: thread::current().id(),
+        // SAFETY: an empty handle for mlx-c to fill, freed by ThreadCache's Drop.
         handle: unsafe { sys::mlx_compile_cache_new() },
     };
     // SAFETY: writes this thread's cache into our handle, then clears it.
@@ -220,9 +220,9 @@ impl CompiledFn {
         if caches.iter().any(|c| c.thread == me) {
             return Ok(());
         }
-        // SAFETY: an empty handle for mlx-c to fill.
         let mut cache = ThreadCache {
             thread: me,
+            // SAFETY: an empty handle for mlx-c to fill, freed by ThreadCache's Drop.
             handle: unsafe { sys::mlx_compile_cache_new() },
         };
         // SAFETY: writes this thread's cache (a weak pointer) into our handle.

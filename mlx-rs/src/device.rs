@@ -1,6 +1,7 @@
 //! Devices: where computations run.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use mlx_sys as sys;
 
@@ -38,8 +39,8 @@ impl Device {
     /// A device of the given type and index (Python: `mx.Device(mx.gpu, 0)`).
     pub fn new(kind: DeviceType, index: i32) -> Device {
         crate::error::init();
-        // SAFETY: plain constructor; the handle is owned by the returned value.
         Device {
+            // SAFETY: plain constructor; the handle is owned by the returned value.
             raw: unsafe { sys::mlx_device_new_type(kind.to_raw(), index) },
         }
     }
@@ -67,7 +68,7 @@ impl Device {
     pub fn set_default(device: &Device) -> Result<()> {
         // SAFETY: valid handle.
         check(|| unsafe { sys::mlx_set_default_device(device.raw) })?;
-        crate::stream::defaults_changed();
+        defaults_changed();
         Ok(())
     }
 
@@ -110,8 +111,8 @@ impl Device {
 
     pub(crate) fn empty() -> Device {
         crate::error::init();
-        // SAFETY: an empty handle, filled by a later mlx-c call, freed in Drop.
         Device {
+            // SAFETY: an empty handle, filled by a later mlx-c call, freed in Drop.
             raw: unsafe { sys::mlx_device_new() },
         }
     }
@@ -120,11 +121,18 @@ impl Device {
         &mut self.raw
     }
 
-    /// The raw handle, for calling mlx-sys directly. It stays owned by `self`.
+    /// Wraps a raw handle, taking ownership of it.
     ///
     /// # Safety
-    /// The caller must not free the handle or use it after `self` is dropped.
-    pub unsafe fn as_raw(&self) -> sys::mlx_device {
+    /// `raw` must be a valid `mlx_device` handle that nothing else will free: the returned
+    /// `Device` frees it on drop.
+    pub unsafe fn from_raw(raw: sys::mlx_device) -> Device {
+        Device { raw }
+    }
+
+    /// The raw handle, still owned by `self`, for calling `mlx_sys` directly (see
+    /// [`Array::as_raw`](crate::Array::as_raw) for the rule).
+    pub fn as_raw(&self) -> sys::mlx_device {
         self.raw
     }
 }
@@ -238,4 +246,17 @@ pub fn device_info(
         Some(d) => d.info(),
         None => Device::default_device()?.info(),
     }
+}
+
+/// Bumped whenever a default device or stream changes anywhere; the per-thread stream caches
+/// (`stream.rs`) compare it. It lives here, below streams, so that streams depend on devices
+/// and not the other way round.
+static DEFAULTS_EPOCH: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn defaults_changed() {
+    DEFAULTS_EPOCH.fetch_add(1, Ordering::Release);
+}
+
+pub(crate) fn defaults_epoch() -> u64 {
+    DEFAULTS_EPOCH.load(Ordering::Acquire)
 }

@@ -55,8 +55,8 @@ impl Group {
 
     fn empty() -> Group {
         crate::error::init();
-        // SAFETY: an empty handle, filled by a later call, freed in Drop.
         Group {
+            // SAFETY: an empty handle, filled by a later call, freed in Drop.
             raw: unsafe { sys::mlx_distributed_group_new() },
         }
     }

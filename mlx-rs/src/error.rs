@@ -30,10 +30,7 @@ pub enum Error {
     NotEvaluated,
     /// Borrowing data as a slice requires a row-contiguous array.
     #[error("the array is not row-contiguous (shape {shape:?}, strides {strides:?}): use to_vec(), which follows the strides")]
-    NotContiguous {
-        shape: Vec<i32>,
-        strides: Vec<usize>,
-    },
+    NotContiguous { shape: Vec<i32>, strides: Vec<i64> },
     /// An argument was invalid before reaching MLX.
     #[error("{0}")]
     InvalidArgument(String),

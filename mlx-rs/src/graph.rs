@@ -18,8 +18,8 @@ impl NodeNamer {
     /// A namer with no names; unnamed arrays get generated labels.
     pub fn new() -> NodeNamer {
         crate::error::init();
-        // SAFETY: creates an empty namer, freed in Drop.
         NodeNamer {
+            // SAFETY: creates an empty namer, freed in Drop.
             raw: unsafe { sys::mlx_node_namer_new() },
         }
     }

@@ -74,8 +74,24 @@ impl Drop for VectorArray {
 impl VectorArray {
     /// The arrays in order, each an owned (refcounted) handle.
     pub(crate) fn to_vec(&self) -> Result<Vec<Array>> {
-        crate::closure::arrays_from_raw(self.0)
+        arrays_from_raw(self.0)
     }
+}
+
+/// Copies the arrays of a vector handle mlx-c owns (refcount bumps, no data).
+pub(crate) fn arrays_from_raw(vec: sys::mlx_vector_array) -> Result<Vec<Array>> {
+    // SAFETY: `vec` is a valid vector handle for the duration of this call.
+    let n = unsafe { sys::mlx_vector_array_size(vec) };
+    // Filled by a loop, not `collect::<Result<Vec<_>>>()`: that collect cannot see the length
+    // and regrows the vector, a measurable part of a compiled call with many outputs.
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        // SAFETY: `i < n`; mlx-c makes `res` share the i-th array.
+        out.push(Array::try_from_op(|res| unsafe {
+            sys::mlx_vector_array_get(res, vec, i)
+        })?);
+    }
+    Ok(out)
 }
 
 /// A null `mlx_array` handle: mlx-c reads it as "argument not given" where a parameter is
@@ -111,17 +127,6 @@ pub(crate) fn opt_dtype(v: Option<Dtype>) -> sys::mlx_optional_dtype {
         value: v.unwrap_or(Dtype::Float32).to_raw(),
         has_value: v.is_some(),
     }
-}
-
-/// Runs an mlx-c op that writes a vector of arrays, on the current stream.
-pub(crate) fn vector_op(
-    op: impl FnOnce(*mut sys::mlx_vector_array, sys::mlx_stream) -> i32,
-) -> Result<Vec<Array>> {
-    crate::stream::with_current_raw(|s| {
-        let mut out = VectorArray::new();
-        check(|| op(&mut out.0, s))?;
-        out.to_vec()
-    })?
 }
 
 /// A `&str` as a C string; interior NUL bytes are an `Err` instead of a silent truncation.

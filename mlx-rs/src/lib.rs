@@ -13,6 +13,21 @@
 //! println!("{total}");
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
+//!
+//! # Raw handles
+//! Every handle type follows one rule (git2's): `as_raw()` hands out the raw mlx-sys handle,
+//! still owned by the Rust value, and is safe to call, because doing anything with it needs
+//! `unsafe` mlx-sys calls; `from_raw()` takes ownership of a handle and is `unsafe`.
+
+// Every unsafe operation sits in its own `unsafe` block with a `// SAFETY:` argument, even
+// inside an `unsafe fn`. The arguments share one invariant, so they can be short: every
+// owning type here (Array, Device, Stream, the handles.rs and closure.rs wrappers) holds a
+// handle that is valid from its constructor to its Drop and is freed only there. "valid
+// handle" in a SAFETY comment means: borrowed from such a live owner for the duration of the
+// call, which mlx-c neither frees nor keeps (it copies or refcounts what it keeps); "writes
+// one int/bool" means: the out-pointer is a live local of that type.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod array;
 mod backends;

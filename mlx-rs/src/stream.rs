@@ -13,13 +13,13 @@
 use std::cell::RefCell;
 use std::fmt;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use mlx_sys as sys;
 
+use crate::device::{defaults_changed, defaults_epoch};
 use crate::error::{check, Result};
-use crate::handles::MlxString;
-use crate::Device;
+use crate::handles::{MlxString, VectorArray};
+use crate::{Array, Device};
 
 /// A stream of work on one device (Python: `mx.Stream`).
 pub struct Stream {
@@ -29,7 +29,12 @@ pub struct Stream {
 }
 
 impl Stream {
-    fn from_raw(raw: sys::mlx_stream) -> Stream {
+    /// Wraps a raw handle, taking ownership of it.
+    ///
+    /// # Safety
+    /// `raw` must be a valid `mlx_stream` handle that nothing else will free (the returned
+    /// `Stream` frees it on drop), of a stream owned by the calling thread.
+    pub unsafe fn from_raw(raw: sys::mlx_stream) -> Stream {
         Stream {
             raw,
             _not_send: PhantomData,
@@ -38,8 +43,8 @@ impl Stream {
 
     fn empty() -> Stream {
         crate::error::init();
-        // SAFETY: an empty handle, filled by a later mlx-c call, freed in Drop.
-        Stream::from_raw(unsafe { sys::mlx_stream_new() })
+        // SAFETY: mlx_stream_new makes an empty handle that only this value owns.
+        unsafe { Stream::from_raw(sys::mlx_stream_new()) }
     }
 
     /// A new stream on `device`, owned by the calling thread (Python: `mx.new_stream`).
@@ -47,7 +52,8 @@ impl Stream {
         // SAFETY: valid device handle; on failure mlx-c reports through the handler.
         let raw =
             crate::error::check_handler(|| unsafe { sys::mlx_stream_new_device(device.as_raw()) })?;
-        Ok(Stream::from_raw(raw))
+        // SAFETY: a new stream of this thread; only the returned value owns it.
+        Ok(unsafe { Stream::from_raw(raw) })
     }
 
     /// This thread's default stream for `device` (Python: `mx.default_stream`).
@@ -101,11 +107,9 @@ impl Stream {
         check(|| unsafe { sys::mlx_synchronize(self.raw) })
     }
 
-    /// The raw handle, for calling mlx-sys directly. It stays owned by `self`.
-    ///
-    /// # Safety
-    /// The caller must not free the handle or use it after `self` is dropped.
-    pub unsafe fn as_raw(&self) -> sys::mlx_stream {
+    /// The raw handle, still owned by `self`, for calling `mlx_sys` directly (see
+    /// [`Array::as_raw`](crate::Array::as_raw) for the rule).
+    pub fn as_raw(&self) -> sys::mlx_stream {
         self.raw
     }
 }
@@ -281,13 +285,6 @@ impl Drop for PopOverride {
     }
 }
 
-/// Bumped whenever a default device or stream changes anywhere; per-thread caches compare it.
-static DEFAULTS_EPOCH: AtomicU64 = AtomicU64::new(0);
-
-pub(crate) fn defaults_changed() {
-    DEFAULTS_EPOCH.fetch_add(1, Ordering::Release);
-}
-
 #[derive(Default)]
 struct Current {
     overrides: Vec<Stream>,
@@ -296,6 +293,17 @@ struct Current {
 
 thread_local! {
     static CURRENT: RefCell<Current> = RefCell::new(Current::default());
+}
+
+/// Runs an mlx-c op that writes a vector of arrays, on the current stream.
+pub(crate) fn vector_op(
+    op: impl FnOnce(*mut sys::mlx_vector_array, sys::mlx_stream) -> i32,
+) -> Result<Vec<Array>> {
+    with_current_raw(|s| {
+        let mut out = VectorArray::new();
+        check(|| op(&mut out.0, s))?;
+        out.to_vec()
+    })?
 }
 
 /// Calls `f` with the raw handle of the current stream, without copying it. This is the
@@ -308,7 +316,7 @@ pub(crate) fn with_current_raw<R>(f: impl FnOnce(sys::mlx_stream) -> R) -> Resul
             if let Some(top) = cur.overrides.last() {
                 top.raw
             } else {
-                let epoch = DEFAULTS_EPOCH.load(Ordering::Acquire);
+                let epoch = defaults_epoch();
                 match &cur.cached_default {
                     Some((e, s)) if *e == epoch => s.raw,
                     _ => {

@@ -84,6 +84,48 @@ fn to_vec_follows_strides_of_views() {
     assert_eq!(got, want);
 }
 
+/// Reversed slices are views with negative strides whose data pointer is the view's first
+/// element, the highest address it reads: offsets must be signed (a `usize` walk overflows).
+#[test]
+fn to_vec_follows_negative_strides() {
+    use mlx_rs::ops::SliceStep;
+    let a = ops::arange(0, 6, None, None).unwrap();
+    let r = a.index((..).step(-1)).unwrap();
+    assert_eq!(r.strides().unwrap(), &[-1], "a reversed slice is a view");
+    assert_eq!(r.to_vec::<i32>().unwrap(), vec![5, 4, 3, 2, 1, 0]);
+    assert!(matches!(
+        r.as_slice::<i32>(),
+        Err(Error::NotContiguous { .. })
+    ));
+    let every_other = a.index((..).step(-2)).unwrap();
+    assert_eq!(every_other.strides().unwrap(), &[-2]);
+    assert_eq!(every_other.to_vec::<i32>().unwrap(), vec![5, 3, 1]);
+
+    let m = a.reshape(&[2, 3]).unwrap();
+    // m[::-1, ::-1]
+    let both = m.index(((..).step(-1), (..).step(-1))).unwrap();
+    assert_eq!(both.strides().unwrap(), &[-3, -1]);
+    assert_eq!(both.to_vec::<i32>().unwrap(), vec![5, 4, 3, 2, 1, 0]);
+    // m[::-1]: rows reversed, columns forward.
+    let rows = m.index((..).step(-1)).unwrap();
+    assert_eq!(rows.strides().unwrap(), &[-3, 1]);
+    assert_eq!(rows.to_vec::<i32>().unwrap(), vec![3, 4, 5, 0, 1, 2]);
+    // m[:, ::-1]: columns reversed.
+    let cols = m.index((.., (..).step(-1))).unwrap();
+    assert_eq!(cols.strides().unwrap(), &[3, -1]);
+    assert_eq!(cols.to_vec::<i32>().unwrap(), vec![2, 1, 0, 5, 4, 3]);
+    // The transpose of a reversed view: strides (-1, -3).
+    let t = both.t().unwrap();
+    assert_eq!(t.strides().unwrap(), &[-1, -3]);
+    assert_eq!(t.to_vec::<i32>().unwrap(), vec![5, 2, 4, 1, 3, 0]);
+    // A reversed, strided view of a transpose: m.T[::-1, ::2] = [[2, 5], [1, 4], [0, 3]][:, ::2]
+    let mixed = m.t().unwrap().index(((..).step(-1), (..).step(2))).unwrap();
+    assert_eq!(mixed.shape(), &[3, 1]);
+    assert_eq!(mixed.to_vec::<i32>().unwrap(), vec![2, 1, 0]);
+    // Reading through the view never changes the source.
+    assert_eq!(m.to_vec::<i32>().unwrap(), vec![0, 1, 2, 3, 4, 5]);
+}
+
 #[test]
 fn to_vec_reads_broadcast_arrays() {
     let row = Array::from_slice(&[1i32, 2, 3], &[1, 3]).unwrap();

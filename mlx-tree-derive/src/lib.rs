@@ -9,6 +9,10 @@
 //!   `#[tree(bound = "T: Trait, ...")]` (replaces the inferred where-clause),
 //!   `#[tree(crate = "path::to::mlx_tree")]`
 
+// Neither this crate nor the code it generates uses `unsafe`, so the derive works in crates
+// that forbid it (mlx-tree's own tests do).
+#![forbid(unsafe_code)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2, TokenTree};
 use quote::{format_ident, quote, quote_spanned};

@@ -131,6 +131,9 @@
 //! See `docs/trees.md` in the repository for when to use which way in, and KV-cache and
 //! SSM-state examples through `compile_mut`.
 
+// Pure safe Rust over mlx-rs: the unsafe code lives in mlx-sys and mlx-rs only.
+#![forbid(unsafe_code)]
+
 // Lets `#[derive(TreeNode)]` name this crate as `::mlx_tree` from inside it too.
 extern crate self as mlx_tree;
 

@@ -4,7 +4,7 @@
 #[test]
 fn derive_rejects_bad_fields_at_compile_time() {
     // trybuild type-checks the cases in a workspace of its own; building MLX there again
-    // would take minutes and prove nothing, so mlx-sys only generates its bindings.
+    // would take minutes and prove nothing, so mlx-sys only provides its (committed) bindings.
     std::env::set_var("MLX_SYS_BINDINGS_ONLY", "1");
     let t = trybuild::TestCases::new();
     t.compile_fail("tests/ui/*.rs");

@@ -1,5 +1,8 @@
 //! mlx-tree: built-in impls, derive, registry, Value, utilities, errors and serde.
 
+// The derive's output must compile where unsafe code is forbidden.
+#![forbid(unsafe_code)]
+
 mod common;
 
 use std::collections::{BTreeMap, HashMap};

@@ -327,7 +327,7 @@ pub fn meshgrid<'a>(
     let indexing = crate::handles::c_string(indexing.into().unwrap_or("xy"), "[meshgrid]")?;
     let v = crate::handles::VectorArray::from_arrays(arrays);
     // SAFETY: valid vector handle; `indexing` outlives the call.
-    crate::handles::vector_op(|res, s| unsafe {
+    crate::stream::vector_op(|res, s| unsafe {
         sys::mlx_meshgrid(res, v.0, sparse, indexing.as_ptr(), s)
     })
 }

@@ -3,10 +3,11 @@
 use mlx_sys as sys;
 
 use crate::handles::VectorArray;
-use crate::handles::{opt_array, opt_float, vector_op};
+use crate::handles::{opt_array, opt_float};
 use crate::ops::args::operand_array;
 use crate::ops::args::resolve_pair;
 use crate::ops::{binary_ops, unary_ops, Axes, AxesArg, IntoOperand, IntoOptionalOperand};
+use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
 unary_ops! {

@@ -85,8 +85,8 @@ macro_rules! reduction_ops {
                 $crate::ops::AxesArg::All => $crate::Array::try_from_stream_op(|res, s| unsafe {
                     $all(res, a.as_raw(), keepdims, s)
                 }),
-                // SAFETY: valid handle; plain values.
                 $crate::ops::AxesArg::One(axes) => {
+                    // SAFETY: valid handle; plain values.
                     $crate::Array::try_from_stream_op(|res, s| unsafe {
                         $axis(res, a.as_raw(), axes, keepdims, s)
                     })

@@ -7,7 +7,8 @@
 
 use mlx_sys as sys;
 
-use crate::handles::{c_string, opt_array, opt_dtype, opt_int, vector_op};
+use crate::handles::{c_string, opt_array, opt_dtype, opt_int};
+use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
 /// The quantization formats of MLX (Python's `mode` strings).

@@ -2,10 +2,11 @@
 
 use mlx_sys as sys;
 
+use crate::handles::c_string;
 use crate::handles::VectorArray;
-use crate::handles::{c_string, vector_op};
 use crate::ops::args::operand_array;
 use crate::ops::{array_methods, unary_ops, Axes, AxesArg, IntoOperand};
+use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
@@ -28,8 +29,8 @@ pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
 /// ```
 pub fn transpose<'x>(a: &Array, axes: impl Into<Axes<'x>>) -> Result<Array> {
     match axes.into().as_slice() {
-        // SAFETY: valid handle; mlx-c writes a new array into res.
         None => {
+            // SAFETY: valid handle; mlx-c writes a new array into res.
             Array::try_from_stream_op(|res, s| unsafe { sys::mlx_transpose(res, a.as_raw(), s) })
         }
         // SAFETY: valid handle; `axes` outlives the call.
@@ -189,8 +190,8 @@ pub fn stack<'a>(
 ) -> Result<Array> {
     let v = VectorArray::from_arrays(arrays);
     match axis.into() {
-        // SAFETY: valid vector handle; plain values.
         Some(axis) => {
+            // SAFETY: valid vector handle; plain values.
             Array::try_from_stream_op(|res, s| unsafe { sys::mlx_stack_axis(res, v.0, axis, s) })
         }
         // SAFETY: valid vector handle.
@@ -201,8 +202,8 @@ pub fn stack<'a>(
 /// Splits into arrays along `axis`; default 0 (Python: `mx.unstack(x, axis=0)`).
 pub fn unstack(a: &Array, axis: impl Into<Option<i32>>) -> Result<Vec<Array>> {
     match axis.into() {
-        // SAFETY: valid handle; plain values.
         Some(axis) => {
+            // SAFETY: valid handle; plain values.
             vector_op(|res, s| unsafe { sys::mlx_unstack_axis(res, a.as_raw(), axis, s) })
         }
         // SAFETY: valid handle.
@@ -254,8 +255,8 @@ pub fn split(
 ) -> Result<Vec<Array>> {
     let axis = axis.into().unwrap_or(0);
     match indices_or_sections.into() {
-        // SAFETY: valid handle; plain values.
         IndicesOrSections::Sections(n) => {
+            // SAFETY: valid handle; plain values.
             vector_op(|res, s| unsafe { sys::mlx_split(res, a.as_raw(), n, axis, s) })
         }
         // SAFETY: valid handle; `idx` outlives the call.
