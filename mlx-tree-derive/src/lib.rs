@@ -457,7 +457,8 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
                 &mut self,
                 __f: &mut __F,
             ) -> #krate::Result<()> {
-                #leaves_mut
+                // One level of a walk over user types: safe at any depth (see mlx_tree's stack).
+                #krate::__private::grow(move || { #leaves_mut })
             }
         }
     })

@@ -40,6 +40,8 @@ pub struct Flattener<'a> {
     key: Option<&'a str>,
     /// The innermost open node (usize::MAX: none).
     open: usize,
+    /// How many nodes are open (for the stack checks).
+    depth: u32,
     /// False: only leaves are collected (tree_leaves, tree_reduce).
     structure: bool,
 }
@@ -57,6 +59,7 @@ impl<'a> Flattener<'a> {
             statics: Vec::new(),
             key: None,
             open: usize::MAX,
+            depth: 0,
             structure,
         }
     }
@@ -134,14 +137,18 @@ impl<'a> Flattener<'a> {
         // Flatten recurses through user types' code (derived or registered), which cannot be
         // made iterative; every level passes through here, so growing the stack here makes
         // any depth safe.
+        self.depth += 1;
+        let depth = self.depth;
         if !self.structure {
-            crate::stack::grow(|| body(self));
+            crate::stack::grow_at(depth, || body(self));
+            self.depth -= 1;
             return;
         }
         let index = self.push(kind);
         let saved = std::mem::replace(&mut self.open, index);
-        crate::stack::grow(|| body(self));
+        crate::stack::grow_at(depth, || body(self));
         self.open = saved;
+        self.depth -= 1;
         self.nodes[index].size = (self.nodes.len() - index) as u32;
     }
 
@@ -264,6 +271,8 @@ pub struct Unflattener<'d> {
     pos: usize,
     /// One past the last node of the innermost open node's subtree.
     end: usize,
+    /// How many nodes are open (for the stack checks).
+    depth: u32,
     leaves: std::vec::IntoIter<Array>,
 }
 
@@ -276,6 +285,7 @@ impl<'d> Unflattener<'d> {
             def,
             pos: 0,
             end: def.nodes.len(),
+            depth: 0,
             leaves: leaves.into_iter(),
         })
     }
@@ -304,6 +314,7 @@ impl<'d> Unflattener<'d> {
             def,
             pos: index,
             end,
+            depth: 0,
             leaves,
         })
     }
@@ -395,7 +406,10 @@ impl<'d> Unflattener<'d> {
         let saved = std::mem::replace(&mut self.end, index + node.size as usize);
         self.pos += 1;
         // Every level of a (derived, registered or dynamic) unflatten passes through here.
-        let out = crate::stack::grow(|| body(self, node))?;
+        self.depth += 1;
+        let out = crate::stack::grow_at(self.depth, || body(self, node));
+        self.depth -= 1;
+        let out = out?;
         if self.pos != self.end {
             let extra = self
                 .def

@@ -189,12 +189,7 @@ pub mod __private {
 
     use crate::error::{self, Result};
 
-    pub fn json_error<T>(json: &Json) -> crate::Error {
-        error::invalid(format!(
-            "static data {json} is not a `{}`",
-            std::any::type_name::<T>()
-        ))
-    }
+    pub use crate::statics::json_error;
 
     pub fn json_object<T>(json: &Json, fields: usize) -> Result<&Map<String, Json>> {
         match json {

@@ -14,6 +14,10 @@ pub(crate) fn match_prefix(
     prefix: &TreeDef,
     full: &TreeDef,
 ) -> std::result::Result<Vec<Range<usize>>, String> {
+    // The common case (the same structure, dicts in the same order): leaf i meets leaf i.
+    if prefix.exact_eq(full) {
+        return Ok((0..full.num_leaves()).map(|i| i..i + 1).collect());
+    }
     let mut out = Vec::with_capacity(prefix.num_leaves());
     if prefix.num_nodes() == 0 || full.num_nodes() == 0 {
         return if prefix.num_nodes() == full.num_nodes() {

@@ -97,8 +97,8 @@ pub trait StaticData: Clone + fmt::Debug + Send + Sync + 'static {
     }
 }
 
-/// Parses JSON for a static value, with the Rust type in the message.
-fn json_error<T>(json: &Json) -> crate::Error {
+/// The error for JSON that is not a `T` (also used by `#[derive(StaticData)]` output).
+pub fn json_error<T>(json: &Json) -> crate::Error {
     error::invalid(format!(
         "static data {json} is not a `{}`",
         std::any::type_name::<T>()

@@ -558,3 +558,10 @@ fn vmap_output_axis_none_is_unbatched() {
     assert_eq!(shared.shape(), &[4]);
     assert_eq!(shared.to_vec::<f32>().unwrap(), [3.0, 6.0, 9.0, 12.0]);
 }
+
+#[test]
+fn deep_derived_types_update_in_place() {
+    let mut c = chain(100_000);
+    mlx_tree::tree_map_in_place(|x| Ok(x + 1.0), &mut c).unwrap();
+    assert_eq!(c.w.item::<f32>().unwrap(), 100_000.0);
+}
