@@ -12,7 +12,9 @@
 //!
 //! let mut model = Linear::new(4, 1, true)?;
 //! let mut opt = Adam::new(1e-2);
-//! let (x, y) = (ops::ones(&[8, 4], None)?, ops::zeros(&[8, 1], None)?);
+//! // A target far from any initial output: every step moves the output toward it, so the loss
+//! // falls whatever the random initial weights are.
+//! let (x, y) = (ops::ones(&[8, 4], None)?, ops::ones(&[8, 1], None)? * 10.0);
 //! let loss_fn = |m: &Linear, (x, y): &(Array, Array)| {
 //!     mlx_nn::losses::mse_loss(&m.forward(x)?, y, None)
 //! };
