@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use mlx_sys as sys;
 
+use crate::array::OutArray;
 use crate::error::{check, Result};
 use crate::{Array, Dtype};
 
@@ -210,12 +211,11 @@ impl MapStringToArray {
         let mut out = HashMap::new();
         let result = loop {
             let mut key: *const std::ffi::c_char = std::ptr::null();
-            let mut value = Array::empty();
-            crate::error::init();
+            let mut value = OutArray::new();
             // SAFETY: valid iterator; on success mlx-c points `key` into the map and writes a
             // new reference into `value`.
             let status = unsafe {
-                sys::mlx_map_string_to_array_iterator_next(&mut key, value.raw_mut(), it)
+                sys::mlx_map_string_to_array_iterator_next(&mut key, value.as_mut_ptr(), it)
             };
             match status {
                 0 => {
@@ -223,7 +223,7 @@ impl MapStringToArray {
                     let k = unsafe { std::ffi::CStr::from_ptr(key) }
                         .to_string_lossy()
                         .into_owned();
-                    out.insert(k, value);
+                    out.insert(k, value.into_array());
                 }
                 2 => break Ok(out),
                 _ => break Err(crate::error::last_error_or("iterating a map of arrays")),

@@ -19,6 +19,7 @@
 
 use mlx_sys as sys;
 
+use crate::array::OutArray;
 use crate::handles::VectorArray;
 use crate::ops::Axes;
 use crate::{Array, Result};
@@ -134,12 +135,12 @@ macro_rules! linalg_pair {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(a: &Array) -> Result<(Array, Array)> {
-            let mut second = Array::empty();
+            let mut second = OutArray::new();
             let first = Array::try_from_stream_op(|res, s| {
                 // SAFETY: valid handle; mlx-c writes two new arrays into the handles we own.
-                unsafe { sys::$ffi(res, second.raw_mut(), a.as_raw(), s) }
+                unsafe { sys::$ffi(res, second.as_mut_ptr(), a.as_raw(), s) }
             })?;
-            Ok((first, second))
+            Ok((first, second.into_array()))
         }
     )*};
 }
@@ -184,12 +185,12 @@ linalg_pair! {
 /// `(eigenvalues, eigenvectors)` (Python: `mx.linalg.eigh(a, UPLO="L")`). CPU only.
 pub fn eigh(a: &Array, uplo: impl Into<Option<Uplo>>) -> Result<(Array, Array)> {
     let uplo = uplo.into().unwrap_or_default().as_cstr();
-    let mut vectors = Array::empty();
+    let mut vectors = OutArray::new();
     let values = Array::try_from_stream_op(|res, s| {
         // SAFETY: valid handle; static C string; mlx-c writes into handles we own.
-        unsafe { sys::mlx_linalg_eigh(res, vectors.raw_mut(), a.as_raw(), uplo.as_ptr(), s) }
+        unsafe { sys::mlx_linalg_eigh(res, vectors.as_mut_ptr(), a.as_raw(), uplo.as_ptr(), s) }
     })?;
-    Ok((values, vectors))
+    Ok((values, vectors.into_array()))
 }
 
 /// Eigenvalues of a symmetric (Hermitian) matrix (Python: `mx.linalg.eigvalsh(a, UPLO="L")`).

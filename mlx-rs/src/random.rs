@@ -5,6 +5,7 @@
 
 use mlx_sys as sys;
 
+use crate::array::OutArray;
 use crate::ops::{IntoOperand, Operand, Scalar};
 use crate::{Array, Dtype, Result};
 
@@ -33,12 +34,12 @@ pub fn split(key: &Array, num: impl Into<Option<i32>>) -> Result<Array> {
 /// Splits a key into two keys of shape `[2]` (C++: `mx::random::split(key)`); the same keys
 /// as the two rows of `split(key, 2)`.
 pub fn split_pair(key: &Array) -> Result<(Array, Array)> {
-    let mut second = Array::empty();
+    let mut second = OutArray::new();
     let first = Array::try_from_stream_op(|res, s| {
         // SAFETY: valid handle; mlx-c writes into the two handles we own.
-        unsafe { sys::mlx_random_split(res, second.raw_mut(), key.as_raw(), s) }
+        unsafe { sys::mlx_random_split(res, second.as_mut_ptr(), key.as_raw(), s) }
     })?;
-    Ok((first, second))
+    Ok((first, second.into_array()))
 }
 
 /// Normally distributed samples (Python:

@@ -38,4 +38,36 @@ fn a_million_arrays_leave_active_memory_unchanged() {
     assert!(memory::get_active_memory().unwrap() >= after + 100 * 4096);
     drop(held);
     assert_eq!(memory::get_active_memory().unwrap(), after);
+
+    // Clones share one handle behind a reference count (the first clone moves it there):
+    // clones sent to threads, dropped there in any order, still release the data exactly
+    // once, when the last of them (here the original) goes.
+    let big = ops::ones(&[1 << 18], None).unwrap();
+    big.eval().unwrap();
+    let with_big = memory::get_active_memory().unwrap();
+    assert!(with_big >= after + (1 << 20));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let mine = big.clone();
+            std::thread::spawn(move || {
+                let mut copies: Vec<Array> = (0..1000).map(|_| mine.clone()).collect();
+                if t % 2 == 1 {
+                    copies.reverse();
+                }
+                let total = copies[t].sum(None, false).unwrap().item::<f32>().unwrap();
+                drop(copies);
+                total
+            })
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap(), (1 << 18) as f32);
+    }
+    assert_eq!(memory::get_active_memory().unwrap(), with_big);
+    assert_eq!(
+        big.sum(None, false).unwrap().item::<f32>().unwrap(),
+        (1 << 18) as f32
+    );
+    drop(big);
+    assert_eq!(memory::get_active_memory().unwrap(), after);
 }
