@@ -96,9 +96,15 @@ pub const WORKLOADS: &[Spec] = &[
         },
     },
     Spec {
+        name: "w2_unflatten_100k",
+        inner: 1,
+        what: "W2: unflatten of a 100,000-leaf model-shaped tree (leaves shared, result dropped)",
+        make: || Ok(Box::new(Unflatten100k::new()?)),
+    },
+    Spec {
         name: "w3_compiled_call",
         inner: 50,
-        what: "W3: call a compiled fn on a 100-leaf tree of 4-element arrays (no eval)",
+        what: "W3: call a compiled fn on a 100-leaf tree of 4-element arrays with a static field per block (no eval)",
         make: || CompiledCall::new(false).map(|w| Box::new(w) as _),
     },
     Spec {
@@ -256,8 +262,14 @@ struct TModel {
 
 /// 49 layers x 20 leaves + 20 model-level leaves = 1,000 leaves.
 const W2_LAYERS: usize = 49;
+/// 4,999 layers: 100,000 leaves.
+const W2_BIG_LAYERS: usize = 4_999;
 
 fn tree_model() -> TModel {
+    tree_model_with(W2_LAYERS)
+}
+
+fn tree_model_with(layers: usize) -> TModel {
     let leaf = || Array::from_scalar(0.0f32);
     let linear = |bias: bool| TLinear {
         weight: leaf(),
@@ -269,7 +281,7 @@ fn tree_model() -> TModel {
     };
     TModel {
         embed: TEmbedding { weight: leaf() },
-        layers: (0..W2_LAYERS)
+        layers: (0..layers)
             .map(|_| TLayer {
                 attn: TAttention {
                     wq: linear(true),
@@ -307,13 +319,45 @@ impl Workload for TreeRoundtrip {
     }
 }
 
+/// Unflatten alone, of a tree 100 times W2's: the leaves are shared with the original tree
+/// (a clone is a reference-count increment, like Python's lists of the same leaves), the
+/// rebuilt tree is dropped inside the iteration, as Python frees its result.
+struct Unflatten100k {
+    leaves: Vec<Array>,
+    def: mlx_tree::TreeDef,
+}
+
+impl Unflatten100k {
+    fn new() -> BoxResult<Unflatten100k> {
+        let model = tree_model_with(W2_BIG_LAYERS);
+        let (leaves, def) = tree_flatten(&model)?;
+        assert_eq!(leaves.len(), 100_000);
+        Ok(Unflatten100k {
+            leaves: leaves.into_iter().cloned().collect(),
+            def,
+        })
+    }
+}
+
+impl Workload for Unflatten100k {
+    fn run(&mut self) -> BoxResult<()> {
+        let back: TModel = tree_unflatten(&self.def, self.leaves.clone())?;
+        std::hint::black_box(back);
+        Ok(())
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // W3: compiled-call overhead with a 100-leaf tree argument.
 
+/// A block with static data (part of the compiled function's cache key, as Python's
+/// `mx.compile` keys on the float constants in its argument trees).
 #[derive(TreeNode, Clone)]
 struct CBlock {
     fc1: TLinear,
     fc2: TLinear,
+    #[tree(static)]
+    shift: f32,
 }
 
 /// 25 blocks x 4 leaves = 100 leaves.
@@ -344,6 +388,7 @@ fn w3_tree() -> Result<Vec<CBlock>> {
                 weight: next()?,
                 bias: Some(next()?),
             },
+            shift: 1.0,
         });
     }
     eval(&tree)?;
@@ -361,21 +406,22 @@ impl CompiledCall {
     }
 }
 
-/// `x * 2 + 1` on every leaf.
+/// `x * 2 + shift` on every leaf (shift = 1: the same graph as the flat floor's `x * 2 + 1`).
 #[allow(clippy::ptr_arg)] // `compile` passes `&I`, and `I` is the `Vec` tree itself
 fn w3_fun(tree: &Vec<CBlock>) -> Result<Vec<CBlock>> {
-    let f = |x: &Array| ops::add(&ops::multiply(x, 2.0)?, 1.0);
-    let lin = |l: &TLinear| -> Result<TLinear> {
-        Ok(TLinear {
-            weight: f(&l.weight)?,
-            bias: l.bias.as_ref().map(f).transpose()?,
-        })
-    };
     tree.iter()
         .map(|b| {
+            let f = |x: &Array| ops::add(&ops::multiply(x, 2.0)?, b.shift);
+            let lin = |l: &TLinear| -> Result<TLinear> {
+                Ok(TLinear {
+                    weight: f(&l.weight)?,
+                    bias: l.bias.as_ref().map(f).transpose()?,
+                })
+            };
             Ok(CBlock {
                 fc1: lin(&b.fc1)?,
                 fc2: lin(&b.fc2)?,
+                shift: b.shift,
             })
         })
         .collect()

@@ -17,11 +17,12 @@ struct SizeHint {
     leaves: usize,
     nodes: usize,
     text: usize,
+    statics: usize,
 }
 
 thread_local! {
     static SIZE_HINT: Cell<SizeHint> = const {
-        Cell::new(SizeHint { leaves: 0, nodes: 0, text: 0 })
+        Cell::new(SizeHint { leaves: 0, nodes: 0, text: 0, statics: 0 })
     };
 }
 
@@ -52,11 +53,12 @@ impl<'a> Flattener<'a> {
         // compiled step): start from the last sizes seen on this thread, so the vectors do not
         // regrow each time.
         let hint = SIZE_HINT.with(Cell::get);
+        let cap = |n: usize| if structure { n } else { 0 };
         Flattener {
             leaves: Vec::with_capacity(hint.leaves),
-            nodes: Vec::with_capacity(if structure { hint.nodes } else { 0 }),
-            text: String::with_capacity(if structure { hint.text } else { 0 }),
-            statics: Vec::new(),
+            nodes: Vec::with_capacity(cap(hint.nodes)),
+            text: String::with_capacity(cap(hint.text)),
+            statics: Vec::with_capacity(cap(hint.statics)),
             key: None,
             open: usize::MAX,
             depth: 0,
@@ -80,6 +82,11 @@ impl<'a> Flattener<'a> {
                     self.text.len().min(CAP)
                 } else {
                     old.text
+                },
+                statics: if self.structure {
+                    self.statics.len().min(CAP)
+                } else {
+                    old.statics
                 },
             })
         });
@@ -349,6 +356,8 @@ impl<'d> Unflattener<'d> {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn missing_child(&self) -> Error {
         let parent = self.open_parent();
         match parent {
@@ -376,6 +385,7 @@ impl<'d> Unflattener<'d> {
     }
 
     /// An error at the next node: "expected X, found Y".
+    #[cold]
     pub fn mismatch(&self, expected: impl std::fmt::Display) -> Error {
         if self.pos >= self.def.nodes.len() {
             return self.missing_child();
@@ -411,20 +421,26 @@ impl<'d> Unflattener<'d> {
         self.depth -= 1;
         let out = out?;
         if self.pos != self.end {
-            let extra = self
-                .def
-                .key_of(&self.def.nodes[self.pos])
-                .unwrap_or("<positional>");
-            return Err(self.def.error_at(
-                index,
-                format!(
-                    "{} has children the type does not read (first: `{extra}`)",
-                    describe(self.node_ref(index))
-                ),
-            ));
+            return Err(self.unread_children(index));
         }
         self.end = saved;
         Ok(out)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn unread_children(&self, index: usize) -> Error {
+        let extra = self
+            .def
+            .key_of(&self.def.nodes[self.pos])
+            .unwrap_or("<positional>");
+        self.def.error_at(
+            index,
+            format!(
+                "{} has children the type does not read (first: `{extra}`)",
+                describe(self.node_ref(index))
+            ),
+        )
     }
 
     /// Reads an array leaf.
@@ -528,7 +544,7 @@ impl<'d> Unflattener<'d> {
     ) -> Result<R> {
         self.enter(
             || format!("struct `{name}`"),
-            |k| matches!(k, Kind::Struct(n) if self.def.str(*n) == name),
+            |k| matches!(k, Kind::Struct(n) if self.def.str_is(*n, name)),
             |u, _| body(u),
         )
     }
@@ -578,36 +594,46 @@ impl<'d> Unflattener<'d> {
     ) -> Result<R> {
         self.enter(
             || format!("registered type `{name}`"),
-            |k| matches!(k, Kind::Registered(n) if self.def.str(*n) == name),
+            |k| matches!(k, Kind::Registered(n) if self.def.str_is(*n, name)),
             |u, _| body(u),
         )
     }
 
+    #[inline]
     fn expect_key(&self, key: &str, what: &str) -> Result<()> {
-        let node = self.peek().map_err(|_| {
-            let parent = self.open_parent().unwrap_or(0);
-            self.def.error_at(
-                parent,
-                format!(
-                    "missing {what} `{key}` ({} has keys {})",
-                    describe(self.node_ref(parent)),
-                    key_list(self.node_ref(parent))
-                ),
-            )
-        })?;
-        if self.def.key_of(node) == Some(key) {
-            return Ok(());
+        match self.def.nodes.get(self.pos) {
+            Some(Node { key: Some(k), .. }) if self.pos < self.end && self.def.str_is(*k, key) => {
+                Ok(())
+            }
+            _ => Err(self.key_error(key, what)),
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn key_error(&self, key: &str, what: &str) -> Error {
         let parent = self.open_parent().unwrap_or(0);
-        Err(self.def.error_at(
+        let found = match self.peek() {
+            Ok(node) => self.def.key_of(node).unwrap_or("<positional>"),
+            Err(_) => {
+                return self.def.error_at(
+                    parent,
+                    format!(
+                        "missing {what} `{key}` ({} has keys {})",
+                        describe(self.node_ref(parent)),
+                        key_list(self.node_ref(parent))
+                    ),
+                )
+            }
+        };
+        self.def.error_at(
             parent,
             format!(
-                "expected {what} `{key}`, found `{}` ({} has keys {})",
-                self.def.key_of(node).unwrap_or("<positional>"),
+                "expected {what} `{key}`, found `{found}` ({} has keys {})",
                 describe(self.node_ref(parent)),
                 key_list(self.node_ref(parent))
             ),
-        ))
+        )
     }
 
     /// Reads the child under `key` (a struct field, a registered type's part).

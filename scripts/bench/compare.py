@@ -26,9 +26,14 @@ GOALS = {
     "w1_chain16": (">= 5x", lambda r: r >= 5),
     "w2_tree_roundtrip/optree": (">= 10x", lambda r: r >= 10),
     "w2_tree_roundtrip/jax.tree_util": (">= 10x", lambda r: r >= 10),
+    # Issue 11: unflatten of 100k leaves no slower than optree.
+    "w2_unflatten_100k/optree": (">= 1x", lambda r: r >= 1),
     # Derived row: the call minus the floor (Rust's flat array-level compiled call on the same
     # libmlx), i.e. what tree handling and the language add on top of MLX's own replay.
     "w3_overhead": (">= 3x", lambda r: r >= 3),
+    # Issue 11: the overhead, with static fields in the tree, stays at or below the 9 us
+    # measured without them before (bench/RESULTS.md of 2026-11-21).
+    "w3_overhead_abs": ("Rust <= 9 us", lambda rust_s: rust_s <= 9e-6),
     # Rust compiled within 5% of Python compiled: rust/python <= 1.05.
     "w4_gelu_compiled": ("Rust <= 1.05x Python", lambda r: r >= 1 / 1.05),
     "w5_train_step": (">= 1.3x", lambda r: r >= 1.3),
@@ -36,7 +41,7 @@ GOALS = {
 }
 # Cheap, overhead-bound rows get more samples per round: their noise comes from other
 # processes' bursts, which medians over more samples ride out.
-MORE_SAMPLES = ("w2_", "w3_")
+MORE_SAMPLES = ("w2_tree", "w3_")
 END_TO_END = ("w4_gelu_eager", "w4_gelu_compiled", "w5_train_step", "w6_decode_128")
 DECODE_TOKENS = 128
 
@@ -200,7 +205,9 @@ def main():
                 floor = med[rust_label]["w3_compiled_call_flat"]["rust"]
                 ro, po = r - floor, p - floor
                 goal, check = GOALS["w3_overhead"]
-                ok = "yes" if ro > 0 and check(po / ro) else "**no**"
+                goal_abs, check_abs = GOALS["w3_overhead_abs"]
+                goal = f"{goal}; {goal_abs}"
+                ok = "yes" if ro > 0 and check(po / ro) and check_abs(ro) else "**no**"
                 ratio_txt = f"{po / ro:.2f}x" if ro > 0 else "n/a (below noise)"
                 out.append(
                     f"| w3 overhead above the floor (call - Rust flat call) | {fmt_time(ro)} "

@@ -61,9 +61,10 @@ def chain16(do_eval):
 # Rust side has the same structure as derived structs, Vecs, Options and maps).
 
 W2_LAYERS = 49  # 49 layers x 20 leaves + 20 model-level leaves = 1,000
+W2_BIG_LAYERS = 4_999  # 100,000 leaves
 
 
-def tree_model():
+def tree_model(layers=W2_LAYERS):
     leaf = lambda: mx.array(0.0)
 
     def linear(bias=True):
@@ -85,7 +86,7 @@ def tree_model():
 
     return {
         "embed": {"weight": leaf()},
-        "layers": [layer() for _ in range(W2_LAYERS)],
+        "layers": [layer() for _ in range(layers)],
         "norm": norm(),
         "lm_head": linear(),
         "adapters": {f"a{i:02}": leaf() for i in range(16)},
@@ -131,6 +132,34 @@ def tree_roundtrip():
     return impls
 
 
+def unflatten_100k():
+    """Unflatten alone, of a tree 100 times W2's, from a prebuilt spec and leaf list (the
+    result is freed inside the iteration); optree and jax.tree_util (mlx.utils has no
+    treedef: its tree_unflatten takes (path, leaf) pairs, also timed)."""
+    only = os.environ.get("BENCH_IMPL")
+    tree = tree_model(W2_BIG_LAYERS)
+    impls = {}
+    if only in (None, "mlx.utils"):
+        from mlx.utils import tree_flatten, tree_unflatten
+
+        pairs = tree_flatten(tree)
+        assert len(pairs) == 100_000
+        impls["mlx.utils"] = lambda: tree_unflatten(pairs)
+    if only in (None, "optree"):
+        import optree
+
+        leaves, spec = optree.tree_flatten(tree)
+        assert len(leaves) == 100_000
+        impls["optree"] = lambda: optree.tree_unflatten(spec, leaves)
+    if only in (None, "jax.tree_util"):
+        import jax
+
+        jleaves, jspec = jax.tree_util.tree_flatten(tree)
+        assert len(jleaves) == 100_000
+        impls["jax.tree_util"] = lambda: jax.tree_util.tree_unflatten(jspec, jleaves)
+    return impls
+
+
 # ---------------------------------------------------------------------------------------
 # W3: compiled-call overhead with a 100-leaf tree argument.
 
@@ -149,7 +178,8 @@ def compiled_call_tree():
     for _ in range(W3_BLOCKS):
         fc1 = {"weight": nxt(), "bias": nxt()}
         fc2 = {"weight": nxt(), "bias": nxt()}
-        tree.append({"fc1": fc1, "fc2": fc2})
+        # A float constant per block: part of mx.compile's cache key, like Rust's static field.
+        tree.append({"fc1": fc1, "fc2": fc2, "shift": 1.0})
     mx.eval(tree)
     return tree
 
@@ -158,9 +188,12 @@ def compiled_call(do_eval):
     tree = compiled_call_tree()
 
     def fun(tree):
-        f = lambda x: mx.add(mx.multiply(x, 2.0), 1.0)
-        lin = lambda l: {"weight": f(l["weight"]), "bias": f(l["bias"])}
-        return [{"fc1": lin(b["fc1"]), "fc2": lin(b["fc2"])} for b in tree]
+        def block(b):
+            f = lambda x: mx.add(mx.multiply(x, 2.0), b["shift"])
+            lin = lambda l: {"weight": f(l["weight"]), "bias": f(l["bias"])}
+            return {"fc1": lin(b["fc1"]), "fc2": lin(b["fc2"]), "shift": b["shift"]}
+
+        return [block(b) for b in tree]
 
     cfun = mx.compile(fun)
 
@@ -175,6 +208,7 @@ def compiled_call(do_eval):
 def compiled_call_flat():
     """The floor under W3: the same fn on the leaves as positional arguments."""
     leaves = [x for b in compiled_call_tree() for l in (b["fc1"], b["fc2"]) for x in (l["weight"], l["bias"])]
+    assert len(leaves) == 100
     cfun = mx.compile(lambda *xs: [mx.add(mx.multiply(x, 2.0), 1.0) for x in xs])
 
     def run():
@@ -364,6 +398,7 @@ WORKLOADS = {
     "w1_chain16": (1, lambda: chain16(True)),
     "w1_chain16_graph": (1, lambda: chain16(False)),
     "w2_tree_roundtrip": (20, tree_roundtrip),
+    "w2_unflatten_100k": (1, unflatten_100k),
     "w3_compiled_call": (50, lambda: compiled_call(False)),
     "w3_compiled_call_flat": (50, compiled_call_flat),
     "w3_compiled_call_eval": (20, lambda: compiled_call(True)),
