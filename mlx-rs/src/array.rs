@@ -1,6 +1,6 @@
 //! [`Array`]: an owned handle to an MLX array.
 
-use std::cell::UnsafeCell;
+use std::cell::Cell;
 use std::fmt;
 use std::sync::Arc;
 
@@ -60,15 +60,18 @@ pub struct Array {
     // make owned arrays without allocating anything beyond what mlx-c allocates, and `clone`
     // is an atomic increment after the first one, instead of mlx-c's copy (a C++ `new` of a
     // `mlx::core::array` plus MLX's atomic increment each time; clone and drop of 1,000 arrays
-    // went from 34 to 7 µs, the tree round trips of benches/tree_flatten.rs). The cell is
-    // what makes `Array` `!Sync` (see the type docs) while it stays `Send`.
-    repr: UnsafeCell<Repr>,
+    // went from 34 to 7 µs, the tree round trips of benches/tree_flatten.rs).
+    //
+    // One tagged pointer, so an `Array` stays one word: an even address is the mlx-c handle's
+    // `ctx` itself (owned; null while empty), an odd one is `Arc::into_raw(Arc<Handle>)` plus
+    // one (shared). Both real pointers are at least 8-aligned (C++ `new`, `Arc`), so the low
+    // bit is free. The `Cell` is what makes `Array` `!Sync` (see the type docs): the first
+    // clone writes through `&self`.
+    ptr: Cell<*mut u8>,
 }
 
-enum Repr {
-    Owned(Handle),
-    Shared(Arc<Handle>),
-}
+/// The tag of a shared (`Arc`) pointer in [`Array::ptr`].
+const SHARED: usize = 1;
 
 /// An owned mlx-c array handle, freed once when its last owner drops.
 struct Handle(sys::mlx_array);
@@ -82,16 +85,6 @@ struct Handle(sys::mlx_array);
 unsafe impl Send for Handle {}
 // SAFETY: see `Send` above: nothing writes through a shared `&Handle`.
 unsafe impl Sync for Handle {}
-
-impl Repr {
-    #[inline]
-    fn raw(&self) -> sys::mlx_array {
-        match self {
-            Repr::Owned(h) => h.0,
-            Repr::Shared(h) => h.0,
-        }
-    }
-}
 
 /// An mlx-c out-parameter that becomes an [`Array`] once filled. Not shared until then, so
 /// mlx-c may write into it; dropped unfilled (an op failed), it frees whatever mlx-c wrote.
@@ -134,9 +127,19 @@ impl Array {
 
     #[inline]
     fn from_handle(handle: Handle) -> Array {
+        let ctx = handle.0.ctx.cast::<u8>();
+        debug_assert_eq!(ctx as usize & SHARED, 0, "mlx-c handles are aligned");
+        // The `Array` owns the handle from here (freed in its `Drop`).
+        std::mem::forget(handle);
         Array {
-            repr: UnsafeCell::new(Repr::Owned(handle)),
+            ptr: Cell::new(ctx),
         }
+    }
+
+    /// The shared handle of a tagged pointer.
+    #[inline]
+    fn shared(ptr: *mut u8) -> *const Handle {
+        ptr.wrapping_sub(SHARED).cast::<Handle>().cast_const()
     }
 
     /// The raw handle, still owned by `self`, for calling `mlx_sys` directly. Safe to get:
@@ -144,9 +147,13 @@ impl Array {
     /// and not used after `self` is dropped.
     #[inline]
     pub fn as_raw(&self) -> sys::mlx_array {
-        // SAFETY: `Array` is !Sync, and the only write to `repr` (in `clone`) neither keeps
-        // nor meets a reference to it: no other reference to the cell's content exists here.
-        unsafe { (*self.repr.get()).raw() }
+        let ptr = self.ptr.get();
+        if ptr as usize & SHARED == 0 {
+            sys::mlx_array { ctx: ptr.cast() }
+        } else {
+            // SAFETY: an odd pointer is a live `Arc<Handle>` this array holds one count of.
+            unsafe { (*Array::shared(ptr)).0 }
+        }
     }
 
     /// A new empty mlx-c handle (no allocation in mlx-c: its `ctx` is null until filled).
@@ -555,30 +562,46 @@ unsafe fn read_strided<T: Copy>(base: *const T, shape: &[i32], strides: &[i64]) 
 impl Clone for Array {
     #[inline]
     fn clone(&self) -> Array {
-        // SAFETY: `Array` is !Sync, so this thread is the only one that can reach `self`, and
-        // no method hands out references into `repr` (they copy the raw pointer out), so no
-        // other reference to it is alive while this one is.
-        let repr = unsafe { &mut *self.repr.get() };
-        let shared = match repr {
-            Repr::Shared(h) => Arc::clone(h),
-            Repr::Owned(h) => {
-                // First clone: the handle moves behind a reference count, shared from now on.
-                let h = std::mem::replace(
-                    h,
-                    Handle(sys::mlx_array {
-                        ctx: std::ptr::null_mut(),
-                    }),
-                );
-                let shared = Arc::new(h);
-                *repr = Repr::Shared(Arc::clone(&shared));
-                shared
-            }
+        let ptr = self.ptr.get();
+        let shared = if ptr as usize & SHARED == 0 {
+            // First clone: the handle moves behind a reference count, shared from now on.
+            let handle = Handle(sys::mlx_array { ctx: ptr.cast() });
+            let shared = Arc::into_raw(Arc::new(handle));
+            self.ptr
+                .set(shared.cast::<u8>().cast_mut().wrapping_add(SHARED));
+            shared
+        } else {
+            Array::shared(ptr)
         };
+        // SAFETY: `shared` is a live `Arc<Handle>` (this array holds one count); the new
+        // `Array` owns the count added here and gives it back in its `Drop`.
+        unsafe { Arc::increment_strong_count(shared) };
         Array {
-            repr: UnsafeCell::new(Repr::Shared(shared)),
+            ptr: Cell::new(shared.cast::<u8>().cast_mut().wrapping_add(SHARED)),
         }
     }
 }
+
+impl Drop for Array {
+    #[inline]
+    fn drop(&mut self) {
+        let ptr = self.ptr.get();
+        if ptr as usize & SHARED == 0 {
+            // SAFETY: an owned handle, released once (a null `ctx` is a no-op).
+            unsafe { sys::mlx_array_free(sys::mlx_array { ctx: ptr.cast() }) };
+        } else {
+            // SAFETY: gives back the one count of the `Arc<Handle>` this array holds; the last
+            // one frees the handle (`Handle`'s `Drop`).
+            drop(unsafe { Arc::from_raw(Array::shared(ptr)) });
+        }
+    }
+}
+
+// SAFETY: an owned handle is a pointer to a C++ `mlx::core::array` that only this `Array`
+// refers to, and a shared one an `Arc<Handle>` (`Send + Sync`, see `Handle`): moving either
+// to another thread moves nothing that stays reachable here except through MLX's own
+// reference counting, as before; the type docs give the rules for MLX's shared state.
+unsafe impl Send for Array {}
 
 impl fmt::Display for Array {
     /// Prints like Python MLX (`array([1, 2], dtype=int32)`). Evaluates the array.

@@ -42,6 +42,12 @@ fn every_dtype_round_trips() {
 }
 
 #[test]
+fn an_array_is_one_word() {
+    // Trees and caches hold many arrays; the shared-on-clone representation keeps them small.
+    assert_eq!(std::mem::size_of::<Array>(), std::mem::size_of::<usize>());
+}
+
+#[test]
 fn clone_shares_and_drop_order_does_not_matter() {
     let a = Array::from_slice(&[1.0f32, 2.0], &[2]).unwrap();
     let b = a.clone();

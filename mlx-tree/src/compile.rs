@@ -18,8 +18,8 @@ use mlx_rs::compile::CompiledFn;
 
 use crate::def::TreeDef;
 use crate::error::{self, Result};
-use crate::pair::{flatten_pair, unflatten_pair, unflatten_rest};
-use crate::{tree_flatten, tree_structure, tree_unflatten, Array, TreeNode};
+use crate::pair::{flatten_pair_into, unflatten_pair, unflatten_rest};
+use crate::{tree_flatten, tree_structure, tree_unflatten, Array, Flattener, TreeNode};
 
 /// What a compiled tree function did so far (see [`Compiled::stats`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,15 +50,31 @@ struct OutDefs {
 struct Entry {
     /// The input structure, compared on lookup so that a hash collision cannot reuse a trace
     /// of another structure.
-    input: TreeDef,
+    input: Arc<TreeDef>,
     out: Option<Arc<OutDefs>>,
+}
+
+struct Cache {
+    /// Signature hash -> entries (more than one only on a hash collision).
+    entries: HashMap<u64, Vec<Entry>>,
+    /// The input structure of the latest call, with its hash: the next call checks its
+    /// arguments against it while collecting their leaves, instead of building, hashing and
+    /// comparing a new structure (the usual case: every step of a loop has the same one).
+    last: Option<(Arc<TreeDef>, u64)>,
+}
+
+/// A call's flattened arguments.
+struct Input<'x> {
+    leaves: Vec<&'x Array>,
+    def: Arc<TreeDef>,
+    /// `exact_hash` of `def`.
+    hash: u64,
 }
 
 /// The engine shared by [`Compiled`] and [`CompiledMut`].
 struct Core {
     engine: CompiledFn,
-    /// Signature hash -> entries (more than one only on a hash collision).
-    cache: Mutex<HashMap<u64, Vec<Entry>>>,
+    cache: Mutex<Cache>,
     hits: AtomicU64,
 }
 
@@ -96,9 +112,9 @@ impl Hasher for FxHasher {
     }
 }
 
-fn signature(def: &TreeDef, leaves: &[&Array], shapeless: bool) -> u64 {
-    let mut h = FxHasher::default();
-    def.exact_hash(&mut h);
+/// The cache key: the structure's hash combined with the leaves' shapes and dtypes.
+fn signature(structure: u64, leaves: &[&Array], shapeless: bool) -> u64 {
+    let mut h = FxHasher(structure);
     for leaf in leaves {
         h.write_u32(leaf.dtype() as u32);
         if shapeless {
@@ -120,27 +136,55 @@ impl Core {
     fn new(shapeless: bool) -> Self {
         Core {
             engine: CompiledFn::new(shapeless),
-            cache: Mutex::new(HashMap::new()),
+            cache: Mutex::new(Cache {
+                entries: HashMap::new(),
+                last: None,
+            }),
             hits: AtomicU64::new(0),
         }
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Flattens a call's arguments with `flatten`: checked against the previous call's
+    /// structure first, built (and hashed) only when it differs.
+    fn flatten<'x>(&self, flatten: impl Fn(&mut Flattener<'x>)) -> Result<Input<'x>> {
+        let last = self.lock().last.clone();
+        if let Some((def, hash)) = last {
+            let mut f = Flattener::checking(def.clone());
+            flatten(&mut f);
+            if let Some(leaves) = f.finish_check() {
+                return Ok(Input { leaves, def, hash });
+            }
+        }
+        let mut f = Flattener::new(true);
+        flatten(&mut f);
+        let (leaves, def) = f.finish()?;
+        let mut h = FxHasher::default();
+        def.exact_hash(&mut h);
+        Ok(Input {
+            leaves,
+            def: Arc::new(def),
+            hash: h.finish(),
+        })
+    }
+
     /// One compiled call: the outputs and the structures describing them.
-    fn call(
-        &self,
-        leaves: &[&Array],
-        def: &TreeDef,
-        trace: &TraceFn<'_>,
-    ) -> Result<(Vec<Array>, Arc<OutDefs>)> {
-        let key = signature(def, leaves, self.engine.shapeless());
+    fn call(&self, input: &Input<'_>, trace: &TraceFn<'_>) -> Result<(Vec<Array>, Arc<OutDefs>)> {
+        let key = signature(input.hash, &input.leaves, self.engine.shapeless());
         let (slot, known) = {
-            let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-            let entries = cache.entry(key).or_default();
-            match entries.iter().position(|e| e.input.exact_eq(def)) {
+            let mut cache = self.lock();
+            cache.last = Some((input.def.clone(), input.hash));
+            let entries = cache.entries.entry(key).or_default();
+            let same =
+                |e: &Entry| Arc::ptr_eq(&e.input, &input.def) || e.input.exact_eq(&input.def);
+            match entries.iter().position(same) {
                 Some(i) => (i, entries[i].out.clone()),
                 None => {
                     entries.push(Entry {
-                        input: def.clone(),
+                        input: input.def.clone(),
                         out: None,
                     });
                     (entries.len() - 1, None)
@@ -155,12 +199,12 @@ impl Core {
         };
         let outs = self
             .engine
-            .call_with_refs(leaves, &[key, slot as u64], &fun)?;
+            .call_with_refs(&input.leaves, &[key, slot as u64], &fun)?;
         let defs = match recorded.into_inner() {
             Some(defs) => {
                 let defs = Arc::new(defs);
-                let mut cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
-                if let Some(e) = cache.get_mut(&key).and_then(|v| v.get_mut(slot)) {
+                let mut cache = self.lock();
+                if let Some(e) = cache.entries.get_mut(&key).and_then(|v| v.get_mut(slot)) {
                     e.out = Some(defs.clone());
                 }
                 defs
@@ -185,13 +229,7 @@ impl Core {
     }
 
     fn stats(&self) -> CompileStats {
-        let signatures = self
-            .cache
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .values()
-            .map(Vec::len)
-            .sum();
+        let signatures = self.lock().entries.values().map(Vec::len).sum();
         CompileStats {
             calls: self.engine.calls(),
             traces: self.engine.traces(),
@@ -259,9 +297,9 @@ where
 {
     /// Calls the compiled function.
     pub fn call(&self, input: &I) -> Result<O> {
-        let (leaves, def) = tree_flatten(input)?;
+        let args = self.core.flatten(|f| input.flatten(f))?;
         let trace = |xs: &[Array]| -> Result<(Vec<Array>, OutDefs)> {
-            let input: I = tree_unflatten(&def, xs.to_vec())?;
+            let input: I = tree_unflatten(&args.def, xs.to_vec())?;
             let out = (self.fun)(&input)?;
             let (out_leaves, out_def) = tree_flatten(&out)?;
             Ok((
@@ -273,7 +311,7 @@ where
                 },
             ))
         };
-        let (outs, defs) = self.core.call(&leaves, &def, &trace)?;
+        let (outs, defs) = self.core.call(&args, &trace)?;
         unflatten_rest(&defs.out, outs.into_iter())
     }
 }
@@ -371,9 +409,10 @@ where
     /// `Err`, `state` is unchanged.
     pub fn call(&self, state: &mut S, input: &I) -> Result<O> {
         let (outs, defs) = {
-            let (leaves, def, _) = flatten_pair(&*state, input)?;
+            let state = &*state;
+            let args = self.core.flatten(|f| flatten_pair_into(f, state, input))?;
             let trace = |xs: &[Array]| -> Result<(Vec<Array>, OutDefs)> {
-                let (mut s, i): (S, I) = unflatten_pair(&def, xs.to_vec())?;
+                let (mut s, i): (S, I) = unflatten_pair(&args.def, xs.to_vec())?;
                 let before = tree_structure(&s)?;
                 let out = (self.fun)(&mut s, &i)?;
                 let (state_leaves, after) = tree_flatten(&s)?;
@@ -393,7 +432,7 @@ where
                     },
                 ))
             };
-            self.core.call(&leaves, &def, &trace)?
+            self.core.call(&args, &trace)?
         };
         let mut outs = outs.into_iter();
         // Build everything before touching `state`, so an error leaves it as it was.

@@ -113,21 +113,12 @@ impl TreeDef {
         &self.text[s.start as usize..(s.start + s.len) as usize]
     }
 
-    /// Whether `s` holds exactly `other` (the unflatten hot path: field keys and type names
-    /// are a few bytes, for which an inline loop beats a call into `memcmp`).
+    /// Whether `s` holds exactly `other` (lengths first: most mismatches stop there).
     #[inline]
     pub(crate) fn str_is(&self, s: Str, other: &str) -> bool {
         let start = s.start as usize;
-        if s.len as usize != other.len() {
-            return false;
-        }
-        match self.text.as_bytes().get(start..start + other.len()) {
-            Some(bytes) if bytes.len() <= 16 => {
-                bytes.iter().zip(other.as_bytes()).all(|(a, b)| a == b)
-            }
-            Some(bytes) => bytes == other.as_bytes(),
-            None => false,
-        }
+        s.len as usize == other.len()
+            && self.text.as_bytes().get(start..start + other.len()) == Some(other.as_bytes())
     }
 
     #[inline]

@@ -6,6 +6,7 @@
 //! parent (`field`) before the child emits its node, so a child never needs to know its name.
 
 use std::cell::Cell;
+use std::sync::Arc;
 
 use crate::def::{append, describe, key_list, Kind, Node, NodeKind, Str, TreeDef};
 use crate::error::{self, Error, Result};
@@ -45,6 +46,103 @@ pub struct Flattener<'a> {
     depth: u32,
     /// False: only leaves are collected (tree_leaves, tree_reduce).
     structure: bool,
+    /// Checking: the structure is compared with an existing one node by node instead of
+    /// being built (see [`Flattener::checking`]).
+    check: Option<Check>,
+}
+
+/// The kind of a node as a flatten emits it (names borrowed until stored).
+#[derive(Clone, Copy)]
+enum NewKind<'s> {
+    Leaf,
+    None,
+    Some,
+    Tuple,
+    List,
+    Dict,
+    Struct(&'s str),
+    Variant(&'s str),
+    Registered(&'s str),
+}
+
+/// A flatten compared against `def`: `next` nodes seen so far, `same` while all matched.
+struct Check {
+    def: Arc<TreeDef>,
+    next: usize,
+    same: bool,
+}
+
+impl Check {
+    // Inlined with `Flattener::push`, so its `kind` match folds too.
+    #[inline(always)]
+    fn push(&mut self, key: Option<&str>, kind: NewKind<'_>) -> usize {
+        let index = self.next;
+        self.next += 1;
+        if self.same {
+            let def = &*self.def;
+            self.same = match def.nodes.get(index) {
+                Some(node) => {
+                    key_is(def, node.key, key)
+                        && match (node.kind, kind) {
+                            (Kind::Leaf, NewKind::Leaf)
+                            | (Kind::None, NewKind::None)
+                            | (Kind::Some, NewKind::Some)
+                            | (Kind::Tuple, NewKind::Tuple)
+                            | (Kind::List, NewKind::List)
+                            | (Kind::Dict, NewKind::Dict) => true,
+                            (Kind::Struct(s), NewKind::Struct(n))
+                            | (Kind::Variant(s), NewKind::Variant(n))
+                            | (Kind::Registered(s), NewKind::Registered(n)) => def.str_is(s, n),
+                            _ => false,
+                        }
+                }
+                None => false,
+            };
+        }
+        index
+    }
+
+    #[inline]
+    fn static_node<S: StaticData>(&mut self, key: &str, value: &S) {
+        let index = self.next;
+        self.next += 1;
+        if self.same {
+            let def = &*self.def;
+            self.same = match def.nodes.get(index) {
+                Some(Node {
+                    kind: Kind::Static(i),
+                    key: k,
+                    ..
+                }) => {
+                    key_is(def, *k, Some(key))
+                        && def.statics.get(*i as usize).is_some_and(|v| v.holds(value))
+                }
+                _ => false,
+            };
+        }
+    }
+
+    /// Closes node `index`: its subtree must have as many nodes as the expected one (with
+    /// kinds and keys equal in preorder, the sizes fix the shape of the tree).
+    #[inline]
+    fn close(&mut self, index: usize) {
+        if self.same {
+            self.same = self
+                .def
+                .nodes
+                .get(index)
+                .is_some_and(|n| n.size as usize == self.next - index);
+        }
+    }
+}
+
+#[inline]
+fn key_is(def: &TreeDef, stored: Option<Str>, key: Option<&str>) -> bool {
+    match (stored, key) {
+        (None, None) => true,
+        (Some(s), Some(k)) => def.str_is(s, k),
+        _ => false,
+    }
 }
 
 impl<'a> Flattener<'a> {
@@ -63,12 +161,40 @@ impl<'a> Flattener<'a> {
             open: usize::MAX,
             depth: 0,
             structure,
+            check: None,
         }
     }
 
+    /// A flatten that compares the tree with `def` instead of building a structure: what a
+    /// compiled call does with the structure of its previous call (no allocation but the
+    /// leaves, no second pass to compare). [`finish_check`](Self::finish_check) says whether
+    /// the tree has exactly that structure (static data compared exactly).
+    pub(crate) fn checking(def: Arc<TreeDef>) -> Self {
+        let mut f = Flattener::new(false);
+        f.leaves.reserve(def.num_leaves);
+        f.structure = true;
+        f.check = Some(Check {
+            def,
+            next: 0,
+            same: true,
+        });
+        f
+    }
+
+    /// The leaves, if the tree had exactly the structure given to
+    /// [`checking`](Self::checking).
+    pub(crate) fn finish_check(self) -> Option<Vec<&'a Array>> {
+        let check = self.check.as_ref()?;
+        (check.same && check.next == check.def.nodes.len()).then_some(self.leaves)
+    }
+
     fn remember_sizes(&self) {
-        // Capped so that one huge tree does not make every later flatten allocate for it.
-        const CAP: usize = 1 << 16;
+        // Capped so that one huge tree does not make every later flatten allocate for it, and
+        // low: a hinted buffer stays under glibc's mmap threshold (128 KiB), so it comes from
+        // the heap, not from fresh zero pages each time (one 100,000-leaf flatten used to
+        // double the time of every later 1,000-leaf round trip on the thread). Larger trees
+        // grow their buffers as usual.
+        const CAP: usize = 4096;
         SIZE_HINT.with(|h| {
             let old = h.get();
             h.set(SizeHint {
@@ -118,14 +244,29 @@ impl<'a> Flattener<'a> {
 
     /// Appends a node: its key first, then (through `kind`) its type name, the canonical
     /// order of `text`.
-    #[inline]
-    fn push(&mut self, kind: impl FnOnce(&mut String) -> Kind) -> usize {
+    ///
+    /// Inlined into every call site, so the `kind` match folds to the one arm each site uses.
+    #[inline(always)]
+    fn push(&mut self, kind: NewKind<'_>) -> usize {
+        if let Some(check) = &mut self.check {
+            return check.push(self.key.take(), kind);
+        }
         let index = self.nodes.len();
         if let Some(parent) = self.nodes.get_mut(self.open) {
             parent.arity += 1;
         }
         let key = self.key.take().map(|k| append(&mut self.text, k));
-        let kind = kind(&mut self.text);
+        let kind = match kind {
+            NewKind::Leaf => Kind::Leaf,
+            NewKind::None => Kind::None,
+            NewKind::Some => Kind::Some,
+            NewKind::Tuple => Kind::Tuple,
+            NewKind::List => Kind::List,
+            NewKind::Dict => Kind::Dict,
+            NewKind::Struct(n) => Kind::Struct(append(&mut self.text, n)),
+            NewKind::Variant(n) => Kind::Variant(append(&mut self.text, n)),
+            NewKind::Registered(n) => Kind::Registered(append(&mut self.text, n)),
+        };
         self.nodes.push(Node {
             kind,
             key,
@@ -136,11 +277,7 @@ impl<'a> Flattener<'a> {
     }
 
     #[inline]
-    pub(crate) fn open(
-        &mut self,
-        kind: impl FnOnce(&mut String) -> Kind,
-        body: impl FnOnce(&mut Self),
-    ) {
+    fn open(&mut self, kind: NewKind<'_>, body: impl FnOnce(&mut Self)) {
         // Flatten recurses through user types' code (derived or registered), which cannot be
         // made iterative; every level passes through here, so growing the stack here makes
         // any depth safe.
@@ -156,7 +293,16 @@ impl<'a> Flattener<'a> {
         crate::stack::grow_at(depth, || body(self));
         self.open = saved;
         self.depth -= 1;
-        self.nodes[index].size = (self.nodes.len() - index) as u32;
+        match &mut self.check {
+            Some(check) => check.close(index),
+            None => self.nodes[index].size = (self.nodes.len() - index) as u32,
+        }
+    }
+
+    /// Emits a registered type's node named `name` whose `body` emits its parts.
+    #[inline]
+    pub(crate) fn registered_node(&mut self, name: &str, body: impl FnOnce(&mut Self)) {
+        self.open(NewKind::Registered(name), body);
     }
 
     /// Emits an array leaf.
@@ -164,7 +310,7 @@ impl<'a> Flattener<'a> {
     pub fn leaf(&mut self, array: &'a Array) {
         self.leaves.push(array);
         if self.structure {
-            self.push(|_| Kind::Leaf);
+            self.push(NewKind::Leaf);
         }
     }
 
@@ -172,52 +318,49 @@ impl<'a> Flattener<'a> {
     #[inline]
     pub fn none(&mut self) {
         if self.structure {
-            self.push(|_| Kind::None);
+            self.push(NewKind::None);
         }
     }
 
     /// Emits `Some(value)`: a node with one child, transparent in key paths.
     #[inline]
     pub fn some<T: TreeNode>(&mut self, value: &'a T) {
-        self.open(|_| Kind::Some, |f| value.flatten(f));
+        self.open(NewKind::Some, |f| value.flatten(f));
     }
 
     /// Emits a list of children (`Vec`, slices, `[T; N]`); paths use the positions.
     #[inline]
     pub fn list<T: TreeNode>(&mut self, items: &'a [T]) {
-        self.open(
-            |_| Kind::List,
-            |f| {
-                for item in items {
-                    item.flatten(f);
-                }
-            },
-        );
+        self.open(NewKind::List, |f| {
+            for item in items {
+                item.flatten(f);
+            }
+        });
     }
 
     /// Emits a tuple whose `body` emits the elements with [`child`](Self::child).
     #[inline]
     pub fn tuple(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(|_| Kind::Tuple, body);
+        self.open(NewKind::Tuple, body);
     }
 
     /// Emits a string-keyed map whose `body` emits entries with [`entry`](Self::entry).
     #[inline]
     pub fn dict(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(|_| Kind::Dict, body);
+        self.open(NewKind::Dict, body);
     }
 
     /// Emits a struct named `name` whose `body` emits its fields with [`field`](Self::field)
     /// and [`static_field`](Self::static_field).
     #[inline]
     pub fn struct_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(|t| Kind::Struct(append(t, name)), body);
+        self.open(NewKind::Struct(name), body);
     }
 
     /// Emits an enum variant named `Enum::Variant` whose `body` emits its fields.
     #[inline]
     pub fn variant_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(|t| Kind::Variant(append(t, name)), body);
+        self.open(NewKind::Variant(name), body);
     }
 
     /// Emits a child under `key` (a struct field, a registered type's part). The key is its
@@ -262,10 +405,23 @@ impl<'a> Flattener<'a> {
         if !self.structure {
             return;
         }
+        if let Some(check) = &mut self.check {
+            check.static_node(key, value);
+            return;
+        }
+        let index = self.nodes.len();
+        if let Some(parent) = self.nodes.get_mut(self.open) {
+            parent.arity += 1;
+        }
+        let key = append(&mut self.text, key);
         self.statics.push(StaticValue::new(value));
-        self.key = Some(key);
-        let index = (self.statics.len() - 1) as u32;
-        self.push(|_| Kind::Static(index));
+        self.nodes.push(Node {
+            kind: Kind::Static((self.statics.len() - 1) as u32),
+            key: Some(key),
+            arity: 0,
+            size: 1,
+        });
+        debug_assert_eq!(index + 1, self.nodes.len());
     }
 }
 

@@ -23,6 +23,18 @@ pub(crate) fn flatten_pair<'x, A: TreeNode, B: TreeNode>(
     Ok((leaves, def, split))
 }
 
+/// Emits the tuple `(a, b)` into `f` (the structure [`flatten_pair`] builds).
+pub(crate) fn flatten_pair_into<'x, A: TreeNode, B: TreeNode>(
+    f: &mut Flattener<'x>,
+    a: &'x A,
+    b: &'x B,
+) {
+    f.tuple(|f| {
+        a.flatten(f);
+        b.flatten(f);
+    });
+}
+
 /// The node index of element `i` (0 or 1) of a pair structure.
 fn element(def: &TreeDef, i: usize) -> usize {
     match i {

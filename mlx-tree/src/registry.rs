@@ -24,7 +24,6 @@ use std::fmt;
 use std::ops::{Deref, DerefMut};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
-use crate::def::{append, Kind};
 use crate::error::{self, Result};
 use crate::{tree_unflatten, Array, Flattener, TreeNode, Unflattener};
 
@@ -172,10 +171,7 @@ pub(crate) fn lookup_name(name: &str) -> Result<&'static Entry> {
 
 fn flatten_typed<'a, T: 'static>(entry: &'static Entry, value: &'a T, f: &mut Flattener<'a>) {
     let typed = entry.typed::<T>();
-    f.open(
-        |t| Kind::Registered(append(t, entry.name)),
-        |f| (typed.flatten)(value, f),
-    );
+    f.registered_node(entry.name, |f| (typed.flatten)(value, f));
 }
 
 fn unflatten_typed<T: 'static>(entry: &'static Entry, u: &mut Unflattener<'_>) -> Result<T> {

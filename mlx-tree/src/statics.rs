@@ -220,6 +220,26 @@ impl StaticValue {
         }
     }
 
+    /// Whether this holds exactly `value`: the same as `*self == StaticValue::new(value)`,
+    /// without building one.
+    #[inline]
+    pub(crate) fn holds<T: StaticData>(&self, value: &T) -> bool {
+        match &self.0 {
+            Repr::Words { codec, words } => {
+                T::WORDS > 0
+                    && codec.value_type() == TypeId::of::<T>()
+                    && *words == value.to_words()
+            }
+            Repr::Boxed(b) => {
+                T::WORDS == 0
+                    && b.as_any()
+                        .downcast_ref::<T>()
+                        .is_some_and(|stored| stored.static_eq(value))
+            }
+            Repr::Json(_) => false,
+        }
+    }
+
     /// Whether the value is a `T` (false for untyped JSON).
     pub fn is<T: StaticData>(&self) -> bool {
         match &self.0 {

@@ -12,6 +12,7 @@ use mlx_rs::ops;
 use mlx_tree::{
     assign_weights, compile, compile_mut, grad, load_weights, save_weights, tree_map,
     value_and_grad, vmap, Array, CompileStats, LoadOptions, Registered, Result, TreeAxes, TreeNode,
+    Value,
 };
 
 fn arange(n: i32, scale: f32, shape: &[i32]) -> Array {
@@ -194,6 +195,79 @@ fn structure_changes_retrace_and_give_correct_results() {
         "shapeless wide",
     );
     assert_eq!(g.stats(), stats(2, 1, 1, 1));
+}
+
+/// A compiled call checks its arguments against the previous call's structure instead of
+/// building a new one: every way two structures can differ with the same leaves in the same
+/// order must still be a new signature (and the right result), and going back must hit.
+#[test]
+fn each_structure_difference_from_the_previous_call_is_a_new_signature() {
+    let sum = |v: &Value| -> Result<Array> {
+        let leaves = mlx_tree::tree_leaves(v);
+        let mut acc = Array::from_scalar(0.0f32);
+        for (i, l) in leaves.into_iter().enumerate() {
+            acc = acc + l * (i + 1) as f32;
+        }
+        Ok(acc)
+    };
+    let f = compile(sum, None);
+    let a = || Array::from_scalar(1.0f32);
+    let b = || Array::from_scalar(10.0f32);
+    let dict = |k1: &str, k2: &str| Value::dict([(k1, Value::Array(a())), (k2, Value::Array(b()))]);
+    let variants = [
+        ("dict", dict("x", "y")),
+        ("same count, other key", dict("x", "z")),
+        ("same keys, other order", dict("y", "x")),
+        (
+            "list",
+            Value::List(vec![Value::Array(a()), Value::Array(b())]),
+        ),
+        (
+            "tuple",
+            Value::Tuple(vec![Value::Array(a()), Value::Array(b())]),
+        ),
+        (
+            "longer: the previous one is a prefix",
+            Value::Tuple(vec![Value::Array(a()), Value::Array(b()), Value::None]),
+        ),
+        (
+            "shorter: a prefix of the previous one",
+            Value::Tuple(vec![Value::Array(a())]),
+        ),
+        (
+            "nested",
+            Value::Tuple(vec![
+                Value::Tuple(vec![Value::Array(a())]),
+                Value::Array(b()),
+            ]),
+        ),
+        (
+            "flat again",
+            Value::Tuple(vec![Value::Array(a()), Value::Array(b())]),
+        ),
+    ];
+    let distinct = variants.len() - 1; // "flat again" repeats "tuple"
+    for (i, (what, v)) in variants.iter().enumerate() {
+        let got = f.call(v).unwrap().item::<f32>().unwrap();
+        assert_eq!(got, sum(v).unwrap().item::<f32>().unwrap(), "{what}");
+        let st = f.stats();
+        assert_eq!(st.calls, i as u64 + 1, "{what}");
+        assert_eq!(st.traces, (i.min(distinct - 1) + 1) as u64, "{what}");
+    }
+    // Each one again, in reverse order: all cached.
+    for (what, v) in variants.iter().rev() {
+        assert_eq!(
+            f.call(v).unwrap().item::<f32>().unwrap(),
+            sum(v).unwrap().item::<f32>().unwrap(),
+            "{what} again"
+        );
+    }
+    let st = f.stats();
+    assert_eq!(
+        (st.traces, st.signatures),
+        (distinct as u64, distinct),
+        "{st:?}"
+    );
 }
 
 #[test]

@@ -42,6 +42,10 @@ GOALS = {
 # Cheap, overhead-bound rows get more samples per round: their noise comes from other
 # processes' bursts, which medians over more samples ride out.
 MORE_SAMPLES = ("w2_tree", "w3_")
+# Run in worker processes of their own: the 100,000-leaf tree leaves glibc malloc's free
+# lists in a state that slows every later small allocation of the Rust process (the 1,000-
+# leaf round trip and the W3 calls took up to 2x longer after it; bench/ANALYSIS.md).
+ISOLATED = ("w2_unflatten_100k",)
 END_TO_END = ("w4_gelu_eager", "w4_gelu_compiled", "w5_train_step", "w6_decode_128")
 DECODE_TOKENS = 128
 
@@ -139,9 +143,18 @@ def main():
 
     # times[worker label][name][impl] = [seconds per iteration, ...]
     times = {w.label: {n: {} for n in names} for w in workers}
+    isolated = {}  # name -> its own workers, started when first needed
+
+    def workers_for(name):
+        if name not in ISOLATED:
+            return workers
+        if name not in isolated:
+            isolated[name] = [Worker(w.label, w.argv) for w in workers]
+        return isolated[name]
+
     for rnd in range(args.rounds):
         for name in names:
-            order = [w for w in workers if w.label != "rust-source" or name in END_TO_END]
+            order = [w for w in workers_for(name) if w.label != "rust-source" or name in END_TO_END]
             if rnd % 2:
                 order.reverse()
             n = args.samples * (4 if name.startswith(MORE_SAMPLES) else 1)
@@ -149,7 +162,7 @@ def main():
                 for impl, ts in w.run(name, n).items():
                     times[w.label][name].setdefault(impl, []).extend(ts)
         print(f"round {rnd + 1}/{args.rounds} done ({time.time() - started:.0f} s)", file=sys.stderr)
-    for w in workers:
+    for w in workers + [w for ws in isolated.values() for w in ws]:
         w.close()
 
     med = {
