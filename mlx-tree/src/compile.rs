@@ -19,10 +19,11 @@ use mlx_rs::compile::CompiledFn;
 use crate::def::TreeDef;
 use crate::error::{self, Result};
 use crate::pair::{flatten_pair_into, unflatten_pair, unflatten_rest};
+use crate::retrace::{leaf_sigs, LeafSig, RetraceReport, Tracker};
 use crate::{tree_flatten, tree_structure, tree_unflatten, Array, Flattener, TreeNode};
 
 /// What a compiled tree function did so far (see [`Compiled::stats`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CompileStats {
     /// Calls made.
     pub calls: u64,
@@ -34,6 +35,11 @@ pub struct CompileStats {
     pub cache_hits: u64,
     /// Distinct signatures (structure + static data + shapes/dtypes) seen.
     pub signatures: usize,
+    /// Set once the function traced several calls in a row, each with a new signature: which
+    /// path's static data, shape or structure kept changing (also logged once, as a warning
+    /// with target `mlx_tree::compile`). A function in that state is not compiled in any
+    /// useful sense: every call runs the Rust function again.
+    pub retraces: Option<RetraceReport>,
 }
 
 /// Output structures recorded when a signature was traced.
@@ -51,6 +57,8 @@ struct Entry {
     /// The input structure, compared on lookup so that a hash collision cannot reuse a trace
     /// of another structure.
     input: Arc<TreeDef>,
+    /// The leaves' shapes and dtypes when traced (what a later retrace is compared with).
+    leaves: Vec<LeafSig>,
     out: Option<Arc<OutDefs>>,
 }
 
@@ -61,6 +69,9 @@ struct Cache {
     /// arguments against it while collecting their leaves, instead of building, hashing and
     /// comparing a new structure (the usual case: every step of a loop has the same one).
     last: Option<(Arc<TreeDef>, u64)>,
+    /// The latest call's entry (signature hash, slot).
+    last_entry: Option<(u64, usize)>,
+    retraces: Tracker,
 }
 
 /// A call's flattened arguments.
@@ -76,6 +87,8 @@ struct Core {
     engine: CompiledFn,
     cache: Mutex<Cache>,
     hits: AtomicU64,
+    /// Names for the two elements of a pair structure in retrace reports (`compile_mut`).
+    roots: Option<[&'static str; 2]>,
 }
 
 /// FxHash (rustc's hasher): a few cycles per word, enough for a cache key whose collisions
@@ -133,14 +146,17 @@ fn signature(structure: u64, leaves: &[&Array], shapeless: bool) -> u64 {
 type TraceFn<'t> = dyn Fn(&[Array]) -> Result<(Vec<Array>, OutDefs)> + 't;
 
 impl Core {
-    fn new(shapeless: bool) -> Self {
+    fn new(shapeless: bool, roots: Option<[&'static str; 2]>) -> Self {
         Core {
             engine: CompiledFn::new(shapeless),
             cache: Mutex::new(Cache {
                 entries: HashMap::new(),
                 last: None,
+                last_entry: None,
+                retraces: Tracker::default(),
             }),
             hits: AtomicU64::new(0),
+            roots,
         }
     }
 
@@ -175,21 +191,36 @@ impl Core {
     fn call(&self, input: &Input<'_>, trace: &TraceFn<'_>) -> Result<(Vec<Array>, Arc<OutDefs>)> {
         let key = signature(input.hash, &input.leaves, self.engine.shapeless());
         let (slot, known) = {
-            let mut cache = self.lock();
-            cache.last = Some((input.def.clone(), input.hash));
+            let mut guard = self.lock();
+            let cache = &mut *guard;
             let entries = cache.entries.entry(key).or_default();
             let same =
                 |e: &Entry| Arc::ptr_eq(&e.input, &input.def) || e.input.exact_eq(&input.def);
-            match entries.iter().position(same) {
-                Some(i) => (i, entries[i].out.clone()),
+            let found = match entries.iter().position(same) {
+                Some(i) => {
+                    cache.retraces.hit();
+                    (i, entries[i].out.clone())
+                }
                 None => {
                     entries.push(Entry {
                         input: input.def.clone(),
+                        leaves: leaf_sigs(&input.leaves),
                         out: None,
                     });
-                    (entries.len() - 1, None)
+                    let slot = entries.len() - 1;
+                    let before = cache
+                        .last_entry
+                        .and_then(|(k, s)| cache.entries.get(&k)?.get(s))
+                        .map(|e| (&*e.input, &e.leaves[..]));
+                    cache
+                        .retraces
+                        .traced(before, &input.def, &input.leaves, self.roots);
+                    (slot, None)
                 }
-            }
+            };
+            cache.last = Some((input.def.clone(), input.hash));
+            cache.last_entry = Some((key, found.0));
+            found
         };
         let recorded = RefCell::new(None);
         let fun = |xs: &[Array]| -> Result<Vec<Array>> {
@@ -229,12 +260,13 @@ impl Core {
     }
 
     fn stats(&self) -> CompileStats {
-        let signatures = self.lock().entries.values().map(Vec::len).sum();
+        let cache = self.lock();
         CompileStats {
             calls: self.engine.calls(),
             traces: self.engine.traces(),
             cache_hits: self.hits.load(Ordering::Relaxed),
-            signatures,
+            signatures: cache.entries.values().map(Vec::len).sum(),
+            retraces: cache.retraces.report(),
         }
     }
 
@@ -284,7 +316,7 @@ where
 {
     Compiled {
         fun,
-        core: Core::new(shapeless.into().unwrap_or(false)),
+        core: Core::new(shapeless.into().unwrap_or(false), None),
         _types: PhantomData,
     }
 }
@@ -393,7 +425,7 @@ where
 {
     CompiledMut {
         fun,
-        core: Core::new(shapeless.into().unwrap_or(false)),
+        core: Core::new(shapeless.into().unwrap_or(false), Some(["state", "input"])),
         _types: PhantomData,
     }
 }

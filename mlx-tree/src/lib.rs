@@ -148,6 +148,7 @@ mod node;
 mod pair;
 mod prefix;
 mod registry;
+mod retrace;
 mod stack;
 mod statics;
 mod transforms;
@@ -164,6 +165,7 @@ pub use io::{assign_weights, load_weights, save_weights, LoadOptions};
 pub use mlx_rs::Array;
 pub use node::TreeNode;
 pub use registry::{is_registered, register, registered_name, Registered, RegisteredValue};
+pub use retrace::{RetraceCause, RetraceReport};
 pub use statics::{StaticData, StaticValue};
 pub use transforms::{grad, value_and_grad, vmap, TreeAxes};
 pub use util::{

@@ -41,6 +41,7 @@ fn stats(calls: u64, traces: u64, cache_hits: u64, signatures: usize) -> Compile
         traces,
         cache_hits,
         signatures,
+        retraces: None,
     }
 }
 
