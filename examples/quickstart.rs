@@ -4,7 +4,8 @@
 //!
 //! Run: `cargo run --release --example quickstart`
 
-use mlx::core::{ops, random, Array, Device};
+use mlx::core::random::{self, UniformOptions};
+use mlx::core::{ops, Array, Device};
 
 fn main() -> mlx::core::Result<()> {
     println!(
@@ -34,9 +35,9 @@ fn main() -> mlx::core::Result<()> {
 
     // key = mx.random.key(0); mx.random.normal((2, 3), key=key)
     let key = random::key(0)?;
-    let normal = random::normal(&[2, 3], None, 0.0, 1.0, &key)?;
-    // mx.random.uniform(0.0, 1.0, (3,), key=key)
-    let uniform = random::uniform(0.0, 1.0, &[3], None, &key)?;
+    let normal = random::normal(&[2, 3], Default::default(), &key)?;
+    // mx.random.uniform(0.0, 1.0, (3,), key=key): low and high are keywords in Rust
+    let uniform = random::uniform(&[3], UniformOptions::default().low(0.0).high(1.0), &key)?;
     println!("normal(key 0)  =\n{normal}");
     println!("uniform(key 0) = {uniform}");
 

@@ -4,7 +4,8 @@
 
 mod support;
 
-use mlx::core::{ops, random, Array, Dtype};
+use mlx::core::random::{self, NormalOptions, UniformOptions};
+use mlx::core::{ops, Array, Dtype};
 use support::golden::{assert_exact, load};
 
 fn golden() -> serde_json::Value {
@@ -37,9 +38,9 @@ fn quickstart_matches_python() {
         &g["max_axis1_keepdims"],
         "max_axis1_keepdims",
     );
-    let normal = random::normal(&[2, 3], None, 0.0, 1.0, &key).unwrap();
+    let normal = random::normal(&[2, 3], Default::default(), &key).unwrap();
     assert_matches(&normal, &g["normal"], "normal");
-    let uniform = random::uniform(0.0, 1.0, &[3], None, &key).unwrap();
+    let uniform = random::uniform(&[3], Default::default(), &key).unwrap();
     assert_matches(&uniform, &g["uniform"], "uniform");
 }
 
@@ -49,19 +50,20 @@ fn random_draws_match_python_for_the_same_key() {
     for seed in [0u64, 1, 42] {
         let k = random::key(seed).unwrap();
         assert_matches(&k, &g[format!("key_{seed}")], "key");
-        let n = random::normal(&[4, 5], None, 0.0, 1.0, &k).unwrap();
+        let n = random::normal(&[4, 5], Default::default(), &k).unwrap();
         assert_matches(&n, &g[format!("normal_{seed}_4x5")], "normal 4x5");
-        let n = random::normal(&[7], None, 2.0, 0.5, &k).unwrap();
+        let n = random::normal(&[7], NormalOptions::default().loc(2.0).scale(0.5), &k).unwrap();
         assert_matches(
             &n,
             &g[format!("normal_{seed}_loc_scale")],
             "normal loc/scale",
         );
-        let u = random::uniform(-1.0, 3.0, &[3, 3], None, &k).unwrap();
+        let u =
+            random::uniform(&[3, 3], UniformOptions::default().low(-1.0).high(3.0), &k).unwrap();
         assert_matches(&u, &g[format!("uniform_{seed}_3x3")], "uniform");
     }
     let k3 = random::key(3).unwrap();
-    let n = random::normal(&[5], Dtype::Bfloat16, 0.0, 1.0, &k3).unwrap();
+    let n = random::normal(&[5], NormalOptions::default().dtype(Dtype::Bfloat16), &k3).unwrap();
     assert_matches(&n, &g["normal_bf16"], "normal bf16");
     let split = random::split(&random::key(0).unwrap(), 3).unwrap();
     assert_matches(&split, &g["split_0"], "split");
@@ -70,9 +72,9 @@ fn random_draws_match_python_for_the_same_key() {
 #[test]
 fn same_key_same_draw_different_key_different_draw() {
     let k0 = random::key(0).unwrap();
-    let a = random::normal(&[16], None, 0.0, 1.0, &k0).unwrap();
-    let b = random::normal(&[16], None, 0.0, 1.0, &random::key(0).unwrap()).unwrap();
-    let c = random::normal(&[16], None, 0.0, 1.0, &random::key(1).unwrap()).unwrap();
+    let a = random::normal(&[16], Default::default(), &k0).unwrap();
+    let b = random::normal(&[16], Default::default(), &random::key(0).unwrap()).unwrap();
+    let c = random::normal(&[16], Default::default(), &random::key(1).unwrap()).unwrap();
     assert_eq!(a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
     assert_ne!(a.to_vec::<f32>().unwrap(), c.to_vec::<f32>().unwrap());
 }

@@ -164,27 +164,16 @@ fn layers_match_python() -> Result<()> {
     assert!(nn::MultiHeadAttention::new(10, 4, Default::default()).is_err());
 
     let case = &l["conv1d"];
-    let opts = nn::ConvLayerOptions {
-        stride: 2,
-        padding: 1,
-        ..Default::default()
-    };
-    let c = loaded(nn::Conv1d::new(4, 6, 3, opts)?, case);
+    let opts = nn::ConvOptions::default().stride(2).padding(1);
+    let c = loaded(nn::Conv1d::new(4, 6, 3, opts, None)?, case);
     close(&c.forward(&inputs(case)[0])?, &case["output"], "conv1d");
     let case = &l["conv2d"];
-    let opts = nn::ConvLayerOptions {
-        padding: 1,
-        ..Default::default()
-    };
-    let c = loaded(nn::Conv2d::new(3, 4, (3, 3), opts)?, case);
+    let opts = nn::ConvOptions::default().padding(1);
+    let c = loaded(nn::Conv2d::new(3, 4, (3, 3), opts, None)?, case);
     close(&c.forward(&inputs(case)[0])?, &case["output"], "conv2d");
     let case = &l["conv2d_groups"];
-    let opts = nn::ConvLayerOptions {
-        groups: 2,
-        bias: false,
-        ..Default::default()
-    };
-    let c = loaded(nn::Conv2d::new(4, 4, (2, 2), opts)?, case);
+    let opts = nn::ConvOptions::default().groups(2);
+    let c = loaded(nn::Conv2d::new(4, 4, (2, 2), opts, false)?, case);
     close(
         &c.forward(&inputs(case)[0])?,
         &case["output"],

@@ -3,7 +3,8 @@
 
 use std::collections::HashMap;
 
-use mlx::core::{ops, random, Array, Result};
+use mlx::core::ops::{self, AllcloseOptions};
+use mlx::core::{random, Array, Result};
 use mlx::nn::{self, losses, Dropout, Forward, LoadOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::{compile_mut, TreeNode};
@@ -31,7 +32,7 @@ fn loss_fn(m: &Mlp, (x, y): &(Array, Array)) -> Result<Array> {
 
 fn batch() -> Result<(Array, Array)> {
     let k = random::key(3)?;
-    let x = random::normal(&[16, 4], None, 0.0, 1.0, &k)?;
+    let x = random::normal(&[16, 4], Default::default(), &k)?;
     let y = Array::from_slice(&[0i32, 1, 2, 1].repeat(4), &[16])?;
     Ok((x, y))
 }
@@ -286,7 +287,7 @@ fn compiled_training_step_equals_eager_with_one_trace() -> Result<()> {
         .zip(state.0.named_parameters()?)
     {
         assert!(
-            ops::allclose(&a, &b, 1e-5, 1e-6, false)?.item::<bool>()?,
+            ops::allclose(&a, &b, AllcloseOptions::default().atol(1e-6))?.item::<bool>()?,
             "{p} differs after 5 steps"
         );
     }
@@ -326,7 +327,7 @@ fn compiled_step_initializes_optimizer_state_once() -> Result<()> {
         .zip(state.0.named_parameters()?)
     {
         assert!(
-            ops::allclose(&a, &b, 1e-5, 1e-6, false)?.item::<bool>()?,
+            ops::allclose(&a, &b, AllcloseOptions::default().atol(1e-6))?.item::<bool>()?,
             "{p}"
         );
     }
@@ -339,11 +340,11 @@ fn initializers_follow_python_formulas() -> Result<()> {
     // Python's _calculate_fan_in_fan_out: receptive field = 32 (the middle axes),
     // fan_in = 3 * 32, fan_out = 64 * 32.
     let limit = (6.0f32 / (96.0 + 2048.0)).sqrt();
-    let w = nn::init::glorot_uniform(&a, 1.0, None)?;
+    let w = nn::init::glorot_uniform(&a, None, None)?;
     assert_eq!(w.shape(), a.shape());
     let max = w.abs()?.max(None, false)?.item::<f32>()?;
     assert!(max <= limit && max > 0.8 * limit, "{max} vs {limit}");
-    let h = nn::init::he_normal(&a, false, 1.0, None)?;
+    let h = nn::init::he_normal(&a, Default::default())?;
     let std = h.std(None, false, None)?.item::<f32>()?;
     let want = 1.0 / 96f32.sqrt();
     assert!((std - want).abs() < 0.1 * want, "{std} vs {want}");

@@ -19,7 +19,11 @@ fn opt_f32(p: &Value, k: &str) -> Option<f32> {
     opt_f64(p, k).map(|v| v as f32)
 }
 fn flag(p: &Value, k: &str, default: bool) -> bool {
-    p.get(k).and_then(Value::as_bool).unwrap_or(default)
+    opt_flag(p, k).unwrap_or(default)
+}
+/// A recorded keyword flag; `None` where Python used its default.
+fn opt_flag(p: &Value, k: &str) -> Option<bool> {
+    p.get(k).and_then(Value::as_bool)
 }
 fn opt_dtype(p: &Value, k: &str) -> Option<Dtype> {
     p.get(k).and_then(Value::as_str).map(dtype_named)
@@ -84,17 +88,24 @@ fn spatial(p: &Value, k: &str, default: i32) -> Vec<i32> {
         Some(v) => vec![v.as_i64().unwrap() as i32],
     }
 }
-fn quant_options(p: &Value) -> ops::QuantizeOptions {
-    ops::QuantizeOptions {
-        group_size: opt_i32(p, "group_size"),
-        bits: opt_i32(p, "bits"),
-        mode: p.get("mode").and_then(Value::as_str).map(|m| match m {
-            "affine" => ops::QuantizationMode::Affine,
-            "mxfp4" => ops::QuantizationMode::Mxfp4,
-            "mxfp8" => ops::QuantizationMode::Mxfp8,
-            "nvfp4" => ops::QuantizationMode::Nvfp4,
-            other => panic!("mode {other}"),
-        }),
+/// `group_size`, `bits` and `mode` of a recorded quantization call; `mode` is `None` where
+/// Python used its default.
+fn quant_kw(p: &Value) -> (Option<i32>, Option<i32>, Option<ops::QuantizationMode>) {
+    let mode = p.get("mode").and_then(Value::as_str).map(|m| match m {
+        "affine" => ops::QuantizationMode::Affine,
+        "mxfp4" => ops::QuantizationMode::Mxfp4,
+        "mxfp8" => ops::QuantizationMode::Mxfp8,
+        "nvfp4" => ops::QuantizationMode::Nvfp4,
+        other => panic!("mode {other}"),
+    });
+    (opt_i32(p, "group_size"), opt_i32(p, "bits"), mode)
+}
+fn close_options(p: &Value) -> ops::IscloseOptions {
+    let d = ops::IscloseOptions::default();
+    ops::IscloseOptions {
+        rtol: opt_f64(p, "rtol").unwrap_or(d.rtol),
+        atol: opt_f64(p, "atol").unwrap_or(d.atol),
+        equal_nan: flag(p, "equal_nan", d.equal_nan),
     }
 }
 
@@ -148,9 +159,17 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
     let cum = |p: &Value| {
         (
             opt_i32(p, "axis"),
-            flag(p, "reverse", false),
-            flag(p, "inclusive", true),
+            opt_flag(p, "reverse"),
+            opt_flag(p, "inclusive"),
         )
+    };
+    let cum_options = |p: &Value| {
+        let d = ops::CumsumOptions::default();
+        ops::CumsumOptions {
+            reverse: flag(p, "reverse", d.reverse),
+            inclusive: flag(p, "inclusive", d.inclusive),
+            dtype: opt_dtype(p, "dtype"),
+        }
     };
     let out = match op {
         "var" => ops::var(
@@ -162,14 +181,8 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "std" => a0().std(axes(p), flag(p, "keepdims", false), opt_i32(p, "ddof")),
         "argmax" => ops::argmax(a0(), opt_i32(p, "axis"), flag(p, "keepdims", false)),
         "argmin" => a0().argmin(opt_i32(p, "axis"), flag(p, "keepdims", false)),
-        "cumsum" => {
-            let (ax, r, i) = cum(p);
-            ops::cumsum(a0(), ax, r, i, opt_dtype(p, "dtype"))
-        }
-        "cumprod" => {
-            let (ax, r, i) = cum(p);
-            a0().cumprod(ax, r, i, opt_dtype(p, "dtype"))
-        }
+        "cumsum" => ops::cumsum(a0(), opt_i32(p, "axis"), cum_options(p)),
+        "cumprod" => a0().cumprod(opt_i32(p, "axis"), cum_options(p)),
         "cummax" => {
             let (ax, r, i) = cum(p);
             ops::cummax(a0(), ax, r, i)
@@ -261,7 +274,7 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
                 },
             )
         }
-        "contiguous" => ops::contiguous(a0(), flag(p, "allow_col_major", false)),
+        "contiguous" => ops::contiguous(a0(), opt_flag(p, "allow_col_major")),
         "view" => a0().view(opt_dtype(p, "dtype").unwrap()),
         "astype" => ops::astype(a0(), opt_dtype(p, "dtype").unwrap()),
         "take" => match opt_i32(p, "index") {
@@ -332,7 +345,7 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
         "blackman" => ops::blackman(opt_i32(p, "M").unwrap()),
         "hamming" => ops::hamming(opt_i32(p, "M").unwrap()),
         "hanning" => ops::hanning(opt_i32(p, "M").unwrap()),
-        "meshgrid" => return ops::meshgrid(x, flag(p, "sparse", false), p["indexing"].as_str()),
+        "meshgrid" => return ops::meshgrid(x, opt_flag(p, "sparse"), p["indexing"].as_str()),
         "round" => a0().round(opt_i32(p, "decimals")),
         "clip" => match (p.get("a_min"), p.get("a_max")) {
             (Some(Value::Null), Some(hi)) => ops::clip(a0(), None, scalar(hi)),
@@ -348,22 +361,10 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
             },
         ),
         "divmod" => return ops::divmod(&x[0], &x[1]).map(|(q, r)| vec![q, r]),
-        "softmax" => ops::softmax(a0(), axes(p), flag(p, "precise", false)),
-        "isclose" => ops::isclose(
-            &x[0],
-            &x[1],
-            opt_f64(p, "rtol"),
-            opt_f64(p, "atol"),
-            flag(p, "equal_nan", false),
-        ),
-        "allclose" => ops::allclose(
-            &x[0],
-            &x[1],
-            opt_f64(p, "rtol"),
-            opt_f64(p, "atol"),
-            flag(p, "equal_nan", false),
-        ),
-        "array_equal" => ops::array_equal(&x[0], &x[1], flag(p, "equal_nan", false)),
+        "softmax" => ops::softmax(a0(), axes(p), opt_flag(p, "precise")),
+        "isclose" => ops::isclose(&x[0], &x[1], close_options(p)),
+        "allclose" => ops::allclose(&x[0], &x[1], close_options(p)),
+        "array_equal" => ops::array_equal(&x[0], &x[1], opt_flag(p, "equal_nan")),
         "diff" => ops::diff(a0(), opt_i32(p, "n"), opt_i32(p, "axis")),
         "diag" => a0().diag(opt_i32(p, "k")),
         "diagonal" => ops::diagonal(
@@ -445,36 +446,57 @@ fn run(op: &str, x: &[Array], p: &Value) -> Result<Vec<Array>> {
             ops::conv_general(&x[0], &x[1], o)
         }
         "quantize" => {
-            let (wq, s, b) = ops::quantize(a0(), quant_options(p), None)?;
+            let (group_size, bits, mode) = quant_kw(p);
+            let d = ops::QuantizeOptions::default();
+            let o = ops::QuantizeOptions {
+                group_size,
+                bits,
+                mode: mode.unwrap_or(d.mode),
+                ..d
+            };
+            let (wq, s, b) = ops::quantize(a0(), o)?;
             return Ok([Some(wq), Some(s), b].into_iter().flatten().collect());
         }
-        "dequantize" => ops::dequantize(
-            &x[0],
-            &x[1],
-            x.get(2),
-            quant_options(p),
-            None,
-            opt_dtype(p, "dtype"),
-        ),
-        "quantized_matmul" => ops::quantized_matmul(
-            &x[0],
-            &x[1],
-            &x[2],
-            x.get(3),
-            flag(p, "transpose", true),
-            quant_options(p),
-        ),
-        "gather_qmm" => ops::gather_qmm(
-            &x[0],
-            &x[1],
-            &x[2],
-            x.get(3),
-            x.get(4),
-            x.get(5),
-            flag(p, "transpose", true),
-            quant_options(p),
-            flag(p, "sorted_indices", false),
-        ),
+        "dequantize" => {
+            let (group_size, bits, mode) = quant_kw(p);
+            let d = ops::DequantizeOptions::default();
+            let o = ops::DequantizeOptions {
+                biases: x.get(2),
+                group_size,
+                bits,
+                mode: mode.unwrap_or(d.mode),
+                dtype: opt_dtype(p, "dtype"),
+                ..d
+            };
+            ops::dequantize(&x[0], &x[1], o)
+        }
+        "quantized_matmul" => {
+            let (group_size, bits, mode) = quant_kw(p);
+            let d = ops::QuantizedMatmulOptions::default();
+            let o = ops::QuantizedMatmulOptions {
+                biases: x.get(3),
+                transpose: flag(p, "transpose", d.transpose),
+                group_size,
+                bits,
+                mode: mode.unwrap_or(d.mode),
+            };
+            ops::quantized_matmul(&x[0], &x[1], &x[2], o)
+        }
+        "gather_qmm" => {
+            let (group_size, bits, mode) = quant_kw(p);
+            let d = ops::GatherQmmOptions::default();
+            let o = ops::GatherQmmOptions {
+                biases: x.get(3),
+                lhs_indices: x.get(4),
+                rhs_indices: x.get(5),
+                transpose: flag(p, "transpose", d.transpose),
+                group_size,
+                bits,
+                mode: mode.unwrap_or(d.mode),
+                sorted_indices: flag(p, "sorted_indices", d.sorted_indices),
+            };
+            ops::gather_qmm(&x[0], &x[1], &x[2], o)
+        }
         "to_fp8" => ops::to_fp8(a0()),
         "from_fp8" => ops::from_fp8(a0(), opt_dtype(p, "dtype")),
         "index" => a0().index(index(p)),

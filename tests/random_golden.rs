@@ -3,7 +3,7 @@
 
 mod support;
 
-use mlx::core::random::{self, Permute};
+use mlx::core::random::{self, LaplaceOptions, NormalOptions, Permute, UniformOptions};
 use mlx::core::{ops, with_device, Array, Device, Dtype};
 use support::golden::{assert_exact, load};
 
@@ -49,14 +49,18 @@ fn samplers_match_python_bit_for_bit() {
     );
     exact(random::gumbel(&[3, 4], None, k), &g, "gumbel");
     exact(random::gumbel(&[5], Dtype::Float16, k), &g, "gumbel_f16");
-    exact(random::laplace(&[3, 4], None, 0.0, 1.0, k), &g, "laplace");
     exact(
-        random::laplace(&[6], None, 1.5, 0.25, k),
+        random::laplace(&[3, 4], Default::default(), k),
+        &g,
+        "laplace",
+    );
+    exact(
+        random::laplace(&[6], LaplaceOptions::default().loc(1.5).scale(0.25), k),
         &g,
         "laplace_loc_scale",
     );
     exact(
-        random::laplace(&[6], Dtype::Bfloat16, 0.0, 1.0, k),
+        random::laplace(&[6], LaplaceOptions::default().dtype(Dtype::Bfloat16), k),
         &g,
         "laplace_bf16",
     );
@@ -119,30 +123,30 @@ fn array_argument_samplers_match_python_bit_for_bit() {
     let loc = Array::from_slice(&[0.0f32, 10.0, 100.0], &[3]).unwrap();
     let scale = Array::from_slice(&[1.0f32, 0.1, 0.01], &[3]).unwrap();
     exact(
-        random::normal(&[2, 3], None, &loc, &scale, k),
+        random::normal(&[2, 3], NormalOptions::default().loc(&loc).scale(&scale), k),
         &g,
         "normal_array_loc_scale",
     );
     let loc = Array::from_slice(&[1.0f32, 2.0, 3.0], &[3]).unwrap();
     exact(
-        random::normal(&[3], None, &loc, 2.0, k),
+        random::normal(&[3], NormalOptions::default().loc(&loc).scale(2.0), k),
         &g,
         "normal_array_loc_scalar_scale",
     );
     exact(
-        random::normal(&[3], Dtype::Complex64, 0.0, 1.0, k),
+        random::normal(&[3], NormalOptions::default().dtype(Dtype::Complex64), k),
         &g,
         "normal_complex",
     );
     exact(
-        random::uniform(0.0, 1.0, &[4], Dtype::Float16, k),
+        random::uniform(&[4], UniformOptions::default().dtype(Dtype::Float16), k),
         &g,
         "uniform_f16",
     );
     let lo = Array::from_slice(&[0.0f32, 5.0], &[2]).unwrap();
     let hi = Array::from_slice(&[1.0f32, 6.0], &[2]).unwrap();
     exact(
-        random::uniform(&lo, &hi, &[3, 2], None, k),
+        random::uniform(&[3, 2], UniformOptions::default().low(&lo).high(&hi), k),
         &g,
         "uniform_array_bounds",
     );
@@ -180,6 +184,6 @@ fn bad_random_calls_are_errors() {
     let lo = Array::from_slice(&[0.0f32, 0.0, 0.0], &[3]).unwrap();
     let hi = Array::from_slice(&[1.0f32, 1.0], &[2]).unwrap();
     assert!(random::truncated_normal(&lo, &hi, None, None, &k).is_err());
-    assert!(random::normal(&[-1], None, 0.0, 1.0, &k).is_err());
+    assert!(random::normal(&[-1], Default::default(), &k).is_err());
     assert!(random::permutation(&Array::from_scalar(1.0f32), 3, &k).is_err());
 }

@@ -19,7 +19,8 @@ use std::collections::{BTreeMap, HashMap};
 use mlx_nn::losses::{self, CrossEntropyOptions, Reduction};
 use mlx_nn::{self as nn, Forward};
 use mlx_optimizers::{Adam, Optimizer};
-use mlx_rs::{fast, ops, random, Array, Result};
+use mlx_rs::random::{self, NormalOptions, UniformOptions};
+use mlx_rs::{fast, ops, Array, Result};
 use mlx_tree::{eval, tree_flatten, tree_leaves, tree_unflatten, TreeNode};
 
 /// Errors from either crate.
@@ -497,7 +498,7 @@ fn gelu_flat(xs: &[Array]) -> Result<Vec<Array>> {
 
 impl Gelu {
     fn new(compiled: bool) -> BoxResult<Gelu> {
-        let x = random::normal(&[W4_N], None, 0.0, 1.0, &random::key(0)?)?;
+        let x = random::normal(&[W4_N], Default::default(), &random::key(0)?)?;
         x.eval()?;
         let f: FlatFn = gelu_flat;
         Ok(Gelu {
@@ -577,7 +578,11 @@ impl TrainStep {
             let (din, dout) = (w[0], w[1]);
             let scale = 1.0 / (din as f64).sqrt();
             layers.push(nn::Linear::from_weights(
-                random::uniform(-scale, scale, &[dout, din], None, &k(i as i32)?)?,
+                random::uniform(
+                    &[dout, din],
+                    UniformOptions::default().low(-scale).high(scale),
+                    &k(i as i32)?,
+                )?,
                 Some(ops::zeros(&[dout], None)?),
             ));
         }
@@ -585,7 +590,7 @@ impl TrainStep {
         let mut opt = Adam::new(LR);
         // The optimizer state exists before the first compiled call, so it never retraces.
         opt.init(&model)?;
-        let x = random::normal(&[W5_BATCH, W5_SIZES[0]], None, 0.0, 1.0, &k(6)?)?;
+        let x = random::normal(&[W5_BATCH, W5_SIZES[0]], Default::default(), &k(6)?)?;
         let y = random::randint(0, W5_SIZES[3], &[W5_BATCH], None, &k(7)?)?;
         let state = (model, opt);
         eval((&state, &x, &y))?;
@@ -717,9 +722,7 @@ impl Decode {
             let scale = 1.0 / (shape[shape.len() - 1] as f64).sqrt();
             Ok(random::normal(
                 shape,
-                None,
-                0.0,
-                scale,
+                NormalOptions::default().scale(scale),
                 &random::key(seed)?,
             )?)
         };

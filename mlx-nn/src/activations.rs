@@ -38,7 +38,7 @@ pub fn log_softmax(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
 
 /// `softmax(x, axis)`; `axis` defaults to -1 (Python: `nn.softmax`).
 pub fn softmax(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
-    ops::softmax(x, axis.into().unwrap_or(-1), false)
+    ops::softmax(x, axis.into().unwrap_or(-1), None)
 }
 
 /// `x if x > 0 else alpha * (exp(x) - 1)`; `alpha` defaults to 1 (Python: `nn.elu`).

@@ -2,7 +2,8 @@
 //! MLX's global random state like Python's (Python returns a closure; here the dtype and the
 //! array are both arguments).
 
-use mlx_rs::{ops, random, Array, Dtype, Error, Result};
+use mlx_rs::random::{self, NormalOptions, UniformOptions};
+use mlx_rs::{ops, Array, Dtype, Error, Result};
 
 fn fans(a: &Array) -> Result<(f32, f32)> {
     let shape = a.shape();
@@ -26,55 +27,139 @@ pub fn constant(a: &Array, value: f32, dtype: impl Into<Option<Dtype>>) -> Resul
 
 /// Normal samples (Python: `nn.init.normal(mean=0, std=1, dtype)(a)`).
 pub fn normal(a: &Array, mean: f32, std: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    random::normal(a.shape(), dtype.into(), mean, std, None)
+    normal_samples(a, mean, std, dtype.into())
 }
 
 /// Uniform samples in `[low, high)` (Python: `nn.init.uniform(low=0, high=1, dtype)(a)`).
 pub fn uniform(a: &Array, low: f32, high: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    random::uniform(low, high, a.shape(), dtype.into(), None)
+    uniform_samples(a, low, high, dtype.into())
 }
 
-/// Glorot/Xavier normal: std `gain * sqrt(2 / (fan_in + fan_out))` (Python:
-/// `nn.init.glorot_normal(dtype)(a, gain=1.0)`).
-pub fn glorot_normal(a: &Array, gain: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let (fi, fo) = fans(a)?;
-    random::normal(
-        a.shape(),
-        dtype.into(),
-        0.0,
-        gain * (2.0 / (fi + fo)).sqrt(),
-        None,
-    )
-}
-
-/// Glorot/Xavier uniform: limit `gain * sqrt(6 / (fan_in + fan_out))`.
-pub fn glorot_uniform(a: &Array, gain: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    let (fi, fo) = fans(a)?;
-    let limit = gain * (6.0 / (fi + fo)).sqrt();
-    random::uniform(-limit, limit, a.shape(), dtype.into(), None)
-}
-
-/// He/Kaiming normal with `fan_in` (`fan_out = false`) or `fan_out`: std `gain / sqrt(fan)`.
-pub fn he_normal(
+/// Glorot/Xavier normal: std `gain * sqrt(2 / (fan_in + fan_out))`; `gain` `None` is 1.0
+/// (Python: `nn.init.glorot_normal(dtype=mx.float32)(a, gain=1.0)`).
+pub fn glorot_normal(
     a: &Array,
-    fan_out: bool,
-    gain: f32,
+    gain: impl Into<Option<f32>>,
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let (fi, fo) = fans(a)?;
-    let fan = if fan_out { fo } else { fi };
-    random::normal(a.shape(), dtype.into(), 0.0, gain / fan.sqrt(), None)
+    let std = gain.into().unwrap_or(1.0) * (2.0 / (fi + fo)).sqrt();
+    normal_samples(a, 0.0, std, dtype.into())
 }
 
-/// He/Kaiming uniform: limit `gain * sqrt(3 / fan)`.
-pub fn he_uniform(
+/// Glorot/Xavier uniform: limit `gain * sqrt(6 / (fan_in + fan_out))`; `gain` `None` is 1.0
+/// (Python: `nn.init.glorot_uniform(dtype=mx.float32)(a, gain=1.0)`).
+pub fn glorot_uniform(
     a: &Array,
-    fan_out: bool,
-    gain: f32,
+    gain: impl Into<Option<f32>>,
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let (fi, fo) = fans(a)?;
-    let fan = if fan_out { fo } else { fi };
-    let limit = gain * (3.0 / fan).sqrt();
-    random::uniform(-limit, limit, a.shape(), dtype.into(), None)
+    let limit = gain.into().unwrap_or(1.0) * (6.0 / (fi + fo)).sqrt();
+    uniform_samples(a, -limit, limit, dtype.into())
+}
+
+/// Which fan [`he_normal`] and [`he_uniform`] scale by (Python: `mode="fan_in" | "fan_out"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FanMode {
+    /// `"fan_in"`: the input features times the receptive field.
+    #[default]
+    FanIn,
+    /// `"fan_out"`: the output features times the receptive field.
+    FanOut,
+}
+
+/// The keyword arguments of [`he_normal`] and [`he_uniform`] (also named
+/// [`HeUniformOptions`]), with Python's defaults (`mode="fan_in"`, `gain=1.0`,
+/// `dtype=mx.float32`).
+///
+/// ```
+/// use mlx_nn::init::{self, FanMode, HeNormalOptions};
+/// use mlx_rs::ops;
+/// let a = ops::zeros(&[16, 8], None)?;
+/// // nn.init.he_normal()(a, mode="fan_out", gain=2.0)
+/// let w = init::he_normal(&a, HeNormalOptions::default().mode(FanMode::FanOut).gain(2.0))?;
+/// assert_eq!(w.shape(), &[16, 8]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeNormalOptions {
+    /// The fan the standard deviation (or limit) is scaled by.
+    pub mode: FanMode,
+    /// The scale factor.
+    pub gain: f32,
+    /// The dtype of the result.
+    pub dtype: Dtype,
+}
+
+/// The options of [`he_uniform`]: the same keywords as [`he_normal`].
+pub type HeUniformOptions = HeNormalOptions;
+
+impl Default for HeNormalOptions {
+    fn default() -> Self {
+        HeNormalOptions {
+            mode: FanMode::FanIn,
+            gain: 1.0,
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl HeNormalOptions {
+    /// Sets `mode`.
+    pub fn mode(mut self, mode: FanMode) -> Self {
+        self.mode = mode;
+        self
+    }
+    /// Sets `gain`.
+    pub fn gain(mut self, gain: f32) -> Self {
+        self.gain = gain;
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+
+    /// The fan `mode` picks for `a`.
+    fn fan(&self, a: &Array) -> Result<f32> {
+        let (fan_in, fan_out) = fans(a)?;
+        Ok(match self.mode {
+            FanMode::FanIn => fan_in,
+            FanMode::FanOut => fan_out,
+        })
+    }
+}
+
+/// He/Kaiming normal: std `gain / sqrt(fan)` (Python: `nn.init.he_normal(dtype=mx.float32)(a,
+/// mode="fan_in", gain=1.0)`).
+pub fn he_normal(a: &Array, options: HeNormalOptions) -> Result<Array> {
+    let fan = options.fan(a)?;
+    normal_samples(a, 0.0, options.gain / fan.sqrt(), Some(options.dtype))
+}
+
+/// He/Kaiming uniform: limit `gain * sqrt(3 / fan)` (Python:
+/// `nn.init.he_uniform(dtype=mx.float32)(a, mode="fan_in", gain=1.0)`).
+pub fn he_uniform(a: &Array, options: HeUniformOptions) -> Result<Array> {
+    let limit = options.gain * (3.0 / options.fan(a)?).sqrt();
+    uniform_samples(a, -limit, limit, Some(options.dtype))
+}
+
+/// Normal samples of `a`'s shape from MLX's global random state.
+fn normal_samples(a: &Array, loc: f32, scale: f32, dtype: Option<Dtype>) -> Result<Array> {
+    let mut options = NormalOptions::default().loc(loc).scale(scale);
+    if let Some(dtype) = dtype {
+        options = options.dtype(dtype);
+    }
+    random::normal(a.shape(), options, None)
+}
+
+/// Uniform samples of `a`'s shape in `[low, high)` from MLX's global random state.
+fn uniform_samples(a: &Array, low: f32, high: f32, dtype: Option<Dtype>) -> Result<Array> {
+    let mut options = UniformOptions::default().low(low).high(high);
+    if let Some(dtype) = dtype {
+        options = options.dtype(dtype);
+    }
+    random::uniform(a.shape(), options, None)
 }

@@ -3,8 +3,11 @@
 //! model built from them has Python's parameter paths.
 
 use mlx_rs::fast::{self, AttentionMask, RopeOffset};
-use mlx_rs::ops::{self, ConvOptions, QuantizationMode, QuantizeOptions};
-use mlx_rs::{random, Array, Dtype, Error, Result};
+use mlx_rs::ops::{
+    self, ConvOptions, DequantizeOptions, QuantizationMode, QuantizeOptions, QuantizedMatmulOptions,
+};
+use mlx_rs::random::{self, NormalOptions, UniformOptions};
+use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::module::Frozen;
@@ -19,7 +22,11 @@ fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
 }
 
 fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
-    random::uniform(-scale, scale, shape, None, None)
+    random::uniform(
+        shape,
+        UniformOptions::default().low(-scale).high(scale),
+        None,
+    )
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -27,6 +34,14 @@ fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
 
 /// `y = x W^T + b` (Python: `nn.Linear(input_dims, output_dims, bias=True)`). Weights are
 /// `(output_dims, input_dims)`, initialized uniformly in `±sqrt(1 / input_dims)`.
+///
+/// ```
+/// use mlx_nn::Linear;
+/// let with_bias = Linear::new(4, 2, None)?; // nn.Linear(4, 2)
+/// let without = Linear::new(4, 2, false)?; // nn.Linear(4, 2, bias=False)
+/// assert!(with_bias.bias.is_some() && without.bias.is_none());
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
 #[derive(Debug, Clone, TreeNode)]
 pub struct Linear {
     pub weight: Array,
@@ -36,12 +51,12 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// A new layer with random weights (Python's initialization).
-    pub fn new(input_dims: i32, output_dims: i32, bias: bool) -> Result<Linear> {
+    /// A new layer with random weights (Python's initialization); `bias` `None` is `true`.
+    pub fn new(input_dims: i32, output_dims: i32, bias: impl Into<Option<bool>>) -> Result<Linear> {
         let scale = (1.0 / input_dims as f32).sqrt();
         Ok(Linear {
             weight: uniform_init(scale, &[output_dims, input_dims])?,
-            bias: if bias {
+            bias: if bias.into().unwrap_or(true) {
                 Some(uniform_init(scale, &[output_dims])?)
             } else {
                 None
@@ -97,7 +112,11 @@ impl Embedding {
     pub fn new(num_embeddings: i32, dims: i32) -> Result<Embedding> {
         let scale = (1.0 / dims as f32).sqrt();
         Ok(Embedding {
-            weight: random::normal(&[num_embeddings, dims], None, 0.0, scale, None)?,
+            weight: random::normal(
+                &[num_embeddings, dims],
+                NormalOptions::default().scale(scale),
+                None,
+            )?,
             frozen: Frozen::default(),
         })
     }
@@ -493,29 +512,6 @@ pub struct Conv1d {
     pub frozen: Frozen,
 }
 
-/// `stride`, `padding`, `dilation`, `groups` and `bias` of a convolution layer (Python's
-/// defaults: 1, 0, 1, 1, true).
-#[derive(Debug, Clone, Copy)]
-pub struct ConvLayerOptions {
-    pub stride: i32,
-    pub padding: i32,
-    pub dilation: i32,
-    pub groups: i32,
-    pub bias: bool,
-}
-
-impl Default for ConvLayerOptions {
-    fn default() -> Self {
-        ConvLayerOptions {
-            stride: 1,
-            padding: 0,
-            dilation: 1,
-            groups: 1,
-            bias: true,
-        }
-    }
-}
-
 /// A zero bias of `len` when the layer has one (Python initializes biases to zero).
 fn zero_bias(present: bool, len: i32) -> Result<Option<Array>> {
     present.then(|| ops::zeros(&[len], None)).transpose()
@@ -535,6 +531,25 @@ fn conv_options<S: Into<ops::Spatial>>(
         .groups(groups)
 }
 
+/// `stride`, `padding` and `dilation` of `options` with one value per spatial axis of a layer
+/// with `N` of them (a single value repeats, as in Python).
+fn spatial_args<const N: usize>(options: &ConvOptions, layer: &str) -> Result<[[i32; N]; 3]> {
+    let per_axis = |v: &ops::Spatial, what: &str| {
+        v.per_axis(N)
+            .and_then(|v| <[i32; N]>::try_from(v).ok())
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "[{layer}] {what} takes one value or {N} (one per spatial axis), got {v:?}"
+                ))
+            })
+    };
+    Ok([
+        per_axis(&options.stride, "stride")?,
+        per_axis(&options.padding, "padding")?,
+        per_axis(&options.dilation, "dilation")?,
+    ])
+}
+
 fn check_groups(in_channels: i32, out_channels: i32, groups: i32) -> Result<()> {
     if groups <= 0 || in_channels % groups != 0 || out_channels % groups != 0 {
         return Err(Error::InvalidArgument(format!(
@@ -545,25 +560,35 @@ fn check_groups(in_channels: i32, out_channels: i32, groups: i32) -> Result<()> 
 }
 
 impl Conv1d {
-    /// A new layer with Python's initialization (uniform in `±sqrt(1 / (C_in * K))`).
+    /// A new layer with Python's initialization (uniform in `±sqrt(1 / (C_in * K))`);
+    /// `options` holds `stride`, `padding`, `dilation` and `groups` (one value each), `bias`
+    /// `None` is `true`.
+    ///
+    /// ```
+    /// use mlx_nn::{Conv1d, ConvOptions};
+    /// // nn.Conv1d(4, 8, 3, stride=2, bias=False)
+    /// let conv = Conv1d::new(4, 8, 3, ConvOptions::default().stride(2), false)?;
+    /// assert_eq!((conv.weight.shape(), conv.stride, conv.bias.is_none()), (&[8, 3, 4][..], 2, true));
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
     pub fn new(
         in_channels: i32,
         out_channels: i32,
         kernel_size: i32,
-        options: ConvLayerOptions,
+        options: ConvOptions,
+        bias: impl Into<Option<bool>>,
     ) -> Result<Conv1d> {
-        check_groups(in_channels, out_channels, options.groups)?;
+        let groups = options.groups;
+        check_groups(in_channels, out_channels, groups)?;
+        let [[stride], [padding], [dilation]] = spatial_args::<1>(&options, "Conv1d")?;
         let scale = (1.0 / (in_channels * kernel_size) as f32).sqrt();
         Ok(Conv1d {
-            weight: uniform_init(
-                scale,
-                &[out_channels, kernel_size, in_channels / options.groups],
-            )?,
-            bias: zero_bias(options.bias, out_channels)?,
-            stride: options.stride,
-            padding: options.padding,
-            dilation: options.dilation,
-            groups: options.groups,
+            weight: uniform_init(scale, &[out_channels, kernel_size, in_channels / groups])?,
+            bias: zero_bias(bias.into().unwrap_or(true), out_channels)?,
+            stride,
+            padding,
+            dilation,
+            groups,
             frozen: Frozen::default(),
         })
     }
@@ -598,24 +623,35 @@ pub struct Conv2d {
 }
 
 impl Conv2d {
-    /// A new layer with a square kernel and Python's initialization.
+    /// A new layer with Python's initialization; `options` holds `stride`, `padding`,
+    /// `dilation` (one value, or one per spatial axis) and `groups`, `bias` `None` is `true`.
+    ///
+    /// ```
+    /// use mlx_nn::{Conv2d, ConvOptions};
+    /// // nn.Conv2d(3, 8, (3, 3), stride=(2, 1), padding=1)
+    /// let conv = Conv2d::new(3, 8, (3, 3), ConvOptions::default().stride((2, 1)).padding(1), None)?;
+    /// assert_eq!((conv.stride, conv.padding), ((2, 1), (1, 1)));
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
     pub fn new(
         in_channels: i32,
         out_channels: i32,
         kernel_size: (i32, i32),
-        options: ConvLayerOptions,
+        options: ConvOptions,
+        bias: impl Into<Option<bool>>,
     ) -> Result<Conv2d> {
-        check_groups(in_channels, out_channels, options.groups)?;
+        let groups = options.groups;
+        check_groups(in_channels, out_channels, groups)?;
+        let [stride, padding, dilation] = spatial_args::<2>(&options, "Conv2d")?;
         let (kh, kw) = kernel_size;
         let scale = (1.0 / (in_channels * kh * kw) as f32).sqrt();
-        let o = options;
         Ok(Conv2d {
-            weight: uniform_init(scale, &[out_channels, kh, kw, in_channels / o.groups])?,
-            bias: zero_bias(o.bias, out_channels)?,
-            stride: (o.stride, o.stride),
-            padding: (o.padding, o.padding),
-            dilation: (o.dilation, o.dilation),
-            groups: o.groups,
+            weight: uniform_init(scale, &[out_channels, kh, kw, in_channels / groups])?,
+            bias: zero_bias(bias.into().unwrap_or(true), out_channels)?,
+            stride: stride.into(),
+            padding: padding.into(),
+            dilation: dilation.into(),
+            groups,
             frozen: Frozen::default(),
         })
     }
@@ -695,11 +731,32 @@ sequential_tuples! {
 // ---------------------------------------------------------------------------------------------
 // Quantized layers
 
-fn quant_options(group_size: i32, bits: i32) -> QuantizeOptions {
+/// The affine quantization the quantized layers use, as [`ops::quantize`] options.
+fn quant_options(group_size: i32, bits: i32) -> QuantizeOptions<'static> {
     QuantizeOptions::default()
         .group_size(group_size)
         .bits(bits)
         .mode(QuantizationMode::Affine)
+}
+
+/// [`ops::quantized_matmul`] of `x` by an affine-quantized weight (transposed, as the layers
+/// store it).
+fn quantized_linear(
+    x: &Array,
+    weight: &Array,
+    scales: &Array,
+    biases: Option<&Array>,
+    group_size: i32,
+    bits: i32,
+) -> Result<Array> {
+    let options = QuantizedMatmulOptions {
+        biases,
+        transpose: true,
+        group_size: Some(group_size),
+        bits: Some(bits),
+        mode: QuantizationMode::Affine,
+    };
+    ops::quantized_matmul(x, weight, scales, options)
 }
 
 fn all_frozen(names: &[&str]) -> Frozen {
@@ -732,8 +789,7 @@ impl QuantizedLinear {
         bits: Option<i32>,
     ) -> Result<QuantizedLinear> {
         let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
-        let (weight, scales, biases) =
-            ops::quantize(&linear.weight, quant_options(gs, bits), None)?;
+        let (weight, scales, biases) = ops::quantize(&linear.weight, quant_options(gs, bits))?;
         Ok(QuantizedLinear {
             weight,
             scales,
@@ -750,13 +806,13 @@ impl QuantizedLinear {
 impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
     fn forward(&self, x: &Array) -> Result<Array> {
-        let y = ops::quantized_matmul(
+        let y = quantized_linear(
             x,
             &self.weight,
             &self.scales,
             self.biases.as_ref(),
-            true,
-            quant_options(self.group_size, self.bits),
+            self.group_size,
+            self.bits,
         )?;
         with_bias(y, self.bias.as_ref())
     }
@@ -785,8 +841,7 @@ impl QuantizedEmbedding {
         bits: Option<i32>,
     ) -> Result<QuantizedEmbedding> {
         let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
-        let (weight, scales, biases) =
-            ops::quantize(&embedding.weight, quant_options(gs, bits), None)?;
+        let (weight, scales, biases) = ops::quantize(&embedding.weight, quant_options(gs, bits))?;
         Ok(QuantizedEmbedding {
             weight,
             scales,
@@ -799,13 +854,13 @@ impl QuantizedEmbedding {
 
     /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        ops::quantized_matmul(
+        quantized_linear(
             x,
             &self.weight,
             &self.scales,
             self.biases.as_ref(),
-            true,
-            quant_options(self.group_size, self.bits),
+            self.group_size,
+            self.bits,
         )
     }
 }
@@ -817,13 +872,17 @@ impl Forward for QuantizedEmbedding {
             Some(b) => Some(ops::take(b, x, 0)?),
             None => None,
         };
+        let options = DequantizeOptions {
+            biases: biases.as_ref(),
+            group_size: Some(self.group_size),
+            bits: Some(self.bits),
+            mode: QuantizationMode::Affine,
+            ..Default::default()
+        };
         ops::dequantize(
             &ops::take(&self.weight, x, 0)?,
             &ops::take(&self.scales, x, 0)?,
-            biases.as_ref(),
-            quant_options(self.group_size, self.bits),
-            None,
-            None,
+            options,
         )
     }
 }

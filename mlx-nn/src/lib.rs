@@ -74,3 +74,5 @@ pub use activations::*;
 pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};
+// The conv layers take the conv ops' keyword arguments, so one import serves both.
+pub use mlx_rs::ops::ConvOptions;

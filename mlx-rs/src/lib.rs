@@ -8,7 +8,7 @@
 //! use mlx_rs::{ops, random, Array};
 //! let a = Array::from_slice(&[1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
 //! let b = ops::matmul(&a, &a.t()?)?;
-//! let noise = random::normal(&[2, 2], None, 0.0, 1.0, &random::key(0)?)?;
+//! let noise = random::normal(&[2, 2], Default::default(), &random::key(0)?)?;
 //! let total = (&b + &noise).sum(None, false)?;
 //! println!("{total}");
 //! # Ok::<(), mlx_rs::Error>(())

@@ -42,29 +42,79 @@ pub fn split_pair(key: &Array) -> Result<(Array, Array)> {
     Ok((first, second.into_array()))
 }
 
-/// Normally distributed samples (Python:
-/// `mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None)`).
+/// The keyword arguments of [`normal`], with Python's defaults (`dtype=float32`, `loc=None`
+/// (0), `scale=None` (1)).
 ///
-/// `loc` and `scale` are scalars or arrays broadcastable to `shape`; Python's `None` is `0.0`
-/// and `1.0`.
+/// `loc` and `scale` are scalars or arrays broadcastable to the sample shape, as in Python:
 ///
 /// ```
-/// use mlx_rs::random;
-/// let k = random::key(0)?;
-/// let x = random::normal(&[2, 3], None, 0.0, 1.0, &k)?;
-/// assert_eq!(x.shape(), &[2, 3]);
+/// use mlx_rs::random::NormalOptions;
+/// use mlx_rs::{ops, Dtype};
+/// let loc = ops::zeros(&[3], None)?;
+/// let o = NormalOptions::default().loc(&loc).scale(2.0).dtype(Dtype::Float16);
+/// assert_eq!(o.dtype, Dtype::Float16);
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
-pub fn normal<'a, 'k>(
+#[derive(Debug, Clone)]
+pub struct NormalOptions<'a> {
+    /// The dtype of the samples.
+    pub dtype: Dtype,
+    /// The mean: a scalar or an array.
+    pub loc: Operand<'a>,
+    /// The standard deviation: a scalar or an array.
+    pub scale: Operand<'a>,
+}
+
+impl Default for NormalOptions<'_> {
+    fn default() -> Self {
+        NormalOptions {
+            dtype: Dtype::Float32,
+            loc: Operand::Scalar(Scalar::Float(0.0)),
+            scale: Operand::Scalar(Scalar::Float(1.0)),
+        }
+    }
+}
+
+impl<'a> NormalOptions<'a> {
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+    /// Sets `loc`: a scalar, `&Array` or `Array`.
+    pub fn loc(mut self, loc: impl IntoOperand<'a>) -> Self {
+        self.loc = loc.into_operand();
+        self
+    }
+    /// Sets `scale`: a scalar, `&Array` or `Array`.
+    pub fn scale(mut self, scale: impl IntoOperand<'a>) -> Self {
+        self.scale = scale.into_operand();
+        self
+    }
+}
+
+/// Normally distributed samples of `shape` (Python:
+/// `mx.random.normal(shape=[], dtype=float32, loc=None, scale=None, key=None)`).
+///
+/// ```
+/// use mlx_rs::random::{self, NormalOptions};
+/// let k = random::key(0)?;
+/// let x = random::normal(&[2, 3], Default::default(), &k)?; // mx.random.normal((2, 3), key=k)
+/// assert_eq!(x.shape(), &[2, 3]);
+/// // mx.random.normal((2, 3), loc=1.0, scale=0.5, key=k)
+/// let y = random::normal(&[2, 3], NormalOptions::default().loc(1.0).scale(0.5), &k)?;
+/// let (x, y) = (x.to_vec::<f32>()?, y.to_vec::<f32>()?);
+/// assert!(x.iter().zip(&y).all(|(x, y)| (1.0 + 0.5 * x - y).abs() < 1e-6));
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn normal<'k>(
     shape: &[i32],
-    dtype: impl Into<Option<Dtype>>,
-    loc: impl IntoOperand<'a>,
-    scale: impl IntoOperand<'a>,
+    options: NormalOptions<'_>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let NormalOptions { dtype, loc, scale } = options;
     let key = crate::handles::opt_array(key.into());
-    match (loc.into_operand(), scale.into_operand()) {
+    match (loc, scale) {
         (Operand::Scalar(loc), Operand::Scalar(scale)) => {
             let (loc, scale) = (scalar_f32(loc), scalar_f32(scale));
             // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
@@ -150,19 +200,69 @@ fn sample_between(
     })
 }
 
-/// Uniform samples in `[low, high)` (Python:
+/// The keyword arguments of [`uniform`], with Python's defaults (`low=0`, `high=1`,
+/// `dtype=float32`). `low` and `high` are scalars or arrays broadcastable to the sample shape.
+#[derive(Debug, Clone)]
+pub struct UniformOptions<'a> {
+    /// The lower bound (inclusive): a scalar or an array.
+    pub low: Operand<'a>,
+    /// The upper bound (exclusive): a scalar or an array.
+    pub high: Operand<'a>,
+    /// The dtype of the samples.
+    pub dtype: Dtype,
+}
+
+impl Default for UniformOptions<'_> {
+    fn default() -> Self {
+        UniformOptions {
+            low: Operand::Scalar(Scalar::Int(0)),
+            high: Operand::Scalar(Scalar::Int(1)),
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl<'a> UniformOptions<'a> {
+    /// Sets `low`: a scalar, `&Array` or `Array`.
+    pub fn low(mut self, low: impl IntoOperand<'a>) -> Self {
+        self.low = low.into_operand();
+        self
+    }
+    /// Sets `high`: a scalar, `&Array` or `Array`.
+    pub fn high(mut self, high: impl IntoOperand<'a>) -> Self {
+        self.high = high.into_operand();
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+}
+
+/// Uniform samples of `shape` in `[low, high)` (Python:
 /// `mx.random.uniform(low=0, high=1, shape=[], dtype=float32, key=None)`).
-pub fn uniform<'a, 'k>(
-    low: impl IntoOperand<'a>,
-    high: impl IntoOperand<'a>,
+///
+/// Python's first two positional parameters, `low` and `high`, are in [`UniformOptions`]:
+/// `mx.random.uniform(-1, 1, (2, 3), key=k)` is
+/// `uniform(&[2, 3], UniformOptions::default().low(-1.0).high(1.0), &k)`.
+///
+/// ```
+/// use mlx_rs::random::{self, UniformOptions};
+/// let k = random::key(0)?;
+/// let u = random::uniform(&[4], UniformOptions::default().low(-1.0).high(1.0), &k)?;
+/// assert!(u.to_vec::<f32>()?.iter().all(|v| (-1.0..1.0).contains(v)));
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn uniform<'k>(
     shape: &[i32],
-    dtype: impl Into<Option<Dtype>>,
+    options: UniformOptions<'_>,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
+    let UniformOptions { low, high, dtype } = options;
     // Scalar bounds take the sample dtype, as in Python.
-    let low = low.into_operand().resolve(Some(dtype), None);
-    let high = high.into_operand().resolve(Some(dtype), None);
+    let low = low.resolve(Some(dtype), None);
+    let high = high.resolve(Some(dtype), None);
     sample_between(
         sys::mlx_random_uniform,
         &low,
@@ -285,17 +385,54 @@ pub fn gumbel<'k>(
     })
 }
 
-/// Samples from a Laplace distribution; Python's defaults are `loc=0.0`, `scale=1.0`
-/// (Python: `mx.random.laplace(shape=[], dtype=float32, loc=0.0, scale=1.0, key=None)`).
+/// The keyword arguments of [`laplace`], with Python's defaults (`dtype=float32`, `loc=0.0`,
+/// `scale=1.0`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LaplaceOptions {
+    /// The dtype of the samples.
+    pub dtype: Dtype,
+    /// The location (mean).
+    pub loc: f32,
+    /// The scale.
+    pub scale: f32,
+}
+
+impl Default for LaplaceOptions {
+    fn default() -> Self {
+        LaplaceOptions {
+            dtype: Dtype::Float32,
+            loc: 0.0,
+            scale: 1.0,
+        }
+    }
+}
+
+impl LaplaceOptions {
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+    /// Sets `loc`.
+    pub fn loc(mut self, loc: f32) -> Self {
+        self.loc = loc;
+        self
+    }
+    /// Sets `scale`.
+    pub fn scale(mut self, scale: f32) -> Self {
+        self.scale = scale;
+        self
+    }
+}
+
+/// Samples of `shape` from a Laplace distribution (Python:
+/// `mx.random.laplace(shape=[], dtype=float32, loc=0.0, scale=1.0, key=None)`).
 pub fn laplace<'k>(
     shape: &[i32],
-    dtype: impl Into<Option<Dtype>>,
-    loc: impl Into<Option<f32>>,
-    scale: impl Into<Option<f32>>,
+    options: LaplaceOptions,
     key: impl Into<Option<&'k Array>>,
 ) -> Result<Array> {
-    let dtype = dtype.into().unwrap_or(Dtype::Float32);
-    let (loc, scale) = (loc.into().unwrap_or(0.0), scale.into().unwrap_or(1.0));
+    let LaplaceOptions { dtype, loc, scale } = options;
     let key = crate::handles::opt_array(key.into());
     // SAFETY: `shape` outlives the call; `key` is valid or null; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {

@@ -2,8 +2,9 @@
 //! step n. It must produce exactly the sequence a synchronous loop produces.
 
 use mlx_rs::compile::compile;
+use mlx_rs::random::{self, NormalOptions};
 use mlx_rs::transforms::{async_eval, eval};
-use mlx_rs::{ops, random, Array, Dtype, Result};
+use mlx_rs::{ops, Array, Dtype, Result};
 
 /// One decode step: a recurrent state and a token derived from it.
 fn step(w: &Array, x: &[Array]) -> Result<Vec<Array>> {
@@ -15,8 +16,13 @@ fn step(w: &Array, x: &[Array]) -> Result<Vec<Array>> {
 }
 
 fn setup() -> (Array, Vec<Array>) {
-    let w = random::normal(&[16, 16], None, 0.0, 0.5, &random::key(3).unwrap()).unwrap();
-    let h0 = random::normal(&[16], None, 0.0, 1.0, &random::key(4).unwrap()).unwrap();
+    let w = random::normal(
+        &[16, 16],
+        NormalOptions::default().scale(0.5),
+        &random::key(3).unwrap(),
+    )
+    .unwrap();
+    let h0 = random::normal(&[16], Default::default(), &random::key(4).unwrap()).unwrap();
     eval([&w, &h0]).unwrap();
     (w, vec![h0, Array::from(5i32)])
 }

@@ -1,5 +1,6 @@
 //! Bad input returns `Err` with MLX's message; nothing aborts.
 
+use mlx_rs::random::NormalOptions;
 use mlx_rs::{ops, Array, Dtype, Error};
 
 fn message(e: Error) -> String {
@@ -99,9 +100,11 @@ fn binary_ops_with_shapes_that_do_not_broadcast() {
 #[test]
 fn bad_random_arguments() {
     let bad_key = ops::ones(&[3], None).unwrap();
-    assert!(mlx_rs::random::normal(&[2], None, 0.0, 1.0, &bad_key).is_err());
+    assert!(mlx_rs::random::normal(&[2], Default::default(), &bad_key).is_err());
     let k = mlx_rs::random::key(0).unwrap();
-    assert!(mlx_rs::random::normal(&[2], Dtype::Int32, 0.0, 1.0, &k).is_err());
+    assert!(
+        mlx_rs::random::normal(&[2], NormalOptions::default().dtype(Dtype::Int32), &k).is_err()
+    );
 }
 
 #[test]

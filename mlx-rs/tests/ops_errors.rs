@@ -76,13 +76,17 @@ fn reductions_and_scans() {
     check("var axes", ops::var(&a, [0, 4], false, None), "axis");
     check("std axis", a.std(-3, false, 1), "axis");
     check("argmax axis", ops::argmax(&a, 2, false), "axis");
-    check("cumsum axis", ops::cumsum(&a, 5, false, true, None), "axis");
     check(
-        "logcumsumexp axis",
-        ops::logcumsumexp(&a, -3, false, true),
+        "cumsum axis",
+        ops::cumsum(&a, 5, Default::default()),
         "axis",
     );
-    check("softmax axis", ops::softmax(&a, 3, false), "axis");
+    check(
+        "logcumsumexp axis",
+        ops::logcumsumexp(&a, -3, None, None),
+        "axis",
+    );
+    check("softmax axis", ops::softmax(&a, 3, None), "axis");
 }
 
 #[test]
@@ -218,7 +222,7 @@ fn creation_ops() {
     );
     check(
         "meshgrid indexing",
-        ops::meshgrid([&f32s(&[2])], false, "zz"),
+        ops::meshgrid([&f32s(&[2])], None, "zz"),
         "meshgrid",
     );
 }
@@ -264,7 +268,7 @@ fn linear_algebra_style_ops() {
     );
     check(
         "isclose shapes",
-        ops::isclose(&a, &f32s(&[4]), None, None, false),
+        ops::isclose(&a, &f32s(&[4]), Default::default()),
         "broadcast",
     );
     check(
@@ -319,18 +323,18 @@ fn quantization() {
     let w = f32s(&[4, 48]);
     check(
         "quantize group size",
-        ops::quantize(&w, QuantizeOptions::default().group_size(32), None),
+        ops::quantize(&w, QuantizeOptions::default().group_size(32)),
         "quantize",
     );
     check(
         "quantize bits",
-        ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default().bits(7), None),
+        ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default().bits(7)),
         "quantize",
     );
-    let (wq, s, b) = ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default(), None).unwrap();
+    let (wq, s, b) = ops::quantize(&f32s(&[4, 64]), QuantizeOptions::default()).unwrap();
     check(
         "dequantize missing biases",
-        ops::dequantize(&wq, &s, None, QuantizeOptions::default(), None, None),
+        ops::dequantize(&wq, &s, Default::default()),
         "biases",
     );
     check(
@@ -339,9 +343,10 @@ fn quantization() {
             &f32s(&[2, 32]),
             &wq,
             &s,
-            b.as_ref(),
-            true,
-            Default::default(),
+            ops::QuantizedMatmulOptions {
+                biases: b.as_ref(),
+                ..Default::default()
+            },
         ),
         "quantized_matmul",
     );
@@ -351,12 +356,10 @@ fn quantization() {
             &f32s(&[2, 32]),
             &wq,
             &s,
-            b.as_ref(),
-            None,
-            None,
-            true,
-            Default::default(),
-            false,
+            ops::GatherQmmOptions {
+                biases: b.as_ref(),
+                ..Default::default()
+            },
         ),
         "does not match",
     );

@@ -175,7 +175,7 @@ impl From<Complex32> for Scalar {
 }
 
 /// An operand of an element-wise op: an array (borrowed or owned) or a weakly typed scalar.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Operand<'a> {
     Array(Cow<'a, Array>),
     Scalar(Scalar),

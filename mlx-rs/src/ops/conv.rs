@@ -23,15 +23,24 @@ use crate::{Array, Error, Result};
 pub struct Spatial(Vec<i32>);
 
 impl Spatial {
-    /// Exactly `n` values: a single value repeats, `n` values are used as given.
-    fn expand(&self, n: usize, op: &str, what: &str) -> Result<Vec<i32>> {
+    /// One value for each of `n` spatial axes: a single value repeats, `n` values are used as
+    /// given; `None` for any other count.
+    pub fn per_axis(&self, n: usize) -> Option<Vec<i32>> {
         match self.0.len() {
-            1 => Ok(vec![self.0[0]; n]),
-            len if len == n => Ok(self.0.clone()),
-            len => Err(Error::invalid(format!(
-                "[{op}] {what} has {len} values but the input has {n} spatial dimensions"
-            ))),
+            1 => Some(vec![self.0[0]; n]),
+            len if len == n => Some(self.0.clone()),
+            _ => None,
         }
+    }
+
+    /// [`Spatial::per_axis`], or an error naming `op` and the argument.
+    fn expand(&self, n: usize, op: &str, what: &str) -> Result<Vec<i32>> {
+        self.per_axis(n).ok_or_else(|| {
+            Error::invalid(format!(
+                "[{op}] {what} has {} values but the input has {n} spatial dimensions",
+                self.0.len()
+            ))
+        })
     }
 }
 
@@ -90,12 +99,17 @@ macro_rules! setters {
 }
 
 /// Options of [`conv1d`], [`conv2d`], [`conv3d`] (Python's `stride=1, padding=0,
-/// dilation=1, groups=1`).
+/// dilation=1, groups=1`), and of the layers with the same keywords, `mlx_nn::Conv1d` and
+/// `Conv2d`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConvOptions {
+    /// The step of the kernel over each spatial axis.
     pub stride: Spatial,
+    /// Zeros added on both sides of each spatial axis.
     pub padding: Spatial,
+    /// The spacing of the kernel elements on each spatial axis.
     pub dilation: Spatial,
+    /// Input channel groups, each convolved with its own slice of the output channels.
     pub groups: i32,
 }
 

@@ -318,12 +318,14 @@ windows! {
 }
 
 /// Coordinate grids from 1-D arrays (Python: `mx.meshgrid(*arrays, sparse=False,
-/// indexing="xy")`). `indexing` `None` is `"xy"`; the other choice is `"ij"`.
+/// indexing="xy")`). `sparse` `None` is `false`; `indexing` `None` is `"xy"`, the other
+/// choice is `"ij"`.
 pub fn meshgrid<'a>(
     arrays: impl IntoIterator<Item = &'a Array>,
-    sparse: bool,
+    sparse: impl Into<Option<bool>>,
     indexing: impl Into<Option<&'a str>>,
 ) -> Result<Vec<Array>> {
+    let sparse = sparse.into().unwrap_or(false);
     let indexing = crate::handles::c_string(indexing.into().unwrap_or("xy"), "[meshgrid]")?;
     let v = crate::handles::VectorArray::from_arrays(arrays);
     // SAFETY: valid vector handle; `indexing` outlives the call.

@@ -271,9 +271,15 @@ pub fn divmod<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<(A
     }
 }
 
-/// `exp(a) / sum(exp(a))` over `axis`; `None` uses every axis (Python: `mx.softmax(a,
-/// axis=None, *, precise=False)`).
-pub fn softmax<'x>(a: &Array, axis: impl Into<Axes<'x>>, precise: bool) -> Result<Array> {
+/// `exp(a) / sum(exp(a))` over `axis`; `None` uses every axis; `precise` (`None`: `false`)
+/// computes in float32 for lower-precision inputs (Python: `mx.softmax(a, axis=None, *,
+/// precise=False)`).
+pub fn softmax<'x>(
+    a: &Array,
+    axis: impl Into<Axes<'x>>,
+    precise: impl Into<Option<bool>>,
+) -> Result<Array> {
+    let precise = precise.into().unwrap_or(false);
     match axis.into().arg() {
         // SAFETY: valid handle; plain values.
         AxesArg::All => Array::try_from_stream_op(|res, s| unsafe {
@@ -290,19 +296,64 @@ pub fn softmax<'x>(a: &Array, axis: impl Into<Axes<'x>>, precise: bool) -> Resul
     }
 }
 
-/// `fn name(a, b, rtol=1e-05, atol=1e-08, equal_nan)` over `f(res, a, b, rtol, atol,
-/// equal_nan, s)`.
+/// The keyword arguments of [`isclose`] and [`allclose`] (also named [`AllcloseOptions`]),
+/// with Python's defaults (`rtol=1e-05`, `atol=1e-08`, `equal_nan=False`).
+///
+/// ```
+/// use mlx_rs::ops::{self, AllcloseOptions};
+/// let (a, b) = (ops::zeros(&[3], None)?, ops::full(&[3], 1e-6, None)?);
+/// // mx.allclose(a, b, atol=1e-5)
+/// assert!(ops::allclose(&a, &b, AllcloseOptions::default().atol(1e-5))?.item::<bool>()?);
+/// assert!(!ops::allclose(&a, &b, Default::default())?.item::<bool>()?);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct IscloseOptions {
+    /// The relative tolerance.
+    pub rtol: f64,
+    /// The absolute tolerance.
+    pub atol: f64,
+    /// Whether NaNs at the same position count as equal.
+    pub equal_nan: bool,
+}
+
+/// The options of [`allclose`]: the same keywords as [`isclose`].
+pub type AllcloseOptions = IscloseOptions;
+
+impl Default for IscloseOptions {
+    fn default() -> Self {
+        IscloseOptions {
+            rtol: 1e-5,
+            atol: 1e-8,
+            equal_nan: false,
+        }
+    }
+}
+
+impl IscloseOptions {
+    /// Sets `rtol`.
+    pub fn rtol(mut self, rtol: f64) -> Self {
+        self.rtol = rtol;
+        self
+    }
+    /// Sets `atol`.
+    pub fn atol(mut self, atol: f64) -> Self {
+        self.atol = atol;
+        self
+    }
+    /// Sets `equal_nan`.
+    pub fn equal_nan(mut self, equal_nan: bool) -> Self {
+        self.equal_nan = equal_nan;
+        self
+    }
+}
+
+/// `fn name(a, b, IscloseOptions)` over `f(res, a, b, rtol, atol, equal_nan, s)`.
 macro_rules! closeness_ops {
     ($($(#[$doc:meta])* $name:ident => $ffi:path;)*) => {$(
         $(#[$doc])*
-        pub fn $name(
-            a: &Array,
-            b: &Array,
-            rtol: impl Into<Option<f64>>,
-            atol: impl Into<Option<f64>>,
-            equal_nan: bool,
-        ) -> Result<Array> {
-            let (rtol, atol) = (rtol.into().unwrap_or(1e-5), atol.into().unwrap_or(1e-8));
+        pub fn $name(a: &Array, b: &Array, options: IscloseOptions) -> Result<Array> {
+            let IscloseOptions { rtol, atol, equal_nan } = options;
             // SAFETY: valid handles; plain values.
             Array::try_from_stream_op(|res, s| unsafe {
                 $ffi(res, a.as_raw(), b.as_raw(), rtol, atol, equal_nan, s)
@@ -321,12 +372,13 @@ closeness_ops! {
 }
 
 /// Same shape and equal values, as a boolean scalar array; dtypes may differ
-/// (Python: `mx.array_equal(a, b, equal_nan=False)`).
+/// (Python: `mx.array_equal(a, b, equal_nan=False)`); `equal_nan` `None` is `false`.
 pub fn array_equal<'a>(
     a: impl IntoOperand<'a>,
     b: impl IntoOperand<'a>,
-    equal_nan: bool,
+    equal_nan: impl Into<Option<bool>>,
 ) -> Result<Array> {
+    let equal_nan = equal_nan.into().unwrap_or(false);
     let (a, b) = resolve_pair(a.into_operand(), b.into_operand());
     // SAFETY: valid handles; plain values.
     Array::try_from_stream_op(|res, s| unsafe {

@@ -1,9 +1,25 @@
 //! Quantization: `quantize`, `dequantize`, `quantized_matmul`, `gather_qmm`, `qqmm`,
 //! `gather_qqmm`, and the fp8 conversions.
 //!
-//! The shared keyword arguments `group_size=None, bits=None, mode=...` live in
-//! [`QuantizeOptions`]; `None` fields take Python's default for the function (mode `"affine"`
-//! for most, `"nvfp4"` for `qqmm`/`gather_qqmm`).
+//! Each function takes its required arrays positionally and one options struct holding all
+//! of its keyword arguments, named after it (`dequantize` takes [`DequantizeOptions`]), with
+//! Python's defaults. The shared keywords `group_size`, `bits` and `mode` are fields of every
+//! struct (not a nested struct), so each struct reads like its Python signature:
+//!
+//! ```
+//! use mlx_rs::ops::{self, DequantizeOptions, QuantizeOptions, QuantizedMatmulOptions};
+//! // wq, scales, biases = mx.quantize(w, group_size=32, bits=8)
+//! let w = ops::ones(&[8, 64], None)?;
+//! let (wq, scales, biases) = ops::quantize(&w, QuantizeOptions::default().group_size(32).bits(8))?;
+//! let biases = biases.expect("affine quantization has biases");
+//! // mx.dequantize(wq, scales, biases, group_size=32, bits=8)
+//! let o = DequantizeOptions::default().biases(&biases).group_size(32).bits(8);
+//! assert_eq!(ops::dequantize(&wq, &scales, o)?.shape(), &[8, 64]);
+//! // mx.quantized_matmul(x, wq, scales, biases, group_size=32, bits=8)
+//! let o = QuantizedMatmulOptions { biases: Some(&biases), group_size: Some(32), bits: Some(8), ..Default::default() };
+//! assert_eq!(ops::quantized_matmul(&ops::ones(&[2, 64], None)?, &wq, &scales, o)?.shape(), &[2, 8]);
+//! # Ok::<(), mlx_rs::Error>(())
+//! ```
 
 use mlx_sys as sys;
 
@@ -36,51 +52,206 @@ impl QuantizationMode {
     }
 }
 
-/// `group_size`, `bits` and `mode` (each `None` = Python's default for the function).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct QuantizeOptions {
-    pub group_size: Option<i32>,
-    pub bits: Option<i32>,
-    pub mode: Option<QuantizationMode>,
+/// The mlx-c form of `group_size`, `bits` and `mode`.
+fn raw_quant(
+    op: &str,
+    group_size: Option<i32>,
+    bits: Option<i32>,
+    mode: QuantizationMode,
+) -> Result<(
+    sys::mlx_optional_int,
+    sys::mlx_optional_int,
+    std::ffi::CString,
+)> {
+    let mode = c_string(mode.as_str(), op)?;
+    Ok((opt_int(group_size), opt_int(bits), mode))
 }
 
-impl QuantizeOptions {
-    pub fn group_size(mut self, group_size: i32) -> Self {
-        self.group_size = Some(group_size);
-        self
-    }
-    pub fn bits(mut self, bits: i32) -> Self {
-        self.bits = Some(bits);
-        self
-    }
-    pub fn mode(mut self, mode: QuantizationMode) -> Self {
-        self.mode = Some(mode);
-        self
-    }
+/// An options struct of this module: the struct with its field docs, its `Default` (Python's
+/// defaults) and one builder method per field. The setters of `array` fields (an optional
+/// `&Array`) and `opt` fields (an optional value) take the bare value, as in Python;
+/// `plain` fields take their type.
+macro_rules! quant_options {
+    (
+        $(#[$doc:meta])*
+        $name:ident {
+            $( $(#[$fdoc:meta])* $field:ident: $kind:ident $($ty:ty)? = $default:expr, )*
+        }
+    ) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy)]
+        pub struct $name<'a> {
+            $( $(#[$fdoc])* pub $field: quant_options!(@field $kind $($ty)?), )*
+        }
 
-    fn raw(
-        &self,
-        op: &str,
-        default_mode: QuantizationMode,
-    ) -> Result<(
-        sys::mlx_optional_int,
-        sys::mlx_optional_int,
-        std::ffi::CString,
-    )> {
-        let mode = c_string(self.mode.unwrap_or(default_mode).as_str(), op)?;
-        Ok((opt_int(self.group_size), opt_int(self.bits), mode))
+        impl Default for $name<'_> {
+            fn default() -> Self {
+                $name { $( $field: $default, )* }
+            }
+        }
+
+        impl<'a> $name<'a> {
+            $( quant_options!(@setter $kind $field $($ty)?); )*
+        }
+    };
+    (@field array) => { Option<&'a Array> };
+    (@field opt $ty:ty) => { Option<$ty> };
+    (@field plain $ty:ty) => { $ty };
+    (@setter array $field:ident) => {
+        #[doc = concat!("Sets `", stringify!($field), "`.")]
+        pub fn $field(mut self, $field: &'a Array) -> Self {
+            self.$field = Some($field);
+            self
+        }
+    };
+    (@setter opt $field:ident $ty:ty) => {
+        #[doc = concat!("Sets `", stringify!($field), "`.")]
+        pub fn $field(mut self, $field: $ty) -> Self {
+            self.$field = Some($field);
+            self
+        }
+    };
+    (@setter plain $field:ident $ty:ty) => {
+        #[doc = concat!("Sets `", stringify!($field), "`.")]
+        pub fn $field(mut self, $field: $ty) -> Self {
+            self.$field = $field;
+            self
+        }
+    };
+}
+
+quant_options! {
+    /// The keyword arguments of [`quantize`], with Python's defaults (`group_size=None`,
+    /// `bits=None`, `mode="affine"`, `global_scale=None`).
+    QuantizeOptions {
+        /// Elements per group sharing one scale; `None`: the mode's default (64 for affine).
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default (4 for affine).
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Affine,
+        /// A global scale of the fp formats (`nvfp4`).
+        global_scale: array = None,
+    }
+}
+
+quant_options! {
+    /// The keyword arguments of [`dequantize`], with Python's defaults (`biases=None`,
+    /// `group_size=None`, `bits=None`, `mode="affine"`, `global_scale=None`, `dtype=None`).
+    DequantizeOptions {
+        /// The biases [`quantize`] returned (required by the affine mode).
+        biases: array = None,
+        /// Elements per group sharing one scale; `None`: the mode's default.
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default.
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Affine,
+        /// The global scale [`quantize`] was given, if any.
+        global_scale: array = None,
+        /// The dtype of the result; `None`: the dtype of `scales`.
+        dtype: opt Dtype = None,
+    }
+}
+
+quant_options! {
+    /// The keyword arguments of [`quantized_matmul`], with Python's defaults (`biases=None`,
+    /// `transpose=True`, `group_size=None`, `bits=None`, `mode="affine"`).
+    QuantizedMatmulOptions {
+        /// The biases [`quantize`] returned (required by the affine mode).
+        biases: array = None,
+        /// Whether to multiply by `w`'s transpose (`x @ w.T`).
+        transpose: plain bool = true,
+        /// Elements per group sharing one scale; `None`: the mode's default.
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default.
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Affine,
+    }
+}
+
+quant_options! {
+    /// The keyword arguments of [`gather_qmm`], with Python's defaults (`biases=None`,
+    /// `lhs_indices=None`, `rhs_indices=None`, `transpose=True`, `group_size=None`,
+    /// `bits=None`, `mode="affine"`, `sorted_indices=False`).
+    GatherQmmOptions {
+        /// The biases [`quantize`] returned (required by the affine mode).
+        biases: array = None,
+        /// The batch of `x` for each output batch; `None` takes every batch in order.
+        lhs_indices: array = None,
+        /// The batch of `w` for each output batch; `None` takes every batch in order.
+        rhs_indices: array = None,
+        /// Whether to multiply by `w`'s transpose.
+        transpose: plain bool = true,
+        /// Elements per group sharing one scale; `None`: the mode's default.
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default.
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Affine,
+        /// Whether `rhs_indices` are sorted (a faster kernel).
+        sorted_indices: plain bool = false,
+    }
+}
+
+quant_options! {
+    /// The keyword arguments of [`qqmm`], with Python's defaults (`scales=None`,
+    /// `group_size=None`, `bits=None`, `mode="nvfp4"`, `global_scale_x=None`,
+    /// `global_scale_w=None`).
+    QqmmOptions {
+        /// The scales of a pre-quantized `w`; `None` when `w` is not quantized yet.
+        scales: array = None,
+        /// Elements per group sharing one scale; `None`: the mode's default.
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default.
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Nvfp4,
+        /// A global scale of `x`.
+        global_scale_x: array = None,
+        /// A global scale of `w`.
+        global_scale_w: array = None,
+    }
+}
+
+quant_options! {
+    /// The keyword arguments of [`gather_qqmm`], with Python's defaults (`scales=None`,
+    /// `lhs_indices=None`, `rhs_indices=None`, `group_size=None`, `bits=None`,
+    /// `mode="nvfp4"`, `global_scale_x=None`, `global_scale_w=None`, `sorted_indices=False`).
+    GatherQqmmOptions {
+        /// The scales of a pre-quantized `w`; `None` when `w` is not quantized yet.
+        scales: array = None,
+        /// The batch of `x` for each output batch; `None` takes every batch in order.
+        lhs_indices: array = None,
+        /// The batch of `w` for each output batch; `None` takes every batch in order.
+        rhs_indices: array = None,
+        /// Elements per group sharing one scale; `None`: the mode's default.
+        group_size: opt i32 = None,
+        /// Bits per element; `None`: the mode's default.
+        bits: opt i32 = None,
+        /// The quantization format.
+        mode: plain QuantizationMode = QuantizationMode::Nvfp4,
+        /// A global scale of `x`.
+        global_scale_x: array = None,
+        /// A global scale of `w`.
+        global_scale_w: array = None,
+        /// Whether `rhs_indices` are sorted (a faster kernel).
+        sorted_indices: plain bool = false,
     }
 }
 
 /// Quantizes the last axis of `w` in groups (Python: `mx.quantize(w, group_size=None,
 /// bits=None, mode="affine", *, global_scale=None)`). Returns `(w_q, scales, biases)`;
 /// `biases` is `None` for the floating-point modes, which have none.
-pub fn quantize(
-    w: &Array,
-    options: QuantizeOptions,
-    global_scale: Option<&Array>,
-) -> Result<(Array, Array, Option<Array>)> {
-    let (gs, bits, mode) = options.raw("quantize", QuantizationMode::Affine)?;
+pub fn quantize(w: &Array, options: QuantizeOptions<'_>) -> Result<(Array, Array, Option<Array>)> {
+    let QuantizeOptions {
+        group_size,
+        bits,
+        mode,
+        global_scale,
+    } = options;
+    let (gs, bits, mode) = raw_quant("quantize", group_size, bits, mode)?;
     // SAFETY: valid handles (or null for an absent global scale); `mode` outlives the call.
     let mut out = vector_op(|res, s| unsafe {
         sys::mlx_quantize(
@@ -104,16 +275,17 @@ pub fn quantize(
 
 /// Inverse of [`quantize`] (Python: `mx.dequantize(w, scales, biases=None, group_size=None,
 /// bits=None, mode="affine", global_scale=None, dtype=None)`).
-pub fn dequantize(
-    w: &Array,
-    scales: &Array,
-    biases: Option<&Array>,
-    options: QuantizeOptions,
-    global_scale: Option<&Array>,
-    dtype: impl Into<Option<Dtype>>,
-) -> Result<Array> {
-    let (gs, bits, mode) = options.raw("dequantize", QuantizationMode::Affine)?;
-    let dtype = opt_dtype(dtype.into());
+pub fn dequantize(w: &Array, scales: &Array, options: DequantizeOptions<'_>) -> Result<Array> {
+    let DequantizeOptions {
+        biases,
+        group_size,
+        bits,
+        mode,
+        global_scale,
+        dtype,
+    } = options;
+    let (gs, bits, mode) = raw_quant("dequantize", group_size, bits, mode)?;
+    let dtype = opt_dtype(dtype);
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_dequantize(
@@ -138,11 +310,16 @@ pub fn quantized_matmul(
     x: &Array,
     w: &Array,
     scales: &Array,
-    biases: Option<&Array>,
-    transpose: bool,
-    options: QuantizeOptions,
+    options: QuantizedMatmulOptions<'_>,
 ) -> Result<Array> {
-    let (gs, bits, mode) = options.raw("quantized_matmul", QuantizationMode::Affine)?;
+    let QuantizedMatmulOptions {
+        biases,
+        transpose,
+        group_size,
+        bits,
+        mode,
+    } = options;
+    let (gs, bits, mode) = raw_quant("quantized_matmul", group_size, bits, mode)?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_quantized_matmul(
@@ -163,19 +340,23 @@ pub fn quantized_matmul(
 /// Quantized matmul with batch gathering of `x` and `w` (Python: `mx.gather_qmm(x, w, scales,
 /// biases=None, lhs_indices=None, rhs_indices=None, transpose=True, group_size=None,
 /// bits=None, mode="affine", *, sorted_indices=False)`).
-#[allow(clippy::too_many_arguments)]
 pub fn gather_qmm(
     x: &Array,
     w: &Array,
     scales: &Array,
-    biases: Option<&Array>,
-    lhs_indices: Option<&Array>,
-    rhs_indices: Option<&Array>,
-    transpose: bool,
-    options: QuantizeOptions,
-    sorted_indices: bool,
+    options: GatherQmmOptions<'_>,
 ) -> Result<Array> {
-    let (gs, bits, mode) = options.raw("gather_qmm", QuantizationMode::Affine)?;
+    let GatherQmmOptions {
+        biases,
+        lhs_indices,
+        rhs_indices,
+        transpose,
+        group_size,
+        bits,
+        mode,
+        sorted_indices,
+    } = options;
+    let (gs, bits, mode) = raw_quant("gather_qmm", group_size, bits, mode)?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_gather_qmm(
@@ -199,15 +380,16 @@ pub fn gather_qmm(
 /// Matmul with both operands quantized (Python: `mx.qqmm(x, w, scales=None, group_size=None,
 /// bits=None, mode="nvfp4", global_scale_x=None, global_scale_w=None)`). MLX implements it on
 /// CUDA only; elsewhere it returns MLX's error.
-pub fn qqmm(
-    x: &Array,
-    w: &Array,
-    scales: Option<&Array>,
-    options: QuantizeOptions,
-    global_scale_x: Option<&Array>,
-    global_scale_w: Option<&Array>,
-) -> Result<Array> {
-    let (gs, bits, mode) = options.raw("qqmm", QuantizationMode::Nvfp4)?;
+pub fn qqmm(x: &Array, w: &Array, options: QqmmOptions<'_>) -> Result<Array> {
+    let QqmmOptions {
+        scales,
+        group_size,
+        bits,
+        mode,
+        global_scale_x,
+        global_scale_w,
+    } = options;
+    let (gs, bits, mode) = raw_quant("qqmm", group_size, bits, mode)?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_qqmm(
@@ -228,19 +410,19 @@ pub fn qqmm(
 /// [`qqmm`] with batch gathering (Python: `mx.gather_qqmm(x, w, scales=None,
 /// lhs_indices=None, rhs_indices=None, group_size=None, bits=None, mode="nvfp4",
 /// global_scale_x=None, global_scale_w=None, *, sorted_indices=False)`).
-#[allow(clippy::too_many_arguments)]
-pub fn gather_qqmm(
-    x: &Array,
-    w: &Array,
-    scales: Option<&Array>,
-    lhs_indices: Option<&Array>,
-    rhs_indices: Option<&Array>,
-    options: QuantizeOptions,
-    global_scale_x: Option<&Array>,
-    global_scale_w: Option<&Array>,
-    sorted_indices: bool,
-) -> Result<Array> {
-    let (gs, bits, mode) = options.raw("gather_qqmm", QuantizationMode::Nvfp4)?;
+pub fn gather_qqmm(x: &Array, w: &Array, options: GatherQqmmOptions<'_>) -> Result<Array> {
+    let GatherQqmmOptions {
+        scales,
+        lhs_indices,
+        rhs_indices,
+        group_size,
+        bits,
+        mode,
+        global_scale_x,
+        global_scale_w,
+        sorted_indices,
+    } = options;
+    let (gs, bits, mode) = raw_quant("gather_qqmm", group_size, bits, mode)?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_gather_qqmm(

@@ -518,9 +518,10 @@ pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
     })
 }
 
-/// A row-contiguous copy when needed (column-major accepted when `allow_col_major`)
-/// (Python: `mx.contiguous(a, allow_col_major=False)`).
-pub fn contiguous(a: &Array, allow_col_major: bool) -> Result<Array> {
+/// A row-contiguous copy when needed (column-major accepted when `allow_col_major`; `None`
+/// is `false`) (Python: `mx.contiguous(a, allow_col_major=False)`).
+pub fn contiguous(a: &Array, allow_col_major: impl Into<Option<bool>>) -> Result<Array> {
+    let allow_col_major = allow_col_major.into().unwrap_or(false);
     // SAFETY: valid handle; plain values.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_contiguous(res, a.as_raw(), allow_col_major, s)
