@@ -2,7 +2,7 @@
 //! MLX's global random state like Python's (Python returns a closure; here the dtype and the
 //! array are both arguments).
 
-use mlx_rs::random::{self, NormalOptions, UniformOptions};
+use mlx_rs::random;
 use mlx_rs::{ops, Array, Dtype, Error, Result};
 
 fn fans(a: &Array) -> Result<(f32, f32)> {
@@ -25,14 +25,104 @@ pub fn constant(a: &Array, value: f32, dtype: impl Into<Option<Dtype>>) -> Resul
     ops::full(a.shape(), value, dtype.into().unwrap_or(Dtype::Float32))
 }
 
-/// Normal samples (Python: `nn.init.normal(mean=0, std=1, dtype)(a)`).
-pub fn normal(a: &Array, mean: f32, std: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    normal_samples(a, mean, std, dtype.into())
+/// The keywords of [`normal`], with Python's defaults (`mean=0.0`, `std=1.0`,
+/// `dtype=float32`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NormalOptions {
+    /// The mean.
+    pub mean: f32,
+    /// The standard deviation.
+    pub std: f32,
+    /// The dtype of the samples.
+    pub dtype: Dtype,
 }
 
-/// Uniform samples in `[low, high)` (Python: `nn.init.uniform(low=0, high=1, dtype)(a)`).
-pub fn uniform(a: &Array, low: f32, high: f32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
-    uniform_samples(a, low, high, dtype.into())
+impl Default for NormalOptions {
+    fn default() -> Self {
+        NormalOptions {
+            mean: 0.0,
+            std: 1.0,
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl NormalOptions {
+    /// Sets `mean`.
+    pub fn mean(mut self, mean: f32) -> Self {
+        self.mean = mean;
+        self
+    }
+    /// Sets `std`.
+    pub fn std(mut self, std: f32) -> Self {
+        self.std = std;
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+}
+
+/// Normal samples of `a`'s shape (Python: `nn.init.normal(mean=0.0, std=1.0,
+/// dtype=mx.float32)(a)`).
+///
+/// ```
+/// use mlx_nn::init::{self, NormalOptions};
+/// let w = mlx_rs::ops::zeros(&[64, 32], None)?;
+/// let w = init::normal(&w, NormalOptions::default().std(0.02))?; // nn.init.normal(std=0.02)(w)
+/// assert_eq!(w.shape(), &[64, 32]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn normal(a: &Array, options: NormalOptions) -> Result<Array> {
+    normal_samples(a, options.mean, options.std, Some(options.dtype))
+}
+
+/// The keywords of [`uniform`], with Python's defaults (`low=0.0`, `high=1.0`,
+/// `dtype=float32`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UniformOptions {
+    /// The lower bound (inclusive).
+    pub low: f32,
+    /// The upper bound (exclusive).
+    pub high: f32,
+    /// The dtype of the samples.
+    pub dtype: Dtype,
+}
+
+impl Default for UniformOptions {
+    fn default() -> Self {
+        UniformOptions {
+            low: 0.0,
+            high: 1.0,
+            dtype: Dtype::Float32,
+        }
+    }
+}
+
+impl UniformOptions {
+    /// Sets `low`.
+    pub fn low(mut self, low: f32) -> Self {
+        self.low = low;
+        self
+    }
+    /// Sets `high`.
+    pub fn high(mut self, high: f32) -> Self {
+        self.high = high;
+        self
+    }
+    /// Sets `dtype`.
+    pub fn dtype(mut self, dtype: Dtype) -> Self {
+        self.dtype = dtype;
+        self
+    }
+}
+
+/// Uniform samples of `a`'s shape in `[low, high)` (Python: `nn.init.uniform(low=0.0,
+/// high=1.0, dtype=mx.float32)(a)`).
+pub fn uniform(a: &Array, options: UniformOptions) -> Result<Array> {
+    uniform_samples(a, options.low, options.high, Some(options.dtype))
 }
 
 /// Glorot/Xavier normal: std `gain * sqrt(2 / (fan_in + fan_out))`; `gain` `None` is 1.0
@@ -148,7 +238,7 @@ pub fn he_uniform(a: &Array, options: HeUniformOptions) -> Result<Array> {
 
 /// Normal samples of `a`'s shape from MLX's global random state.
 fn normal_samples(a: &Array, loc: f32, scale: f32, dtype: Option<Dtype>) -> Result<Array> {
-    let mut options = NormalOptions::default().loc(loc).scale(scale);
+    let mut options = random::NormalOptions::default().loc(loc).scale(scale);
     if let Some(dtype) = dtype {
         options = options.dtype(dtype);
     }
@@ -157,7 +247,7 @@ fn normal_samples(a: &Array, loc: f32, scale: f32, dtype: Option<Dtype>) -> Resu
 
 /// Uniform samples of `a`'s shape in `[low, high)` from MLX's global random state.
 fn uniform_samples(a: &Array, low: f32, high: f32, dtype: Option<Dtype>) -> Result<Array> {
-    let mut options = UniformOptions::default().low(low).high(high);
+    let mut options = random::UniformOptions::default().low(low).high(high);
     if let Some(dtype) = dtype {
         options = options.dtype(dtype);
     }
