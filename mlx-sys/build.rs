@@ -4,9 +4,10 @@
 //! Modes:
 //! - default: vendored MLX + mlx-c from source, static, Release, offline. CPU + OpenBLAS/LAPACK
 //!   on Linux, Metal + Accelerate on macOS, CUDA with the `cuda` feature.
-//! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built, against that MLX, which is
-//!   linked dynamically. Dependents receive the library folder as `DEP_MLX_RPATH` so their
-//!   binaries can find it without `LD_LIBRARY_PATH`.
+//! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built (with the `cc` crate, no
+//!   cmake, no CUDA toolkit even for a CUDA build of MLX: `build/prebuilt.rs`), against that
+//!   MLX, which is linked dynamically. Dependents receive the library folder as
+//!   `DEP_MLX_RPATH` so their binaries can find it without `LD_LIBRARY_PATH`.
 //! - `MLX_SYS_BINDINGS_ONLY=1`: nothing is built or linked. Enough to type-check
 //!   (compile-fail tests, docs); a binary built this way does not link. Implied when the
 //!   target OS is not the host's (`cargo check --target aarch64-apple-darwin` on Linux): MLX
@@ -19,6 +20,10 @@ use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+#[path = "build/prebuilt.rs"]
+mod prebuilt;
+use prebuilt::PrebuiltMlx;
 
 /// Environment variables that change what this script does.
 const WATCHED_ENV: &[&str] = &[
@@ -64,21 +69,30 @@ fn main() {
 
     let prebuilt = env::var_os("MLX_DIR").map(PathBuf::from);
 
+    if let Some(dir) = &prebuilt {
+        let mlx = PrebuiltMlx::locate(dir);
+        let workspace = manifest_dir.parent().unwrap_or(&manifest_dir);
+        mlx.compile_mlx_c(&mlx_c_src, workspace);
+        println!("cargo:rustc-link-search=native={}", mlx.lib_dir.display());
+        println!("cargo:rustc-link-lib=dylib=mlx");
+        // Metadata for dependents (DEP_MLX_RPATH) and an rpath for our own test binaries.
+        println!("cargo:rpath={}", mlx.lib_dir.display());
+        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", mlx.lib_dir.display());
+        stage_runtime_dir(&mlx.lib_dir, &out_dir);
+        link_cxx_runtime(&target_os);
+        return;
+    }
+
     let mut missing = Missing::default();
     missing.check_cmake();
-    if target_os == "linux" && prebuilt.is_none() {
+    if target_os == "linux" {
         missing.check_source_build_deps();
     }
     missing.fail_if_any();
 
     // Only the sources we actually build are watched: a Rust-only edit never reruns cmake.
-    println!("cargo:rerun-if-changed={}", mlx_c_src.display());
-    if prebuilt.is_none() {
-        println!("cargo:rerun-if-changed={}", vendor.join("mlx").display());
-        println!(
-            "cargo:rerun-if-changed={}",
-            vendor.join("gguflib").display()
-        );
+    for dir in ["mlx-c", "mlx", "gguflib"] {
+        println!("cargo:rerun-if-changed={}", vendor.join(dir).display());
     }
 
     let mut cfg = cmake::Config::new(&mlx_c_src);
@@ -99,46 +113,27 @@ fn main() {
     }
     configure_ccache(&mut cfg, &manifest_dir);
 
-    match &prebuilt {
-        Some(dir) => {
-            let mlx = PrebuiltMlx::locate(dir);
-            cfg.define("FETCHCONTENT_FULLY_DISCONNECTED", "ON")
-                .define("MLX_C_USE_SYSTEM_MLX", "ON")
-                .define("MLX_DIR", &mlx.cmake_dir);
-            let dst = cfg.build();
-            link_mlx_c(&dst);
-            println!("cargo:rustc-link-search=native={}", mlx.lib_dir.display());
-            println!("cargo:rustc-link-lib=dylib=mlx");
-            // Metadata for dependents (DEP_MLX_RPATH) and an rpath for our own test binaries.
-            println!("cargo:rpath={}", mlx.lib_dir.display());
-            println!("cargo:rustc-link-arg=-Wl,-rpath,{}", mlx.lib_dir.display());
-            stage_runtime_dir(&mlx.lib_dir, &out_dir);
-            link_cxx_runtime(&target_os);
-        }
-        None => {
-            configure_source_build(&mut cfg, &vendor, &out_dir, &target_os, cuda);
-            let dst = cfg.build();
-            link_mlx_c(&dst);
-            println!(
-                "cargo:rustc-link-search=native={}",
-                dst.join("lib").display()
-            );
-            println!("cargo:rustc-link-lib=static=mlx");
-            let gguf = find_file(&dst.join("build"), "libgguflib.a").unwrap_or_else(|| {
-                fatal(&[
-                    "the MLX build did not produce libgguflib.a".into(),
-                    format!("looked under {}", dst.join("build").display()),
-                ])
-            });
-            println!(
-                "cargo:rustc-link-search=native={}",
-                gguf.parent().unwrap().display()
-            );
-            println!("cargo:rustc-link-lib=static=gguflib");
-            link_platform_libs(&target_os, cuda);
-            link_cxx_runtime(&target_os);
-        }
-    }
+    configure_source_build(&mut cfg, &vendor, &out_dir, &target_os, cuda);
+    let dst = cfg.build();
+    link_mlx_c(&dst);
+    println!(
+        "cargo:rustc-link-search=native={}",
+        dst.join("lib").display()
+    );
+    println!("cargo:rustc-link-lib=static=mlx");
+    let gguf = find_file(&dst.join("build"), "libgguflib.a").unwrap_or_else(|| {
+        fatal(&[
+            "the MLX build did not produce libgguflib.a".into(),
+            format!("looked under {}", dst.join("build").display()),
+        ])
+    });
+    println!(
+        "cargo:rustc-link-search=native={}",
+        gguf.parent().unwrap().display()
+    );
+    println!("cargo:rustc-link-lib=static=gguflib");
+    link_platform_libs(&target_os, cuda);
+    link_cxx_runtime(&target_os);
 }
 
 /// The OS part of a target triple, spelled as `CARGO_CFG_TARGET_OS` spells it.
@@ -394,52 +389,6 @@ mod regenerate {
                 )])
             });
         bindings.write_to_file(file).expect("writing bindings");
-    }
-}
-
-/// Where a prebuilt MLX lives: the CMake package folder and the folder holding libmlx.
-struct PrebuiltMlx {
-    cmake_dir: PathBuf,
-    lib_dir: PathBuf,
-}
-
-impl PrebuiltMlx {
-    fn locate(dir: &Path) -> Self {
-        let candidates = [dir.to_path_buf(), dir.join("share/cmake/MLX")];
-        let cmake_dir = candidates
-            .iter()
-            .find(|d| d.join("MLXConfig.cmake").exists())
-            .cloned()
-            .unwrap_or_else(|| {
-                fatal(&[
-                    format!(
-                        "MLX_DIR={} holds no MLXConfig.cmake (looked in {} and {})",
-                        dir.display(),
-                        candidates[0].display(),
-                        candidates[1].display()
-                    ),
-                    "set MLX_DIR to an MLX install prefix or to its share/cmake/MLX folder, e.g. \
-                     <venv>/lib/python3.11/site-packages/mlx"
-                        .into(),
-                ])
-            });
-        // share/cmake/MLX -> prefix
-        let prefix = cmake_dir.join("../../..");
-        let lib_dir = ["lib", "lib64"]
-            .iter()
-            .map(|l| prefix.join(l))
-            .find(|d| d.join("libmlx.so").exists() || d.join("libmlx.dylib").exists())
-            .unwrap_or_else(|| {
-                fatal(&[format!(
-                    "MLX_DIR={}: no libmlx.so or libmlx.dylib in {}/lib or {}/lib64",
-                    dir.display(),
-                    prefix.display(),
-                    prefix.display()
-                )])
-            });
-        let lib_dir = lib_dir.canonicalize().unwrap_or(lib_dir);
-        let cmake_dir = cmake_dir.canonicalize().unwrap_or(cmake_dir);
-        PrebuiltMlx { cmake_dir, lib_dir }
     }
 }
 
