@@ -45,7 +45,14 @@ fn the_buffer_is_shared_not_copied_and_freed_with_the_last_array() {
     let a = Array::from_vec((0..N).map(|i| i as f64).collect(), &[N as i32]).unwrap();
     let b = a.clone();
     drop(a);
-    assert_eq!(b.sum(None, false).unwrap().item::<f64>().unwrap(), sum);
+    // float64 runs on the CPU only (MLX's GPU backends have no float64), so the sum is taken
+    // on the CPU stream, as in Python (`mx.sum(b, stream=mx.cpu)`), whatever the default
+    // device.
+    let total = mlx_rs::with_device(&mlx_rs::Device::cpu(), || b.sum(None, false))
+        .unwrap()
+        .unwrap();
+    assert_eq!(total.item::<f64>().unwrap(), sum);
+    drop(total);
     drop(b);
     let left = LIVE.load(Ordering::SeqCst) - before;
     assert!(

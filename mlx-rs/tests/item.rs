@@ -41,13 +41,21 @@ fn floats_widen_and_narrow_only_exactly() {
         Array::from(bf16::from_f32(-2.0)).item::<f32>().unwrap(),
         -2.0
     );
-    // 0.1 as a float64 has no exact float32.
-    let d = Array::from(0.1f32).astype(Dtype::Float64).unwrap() * 1.0;
+    // 0.1 as a float64 has no exact float32. float64 is computed on the CPU only (MLX's GPU
+    // backends have no float64), as Python does with `stream=mx.cpu`.
+    let cpu = mlx_rs::Device::cpu();
+    let d = mlx_rs::with_device(&cpu, || {
+        Array::from(0.1f32).astype(Dtype::Float64).unwrap() * 1.0
+    })
+    .unwrap();
     assert_eq!(d.item::<f32>().unwrap(), 0.1f32);
-    let third = ops::divide(Array::from(1.0f32), 3.0f32)
-        .unwrap()
-        .astype(Dtype::Float64)
-        .unwrap();
+    let third = mlx_rs::with_device(&cpu, || {
+        ops::divide(Array::from(1.0f32), 3.0f32)
+            .unwrap()
+            .astype(Dtype::Float64)
+            .unwrap()
+    })
+    .unwrap();
     assert!(third.item::<f64>().is_ok());
     assert!(Array::from(0.5f32).item::<f16>().is_ok());
     assert!(Array::from(0.1f32).item::<f16>().is_err());

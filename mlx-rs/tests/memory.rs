@@ -9,6 +9,9 @@ fn a_million_arrays_leave_active_memory_unchanged() {
     let warm = Array::from_slice(&[1.0f32; 64], &[64]).unwrap();
     (&warm + 1.0).eval().unwrap();
     drop(warm);
+    // On a GPU, buffers of finished work are released when the device reports completion:
+    // wait for it before each reading of the counter.
+    mlx_rs::synchronize().unwrap();
     let before = memory::get_active_memory().unwrap();
 
     let mut checksum = 0.0f32;
@@ -24,6 +27,7 @@ fn a_million_arrays_leave_active_memory_unchanged() {
         }
     }
     assert!(checksum > 0.0);
+    mlx_rs::synchronize().unwrap();
     let after = memory::get_active_memory().unwrap();
     assert_eq!(
         before, after,
@@ -37,6 +41,7 @@ fn a_million_arrays_leave_active_memory_unchanged() {
     mlx_rs::eval(&held).unwrap();
     assert!(memory::get_active_memory().unwrap() >= after + 100 * 4096);
     drop(held);
+    mlx_rs::synchronize().unwrap();
     assert_eq!(memory::get_active_memory().unwrap(), after);
 
     // Clones share one handle behind a reference count (the first clone moves it there):
@@ -44,6 +49,7 @@ fn a_million_arrays_leave_active_memory_unchanged() {
     // once, when the last of them (here the original) goes.
     let big = ops::ones(&[1 << 18], None).unwrap();
     big.eval().unwrap();
+    mlx_rs::synchronize().unwrap();
     let with_big = memory::get_active_memory().unwrap();
     assert!(with_big >= after + (1 << 20));
     let threads: Vec<_> = (0..4)
@@ -56,6 +62,8 @@ fn a_million_arrays_leave_active_memory_unchanged() {
                 }
                 let total = copies[t].sum(None, false).unwrap().item::<f32>().unwrap();
                 drop(copies);
+                // This thread's stream: its finished work releases its buffers on completion.
+                mlx_rs::synchronize().unwrap();
                 total
             })
         })
@@ -63,11 +71,13 @@ fn a_million_arrays_leave_active_memory_unchanged() {
     for t in threads {
         assert_eq!(t.join().unwrap(), (1 << 18) as f32);
     }
+    mlx_rs::synchronize().unwrap();
     assert_eq!(memory::get_active_memory().unwrap(), with_big);
     assert_eq!(
         big.sum(None, false).unwrap().item::<f32>().unwrap(),
         (1 << 18) as f32
     );
     drop(big);
+    mlx_rs::synchronize().unwrap();
     assert_eq!(memory::get_active_memory().unwrap(), after);
 }
