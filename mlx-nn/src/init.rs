@@ -25,43 +25,17 @@ pub fn constant(a: &Array, value: f32, dtype: impl Into<Option<Dtype>>) -> Resul
     ops::full(a.shape(), value, dtype.into().unwrap_or(Dtype::Float32))
 }
 
-/// The keywords of [`normal`], with Python's defaults (`mean=0.0`, `std=1.0`,
-/// `dtype=float32`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct NormalOptions {
-    /// The mean.
-    pub mean: f32,
-    /// The standard deviation.
-    pub std: f32,
-    /// The dtype of the samples.
-    pub dtype: Dtype,
-}
-
-impl Default for NormalOptions {
-    fn default() -> Self {
-        NormalOptions {
-            mean: 0.0,
-            std: 1.0,
-            dtype: Dtype::Float32,
-        }
-    }
-}
-
-impl NormalOptions {
-    /// Sets `mean`.
-    pub fn mean(mut self, mean: f32) -> Self {
-        self.mean = mean;
-        self
-    }
-    /// Sets `std`.
-    pub fn std(mut self, std: f32) -> Self {
-        self.std = std;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
+mlx_rs::options! {
+    /// The keywords of [`normal`], with Python's defaults (`mean=0.0`, `std=1.0`,
+    /// `dtype=float32`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct NormalOptions {
+        /// The mean.
+        mean: plain f32 = 0.0,
+        /// The standard deviation.
+        std: plain f32 = 1.0,
+        /// The dtype of the samples.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 
@@ -79,43 +53,17 @@ pub fn normal(a: &Array, options: NormalOptions) -> Result<Array> {
     normal_samples(a, options.mean, options.std, Some(options.dtype))
 }
 
-/// The keywords of [`uniform`], with Python's defaults (`low=0.0`, `high=1.0`,
-/// `dtype=float32`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct UniformOptions {
-    /// The lower bound (inclusive).
-    pub low: f32,
-    /// The upper bound (exclusive).
-    pub high: f32,
-    /// The dtype of the samples.
-    pub dtype: Dtype,
-}
-
-impl Default for UniformOptions {
-    fn default() -> Self {
-        UniformOptions {
-            low: 0.0,
-            high: 1.0,
-            dtype: Dtype::Float32,
-        }
-    }
-}
-
-impl UniformOptions {
-    /// Sets `low`.
-    pub fn low(mut self, low: f32) -> Self {
-        self.low = low;
-        self
-    }
-    /// Sets `high`.
-    pub fn high(mut self, high: f32) -> Self {
-        self.high = high;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
+mlx_rs::options! {
+    /// The keywords of [`uniform`], with Python's defaults (`low=0.0`, `high=1.0`,
+    /// `dtype=float32`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct UniformOptions {
+        /// The lower bound (inclusive).
+        low: plain f32 = 0.0,
+        /// The upper bound (exclusive).
+        high: plain f32 = 1.0,
+        /// The dtype of the samples.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 
@@ -159,59 +107,32 @@ pub enum FanMode {
     FanOut,
 }
 
-/// The keyword arguments of [`he_normal`] and [`he_uniform`] (also named
-/// [`HeUniformOptions`]), with Python's defaults (`mode="fan_in"`, `gain=1.0`,
-/// `dtype=mx.float32`).
-///
-/// ```
-/// use mlx_nn::init::{self, FanMode, HeNormalOptions};
-/// use mlx_rs::ops;
-/// let a = ops::zeros(&[16, 8], None)?;
-/// // nn.init.he_normal()(a, mode="fan_out", gain=2.0)
-/// let w = init::he_normal(&a, HeNormalOptions::default().mode(FanMode::FanOut).gain(2.0))?;
-/// assert_eq!(w.shape(), &[16, 8]);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct HeNormalOptions {
-    /// The fan the standard deviation (or limit) is scaled by.
-    pub mode: FanMode,
-    /// The scale factor.
-    pub gain: f32,
-    /// The dtype of the result.
-    pub dtype: Dtype,
-}
-
-/// The options of [`he_uniform`]: the same keywords as [`he_normal`].
-pub type HeUniformOptions = HeNormalOptions;
-
-impl Default for HeNormalOptions {
-    fn default() -> Self {
-        HeNormalOptions {
-            mode: FanMode::FanIn,
-            gain: 1.0,
-            dtype: Dtype::Float32,
-        }
+mlx_rs::options! {
+    /// The keyword arguments of [`he_normal`] and [`he_uniform`] (also named
+    /// [`HeUniformOptions`]), with Python's defaults (`mode="fan_in"`, `gain=1.0`,
+    /// `dtype=mx.float32`).
+    ///
+    /// ```
+    /// use mlx_nn::init::{self, FanMode, HeNormalOptions};
+    /// use mlx_rs::ops;
+    /// let a = ops::zeros(&[16, 8], None)?;
+    /// // nn.init.he_normal()(a, mode="fan_out", gain=2.0)
+    /// let w = init::he_normal(&a, HeNormalOptions::default().mode(FanMode::FanOut).gain(2.0))?;
+    /// assert_eq!(w.shape(), &[16, 8]);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct HeNormalOptions {
+        /// The fan the standard deviation (or limit) is scaled by.
+        mode: plain FanMode = FanMode::FanIn,
+        /// The scale factor.
+        gain: plain f32 = 1.0,
+        /// The dtype of the result.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 
 impl HeNormalOptions {
-    /// Sets `mode`.
-    pub fn mode(mut self, mode: FanMode) -> Self {
-        self.mode = mode;
-        self
-    }
-    /// Sets `gain`.
-    pub fn gain(mut self, gain: f32) -> Self {
-        self.gain = gain;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
-    }
-
     /// The fan `mode` picks for `a`.
     fn fan(&self, a: &Array) -> Result<f32> {
         let (fan_in, fan_out) = fans(a)?;
@@ -221,6 +142,9 @@ impl HeNormalOptions {
         })
     }
 }
+
+/// The options of [`he_uniform`]: the same keywords as [`he_normal`].
+pub type HeUniformOptions = HeNormalOptions;
 
 /// He/Kaiming normal: std `gain / sqrt(fan)` (Python: `nn.init.he_normal(dtype=mx.float32)(a,
 /// mode="fan_in", gain=1.0)`).

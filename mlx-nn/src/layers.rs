@@ -195,41 +195,15 @@ pub struct LayerNorm {
     pub frozen: Frozen,
 }
 
-/// The keyword arguments of [`LayerNorm::new`], with Python's defaults (`eps=1e-5`,
-/// `affine=True`, `bias=True`). `affine` and `bias` decide which parameters exist, so they are
-/// given before the layer is built.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LayerNormOptions {
-    pub eps: f32,
-    pub affine: bool,
-    pub bias: bool,
-}
-
-impl Default for LayerNormOptions {
-    fn default() -> Self {
-        LayerNormOptions {
-            eps: 1e-5,
-            affine: true,
-            bias: true,
-        }
-    }
-}
-
-impl LayerNormOptions {
-    /// Sets `eps`.
-    pub fn eps(mut self, eps: f32) -> Self {
-        self.eps = eps;
-        self
-    }
-    /// Sets `affine` (a learned `weight`, and `bias` if that is set too).
-    pub fn affine(mut self, affine: bool) -> Self {
-        self.affine = affine;
-        self
-    }
-    /// Sets `bias`.
-    pub fn bias(mut self, bias: bool) -> Self {
-        self.bias = bias;
-        self
+mlx_rs::options! {
+    /// The keyword arguments of [`LayerNorm::new`], with Python's defaults (`eps=1e-5`,
+    /// `affine=True`, `bias=True`). `affine` and `bias` decide which parameters exist, so they are
+    /// given before the layer is built.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct LayerNormOptions {
+        eps: plain f32 = 1e-5,
+        affine: plain bool = true,
+        bias: plain bool = true,
     }
 }
 
@@ -394,16 +368,24 @@ pub struct MultiHeadAttention {
     pub num_kv_heads: i32,
 }
 
-/// Options of [`MultiHeadAttention::new`] (Python's keyword arguments; `None` = Python's
-/// default).
-#[derive(Debug, Clone, Default)]
-pub struct MultiHeadAttentionOptions {
-    pub query_input_dims: Option<i32>,
-    pub key_input_dims: Option<i32>,
-    pub value_input_dims: Option<i32>,
-    pub value_dims: Option<i32>,
-    pub value_output_dims: Option<i32>,
-    pub bias: bool,
+mlx_rs::options! {
+    /// Options of [`MultiHeadAttention::new`], with Python's defaults (`None` for the dims:
+    /// `dims`; `bias=False`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct MultiHeadAttentionOptions {
+        /// The feature size of the queries' input.
+        query_input_dims: opt i32 = None,
+        /// The feature size of the keys' input.
+        key_input_dims: opt i32 = None,
+        /// The feature size of the values' input.
+        value_input_dims: opt i32 = None,
+        /// The size of the value projection.
+        value_dims: opt i32 = None,
+        /// The size of the output projection's output.
+        value_output_dims: opt i32 = None,
+        /// Whether the projections have biases.
+        bias: plain bool = false,
+    }
 }
 
 impl MultiHeadAttention {

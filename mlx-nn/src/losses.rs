@@ -46,57 +46,25 @@ fn norm_axis(axis: i32, ndim: usize) -> Result<usize> {
     Ok(a as usize)
 }
 
-/// The keyword arguments of [`cross_entropy`], with Python's defaults (`weights=None`,
-/// `axis=-1`, `label_smoothing=0.0`, `reduction="none"`).
-///
-/// ```
-/// use mlx_nn::losses::{CrossEntropyOptions, Reduction};
-/// let o = CrossEntropyOptions::default().label_smoothing(0.1).reduction(Reduction::Mean);
-/// assert_eq!((o.axis, o.label_smoothing, o.reduction), (-1, 0.1, Reduction::Mean));
-/// ```
-#[derive(Debug, Clone)]
-pub struct CrossEntropyOptions<'a> {
-    /// Per-element weights of the loss, shaped like it.
-    pub weights: Option<&'a Array>,
-    /// The class axis of `logits`.
-    pub axis: i32,
-    /// Label smoothing in `[0, 1)`.
-    pub label_smoothing: f32,
-    /// The reduction.
-    pub reduction: Reduction,
-}
-
-impl Default for CrossEntropyOptions<'_> {
-    fn default() -> Self {
-        CrossEntropyOptions {
-            weights: None,
-            axis: -1,
-            label_smoothing: 0.0,
-            reduction: Reduction::None,
-        }
-    }
-}
-
-impl<'a> CrossEntropyOptions<'a> {
-    /// Sets `weights`.
-    pub fn weights(mut self, weights: &'a Array) -> Self {
-        self.weights = Some(weights);
-        self
-    }
-    /// Sets `axis`.
-    pub fn axis(mut self, axis: i32) -> Self {
-        self.axis = axis;
-        self
-    }
-    /// Sets `label_smoothing`.
-    pub fn label_smoothing(mut self, label_smoothing: f32) -> Self {
-        self.label_smoothing = label_smoothing;
-        self
-    }
-    /// Sets `reduction`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
+mlx_rs::options! {
+    /// The keyword arguments of [`cross_entropy`], with Python's defaults (`weights=None`,
+    /// `axis=-1`, `label_smoothing=0.0`, `reduction="none"`).
+    ///
+    /// ```
+    /// use mlx_nn::losses::{CrossEntropyOptions, Reduction};
+    /// let o = CrossEntropyOptions::default().label_smoothing(0.1).reduction(Reduction::Mean);
+    /// assert_eq!((o.axis, o.label_smoothing, o.reduction), (-1, 0.1, Reduction::Mean));
+    /// ```
+    #[derive(Debug, Clone)]
+    pub struct CrossEntropyOptions<'a> {
+        /// Per-element weights of the loss, shaped like it.
+        weights: array = None,
+        /// The class axis of `logits`.
+        axis: plain i32 = -1,
+        /// Label smoothing in `[0, 1)`.
+        label_smoothing: plain f32 = 0.0,
+        /// The reduction.
+        reduction: plain Reduction = Reduction::None,
     }
 }
 
@@ -160,43 +128,17 @@ pub fn cross_entropy(
     reduce(apply_weights(loss, weights)?, reduction)
 }
 
-/// The keyword arguments of [`binary_cross_entropy`], with Python's defaults
-/// (`weights=None`, `with_logits=True`, `reduction="mean"`).
-#[derive(Debug, Clone)]
-pub struct BinaryCrossEntropyOptions<'a> {
-    /// Per-element weights of the loss, shaped like it.
-    pub weights: Option<&'a Array>,
-    /// Whether `inputs` are logits (`true`) or probabilities.
-    pub with_logits: bool,
-    /// The reduction.
-    pub reduction: Reduction,
-}
-
-impl Default for BinaryCrossEntropyOptions<'_> {
-    fn default() -> Self {
-        BinaryCrossEntropyOptions {
-            weights: None,
-            with_logits: true,
-            reduction: Reduction::Mean,
-        }
-    }
-}
-
-impl<'a> BinaryCrossEntropyOptions<'a> {
-    /// Sets `weights`.
-    pub fn weights(mut self, weights: &'a Array) -> Self {
-        self.weights = Some(weights);
-        self
-    }
-    /// Sets `with_logits`.
-    pub fn with_logits(mut self, with_logits: bool) -> Self {
-        self.with_logits = with_logits;
-        self
-    }
-    /// Sets `reduction`.
-    pub fn reduction(mut self, reduction: Reduction) -> Self {
-        self.reduction = reduction;
-        self
+mlx_rs::options! {
+    /// The keyword arguments of [`binary_cross_entropy`], with Python's defaults
+    /// (`weights=None`, `with_logits=True`, `reduction="mean"`).
+    #[derive(Debug, Clone)]
+    pub struct BinaryCrossEntropyOptions<'a> {
+        /// Per-element weights of the loss, shaped like it.
+        weights: array = None,
+        /// Whether `inputs` are logits (`true`) or probabilities.
+        with_logits: plain bool = true,
+        /// The reduction.
+        reduction: plain Reduction = Reduction::Mean,
     }
 }
 

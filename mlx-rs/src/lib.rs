@@ -47,6 +47,7 @@ mod item;
 pub mod linalg;
 pub mod memory;
 pub mod ops;
+mod options;
 pub mod random;
 mod stream;
 pub mod transforms;

@@ -42,54 +42,28 @@ pub fn split_pair(key: &Array) -> Result<(Array, Array)> {
     Ok((first, second.into_array()))
 }
 
-/// The keyword arguments of [`normal`], with Python's defaults (`dtype=float32`, `loc=None`
-/// (0), `scale=None` (1)).
-///
-/// `loc` and `scale` are scalars or arrays broadcastable to the sample shape, as in Python:
-///
-/// ```
-/// use mlx_rs::random::NormalOptions;
-/// use mlx_rs::{ops, Dtype};
-/// let loc = ops::zeros(&[3], None)?;
-/// let o = NormalOptions::default().loc(&loc).scale(2.0).dtype(Dtype::Float16);
-/// assert_eq!(o.dtype, Dtype::Float16);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct NormalOptions<'a> {
-    /// The dtype of the samples.
-    pub dtype: Dtype,
-    /// The mean: a scalar or an array.
-    pub loc: Operand<'a>,
-    /// The standard deviation: a scalar or an array.
-    pub scale: Operand<'a>,
-}
-
-impl Default for NormalOptions<'_> {
-    fn default() -> Self {
-        NormalOptions {
-            dtype: Dtype::Float32,
-            loc: Operand::Scalar(Scalar::Float(0.0)),
-            scale: Operand::Scalar(Scalar::Float(1.0)),
-        }
-    }
-}
-
-impl<'a> NormalOptions<'a> {
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
-    }
-    /// Sets `loc`: a scalar, `&Array` or `Array`.
-    pub fn loc(mut self, loc: impl IntoOperand<'a>) -> Self {
-        self.loc = loc.into_operand();
-        self
-    }
-    /// Sets `scale`: a scalar, `&Array` or `Array`.
-    pub fn scale(mut self, scale: impl IntoOperand<'a>) -> Self {
-        self.scale = scale.into_operand();
-        self
+crate::options! {
+    /// The keyword arguments of [`normal`], with Python's defaults (`dtype=float32`, `loc=None`
+    /// (0), `scale=None` (1)).
+    ///
+    /// `loc` and `scale` are scalars or arrays broadcastable to the sample shape, as in Python:
+    ///
+    /// ```
+    /// use mlx_rs::random::NormalOptions;
+    /// use mlx_rs::{ops, Dtype};
+    /// let loc = ops::zeros(&[3], None)?;
+    /// let o = NormalOptions::default().loc(&loc).scale(2.0).dtype(Dtype::Float16);
+    /// assert_eq!(o.dtype, Dtype::Float16);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    #[derive(Debug, Clone)]
+    pub struct NormalOptions<'a> {
+        /// The dtype of the samples.
+        dtype: plain Dtype = Dtype::Float32,
+        /// The mean: a scalar or an array.
+        loc: operand = Operand::Scalar(Scalar::Float(0.0)),
+        /// The standard deviation: a scalar or an array.
+        scale: operand = Operand::Scalar(Scalar::Float(1.0)),
     }
 }
 
@@ -200,43 +174,17 @@ fn sample_between(
     })
 }
 
-/// The keyword arguments of [`uniform`], with Python's defaults (`low=0`, `high=1`,
-/// `dtype=float32`). `low` and `high` are scalars or arrays broadcastable to the sample shape.
-#[derive(Debug, Clone)]
-pub struct UniformOptions<'a> {
-    /// The lower bound (inclusive): a scalar or an array.
-    pub low: Operand<'a>,
-    /// The upper bound (exclusive): a scalar or an array.
-    pub high: Operand<'a>,
-    /// The dtype of the samples.
-    pub dtype: Dtype,
-}
-
-impl Default for UniformOptions<'_> {
-    fn default() -> Self {
-        UniformOptions {
-            low: Operand::Scalar(Scalar::Int(0)),
-            high: Operand::Scalar(Scalar::Int(1)),
-            dtype: Dtype::Float32,
-        }
-    }
-}
-
-impl<'a> UniformOptions<'a> {
-    /// Sets `low`: a scalar, `&Array` or `Array`.
-    pub fn low(mut self, low: impl IntoOperand<'a>) -> Self {
-        self.low = low.into_operand();
-        self
-    }
-    /// Sets `high`: a scalar, `&Array` or `Array`.
-    pub fn high(mut self, high: impl IntoOperand<'a>) -> Self {
-        self.high = high.into_operand();
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
+crate::options! {
+    /// The keyword arguments of [`uniform`], with Python's defaults (`low=0`, `high=1`,
+    /// `dtype=float32`). `low` and `high` are scalars or arrays broadcastable to the sample shape.
+    #[derive(Debug, Clone)]
+    pub struct UniformOptions<'a> {
+        /// The lower bound (inclusive): a scalar or an array.
+        low: operand = Operand::Scalar(Scalar::Int(0)),
+        /// The upper bound (exclusive): a scalar or an array.
+        high: operand = Operand::Scalar(Scalar::Int(1)),
+        /// The dtype of the samples.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 
@@ -385,43 +333,17 @@ pub fn gumbel<'k>(
     })
 }
 
-/// The keyword arguments of [`laplace`], with Python's defaults (`dtype=float32`, `loc=0.0`,
-/// `scale=1.0`).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct LaplaceOptions {
-    /// The dtype of the samples.
-    pub dtype: Dtype,
-    /// The location (mean).
-    pub loc: f32,
-    /// The scale.
-    pub scale: f32,
-}
-
-impl Default for LaplaceOptions {
-    fn default() -> Self {
-        LaplaceOptions {
-            dtype: Dtype::Float32,
-            loc: 0.0,
-            scale: 1.0,
-        }
-    }
-}
-
-impl LaplaceOptions {
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
-    }
-    /// Sets `loc`.
-    pub fn loc(mut self, loc: f32) -> Self {
-        self.loc = loc;
-        self
-    }
-    /// Sets `scale`.
-    pub fn scale(mut self, scale: f32) -> Self {
-        self.scale = scale;
-        self
+crate::options! {
+    /// The keyword arguments of [`laplace`], with Python's defaults (`dtype=float32`, `loc=0.0`,
+    /// `scale=1.0`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct LaplaceOptions {
+        /// The dtype of the samples.
+        dtype: plain Dtype = Dtype::Float32,
+        /// The location (mean).
+        loc: plain f32 = 0.0,
+        /// The scale.
+        scale: plain f32 = 1.0,
     }
 }
 

@@ -75,121 +75,64 @@ impl From<Vec<i32>> for Spatial {
     }
 }
 
-/// Builder setters of an options struct: spatial fields take anything `Into<Spatial>`, the
-/// others their own type.
-macro_rules! setters {
-    ($options:ty { spatial: $($s:ident),*; plain: $($p:ident: $ty:ty),* $(,)? }) => {
-        impl $options {
-            $(
-                #[doc = concat!("Sets `", stringify!($s), "`: one value, or one per spatial axis.")]
-                pub fn $s(mut self, v: impl Into<Spatial>) -> Self {
-                    self.$s = v.into();
-                    self
-                }
-            )*
-            $(
-                #[doc = concat!("Sets `", stringify!($p), "`.")]
-                pub fn $p(mut self, $p: $ty) -> Self {
-                    self.$p = $p;
-                    self
-                }
-            )*
-        }
-    };
-}
-
-/// Options of [`conv1d`], [`conv2d`], [`conv3d`] (Python's `stride=1, padding=0,
-/// dilation=1, groups=1`), and of the layers with the same keywords, `mlx_nn::Conv1d` and
-/// `Conv2d`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvOptions {
-    /// The step of the kernel over each spatial axis.
-    pub stride: Spatial,
-    /// Zeros added on both sides of each spatial axis.
-    pub padding: Spatial,
-    /// The spacing of the kernel elements on each spatial axis.
-    pub dilation: Spatial,
-    /// Input channel groups, each convolved with its own slice of the output channels.
-    pub groups: i32,
-}
-
-impl Default for ConvOptions {
-    fn default() -> Self {
-        ConvOptions {
-            stride: 1.into(),
-            padding: 0.into(),
-            dilation: 1.into(),
-            groups: 1,
-        }
+crate::options! {
+    /// Options of [`conv1d`], [`conv2d`], [`conv3d`] (Python's `stride=1, padding=0,
+    /// dilation=1, groups=1`), and of the layers with the same keywords, `mlx_nn::Conv1d` and
+    /// `Conv2d`. The spatial ones take one value, or one per spatial axis.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ConvOptions {
+        /// The step of the kernel over each spatial axis.
+        stride: into Spatial = 1.into(),
+        /// Zeros added on both sides of each spatial axis.
+        padding: into Spatial = 0.into(),
+        /// The spacing of the kernel elements on each spatial axis.
+        dilation: into Spatial = 1.into(),
+        /// Input channel groups, each convolved with its own slice of the output channels.
+        groups: plain i32 = 1,
     }
 }
 
-setters!(ConvOptions {
-    spatial: stride, padding, dilation;
-    plain: groups: i32,
-});
-
-/// Options of [`conv_transpose1d`], [`conv_transpose2d`], [`conv_transpose3d`] (Python's
-/// `stride=1, padding=0, dilation=1, output_padding=0, groups=1`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvTransposeOptions {
-    pub stride: Spatial,
-    pub padding: Spatial,
-    pub dilation: Spatial,
-    pub output_padding: Spatial,
-    pub groups: i32,
-}
-
-impl Default for ConvTransposeOptions {
-    fn default() -> Self {
-        ConvTransposeOptions {
-            stride: 1.into(),
-            padding: 0.into(),
-            dilation: 1.into(),
-            output_padding: 0.into(),
-            groups: 1,
-        }
+crate::options! {
+    /// Options of [`conv_transpose1d`], [`conv_transpose2d`], [`conv_transpose3d`] (Python's
+    /// `stride=1, padding=0, dilation=1, output_padding=0, groups=1`).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ConvTransposeOptions {
+        /// The step of the kernel over each spatial axis.
+        stride: into Spatial = 1.into(),
+        /// Zeros added on both sides of each spatial axis.
+        padding: into Spatial = 0.into(),
+        /// The spacing of the kernel elements on each spatial axis.
+        dilation: into Spatial = 1.into(),
+        /// Zeros added to one side of each spatial axis of the output.
+        output_padding: into Spatial = 0.into(),
+        /// Input channel groups.
+        groups: plain i32 = 1,
     }
 }
 
-setters!(ConvTransposeOptions {
-    spatial: stride, padding, dilation, output_padding;
-    plain: groups: i32,
-});
-
-/// Options of [`conv_general`] (Python's `stride=1, padding=0, kernel_dilation=1,
-/// input_dilation=1, groups=1, flip=False`; `padding` may differ low/high).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvGeneralOptions {
-    pub stride: Spatial,
-    pub padding_lo: Spatial,
-    pub padding_hi: Spatial,
-    pub kernel_dilation: Spatial,
-    pub input_dilation: Spatial,
-    pub groups: i32,
-    pub flip: bool,
-}
-
-impl Default for ConvGeneralOptions {
-    fn default() -> Self {
-        ConvGeneralOptions {
-            stride: 1.into(),
-            padding_lo: 0.into(),
-            padding_hi: 0.into(),
-            kernel_dilation: 1.into(),
-            input_dilation: 1.into(),
-            groups: 1,
-            flip: false,
-        }
+crate::options! {
+    /// Options of [`conv_general`] (Python's `stride=1, padding=0, kernel_dilation=1,
+    /// input_dilation=1, groups=1, flip=False`; `padding` may differ low/high).
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub struct ConvGeneralOptions {
+        /// The step of the kernel over each spatial axis.
+        stride: into Spatial = 1.into(),
+        /// Zeros added before each spatial axis.
+        padding_lo: into Spatial = 0.into(),
+        /// Zeros added after each spatial axis.
+        padding_hi: into Spatial = 0.into(),
+        /// The spacing of the kernel elements on each spatial axis.
+        kernel_dilation: into Spatial = 1.into(),
+        /// The spacing of the input elements on each spatial axis.
+        input_dilation: into Spatial = 1.into(),
+        /// Input channel groups.
+        groups: plain i32 = 1,
+        /// Whether to flip the kernel (a true convolution rather than a cross-correlation).
+        flip: plain bool = false,
     }
 }
 
-setters!(ConvGeneralOptions {
-    spatial: stride, kernel_dilation, input_dilation;
-    plain: groups: i32, flip: bool,
-});
-
-// Padding is one Python argument over two fields, so its setters are written out.
+// Padding is one Python argument over two fields: these set both at once.
 impl ConvGeneralOptions {
     /// The same padding before and after (Python `padding=int | Sequence[int]`).
     pub fn padding(mut self, v: impl Into<Spatial>) -> Self {

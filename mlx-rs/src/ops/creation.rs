@@ -147,50 +147,24 @@ pub fn full_like<'a>(
     })
 }
 
-/// The keyword arguments of [`eye`] and [`tri`] (one Python signature: `m=None, k=0,
-/// dtype=float32`), with Python's defaults.
-///
-/// ```
-/// use mlx_rs::ops::{self, EyeOptions};
-/// let e = ops::eye(2, EyeOptions::default().m(3).k(1))?;
-/// assert_eq!(e.to_vec::<f32>()?, vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EyeOptions {
-    /// Columns; `None` is `n`.
-    pub m: Option<i32>,
-    /// The diagonal: 0 the main one, positive above it.
-    pub k: i32,
-    /// The element type.
-    pub dtype: Dtype,
-}
-
-impl Default for EyeOptions {
-    fn default() -> Self {
-        EyeOptions {
-            m: None,
-            k: 0,
-            dtype: Dtype::Float32,
-        }
-    }
-}
-
-impl EyeOptions {
-    /// Sets `m`.
-    pub fn m(mut self, m: i32) -> Self {
-        self.m = Some(m);
-        self
-    }
-    /// Sets `k`.
-    pub fn k(mut self, k: i32) -> Self {
-        self.k = k;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
+crate::options! {
+    /// The keyword arguments of [`eye`] and [`tri`] (one Python signature: `m=None, k=0,
+    /// dtype=float32`), with Python's defaults.
+    ///
+    /// ```
+    /// use mlx_rs::ops::{self, EyeOptions};
+    /// let e = ops::eye(2, EyeOptions::default().m(3).k(1))?;
+    /// assert_eq!(e.to_vec::<f32>()?, vec![0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct EyeOptions {
+        /// Columns; `None` is `n`.
+        m: opt i32 = None,
+        /// The diagonal: 0 the main one, positive above it.
+        k: plain i32 = 0,
+        /// The element type.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 
@@ -226,43 +200,17 @@ pub fn identity(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_identity(res, n, dtype.to_raw(), s) })
 }
 
-/// The keyword arguments of [`linspace`], with Python's defaults (`num=50`,
-/// `endpoint=True`, `dtype=float32`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LinspaceOptions {
-    /// How many values.
-    pub num: i32,
-    /// Whether `stop` is the last value (`true`) or excluded.
-    pub endpoint: bool,
-    /// The element type.
-    pub dtype: Dtype,
-}
-
-impl Default for LinspaceOptions {
-    fn default() -> Self {
-        LinspaceOptions {
-            num: 50,
-            endpoint: true,
-            dtype: Dtype::Float32,
-        }
-    }
-}
-
-impl LinspaceOptions {
-    /// Sets `num`.
-    pub fn num(mut self, num: i32) -> Self {
-        self.num = num;
-        self
-    }
-    /// Sets `endpoint`.
-    pub fn endpoint(mut self, endpoint: bool) -> Self {
-        self.endpoint = endpoint;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = dtype;
-        self
+crate::options! {
+    /// The keyword arguments of [`linspace`], with Python's defaults (`num=50`,
+    /// `endpoint=True`, `dtype=float32`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct LinspaceOptions {
+        /// How many values.
+        num: plain i32 = 50,
+        /// Whether `stop` is the last value (`true`) or excluded.
+        endpoint: plain bool = true,
+        /// The element type.
+        dtype: plain Dtype = Dtype::Float32,
     }
 }
 

@@ -22,48 +22,22 @@ use crate::handles::opt_dtype;
 use crate::ops::array_methods;
 use crate::{Array, Dtype, Result};
 
-/// The keyword arguments of [`cumsum`] and [`cumprod`] (also named [`CumprodOptions`]), with
-/// Python's defaults (`reverse=False`, `inclusive=True`, `dtype=None`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CumsumOptions {
-    /// Whether to scan from the end.
-    pub reverse: bool,
-    /// Whether each output includes its own element.
-    pub inclusive: bool,
-    /// The accumulation and result dtype; `None`: MLX's choice for the input dtype.
-    pub dtype: Option<Dtype>,
+crate::options! {
+    /// The keyword arguments of [`cumsum`] and [`cumprod`] (also named [`CumprodOptions`]), with
+    /// Python's defaults (`reverse=False`, `inclusive=True`, `dtype=None`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct CumsumOptions {
+        /// Whether to scan from the end.
+        reverse: plain bool = false,
+        /// Whether each output includes its own element.
+        inclusive: plain bool = true,
+        /// The accumulation and result dtype; `None`: MLX's choice for the input dtype.
+        dtype: opt Dtype = None,
+    }
 }
 
 /// The options of [`cumprod`]: the same keywords as [`cumsum`].
 pub type CumprodOptions = CumsumOptions;
-
-impl Default for CumsumOptions {
-    fn default() -> Self {
-        CumsumOptions {
-            reverse: false,
-            inclusive: true,
-            dtype: None,
-        }
-    }
-}
-
-impl CumsumOptions {
-    /// Sets `reverse`.
-    pub fn reverse(mut self, reverse: bool) -> Self {
-        self.reverse = reverse;
-        self
-    }
-    /// Sets `inclusive`.
-    pub fn inclusive(mut self, inclusive: bool) -> Self {
-        self.inclusive = inclusive;
-        self
-    }
-    /// Sets `dtype`.
-    pub fn dtype(mut self, dtype: Dtype) -> Self {
-        self.dtype = Some(dtype);
-        self
-    }
-}
 
 /// `fn name(a, axis=None, options: CumsumOptions)` over `f(res, a, reverse, inclusive,
 /// dtype, s)` / `f_axis(res, a, axis, reverse, inclusive, dtype, s)`.

@@ -24,51 +24,19 @@ pub fn addmm(
     })
 }
 
-/// The keyword arguments of [`block_masked_mm`], with Python's defaults (`block_size=64`,
-/// `mask_out=None`, `mask_lhs=None`, `mask_rhs=None`).
-#[derive(Debug, Clone, Copy)]
-pub struct BlockMaskedMmOptions<'a> {
-    /// The side of the square blocks the masks address.
-    pub block_size: i32,
-    /// Block mask of the output.
-    pub mask_out: Option<&'a Array>,
-    /// Block mask of `a`.
-    pub mask_lhs: Option<&'a Array>,
-    /// Block mask of `b`.
-    pub mask_rhs: Option<&'a Array>,
-}
-
-impl Default for BlockMaskedMmOptions<'_> {
-    fn default() -> Self {
-        BlockMaskedMmOptions {
-            block_size: 64,
-            mask_out: None,
-            mask_lhs: None,
-            mask_rhs: None,
-        }
-    }
-}
-
-impl<'a> BlockMaskedMmOptions<'a> {
-    /// Sets `block_size`.
-    pub fn block_size(mut self, block_size: i32) -> Self {
-        self.block_size = block_size;
-        self
-    }
-    /// Sets `mask_out`.
-    pub fn mask_out(mut self, mask_out: &'a Array) -> Self {
-        self.mask_out = Some(mask_out);
-        self
-    }
-    /// Sets `mask_lhs`.
-    pub fn mask_lhs(mut self, mask_lhs: &'a Array) -> Self {
-        self.mask_lhs = Some(mask_lhs);
-        self
-    }
-    /// Sets `mask_rhs`.
-    pub fn mask_rhs(mut self, mask_rhs: &'a Array) -> Self {
-        self.mask_rhs = Some(mask_rhs);
-        self
+crate::options! {
+    /// The keyword arguments of [`block_masked_mm`], with Python's defaults (`block_size=64`,
+    /// `mask_out=None`, `mask_lhs=None`, `mask_rhs=None`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct BlockMaskedMmOptions<'a> {
+        /// The side of the square blocks the masks address.
+        block_size: plain i32 = 64,
+        /// Block mask of the output.
+        mask_out: array = None,
+        /// Block mask of `a`.
+        mask_lhs: array = None,
+        /// Block mask of `b`.
+        mask_rhs: array = None,
     }
 }
 
@@ -96,33 +64,17 @@ pub fn block_masked_mm(a: &Array, b: &Array, options: BlockMaskedMmOptions<'_>) 
     })
 }
 
-/// The keyword arguments of [`gather_mm`], with Python's defaults (`lhs_indices=None`,
-/// `rhs_indices=None`, `sorted_indices=False`).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct GatherMmOptions<'a> {
-    /// The batch of `a` for each output batch; `None` takes every batch in order.
-    pub lhs_indices: Option<&'a Array>,
-    /// The batch of `b` for each output batch; `None` takes every batch in order.
-    pub rhs_indices: Option<&'a Array>,
-    /// Whether the indices are sorted (a faster kernel).
-    pub sorted_indices: bool,
-}
-
-impl<'a> GatherMmOptions<'a> {
-    /// Sets `lhs_indices`.
-    pub fn lhs_indices(mut self, lhs_indices: &'a Array) -> Self {
-        self.lhs_indices = Some(lhs_indices);
-        self
-    }
-    /// Sets `rhs_indices`.
-    pub fn rhs_indices(mut self, rhs_indices: &'a Array) -> Self {
-        self.rhs_indices = Some(rhs_indices);
-        self
-    }
-    /// Sets `sorted_indices`.
-    pub fn sorted_indices(mut self, sorted_indices: bool) -> Self {
-        self.sorted_indices = sorted_indices;
-        self
+crate::options! {
+    /// The keyword arguments of [`gather_mm`], with Python's defaults (`lhs_indices=None`,
+    /// `rhs_indices=None`, `sorted_indices=False`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct GatherMmOptions<'a> {
+        /// The batch of `a` for each output batch; `None` takes every batch in order.
+        lhs_indices: array = ::core::default::Default::default(),
+        /// The batch of `b` for each output batch; `None` takes every batch in order.
+        rhs_indices: array = ::core::default::Default::default(),
+        /// Whether the indices are sorted (a faster kernel).
+        sorted_indices: plain bool = ::core::default::Default::default(),
     }
 }
 

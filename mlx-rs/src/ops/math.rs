@@ -203,33 +203,17 @@ pub fn clip<'l, 'h>(
     })
 }
 
-/// The keyword arguments of [`nan_to_num`], with Python's defaults (`nan=0`,
-/// `posinf=None`, `neginf=None`: the dtype's largest/lowest finite value).
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct NanToNumOptions {
-    /// The value for NaN.
-    pub nan: f32,
-    /// The value for +inf; `None` is the dtype's largest finite value.
-    pub posinf: Option<f32>,
-    /// The value for -inf; `None` is the dtype's lowest finite value.
-    pub neginf: Option<f32>,
-}
-
-impl NanToNumOptions {
-    /// Sets `nan`.
-    pub fn nan(mut self, nan: f32) -> Self {
-        self.nan = nan;
-        self
-    }
-    /// Sets `posinf`.
-    pub fn posinf(mut self, posinf: f32) -> Self {
-        self.posinf = Some(posinf);
-        self
-    }
-    /// Sets `neginf`.
-    pub fn neginf(mut self, neginf: f32) -> Self {
-        self.neginf = Some(neginf);
-        self
+crate::options! {
+    /// The keyword arguments of [`nan_to_num`], with Python's defaults (`nan=0`,
+    /// `posinf=None`, `neginf=None`: the dtype's largest/lowest finite value).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct NanToNumOptions {
+        /// The value for NaN.
+        nan: plain f32 = ::core::default::Default::default(),
+        /// The value for +inf; `None` is the dtype's largest finite value.
+        posinf: opt f32 = ::core::default::Default::default(),
+        /// The value for -inf; `None` is the dtype's lowest finite value.
+        neginf: opt f32 = ::core::default::Default::default(),
     }
 }
 
@@ -296,57 +280,31 @@ pub fn softmax<'x>(
     }
 }
 
-/// The keyword arguments of [`isclose`] and [`allclose`] (also named [`AllcloseOptions`]),
-/// with Python's defaults (`rtol=1e-05`, `atol=1e-08`, `equal_nan=False`).
-///
-/// ```
-/// use mlx_rs::ops::{self, AllcloseOptions};
-/// let (a, b) = (ops::zeros(&[3], None)?, ops::full(&[3], 1e-6, None)?);
-/// // mx.allclose(a, b, atol=1e-5)
-/// assert!(ops::allclose(&a, &b, AllcloseOptions::default().atol(1e-5))?.item::<bool>()?);
-/// assert!(!ops::allclose(&a, &b, Default::default())?.item::<bool>()?);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct IscloseOptions {
-    /// The relative tolerance.
-    pub rtol: f64,
-    /// The absolute tolerance.
-    pub atol: f64,
-    /// Whether NaNs at the same position count as equal.
-    pub equal_nan: bool,
+crate::options! {
+    /// The keyword arguments of [`isclose`] and [`allclose`] (also named [`AllcloseOptions`]),
+    /// with Python's defaults (`rtol=1e-05`, `atol=1e-08`, `equal_nan=False`).
+    ///
+    /// ```
+    /// use mlx_rs::ops::{self, AllcloseOptions};
+    /// let (a, b) = (ops::zeros(&[3], None)?, ops::full(&[3], 1e-6, None)?);
+    /// // mx.allclose(a, b, atol=1e-5)
+    /// assert!(ops::allclose(&a, &b, AllcloseOptions::default().atol(1e-5))?.item::<bool>()?);
+    /// assert!(!ops::allclose(&a, &b, Default::default())?.item::<bool>()?);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct IscloseOptions {
+        /// The relative tolerance.
+        rtol: plain f64 = 1e-5,
+        /// The absolute tolerance.
+        atol: plain f64 = 1e-8,
+        /// Whether NaNs at the same position count as equal.
+        equal_nan: plain bool = false,
+    }
 }
 
 /// The options of [`allclose`]: the same keywords as [`isclose`].
 pub type AllcloseOptions = IscloseOptions;
-
-impl Default for IscloseOptions {
-    fn default() -> Self {
-        IscloseOptions {
-            rtol: 1e-5,
-            atol: 1e-8,
-            equal_nan: false,
-        }
-    }
-}
-
-impl IscloseOptions {
-    /// Sets `rtol`.
-    pub fn rtol(mut self, rtol: f64) -> Self {
-        self.rtol = rtol;
-        self
-    }
-    /// Sets `atol`.
-    pub fn atol(mut self, atol: f64) -> Self {
-        self.atol = atol;
-        self
-    }
-    /// Sets `equal_nan`.
-    pub fn equal_nan(mut self, equal_nan: bool) -> Self {
-        self.equal_nan = equal_nan;
-        self
-    }
-}
 
 /// `fn name(a, b, IscloseOptions)` over `f(res, a, b, rtol, atol, equal_nan, s)`.
 macro_rules! closeness_ops {

@@ -67,63 +67,11 @@ fn raw_quant(
     Ok((opt_int(group_size), opt_int(bits), mode))
 }
 
-/// An options struct of this module: the struct with its field docs, its `Default` (Python's
-/// defaults) and one builder method per field. The setters of `array` fields (an optional
-/// `&Array`) and `opt` fields (an optional value) take the bare value, as in Python;
-/// `plain` fields take their type.
-macro_rules! quant_options {
-    (
-        $(#[$doc:meta])*
-        $name:ident {
-            $( $(#[$fdoc:meta])* $field:ident: $kind:ident $($ty:ty)? = $default:expr, )*
-        }
-    ) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy)]
-        pub struct $name<'a> {
-            $( $(#[$fdoc])* pub $field: quant_options!(@field $kind $($ty)?), )*
-        }
-
-        impl Default for $name<'_> {
-            fn default() -> Self {
-                $name { $( $field: $default, )* }
-            }
-        }
-
-        impl<'a> $name<'a> {
-            $( quant_options!(@setter $kind $field $($ty)?); )*
-        }
-    };
-    (@field array) => { Option<&'a Array> };
-    (@field opt $ty:ty) => { Option<$ty> };
-    (@field plain $ty:ty) => { $ty };
-    (@setter array $field:ident) => {
-        #[doc = concat!("Sets `", stringify!($field), "`.")]
-        pub fn $field(mut self, $field: &'a Array) -> Self {
-            self.$field = Some($field);
-            self
-        }
-    };
-    (@setter opt $field:ident $ty:ty) => {
-        #[doc = concat!("Sets `", stringify!($field), "`.")]
-        pub fn $field(mut self, $field: $ty) -> Self {
-            self.$field = Some($field);
-            self
-        }
-    };
-    (@setter plain $field:ident $ty:ty) => {
-        #[doc = concat!("Sets `", stringify!($field), "`.")]
-        pub fn $field(mut self, $field: $ty) -> Self {
-            self.$field = $field;
-            self
-        }
-    };
-}
-
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`quantize`], with Python's defaults (`group_size=None`,
     /// `bits=None`, `mode="affine"`, `global_scale=None`).
-    QuantizeOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct QuantizeOptions<'a> {
         /// Elements per group sharing one scale; `None`: the mode's default (64 for affine).
         group_size: opt i32 = None,
         /// Bits per element; `None`: the mode's default (4 for affine).
@@ -135,10 +83,11 @@ quant_options! {
     }
 }
 
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`dequantize`], with Python's defaults (`biases=None`,
     /// `group_size=None`, `bits=None`, `mode="affine"`, `global_scale=None`, `dtype=None`).
-    DequantizeOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct DequantizeOptions<'a> {
         /// The biases [`quantize`] returned (required by the affine mode).
         biases: array = None,
         /// Elements per group sharing one scale; `None`: the mode's default.
@@ -154,10 +103,11 @@ quant_options! {
     }
 }
 
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`quantized_matmul`], with Python's defaults (`biases=None`,
     /// `transpose=True`, `group_size=None`, `bits=None`, `mode="affine"`).
-    QuantizedMatmulOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct QuantizedMatmulOptions<'a> {
         /// The biases [`quantize`] returned (required by the affine mode).
         biases: array = None,
         /// Whether to multiply by `w`'s transpose (`x @ w.T`).
@@ -171,11 +121,12 @@ quant_options! {
     }
 }
 
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`gather_qmm`], with Python's defaults (`biases=None`,
     /// `lhs_indices=None`, `rhs_indices=None`, `transpose=True`, `group_size=None`,
     /// `bits=None`, `mode="affine"`, `sorted_indices=False`).
-    GatherQmmOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct GatherQmmOptions<'a> {
         /// The biases [`quantize`] returned (required by the affine mode).
         biases: array = None,
         /// The batch of `x` for each output batch; `None` takes every batch in order.
@@ -195,11 +146,12 @@ quant_options! {
     }
 }
 
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`qqmm`], with Python's defaults (`scales=None`,
     /// `group_size=None`, `bits=None`, `mode="nvfp4"`, `global_scale_x=None`,
     /// `global_scale_w=None`).
-    QqmmOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct QqmmOptions<'a> {
         /// The scales of a pre-quantized `w`; `None` when `w` is not quantized yet.
         scales: array = None,
         /// Elements per group sharing one scale; `None`: the mode's default.
@@ -215,11 +167,12 @@ quant_options! {
     }
 }
 
-quant_options! {
+crate::options! {
     /// The keyword arguments of [`gather_qqmm`], with Python's defaults (`scales=None`,
     /// `lhs_indices=None`, `rhs_indices=None`, `group_size=None`, `bits=None`,
     /// `mode="nvfp4"`, `global_scale_x=None`, `global_scale_w=None`, `sorted_indices=False`).
-    GatherQqmmOptions {
+    #[derive(Debug, Clone, Copy)]
+    pub struct GatherQqmmOptions<'a> {
         /// The scales of a pre-quantized `w`; `None` when `w` is not quantized yet.
         scales: array = None,
         /// The batch of `x` for each output batch; `None` takes every batch in order.

@@ -443,33 +443,17 @@ pub fn roll<'x, 'y>(
     }
 }
 
-/// The keyword arguments of [`as_strided`], with Python's defaults (`shape=None`,
-/// `strides=None`, `offset=0`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct AsStridedOptions<'a> {
-    /// The view's shape; `None` keeps `a`'s shape.
-    pub shape: Option<&'a [i32]>,
-    /// Element strides; `None` means row-contiguous strides for the shape.
-    pub strides: Option<&'a [i64]>,
-    /// The element offset of the first element.
-    pub offset: usize,
-}
-
-impl<'a> AsStridedOptions<'a> {
-    /// Sets `shape`.
-    pub fn shape(mut self, shape: &'a [i32]) -> Self {
-        self.shape = Some(shape);
-        self
-    }
-    /// Sets `strides`.
-    pub fn strides(mut self, strides: &'a [i64]) -> Self {
-        self.strides = Some(strides);
-        self
-    }
-    /// Sets `offset`.
-    pub fn offset(mut self, offset: usize) -> Self {
-        self.offset = offset;
-        self
+crate::options! {
+    /// The keyword arguments of [`as_strided`], with Python's defaults (`shape=None`,
+    /// `strides=None`, `offset=0`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct AsStridedOptions<'a> {
+        /// The view's shape; `None` keeps `a`'s shape.
+        shape: opt &'a [i32] = ::core::default::Default::default(),
+        /// Element strides; `None` means row-contiguous strides for the shape.
+        strides: opt &'a [i64] = ::core::default::Default::default(),
+        /// The element offset of the first element.
+        offset: plain usize = ::core::default::Default::default(),
     }
 }
 
