@@ -65,13 +65,21 @@ struct Entry {
 struct Cache {
     /// Signature hash -> entries (more than one only on a hash collision).
     entries: HashMap<u64, Vec<Entry>>,
-    /// The input structure of the latest call, with its hash: the next call checks its
-    /// arguments against it while collecting their leaves, instead of building, hashing and
-    /// comparing a new structure (the usual case: every step of a loop has the same one).
-    last: Option<(Arc<TreeDef>, u64)>,
-    /// The latest call's entry (signature hash, slot).
-    last_entry: Option<(u64, usize)>,
+    /// The latest call. The next call checks its arguments against this structure while
+    /// collecting their leaves, instead of building, hashing and comparing a new one (the
+    /// usual case: every step of a loop has the same structure); a retrace is compared with
+    /// this call's entry.
+    last: Option<Last>,
     retraces: Tracker,
+}
+
+struct Last {
+    def: Arc<TreeDef>,
+    /// `exact_hash` of `def`.
+    hash: u64,
+    /// Where the call's entry is: signature hash and slot.
+    key: u64,
+    slot: usize,
 }
 
 /// A call's flattened arguments.
@@ -152,7 +160,6 @@ impl Core {
             cache: Mutex::new(Cache {
                 entries: HashMap::new(),
                 last: None,
-                last_entry: None,
                 retraces: Tracker::default(),
             }),
             hits: AtomicU64::new(0),
@@ -167,7 +174,7 @@ impl Core {
     /// Flattens a call's arguments with `flatten`: checked against the previous call's
     /// structure first, built (and hashed) only when it differs.
     fn flatten<'x>(&self, flatten: impl Fn(&mut Flattener<'x>)) -> Result<Input<'x>> {
-        let last = self.lock().last.clone();
+        let last = self.lock().last.as_ref().map(|l| (l.def.clone(), l.hash));
         if let Some((def, hash)) = last {
             let mut f = Flattener::checking(def.clone());
             flatten(&mut f);
@@ -209,8 +216,9 @@ impl Core {
                     });
                     let slot = entries.len() - 1;
                     let before = cache
-                        .last_entry
-                        .and_then(|(k, s)| cache.entries.get(&k)?.get(s))
+                        .last
+                        .as_ref()
+                        .and_then(|l| cache.entries.get(&l.key)?.get(l.slot))
                         .map(|e| (&*e.input, &e.leaves[..]));
                     cache
                         .retraces
@@ -218,8 +226,12 @@ impl Core {
                     (slot, None)
                 }
             };
-            cache.last = Some((input.def.clone(), input.hash));
-            cache.last_entry = Some((key, found.0));
+            cache.last = Some(Last {
+                def: input.def.clone(),
+                hash: input.hash,
+                key,
+                slot: found.0,
+            });
             found
         };
         let recorded = RefCell::new(None);

@@ -40,6 +40,31 @@ pub(crate) fn append(text: &mut String, s: &str) -> Str {
     }
 }
 
+/// Stores a node's kind in a structure's buffers (its name in `text`, its static value in
+/// `statics`): what a flatten and [`Builder`](crate::flatten::Builder) append.
+#[inline(always)]
+pub(crate) fn store_kind(
+    text: &mut String,
+    statics: &mut Vec<StaticValue>,
+    kind: NodeKind<'_>,
+) -> Kind {
+    match kind {
+        NodeKind::Leaf => Kind::Leaf,
+        NodeKind::None => Kind::None,
+        NodeKind::Some => Kind::Some,
+        NodeKind::Tuple => Kind::Tuple,
+        NodeKind::List => Kind::List,
+        NodeKind::Dict => Kind::Dict,
+        NodeKind::Struct(n) => Kind::Struct(append(text, n)),
+        NodeKind::Variant(n) => Kind::Variant(append(text, n)),
+        NodeKind::Registered(n) => Kind::Registered(append(text, n)),
+        NodeKind::Static(v) => {
+            statics.push(v.clone());
+            Kind::Static((statics.len() - 1) as u32)
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Kind {
     Leaf,

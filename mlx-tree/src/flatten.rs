@@ -8,7 +8,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::def::{append, describe, key_list, Kind, Node, NodeKind, Str, TreeDef};
+use crate::def::{append, describe, key_list, store_kind, Kind, Node, NodeKind, Str, TreeDef};
 use crate::error::{self, Error, Result};
 use crate::statics::{StaticData, StaticValue};
 use crate::{Array, TreeNode};
@@ -51,20 +51,6 @@ pub struct Flattener<'a> {
     check: Option<Check>,
 }
 
-/// The kind of a node as a flatten emits it (names borrowed until stored).
-#[derive(Clone, Copy)]
-enum NewKind<'s> {
-    Leaf,
-    None,
-    Some,
-    Tuple,
-    List,
-    Dict,
-    Struct(&'s str),
-    Variant(&'s str),
-    Registered(&'s str),
-}
-
 /// A flatten compared against `def`: `next` nodes seen so far, `same` while all matched.
 struct Check {
     def: Arc<TreeDef>,
@@ -73,9 +59,12 @@ struct Check {
 }
 
 impl Check {
-    // Inlined with `Flattener::push`, so its `kind` match folds too.
+    // Inlined into `Flattener::push`, which is inlined into each call site, so the `kind`
+    // match folds to the one arm a site uses. The comparison reads the stored node directly
+    // (`NodeRef::kind` would slice and build a `NodeKind` per node: 15k more instructions per
+    // compiled call of the W3 benchmark).
     #[inline(always)]
-    fn push(&mut self, key: Option<&str>, kind: NewKind<'_>) -> usize {
+    fn push(&mut self, key: Option<&str>, kind: NodeKind<'_>) -> usize {
         let index = self.next;
         self.next += 1;
         if self.same {
@@ -84,15 +73,16 @@ impl Check {
                 Some(node) => {
                     key_is(def, node.key, key)
                         && match (node.kind, kind) {
-                            (Kind::Leaf, NewKind::Leaf)
-                            | (Kind::None, NewKind::None)
-                            | (Kind::Some, NewKind::Some)
-                            | (Kind::Tuple, NewKind::Tuple)
-                            | (Kind::List, NewKind::List)
-                            | (Kind::Dict, NewKind::Dict) => true,
-                            (Kind::Struct(s), NewKind::Struct(n))
-                            | (Kind::Variant(s), NewKind::Variant(n))
-                            | (Kind::Registered(s), NewKind::Registered(n)) => def.str_is(s, n),
+                            (Kind::Leaf, NodeKind::Leaf)
+                            | (Kind::None, NodeKind::None)
+                            | (Kind::Some, NodeKind::Some)
+                            | (Kind::Tuple, NodeKind::Tuple)
+                            | (Kind::List, NodeKind::List)
+                            | (Kind::Dict, NodeKind::Dict) => true,
+                            (Kind::Struct(s), NodeKind::Struct(n))
+                            | (Kind::Variant(s), NodeKind::Variant(n))
+                            | (Kind::Registered(s), NodeKind::Registered(n)) => def.str_is(s, n),
+                            // Static data is checked by `static_node`, with its typed value.
                             _ => false,
                         }
                 }
@@ -170,15 +160,21 @@ impl<'a> Flattener<'a> {
     /// leaves, no second pass to compare). [`finish_check`](Self::finish_check) says whether
     /// the tree has exactly that structure (static data compared exactly).
     pub(crate) fn checking(def: Arc<TreeDef>) -> Self {
-        let mut f = Flattener::new(false);
-        f.leaves.reserve(def.num_leaves);
-        f.structure = true;
-        f.check = Some(Check {
-            def,
-            next: 0,
-            same: true,
-        });
-        f
+        Flattener {
+            leaves: Vec::with_capacity(def.num_leaves),
+            nodes: Vec::new(),
+            text: String::new(),
+            statics: Vec::new(),
+            key: None,
+            open: usize::MAX,
+            depth: 0,
+            structure: true,
+            check: Some(Check {
+                def,
+                next: 0,
+                same: true,
+            }),
+        }
     }
 
     /// The leaves, if the tree had exactly the structure given to
@@ -247,7 +243,7 @@ impl<'a> Flattener<'a> {
     ///
     /// Inlined into every call site, so the `kind` match folds to the one arm each site uses.
     #[inline(always)]
-    fn push(&mut self, kind: NewKind<'_>) -> usize {
+    fn push(&mut self, kind: NodeKind<'_>) -> usize {
         if let Some(check) = &mut self.check {
             return check.push(self.key.take(), kind);
         }
@@ -256,17 +252,7 @@ impl<'a> Flattener<'a> {
             parent.arity += 1;
         }
         let key = self.key.take().map(|k| append(&mut self.text, k));
-        let kind = match kind {
-            NewKind::Leaf => Kind::Leaf,
-            NewKind::None => Kind::None,
-            NewKind::Some => Kind::Some,
-            NewKind::Tuple => Kind::Tuple,
-            NewKind::List => Kind::List,
-            NewKind::Dict => Kind::Dict,
-            NewKind::Struct(n) => Kind::Struct(append(&mut self.text, n)),
-            NewKind::Variant(n) => Kind::Variant(append(&mut self.text, n)),
-            NewKind::Registered(n) => Kind::Registered(append(&mut self.text, n)),
-        };
+        let kind = store_kind(&mut self.text, &mut self.statics, kind);
         self.nodes.push(Node {
             kind,
             key,
@@ -277,7 +263,7 @@ impl<'a> Flattener<'a> {
     }
 
     #[inline]
-    fn open(&mut self, kind: NewKind<'_>, body: impl FnOnce(&mut Self)) {
+    fn open(&mut self, kind: NodeKind<'_>, body: impl FnOnce(&mut Self)) {
         // Flatten recurses through user types' code (derived or registered), which cannot be
         // made iterative; every level passes through here, so growing the stack here makes
         // any depth safe.
@@ -302,7 +288,7 @@ impl<'a> Flattener<'a> {
     /// Emits a registered type's node named `name` whose `body` emits its parts.
     #[inline]
     pub(crate) fn registered_node(&mut self, name: &str, body: impl FnOnce(&mut Self)) {
-        self.open(NewKind::Registered(name), body);
+        self.open(NodeKind::Registered(name), body);
     }
 
     /// Emits an array leaf.
@@ -310,7 +296,7 @@ impl<'a> Flattener<'a> {
     pub fn leaf(&mut self, array: &'a Array) {
         self.leaves.push(array);
         if self.structure {
-            self.push(NewKind::Leaf);
+            self.push(NodeKind::Leaf);
         }
     }
 
@@ -318,20 +304,20 @@ impl<'a> Flattener<'a> {
     #[inline]
     pub fn none(&mut self) {
         if self.structure {
-            self.push(NewKind::None);
+            self.push(NodeKind::None);
         }
     }
 
     /// Emits `Some(value)`: a node with one child, transparent in key paths.
     #[inline]
     pub fn some<T: TreeNode>(&mut self, value: &'a T) {
-        self.open(NewKind::Some, |f| value.flatten(f));
+        self.open(NodeKind::Some, |f| value.flatten(f));
     }
 
     /// Emits a list of children (`Vec`, slices, `[T; N]`); paths use the positions.
     #[inline]
     pub fn list<T: TreeNode>(&mut self, items: &'a [T]) {
-        self.open(NewKind::List, |f| {
+        self.open(NodeKind::List, |f| {
             for item in items {
                 item.flatten(f);
             }
@@ -341,26 +327,26 @@ impl<'a> Flattener<'a> {
     /// Emits a tuple whose `body` emits the elements with [`child`](Self::child).
     #[inline]
     pub fn tuple(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(NewKind::Tuple, body);
+        self.open(NodeKind::Tuple, body);
     }
 
     /// Emits a string-keyed map whose `body` emits entries with [`entry`](Self::entry).
     #[inline]
     pub fn dict(&mut self, body: impl FnOnce(&mut Self)) {
-        self.open(NewKind::Dict, body);
+        self.open(NodeKind::Dict, body);
     }
 
     /// Emits a struct named `name` whose `body` emits its fields with [`field`](Self::field)
     /// and [`static_field`](Self::static_field).
     #[inline]
     pub fn struct_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(NewKind::Struct(name), body);
+        self.open(NodeKind::Struct(name), body);
     }
 
     /// Emits an enum variant named `Enum::Variant` whose `body` emits its fields.
     #[inline]
     pub fn variant_node(&mut self, name: &'static str, body: impl FnOnce(&mut Self)) {
-        self.open(NewKind::Variant(name), body);
+        self.open(NodeKind::Variant(name), body);
     }
 
     /// Emits a child under `key` (a struct field, a registered type's part). The key is its
@@ -905,21 +891,7 @@ impl Builder {
             }
         }
         let key: Option<Str> = key.map(|k| append(&mut self.text, k));
-        let kind = match kind {
-            NodeKind::Leaf => Kind::Leaf,
-            NodeKind::None => Kind::None,
-            NodeKind::Some => Kind::Some,
-            NodeKind::Tuple => Kind::Tuple,
-            NodeKind::List => Kind::List,
-            NodeKind::Dict => Kind::Dict,
-            NodeKind::Struct(n) => Kind::Struct(append(&mut self.text, n)),
-            NodeKind::Variant(n) => Kind::Variant(append(&mut self.text, n)),
-            NodeKind::Registered(n) => Kind::Registered(append(&mut self.text, n)),
-            NodeKind::Static(v) => {
-                self.statics.push(v.clone());
-                Kind::Static((self.statics.len() - 1) as u32)
-            }
-        };
+        let kind = store_kind(&mut self.text, &mut self.statics, kind);
         self.nodes.push(Node {
             kind,
             key,

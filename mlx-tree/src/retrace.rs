@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use crate::def::{describe, Kind, NodeRef, TreeDef};
+use crate::def::{describe, Kind, NodeKind, NodeRef, TreeDef};
 use crate::Array;
 
 /// Consecutive new-signature calls before a report.
@@ -271,13 +271,14 @@ fn structure_difference(a: &TreeDef, b: &TreeDef) -> Option<Change> {
         return None;
     }
     let (mut i, mut j) = (0, 0);
-    if !same_kind_and_key(a, &a.nodes[0], b, &b.nodes[0]) {
+    if !same_kind_and_key(a, 0, b, 0) {
         return Some(change(0, 0));
     }
     loop {
         let (x, y) = (&a.nodes[i], &b.nodes[j]);
-        if let (Kind::Static(s), Kind::Static(t)) = (x.kind, y.kind) {
-            let (old, new) = (&a.statics[s as usize], &b.statics[t as usize]);
+        if let (NodeKind::Static(old), NodeKind::Static(new)) =
+            (NodeRef::at(a, i).kind(), NodeRef::at(b, j).kind())
+        {
             return (old != new).then(|| Change {
                 path: b.path_of(j),
                 cause: RetraceCause::StaticData,
@@ -296,7 +297,7 @@ fn structure_difference(a: &TreeDef, b: &TreeDef) -> Option<Change> {
             cj += b.nodes[cj].size as usize;
         }
         match next {
-            Some((ci, cj)) if same_kind_and_key(a, &a.nodes[ci], b, &b.nodes[cj]) => {
+            Some((ci, cj)) if same_kind_and_key(a, ci, b, cj) => {
                 (i, j) = (ci, cj);
             }
             Some(_) => return Some(change(i, j)),
@@ -311,24 +312,21 @@ fn same_subtree(a: &TreeDef, i: usize, b: &TreeDef, j: usize) -> bool {
     size == b.nodes[j].size as usize && (0..size).all(|k| same_node(a, i + k, b, j + k))
 }
 
-fn same_kind_and_key(a: &TreeDef, x: &crate::def::Node, b: &TreeDef, y: &crate::def::Node) -> bool {
-    let kind = match (x.kind, y.kind) {
-        (Kind::Struct(s), Kind::Struct(t))
-        | (Kind::Variant(s), Kind::Variant(t))
-        | (Kind::Registered(s), Kind::Registered(t)) => a.str(s) == b.str(t),
-        (Kind::Static(_), Kind::Static(_)) => true,
+/// Same kind (type names compared, static values not) and same key.
+fn same_kind_and_key(a: &TreeDef, i: usize, b: &TreeDef, j: usize) -> bool {
+    let (x, y) = (NodeRef::at(a, i), NodeRef::at(b, j));
+    let kind = match (x.kind(), y.kind()) {
+        (NodeKind::Static(_), NodeKind::Static(_)) => true,
         (k, l) => k == l,
     };
-    kind && a.key_of(x) == b.key_of(y)
+    kind && x.key() == y.key()
 }
 
+/// Same kind, key, static value and number of children and nodes below.
 fn same_node(a: &TreeDef, i: usize, b: &TreeDef, j: usize) -> bool {
     let (x, y) = (&a.nodes[i], &b.nodes[j]);
-    if !same_kind_and_key(a, x, b, y) || x.size != y.size || x.arity != y.arity {
-        return false;
-    }
-    match (x.kind, y.kind) {
-        (Kind::Static(s), Kind::Static(t)) => a.statics[s as usize] == b.statics[t as usize],
-        _ => true,
-    }
+    x.size == y.size
+        && x.arity == y.arity
+        && NodeRef::at(a, i).kind() == NodeRef::at(b, j).kind()
+        && a.key_of(x) == b.key_of(y)
 }
