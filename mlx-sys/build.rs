@@ -5,9 +5,12 @@
 //! - default: vendored MLX + mlx-c from source, static, Release, offline. CPU + OpenBLAS/LAPACK
 //!   on Linux, Metal + Accelerate on macOS, CUDA with the `cuda` feature.
 //! - `MLX_DIR=<prefix or share/cmake/MLX>`: only mlx-c is built (with the `cc` crate, no
-//!   cmake, no CUDA toolkit even for a CUDA build of MLX: `build/prebuilt.rs`), against that
-//!   MLX, which is linked dynamically. Dependents receive the library folder as
-//!   `DEP_MLX_RPATH` so their binaries can find it without `LD_LIBRARY_PATH`.
+//!   cmake, no CUDA toolkit even for a CUDA build of MLX: `build/prebuilt.rs`), as a shared
+//!   library named by its absolute path, linked to that MLX's `libmlx`: any binary, a
+//!   downstream crate's too, starts where it was built without `LD_LIBRARY_PATH`.
+//!   `MLX_SYS_RELOCATABLE=1` links mlx-c statically instead and leaves finding `libmlx` to
+//!   the deployment (an rpath or `LD_LIBRARY_PATH`). Dependents' build scripts receive the
+//!   library folder as `DEP_MLX_LIB_DIR`.
 //! - `MLX_SYS_BINDINGS_ONLY=1`: nothing is built or linked. Enough to type-check
 //!   (compile-fail tests, docs); a binary built this way does not link. Implied when the
 //!   target OS is not the host's (`cargo check --target aarch64-apple-darwin` on Linux): MLX
@@ -35,6 +38,7 @@ const WATCHED_ENV: &[&str] = &[
     "MLX_SYS_JOBS",
     "MLX_SYS_BINDINGS_ONLY",
     "MLX_SYS_BINDINGS_OUT",
+    "MLX_SYS_RELOCATABLE",
 ];
 
 fn main() {
@@ -72,14 +76,14 @@ fn main() {
     if let Some(dir) = &prebuilt {
         let mlx = PrebuiltMlx::locate(dir);
         let workspace = manifest_dir.parent().unwrap_or(&manifest_dir);
-        mlx.compile_mlx_c(&mlx_c_src, workspace);
-        println!("cargo:rustc-link-search=native={}", mlx.lib_dir.display());
-        println!("cargo:rustc-link-lib=dylib=mlx");
-        // Metadata for dependents (DEP_MLX_RPATH) and an rpath for our own test binaries.
-        println!("cargo:rpath={}", mlx.lib_dir.display());
-        println!("cargo:rustc-link-arg=-Wl,-rpath,{}", mlx.lib_dir.display());
-        stage_runtime_dir(&mlx.lib_dir, &out_dir);
-        link_cxx_runtime(&target_os);
+        let relocatable = env::var_os("MLX_SYS_RELOCATABLE").is_some_and(|v| v != "0");
+        mlx.build_mlx_c(&mlx_c_src, workspace, &out_dir, relocatable);
+        // For dependents' build scripts (DEP_MLX_LIB_DIR), e.g. to set an rpath of their own.
+        println!("cargo:lib_dir={}", mlx.lib_dir.display());
+        if relocatable {
+            stage_runtime_dir(&mlx.lib_dir, &out_dir);
+            link_cxx_runtime(&target_os);
+        }
         return;
     }
 
@@ -153,8 +157,8 @@ fn host_os(triple: &str) -> &'static str {
 
 /// `cargo run` and `cargo test` put link-search folders that lie inside OUT_DIR on the
 /// dynamic-library path of every binary they start, dependents' included. A link in OUT_DIR
-/// to the prebuilt library folder lets every crate of the workspace run its tests against it
-/// without a build script of its own or LD_LIBRARY_PATH. The folder itself is linked, not the
+/// to the prebuilt library folder lets a relocatable build (no path to libmlx recorded) still
+/// run its tests and examples under cargo. The folder itself is linked, not the
 /// library: the loader resolves libmlx's own `$ORIGIN`-relative run paths (the wheel's BLAS)
 /// through the real folder that way.
 fn stage_runtime_dir(lib_dir: &Path, out_dir: &Path) {
@@ -171,7 +175,7 @@ fn link_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     std::os::unix::fs::symlink(from, to)
 }
 
-// Elsewhere binaries find the library through the rpath and DEP_MLX_RPATH only.
+// Elsewhere a relocatable build's binaries find libmlx the way the deployment says.
 #[cfg(not(unix))]
 fn link_dir(_from: &Path, _to: &Path) -> std::io::Result<()> {
     Err(std::io::ErrorKind::Unsupported.into())

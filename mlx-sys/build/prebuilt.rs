@@ -63,9 +63,23 @@ impl PrebuiltMlx {
         }
     }
 
-    /// Compiles mlx-c (the sources its CMakeLists.txt lists) into `libmlxc.a` and tells cargo
-    /// to link it.
-    pub fn compile_mlx_c(&self, mlx_c_src: &Path, workspace: &Path) {
+    /// Compiles mlx-c (the sources its CMakeLists.txt lists) and tells cargo to link it.
+    ///
+    /// By default into a shared `libmlxc` whose own name (SONAME / install name) is its
+    /// absolute path and whose run path is MLX's library folder. Every binary linking it,
+    /// a downstream crate's included, then records that path and starts where it was built
+    /// without `LD_LIBRARY_PATH`: cargo passes a build script's `rustc-link-arg` (an rpath)
+    /// only to the package that emits it, but a native library's name reaches every final
+    /// link. `relocatable` builds a static `libmlxc.a` instead, and the binary asks for
+    /// `libmlx` by its plain name, found through `LD_LIBRARY_PATH` or an rpath of the
+    /// user's choice (README, "Deploying a binary").
+    pub fn build_mlx_c(
+        &self,
+        mlx_c_src: &Path,
+        workspace: &Path,
+        out_dir: &Path,
+        relocatable: bool,
+    ) {
         let sources = mlx_c_sources(mlx_c_src);
         let (flags, includes) = config_flags(&self.config, &self.prefix);
         use_ccache(workspace);
@@ -77,7 +91,7 @@ impl PrebuiltMlx {
             .opt_level(2)
             .debug(false)
             .warnings(false)
-            // The C++ runtime is linked once, by `link_cxx_runtime`.
+            // The C++ runtime is linked once, by `link_cxx_runtime` or the shared link.
             .cpp_link_stdlib(None)
             .include(mlx_c_src)
             .include(&self.include_dir)
@@ -89,7 +103,43 @@ impl PrebuiltMlx {
         for source in &sources {
             println!("cargo:rerun-if-changed={}", source.display());
         }
-        build.compile("mlxc");
+        if relocatable {
+            build.compile("mlxc");
+            println!("cargo:rustc-link-search=native={}", self.lib_dir.display());
+            println!("cargo:rustc-link-lib=dylib=mlx");
+            return;
+        }
+        let objects = build.compile_intermediates();
+        let dir = out_dir.join("mlxc-shared");
+        fs::create_dir_all(&dir)
+            .unwrap_or_else(|e| fatal(&[format!("creating {}: {e}", dir.display())]));
+        let macos = env::var("CARGO_CFG_TARGET_OS").is_ok_and(|os| os == "macos");
+        let lib = dir.join(if macos { "libmlxc.dylib" } else { "libmlxc.so" });
+        // The compiler driver links (it adds the C++ runtime); ccache, if it wraps the
+        // compiler, is left out: it caches no link.
+        let mut link = Command::new(build.get_compiler().path());
+        link.args(&objects).arg("-o").arg(&lib);
+        let own_name = if macos { "-install_name" } else { "-soname" };
+        link.arg(if macos { "-dynamiclib" } else { "-shared" })
+            .args(["-Xlinker", own_name, "-Xlinker"])
+            .arg(&lib)
+            .args(["-Xlinker", "-rpath", "-Xlinker"])
+            .arg(&self.lib_dir)
+            .arg("-L")
+            .arg(&self.lib_dir)
+            .arg("-lmlx");
+        if !macos {
+            // Every mlx-c symbol must resolve against libmlx now, not at a user's first run.
+            link.arg("-Wl,--no-undefined");
+        }
+        let status = link
+            .status()
+            .unwrap_or_else(|e| fatal(&[format!("running {link:?}: {e}")]));
+        if !status.success() {
+            fatal(&[format!("linking {} failed: {link:?}", lib.display())]);
+        }
+        println!("cargo:rustc-link-search=native={}", dir.display());
+        println!("cargo:rustc-link-lib=dylib=mlxc");
     }
 }
 
