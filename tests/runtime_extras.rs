@@ -3,8 +3,8 @@
 //! `mx.metal.is_available`, `mx.get_active_memory`, `mx.distributed`.
 
 use mlx::core::{
-    cuda, device_info, distributed, memory, metal, ops, with_stream, Array, Device,
-    DeviceInfoValue, Dtype, Stream, ThreadLocalStream,
+    cuda, device_info, distributed, linalg, memory, metal, ops, with_device, with_stream, Array,
+    Device, DeviceInfoValue, DeviceType, Dtype, Stream, ThreadLocalStream,
 };
 
 #[test]
@@ -20,6 +20,56 @@ fn device_info_is_a_map_of_strings_and_sizes() {
     if !Device::gpu().is_available() {
         // MLX answers an empty map for a backend it was built without.
         assert!(Device::gpu().info().unwrap().is_empty());
+    }
+}
+
+#[test]
+fn cuda_device_info_names_the_card() {
+    let gpu = Device::gpu();
+    if !(cuda::is_available().unwrap() && gpu.is_available()) {
+        println!("SKIPPED cuda_device_info_names_the_card: no CUDA device (MLX built without CUDA, or no GPU)");
+        return;
+    }
+    // Python: mx.device_info(mx.gpu) on the CUDA wheel.
+    let info = gpu.info().unwrap();
+    let string = |k: &str| match info.get(k) {
+        Some(DeviceInfoValue::String(s)) => s.clone(),
+        other => panic!("{k}: {other:?} in {info:?}"),
+    };
+    let size = |k: &str| match info.get(k) {
+        Some(DeviceInfoValue::Size(n)) => *n,
+        other => panic!("{k}: {other:?} in {info:?}"),
+    };
+    assert!(!string("device_name").is_empty());
+    assert!(string("architecture").starts_with("sm_"), "{info:?}");
+    assert!(size("compute_capability_major") >= 5, "{info:?}");
+    let (free, total) = (size("free_memory"), size("total_memory"));
+    assert!(total > 0 && free <= total, "{info:?}");
+    println!(
+        "{} ({}), {} MiB",
+        string("device_name"),
+        string("architecture"),
+        total >> 20
+    );
+}
+
+#[test]
+fn linalg_runs_on_the_cpu_as_in_python() {
+    // MLX has no GPU kernels for linalg; Python users pass stream=mx.cpu, Rust users scope
+    // the call with with_device.
+    let a = Array::from_slice(&[4.0f32, 7.0, 2.0, 6.0], &[2, 2]).unwrap();
+    let inv = with_device(&Device::cpu(), || linalg::inv(&a))
+        .unwrap()
+        .unwrap();
+    // det = 10: [[0.6, -0.7], [-0.2, 0.4]]. LAPACK's LU in float32 gets each entry to within
+    // a few ulp, not exactly: 4 ulp of 0.7.
+    let want = [0.6f32, -0.7, -0.2, 0.4];
+    for (g, w) in inv.to_vec::<f32>().unwrap().iter().zip(want) {
+        assert!((g - w).abs() <= 4.0 * f32::EPSILON * 0.7, "{g} vs {w}");
+    }
+    if Device::default_device().unwrap().device_type() == DeviceType::Gpu {
+        let e = linalg::inv(&a).unwrap_err().to_string();
+        assert!(e.to_lowercase().contains("cpu"), "{e}");
     }
 }
 

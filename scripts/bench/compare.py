@@ -121,6 +121,17 @@ def main():
     ap.add_argument("--only", nargs="*", help="workload names (default: all)")
     ap.add_argument("--out", default="bench/RESULTS.md")
     ap.add_argument("--command", default="scripts/bench-compare")
+    ap.add_argument(
+        "--instructions-table",
+        help="markdown table of instructions per iteration (scripts/bench/instructions.py)",
+    )
+    ap.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="GPU run (scripts/gpu-suite bench): only the section of that GPU is rewritten in "
+        "--base, written to --out; the CPU sections stay as they are",
+    )
+    ap.add_argument("--base", default="bench/RESULTS.md", help="with --gpu: the file to splice into")
     args = ap.parse_args()
 
     started = time.time()
@@ -170,6 +181,8 @@ def main():
         for label, per in times.items()
     }
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    if args.gpu:
+        return write_gpu_section(args, med, times, date, table, names, load_start)
     lines = []
     lines.append("# Benchmark results: Rust (`mlx` crate) vs Python MLX 0.32.2\n")
     lines.append(f"- Date: {date}")
@@ -261,7 +274,23 @@ def main():
             "W6) measure that build difference, not the bindings; the goals are judged on the "
             "first table.",
         )
+    if args.instructions_table:
+        lines += [
+            "",
+            "## Instructions per iteration (valgrind callgrind), same libmlx",
+            "",
+            "Load-independent: each worker runs under callgrind with 1 and 3 samples; the difference",
+            "per iteration excludes start-up, imports, set-up and warm-up (`scripts/bench/instructions.py`).",
+            "Instruction counts do not see cache misses or lock waits, but they repeat exactly, which",
+            "the timings above, taken on a shared 2-core machine, do not.",
+            "",
+            open(args.instructions_table).read().rstrip("\n"),
+        ]
     text = "\n".join(lines) + "\n"
+    # The GPU section comes from another machine (scripts/gpu-suite bench): kept as it is.
+    old = open(args.out).read() if os.path.exists(args.out) else ""
+    if GPU_START in old:
+        text += "\n" + old[old.index(GPU_START):]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         f.write(text)
@@ -270,6 +299,63 @@ def main():
     with open(raw, "w") as f:
         json.dump({"date": date, "machine": machine(), "times": times}, f, indent=1)
     print(f"wrote {args.out} and {raw} in {time.time() - started:.0f} s", file=sys.stderr)
+
+
+GPU_START = "<!-- gpu results: scripts/gpu-suite bench -->"
+GPU_END = "<!-- end of gpu results -->"
+
+
+def gpu_description(name):
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip().splitlines()[0]
+        return f"{out} (nvidia-smi: name, driver, memory)"
+    except (OSError, subprocess.CalledProcessError, IndexError):
+        return name
+
+
+def write_gpu_section(args, med, times, date, table, names, load_start):
+    """The GPU section of RESULTS.md: same libmlx (the CUDA wheel) on both sides, MLX's default
+    device the GPU. Spliced between markers, so CPU and GPU runs (different machines) each
+    rewrite only their own part."""
+    n4 = os.environ.get("BENCH_W4_N", str(1 << 20))
+    lines = [
+        GPU_START,
+        f"## GPU: {args.gpu}, Rust vs Python on the same mlx-cuda-13 0.32.2 wheel\n",
+        f"- Date: {date}",
+        f"- GPU: {gpu_description(args.gpu)}",
+        f"- Host: {machine()}; load average at start / end: {load_start} / {loadavg()}",
+        f"- Command: `{args.command}`",
+        f"- Method as above ({args.rounds} rounds, {args.samples} samples per worker per round, "
+        f"{4 * args.samples} for W3), MLX's default device the GPU on both sides; W4's input has "
+        f"{int(n4):,} elements (`BENCH_W4_N`). Every Rust compiled row traced exactly once: the "
+        "worker checks its trace count after warm-up and refuses to report otherwise.",
+        "",
+    ]
+    rows = [(n, i) for n in names for i in med["python"][n]]
+    lines += table(
+        "Rows", "rust", rows,
+        "Rust links the wheel's `libmlx.so` (MLX_DIR, built on a machine without GPU or CUDA "
+        "toolkit); Python imports the same file.",
+    )[1:]
+    lines.append(GPU_END)
+    section = "\n".join(lines) + "\n"
+    base = open(args.base).read() if os.path.exists(args.base) else ""
+    if GPU_START in base:
+        head = base[: base.index(GPU_START)]
+        tail = base[base.index(GPU_END) + len(GPU_END):].lstrip("\n") if GPU_END in base else ""
+        text = head + section + ("\n" + tail if tail else "")
+    else:
+        text = base.rstrip("\n") + "\n\n" + section
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(text)
+    print(section)
+    raw = os.path.splitext(args.out)[0] + "-gpu.json"
+    with open(raw, "w") as f:
+        json.dump({"date": date, "gpu": gpu_description(args.gpu), "times": times}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -38,3 +38,25 @@ fn binary_starts_without_library_path() {
         "expected a line `{line}`, the binary printed:\n{stdout}"
     );
 }
+
+/// A CUDA build of MLX on a machine whose GPU is hidden (`CUDA_VISIBLE_DEVICES=""`, as
+/// with no GPU or a driver that sees none): the program may fail, but with an error it
+/// can print, never a signal. Elsewhere the variable changes nothing and it must succeed.
+#[test]
+fn without_a_visible_gpu_the_binary_fails_cleanly() {
+    let output = Command::new(env!("CARGO_BIN_EXE_downstream"))
+        .env("CUDA_VISIBLE_DEVICES", "")
+        .output()
+        .expect("spawning the downstream binary");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    match output.status.code() {
+        Some(0) => {}
+        Some(_) => assert!(
+            stderr.contains("Error"),
+            "a failure must say why ({}): {stderr}",
+            output.status
+        ),
+        None => panic!("killed by a signal ({}): {stderr}", output.status),
+    }
+    println!("{}: {}", output.status, stderr.trim());
+}
