@@ -18,7 +18,7 @@ use support::golden::{assert_exact, load};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn fixture(name: &str) -> PathBuf {
-    Path::new(ROOT).join("tests/data/fixtures").join(name)
+    support::golden::data_file("fixtures").join(name)
 }
 
 /// A fresh scratch folder for one test.

@@ -1,6 +1,8 @@
 //! The `Module` trait and training machinery: weights loading errors, freeze/unfreeze,
 //! train/eval, and a compiled training step (model and optimizer passed mutably).
 
+mod support;
+
 use std::collections::HashMap;
 
 use mlx::core::ops::{self, AllcloseOptions};
@@ -37,8 +39,8 @@ fn batch() -> Result<(Array, Array)> {
     Ok((x, y))
 }
 
-fn data(name: &str) -> String {
-    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+fn data(name: &str) -> std::path::PathBuf {
+    support::golden::data_file(name)
 }
 
 #[test]

@@ -10,10 +10,7 @@ use support::golden::{array, assert_close, load};
 #[test]
 fn python_exported_function_runs_in_rust() {
     let g = load("transforms");
-    let file = format!(
-        "{}/tests/data/transforms_python.mlxfn",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let file = support::golden::data_file("transforms_python.mlxfn");
     let f = import_function(&file).unwrap();
     let out = f
         .call(&[array(&g["inputs"]["a"]), array(&g["inputs"]["b"])])

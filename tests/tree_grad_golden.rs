@@ -79,7 +79,7 @@ fn pairs(case: &Json) -> Vec<(String, &Json)> {
 }
 
 fn data_file(name: &str) -> String {
-    format!("{}/tests/data/{name}", env!("CARGO_MANIFEST_DIR"))
+    support::golden::data_file(name).display().to_string()
 }
 
 #[test]

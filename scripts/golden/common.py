@@ -1,7 +1,9 @@
 """Shared helpers for the golden-data generators in this folder.
 
 Each generator `scripts/golden/<area>.py` computes cases with Python MLX 0.32.2 and writes
-`tests/data/<area>.json` through `write()`. Run all of them with `scripts/gen-golden`.
+`tests/data/<area>.json` through `write()` (`tests/data/cuda/` on a CUDA GPU, everything it
+writes included). Run all of them with `scripts/gen-golden` (`scripts/gpu-suite golden` on a
+GPU machine).
 
 Record format (read by `tests/support/golden.rs`):
     {"shape": [..], "dtype": "float32", "values": [...flattened row-major...]}
@@ -17,7 +19,20 @@ import mlx.core as mx
 assert mx.__version__ == "0.32.2", f"expected MLX 0.32.2, found {mx.__version__}"
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
-DATA = ROOT / "tests" / "data"
+
+
+def device_folder():
+    """Where records of the default device go, relative to tests/data: "" for the CPU, "cuda"
+    when the default device is a CUDA GPU. GPU kernels round differently from the CPU's
+    (matmul and reduction order, quantization, float->int conversion of out-of-range values),
+    so each device is compared with Python on that same device; `tests/support/golden.rs`
+    picks the folder the same way."""
+    if mx.default_device().type == mx.DeviceType.gpu and mx.cuda.is_available():
+        return "cuda"
+    return ""
+
+
+DATA = ROOT / "tests" / "data" / device_folder()
 
 
 def _value(v):

@@ -8,14 +8,13 @@ Every case stores its inputs, the layer's parameters under Python's parameter pa
 (`tree_flatten(module.parameters())`), and the outputs, so the Rust side loads the same
 weights by name and must produce the same numbers.
 """
-import pathlib
 
 import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 from mlx.utils import tree_flatten
 
-from common import record, write
+from common import DATA, record, write
 
 mx.random.seed(42)
 
@@ -271,6 +270,5 @@ write("nn", {
 })
 
 # A weights file written by Python from tree_flatten(model.parameters()), loaded by name in Rust.
-mx.save_safetensors(str(pathlib.Path(__file__).resolve().parent.parent.parent
-                        / "tests" / "data" / "nn_mlp.safetensors"),
+mx.save_safetensors(str(DATA / "nn_mlp.safetensors"),
                     dict(tree_flatten(mlp0.parameters())))

@@ -2,12 +2,33 @@
 
 use mlx::core::half::{bf16, f16};
 use mlx::core::num_complex::Complex32;
-use mlx::core::{Array, Dtype};
+use mlx::core::{cuda, Array, Device, DeviceType, Dtype};
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
-/// Loads `tests/data/<area>.json` and checks it was made by the MLX version we wrap.
+/// The folder of golden data for the device the tests run on: `tests/data` when MLX's default
+/// device is the CPU, `tests/data/cuda` when it is a CUDA GPU. GPU kernels round differently
+/// from the CPU's (float32 matmul and reduction order, quantization, out-of-range float to
+/// integer conversion), so each device is compared with Python MLX on that same device, with
+/// the same tolerances; `scripts/golden/common.py` picks the folder the same way.
+pub fn data_dir() -> PathBuf {
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+    let on_gpu = Device::default_device().is_ok_and(|d| d.device_type() == DeviceType::Gpu);
+    if on_gpu && cuda::is_available().unwrap_or(false) {
+        base.join("cuda")
+    } else {
+        base
+    }
+}
+
+/// A file of the golden folder ([`data_dir`]): inputs a generator wrote beside its records.
+pub fn data_file(name: &str) -> PathBuf {
+    data_dir().join(name)
+}
+
+/// Loads `<data_dir>/<area>.json` and checks it was made by the MLX version we wrap.
 pub fn load(area: &str) -> Value {
-    let path = format!("{}/tests/data/{area}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = data_file(&format!("{area}.json")).display().to_string();
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let value: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"));
     assert_eq!(
