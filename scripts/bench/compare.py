@@ -181,8 +181,6 @@ def main():
         for label, per in times.items()
     }
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    if args.gpu:
-        return write_gpu_section(args, med, times, date, table, names, load_start)
     lines = []
     lines.append("# Benchmark results: Rust (`mlx` crate) vs Python MLX 0.32.2\n")
     lines.append(f"- Date: {date}")
@@ -249,6 +247,8 @@ def main():
                 )
         return out
 
+    if args.gpu:
+        return write_gpu_section(args, med, times, date, table, names, load_start)
     rows = []
     for name in names:
         for impl in med["python"][name]:
