@@ -7,6 +7,7 @@ use std::sync::Arc;
 use mlx_sys as sys;
 
 use crate::dtype::{ArrayElement, Dtype};
+use crate::encode;
 use crate::error::{check, check_handler, Error, Result};
 use crate::handles::{MlxString, VectorArray};
 use crate::item::ItemType;
@@ -328,6 +329,9 @@ impl Array {
     /// On return the array is *settled*: computed, waited for and detached from its graph, so
     /// later reads of it from any thread only read MLX's shared state (see the type docs).
     pub fn eval(&self) -> Result<()> {
+        if encode::serialized() {
+            async_eval([self])?;
+        }
         // SAFETY: valid handle.
         check(|| unsafe { sys::mlx_array_eval(self.as_raw()) })?;
         self.settle()
@@ -606,6 +610,10 @@ unsafe impl Send for Array {}
 impl fmt::Display for Array {
     /// Prints like Python MLX (`array([1, 2], dtype=int32)`). Evaluates the array.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Evaluated first, so a CUDA build encodes it under the lock (`encode`).
+        if let Err(e) = self.eval() {
+            return write!(f, "array(<error: {e}>)");
+        }
         // SAFETY: valid handle; mlx-c writes into a string we own.
         match MlxString::fill(|s| unsafe { sys::mlx_array_tostring(s, self.as_raw()) }) {
             Ok(text) => f.write_str(&text),
@@ -636,6 +644,11 @@ impl From<&Array> for Array {
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
     let vec = VectorArray::from_arrays(arrays.iter().copied());
+    if encode::serialized() {
+        // Encoded under the lock, waited for outside it: `mlx_eval` of scheduled arrays waits.
+        // SAFETY: valid vector handle.
+        encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))?;
+    }
     // SAFETY: valid vector handle.
     check(|| unsafe { sys::mlx_eval(vec.0) })?;
     // Settled like `Array::eval`, so the results can be sent to other threads.
@@ -646,8 +659,15 @@ pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
 /// (or [`eval`]) waits for the result.
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let vec = VectorArray::from_arrays(arrays);
-    // SAFETY: valid vector handle.
-    check(|| unsafe { sys::mlx_async_eval(vec.0) })
+    let encode = || {
+        // SAFETY: valid vector handle.
+        check(|| unsafe { sys::mlx_async_eval(vec.0) })
+    };
+    if encode::serialized() {
+        encode::encoding(encode)
+    } else {
+        encode()
+    }
 }
 
 #[cfg(test)]

@@ -110,6 +110,8 @@ pub fn load_npy_from_reader<R: Read + Seek + Send + 'static>(mut reader: R) -> R
 /// (Python: `mx.save(file, arr)`). Evaluates the array.
 pub fn save(path: impl AsRef<Path>, a: &Array) -> Result<()> {
     let c = path_cstring(path.as_ref())?;
+    // Evaluated here, so a CUDA build encodes it under the lock (`crate::encode`).
+    a.eval()?;
     // SAFETY: NUL-terminated path; valid array handle.
     check(|| unsafe { sys::mlx_save(c.as_ptr(), a.as_raw()) })
 }
@@ -117,6 +119,7 @@ pub fn save(path: impl AsRef<Path>, a: &Array) -> Result<()> {
 /// Writes an array in `.npy` format to `writer` and hands the writer back
 /// (Python: `mx.save(file_object, arr)`). Evaluates the array.
 pub fn save_npy_to_writer<W: Write + Seek + Send + 'static>(writer: W, a: &Array) -> Result<W> {
+    a.eval()?;
     let (io, shared) = RawWriter::new(writer, "rust writer")?;
     // SAFETY: valid writer and array handles; the write is synchronous.
     let status = check(|| unsafe { sys::mlx_save_writer(io.0, a.as_raw()) });
@@ -213,6 +216,8 @@ pub fn save_safetensors<'a, K: AsRef<str> + 'a>(
     metadata: Option<&HashMap<String, String>>,
 ) -> Result<()> {
     let c = path_cstring(path.as_ref())?;
+    let arrays: Vec<_> = arrays.into_iter().collect();
+    crate::eval(arrays.iter().map(|(_, a)| *a))?;
     let arrays = MapStringToArray::from_pairs(arrays)?;
     let metadata = MapStringToString::from_pairs(metadata.into_iter().flatten())?;
     // SAFETY: NUL-terminated path; valid map handles.
@@ -230,6 +235,8 @@ where
     W: Write + Seek + Send + 'static,
     K: AsRef<str> + 'a,
 {
+    let arrays: Vec<_> = arrays.into_iter().collect();
+    crate::eval(arrays.iter().map(|(_, a)| *a))?;
     let arrays = MapStringToArray::from_pairs(arrays)?;
     let metadata = MapStringToString::from_pairs(metadata.into_iter().flatten())?;
     let (io, shared) = RawWriter::new(writer, "rust writer")?;
@@ -356,6 +363,8 @@ pub fn save_gguf<'a, K: AsRef<str> + 'a, M: AsRef<str> + 'a>(
     crate::error::init();
     // SAFETY: creates an empty handle, owned by the guard.
     let gguf = GgufHandle(unsafe { sys::mlx_io_gguf_new() });
+    let arrays: Vec<_> = arrays.into_iter().collect();
+    crate::eval(arrays.iter().map(|(_, a)| *a))?;
     for (k, a) in arrays {
         let key = c_string(k.as_ref(), "array name")?;
         // SAFETY: valid handles; mlx-c copies the key and shares the array.
@@ -369,6 +378,7 @@ pub fn save_gguf<'a, K: AsRef<str> + 'a, M: AsRef<str> + 'a>(
                 if name == "general.alignment" {
                     check_alignment(a)?;
                 }
+                a.eval()?;
                 // SAFETY: valid handles; mlx-c copies the key and shares the array.
                 check(|| unsafe {
                     sys::mlx_io_gguf_set_metadata_array(gguf.0, key.as_ptr(), a.as_raw())

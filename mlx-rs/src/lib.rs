@@ -36,6 +36,7 @@ pub mod compile;
 mod device;
 pub mod distributed;
 mod dtype;
+mod encode;
 mod error;
 pub mod export;
 pub mod fast;
