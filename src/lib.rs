@@ -8,6 +8,7 @@
 //! | `mlx.utils`     | [`utils`]       | `mlx-tree` |
 //! | `mlx.nn`        | [`nn`]          | `mlx-nn`   |
 //! | `mlx.optimizers`| [`optimizers`]  | `mlx-optimizers` |
+//! | `mlx_lm`        | [`lm`]          | `mlx-lm`   |
 //!
 //! ```
 //! use mlx::core::{ops, Array};
@@ -42,6 +43,11 @@ pub mod nn {
 /// Optimizers and learning-rate schedules (Python: `mlx.optimizers`).
 pub mod optimizers {
     pub use mlx_optimizers::*;
+}
+
+/// Language models: checkpoints, architectures, generation (Python: `mlx_lm`).
+pub mod lm {
+    pub use mlx_lm::*;
 }
 
 /// Porting Python MLX code: the rules (keyword arguments, axes, overloads), `mx.fast`, the

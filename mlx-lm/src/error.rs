@@ -1,0 +1,48 @@
+//! Errors of model loading: each names the file, and the key where there is one, so a broken
+//! checkpoint can be fixed without a debugger.
+
+use std::path::PathBuf;
+
+/// What can go wrong reading a model directory.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid JSON: {source}")]
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    /// A file parsed, but a value in it is missing or of the wrong kind.
+    #[error("{path}: {key}: {message}")]
+    Invalid {
+        path: PathBuf,
+        key: String,
+        message: String,
+    },
+    #[error("no safetensors found in {dir} (looked for model*.safetensors)")]
+    NoWeights { dir: PathBuf },
+    #[error("{index}: shard {shard} (holding {key}) does not exist")]
+    MissingShard {
+        index: PathBuf,
+        shard: String,
+        key: String,
+    },
+    #[error("{index} places {key} in {shard}, which does not contain it")]
+    MissingTensor {
+        index: PathBuf,
+        shard: PathBuf,
+        key: String,
+    },
+    /// MLX refused a file or an array in it.
+    #[error("{path}: {source}")]
+    Mlx {
+        path: PathBuf,
+        source: mlx_rs::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
