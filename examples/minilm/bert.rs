@@ -219,13 +219,27 @@ pub fn mean_pool_normalize(tokens: &Array, attention_mask: &Array) -> Result<Arr
     Ok(mean / norm)
 }
 
+/// Token ids of one sentence as sentence-transformers makes them: at most 256 (the model's
+/// max_seq_length), the closing `[SEP]` kept when the text is cut.
+pub fn token_ids(tokenizer: &mlx::lm::Tokenizer, sentence: &str) -> Result<Vec<i32>> {
+    const MAX: usize = 256;
+    let mut ids = tokenizer
+        .encode(sentence, true)
+        .map_err(|e| Error::Io(e.to_string()))?;
+    if ids.len() > MAX {
+        let sep = ids[ids.len() - 1];
+        ids.truncate(MAX - 1);
+        ids.push(sep);
+    }
+    Ok(ids.into_iter().map(|t| t as i32).collect())
+}
+
 /// Embeds `sentences`: tokenizes, pads to the longest, runs the encoder, pools.
-pub fn embed(
-    model: &Bert,
-    tokenizer: &super::wordpiece::WordPiece,
-    sentences: &[&str],
-) -> Result<Array> {
-    let ids: Vec<Vec<i32>> = sentences.iter().map(|s| tokenizer.encode(s, 256)).collect();
+pub fn embed(model: &Bert, tokenizer: &mlx::lm::Tokenizer, sentences: &[&str]) -> Result<Array> {
+    let ids: Vec<Vec<i32>> = sentences
+        .iter()
+        .map(|s| token_ids(tokenizer, s))
+        .collect::<Result<_>>()?;
     let l = ids.iter().map(Vec::len).max().unwrap_or(1);
     let mut flat = Vec::with_capacity(ids.len() * l);
     let mut mask = Vec::with_capacity(ids.len() * l);

@@ -9,11 +9,10 @@
 //!
 //! MODEL_DIR is the package's `model/` folder; without it the example looks in `$MLX_VENV`,
 //! and the repository's `.venv` (`scripts/python-venv` installs the package there). It loads `model.safetensors` by name into the `Bert` struct,
-//! tokenizes with a WordPiece tokenizer read from `vocab.txt`, and prints the cosine
+//! tokenizes with the checkpoint's `tokenizer.json` (`mlx::lm::Tokenizer`), and prints the cosine
 //! similarities of a few sentences (mean pooling + normalization, like sentence-transformers).
 
 mod bert;
-mod wordpiece;
 
 use std::time::Instant;
 
@@ -32,7 +31,7 @@ fn main() -> Result<()> {
     let t = Instant::now();
     let model = bert::Bert::load(&dir)?;
     let tokenizer =
-        wordpiece::WordPiece::from_vocab(&dir.join("vocab.txt")).map_err(mlx::core::Error::Io)?;
+        mlx::lm::Tokenizer::load(&dir).map_err(|e| mlx::core::Error::Io(e.to_string()))?;
     println!("loaded in {:.2} s", t.elapsed().as_secs_f64());
 
     let sentences = [

@@ -37,6 +37,9 @@ pub enum Error {
         shard: PathBuf,
         key: String,
     },
+    /// `tokenizer.json` does not parse, or the tokenizer failed on an input.
+    #[error("{path}: {message}")]
+    Tokenizer { path: PathBuf, message: String },
     /// MLX refused a file or an array in it.
     #[error("{path}: {source}")]
     Mlx {
