@@ -31,7 +31,10 @@ fn encodes_without_the_files_padding_and_truncation() {
     std::fs::write(d.join("tokenizer.json"), TOKENIZER).unwrap();
     let tok = Tokenizer::load(&d).unwrap();
     // transformers' tokenizer(text) neither pads nor truncates unless asked.
-    assert_eq!(tok.encode("hello world again", true).unwrap(), vec![2, 3, 4]);
+    assert_eq!(
+        tok.encode("hello world again", true).unwrap(),
+        vec![2, 3, 4]
+    );
     assert_eq!(tok.encode("hello unknown", false).unwrap(), vec![2, 1]);
     assert_eq!(tok.decode(&[2, 3], false).unwrap(), "hello world");
     assert_eq!(tok.token_to_id("again"), Some(4));
@@ -43,9 +46,19 @@ fn encodes_without_the_files_padding_and_truncation() {
 fn a_missing_or_broken_file_is_named() {
     let d = dir("broken");
     let e = Tokenizer::load(&d).unwrap_err();
-    assert!(matches!(e, Error::Io { .. }) && e.to_string().contains("tokenizer.json"), "{e}");
-    std::fs::write(d.join("tokenizer.json"), r#"{"model": {"type": "NoSuchModel"}}"#).unwrap();
+    assert!(
+        matches!(e, Error::Io { .. }) && e.to_string().contains("tokenizer.json"),
+        "{e}"
+    );
+    std::fs::write(
+        d.join("tokenizer.json"),
+        r#"{"model": {"type": "NoSuchModel"}}"#,
+    )
+    .unwrap();
     let e = Tokenizer::load(&d).unwrap_err();
-    assert!(matches!(e, Error::Tokenizer { .. }) && e.to_string().contains("tokenizer.json"), "{e}");
+    assert!(
+        matches!(e, Error::Tokenizer { .. }) && e.to_string().contains("tokenizer.json"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }
