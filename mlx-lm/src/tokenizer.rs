@@ -1,5 +1,6 @@
 //! Tokenization with Hugging Face's `tokenizers` (the engine behind Python's fast tokenizers,
 //! which mlx_lm uses through `transformers`), from a model directory's `tokenizer.json`.
+//! Built with its pure-Rust regex engine (fancy-regex) instead of onig.
 
 use std::path::{Path, PathBuf};
 
