@@ -159,15 +159,16 @@ fn shards_load_through_the_index_and_every_break_is_named() {
     assert_eq!(keys, ["a", "b", "c"]);
     assert_eq!(weights["c"].item::<f32>().unwrap(), 3.0);
 
+    // Each broken index below is written, then loaded.
+    let broken = |map: &str| {
+        write(&dir, "model.safetensors.index.json", &index(map));
+        load_weights(&dir, None).unwrap_err()
+    };
+
     // A shard the index names that is not there: the shard and a tensor it holds.
-    write(
-        &dir,
-        "model.safetensors.index.json",
-        &index(
-            r#"{"a": "model-00001-of-00002.safetensors", "d": "model-00003-of-00003.safetensors"}"#,
-        ),
+    let e = broken(
+        r#"{"a": "model-00001-of-00002.safetensors", "d": "model-00003-of-00003.safetensors"}"#,
     );
-    let e = load_weights(&dir, None).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, Error::MissingShard { .. }), "{text}");
     assert!(
@@ -176,14 +177,9 @@ fn shards_load_through_the_index_and_every_break_is_named() {
     );
 
     // A tensor the index places in a shard that lacks it.
-    write(
-        &dir,
-        "model.safetensors.index.json",
-        &index(
-            r#"{"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}"#,
-        ),
+    let e = broken(
+        r#"{"a": "model-00001-of-00002.safetensors", "b": "model-00001-of-00002.safetensors"}"#,
     );
-    let e = load_weights(&dir, None).unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, Error::MissingTensor { .. }), "{text}");
     assert!(
@@ -192,12 +188,7 @@ fn shards_load_through_the_index_and_every_break_is_named() {
     );
 
     // A shard name that leaves the directory.
-    write(
-        &dir,
-        "model.safetensors.index.json",
-        &index(r#"{"a": "../model.safetensors"}"#),
-    );
-    let text = load_weights(&dir, None).unwrap_err().to_string();
+    let text = broken(r#"{"a": "../model.safetensors"}"#).to_string();
     assert!(text.contains("weight_map.a"), "{text}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

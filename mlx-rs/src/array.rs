@@ -659,15 +659,8 @@ pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
 /// (or [`eval`]) waits for the result.
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let vec = VectorArray::from_arrays(arrays);
-    let encode = || {
-        // SAFETY: valid vector handle.
-        check(|| unsafe { sys::mlx_async_eval(vec.0) })
-    };
-    if encode::serialized() {
-        encode::encoding(encode)
-    } else {
-        encode()
-    }
+    // SAFETY: valid vector handle.
+    encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))
 }
 
 #[cfg(test)]

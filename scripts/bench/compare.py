@@ -291,14 +291,20 @@ def main():
     old = open(args.out).read() if os.path.exists(args.out) else ""
     if GPU_START in old:
         text += "\n" + old[old.index(GPU_START):]
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
     print(text)
-    raw = os.path.splitext(args.out)[0] + ".json"
-    with open(raw, "w") as f:
-        json.dump({"date": date, "machine": machine(), "times": times}, f, indent=1)
+    raw = write_results(args.out, text, ".json", {"date": date, "machine": machine(), "times": times})
     print(f"wrote {args.out} and {raw} in {time.time() - started:.0f} s", file=sys.stderr)
+
+
+def write_results(out, text, raw_suffix, raw):
+    """Writes the markdown to `out` and the raw samples beside it; returns the raw file's path."""
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
+        f.write(text)
+    raw_path = os.path.splitext(out)[0] + raw_suffix
+    with open(raw_path, "w") as f:
+        json.dump(raw, f, indent=1)
+    return raw_path
 
 
 GPU_START = "<!-- gpu results: scripts/gpu-suite bench -->"
@@ -321,11 +327,12 @@ def write_gpu_section(args, med, times, date, table, names, load_start):
     device the GPU. Spliced between markers, so CPU and GPU runs (different machines) each
     rewrite only their own part."""
     n4 = os.environ.get("BENCH_W4_N", str(1 << 20))
+    gpu = gpu_description(args.gpu)
     lines = [
         GPU_START,
         f"## GPU: {args.gpu}, Rust vs Python on the same mlx-cuda-13 0.32.2 wheel\n",
         f"- Date: {date}",
-        f"- GPU: {gpu_description(args.gpu)}",
+        f"- GPU: {gpu}",
         f"- Host: {machine()}; load average at start / end: {load_start} / {loadavg()}",
         f"- Command: `{args.command}`",
         f"- Method as above ({args.rounds} rounds, {args.samples} samples per worker per round, "
@@ -349,13 +356,8 @@ def write_gpu_section(args, med, times, date, table, names, load_start):
         text = head + section + ("\n" + tail if tail else "")
     else:
         text = base.rstrip("\n") + "\n\n" + section
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(text)
     print(section)
-    raw = os.path.splitext(args.out)[0] + "-gpu.json"
-    with open(raw, "w") as f:
-        json.dump({"date": date, "gpu": gpu_description(args.gpu), "times": times}, f, indent=1)
+    write_results(args.out, text, "-gpu.json", {"date": date, "gpu": gpu, "times": times})
 
 
 if __name__ == "__main__":
