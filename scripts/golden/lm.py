@@ -1,0 +1,260 @@
+#!/usr/bin/env python3
+"""Language-model reference data for mlx-lm, computed by mlx_lm 0.32.2 itself.
+
+Two outputs:
+
+1. Model directories, `tests/data/lm-models/<name>/`, written on the CPU only (the GPU run
+   reads the committed ones, so both devices test the same weights): a random-weight model
+   built by mlx_lm's own classes and saved with `mlx_lm.utils.save_model` / `save_config`,
+   exactly as `mlx_lm.convert` writes a checkpoint; `*-4bit` versions made by
+   `mlx_lm.utils.quantize_model`; a Hugging Face-layout copy of the Qwen3.5 model
+   (`qwen3_5-hf`: the prefix, conv1d axis order and norm offsets that mlx_lm's sanitize
+   undoes); and a small byte-level BPE tokenizer trained here, with a ChatML chat template.
+2. `tests/data/[cuda/]lm/<name>.safetensors` + `.json`: the prompt's logits
+   (`model(prompt[None])`, no cache), and 64 greedy tokens from `mlx_lm.generate.generate_step`
+   with its default (greedy) sampler and each step's log-probabilities (random-weight models
+   soon repeat one token, so the tokens alone would say little about the decode path), plus
+   each step's margin between the best and second-best
+   log-probability (how close a tie was: a comparison that fails on a tiny margin is a
+   rounding question, not a wrong model).
+
+Run: scripts/gen-golden lm
+"""
+import json
+import pathlib
+import shutil
+import sys
+
+# This folder holds random.py (the MLX generator), which would shadow the standard library:
+# search it last (for common.py).
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import mlx.core as mx  # noqa: E402
+import mlx.nn as nn  # noqa: E402
+from mlx.utils import tree_flatten, tree_map_with_path  # noqa: E402
+
+import mlx_lm  # noqa: E402
+from mlx_lm.generate import generate_step  # noqa: E402
+from mlx_lm.utils import load_model, quantize_model, save_config, save_model  # noqa: E402
+
+import common  # noqa: E402
+
+assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
+
+MODELS = common.ROOT / "tests" / "data" / "lm-models"
+OUT = common.DATA / "lm"
+VOCAB = 384
+PROMPT_LEN = 24
+GREEDY_TOKENS = 64
+
+BASE = {
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "num_hidden_layers": 3,
+    "rms_norm_eps": 1e-5,
+    "vocab_size": VOCAB,
+    "max_position_embeddings": 4096,
+}
+
+# name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
+# biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
+# sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, bf16 weights.
+CONFIGS = {
+    # A Mistral-style config: mlx_lm maps model_type mistral onto llama.
+    "mistral": (
+        {**BASE, "model_type": "mistral", "tie_word_embeddings": False, "rope_theta": 1e6,
+         "sliding_window": None},
+        mx.float32, 1,
+    ),
+    # Llama 3 RoPE, tied embeddings, biases, head_dim wider than hidden/heads, and every other
+    # layer a sliding-window layer (window 8 < prompt length: the rotating cache matters).
+    "llama3": (
+        {**BASE, "model_type": "llama", "tie_word_embeddings": True, "num_hidden_layers": 4,
+         "head_dim": 32, "attention_bias": True, "mlp_bias": True, "rope_theta": 500000.0,
+         "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 64},
+         "layer_types": ["sliding_attention", "full_attention"] * 2, "sliding_window": 8},
+        mx.float32, 2,
+    ),
+    # Qwen2: q/k/v biases, tied embeddings, yarn ("long rope").
+    "qwen2": (
+        {**BASE, "model_type": "qwen2", "tie_word_embeddings": True, "rope_theta": 1e6,
+         "rope_scaling": {"type": "yarn", "factor": 4.0,
+                          "original_max_position_embeddings": 32}},
+        mx.float32, 3,
+    ),
+    # Qwen3 in bfloat16 (as its real checkpoints are), untied, linear rope scaling.
+    "qwen3": (
+        {**BASE, "model_type": "qwen3", "tie_word_embeddings": False, "head_dim": 16,
+         "rope_theta": 1e6, "rope_scaling": {"type": "linear", "factor": 2.0}},
+        mx.bfloat16, 4,
+    ),
+    # Qwen3.5 dense text model: gated-delta-net layers with a full-attention layer every 2nd.
+    "qwen3_5": (
+        {"model_type": "qwen3_5", "text_config": {
+            **BASE, "model_type": "qwen3_5_text", "num_hidden_layers": 4, "head_dim": 32,
+            "tie_word_embeddings": True, "full_attention_interval": 2, "rms_norm_eps": 1e-6,
+            "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
+            "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e6,
+                                "partial_rotary_factor": 0.25}}},
+        mx.float32, 5,
+    ),
+}
+
+# name of the float model -> quantization of its 4-bit version: (group_size, bits, predicate)
+QUANTIZED = {
+    "mistral": (32, 4, None),
+    # Per-layer overrides: the embedding at 8 bits, one projection left in float.
+    "llama3": (32, 4, lambda p, m: {"group_size": 64, "bits": 8} if p.endswith("embed_tokens")
+               else (False if p == "model.layers.0.mlp.down_proj" else True)),
+    "qwen2": (32, 4, None),
+    "qwen3": (32, 4, None),
+    "qwen3_5": (32, 4, None),
+}
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+)
+
+
+def corpus():
+    """Text the tokenizer learns its merges from: this file's own source, stable and local."""
+    return pathlib.Path(__file__).read_text().splitlines()
+
+
+def train_tokenizer(folder):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=special,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(corpus(), trainer)
+    assert tok.get_vocab_size() <= VOCAB, tok.get_vocab_size()
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "chat_template": CHAT_TEMPLATE,
+    }, indent=2) + "\n")
+
+
+def model_classes(config):
+    from mlx_lm.utils import _get_classes
+    return _get_classes(config)
+
+
+def perturb_norms(model, key):
+    """RMSNorm weights start at ones; random ones make a wrong norm path visible."""
+    def f(path, x):
+        nonlocal key
+        if path.endswith("norm.weight") or path.endswith("layernorm.weight"):
+            key, sub = mx.random.split(key)
+            return x + 0.1 * mx.random.normal(x.shape, key=sub).astype(x.dtype)
+        return x
+    model.update(tree_map_with_path(f, model.parameters()))
+
+
+def make_models():
+    if MODELS.exists():
+        shutil.rmtree(MODELS)
+    tokenizer = MODELS / "_tokenizer"
+    tokenizer.mkdir(parents=True)
+    train_tokenizer(tokenizer)
+    for name, (config, dtype, seed) in CONFIGS.items():
+        mx.random.seed(seed)
+        model_class, args_class = model_classes(config)
+        model = model_class(args_class.from_dict(config))
+        perturb_norms(model, mx.random.key(seed + 100))
+        model.set_dtype(dtype)
+        mx.eval(model.parameters())
+        save(MODELS / name, model, config)
+        gs, bits, predicate = QUANTIZED[name]
+        qmodel, qconfig = quantize_model(model, dict(config), gs, bits, quant_predicate=predicate)
+        save(MODELS / f"{name}-4bit", qmodel, qconfig)
+    hf_layout_qwen3_5()
+    shutil.rmtree(tokenizer)
+
+
+def save(folder, model, config):
+    save_model(folder, model)
+    save_config(dict(config), folder / "config.json")
+    for f in (MODELS / "_tokenizer").iterdir():
+        shutil.copy(f, folder / f.name)
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
+
+
+def hf_layout_qwen3_5():
+    """The Qwen3.5 weights as a Hugging Face checkpoint stores them: `model.language_model.`
+    prefix, conv1d weights `[C, 1, K]`, norm weights stored as offsets from one, and an `mtp.`
+    tensor mlx_lm drops. mlx_lm's sanitize maps it back to the same model."""
+    src = MODELS / "qwen3_5"
+    dst = MODELS / "qwen3_5-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+             ".q_norm.weight", ".k_norm.weight")
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if any(k.endswith(s) for s in norms):
+            v = v - 1.0
+        out[k.replace("language_model.model.", "model.language_model.")] = v
+    out["mtp.fc.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def prompt_ids(seed):
+    return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+
+
+def golden(name):
+    model, _ = load_model(MODELS / name)
+    # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one.
+    prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
+    logits = model(prompt[None]).astype(mx.float32)
+    tokens, margins, steps = [], [], []
+    for token, logprobs in generate_step(prompt, model, max_tokens=GREEDY_TOKENS):
+        logprobs = logprobs.astype(mx.float32)
+        top2 = mx.topk(logprobs, 2)
+        margins.append(abs(top2[1] - top2[0]).item())
+        tokens.append(token)
+        steps.append(logprobs)
+    OUT.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(OUT / f"{name}.safetensors"),
+                        {"logits": logits, "greedy_logprobs": mx.stack(steps)})
+    (OUT / f"{name}.json").write_text(json.dumps({
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+        "prompt": prompt.tolist(),
+        "greedy": tokens,
+        "min_greedy_margin": min(margins),
+    }, indent=1) + "\n")
+    print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "
+          f"(min margin {min(margins):.3g})")
+
+
+def main():
+    if common.device_folder() == "":
+        make_models()
+    for name in sorted(p.name for p in MODELS.iterdir()):
+        golden(name)
+
+
+if __name__ == "__main__":
+    main()
