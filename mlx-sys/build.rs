@@ -61,6 +61,11 @@ fn main() {
     let host = env::var("HOST").unwrap();
     let target = env::var("TARGET").unwrap();
     let foreign_os = host_os(&host) != target_os;
+    // Read back as `mlx_sys::PREBUILT_MLX`.
+    println!(
+        "cargo:rustc-env=MLX_SYS_PREBUILT={}",
+        if env::var_os("MLX_DIR").is_some() { "1" } else { "0" }
+    );
     if env::var_os("MLX_SYS_BINDINGS_ONLY").is_some() || foreign_os {
         if foreign_os {
             println!(

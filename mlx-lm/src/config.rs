@@ -37,6 +37,8 @@ pub struct ModelConfig {
     path: PathBuf,
     values: Map<String, Value>,
     model_type: String,
+    /// Where these values sit in the file (`text_config.`), for error messages.
+    prefix: String,
 }
 
 /// Reads `<dir>/config.json` and, when present, `<dir>/generation_config.json` (Python:
@@ -69,6 +71,7 @@ pub fn load_config(dir: impl AsRef<Path>) -> Result<ModelConfig> {
         path,
         values,
         model_type,
+        prefix: String::new(),
     })
 }
 
@@ -99,7 +102,9 @@ impl ModelConfig {
             None | Some(Value::Null) => Ok(None),
             Some(v) => as_float(v)
                 .map(Some)
-                .ok_or_else(|| invalid(&self.path, key, &format!("expected a number, found {v}"))),
+                .ok_or_else(|| {
+                    invalid(&self.path, &self.key(key), &format!("expected a number, found {v}"))
+                }),
         }
     }
 
@@ -114,7 +119,7 @@ impl ModelConfig {
                 .ok_or_else(|| {
                     invalid(
                         &self.path,
-                        key,
+                        &self.key(key),
                         &format!("expected a non-negative integer, found {v}"),
                     )
                 }),
@@ -128,10 +133,55 @@ impl ModelConfig {
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(v) => Err(invalid(
                 &self.path,
-                key,
+                &self.key(key),
                 &format!("expected true or false, found {v}"),
             )),
         }
+    }
+
+    /// `key` as it appears in the file (`text_config.hidden_size`).
+    pub(crate) fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// The object under `key` (`text_config`) as a config of its own, errors naming
+    /// `key.<name>`; `model_type` is this config's.
+    pub fn section(&self, key: &str) -> Option<ModelConfig> {
+        match self.values.get(key) {
+            Some(Value::Object(values)) => Some(ModelConfig {
+                path: self.path.clone(),
+                values: values.clone(),
+                model_type: self.model_type.clone(),
+                prefix: format!("{}{key}.", self.prefix),
+            }),
+            _ => None,
+        }
+    }
+
+    /// A required positive integer that fits an `i32` (array dimensions).
+    pub fn dim(&self, key: &str) -> Result<i32> {
+        self.dim_or(key, None)
+    }
+
+    /// A positive integer that fits an `i32`, `default` when absent or null.
+    pub fn dim_or(&self, key: &str, default: Option<i32>) -> Result<i32> {
+        match self.usize(key)? {
+            Some(n) => i32::try_from(n)
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| invalid(&self.path, &self.key(key), &format!("{n} is not a valid size"))),
+            None => default.ok_or_else(|| invalid(&self.path, &self.key(key), "missing")),
+        }
+    }
+
+    /// A number, `default` when absent or null.
+    pub fn float_or(&self, key: &str, default: f64) -> Result<f64> {
+        Ok(self.float(key)?.unwrap_or(default))
+    }
+
+    /// A boolean, `default` when absent or null.
+    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool> {
+        Ok(self.bool(key)?.unwrap_or(default))
     }
 
     /// The stop tokens: `eos_token_id` as one id or a list (empty when absent).

@@ -23,6 +23,19 @@ pub enum Error {
         key: String,
         message: String,
     },
+    /// The model has a parameter the checkpoint lacks.
+    #[error("{dir}: the checkpoint has no tensor {key}")]
+    MissingWeight { dir: PathBuf, key: String },
+    /// `config.json` names an architecture this crate does not have.
+    #[error("{path}: model_type {model_type:?} is not supported (supported: {supported})")]
+    UnsupportedModel {
+        path: PathBuf,
+        model_type: String,
+        supported: String,
+    },
+    /// MLX failed while running a model.
+    #[error(transparent)]
+    Run(#[from] mlx_rs::Error),
     #[error("no safetensors found in {dir} (looked for model*.safetensors)")]
     NoWeights { dir: PathBuf },
     #[error("{index}: shard {shard} (holding {key}) does not exist")]

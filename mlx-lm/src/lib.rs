@@ -1,16 +1,30 @@
 //! Language models on MLX: what Python's `mlx_lm` does, in Rust (re-exported as `mlx::lm`).
 //!
 //! A model directory in the Hugging Face layout (`config.json`, `model.safetensors` or shards
-//! with `model.safetensors.index.json`, `generation_config.json`) is read by [`load_config`]
-//! and [`load_weights`], its `tokenizer.json` by [`Tokenizer`]; every failure names the file,
-//! and the key where there is one.
+//! with `model.safetensors.index.json`, `tokenizer.json`, `generation_config.json`) loads with
+//! [`load`] into a [`Model`] of one of the [architectures](models) — plain struct trees whose
+//! parameter paths are mlx_lm's — float or MLX-quantized; every failure names the file, and
+//! the key where there is one. Caches are trees ([`cache`]) whose positions are arrays, so one
+//! compiled decode step serves a whole generation.
 
+pub mod cache;
+mod checkpoint;
 mod config;
 mod error;
+mod load;
+pub mod models;
+mod quantization;
+mod rope;
 mod tokenizer;
 mod weights;
 
+pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
+pub use checkpoint::Checkpoint;
 pub use config::{load_config, ModelConfig};
 pub use error::{Error, Result};
+pub use load::{load, load_model, LoadOptions};
+pub use models::Model;
+pub use quantization::{LayerQuantization, QuantParams, Quantization};
+pub use rope::Rope;
 pub use tokenizer::Tokenizer;
-pub use weights::{load_weights, WeightFiles};
+pub use weights::{load_weights, WeightFiles, Weights};

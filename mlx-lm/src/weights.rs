@@ -73,6 +73,103 @@ impl WeightFiles {
     }
 }
 
+/// The tensors of a checkpoint by name, each remembering the file it came from so that an
+/// error about it can name that file.
+#[derive(Debug, Clone, Default)]
+pub struct Weights {
+    tensors: HashMap<String, (Array, PathBuf)>,
+}
+
+impl Weights {
+    /// The tensor named `key`.
+    pub fn get(&self, key: &str) -> Option<&Array> {
+        self.tensors.get(key).map(|(a, _)| a)
+    }
+
+    /// Removes and returns the tensor named `key`.
+    pub fn take(&mut self, key: &str) -> Option<Array> {
+        self.tensors.remove(key).map(|(a, _)| a)
+    }
+
+    /// The file `key` was read from.
+    pub fn file_of(&self, key: &str) -> Option<&Path> {
+        self.tensors.get(key).map(|(_, p)| p.as_path())
+    }
+
+    /// Whether a tensor named `key` exists.
+    pub fn contains(&self, key: &str) -> bool {
+        self.tensors.contains_key(key)
+    }
+
+    /// The names, sorted.
+    pub fn keys(&self) -> Vec<&str> {
+        let mut keys: Vec<&str> = self.tensors.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        keys
+    }
+
+    /// How many tensors there are.
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// Adds (or replaces) a tensor, recording the file it belongs to.
+    pub fn insert(&mut self, key: impl Into<String>, array: Array, file: impl Into<PathBuf>) {
+        self.tensors.insert(key.into(), (array, file.into()));
+    }
+
+    /// Renames a tensor, keeping its file; `false` when there is none named `from`.
+    pub fn rename(&mut self, from: &str, to: impl Into<String>) -> bool {
+        match self.tensors.remove(from) {
+            Some(entry) => {
+                self.tensors.insert(to.into(), entry);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Keeps the tensors for which `keep(name, array)` holds.
+    pub fn retain(&mut self, mut keep: impl FnMut(&str, &Array) -> bool) {
+        self.tensors.retain(|k, (a, _)| keep(k, a));
+    }
+
+    /// Replaces each tensor by `f(name, array)`; an error names the tensor and its file.
+    pub fn map(&mut self, mut f: impl FnMut(&str, &Array) -> mlx_rs::Result<Option<Array>>) -> Result<()> {
+        for (key, (array, file)) in self.tensors.iter_mut() {
+            if let Some(new) = f(key, array).map_err(|source| Error::Mlx {
+                path: file.clone(),
+                source,
+            })? {
+                *array = new;
+            }
+        }
+        Ok(())
+    }
+
+    /// The tensors as a plain map.
+    pub fn into_map(self) -> HashMap<String, Array> {
+        self.tensors.into_iter().map(|(k, (a, _))| (k, a)).collect()
+    }
+}
+
+impl std::ops::Index<&str> for Weights {
+    type Output = Array;
+
+    /// The tensor named `key`; panics when there is none (as `HashMap` indexing does).
+    fn index(&self, key: &str) -> &Array {
+        match self.get(key) {
+            Some(a) => a,
+            None => panic!("no tensor named {key}"),
+        }
+    }
+}
+
 /// Loads every tensor of a model directory by name (Python: the `weights` dict of
 /// `mlx_lm.utils.load_model`). With `dtype`, floating-point tensors are cast to it, integer
 /// ones (packed quantized weights) are kept, as `mlx_lm.convert --dtype` does.
@@ -80,10 +177,9 @@ impl WeightFiles {
 /// Errors name the file and the tensor: a shard the index names that does not exist, a
 /// tensor the index places in a shard that lacks it, a tensor found in two files, a file
 /// MLX cannot read.
-pub fn load_weights(dir: impl AsRef<Path>, dtype: Option<Dtype>) -> Result<HashMap<String, Array>> {
+pub fn load_weights(dir: impl AsRef<Path>, dtype: Option<Dtype>) -> Result<Weights> {
     let found = WeightFiles::find(dir)?;
-    let mut weights: HashMap<String, Array> = HashMap::new();
-    let mut origin: HashMap<String, PathBuf> = HashMap::new();
+    let mut weights = Weights::default();
     for file in &found.files {
         let mlx = |source| Error::Mlx {
             path: file.clone(),
@@ -91,7 +187,7 @@ pub fn load_weights(dir: impl AsRef<Path>, dtype: Option<Dtype>) -> Result<HashM
         };
         let (tensors, _metadata) = mlx_rs::io::load_safetensors(file).map_err(mlx)?;
         for (key, array) in tensors {
-            if let Some(first) = origin.get(&key) {
+            if let Some(first) = weights.file_of(&key) {
                 return Err(invalid(
                     file,
                     &key,
@@ -104,15 +200,14 @@ pub fn load_weights(dir: impl AsRef<Path>, dtype: Option<Dtype>) -> Result<HashM
                 }
                 _ => array,
             };
-            origin.insert(key.clone(), file.clone());
-            weights.insert(key, array);
+            weights.insert(key, array, file.clone());
         }
     }
     if let Some((index, map)) = &found.index {
         let dir = index.parent().unwrap_or(Path::new("."));
         for (key, shard) in map {
             let shard = dir.join(shard);
-            if origin.get(key) != Some(&shard) {
+            if weights.file_of(key) != Some(shard.as_path()) {
                 return Err(Error::MissingTensor {
                     index: index.clone(),
                     shard,

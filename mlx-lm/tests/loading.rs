@@ -154,9 +154,12 @@ fn shards_load_through_the_index_and_every_break_is_named() {
     let found = WeightFiles::find(&dir).unwrap();
     assert_eq!(found.files.len(), 2);
     let weights = load_weights(&dir, None).unwrap();
-    let mut keys: Vec<&String> = weights.keys().collect();
-    keys.sort();
-    assert_eq!(keys, ["a", "b", "c"]);
+    assert_eq!(weights.keys(), ["a", "b", "c"]);
+    // Each tensor remembers its shard, for error messages about it.
+    assert_eq!(
+        weights.file_of("c"),
+        Some(dir.join("model-00002-of-00002.safetensors").as_path())
+    );
     assert_eq!(weights["c"].item::<f32>().unwrap(), 3.0);
 
     // Each broken index below is written, then loaded.

@@ -785,6 +785,29 @@ impl QuantizedLinear {
     }
 }
 
+impl QuantizedLinear {
+    /// A layer from already quantized arrays, as a checkpoint stores them (Python: an
+    /// `nn.QuantizedLinear` whose parameters `load_weights` replaced). Frozen, as in Python.
+    pub fn from_parts(
+        weight: Array,
+        scales: Array,
+        biases: Option<Array>,
+        bias: Option<Array>,
+        group_size: i32,
+        bits: i32,
+    ) -> QuantizedLinear {
+        QuantizedLinear {
+            weight,
+            scales,
+            biases,
+            bias,
+            group_size,
+            bits,
+            frozen: all_frozen(&["weight", "scales", "biases"]),
+        }
+    }
+}
+
 impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
     fn forward(&self, x: &Array) -> Result<Array> {
@@ -832,6 +855,24 @@ impl QuantizedEmbedding {
             bits,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
+    }
+
+    /// A table from already quantized arrays, as a checkpoint stores them. Frozen.
+    pub fn from_parts(
+        weight: Array,
+        scales: Array,
+        biases: Option<Array>,
+        group_size: i32,
+        bits: i32,
+    ) -> QuantizedEmbedding {
+        QuantizedEmbedding {
+            weight,
+            scales,
+            biases,
+            group_size,
+            bits,
+            frozen: all_frozen(&["weight", "scales", "biases"]),
+        }
     }
 
     /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).

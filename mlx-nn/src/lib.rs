@@ -68,11 +68,15 @@ mod forward;
 pub mod init;
 mod layers;
 pub mod losses;
+mod maybe_quantized;
 mod module;
 
 pub use activations::*;
 pub use forward::{Apply, Forward};
 pub use layers::*;
+pub use maybe_quantized::{
+    MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
+};
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};
 // The conv layers take the conv ops' keyword arguments, so one import serves both.
 pub use mlx_rs::ops::ConvOptions;

@@ -29,3 +29,9 @@
 mod bindings;
 
 pub use bindings::*;
+
+/// Whether this build links a prebuilt MLX (`MLX_DIR`: a Python wheel, an install) rather
+/// than MLX built from the vendored sources. Results can differ in the last float bits
+/// between the two (different compilers and flags), so a comparison with Python MLX can be
+/// exact only when linked to the same library Python uses.
+pub const PREBUILT_MLX: bool = matches!(env!("MLX_SYS_PREBUILT").as_bytes(), b"1");

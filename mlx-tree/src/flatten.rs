@@ -831,12 +831,15 @@ impl<'d> Unflattener<'d> {
         Ok(value)
     }
 
-    // ---- crate-internal access for `Value` and the registry ----
-
-    pub(crate) fn peek_kind(&self) -> Result<NodeKind<'d>> {
+    /// What the next node is, without reading it: for a type that decides how to read itself
+    /// from the structure, such as an enum that is transparent in key paths and tells its
+    /// variants apart by the struct each one holds.
+    pub fn peek_kind(&self) -> Result<NodeKind<'d>> {
         self.peek()?;
         Ok(self.node_ref(self.pos).kind())
     }
+
+    // ---- crate-internal access for `Value` and the registry ----
 
     pub(crate) fn enter_any<R>(
         &mut self,

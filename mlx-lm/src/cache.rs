@@ -1,0 +1,194 @@
+//! Caches as trees (Python: `mlx_lm.models.cache`).
+//!
+//! Python's caches keep their write position as a Python int and grow their buffers as tokens
+//! arrive, so every decode step is a new graph shape: `mx.compile` would retrace each token
+//! (and rejects the cache objects anyway). Here a cache is a tree of arrays whose write
+//! position is itself an array: its buffers are allocated once, at the size a generation
+//! needs, and a compiled decode step traced once serves every token, with the cache as
+//! `&mut` state of [`compile_mut`](mlx_tree::compile_mut).
+//!
+//! Attention then runs over the whole buffer with a mask of the positions written so far;
+//! the masked-out entries add exact zeros, so the result equals attention over the written
+//! prefix up to the order of float additions.
+
+use mlx_rs::ops;
+use mlx_rs::{Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+/// `offset + arange(length)`: the positions of `length` new tokens.
+fn new_positions(offset: &Array, length: i32) -> Result<Array> {
+    ops::add(&ops::arange(0, length, 1, Dtype::Int32)?, offset)
+}
+
+/// A key/value cache of fixed capacity (Python: `KVCache`, with the buffer allocated up front
+/// and the offset an array).
+#[derive(Debug, Clone, TreeNode)]
+pub struct KvCache {
+    /// `[batch, kv_heads, capacity, k_head_dim]`.
+    pub keys: Array,
+    /// `[batch, kv_heads, capacity, v_head_dim]`.
+    pub values: Array,
+    /// The number of positions written (an `int32` scalar).
+    pub offset: Array,
+}
+
+impl KvCache {
+    /// An empty cache for `capacity` positions.
+    pub fn new(
+        batch: i32,
+        kv_heads: i32,
+        capacity: i32,
+        head_dims: (i32, i32),
+        dtype: Dtype,
+    ) -> Result<KvCache> {
+        Ok(KvCache {
+            keys: ops::zeros(&[batch, kv_heads, capacity, head_dims.0], dtype)?,
+            values: ops::zeros(&[batch, kv_heads, capacity, head_dims.1], dtype)?,
+            offset: Array::from_scalar(0i32),
+        })
+    }
+
+    /// How many positions the buffers hold.
+    pub fn capacity(&self) -> i32 {
+        self.keys.shape().get(2).copied().unwrap_or(0)
+    }
+
+    /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
+    /// it. Returns the whole buffers and the boolean mask `[length, capacity]` of what each
+    /// new position may attend to (the written positions up to itself; with `window`, only
+    /// the last `window` of them).
+    pub fn update_and_fetch(
+        &mut self,
+        keys: &Array,
+        values: &Array,
+        window: Option<i32>,
+    ) -> Result<(Array, Array, Array)> {
+        let length = keys.shape().get(2).copied().unwrap_or(0);
+        let start = ops::reshape(&self.offset, &[1])?;
+        self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
+        self.values = ops::slice_update(&self.values, values, &start, &[2])?;
+        let queries = ops::expand_dims(&new_positions(&self.offset, length)?, 1)?;
+        let slots = ops::arange(0, self.capacity(), 1, Dtype::Int32)?;
+        let mut mask = ops::less_equal(&slots, &queries)?;
+        if let Some(w) = window {
+            mask = ops::logical_and(&mask, &ops::less(&queries, &ops::add(&slots, w)?)?)?;
+        }
+        self.offset = ops::add(&self.offset, length)?;
+        Ok((self.keys.clone(), self.values.clone(), mask))
+    }
+}
+
+/// A sliding-window key/value cache (Python: `RotatingKVCache(max_size=window, keep=0)`): a
+/// ring buffer of the last `window` positions, each slot remembering which position it holds.
+#[derive(Debug, Clone, TreeNode)]
+pub struct RotatingKvCache {
+    /// `[batch, kv_heads, window, k_head_dim]`.
+    pub keys: Array,
+    /// `[batch, kv_heads, window, v_head_dim]`.
+    pub values: Array,
+    /// The position each slot holds (`int32 [window]`; `-1`: empty).
+    pub positions: Array,
+    /// The number of positions written (an `int32` scalar).
+    pub offset: Array,
+}
+
+impl RotatingKvCache {
+    /// An empty cache for a window of `window` positions.
+    pub fn new(
+        batch: i32,
+        kv_heads: i32,
+        window: i32,
+        head_dims: (i32, i32),
+        dtype: Dtype,
+    ) -> Result<RotatingKvCache> {
+        Ok(RotatingKvCache {
+            keys: ops::zeros(&[batch, kv_heads, window, head_dims.0], dtype)?,
+            values: ops::zeros(&[batch, kv_heads, window, head_dims.1], dtype)?,
+            positions: ops::full(&[window], -1i32, None)?,
+            offset: Array::from_scalar(0i32),
+        })
+    }
+
+    /// The window size.
+    pub fn window(&self) -> i32 {
+        self.keys.shape().get(2).copied().unwrap_or(0)
+    }
+
+    /// Attends the new positions over the window's slots followed by the new keys themselves
+    /// (so a chunk longer than the window still sees, for each position, exactly the
+    /// `window` positions up to it), then writes the newest `min(length, window)` into their
+    /// slots (`position % window`). Returns keys, values and the mask `[length, window +
+    /// length]`.
+    pub fn update_and_fetch(
+        &mut self,
+        keys: &Array,
+        values: &Array,
+    ) -> Result<(Array, Array, Array)> {
+        let window = self.window();
+        let length = keys.shape().get(2).copied().unwrap_or(0);
+        let new = new_positions(&self.offset, length)?;
+        let all_keys = ops::concatenate(&[self.keys.clone(), keys.clone()], 2)?;
+        let all_values = ops::concatenate(&[self.values.clone(), values.clone()], 2)?;
+        let held = ops::concatenate(&[self.positions.clone(), new.clone()], 0)?;
+        let q = ops::expand_dims(&new, 1)?;
+        let mask = ops::logical_and(
+            &ops::logical_and(&ops::greater_equal(&held, 0)?, &ops::less_equal(&held, &q)?)?,
+            &ops::less(&ops::subtract(&q, &held)?, window)?,
+        )?;
+
+        // Slot s takes the newest written position p with p % window == s, if any.
+        let kept = length.min(window);
+        let first = length - kept;
+        let newest_keys = keys.index((.., .., first..))?;
+        let newest_values = values.index((.., .., first..))?;
+        let newest_positions = new.index(first..)?;
+        let base = ops::add(&self.offset, first)?;
+        let slots = ops::arange(0, window, 1, Dtype::Int32)?;
+        let index = ops::remainder(&ops::subtract(&slots, &base)?, window)?;
+        let written = ops::less(&index, kept)?;
+        let index = ops::minimum(&index, kept - 1)?;
+        let gathered = |x: &Array| ops::take(x, &index, 2);
+        let slot_mask = ops::reshape(&written, &[1, 1, window, 1])?;
+        self.keys = ops::where_(&slot_mask, &gathered(&newest_keys)?, &self.keys)?;
+        self.values = ops::where_(&slot_mask, &gathered(&newest_values)?, &self.values)?;
+        self.positions = ops::where_(
+            &written,
+            &ops::take(&newest_positions, &index, 0)?,
+            &self.positions,
+        )?;
+        self.offset = ops::add(&self.offset, length)?;
+        Ok((all_keys, all_values, mask))
+    }
+}
+
+/// The state of a linear-attention (gated delta net) layer (Python: `ArraysCache(size=2)`):
+/// the last `kernel - 1` inputs of its causal convolution and its recurrent state.
+#[derive(Debug, Clone, TreeNode)]
+pub struct ArraysCache {
+    /// `[batch, kernel - 1, conv_dim]`.
+    pub conv: Array,
+    /// `[batch, value_heads, v_head_dim, k_head_dim]`, float32.
+    pub recurrent: Array,
+}
+
+/// One layer's cache.
+#[derive(Debug, Clone, TreeNode)]
+pub enum LayerCache {
+    Kv(KvCache),
+    Rotating(RotatingKvCache),
+    Arrays(ArraysCache),
+}
+
+impl LayerCache {
+    /// The number of positions written, for the layers that count them.
+    pub fn offset(&self) -> Option<&Array> {
+        match self {
+            LayerCache::Kv(c) => Some(&c.offset),
+            LayerCache::Rotating(c) => Some(&c.offset),
+            LayerCache::Arrays(_) => None,
+        }
+    }
+}
+
+/// A model's cache: one entry per layer (Python: the list `make_prompt_cache` returns).
+pub type Cache = Vec<LayerCache>;

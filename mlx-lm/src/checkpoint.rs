@@ -1,0 +1,289 @@
+//! Building a model from a checkpoint's tensors. An architecture asks for each parameter by
+//! its path and expected shape; the checkpoint hands it over, decides float or quantized as
+//! `mlx_lm.utils.load_model` does, and checks at the end that nothing was left unread (Python:
+//! `model.load_weights(weights, strict=True)`). Every error names the file and the tensor.
+
+use std::path::{Path, PathBuf};
+
+use mlx_nn::{
+    Embedding, Linear, MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
+    QuantizedEmbedding, QuantizedLinear, RMSNorm,
+};
+use mlx_rs::{Array, Dtype};
+
+use crate::config::invalid;
+use crate::error::{Error, Result};
+use crate::quantization::{LayerQuantization, QuantParams, Quantization};
+use crate::weights::Weights;
+
+/// A checkpoint's tensors being handed to a model under construction.
+#[derive(Debug)]
+pub struct Checkpoint {
+    weights: Weights,
+    dir: PathBuf,
+    quantization: Option<Quantization>,
+    quantize: Option<QuantParams>,
+}
+
+fn join(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+impl Checkpoint {
+    /// Tensors from `dir`; `quantization` is the checkpoint's own (config `quantization`),
+    /// `quantize` asks for float layers to be quantized as they load (Python: `mlx_lm.convert
+    /// -q`, which quantizes every layer whose input size the group size divides).
+    pub fn new(
+        weights: Weights,
+        dir: impl Into<PathBuf>,
+        quantization: Option<Quantization>,
+        quantize: Option<QuantParams>,
+    ) -> Checkpoint {
+        Checkpoint {
+            weights,
+            dir: dir.into(),
+            quantization,
+            quantize,
+        }
+    }
+
+    /// The tensors not yet taken (for an architecture's sanitize step).
+    pub fn weights_mut(&mut self) -> &mut Weights {
+        &mut self.weights
+    }
+
+    fn file(&self, key: &str) -> PathBuf {
+        self.weights
+            .file_of(key)
+            .map_or_else(|| self.dir.clone(), Path::to_path_buf)
+    }
+
+    /// The tensor `key`, which must have `shape`.
+    pub fn array(&mut self, key: &str, shape: &[i32]) -> Result<Array> {
+        let file = self.file(key);
+        let Some(array) = self.weights.take(key) else {
+            return Err(Error::MissingWeight {
+                dir: self.dir.clone(),
+                key: key.to_string(),
+            });
+        };
+        if array.shape() != shape {
+            return Err(invalid(
+                &file,
+                key,
+                &format!("expected shape {shape:?}, found {:?}", array.shape()),
+            ));
+        }
+        Ok(array)
+    }
+
+    /// The optional tensor `key`: `None` when the checkpoint lacks it.
+    pub fn optional(&mut self, key: &str, shape: &[i32]) -> Result<Option<Array>> {
+        if self.weights.contains(key) {
+            self.array(key, shape).map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// An `nn.RMSNorm(dims, eps)` at `path`.
+    pub fn rms_norm(&mut self, path: &str, dims: i32, eps: f32) -> Result<RMSNorm> {
+        let mut norm = RMSNorm::new(dims, eps)?;
+        norm.weight = self.array(&join(path, "weight"), &[dims])?;
+        Ok(norm)
+    }
+
+    /// An `nn.Linear(input_dims, output_dims, bias)` at `path`, or the `nn.QuantizedLinear`
+    /// the checkpoint holds there.
+    pub fn linear(
+        &mut self,
+        path: &str,
+        input_dims: i32,
+        output_dims: i32,
+        bias: bool,
+    ) -> Result<MaybeQuantizedLinear> {
+        let bias = if bias {
+            Some(self.array(&join(path, "bias"), &[output_dims])?)
+        } else {
+            None
+        };
+        match self.stored_quantization(path, input_dims)? {
+            Some(p) => {
+                let (weight, scales, biases) = self.quantized(path, input_dims, output_dims, p)?;
+                Ok(MaybeQuantized::Quantized(QuantizedLinear::from_parts(
+                    weight,
+                    scales,
+                    Some(biases),
+                    bias,
+                    p.group_size,
+                    p.bits,
+                )))
+            }
+            None => {
+                let weight = self.array(&join(path, "weight"), &[output_dims, input_dims])?;
+                self.maybe_quantize(path, Linear::from_weights(weight, bias), input_dims)
+            }
+        }
+    }
+
+    /// An `nn.Embedding(num_embeddings, dims)` at `path`, or the `nn.QuantizedEmbedding` the
+    /// checkpoint holds there.
+    pub fn embedding(
+        &mut self,
+        path: &str,
+        num_embeddings: i32,
+        dims: i32,
+    ) -> Result<MaybeQuantizedEmbedding> {
+        match self.stored_quantization(path, dims)? {
+            Some(p) => {
+                let (weight, scales, biases) = self.quantized(path, dims, num_embeddings, p)?;
+                Ok(MaybeQuantized::Quantized(QuantizedEmbedding::from_parts(
+                    weight,
+                    scales,
+                    Some(biases),
+                    p.group_size,
+                    p.bits,
+                )))
+            }
+            None => {
+                let weight = self.array(&join(path, "weight"), &[num_embeddings, dims])?;
+                self.maybe_quantize(path, Embedding::from_weights(weight), dims)
+            }
+        }
+    }
+
+    /// Quantizes a float layer as it loads when asked to and the group size divides its
+    /// input size (mlx_lm's `quantize_model` predicate), unless the checkpoint's config keeps
+    /// the layer in float.
+    fn maybe_quantize<T: Quantizable>(
+        &self,
+        path: &str,
+        layer: T,
+        input_dims: i32,
+    ) -> Result<MaybeQuantized<T>> {
+        match self.quantize {
+            Some(p) if input_dims % p.group_size == 0 => {
+                let q = layer
+                    .to_quantized(p.group_size, p.bits)
+                    .map_err(|source| Error::Mlx {
+                        path: self.file(&join(path, "weight")),
+                        source,
+                    })?;
+                Ok(MaybeQuantized::Quantized(q))
+            }
+            _ => Ok(MaybeQuantized::Float(layer)),
+        }
+    }
+
+    /// The parameters of the quantized layer stored at `path`, or `None` for a float one
+    /// (Python: `load_model`'s class predicate): a per-layer config entry wins; otherwise they
+    /// are read off the shapes (`infer_quant_config`).
+    fn stored_quantization(&self, path: &str, input_dims: i32) -> Result<Option<QuantParams>> {
+        let scales_key = join(path, "scales");
+        let Some(scales) = self.weights.get(&scales_key) else {
+            return Ok(None);
+        };
+        let file = self.file(&scales_key);
+        let Some(q) = &self.quantization else {
+            return Err(invalid(
+                &file,
+                &scales_key,
+                "a quantized layer, but config.json has no `quantization`",
+            ));
+        };
+        match q.layers.get(path) {
+            Some(LayerQuantization::Quantized(p)) => return Ok(Some(*p)),
+            Some(LayerQuantization::Float) => {
+                return Err(invalid(
+                    &file,
+                    &scales_key,
+                    &format!(
+                        "quantized, but {} keeps `{path}` in floating point",
+                        q.config_path().display()
+                    ),
+                ))
+            }
+            None => {}
+        }
+        if scales.dtype() == Dtype::Uint8 {
+            return Err(invalid(
+                &file,
+                &scales_key,
+                "uint8 scales (an mxfp/nvfp mode): only affine quantization is supported",
+            ));
+        }
+        let weight_key = join(path, "weight");
+        let (Some(&groups), Some(&packed)) = (
+            scales.shape().last(),
+            self.weights
+                .get(&weight_key)
+                .and_then(|w| w.shape().last()),
+        ) else {
+            return Err(invalid(&file, &weight_key, "missing or scalar"));
+        };
+        if groups <= 0 || input_dims % groups != 0 || (packed * 32) % input_dims != 0 {
+            return Err(invalid(
+                &file,
+                &scales_key,
+                &format!(
+                    "{groups} groups and {packed} packed words do not fit {input_dims} inputs"
+                ),
+            ));
+        }
+        Ok(Some(QuantParams {
+            group_size: input_dims / groups,
+            bits: packed * 32 / input_dims,
+        }))
+    }
+
+    fn quantized(
+        &mut self,
+        path: &str,
+        input_dims: i32,
+        output_dims: i32,
+        p: QuantParams,
+    ) -> Result<(Array, Array, Array)> {
+        let weight_key = join(path, "weight");
+        if (input_dims * p.bits) % 32 != 0 || input_dims % p.group_size != 0 {
+            return Err(invalid(
+                &self.file(&weight_key),
+                &weight_key,
+                &format!(
+                    "{} bits with group size {} do not fit {input_dims} inputs",
+                    p.bits, p.group_size
+                ),
+            ));
+        }
+        let packed = input_dims * p.bits / 32;
+        let groups = input_dims / p.group_size;
+        let weight = self.array(&weight_key, &[output_dims, packed])?;
+        let scales = self.array(&join(path, "scales"), &[output_dims, groups])?;
+        let biases = self.array(&join(path, "biases"), &[output_dims, groups])?;
+        Ok((weight, scales, biases))
+    }
+
+    /// Checks that every tensor was used (Python: `load_weights(..., strict=True)`).
+    pub fn finish(self) -> Result<()> {
+        match self.weights.keys().first() {
+            None => Ok(()),
+            Some(key) => Err(invalid(
+                &self.file(key),
+                key,
+                &format!(
+                    "not a parameter of the model ({} unused tensor(s): {})",
+                    self.weights.len(),
+                    self.weights
+                        .keys()
+                        .into_iter()
+                        .take(5)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            )),
+        }
+    }
+}

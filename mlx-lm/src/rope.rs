@@ -1,0 +1,260 @@
+//! Rotary position embeddings as mlx_lm's `initialize_rope` builds them from a config's
+//! `rope_scaling` / `rope_parameters`: `default`, `linear`, `llama3` and `yarn`.
+//!
+//! Frequencies that Python computes with MLX ops at construction (llama3, yarn) are computed
+//! here with the same MLX ops on the same float32 values, then kept as static data (exact
+//! bits), so the rope survives every tree transform and a compiled step sees them as
+//! constants. Constants Python derives from Python floats are computed in f64 and rounded
+//! once, as Python does.
+
+use mlx_rs::fast::{self, RopeOffset};
+use mlx_rs::ops::{self, Ellipsis};
+use mlx_rs::{Array, Dtype};
+use mlx_tree::TreeNode;
+use serde_json::{Map, Value};
+
+use crate::config::{invalid, ModelConfig};
+use crate::error::Result;
+
+/// A rotary embedding over the first `dims` features of each head.
+#[derive(Debug, Clone, PartialEq, TreeNode)]
+pub struct Rope {
+    #[tree(static)]
+    pub dims: i32,
+    #[tree(static)]
+    pub traditional: bool,
+    /// The base of the default frequencies; `None` when `freqs` are given.
+    #[tree(static)]
+    pub base: Option<f32>,
+    /// Positions are multiplied by it (`linear` scaling: `1 / factor`).
+    #[tree(static)]
+    pub scale: f32,
+    /// Explicit inverse frequencies (`llama3`, `yarn`).
+    #[tree(static)]
+    pub freqs: Option<Vec<f32>>,
+    /// The rotated features are scaled by it first (`yarn`'s mscale).
+    #[tree(static)]
+    pub input_scale: Option<f32>,
+}
+
+/// The rope parameters of a config: `rope_scaling`, or transformers 5's `rope_parameters`.
+pub(crate) fn scaling_config(config: &ModelConfig) -> Option<&Map<String, Value>> {
+    config
+        .get("rope_scaling")
+        .and_then(Value::as_object)
+        .or_else(|| config.get("rope_parameters").and_then(Value::as_object))
+}
+
+impl Rope {
+    /// Python: `initialize_rope(dims, base, traditional, scaling_config,
+    /// max_position_embeddings)`. `key` names the config entry for errors.
+    pub fn from_config(
+        config: &ModelConfig,
+        key: &str,
+        dims: i32,
+        base: f64,
+        traditional: bool,
+        scaling: Option<&Map<String, Value>>,
+    ) -> Result<Rope> {
+        let path = config.path();
+        let rope_type = scaling
+            .and_then(|s| s.get("type").or_else(|| s.get("rope_type")))
+            .and_then(Value::as_str)
+            .unwrap_or("default");
+        let number = |name: &str, default: Option<f64>| -> Result<f64> {
+            match scaling.and_then(|s| s.get(name)) {
+                Some(v) => v.as_f64().ok_or_else(|| {
+                    invalid(path, &format!("{key}.{name}"), &format!("not a number: {v}"))
+                }),
+                None => default
+                    .ok_or_else(|| invalid(path, &format!("{key}.{name}"), "missing")),
+            }
+        };
+        let plain = Rope {
+            dims,
+            traditional,
+            base: Some(base as f32),
+            scale: 1.0,
+            freqs: None,
+            input_scale: None,
+        };
+        let mlx = |source| crate::Error::Mlx {
+            path: path.to_path_buf(),
+            source,
+        };
+        match rope_type {
+            // mlx_lm serves mrope configs of text models with the plain rope.
+            "default" | "mrope" => Ok(plain),
+            "linear" => Ok(Rope {
+                scale: (1.0 / number("factor", None)?) as f32,
+                ..plain
+            }),
+            "llama3" => {
+                let freqs = llama3_freqs(
+                    dims,
+                    base,
+                    number("factor", None)?,
+                    number("low_freq_factor", Some(1.0))?,
+                    number("high_freq_factor", Some(4.0))?,
+                    number("original_max_position_embeddings", Some(8192.0))?,
+                )
+                .map_err(mlx)?;
+                Ok(Rope {
+                    base: None,
+                    freqs: Some(freqs),
+                    ..plain
+                })
+            }
+            "yarn" | "deepseek_yarn" | "telechat3-yarn" => {
+                let factor = number("factor", None)?;
+                let yarn = Yarn {
+                    dims,
+                    base,
+                    factor,
+                    original_max_position_embeddings: number(
+                        "original_max_position_embeddings",
+                        Some(4096.0),
+                    )?,
+                    beta_fast: number("beta_fast", Some(32.0))?,
+                    beta_slow: number("beta_slow", Some(1.0))?,
+                };
+                let mscale = yarn_mscale(factor, number("mscale", Some(1.0))?)
+                    / yarn_mscale(factor, number("mscale_all_dim", Some(0.0))?);
+                Ok(Rope {
+                    base: None,
+                    freqs: Some(yarn.freqs().map_err(mlx)?),
+                    input_scale: (mscale != 1.0).then_some(mscale as f32),
+                    ..plain
+                })
+            }
+            other => Err(invalid(
+                path,
+                &format!("{key}.type"),
+                &format!("rope type {other:?} is not supported (default, linear, llama3, yarn)"),
+            )),
+        }
+    }
+
+    /// Rotates `x` (`[batch, heads, length, head_dim]`) for positions starting at `offset`.
+    pub fn forward<'o>(&self, x: &Array, offset: impl Into<RopeOffset<'o>>) -> mlx_rs::Result<Array> {
+        let scaled;
+        let x = match self.input_scale {
+            // Python: x.at[..., :dims].multiply(s).
+            Some(s) => {
+                scaled = x.at((Ellipsis, ..self.dims)).multiply(s)?;
+                &scaled
+            }
+            None => x,
+        };
+        let freqs = self
+            .freqs
+            .as_ref()
+            .map(|f| Array::from_slice(f, &[f.len() as i32]))
+            .transpose()?;
+        fast::rope(
+            x,
+            self.dims,
+            self.traditional,
+            self.base,
+            self.scale,
+            offset,
+            freqs.as_ref(),
+        )
+    }
+}
+
+/// `base ** (arange(0, dims, 2) / dims)` in float32, as mlx_lm writes it.
+fn base_freqs(dims: i32, base: f64) -> mlx_rs::Result<Array> {
+    let exponents = ops::divide(&ops::arange(0, dims, 2, Dtype::Float32)?, dims as f32)?;
+    ops::power(&Array::from_scalar(base as f32), &exponents)
+}
+
+/// Python: `Llama3RoPE.__init__`.
+fn llama3_freqs(
+    dims: i32,
+    base: f64,
+    factor: f64,
+    low_freq_factor: f64,
+    high_freq_factor: f64,
+    old_context_len: f64,
+) -> mlx_rs::Result<Vec<f32>> {
+    let low_freq_wavelen = old_context_len / low_freq_factor;
+    let high_freq_wavelen = old_context_len / high_freq_factor;
+    let freqs = base_freqs(dims, base)?;
+    let wavelens = ops::multiply(&freqs, (2.0 * std::f64::consts::PI) as f32)?;
+    let freqs = ops::where_(
+        &ops::greater(&wavelens, low_freq_wavelen as f32)?,
+        &ops::multiply(&freqs, factor as f32)?,
+        &freqs,
+    )?;
+    let is_medium = ops::logical_and(
+        &ops::greater(&wavelens, high_freq_wavelen as f32)?,
+        &ops::less(&wavelens, low_freq_wavelen as f32)?,
+    )?;
+    let smooth = ops::divide(
+        &ops::subtract(
+            &ops::divide(&Array::from_scalar(old_context_len as f32), &wavelens)?,
+            low_freq_factor as f32,
+        )?,
+        (high_freq_factor - low_freq_factor) as f32,
+    )?;
+    let denominator = ops::add(
+        &ops::divide(&ops::subtract(&Array::from_scalar(1.0f32), &smooth)?, factor as f32)?,
+        &smooth,
+    )?;
+    let smooth_freqs = ops::divide(&freqs, &denominator)?;
+    ops::where_(&is_medium, &smooth_freqs, &freqs)?.to_vec::<f32>()
+}
+
+/// Python: `yarn_get_mscale` (in f64, as Python computes it).
+fn yarn_mscale(scale: f64, mscale: f64) -> f64 {
+    if scale <= 1.0 {
+        1.0
+    } else {
+        0.1 * mscale * scale.ln() + 1.0
+    }
+}
+
+/// The parameters of `YarnRoPE`.
+struct Yarn {
+    dims: i32,
+    base: f64,
+    factor: f64,
+    original_max_position_embeddings: f64,
+    beta_fast: f64,
+    beta_slow: f64,
+}
+
+impl Yarn {
+    fn correction_dim(&self, rotations: f64) -> f64 {
+        (self.dims as f64
+            * (self.original_max_position_embeddings / (rotations * 2.0 * std::f64::consts::PI))
+                .ln())
+            / (2.0 * self.base.ln())
+    }
+
+    /// Python: `YarnRoPE.__init__`'s `_freqs`.
+    fn freqs(&self) -> mlx_rs::Result<Vec<f32>> {
+        let low = (self.correction_dim(self.beta_fast).floor()).max(0.0);
+        let high = (self.correction_dim(self.beta_slow).ceil()).min((self.dims - 1) as f64);
+        // Python: `if min_val == max_val: max_val += 0.001`.
+        let high = if low == high { high + 0.001 } else { high };
+        let ramp = ops::clip(
+            &ops::divide(
+                &ops::subtract(&ops::arange(0, self.dims / 2, 1, Dtype::Float32)?, low as f32)?,
+                (high - low) as f32,
+            )?,
+            0.0f32,
+            1.0f32,
+        )?;
+        let mask = ops::subtract(&Array::from_scalar(1.0f32), &ramp)?;
+        let extra = base_freqs(self.dims, self.base)?;
+        let inter = ops::multiply(&Array::from_scalar(self.factor as f32), &extra)?;
+        let numerator = ops::multiply(&inter, &extra)?;
+        let denominator = ops::add(
+            &ops::multiply(&inter, &mask)?,
+            &ops::multiply(&extra, &ops::subtract(&Array::from_scalar(1.0f32), &mask)?)?,
+        )?;
+        ops::divide(&numerator, &denominator)?.to_vec::<f32>()
+    }
+}

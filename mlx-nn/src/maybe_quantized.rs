@@ -1,0 +1,136 @@
+//! A layer that is either in floating point or quantized, decided at run time: what Python
+//! gets by `nn.quantize(model)` replacing a module in place, for a typed struct whose field
+//! cannot change type.
+
+use mlx_rs::{Array, Result};
+use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
+
+use crate::layers::{Embedding, Linear, QuantizedEmbedding, QuantizedLinear};
+use crate::Forward;
+
+/// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
+pub trait Quantizable: TreeNode {
+    /// The quantized layer type.
+    type Quantized: TreeNode;
+    /// The name the quantized type's node carries in a `TreeDef` (its type name), which tells
+    /// the two variants apart when a [`MaybeQuantized`] is rebuilt from its structure.
+    const QUANTIZED_NAME: &'static str;
+
+    /// The affine-quantized equivalent (Python: `layer.to_quantized(group_size, bits)`).
+    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<Self::Quantized>;
+}
+
+impl Quantizable for Linear {
+    type Quantized = QuantizedLinear;
+    const QUANTIZED_NAME: &'static str = "QuantizedLinear";
+
+    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedLinear> {
+        QuantizedLinear::from_linear(self, Some(group_size), Some(bits))
+    }
+}
+
+impl Quantizable for Embedding {
+    type Quantized = QuantizedEmbedding;
+    const QUANTIZED_NAME: &'static str = "QuantizedEmbedding";
+
+    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedEmbedding> {
+        QuantizedEmbedding::from_embedding(self, Some(group_size), Some(bits))
+    }
+}
+
+/// `T` or its quantized form. Transparent in the tree: its parameters are the held layer's,
+/// under the same path (`q_proj.weight`, or `q_proj.weight`, `q_proj.scales`,
+/// `q_proj.biases`), exactly as Python names a module before and after `nn.quantize`.
+///
+/// ```
+/// use mlx_nn::{Forward, Linear, MaybeQuantized, Module};
+/// use mlx_rs::ops;
+///
+/// let mut proj = MaybeQuantized::Float(Linear::new(64, 8, false)?);
+/// proj.quantize(32, 4)?; // nn.quantize(proj, group_size=32, bits=4)
+/// let names: Vec<String> = proj.named_parameters()?.into_iter().map(|(p, _)| p).collect();
+/// assert_eq!(names, ["weight", "scales", "biases"]);
+/// assert_eq!(proj.forward(&ops::ones(&[1, 64], None)?)?.shape(), &[1, 8]);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub enum MaybeQuantized<T: Quantizable> {
+    Float(T),
+    Quantized(T::Quantized),
+}
+
+/// A linear layer, float or quantized.
+pub type MaybeQuantizedLinear = MaybeQuantized<Linear>;
+/// An embedding table, float or quantized.
+pub type MaybeQuantizedEmbedding = MaybeQuantized<Embedding>;
+
+impl<T: Quantizable> MaybeQuantized<T> {
+    /// Quantizes the layer in place; an already quantized layer is left as it is (Python:
+    /// `nn.quantize` skips modules without `to_quantized`).
+    pub fn quantize(&mut self, group_size: i32, bits: i32) -> Result<()> {
+        if let MaybeQuantized::Float(layer) = self {
+            *self = MaybeQuantized::Quantized(layer.to_quantized(group_size, bits)?);
+        }
+        Ok(())
+    }
+
+    /// Whether the layer is quantized.
+    pub fn is_quantized(&self) -> bool {
+        matches!(self, MaybeQuantized::Quantized(_))
+    }
+}
+
+impl<T: Quantizable> From<T> for MaybeQuantized<T> {
+    fn from(layer: T) -> Self {
+        MaybeQuantized::Float(layer)
+    }
+}
+
+impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        match self {
+            MaybeQuantized::Float(layer) => layer.flatten(f),
+            MaybeQuantized::Quantized(layer) => layer.flatten(f),
+        }
+    }
+
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        match u.peek_kind()? {
+            NodeKind::Struct(name) if name == T::QUANTIZED_NAME => {
+                T::Quantized::unflatten(u).map(MaybeQuantized::Quantized)
+            }
+            _ => T::unflatten(u).map(MaybeQuantized::Float),
+        }
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            MaybeQuantized::Float(layer) => layer.leaves_mut(f),
+            MaybeQuantized::Quantized(layer) => layer.leaves_mut(f),
+        }
+    }
+}
+
+impl<T> Forward for MaybeQuantized<T>
+where
+    T: Quantizable + Forward,
+    T::Quantized: Forward,
+{
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match self {
+            MaybeQuantized::Float(layer) => layer.forward(x),
+            MaybeQuantized::Quantized(layer) => layer.forward(x),
+        }
+    }
+}
+
+impl MaybeQuantized<Embedding> {
+    /// Uses the table as a linear layer (tied output projection) (Python:
+    /// `embedding.as_linear(x)`).
+    pub fn as_linear(&self, x: &Array) -> Result<Array> {
+        match self {
+            MaybeQuantized::Float(e) => e.as_linear(x),
+            MaybeQuantized::Quantized(e) => e.as_linear(x),
+        }
+    }
+}

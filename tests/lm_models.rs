@@ -1,0 +1,120 @@
+//! The architectures of mlx-lm against mlx_lm 0.32.2 itself: random-weight models that mlx_lm
+//! built and saved (`scripts/golden/lm.py`), float and 4-bit, load here and must give mlx_lm's
+//! prompt logits bit for bit (same libmlx, same ops in the same order), then mlx_lm's greedy
+//! tokens and per-step log-probabilities through the cache.
+
+mod support;
+
+use std::path::PathBuf;
+
+use mlx::core::{io, Array, Dtype};
+use mlx::lm::{load_model, LoadOptions, Model};
+use serde_json::Value;
+use support::golden::data_dir;
+
+/// Every model directory the generator wrote.
+const MODELS: &[&str] = &[
+    "mistral",
+    "mistral-4bit",
+    "llama3",
+    "llama3-4bit",
+    "qwen2",
+    "qwen2-4bit",
+    "qwen3",
+    "qwen3-4bit",
+    "qwen3_5",
+    "qwen3_5-4bit",
+    "qwen3_5-hf",
+];
+
+fn model_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/lm-models")
+        .join(name)
+}
+
+struct Golden {
+    prompt: Vec<i32>,
+    greedy: Vec<u32>,
+    logits: Array,
+    greedy_logprobs: Array,
+}
+
+fn golden(name: &str) -> Golden {
+    let dir = data_dir().join("lm");
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(json["mlx_lm_version"], "0.32.2");
+    let (arrays, _) = io::load_safetensors(dir.join(format!("{name}.safetensors"))).unwrap();
+    let ints = |k: &str| -> Vec<i64> {
+        json[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect()
+    };
+    Golden {
+        prompt: ints("prompt").into_iter().map(|t| t as i32).collect(),
+        greedy: ints("greedy").into_iter().map(|t| t as u32).collect(),
+        logits: arrays["logits"].clone(),
+        greedy_logprobs: arrays["greedy_logprobs"].clone(),
+    }
+}
+
+fn load(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .0
+}
+
+fn prompt_array(prompt: &[i32]) -> Array {
+    Array::from_slice(prompt, &[1, prompt.len() as i32]).unwrap()
+}
+
+fn floats(a: &Array) -> Vec<f32> {
+    a.astype(Dtype::Float32).unwrap().to_vec::<f32>().unwrap()
+}
+
+/// How far our logits may be from mlx_lm's. Linked to the wheel's libmlx (`MLX_DIR`), the
+/// same ops run the same kernels: bit for bit. Our source build of MLX compiles the kernels
+/// with other flags (vectorized exp/tanh, reduction order), which moves float32 logits of
+/// these models by up to ~1.5e-6: 1e-5 bounds that with room, far below what a wrong op,
+/// layout or constant moves them (1e-2 and up).
+fn logit_tolerance() -> f32 {
+    if mlx::core::sys::PREBUILT_MLX {
+        0.0
+    } else {
+        1e-5
+    }
+}
+
+#[test]
+fn prompt_logits_equal_mlx_lm() {
+    for name in MODELS {
+        let g = golden(name);
+        let model = load(name);
+        let logits = model.forward(&prompt_array(&g.prompt), None).unwrap();
+        assert_eq!(logits.shape(), g.logits.shape(), "{name}");
+        let (ours, theirs) = (floats(&logits), floats(&g.logits));
+        let worst = ours
+            .iter()
+            .zip(&theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        let tol = logit_tolerance();
+        let differing = ours
+            .iter()
+            .zip(&theirs)
+            .filter(|(a, b)| if tol == 0.0 { a.to_bits() != b.to_bits() } else { (*a - *b).abs() > tol })
+            .count();
+        assert_eq!(
+            differing, 0,
+            "{name}: {differing} of {} logits differ from mlx_lm's by more than {tol} (worst by {worst})",
+            ours.len()
+        );
+        eprintln!("{name}: prompt logits within {worst} of mlx_lm's");
+    }
+}
