@@ -11,10 +11,12 @@ pub mod cache;
 mod checkpoint;
 mod config;
 mod error;
+mod generate;
 mod load;
 pub mod models;
 mod quantization;
 mod rope;
+mod sample;
 mod tokenizer;
 mod weights;
 
@@ -22,9 +24,14 @@ pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use checkpoint::Checkpoint;
 pub use config::{load_config, ModelConfig};
 pub use error::{Error, Result};
+pub use generate::{
+    generate, generate_step, stream_generate, DecodeState, FinishReason, GenerateOptions,
+    GenerationResponse, GenerationStats, TextStream, TokenGenerator,
+};
 pub use load::{load, load_model, LoadOptions};
+pub use sample::{LogitsProcessors, SamplerOptions};
 pub use models::Model;
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use rope::Rope;
-pub use tokenizer::Tokenizer;
+pub use tokenizer::{StreamingDetokenizer, Tokenizer};
 pub use weights::{load_weights, WeightFiles, Weights};

@@ -69,6 +69,15 @@ impl Tokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// A detokenizer that turns tokens into text as they arrive.
+    pub fn streaming_detokenizer(&self) -> StreamingDetokenizer<'_> {
+        StreamingDetokenizer {
+            tokenizer: self,
+            tokens: Vec::new(),
+            emitted: 0,
+        }
+    }
+
     /// The wrapped `tokenizers` tokenizer, for what this type does not cover.
     pub fn inner(&self) -> &tokenizers::Tokenizer {
         &self.inner
@@ -88,5 +97,41 @@ impl std::fmt::Debug for Tokenizer {
             .field("path", &self.path)
             .field("vocab_size", &self.vocab_size())
             .finish()
+    }
+}
+
+/// Text of a growing token sequence, piece by piece (Python: mlx_lm's
+/// `NaiveStreamingDetokenizer`): each token decodes the tokens so far and yields what is new,
+/// holding back a piece that ends in an incomplete character (decoded as U+FFFD) until a later
+/// token completes it. Special tokens are skipped, as mlx_lm's detokenizer does.
+#[derive(Debug)]
+pub struct StreamingDetokenizer<'t> {
+    tokenizer: &'t Tokenizer,
+    tokens: Vec<u32>,
+    /// Bytes of the decoded text handed out so far.
+    emitted: usize,
+}
+
+impl StreamingDetokenizer<'_> {
+    /// Adds a token; returns the text it completes (possibly empty).
+    pub fn add(&mut self, token: u32) -> Result<String> {
+        self.tokens.push(token);
+        let text = self.tokenizer.decode(&self.tokens, true)?;
+        if text.ends_with('\u{FFFD}') {
+            return Ok(String::new());
+        }
+        Ok(self.take_new(&text))
+    }
+
+    /// Whatever is still held back (an incomplete character, as U+FFFD).
+    pub fn finish(&mut self) -> Result<String> {
+        let text = self.tokenizer.decode(&self.tokens, true)?;
+        Ok(self.take_new(&text))
+    }
+
+    fn take_new(&mut self, text: &str) -> String {
+        let new = text.get(self.emitted..).unwrap_or_default().to_string();
+        self.emitted = text.len().max(self.emitted);
+        new
     }
 }

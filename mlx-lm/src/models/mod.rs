@@ -53,6 +53,20 @@ impl Model {
         each!(self, m => m.dtype())
     }
 
+    /// The vocabulary size (the logits' last dimension).
+    pub fn vocab_size(&self) -> i32 {
+        let embed = match self {
+            Model::Llama(m) => &m.model.embed_tokens,
+            Model::Qwen2(m) => &m.model.embed_tokens,
+            Model::Qwen3(m) => &m.model.embed_tokens,
+            Model::Qwen3_5(m) => &m.language_model.model.embed_tokens,
+        };
+        match embed {
+            mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
+            mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
+        }
+    }
+
     /// The architecture's `model_type`.
     pub fn model_type(&self) -> &'static str {
         match self {

@@ -1,0 +1,394 @@
+//! Generation (Python: `mlx_lm.generate`): the prompt is prefilled in chunks, then one decode
+//! step — model, logits processors, log-softmax and sampling — runs compiled with the cache,
+//! the random key and the recent tokens as `&mut` state. It is traced once per generation
+//! ([`TokenGenerator::traces`]), and each next step is queued (`async_eval`) before the
+//! current token is read back, as mlx_lm pipelines it.
+
+use std::collections::HashSet;
+use std::time::Instant;
+
+use mlx_rs::{memory, ops, random, Array};
+use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
+
+use crate::cache::LayerCache;
+use crate::error::Result;
+use crate::models::Model;
+use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::tokenizer::{StreamingDetokenizer, Tokenizer};
+
+/// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GenerateOptions {
+    /// The most tokens to generate (Python's default: 256).
+    pub max_tokens: usize,
+    pub sampler: SamplerOptions,
+    pub processors: LogitsProcessors,
+    /// The seed of the sampling key (Python: `mx.random.seed(seed)`); `None`: from the clock.
+    pub seed: Option<u64>,
+    /// Prompt tokens per prefill chunk (Python's default: 2048).
+    pub prefill_step_size: usize,
+    /// Tokens that end the generation (not included in the text); the model's
+    /// `eos_token_id`s are the usual choice.
+    pub stop_tokens: Vec<u32>,
+    /// Text that ends the generation (cut from the output).
+    pub stop_strings: Vec<String>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            max_tokens: 256,
+            sampler: SamplerOptions::default(),
+            processors: LogitsProcessors::none(),
+            seed: None,
+            prefill_step_size: 2048,
+            stop_tokens: Vec::new(),
+            stop_strings: Vec::new(),
+        }
+    }
+}
+
+/// The state the compiled decode step reads and writes.
+#[derive(Debug, Clone, TreeNode)]
+pub struct DecodeState {
+    pub cache: Vec<LayerCache>,
+    /// The sampling key (random sampling only).
+    pub key: Option<Array>,
+    /// The last tokens, for the repetition penalty.
+    pub history: Option<Array>,
+}
+
+type StepFn<'m> = Box<dyn Fn(&mut DecodeState, &Array) -> mlx_rs::Result<(Array, Array)> + 'm>;
+
+/// The decode step: tokens `[L]` in, the next token `[1]` and its log-probabilities `[vocab]`
+/// out (Python: `generate_step`'s `_step`).
+fn decode_step<'m>(
+    model: &'m Model,
+    sampler: SamplerOptions,
+    processors: LogitsProcessors,
+) -> StepFn<'m> {
+    Box::new(move |s: &mut DecodeState, tokens: &Array| {
+        let inputs = ops::expand_dims(tokens, 0)?;
+        let logits = model.forward(&inputs, Some(&mut s.cache))?;
+        let logits = logits.index((.., -1, ..))?;
+        if let Some(history) = &mut s.history {
+            let keep = history.shape()[0] - tokens.shape()[0];
+            let recent = history.index(-keep.max(0)..)?;
+            *history = ops::concatenate(&[recent, tokens.clone()], 0)?;
+        }
+        let logits = processors.apply(&logits, s.history.as_ref())?;
+        let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, None, true)?)?;
+        let key = match &s.key {
+            Some(k) if sampler.is_random() => {
+                let (next, now) = random::split_pair(k)?;
+                s.key = Some(next);
+                Some(now)
+            }
+            _ => None,
+        };
+        let token = sampler.sample(&logprobs, key.as_ref())?;
+        Ok((token, ops::squeeze(&logprobs, 0)?))
+    })
+}
+
+/// Timing and memory of a generation.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct GenerationStats {
+    pub prompt_tokens: usize,
+    /// Prompt tokens per second (prefill and the first step).
+    pub prompt_tps: f64,
+    pub generation_tokens: usize,
+    /// Generated tokens per second after the first.
+    pub generation_tps: f64,
+    /// MLX's peak memory in bytes.
+    pub peak_memory: usize,
+}
+
+/// Generated tokens with their log-probabilities (Python: the generator `generate_step`).
+pub struct TokenGenerator<'m> {
+    step: CompiledMut<DecodeState, Array, (Array, Array), StepFn<'m>>,
+    state: DecodeState,
+    pending: Option<(Array, Array)>,
+    produced: usize,
+    max_tokens: usize,
+    started: Instant,
+    first_token_at: Option<Instant>,
+    stats: GenerationStats,
+    failed: bool,
+}
+
+/// Starts generating from `prompt` (Python: `generate_step(prompt, model, ...)`): prefills all
+/// but the last prompt token in chunks, then queues the first decode step.
+pub fn generate_step<'m>(
+    model: &'m Model,
+    prompt: &[u32],
+    options: &GenerateOptions,
+) -> Result<TokenGenerator<'m>> {
+    let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
+    if prompt.is_empty() {
+        return Err(invalid("the prompt is empty".into()));
+    }
+    let vocab = model.vocab_size();
+    if let Some(t) = prompt.iter().find(|t| **t as i64 >= vocab as i64) {
+        return Err(invalid(format!("prompt token {t} is outside the vocabulary of {vocab}")));
+    }
+    options.sampler.validate(vocab)?;
+    options.processors.validate(vocab)?;
+    if options.prefill_step_size == 0 {
+        return Err(invalid("prefill_step_size must be positive".into()));
+    }
+    let started = Instant::now();
+    memory::reset_peak_memory()?;
+    // Room for every position a step writes (the pipelined step after the last token too),
+    // in steps of 256 as mlx_lm grows its buffers.
+    let positions = prompt.len() + options.max_tokens + 1;
+    let capacity = i32::try_from(positions.div_ceil(256) * 256)
+        .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))?;
+    let mut cache = model.make_cache(1, capacity)?;
+
+    let (head, tail) = prompt.split_at(prompt.len() - 1);
+    for chunk in head.chunks(options.prefill_step_size) {
+        let ids = Array::from_slice(chunk, &[1, chunk.len() as i32])?;
+        model.forward(&ids, Some(&mut cache))?;
+        eval(&cache)?;
+    }
+    let history = if options.processors.needs_history() {
+        let n = options.processors.repetition_context_size;
+        let recent = &head[head.len().saturating_sub(n)..];
+        let pad = n - recent.len();
+        let filled: Vec<u32> = std::iter::repeat_n(prompt[0], pad).chain(recent.iter().copied()).collect();
+        Some(Array::from_slice(&filled, &[n as i32])?)
+    } else {
+        None
+    };
+    let key = if options.sampler.is_random() {
+        let seed = options.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        Some(random::key(seed)?)
+    } else {
+        None
+    };
+    let mut generator = TokenGenerator {
+        step: compile_mut(
+            decode_step(model, options.sampler, options.processors.clone()),
+            None,
+        ),
+        state: DecodeState { cache, key, history },
+        pending: None,
+        produced: 0,
+        max_tokens: options.max_tokens,
+        started,
+        first_token_at: None,
+        stats: GenerationStats {
+            prompt_tokens: prompt.len(),
+            ..Default::default()
+        },
+        failed: false,
+    };
+    let first = generator.call(&Array::from_slice(tail, &[1])?)?;
+    generator.pending = Some(first);
+    Ok(generator)
+}
+
+impl TokenGenerator<'_> {
+    fn call(&mut self, tokens: &Array) -> Result<(Array, Array)> {
+        let out = self.step.call(&mut self.state, tokens)?;
+        async_eval(&out)?;
+        Ok(out)
+    }
+
+    /// How often the decode step was traced (compiled): 1 for a whole generation.
+    pub fn traces(&self) -> u64 {
+        self.step.stats().traces
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> GenerationStats {
+        let mut stats = self.stats;
+        stats.peak_memory = memory::get_peak_memory().unwrap_or(0);
+        stats
+    }
+
+    /// The cache, as the generation left it.
+    pub fn cache(&self) -> &[LayerCache] {
+        &self.state.cache
+    }
+
+    fn advance(&mut self) -> Result<Option<(u32, Array)>> {
+        if self.produced == self.max_tokens {
+            return Ok(None);
+        }
+        let Some((token, logprobs)) = self.pending.take() else {
+            return Ok(None);
+        };
+        // Queue the next step before reading this token back.
+        if self.produced + 1 < self.max_tokens {
+            self.pending = Some(self.call(&token)?);
+        }
+        let id = token.item::<u32>()?;
+        let now = Instant::now();
+        match self.first_token_at {
+            None => {
+                self.first_token_at = Some(now);
+                let secs = (now - self.started).as_secs_f64();
+                self.stats.prompt_tps = self.stats.prompt_tokens as f64 / secs.max(1e-9);
+            }
+            Some(first) => {
+                let secs = (now - first).as_secs_f64();
+                self.stats.generation_tps = self.produced as f64 / secs.max(1e-9);
+            }
+        }
+        self.produced += 1;
+        self.stats.generation_tokens = self.produced;
+        Ok(Some((id, logprobs)))
+    }
+}
+
+impl Iterator for TokenGenerator<'_> {
+    type Item = Result<(u32, Array)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.advance() {
+            Ok(item) => item.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// A stop token or a stop string.
+    Stop,
+    /// `max_tokens` were generated.
+    Length,
+}
+
+/// One step of a text generation (Python: `GenerationResponse`).
+#[derive(Debug, Clone)]
+pub struct GenerationResponse {
+    /// The text this token completed (may be empty while a character is incomplete).
+    pub text: String,
+    pub token: u32,
+    /// Log-probabilities of the distribution the token was drawn from (`[vocab]`).
+    pub logprobs: Array,
+    pub finish_reason: Option<FinishReason>,
+    pub stats: GenerationStats,
+}
+
+/// Streams text (Python: `stream_generate`): tokens from [`generate_step`], decoded as they
+/// complete characters, ending at a stop token, a stop string (cut from the text) or
+/// `max_tokens`.
+pub struct TextStream<'m, 't> {
+    tokens: TokenGenerator<'m>,
+    detokenizer: StreamingDetokenizer<'t>,
+    stop_tokens: HashSet<u32>,
+    stop_strings: Vec<String>,
+    text: String,
+    done: bool,
+}
+
+/// Starts a text generation from prompt token ids.
+pub fn stream_generate<'m, 't>(
+    model: &'m Model,
+    tokenizer: &'t Tokenizer,
+    prompt: &[u32],
+    options: &GenerateOptions,
+) -> Result<TextStream<'m, 't>> {
+    Ok(TextStream {
+        tokens: generate_step(model, prompt, options)?,
+        detokenizer: tokenizer.streaming_detokenizer(),
+        stop_tokens: options.stop_tokens.iter().copied().collect(),
+        stop_strings: options.stop_strings.clone(),
+        text: String::new(),
+        done: false,
+    })
+}
+
+impl TextStream<'_, '_> {
+    /// The token generator underneath (trace count, cache).
+    pub fn tokens(&self) -> &TokenGenerator<'_> {
+        &self.tokens
+    }
+
+    fn advance(&mut self) -> Result<Option<GenerationResponse>> {
+        let Some((token, logprobs)) = self.tokens.advance()? else {
+            return Ok(None);
+        };
+        let mut finish = None;
+        let mut text = String::new();
+        if self.stop_tokens.contains(&token) {
+            finish = Some(FinishReason::Stop);
+            text = self.detokenizer.finish()?;
+        } else {
+            text.push_str(&self.detokenizer.add(token)?);
+            let before = self.text.len();
+            self.text.push_str(&text);
+            if let Some(cut) = self
+                .stop_strings
+                .iter()
+                .filter_map(|s| self.text[before.saturating_sub(s.len())..].find(s.as_str()).map(|i| i + before.saturating_sub(s.len())))
+                .min()
+            {
+                text = self.text[before.min(cut)..cut].to_string();
+                self.text.truncate(cut);
+                finish = Some(FinishReason::Stop);
+            }
+        }
+        if finish.is_none() && self.tokens.produced == self.tokens.max_tokens {
+            text.push_str(&self.detokenizer.finish()?);
+            finish = Some(FinishReason::Length);
+        }
+        if finish.is_some() {
+            self.done = true;
+        }
+        Ok(Some(GenerationResponse {
+            text,
+            token,
+            logprobs,
+            finish_reason: finish,
+            stats: self.tokens.stats(),
+        }))
+    }
+}
+
+impl Iterator for TextStream<'_, '_> {
+    type Item = Result<GenerationResponse>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.advance() {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Generates and returns the whole text (Python: `mlx_lm.generate`).
+pub fn generate(
+    model: &Model,
+    tokenizer: &Tokenizer,
+    prompt: &[u32],
+    options: &GenerateOptions,
+) -> Result<String> {
+    let mut text = String::new();
+    for response in stream_generate(model, tokenizer, prompt, options)? {
+        text.push_str(&response?.text);
+    }
+    Ok(text)
+}
