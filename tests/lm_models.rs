@@ -42,10 +42,9 @@ struct Golden {
 
 fn golden(name: &str) -> Golden {
     let dir = data_dir().join("lm");
-    let json: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap(),
-    )
-    .unwrap();
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap())
+            .unwrap();
     assert_eq!(json["mlx_lm_version"], "0.32.2");
     let (arrays, _) = io::load_safetensors(dir.join(format!("{name}.safetensors"))).unwrap();
     let ints = |k: &str| -> Vec<i64> {
@@ -108,7 +107,13 @@ fn prompt_logits_equal_mlx_lm() {
         let differing = ours
             .iter()
             .zip(&theirs)
-            .filter(|(a, b)| if tol == 0.0 { a.to_bits() != b.to_bits() } else { (*a - *b).abs() > tol })
+            .filter(|(a, b)| {
+                if tol == 0.0 {
+                    a.to_bits() != b.to_bits()
+                } else {
+                    (*a - *b).abs() > tol
+                }
+            })
             .count();
         assert_eq!(
             differing, 0,
@@ -148,7 +153,10 @@ fn greedy_generation_equals_mlx_lm() {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0f32, f32::max);
         eprintln!("{name}: greedy log-probabilities within {worst} of mlx_lm's");
-        assert_eq!(tokens, g.greedy, "{name}: greedy tokens differ from mlx_lm's");
+        assert_eq!(
+            tokens, g.greedy,
+            "{name}: greedy tokens differ from mlx_lm's"
+        );
         // The decode step attends over the whole preallocated cache with a mask, where mlx_lm
         // attends over the written prefix: the masked entries add exact zeros, but the sums run
         // in another order, so even linked to the wheel the last bits may move (measured:
@@ -183,7 +191,10 @@ fn qwen3_5_compiled_decode_is_traced_once_and_equals_eager() {
     let mut worst = 0.0f32;
     for (i, (compiled_token, compiled_logprobs)) in steps.iter().enumerate() {
         let logits = model
-            .forward(&Array::from_slice(&[token], &[1, 1]).unwrap(), Some(&mut cache))
+            .forward(
+                &Array::from_slice(&[token], &[1, 1]).unwrap(),
+                Some(&mut cache),
+            )
             .unwrap();
         let logits = logits.index((0, -1)).unwrap();
         let lse = mlx::core::ops::logsumexp(&logits, None, true).unwrap();

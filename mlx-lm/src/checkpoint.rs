@@ -219,9 +219,7 @@ impl Checkpoint {
         let weight_key = join(path, "weight");
         let (Some(&groups), Some(&packed)) = (
             scales.shape().last(),
-            self.weights
-                .get(&weight_key)
-                .and_then(|w| w.shape().last()),
+            self.weights.get(&weight_key).and_then(|w| w.shape().last()),
         ) else {
             return Err(invalid(&file, &weight_key, "missing or scalar"));
         };

@@ -100,11 +100,13 @@ impl ModelConfig {
     pub fn float(&self, key: &str) -> Result<Option<f64>> {
         match self.values.get(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(v) => as_float(v)
-                .map(Some)
-                .ok_or_else(|| {
-                    invalid(&self.path, &self.key(key), &format!("expected a number, found {v}"))
-                }),
+            Some(v) => as_float(v).map(Some).ok_or_else(|| {
+                invalid(
+                    &self.path,
+                    &self.key(key),
+                    &format!("expected a number, found {v}"),
+                )
+            }),
         }
     }
 
@@ -166,10 +168,13 @@ impl ModelConfig {
     /// A positive integer that fits an `i32`, `default` when absent or null.
     pub fn dim_or(&self, key: &str, default: Option<i32>) -> Result<i32> {
         match self.usize(key)? {
-            Some(n) => i32::try_from(n)
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| invalid(&self.path, &self.key(key), &format!("{n} is not a valid size"))),
+            Some(n) => i32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                invalid(
+                    &self.path,
+                    &self.key(key),
+                    &format!("{n} is not a valid size"),
+                )
+            }),
             None => default.ok_or_else(|| invalid(&self.path, &self.key(key), "missing")),
         }
     }

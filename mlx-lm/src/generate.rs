@@ -130,7 +130,9 @@ pub fn generate_step<'m>(
     }
     let vocab = model.vocab_size();
     if let Some(t) = prompt.iter().find(|t| **t as i64 >= vocab as i64) {
-        return Err(invalid(format!("prompt token {t} is outside the vocabulary of {vocab}")));
+        return Err(invalid(format!(
+            "prompt token {t} is outside the vocabulary of {vocab}"
+        )));
     }
     options.sampler.validate(vocab)?;
     options.processors.validate(vocab)?;
@@ -156,7 +158,10 @@ pub fn generate_step<'m>(
         let n = options.processors.repetition_context_size;
         let recent = &head[head.len().saturating_sub(n)..];
         let pad = n - recent.len();
-        let filled: Vec<u32> = std::iter::repeat_n(prompt[0], pad).chain(recent.iter().copied()).collect();
+        let filled: Vec<u32> = std::iter::repeat(prompt[0])
+            .take(pad)
+            .chain(recent.iter().copied())
+            .collect();
         Some(Array::from_slice(&filled, &[n as i32])?)
     } else {
         None
@@ -176,7 +181,11 @@ pub fn generate_step<'m>(
             decode_step(model, options.sampler, options.processors.clone()),
             None,
         ),
-        state: DecodeState { cache, key, history },
+        state: DecodeState {
+            cache,
+            key,
+            history,
+        },
         pending: None,
         produced: 0,
         max_tokens: options.max_tokens,
@@ -336,7 +345,11 @@ impl TextStream<'_, '_> {
             if let Some(cut) = self
                 .stop_strings
                 .iter()
-                .filter_map(|s| self.text[before.saturating_sub(s.len())..].find(s.as_str()).map(|i| i + before.saturating_sub(s.len())))
+                .filter_map(|s| {
+                    self.text[before.saturating_sub(s.len())..]
+                        .find(s.as_str())
+                        .map(|i| i + before.saturating_sub(s.len()))
+                })
                 .min()
             {
                 text = self.text[before.min(cut)..cut].to_string();

@@ -29,9 +29,9 @@ pub use generate::{
     GenerationResponse, GenerationStats, TextStream, TokenGenerator,
 };
 pub use load::{load, load_model, LoadOptions};
-pub use sample::{LogitsProcessors, SamplerOptions};
 pub use models::Model;
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use rope::Rope;
+pub use sample::{LogitsProcessors, SamplerOptions};
 pub use tokenizer::{StreamingDetokenizer, Tokenizer};
 pub use weights::{load_weights, WeightFiles, Weights};

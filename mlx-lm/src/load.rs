@@ -32,7 +32,12 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
     let dir = dir.as_ref();
     let config = load_config(dir)?;
     let quantization = Quantization::from_config(&config)?;
-    let mut ck = Checkpoint::new(load_weights(dir, None)?, dir, quantization, options.quantize);
+    let mut ck = Checkpoint::new(
+        load_weights(dir, None)?,
+        dir,
+        quantization,
+        options.quantize,
+    );
     let cast = |ck: &mut Checkpoint, keep: &dyn Fn(&str) -> bool| -> Result<()> {
         if let Some(dtype) = options.dtype {
             ck.weights_mut().map(|k, a| {
@@ -80,7 +85,10 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
 }
 
 /// Loads the model and the tokenizer of `dir` (Python: `mlx_lm.load(path)`).
-pub fn load(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model, Tokenizer, ModelConfig)> {
+pub fn load(
+    dir: impl AsRef<Path>,
+    options: LoadOptions,
+) -> Result<(Model, Tokenizer, ModelConfig)> {
     let (model, config) = load_model(dir.as_ref(), options)?;
     let tokenizer = Tokenizer::load(dir.as_ref())?;
     Ok((model, tokenizer, config))

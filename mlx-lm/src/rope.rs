@@ -64,10 +64,13 @@ impl Rope {
         let number = |name: &str, default: Option<f64>| -> Result<f64> {
             match scaling.and_then(|s| s.get(name)) {
                 Some(v) => v.as_f64().ok_or_else(|| {
-                    invalid(path, &format!("{key}.{name}"), &format!("not a number: {v}"))
+                    invalid(
+                        path,
+                        &format!("{key}.{name}"),
+                        &format!("not a number: {v}"),
+                    )
                 }),
-                None => default
-                    .ok_or_else(|| invalid(path, &format!("{key}.{name}"), "missing")),
+                None => default.ok_or_else(|| invalid(path, &format!("{key}.{name}"), "missing")),
             }
         };
         let plain = Rope {
@@ -136,7 +139,11 @@ impl Rope {
     }
 
     /// Rotates `x` (`[batch, heads, length, head_dim]`) for positions starting at `offset`.
-    pub fn forward<'o>(&self, x: &Array, offset: impl Into<RopeOffset<'o>>) -> mlx_rs::Result<Array> {
+    pub fn forward<'o>(
+        &self,
+        x: &Array,
+        offset: impl Into<RopeOffset<'o>>,
+    ) -> mlx_rs::Result<Array> {
         let scaled;
         let x = match self.input_scale {
             // Python: x.at[..., :dims].multiply(s).
@@ -166,7 +173,7 @@ impl Rope {
 /// `base ** (arange(0, dims, 2) / dims)` in float32, as mlx_lm writes it.
 fn base_freqs(dims: i32, base: f64) -> mlx_rs::Result<Array> {
     let exponents = ops::divide(&ops::arange(0, dims, 2, Dtype::Float32)?, dims as f32)?;
-    ops::power(&Array::from_scalar(base as f32), &exponents)
+    ops::power(Array::from_scalar(base as f32), &exponents)
 }
 
 /// Python: `Llama3RoPE.__init__`.
@@ -193,13 +200,16 @@ fn llama3_freqs(
     )?;
     let smooth = ops::divide(
         &ops::subtract(
-            &ops::divide(&Array::from_scalar(old_context_len as f32), &wavelens)?,
+            &ops::divide(Array::from_scalar(old_context_len as f32), &wavelens)?,
             low_freq_factor as f32,
         )?,
         (high_freq_factor - low_freq_factor) as f32,
     )?;
     let denominator = ops::add(
-        &ops::divide(&ops::subtract(&Array::from_scalar(1.0f32), &smooth)?, factor as f32)?,
+        &ops::divide(
+            &ops::subtract(Array::from_scalar(1.0f32), &smooth)?,
+            factor as f32,
+        )?,
         &smooth,
     )?;
     let smooth_freqs = ops::divide(&freqs, &denominator)?;
@@ -241,19 +251,22 @@ impl Yarn {
         let high = if low == high { high + 0.001 } else { high };
         let ramp = ops::clip(
             &ops::divide(
-                &ops::subtract(&ops::arange(0, self.dims / 2, 1, Dtype::Float32)?, low as f32)?,
+                &ops::subtract(
+                    &ops::arange(0, self.dims / 2, 1, Dtype::Float32)?,
+                    low as f32,
+                )?,
                 (high - low) as f32,
             )?,
             0.0f32,
             1.0f32,
         )?;
-        let mask = ops::subtract(&Array::from_scalar(1.0f32), &ramp)?;
+        let mask = ops::subtract(Array::from_scalar(1.0f32), &ramp)?;
         let extra = base_freqs(self.dims, self.base)?;
-        let inter = ops::multiply(&Array::from_scalar(self.factor as f32), &extra)?;
+        let inter = ops::multiply(Array::from_scalar(self.factor as f32), &extra)?;
         let numerator = ops::multiply(&inter, &extra)?;
         let denominator = ops::add(
             &ops::multiply(&inter, &mask)?,
-            &ops::multiply(&extra, &ops::subtract(&Array::from_scalar(1.0f32), &mask)?)?,
+            &ops::multiply(&extra, &ops::subtract(Array::from_scalar(1.0f32), &mask)?)?,
         )?;
         ops::divide(&numerator, &denominator)?.to_vec::<f32>()
     }

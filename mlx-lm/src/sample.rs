@@ -44,14 +44,20 @@ impl SamplerOptions {
     /// Checks the values as mlx_lm does, before anything is traced.
     pub fn validate(&self, vocab_size: i32) -> Result<()> {
         let bad = |m: String| Err(mlx_rs::Error::InvalidArgument(m));
-        if !(self.temperature >= 0.0) || !self.temperature.is_finite() {
-            return bad(format!("temperature must be a finite number >= 0, got {}", self.temperature));
+        if !self.temperature.is_finite() || self.temperature < 0.0 {
+            return bad(format!(
+                "temperature must be a finite number >= 0, got {}",
+                self.temperature
+            ));
         }
         if !(0.0..=1.0).contains(&self.top_p) {
             return bad(format!("top_p must be in [0, 1], got {}", self.top_p));
         }
         if !(0.0..=1.0).contains(&self.min_p) {
-            return bad(format!("`min_p` has to be a float in the [0, 1] interval, but is {}", self.min_p));
+            return bad(format!(
+                "`min_p` has to be a float in the [0, 1] interval, but is {}",
+                self.min_p
+            ));
         }
         if self.min_tokens_to_keep < 1 {
             return bad(format!(
@@ -99,14 +105,21 @@ fn apply_top_p(logprobs: &Array, top_p: f32) -> Result<Array> {
         -1,
         CumsumOptions::default().reverse(true).inclusive(false),
     )?;
-    let total = ops::add(&above.index((mlx_rs::ops::Ellipsis, ..1))?, &probs.index((mlx_rs::ops::Ellipsis, ..1))?)?;
+    let total = ops::add(
+        &above.index((mlx_rs::ops::Ellipsis, ..1))?,
+        &probs.index((mlx_rs::ops::Ellipsis, ..1))?,
+    )?;
     let dropped = ops::sum(
         &ops::greater_equal(&above, &ops::multiply(&total, top_p)?)?,
         -1,
         true,
     )?;
     let threshold = ops::take_along_axis(&sorted, &dropped, -1)?;
-    ops::where_(&ops::less(logprobs, &threshold)?, f32::NEG_INFINITY, logprobs)
+    ops::where_(
+        &ops::less(logprobs, &threshold)?,
+        f32::NEG_INFINITY,
+        logprobs,
+    )
 }
 
 /// Python: `apply_min_p`.
@@ -118,7 +131,7 @@ fn apply_min_p(logprobs: &Array, min_p: f32, min_tokens_to_keep: i32) -> Result<
     if min_tokens_to_keep > 1 {
         let top_indices = ops::argpartition(logprobs, -min_tokens_to_keep, -1)?
             .index((mlx_rs::ops::Ellipsis, -min_tokens_to_keep..))?;
-        remove = ops::put_along_axis(&remove, &top_indices, &Array::from_scalar(false), -1)?;
+        remove = ops::put_along_axis(&remove, &top_indices, Array::from_scalar(false), -1)?;
     }
     ops::where_(&remove, f32::NEG_INFINITY, logprobs)
 }
@@ -161,13 +174,17 @@ impl LogitsProcessors {
     /// Checks the values as mlx_lm does.
     pub fn validate(&self, vocab_size: i32) -> Result<()> {
         if let Some(p) = self.repetition_penalty {
-            if !(p >= 0.0) {
+            if p.is_nan() || p < 0.0 {
                 return Err(mlx_rs::Error::InvalidArgument(format!(
                     "penalty must be a non-negative float, got {p}"
                 )));
             }
         }
-        if let Some((t, _)) = self.logit_bias.iter().find(|(t, _)| *t as i64 >= vocab_size as i64) {
+        if let Some((t, _)) = self
+            .logit_bias
+            .iter()
+            .find(|(t, _)| *t as i64 >= vocab_size as i64)
+        {
             return Err(mlx_rs::Error::InvalidArgument(format!(
                 "logit_bias names token {t}, but the vocabulary has {vocab_size}"
             )));
@@ -187,7 +204,9 @@ impl LogitsProcessors {
             let values = Array::from_slice(&values, &[values.len() as i32])?;
             logits = logits.at((.., &ids)).add(&values)?;
         }
-        if let (Some(penalty), Some(tokens)) = (self.repetition_penalty.filter(|p| *p != 0.0), history) {
+        if let (Some(penalty), Some(tokens)) =
+            (self.repetition_penalty.filter(|p| *p != 0.0), history)
+        {
             let selected = logits.index((.., tokens))?;
             let selected = ops::where_(
                 &ops::less(&selected, 0.0f32)?,

@@ -140,7 +140,10 @@ impl Weights {
     }
 
     /// Replaces each tensor by `f(name, array)`; an error names the tensor and its file.
-    pub fn map(&mut self, mut f: impl FnMut(&str, &Array) -> mlx_rs::Result<Option<Array>>) -> Result<()> {
+    pub fn map(
+        &mut self,
+        mut f: impl FnMut(&str, &Array) -> mlx_rs::Result<Option<Array>>,
+    ) -> Result<()> {
         for (key, (array, file)) in self.tensors.iter_mut() {
             if let Some(new) = f(key, array).map_err(|source| Error::Mlx {
                 path: file.clone(),

@@ -131,7 +131,11 @@ pub(crate) fn attend(
         Some(cache) => {
             let offset = match cache.offset() {
                 Some(o) => o.clone(),
-                None => return Err(wrong_input("an attention layer got a linear-attention cache")),
+                None => {
+                    return Err(wrong_input(
+                        "an attention layer got a linear-attention cache",
+                    ))
+                }
             };
             let queries = rope.forward(&queries, &offset)?;
             let keys = rope.forward(&keys, &offset)?;
@@ -199,9 +203,15 @@ impl Attention {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let queries = heads(&self.q_proj.forward(x)?, self.n_heads, self.q_norm.as_ref())?;
-        let keys = heads(&self.k_proj.forward(x)?, self.n_kv_heads, self.k_norm.as_ref())?;
+        let keys = heads(
+            &self.k_proj.forward(x)?,
+            self.n_kv_heads,
+            self.k_norm.as_ref(),
+        )?;
         let values = heads(&self.v_proj.forward(x)?, self.n_kv_heads, None)?;
-        let out = attend(queries, keys, values, &self.rope, self.scale, mask, window, cache)?;
+        let out = attend(
+            queries, keys, values, &self.rope, self.scale, mask, window, cache,
+        )?;
         self.o_proj.forward(&merge_heads(&out)?)
     }
 }
@@ -310,9 +320,10 @@ impl DecoderModel {
                 (&full, None)
             };
             let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
-            let r = layer
-                .self_attn
-                .forward(&layer.input_layernorm.forward(&h)?, mask, window, c)?;
+            let r =
+                layer
+                    .self_attn
+                    .forward(&layer.input_layernorm.forward(&h)?, mask, window, c)?;
             h = ops::add(&h, &r)?;
             let r = layer
                 .mlp
@@ -343,7 +354,13 @@ impl DecoderModel {
                         (hd, hd),
                         dtype,
                     )?),
-                    _ => LayerCache::Kv(KvCache::new(batch, a.n_kv_heads, capacity, (hd, hd), dtype)?),
+                    _ => LayerCache::Kv(KvCache::new(
+                        batch,
+                        a.n_kv_heads,
+                        capacity,
+                        (hd, hd),
+                        dtype,
+                    )?),
                 })
             })
             .collect()

@@ -106,7 +106,14 @@ fn rope(c: &ModelConfig, head_dim: i32, base: f64, traditional: bool) -> crate::
     } else {
         "rope_parameters"
     };
-    Rope::from_config(c, &c.key(key), head_dim, base, traditional, scaling_config(c))
+    Rope::from_config(
+        c,
+        &c.key(key),
+        head_dim,
+        base,
+        traditional,
+        scaling_config(c),
+    )
 }
 
 /// Python: llama's `ModelArgs` (`head_dim` defaults to hidden/heads, `num_key_value_heads` to
@@ -143,7 +150,11 @@ fn llama_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
             out
         }
         Some(v) => {
-            return Err(invalid(c.path(), &c.key("layer_types"), &format!("not a list: {v}")))
+            return Err(invalid(
+                c.path(),
+                &c.key("layer_types"),
+                &format!("not a list: {v}"),
+            ))
         }
     };
     let sliding_window = match c.usize("sliding_window")? {
@@ -165,9 +176,10 @@ fn llama_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
         head_dim,
         num_hidden_layers: layers,
         vocab_size: vocab,
-        rms_norm_eps: c.float("rms_norm_eps")?.map(|e| e as f32).ok_or_else(|| {
-            invalid(c.path(), &c.key("rms_norm_eps"), "missing")
-        })?,
+        rms_norm_eps: c
+            .float("rms_norm_eps")?
+            .map(|e| e as f32)
+            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
         qkv_bias: attention_bias,
         o_bias: attention_bias,
         mlp_bias: c.bool_or("mlp_bias", false)?,
@@ -191,9 +203,10 @@ fn qwen2_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
         head_dim,
         num_hidden_layers: layers,
         vocab_size: vocab,
-        rms_norm_eps: c.float("rms_norm_eps")?.map(|e| e as f32).ok_or_else(|| {
-            invalid(c.path(), &c.key("rms_norm_eps"), "missing")
-        })?,
+        rms_norm_eps: c
+            .float("rms_norm_eps")?
+            .map(|e| e as f32)
+            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
         qkv_bias: true,
         o_bias: false,
         mlp_bias: false,
@@ -232,9 +245,10 @@ fn qwen3_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
         head_dim,
         num_hidden_layers: layers,
         vocab_size: vocab,
-        rms_norm_eps: c.float("rms_norm_eps")?.map(|e| e as f32).ok_or_else(|| {
-            invalid(c.path(), &c.key("rms_norm_eps"), "missing")
-        })?,
+        rms_norm_eps: c
+            .float("rms_norm_eps")?
+            .map(|e| e as f32)
+            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
         qkv_bias: false,
         o_bias: false,
         mlp_bias: false,

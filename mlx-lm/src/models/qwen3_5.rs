@@ -95,7 +95,11 @@ impl GatedDeltaNet {
         let key_dim = a.linear_key_head_dim * a.linear_num_key_heads;
         let value_dim = a.linear_value_head_dim * a.linear_num_value_heads;
         let conv_dim = 2 * key_dim + value_dim;
-        let (d, hv, k) = (a.hidden_size, a.linear_num_value_heads, a.linear_conv_kernel_dim);
+        let (d, hv, k) = (
+            a.hidden_size,
+            a.linear_num_value_heads,
+            a.linear_conv_kernel_dim,
+        );
         let p = |name: &str| format!("{path}.{name}");
         Ok(GatedDeltaNet {
             conv1d: Conv1d {
@@ -183,7 +187,10 @@ impl GatedDeltaNet {
 /// mean square, hence the scaled eps) and folds the readout scale into q.
 fn normalize_qk(q: &Array, k: &Array, inv_scale: f64, eps: f64) -> Result<(Array, Array)> {
     let rms_eps = (eps * inv_scale * inv_scale) as f32;
-    let q = ops::multiply(&fast::rms_norm(q, None, rms_eps)?, (inv_scale * inv_scale) as f32)?;
+    let q = ops::multiply(
+        &fast::rms_norm(q, None, rms_eps)?,
+        (inv_scale * inv_scale) as f32,
+    )?;
     let k = ops::multiply(&fast::rms_norm(k, None, rms_eps)?, inv_scale as f32)?;
     Ok((q, k))
 }
@@ -191,7 +198,10 @@ fn normalize_qk(q: &Array, k: &Array, inv_scale: f64, eps: f64) -> Result<(Array
 /// Python: `compute_g`: `exp(-exp(A_log) * softplus(a + dt_bias))`, in float32.
 fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
     let softplus = ops::logaddexp(&ops::add(a, dt_bias)?, 0.0f32)?;
-    let decay = ops::multiply(&ops::negative(&ops::exp(&a_log.astype(Dtype::Float32)?)?)?, &softplus)?;
+    let decay = ops::multiply(
+        &ops::negative(&ops::exp(&a_log.astype(Dtype::Float32)?)?)?,
+        &softplus,
+    )?;
     ops::exp(&decay)
 }
 
@@ -220,8 +230,15 @@ fn gated_delta(
         let k_row = ops::expand_dims(&kt, -2)?;
         let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
         let delta = ops::multiply(&ops::subtract(&vt, &kv_mem)?, &ops::expand_dims(&bt, -1)?)?;
-        state = ops::add(&state, &ops::multiply(&k_row, &ops::expand_dims(&delta, -1)?)?)?;
-        let y = ops::sum(&ops::multiply(&state, &ops::expand_dims(&qt, -2)?)?, -1, false)?;
+        state = ops::add(
+            &state,
+            &ops::multiply(&k_row, &ops::expand_dims(&delta, -1)?)?,
+        )?;
+        let y = ops::sum(
+            &ops::multiply(&state, &ops::expand_dims(&qt, -2)?)?,
+            -1,
+            false,
+        )?;
         ys.push(y.astype(q.dtype())?);
     }
     Ok((ops::stack(&ys, 1)?, state))
@@ -272,15 +289,29 @@ impl GatedAttention {
         })
     }
 
-    fn forward(&self, x: &Array, mask: &PlainMask, cache: Option<&mut LayerCache>) -> Result<Array> {
+    fn forward(
+        &self,
+        x: &Array,
+        mask: &PlainMask,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
         let (b, l) = (x.shape()[0], x.shape()[1]);
-        let q = ops::reshape(&self.q_proj.forward(x)?, &[b, l, self.num_attention_heads, -1])?;
+        let q = ops::reshape(
+            &self.q_proj.forward(x)?,
+            &[b, l, self.num_attention_heads, -1],
+        )?;
         let halves = ops::split(&q, 2, -1)?;
         let gate = ops::reshape(&halves[1], &[b, l, -1])?;
         let queries = ops::transpose(&self.q_norm.forward(&halves[0])?, [0, 2, 1, 3])?;
-        let keys = heads(&self.k_proj.forward(x)?, self.num_key_value_heads, Some(&self.k_norm))?;
+        let keys = heads(
+            &self.k_proj.forward(x)?,
+            self.num_key_value_heads,
+            Some(&self.k_norm),
+        )?;
         let values = heads(&self.v_proj.forward(x)?, self.num_key_value_heads, None)?;
-        let out = attend(queries, keys, values, &self.rope, self.scale, mask, None, cache)?;
+        let out = attend(
+            queries, keys, values, &self.rope, self.scale, mask, None, cache,
+        )?;
         let out = merge_heads(&out)?;
         self.o_proj
             .forward(&ops::multiply(&out, &ops::sigmoid(&gate)?)?)
@@ -322,7 +353,9 @@ impl Qwen3_5 {
     /// Reads the config: `text_config` when there is one, else the top level (Python:
     /// `ModelArgs.from_dict` + `TextModelArgs.from_dict`).
     pub fn args(config: &ModelConfig) -> crate::Result<Qwen3_5Args> {
-        let c = config.section("text_config").unwrap_or_else(|| config.clone());
+        let c = config
+            .section("text_config")
+            .unwrap_or_else(|| config.clone());
         let hidden = c.dim_or("hidden_size", Some(4096))?;
         let heads = c.dim_or("num_attention_heads", Some(32))?;
         let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
@@ -446,7 +479,13 @@ impl Qwen3_5 {
                     a.hidden_size,
                     a.rms_norm_eps,
                 )?,
-                mlp: Mlp::load(ck, &format!("{path}.mlp"), a.hidden_size, a.intermediate_size, false)?,
+                mlp: Mlp::load(
+                    ck,
+                    &format!("{path}.mlp"),
+                    a.hidden_size,
+                    a.intermediate_size,
+                    false,
+                )?,
             });
         }
         let model = Qwen3_5TextModel {
@@ -482,7 +521,9 @@ impl Qwen3_5 {
                 (None, None) => return Err(wrong_input("a layer without attention")),
             };
             h = ops::add(&h, &r)?;
-            let r = layer.mlp.forward(&layer.post_attention_layernorm.forward(&h)?)?;
+            let r = layer
+                .mlp
+                .forward(&layer.post_attention_layernorm.forward(&h)?)?;
             h = ops::add(&h, &r)?;
         }
         let h = lm.model.norm.forward(&h)?;
