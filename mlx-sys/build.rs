@@ -64,7 +64,11 @@ fn main() {
     // Read back as `mlx_sys::PREBUILT_MLX`.
     println!(
         "cargo:rustc-env=MLX_SYS_PREBUILT={}",
-        if env::var_os("MLX_DIR").is_some() { "1" } else { "0" }
+        if env::var_os("MLX_DIR").is_some() {
+            "1"
+        } else {
+            "0"
+        }
     );
     if env::var_os("MLX_SYS_BINDINGS_ONLY").is_some() || foreign_os {
         if foreign_os {
