@@ -56,6 +56,21 @@ impl Checkpoint {
         &mut self.weights
     }
 
+    /// Casts the floating-point tensors to `dtype` (Python: `mlx_lm.convert --dtype`), but
+    /// those `keep` names (parameters an architecture holds in float32).
+    pub fn cast(&mut self, dtype: Option<Dtype>, keep: impl Fn(&str) -> bool) -> Result<()> {
+        let Some(dtype) = dtype else {
+            return Ok(());
+        };
+        self.weights.map(|k, a| {
+            if a.dtype().is_floating() && a.dtype() != dtype && !keep(k) {
+                a.astype(dtype).map(Some)
+            } else {
+                Ok(None)
+            }
+        })
+    }
+
     fn file(&self, key: &str) -> PathBuf {
         self.weights
             .file_of(key)
@@ -79,15 +94,6 @@ impl Checkpoint {
             ));
         }
         Ok(array)
-    }
-
-    /// The optional tensor `key`: `None` when the checkpoint lacks it.
-    pub fn optional(&mut self, key: &str, shape: &[i32]) -> Result<Option<Array>> {
-        if self.weights.contains(key) {
-            self.array(key, shape).map(Some)
-        } else {
-            Ok(None)
-        }
     }
 
     /// An `nn.RMSNorm(dims, eps)` at `path`.

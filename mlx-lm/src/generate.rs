@@ -342,16 +342,7 @@ impl TextStream<'_, '_> {
             text.push_str(&self.detokenizer.add(token)?);
             let before = self.text.len();
             self.text.push_str(&text);
-            if let Some(cut) = self
-                .stop_strings
-                .iter()
-                .filter_map(|s| {
-                    self.text[before.saturating_sub(s.len())..]
-                        .find(s.as_str())
-                        .map(|i| i + before.saturating_sub(s.len()))
-                })
-                .min()
-            {
+            if let Some(cut) = find_stop(&self.text, before, &self.stop_strings) {
                 text = self.text[before.min(cut)..cut].to_string();
                 self.text.truncate(cut);
                 finish = Some(FinishReason::Stop);
@@ -372,6 +363,21 @@ impl TextStream<'_, '_> {
             stats: self.tokens.stats(),
         }))
     }
+}
+
+/// Where the first stop string that ends in text past `before` starts (only such a match is
+/// new). The search starts a stop string's length before `before`, at a character boundary.
+fn find_stop(text: &str, before: usize, stops: &[String]) -> Option<usize> {
+    stops
+        .iter()
+        .filter_map(|stop| {
+            let mut from = before.saturating_sub(stop.len());
+            while !text.is_char_boundary(from) {
+                from -= 1;
+            }
+            text[from..].find(stop.as_str()).map(|i| from + i)
+        })
+        .min()
 }
 
 impl Iterator for TextStream<'_, '_> {

@@ -38,39 +38,12 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
         quantization,
         options.quantize,
     );
-    let cast = |ck: &mut Checkpoint, keep: &dyn Fn(&str) -> bool| -> Result<()> {
-        if let Some(dtype) = options.dtype {
-            ck.weights_mut().map(|k, a| {
-                if a.dtype().is_floating() && a.dtype() != dtype && !keep(k) {
-                    a.astype(dtype).map(Some)
-                } else {
-                    Ok(None)
-                }
-            })?;
-        }
-        Ok(())
-    };
+    let dtype = options.dtype;
     let model = match config.model_type() {
-        "llama" | "qwen2" | "qwen3" => {
-            let args = match config.model_type() {
-                "llama" => Llama::args(&config)?,
-                "qwen2" => Qwen2::args(&config)?,
-                _ => Qwen3::args(&config)?,
-            };
-            Llama::sanitize(&mut ck, &args);
-            cast(&mut ck, &|_| false)?;
-            match config.model_type() {
-                "llama" => Model::Llama(Llama::load(&mut ck, &args)?),
-                "qwen2" => Model::Qwen2(Qwen2::load(&mut ck, &args)?),
-                _ => Model::Qwen3(Qwen3::load(&mut ck, &args)?),
-            }
-        }
-        "qwen3_5" => {
-            let args = Qwen3_5::args(&config)?;
-            Qwen3_5::sanitize(&mut ck, &args)?;
-            cast(&mut ck, &|k| k.ends_with("A_log"))?;
-            Model::Qwen3_5(Qwen3_5::load(&mut ck, &args)?)
-        }
+        "llama" => Model::Llama(Llama::from_checkpoint(&mut ck, &config, dtype)?),
+        "qwen2" => Model::Qwen2(Qwen2::from_checkpoint(&mut ck, &config, dtype)?),
+        "qwen3" => Model::Qwen3(Qwen3::from_checkpoint(&mut ck, &config, dtype)?),
+        "qwen3_5" => Model::Qwen3_5(Qwen3_5::from_checkpoint(&mut ck, &config, dtype)?),
         other => {
             return Err(Error::UnsupportedModel {
                 path: config.path().to_path_buf(),

@@ -37,26 +37,29 @@ pub struct Rope {
     pub input_scale: Option<f32>,
 }
 
-/// The rope parameters of a config: `rope_scaling`, or transformers 5's `rope_parameters`.
-pub(crate) fn scaling_config(config: &ModelConfig) -> Option<&Map<String, Value>> {
-    config
-        .get("rope_scaling")
-        .and_then(Value::as_object)
-        .or_else(|| config.get("rope_parameters").and_then(Value::as_object))
+/// The rope parameters of a config and their key: `rope_scaling`, or transformers 5's
+/// `rope_parameters`.
+fn scaling_config(config: &ModelConfig) -> Option<(&'static str, &Map<String, Value>)> {
+    ["rope_scaling", "rope_parameters"]
+        .into_iter()
+        .find_map(|key| Some((key, config.get(key)?.as_object()?)))
 }
 
 impl Rope {
     /// Python: `initialize_rope(dims, base, traditional, scaling_config,
-    /// max_position_embeddings)`. `key` names the config entry for errors.
+    /// max_position_embeddings)`, with the scaling read from `config`'s `rope_scaling` or
+    /// `rope_parameters`.
     pub fn from_config(
         config: &ModelConfig,
-        key: &str,
         dims: i32,
         base: f64,
         traditional: bool,
-        scaling: Option<&Map<String, Value>>,
     ) -> Result<Rope> {
         let path = config.path();
+        let (key, scaling) = match scaling_config(config) {
+            Some((key, map)) => (config.key(key), Some(map)),
+            None => (config.key("rope_scaling"), None),
+        };
         let rope_type = scaling
             .and_then(|s| s.get("type").or_else(|| s.get("rope_type")))
             .and_then(Value::as_str)

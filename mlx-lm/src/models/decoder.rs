@@ -129,20 +129,26 @@ pub(crate) fn attend(
             )
         }
         Some(cache) => {
-            let offset = match cache.offset() {
-                Some(o) => o.clone(),
-                None => {
+            let rotate = |offset: &Array| -> Result<(Array, Array)> {
+                Ok((
+                    rope.forward(&queries, offset)?,
+                    rope.forward(&keys, offset)?,
+                ))
+            };
+            let (queries, (keys, values, mask)) = match cache {
+                LayerCache::Kv(c) => {
+                    let (q, k) = rotate(&c.offset)?;
+                    (q, c.update_and_fetch(&k, &values, window)?)
+                }
+                LayerCache::Rotating(c) => {
+                    let (q, k) = rotate(&c.offset)?;
+                    (q, c.update_and_fetch(&k, &values)?)
+                }
+                LayerCache::Arrays(_) => {
                     return Err(wrong_input(
                         "an attention layer got a linear-attention cache",
                     ))
                 }
-            };
-            let queries = rope.forward(&queries, &offset)?;
-            let keys = rope.forward(&keys, &offset)?;
-            let (keys, values, mask) = match cache {
-                LayerCache::Kv(c) => c.update_and_fetch(&keys, &values, window)?,
-                LayerCache::Rotating(c) => c.update_and_fetch(&keys, &values)?,
-                LayerCache::Arrays(_) => unreachable!("no offset"),
             };
             fast::scaled_dot_product_attention(&queries, &keys, &values, scale, &mask, None)
         }
@@ -308,10 +314,13 @@ impl DecoderModel {
     pub fn forward(&self, inputs: &Array, mut cache: Option<&mut [LayerCache]>) -> Result<Array> {
         let mut h = self.embed_tokens.forward(inputs)?;
         let n = inputs.shape().get(1).copied().unwrap_or(1);
-        let full = PlainMask::new(n, None)?;
-        let sliding = match self.sliding_window {
-            Some(w) if self.layers.iter().any(|l| l.use_sliding) => PlainMask::new(n, Some(w))?,
-            _ => PlainMask::None,
+        // With a cache, each layer's cache makes its own mask.
+        let (full, sliding) = match (cache.is_some(), self.sliding_window) {
+            (true, _) => (PlainMask::None, PlainMask::None),
+            (false, Some(w)) if self.layers.iter().any(|l| l.use_sliding) => {
+                (PlainMask::new(n, None)?, PlainMask::new(n, Some(w))?)
+            }
+            (false, _) => (PlainMask::new(n, None)?, PlainMask::None),
         };
         for (i, layer) in self.layers.iter().enumerate() {
             let (mask, window) = if layer.use_sliding {

@@ -10,7 +10,7 @@ use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::decoder::{compute_dtype, logits, DecoderArgs, DecoderModel};
-use crate::rope::{scaling_config, Rope};
+use crate::rope::Rope;
 
 macro_rules! decoder_model {
     ($(#[$doc:meta])* $name:ident, $args:ident) => {
@@ -26,6 +26,18 @@ macro_rules! decoder_model {
             /// Reads the config (Python: `ModelArgs.from_dict`).
             pub fn args(config: &ModelConfig) -> crate::Result<DecoderArgs> {
                 $args(config)
+            }
+
+            /// Reads the config, sanitizes and casts the tensors, builds the model.
+            pub fn from_checkpoint(
+                ck: &mut Checkpoint,
+                config: &ModelConfig,
+                dtype: Option<Dtype>,
+            ) -> crate::Result<$name> {
+                let args = Self::args(config)?;
+                Self::sanitize(ck, &args);
+                ck.cast(dtype, |_| false)?;
+                Self::load(ck, &args)
             }
 
             /// Builds the model from a checkpoint's tensors (after [`Self::sanitize`]).
@@ -89,78 +101,89 @@ decoder_model!(
     qwen3_args
 );
 
-/// The fields every decoder config has.
-fn common(c: &ModelConfig) -> crate::Result<(i32, i32, i32, i32, i32)> {
-    Ok((
-        c.dim("hidden_size")?,
-        c.dim("intermediate_size")?,
-        c.dim("num_attention_heads")?,
-        c.dim("num_hidden_layers")?,
-        c.dim("vocab_size")?,
-    ))
+/// What every decoder config has: read once, then each architecture's reader fills in what
+/// differs (Python: the `ModelArgs` fields the three dataclasses share).
+struct Common {
+    hidden: i32,
+    intermediate: i32,
+    heads: i32,
+    layers: i32,
+    vocab: i32,
+    rms_norm_eps: f32,
 }
 
-fn rope(c: &ModelConfig, head_dim: i32, base: f64, traditional: bool) -> crate::Result<Rope> {
-    let key = if c.get("rope_scaling").is_some_and(Value::is_object) {
-        "rope_scaling"
-    } else {
-        "rope_parameters"
-    };
-    Rope::from_config(
-        c,
-        &c.key(key),
-        head_dim,
-        base,
-        traditional,
-        scaling_config(c),
-    )
+impl Common {
+    fn read(c: &ModelConfig) -> crate::Result<Common> {
+        Ok(Common {
+            hidden: c.dim("hidden_size")?,
+            intermediate: c.dim("intermediate_size")?,
+            heads: c.dim("num_attention_heads")?,
+            layers: c.dim("num_hidden_layers")?,
+            vocab: c.dim("vocab_size")?,
+            rms_norm_eps: c
+                .float("rms_norm_eps")?
+                .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?
+                as f32,
+        })
+    }
+
+    /// The arguments with no biases, no q/k norms, tied embeddings and full attention in
+    /// every layer; a reader overrides what its architecture changes.
+    fn args(&self, head_dim: i32, num_key_value_heads: i32, rope: Rope) -> DecoderArgs {
+        DecoderArgs {
+            hidden_size: self.hidden,
+            intermediate_size: self.intermediate,
+            num_attention_heads: self.heads,
+            num_key_value_heads,
+            head_dim,
+            num_hidden_layers: self.layers,
+            vocab_size: self.vocab,
+            rms_norm_eps: self.rms_norm_eps,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            qk_norm: false,
+            tie_word_embeddings: true,
+            rope,
+            sliding: vec![false; self.layers as usize],
+            sliding_window: None,
+        }
+    }
 }
 
 /// Python: llama's `ModelArgs` (`head_dim` defaults to hidden/heads, `num_key_value_heads` to
 /// the head count, `layer_types` to all full attention).
 fn llama_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
-    let (hidden, inter, heads, layers, vocab) = common(c)?;
-    let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
+    let common = Common::read(c)?;
+    let head_dim = c.dim_or("head_dim", Some(common.hidden / common.heads))?;
     let attention_bias = c.bool_or("attention_bias", false)?;
-    let traditional = c.bool_or("rope_traditional", false)?;
+    let layer_types_error = |message: String| invalid(c.path(), &c.key("layer_types"), &message);
     let sliding = match c.get("layer_types") {
-        None | Some(Value::Null) => vec![false; layers as usize],
+        None | Some(Value::Null) => vec![false; common.layers as usize],
         Some(Value::Array(types)) => {
-            let mut out = Vec::with_capacity(types.len());
-            for t in types {
-                match t.as_str() {
-                    Some("full_attention") => out.push(false),
-                    Some("sliding_attention") => out.push(true),
-                    _ => {
-                        return Err(invalid(
-                            c.path(),
-                            &c.key("layer_types"),
-                            &format!("unknown layer type {t}"),
-                        ))
-                    }
-                }
+            let sliding = types
+                .iter()
+                .map(|t| match t.as_str() {
+                    Some("full_attention") => Ok(false),
+                    Some("sliding_attention") => Ok(true),
+                    _ => Err(layer_types_error(format!("unknown layer type {t}"))),
+                })
+                .collect::<crate::Result<Vec<bool>>>()?;
+            if sliding.len() != common.layers as usize {
+                return Err(layer_types_error(format!(
+                    "{} entries for {} layers",
+                    sliding.len(),
+                    common.layers
+                )));
             }
-            if out.len() != layers as usize {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("layer_types"),
-                    &format!("{} entries for {layers} layers", out.len()),
-                ));
-            }
-            out
+            sliding
         }
-        Some(v) => {
-            return Err(invalid(
-                c.path(),
-                &c.key("layer_types"),
-                &format!("not a list: {v}"),
-            ))
-        }
+        Some(v) => return Err(layer_types_error(format!("not a list: {v}"))),
     };
-    let sliding_window = match c.usize("sliding_window")? {
-        Some(w) => Some(c.dim("sliding_window").map(|_| w as i32)?),
-        None => None,
-    };
+    let sliding_window = c
+        .usize("sliding_window")?
+        .map(|_| c.dim("sliding_window"))
+        .transpose()?;
     if sliding.iter().any(|s| *s) && sliding_window.is_none() {
         return Err(invalid(
             c.path(),
@@ -168,65 +191,48 @@ fn llama_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
             "missing, but layer_types has sliding_attention layers",
         ));
     }
-    Ok(DecoderArgs {
-        hidden_size: hidden,
-        intermediate_size: inter,
-        num_attention_heads: heads,
-        num_key_value_heads: c.dim_or("num_key_value_heads", Some(heads))?,
+    let rope = Rope::from_config(
+        c,
         head_dim,
-        num_hidden_layers: layers,
-        vocab_size: vocab,
-        rms_norm_eps: c
-            .float("rms_norm_eps")?
-            .map(|e| e as f32)
-            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
+        c.float_or("rope_theta", 10000.0)?,
+        c.bool_or("rope_traditional", false)?,
+    )?;
+    Ok(DecoderArgs {
         qkv_bias: attention_bias,
         o_bias: attention_bias,
         mlp_bias: c.bool_or("mlp_bias", false)?,
-        qk_norm: false,
         tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
-        rope: rope(c, head_dim, c.float_or("rope_theta", 10000.0)?, traditional)?,
         sliding,
         sliding_window,
+        ..common.args(
+            head_dim,
+            c.dim_or("num_key_value_heads", Some(common.heads))?,
+            rope,
+        )
     })
 }
 
 /// Python: qwen2's `ModelArgs` (q/k/v biases, `head_dim` = hidden/heads).
 fn qwen2_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
-    let (hidden, inter, heads, layers, vocab) = common(c)?;
-    let head_dim = hidden / heads;
-    Ok(DecoderArgs {
-        hidden_size: hidden,
-        intermediate_size: inter,
-        num_attention_heads: heads,
-        num_key_value_heads: c.dim("num_key_value_heads")?,
+    let common = Common::read(c)?;
+    let head_dim = common.hidden / common.heads;
+    let rope = Rope::from_config(
+        c,
         head_dim,
-        num_hidden_layers: layers,
-        vocab_size: vocab,
-        rms_norm_eps: c
-            .float("rms_norm_eps")?
-            .map(|e| e as f32)
-            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
+        c.float_or("rope_theta", 1_000_000.0)?,
+        c.bool_or("rope_traditional", false)?,
+    )?;
+    Ok(DecoderArgs {
         qkv_bias: true,
-        o_bias: false,
-        mlp_bias: false,
-        qk_norm: false,
         tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
-        rope: rope(
-            c,
-            head_dim,
-            c.float_or("rope_theta", 1_000_000.0)?,
-            c.bool_or("rope_traditional", false)?,
-        )?,
-        sliding: vec![false; layers as usize],
-        sliding_window: None,
+        ..common.args(head_dim, c.dim("num_key_value_heads")?, rope)
     })
 }
 
 /// Python: qwen3's `ModelArgs` (q/k norms, explicit `head_dim`, `rope_theta` required, also
 /// under transformers 5's `rope_parameters`).
 fn qwen3_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
-    let (hidden, inter, heads, layers, vocab) = common(c)?;
+    let common = Common::read(c)?;
     let head_dim = c.dim("head_dim")?;
     let theta = match c.float("rope_theta")? {
         Some(t) => t,
@@ -238,26 +244,14 @@ fn qwen3_args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
             .ok_or_else(|| invalid(c.path(), &c.key("rope_theta"), "missing"))?,
     };
     Ok(DecoderArgs {
-        hidden_size: hidden,
-        intermediate_size: inter,
-        num_attention_heads: heads,
-        num_key_value_heads: c.dim("num_key_value_heads")?,
-        head_dim,
-        num_hidden_layers: layers,
-        vocab_size: vocab,
-        rms_norm_eps: c
-            .float("rms_norm_eps")?
-            .map(|e| e as f32)
-            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?,
-        qkv_bias: false,
-        o_bias: false,
-        mlp_bias: false,
         qk_norm: true,
         tie_word_embeddings: c
             .bool("tie_word_embeddings")?
             .ok_or_else(|| invalid(c.path(), &c.key("tie_word_embeddings"), "missing"))?,
-        rope: rope(c, head_dim, theta, false)?,
-        sliding: vec![false; layers as usize],
-        sliding_window: None,
+        ..common.args(
+            head_dim,
+            c.dim("num_key_value_heads")?,
+            Rope::from_config(c, head_dim, theta, false)?,
+        )
     })
 }

@@ -15,7 +15,7 @@ use crate::config::{invalid, ModelConfig};
 use crate::models::decoder::{
     attend, compute_dtype, heads, logits, merge_heads, silu, wrong_input, Mlp, PlainMask,
 };
-use crate::rope::{scaling_config, Rope};
+use crate::rope::Rope;
 
 /// Python: `TextModelArgs`.
 #[derive(Debug, Clone)]
@@ -369,14 +369,7 @@ impl Qwen3_5 {
             None => (100_000.0, 0.25),
         };
         let rope_dims = (head_dim as f64 * partial) as i32;
-        let rope = Rope::from_config(
-            &c,
-            &c.key("rope_parameters"),
-            rope_dims,
-            theta,
-            false,
-            scaling_config(&c),
-        )?;
+        let rope = Rope::from_config(&c, rope_dims, theta, false)?;
         let args = Qwen3_5Args {
             hidden_size: hidden,
             intermediate_size: c.dim_or("intermediate_size", Some(14336))?,
@@ -454,6 +447,19 @@ impl Qwen3_5 {
             }
             Ok(None)
         })
+    }
+
+    /// Reads the config, sanitizes and casts the tensors (`A_log` stays float32, Python's
+    /// `cast_predicate`), builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        dtype: Option<Dtype>,
+    ) -> crate::Result<Qwen3_5> {
+        let args = Self::args(config)?;
+        Self::sanitize(ck, &args)?;
+        ck.cast(dtype, |k| k.ends_with("A_log"))?;
+        Self::load(ck, &args)
     }
 
     /// Builds the model from a checkpoint's tensors (after [`Self::sanitize`]).
