@@ -53,6 +53,22 @@ impl KvCache {
         self.keys.shape().get(2).copied().unwrap_or(0)
     }
 
+    /// Grows the buffers to hold at least `capacity` positions (zeros past the old end).
+    pub fn reserve(&mut self, capacity: i32) -> Result<()> {
+        let extra = capacity - self.capacity();
+        if extra <= 0 {
+            return Ok(());
+        }
+        let grow = |buffer: &Array| -> Result<Array> {
+            let mut shape = buffer.shape().to_vec();
+            shape[2] = extra;
+            ops::concatenate(&[buffer.clone(), ops::zeros(&shape, buffer.dtype())?], 2)
+        };
+        self.keys = grow(&self.keys)?;
+        self.values = grow(&self.values)?;
+        Ok(())
+    }
+
     /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
     /// it. Returns the whole buffers and the boolean mask `[length, capacity]` of what each
     /// new position may attend to (the written positions up to itself; with `window`, only
@@ -180,6 +196,55 @@ pub enum LayerCache {
 }
 
 impl LayerCache {
+    /// The name of the kind, as mlx_lm's class names it.
+    pub fn class_name(&self) -> &'static str {
+        match self {
+            LayerCache::Kv(_) => "KVCache",
+            LayerCache::Rotating(_) => "RotatingKVCache",
+            LayerCache::Arrays(_) => "ArraysCache",
+        }
+    }
+
+    /// Checks that this cache (loaded from a file, say) fits the layer `fresh` was made for:
+    /// the same kind, and arrays of the same dtypes and shapes but for a key/value buffer's
+    /// length. The error says which layer and array differ.
+    pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> Result<()> {
+        let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> Result<()> {
+            let (sa, sb) = (a.shape(), b.shape());
+            let fits = sa.len() == sb.len()
+                && sa.iter().zip(sb).enumerate().all(|(i, (x, y))| x == y || (any_length && i == 2))
+                && a.dtype() == b.dtype();
+            if fits {
+                Ok(())
+            } else {
+                Err(mlx_rs::Error::InvalidArgument(format!(
+                    "cache layer {layer}: {name} is {:?} {sa:?} but the model's layer needs {:?} {sb:?}",
+                    a.dtype(),
+                    b.dtype()
+                )))
+            }
+        };
+        match (self, fresh) {
+            (LayerCache::Kv(a), LayerCache::Kv(b)) => {
+                same("keys", &a.keys, &b.keys, true)?;
+                same("values", &a.values, &b.values, true)
+            }
+            (LayerCache::Rotating(a), LayerCache::Rotating(b)) => {
+                same("keys", &a.keys, &b.keys, false)?;
+                same("values", &a.values, &b.values, false)
+            }
+            (LayerCache::Arrays(a), LayerCache::Arrays(b)) => {
+                same("conv", &a.conv, &b.conv, false)?;
+                same("recurrent", &a.recurrent, &b.recurrent, false)
+            }
+            _ => Err(mlx_rs::Error::InvalidArgument(format!(
+                "cache layer {layer} is a {} but the model's layer needs a {}",
+                self.class_name(),
+                fresh.class_name()
+            ))),
+        }
+    }
+
     /// The number of positions written, for the layers that count them.
     pub fn offset(&self) -> Option<&Array> {
         match self {

@@ -53,6 +53,10 @@ pub enum Error {
     /// `tokenizer.json` does not parse, or the tokenizer failed on an input.
     #[error("{path}: {message}")]
     Tokenizer { path: PathBuf, message: String },
+    /// A chat template that does not parse, fails while rendering (`raise_exception`
+    /// included), or gets a conversation it cannot take.
+    #[error("{path}: chat template: {message}")]
+    Template { path: PathBuf, message: String },
     /// MLX refused a file or an array in it.
     #[error("{path}: {source}")]
     Mlx {

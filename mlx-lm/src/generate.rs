@@ -10,11 +10,12 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::LayerCache;
+use crate::cache::{Cache, LayerCache};
 use crate::error::Result;
 use crate::models::Model;
 use crate::sample::{LogitsProcessors, SamplerOptions};
-use crate::tokenizer::{StreamingDetokenizer, Tokenizer};
+use crate::detokenizer::StreamingDetokenizer;
+use crate::tokenizer::Tokenizer;
 
 /// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).
 #[derive(Debug, Clone, PartialEq)]
@@ -124,6 +125,29 @@ pub fn generate_step<'m>(
     prompt: &[u32],
     options: &GenerateOptions,
 ) -> Result<TokenGenerator<'m>> {
+    generate_step_inner(model, prompt, None, options)
+}
+
+/// [`generate_step`] continuing from a cache that already holds earlier tokens (Python:
+/// `generate_step(prompt, model, prompt_cache=cache)`): one from
+/// [`load_prompt_cache`](crate::load_prompt_cache), or the cache of an earlier generation
+/// ([`TokenGenerator::into_cache`]), for the next turn of a chat. `prompt` holds only the new
+/// tokens. The cache must fit the model (checked); its buffers grow as the generation needs.
+pub fn generate_step_with_cache<'m>(
+    model: &'m Model,
+    prompt: &[u32],
+    cache: Cache,
+    options: &GenerateOptions,
+) -> Result<TokenGenerator<'m>> {
+    generate_step_inner(model, prompt, Some(cache), options)
+}
+
+fn generate_step_inner<'m>(
+    model: &'m Model,
+    prompt: &[u32],
+    cache: Option<Cache>,
+    options: &GenerateOptions,
+) -> Result<TokenGenerator<'m>> {
     let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
     if prompt.is_empty() {
         return Err(invalid("the prompt is empty".into()));
@@ -143,10 +167,40 @@ pub fn generate_step<'m>(
     memory::reset_peak_memory()?;
     // Room for every position a step writes (the pipelined step after the last token too),
     // in steps of 256 as mlx_lm grows its buffers.
-    let positions = prompt.len() + options.max_tokens + 1;
+    let held = match &cache {
+        Some(c) => c
+            .iter()
+            .filter_map(LayerCache::offset)
+            .next()
+            .map(|o| o.item::<i32>())
+            .transpose()?
+            .unwrap_or(0)
+            .max(0) as usize,
+        None => 0,
+    };
+    let positions = held + prompt.len() + options.max_tokens + 1;
     let capacity = i32::try_from(positions.div_ceil(256) * 256)
         .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))?;
-    let mut cache = model.make_cache(1, capacity)?;
+    let fresh = model.make_cache(1, capacity)?;
+    let mut cache = match cache {
+        None => fresh,
+        Some(mut cache) => {
+            if cache.len() != fresh.len() {
+                return Err(invalid(format!(
+                    "the cache has {} layers but the model {}",
+                    cache.len(),
+                    fresh.len()
+                )));
+            }
+            for (i, (layer, fresh)) in cache.iter_mut().zip(&fresh).enumerate() {
+                layer.check_fits(fresh, i)?;
+                if let LayerCache::Kv(kv) = layer {
+                    kv.reserve(capacity)?;
+                }
+            }
+            cache
+        }
+    };
 
     let (head, tail) = prompt.split_at(prompt.len() - 1);
     for chunk in head.chunks(options.prefill_step_size) {
@@ -224,6 +278,13 @@ impl TokenGenerator<'_> {
     /// The cache, as the generation left it.
     pub fn cache(&self) -> &[LayerCache] {
         &self.state.cache
+    }
+
+    /// The cache, to continue from (Python: the `prompt_cache` list, which generation
+    /// updates in place). It holds the prompt and every generated token that was fed back:
+    /// all but the last when the generation ran to `max_tokens`.
+    pub fn into_cache(self) -> Cache {
+        self.state.cache
     }
 
     fn advance(&mut self) -> Result<Option<(u32, Array)>> {
@@ -313,20 +374,43 @@ pub fn stream_generate<'m, 't>(
     prompt: &[u32],
     options: &GenerateOptions,
 ) -> Result<TextStream<'m, 't>> {
-    Ok(TextStream {
-        tokens: generate_step(model, prompt, options)?,
-        detokenizer: tokenizer.streaming_detokenizer(),
-        stop_tokens: options.stop_tokens.iter().copied().collect(),
-        stop_strings: options.stop_strings.clone(),
-        text: String::new(),
-        done: false,
-    })
+    Ok(TextStream::new(generate_step(model, prompt, options)?, tokenizer, options))
+}
+
+/// [`stream_generate`] continuing from a cache (see [`generate_step_with_cache`]).
+pub fn stream_generate_with_cache<'m, 't>(
+    model: &'m Model,
+    tokenizer: &'t Tokenizer,
+    prompt: &[u32],
+    cache: Cache,
+    options: &GenerateOptions,
+) -> Result<TextStream<'m, 't>> {
+    let tokens = generate_step_with_cache(model, prompt, cache, options)?;
+    Ok(TextStream::new(tokens, tokenizer, options))
+}
+
+impl<'m, 't> TextStream<'m, 't> {
+    fn new(tokens: TokenGenerator<'m>, tokenizer: &'t Tokenizer, options: &GenerateOptions) -> Self {
+        TextStream {
+            tokens,
+            detokenizer: tokenizer.streaming_detokenizer(),
+            stop_tokens: options.stop_tokens.iter().copied().collect(),
+            stop_strings: options.stop_strings.clone(),
+            text: String::new(),
+            done: false,
+        }
+    }
 }
 
 impl TextStream<'_, '_> {
     /// The token generator underneath (trace count, cache).
     pub fn tokens(&self) -> &TokenGenerator<'_> {
         &self.tokens
+    }
+
+    /// The cache, to continue from (see [`TokenGenerator::into_cache`]).
+    pub fn into_cache(self) -> Cache {
+        self.tokens.into_cache()
     }
 
     fn advance(&mut self) -> Result<Option<GenerationResponse>> {

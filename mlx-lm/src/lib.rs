@@ -8,12 +8,15 @@
 //! compiled decode step serves a whole generation.
 
 pub mod cache;
+mod chat_template;
 mod checkpoint;
 mod config;
+mod detokenizer;
 mod error;
 mod generate;
 mod load;
 pub mod models;
+mod prompt_cache;
 mod quantization;
 mod rope;
 mod sample;
@@ -21,17 +24,20 @@ mod tokenizer;
 mod weights;
 
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
+pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::Checkpoint;
 pub use config::{load_config, ModelConfig};
 pub use error::{Error, Result};
 pub use generate::{
-    generate, generate_step, stream_generate, DecodeState, FinishReason, GenerateOptions,
+    generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache, DecodeState, FinishReason, GenerateOptions,
     GenerationResponse, GenerationStats, TextStream, TokenGenerator,
 };
 pub use load::{load, load_model, LoadOptions};
 pub use models::Model;
+pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use rope::Rope;
 pub use sample::{LogitsProcessors, SamplerOptions};
-pub use tokenizer::{StreamingDetokenizer, Tokenizer};
+pub use detokenizer::StreamingDetokenizer;
+pub use tokenizer::Tokenizer;
 pub use weights::{load_weights, WeightFiles, Weights};

@@ -57,12 +57,14 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
     Ok((model, config))
 }
 
-/// Loads the model and the tokenizer of `dir` (Python: `mlx_lm.load(path)`).
+/// Loads the model and the tokenizer of `dir` (Python: `mlx_lm.load(path)`); the
+/// tokenizer's stop tokens include the config's `eos_token_id`s.
 pub fn load(
     dir: impl AsRef<Path>,
     options: LoadOptions,
 ) -> Result<(Model, Tokenizer, ModelConfig)> {
     let (model, config) = load_model(dir.as_ref(), options)?;
-    let tokenizer = Tokenizer::load(dir.as_ref())?;
+    let mut tokenizer = Tokenizer::load(dir.as_ref())?;
+    tokenizer.add_eos_token_ids(config.eos_token_ids()?);
     Ok((model, tokenizer, config))
 }

@@ -9,14 +9,17 @@ use mlx_rs::{random, Array, Dtype, Result};
 
 /// How the next token is picked (Python: `make_sampler(temp, top_p, min_p,
 /// min_tokens_to_keep, top_k)`). The default is greedy.
+///
+/// The probabilities are `f64`, Python floats: what Python derives from them (`1 / temp`,
+/// `log(min_p)`) is computed in `f64` and rounded once to the logits' dtype, as there.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SamplerOptions {
     /// `0`: the most likely token (greedy); else sample from `softmax(logprobs / temperature)`.
-    pub temperature: f32,
+    pub temperature: f64,
     /// Keep the smallest set of tokens whose probability reaches `top_p` (`0` or `1`: off).
-    pub top_p: f32,
+    pub top_p: f64,
     /// Drop tokens less likely than `min_p` times the most likely one (`0`: off).
-    pub min_p: f32,
+    pub min_p: f64,
     /// Tokens `min_p` keeps at least.
     pub min_tokens_to_keep: i32,
     /// Keep only the `top_k` most likely tokens (`0`: off).
@@ -90,14 +93,14 @@ impl SamplerOptions {
         if self.top_k > 0 {
             x = apply_top_k(&x, self.top_k)?;
         }
-        // Python: logits * (1 / temp), the reciprocal a Python float.
-        let scaled = ops::multiply(&x, (1.0 / self.temperature as f64) as f32)?;
+        // Python: logits * (1 / temp), the reciprocal a Python float (weakly typed).
+        let scaled = ops::multiply(&x, 1.0 / self.temperature)?;
         random::categorical(&scaled, -1, key)
     }
 }
 
 /// Python: `apply_top_p`.
-fn apply_top_p(logprobs: &Array, top_p: f32) -> Result<Array> {
+fn apply_top_p(logprobs: &Array, top_p: f64) -> Result<Array> {
     let sorted = ops::sort(logprobs, -1)?;
     let probs = ops::exp(&sorted.astype(Dtype::Float32)?)?;
     let above = ops::cumsum(
@@ -123,10 +126,10 @@ fn apply_top_p(logprobs: &Array, top_p: f32) -> Result<Array> {
 }
 
 /// Python: `apply_min_p`.
-fn apply_min_p(logprobs: &Array, min_p: f32, min_tokens_to_keep: i32) -> Result<Array> {
+fn apply_min_p(logprobs: &Array, min_p: f64, min_tokens_to_keep: i32) -> Result<Array> {
     let top = ops::max(logprobs, -1, true)?;
     // Python: top_logprobs + math.log(min_p), the log a Python float.
-    let scaled = ops::add(&top, (min_p as f64).ln() as f32)?;
+    let scaled = ops::add(&top, min_p.ln())?;
     let mut remove = ops::less(logprobs, &scaled)?;
     if min_tokens_to_keep > 1 {
         let top_indices = ops::argpartition(logprobs, -min_tokens_to_keep, -1)?
@@ -149,10 +152,10 @@ fn apply_top_k(logprobs: &Array, top_k: i32) -> Result<Array> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LogitsProcessors {
     /// Added to the logits of these tokens.
-    pub logit_bias: Vec<(u32, f32)>,
+    pub logit_bias: Vec<(u32, f64)>,
     /// Logits of tokens among the last `repetition_context_size` are divided by it (multiplied
     /// when negative).
-    pub repetition_penalty: Option<f32>,
+    pub repetition_penalty: Option<f64>,
     /// How many recent tokens the penalty looks at (Python's default: 20).
     pub repetition_context_size: usize,
 }
@@ -199,7 +202,8 @@ impl LogitsProcessors {
         let mut logits = logits.clone();
         if !self.logit_bias.is_empty() {
             let ids: Vec<u32> = self.logit_bias.iter().map(|(t, _)| *t).collect();
-            let values: Vec<f32> = self.logit_bias.iter().map(|(_, v)| *v).collect();
+            // Python: mx.array of Python floats, float32.
+            let values: Vec<f32> = self.logit_bias.iter().map(|(_, v)| *v as f32).collect();
             let ids = Array::from_slice(&ids, &[ids.len() as i32])?;
             let values = Array::from_slice(&values, &[values.len() as i32])?;
             logits = logits.at((.., &ids)).add(&values)?;

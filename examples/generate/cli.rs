@@ -1,0 +1,124 @@
+//! The `generate` command (Python: `mlx_lm.generate`), as a function over its arguments and
+//! output streams so that tests run it in-process (`tests/lm_generate.rs`).
+
+use std::io::{Read, Write};
+use std::path::PathBuf;
+
+use clap::Parser;
+use mlx::lm::{self, ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
+
+/// Generates text with a language model from a Hugging Face / MLX model directory.
+///
+/// The text streams to stdout; the statistics go to stderr.
+#[derive(Debug, Parser)]
+#[command(name = "generate")]
+pub struct Args {
+    /// The model directory (config.json, *.safetensors, tokenizer.json).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The prompt; `-` reads it from stdin. `\n` and `\t` stand for a newline and a tab.
+    #[arg(long)]
+    pub prompt: String,
+    /// The most tokens to generate.
+    #[arg(long, short = 'm', default_value_t = 100)]
+    pub max_tokens: usize,
+    /// Sampling temperature; 0 picks the most likely token (greedy).
+    #[arg(long, default_value_t = 0.0)]
+    pub temp: f64,
+    /// Nucleus sampling: keep the most likely tokens up to this probability mass (1: off).
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f64,
+    /// Drop tokens less likely than this times the most likely one (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_p: f64,
+    /// Keep only the k most likely tokens (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: i32,
+    /// The seed of the sampling key (default: from the clock).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Wrap the prompt in the model's chat template as a user message.
+    #[arg(long)]
+    pub chat: bool,
+    /// With --chat: a system message before the prompt.
+    #[arg(long)]
+    pub system_prompt: Option<String>,
+    /// With --chat: extra template variables as a JSON object, e.g. '{"enable_thinking": false}'.
+    #[arg(long)]
+    pub chat_template_config: Option<String>,
+}
+
+type Error = Box<dyn std::error::Error>;
+
+/// Runs the command: loads the model, builds the prompt, streams the text to `out` and the
+/// statistics to `err`.
+pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
+    let (model, tokenizer, _) = lm::load(&args.model, LoadOptions::default())?;
+    let prompt = if args.prompt == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text)?;
+        text
+    } else {
+        // As mlx_lm: a shell makes typing a newline awkward.
+        args.prompt.replace("\\n", "\n").replace("\\t", "\t")
+    };
+    let ids = if args.chat {
+        let mut messages = Vec::new();
+        if let Some(system) = &args.system_prompt {
+            messages.push(serde_json::json!({"role": "system", "content": system}));
+        }
+        messages.push(serde_json::json!({"role": "user", "content": prompt}));
+        let extra = match &args.chat_template_config {
+            None => Default::default(),
+            Some(json) => match serde_json::from_str(json)? {
+                serde_json::Value::Object(map) => map,
+                _ => return Err("--chat-template-config must be a JSON object".into()),
+            },
+        };
+        let options = ChatOptions {
+            add_generation_prompt: true,
+            extra,
+            ..Default::default()
+        };
+        let text = tokenizer.apply_chat_template(&messages, &options)?;
+        tokenizer.encode(&text, false)?
+    } else {
+        tokenizer.encode(&prompt, true)?
+    };
+
+    let options = GenerateOptions {
+        max_tokens: args.max_tokens,
+        sampler: SamplerOptions {
+            temperature: args.temp,
+            top_p: args.top_p,
+            min_p: args.min_p,
+            top_k: args.top_k,
+            ..Default::default()
+        },
+        seed: args.seed,
+        stop_tokens: tokenizer.eos_token_ids(),
+        ..Default::default()
+    };
+    let mut last = None;
+    for response in lm::stream_generate(&model, &tokenizer, &ids, &options)? {
+        let response = response?;
+        out.write_all(response.text.as_bytes())?;
+        out.flush()?;
+        last = Some(response.stats);
+    }
+    writeln!(out)?;
+    if let Some(stats) = last {
+        writeln!(
+            err,
+            "Prompt: {} tokens, {:.3} tokens-per-sec",
+            stats.prompt_tokens, stats.prompt_tps
+        )?;
+        writeln!(
+            err,
+            "Generation: {} tokens, {:.3} tokens-per-sec",
+            stats.generation_tokens, stats.generation_tps
+        )?;
+        writeln!(err, "Peak memory: {:.3} GB", stats.peak_memory as f64 / 1e9)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,383 @@
+#!/usr/bin/env python3
+"""Generation reference data for mlx-lm: what mlx_lm 0.32.2 (and the transformers it renders
+chat templates with) does around the models `lm.py` writes.
+
+Writes `tests/data/[cuda/]lm/generate.json` and `tests/data/[cuda/]lm/prompt-cache-<name>.safetensors`:
+
+- `sampling`: tokens of `generate_step` with `make_sampler` / `make_logits_processors`
+  after `mx.random.seed(seed)` (temperature, top-p, min-p, top-k, repetition penalty, logit
+  bias, alone and combined; float, bf16 and 4-bit models).
+- `cli`: the text `mlx_lm.generate` (the command, run as a subprocess) prints for a prompt with
+  `--temp 0`, with the chat template and without (`--ignore-chat-template`), and the detokenized
+  text of `stream_generate` for token sequences chosen to hit the streaming detokenizer's edge
+  cases (special tokens, a leading space, incomplete UTF-8).
+- `chat_templates`: `tokenizer.apply_chat_template(..., tokenize=False)` for the model
+  directories' ChatML template and for templates written here that use what real templates
+  use (tools through `tojson`, namespaces, loop controls, Python string methods,
+  `raise_exception`, special-token variables, `continue_final_message`).
+- `prompt_cache`: for each cache kind (key/value, rotating, conv + recurrent), a prompt
+  prefix's cache saved with `save_prompt_cache`, and the greedy tokens that continue it with
+  the rest of the prompt.
+
+Run: scripts/gen-golden lm_generate (after lm, whose model directories it reads)
+"""
+import json
+import pathlib
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import mlx.core as mx  # noqa: E402
+import transformers  # noqa: E402
+
+import mlx_lm  # noqa: E402
+from mlx_lm.generate import generate_step, stream_generate  # noqa: E402
+from mlx_lm.models.cache import make_prompt_cache, save_prompt_cache  # noqa: E402
+from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
+from mlx_lm.utils import load  # noqa: E402
+
+import common  # noqa: E402
+
+assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
+assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
+
+MODELS = common.ROOT / "tests" / "data" / "lm-models"
+OUT = common.DATA / "lm"
+VOCAB = 384
+
+
+def prompt_ids(name):
+    """The 24 prompt tokens lm.py uses for this architecture."""
+    seed = sum(map(ord, name.split("-")[0]))
+    return mx.random.randint(3, VOCAB, (24,), key=mx.random.key(seed)).astype(mx.int32)
+
+
+SAMPLING = [
+    {"model": "llama3", "seed": 7, "temp": 0.8},
+    {"model": "qwen3", "seed": 11, "temp": 1.0},  # bf16 logits
+    {"model": "llama3", "seed": 1, "temp": 1.0, "top_p": 0.9},
+    {"model": "mistral", "seed": 2, "temp": 0.7, "min_p": 0.05, "min_tokens_to_keep": 3},
+    {"model": "mistral", "seed": 3, "temp": 1.3, "top_k": 7},
+    {"model": "qwen3_5", "seed": 4, "temp": 0.9, "top_p": 0.95, "min_p": 0.02, "top_k": 50},
+    {"model": "mistral", "seed": 0, "temp": 0.0, "repetition_penalty": 1.5,
+     "repetition_context_size": 8},
+    {"model": "qwen2", "seed": 5, "temp": 0.6, "repetition_penalty": 0.8,
+     "logit_bias": {"5": 3.0, "17": -2.5, "100": 1.5}},
+    {"model": "qwen3-4bit", "seed": 6, "temp": 1.0, "top_k": 20},
+    {"model": "llama3-4bit", "seed": 8, "temp": 0.5, "repetition_penalty": 1.2,
+     "repetition_context_size": 40},
+]
+SAMPLED_TOKENS = 48
+
+
+def sampling():
+    cases = []
+    for case in SAMPLING:
+        model, _ = load(str(MODELS / case["model"]))
+        sampler = make_sampler(case["temp"], case.get("top_p", 0.0), case.get("min_p", 0.0),
+                               case.get("min_tokens_to_keep", 1), top_k=case.get("top_k", 0))
+        bias = case.get("logit_bias")
+        processors = make_logits_processors(
+            {int(k): v for k, v in bias.items()} if bias else None,
+            case.get("repetition_penalty"), case.get("repetition_context_size", 20))
+        mx.random.seed(case["seed"])
+        tokens = [t for t, _ in generate_step(prompt_ids(case["model"]), model,
+                                               max_tokens=SAMPLED_TOKENS, sampler=sampler,
+                                               logits_processors=processors)]
+        cases.append({**case, "prompt": prompt_ids(case["model"]).tolist(), "tokens": tokens})
+        print(f"sampling {case}: {tokens[:8]}...")
+    return cases
+
+
+CLI = [
+    {"model": "qwen3", "prompt": "def golden(name):", "chat": False, "max_tokens": 48},
+    {"model": "llama3", "prompt": "Hello, who are you?", "chat": True, "max_tokens": 40},
+    {"model": "qwen3_5-4bit", "prompt": "Grüße aus 東京 — ok?", "chat": True, "max_tokens": 64,
+     "system_prompt": "You answer in one line."},
+    {"model": "mistral", "prompt": "line one\\nline two", "chat": False, "max_tokens": 64},
+    {"model": "qwen2-4bit", "prompt": "The cache", "chat": True, "max_tokens": 100},
+]
+
+
+def cli():
+    cases = []
+    for case in CLI:
+        cmd = [sys.executable, "-m", "mlx_lm", "generate", "--model", str(MODELS / case["model"]),
+               "--prompt", case["prompt"], "--temp", "0", "--max-tokens",
+               str(case["max_tokens"]), "--verbose", "False"]
+        if not case["chat"]:
+            cmd.append("--ignore-chat-template")
+        if "system_prompt" in case:
+            cmd += ["--system-prompt", case["system_prompt"]]
+        # From the repository root: `-m` puts the working folder first on sys.path, and this
+        # folder's random.py would shadow the standard library.
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                             cwd=common.ROOT).stdout
+        assert out.endswith("\n"), out
+        cases.append({**case, "text": out[:-1]})
+        print(f"cli {case['model']}: {out[:-1]!r}")
+    return cases
+
+
+def detokenizer():
+    """Texts of chosen token sequences through stream_generate's detokenizer (mlx_lm picks the
+    BPE one for these byte-level tokenizers): the segments as streamed, not just the whole."""
+    from mlx_lm.tokenizer_utils import load as load_tokenizer
+    tok = load_tokenizer(MODELS / "llama3")
+    vocab = tok._tokenizer.get_vocab()
+    space = vocab["Ġ"]
+    # Byte-level symbols of the lead and continuation bytes of "é" (0xC3 0xA9) and "東".
+    bytes_to_unicode = {b: c for c, b in __import__(
+        "mlx_lm.tokenizer_utils", fromlist=["_byte_decoder"])._byte_decoder().items()}
+    def byte(b):
+        return vocab[bytes_to_unicode[b]]
+    sequences = {
+        "leading_space": [space, vocab["a"], space, space, vocab["b"]],
+        "special_tokens": [vocab["<|im_start|>"], vocab["a"], vocab["<|endoftext|>"], space],
+        "split_character": [vocab["a"], byte(0xC3), byte(0xA9), byte(0xE6), byte(0x9D),
+                            byte(0xB1), vocab["b"]],
+        "invalid_utf8": [byte(0xA9), vocab["a"], byte(0xC3), vocab["b"], byte(0xE6), byte(0x9D)],
+        "nul_byte": [byte(0x00), vocab["a"]],
+        "trailing_incomplete": [vocab["a"], byte(0xE6), byte(0x9D)],
+    }
+    cases = []
+    for name, ids in sequences.items():
+        d = tok.detokenizer
+        d.reset()
+        segments = []
+        for t in ids:
+            d.add_token(t)
+            segments.append(d.last_segment)
+        d.finalize()
+        segments.append(d.last_segment)
+        cases.append({"name": name, "tokens": ids, "segments": segments})
+    return cases
+
+
+TOOLS_TEMPLATE = """
+{%- if tools %}
+    {{- '<|im_start|>system\\n' }}
+    {%- if messages[0].role == 'system' %}
+        {{- messages[0].content + '\\n\\n' }}
+    {%- endif %}
+    {{- "# Tools\\n\\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\\n</tools><|im_end|>\\n" }}
+{%- elif messages[0].role == 'system' %}
+    {{- '<|im_start|>system\\n' + messages[0].content + '<|im_end|>\\n' }}
+{%- endif %}
+{%- set ns = namespace(multi_step_tool=true, last_query_index=messages|length - 1) %}
+{%- for message in messages[::-1] %}
+    {%- set index = (messages|length - 1) - loop.index0 %}
+    {%- if ns.multi_step_tool and message.role == "user" and message.content is string and not(message.content.startswith('<tool_response>') and message.content.endswith('</tool_response>')) %}
+        {%- set ns.multi_step_tool = false %}
+        {%- set ns.last_query_index = index %}
+    {%- endif %}
+{%- endfor %}
+{%- for message in messages %}
+    {%- if message.content is string %}
+        {%- set content = message.content %}
+    {%- else %}
+        {%- set content = '' %}
+    {%- endif %}
+    {%- if message.role == "system" and loop.first %}
+        {%- continue %}
+    {%- elif message.role == "user" or message.role == "system" %}
+        {{- '<|im_start|>' + message.role + '\\n' + content + '<|im_end|>' + '\\n' }}
+    {%- elif message.role == "assistant" %}
+        {%- set reasoning_content = '' %}
+        {%- if '</think>' in content %}
+            {%- set reasoning_content = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}
+            {%- set content = content.split('</think>')[-1].lstrip('\\n') %}
+        {%- endif %}
+        {%- if loop.index0 > ns.last_query_index and (loop.last or reasoning_content) %}
+            {{- '<|im_start|>' + message.role + '\\n<think>\\n' + reasoning_content.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') }}
+        {%- else %}
+            {{- '<|im_start|>' + message.role + '\\n' + content }}
+        {%- endif %}
+        {%- if message.tool_calls %}
+            {%- for tool_call in message.tool_calls %}
+                {%- if (loop.first and content) or (not loop.first) %}
+                    {{- '\\n' }}
+                {%- endif %}
+                {%- if tool_call.function %}
+                    {%- set tool_call = tool_call.function %}
+                {%- endif %}
+                {{- '<tool_call>\\n{"name": "' }}
+                {{- tool_call.name }}
+                {{- '", "arguments": ' }}
+                {%- if tool_call.arguments is string %}
+                    {{- tool_call.arguments }}
+                {%- else %}
+                    {{- tool_call.arguments | tojson }}
+                {%- endif %}
+                {{- '}\\n</tool_call>' }}
+            {%- endfor %}
+        {%- endif %}
+        {{- '<|im_end|>\\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if loop.first or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\\n<tool_response>\\n' }}
+        {{- content }}
+        {{- '\\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\\n' }}
+        {%- endif %}
+    {%- else %}
+        {{- raise_exception('Unknown role: ' + message.role) }}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\\n' }}
+    {%- if enable_thinking is defined and enable_thinking is false %}
+        {{- '<think>\\n\\n</think>\\n\\n' }}
+    {%- endif %}
+{%- endif %}
+"""
+
+# Block tags on their own lines (trim_blocks / lstrip_blocks at work), special-token variables,
+# filters and tests that templates use.
+BLOCKS_TEMPLATE = """{{ bos_token }}
+{% for message in messages %}
+    {% if message['role'] not in ['user', 'assistant', 'system'] %}
+        {{ raise_exception('Conversation roles must be user, system or assistant') }}
+    {% endif %}
+    [{{ loop.index }}/{{ loop.length }}] {{ message['role'] | upper }}: {{ message['content'] | trim }}
+    {% if message.meta is mapping %}
+        {% for key, value in message.meta | items %}
+    {{ key }}={{ value | tojson }};
+        {% endfor %}
+        {{ message.meta | tojson(indent=2) }}
+        {{ message.meta | tojson(sort_keys=true, separators=(',', ':')) }}
+        {{ message.meta | tojson(ensure_ascii=true) }}
+    {% endif %}
+{% endfor %}
+{% if add_generation_prompt %}ASSISTANT:{% endif %}{{ eos_token if not add_generation_prompt else '' }}
+"""
+
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather in a city — «quoted» \"text\", tab\there",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+            "required": ["city"],
+        },
+    },
+}]
+
+CONVERSATIONS = {
+    "single": [{"role": "user", "content": "Hello!"}],
+    "system": [{"role": "system", "content": "Be brief."},
+               {"role": "user", "content": "What is MLX?"}],
+    "multi_turn": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "<think>\nthe user greets\n</think>\n\nHello."},
+        {"role": "user", "content": "Weather in Zürich?"},
+        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {
+            "name": "get_weather", "arguments": {"city": "Zürich", "days": 2, "units": None,
+                                                 "scale": 1.5, "tiny": 1e-07, "big": 1e16}}}]},
+        {"role": "tool", "content": "{\"temp\": 3}"},
+        {"role": "tool", "content": "sunny"},
+        {"role": "assistant", "content": "Sunny, 3°C.", "tool_calls": None},
+    ],
+    "meta": [
+        {"role": "system", "content": "  padded  ", "meta": {"b": [1, 2.0, True, None],
+                                                             "a": "ü\n\"x\"", "c": {}}},
+        {"role": "user", "content": "x"},
+    ],
+    "bad_role": [{"role": "robot", "content": "beep"}],
+    "prefill": [{"role": "user", "content": "Count to three."},
+                {"role": "assistant", "content": "One, two,"}],
+}
+
+TEMPLATE_CASES = [
+    ("chatml", "single", {"add_generation_prompt": True}),
+    ("chatml", "system", {"add_generation_prompt": False}),
+    ("chatml", "prefill", {"continue_final_message": True}),
+    ("tools", "single", {"add_generation_prompt": True, "tools": TOOLS}),
+    ("tools", "system", {"add_generation_prompt": True, "enable_thinking": False}),
+    ("tools", "multi_turn", {"add_generation_prompt": True, "tools": TOOLS}),
+    ("tools", "multi_turn", {"add_generation_prompt": False}),
+    ("tools", "bad_role", {"add_generation_prompt": True}),
+    ("tools", "prefill", {"continue_final_message": True}),
+    ("blocks", "meta", {"add_generation_prompt": True}),
+    ("blocks", "system", {"add_generation_prompt": False}),
+    ("blocks", "bad_role", {}),
+]
+
+
+def chat_templates():
+    tok = transformers.AutoTokenizer.from_pretrained(str(MODELS / "llama3"))
+    # Special-token variables the templates see (Python: tokenizer.special_tokens_map).
+    tok.add_special_tokens({"bos_token": "<|endoftext|>"})
+    templates = {"chatml": tok.chat_template, "tools": TOOLS_TEMPLATE, "blocks": BLOCKS_TEMPLATE}
+    cases = []
+    for template, conversation, kwargs in TEMPLATE_CASES:
+        case = {"template": template, "conversation": conversation, "kwargs": kwargs}
+        try:
+            case["text"] = tok.apply_chat_template(
+                CONVERSATIONS[conversation], chat_template=templates[template], tokenize=False,
+                **kwargs)
+        except Exception as e:  # noqa: BLE001  (the error is the expected outcome)
+            case["error"] = str(e)
+        cases.append(case)
+    return {"templates": templates, "conversations": CONVERSATIONS,
+            "special_tokens": tok.special_tokens_map, "cases": cases}
+
+
+PROMPT_CACHE = [
+    # (model, prefix length): key/value caches; rotating caches (window 8) past their window;
+    # conv + recurrent caches.
+    ("mistral", 16),
+    ("llama3", 16),
+    ("qwen3_5", 16),
+]
+CONTINUE_TOKENS = 16
+
+
+def prompt_cache():
+    cases = []
+    for name, prefix in PROMPT_CACHE:
+        model, _ = load(str(MODELS / name))
+        prompt = prompt_ids(name)
+        cache = make_prompt_cache(model)
+        model(prompt[None, :prefix], cache=cache)
+        mx.eval([c.state for c in cache])
+        path = OUT / f"prompt-cache-{name}.safetensors"
+        save_prompt_cache(str(path), cache, {"model": name, "note": "golden ✓"})
+        tokens = [t for t, _ in generate_step(prompt[prefix:], model, prompt_cache=cache,
+                                               max_tokens=CONTINUE_TOKENS)]
+        cases.append({"model": name, "prefix": prefix, "prompt": prompt.tolist(),
+                      "file": path.name, "tokens": tokens})
+        print(f"prompt cache {name}: {tokens}")
+    return cases
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    data = {
+        "mlx_version": mx.__version__,
+        "mlx_lm_version": mlx_lm.__version__,
+        "transformers_version": transformers.__version__,
+        "sampling": sampling(),
+        "cli": cli(),
+        "detokenizer": detokenizer(),
+        "chat_templates": chat_templates(),
+        "prompt_cache": prompt_cache(),
+    }
+    (OUT / "generate.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {(OUT / 'generate.json').relative_to(common.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
