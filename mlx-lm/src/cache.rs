@@ -212,7 +212,11 @@ impl LayerCache {
         let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> Result<()> {
             let (sa, sb) = (a.shape(), b.shape());
             let fits = sa.len() == sb.len()
-                && sa.iter().zip(sb).enumerate().all(|(i, (x, y))| x == y || (any_length && i == 2))
+                && sa
+                    .iter()
+                    .zip(sb)
+                    .enumerate()
+                    .all(|(i, (x, y))| x == y || (any_length && i == 2))
                 && a.dtype() == b.dtype();
             if fits {
                 Ok(())

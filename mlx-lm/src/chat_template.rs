@@ -153,7 +153,9 @@ fn mark_final_message(messages: &mut [Value]) -> std::result::Result<String, Str
                 _ => None,
             })
             .ok_or("continue_final_message is set but the final message has no text to continue")?,
-        _ => return Err("continue_final_message is set but the final message has no content".into()),
+        _ => {
+            return Err("continue_final_message is set but the final message has no content".into())
+        }
     };
     let original = text.clone();
     text.push_str(CONTINUE_TAG);
@@ -186,9 +188,12 @@ fn environment(source: &str) -> std::result::Result<Environment<'static>, miniji
     minijinja_contrib::add_to_environment(&mut env);
     env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
     env.add_filter("tojson", tojson);
-    env.add_function("raise_exception", |message: String| -> std::result::Result<JValue, minijinja::Error> {
-        Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
-    });
+    env.add_function(
+        "raise_exception",
+        |message: String| -> std::result::Result<JValue, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        },
+    );
     env.add_function("strftime_now", |format: String| {
         chrono::Local::now().format(&format).to_string()
     });
@@ -218,11 +223,14 @@ fn tojson(
     let indent = match kwargs.get::<Option<JValue>>("indent")?.or(indent) {
         None => None,
         Some(v) if v.is_none() => None,
-        Some(v) if v.kind() == ValueKind::Number => Some(" ".repeat(
-            usize::try_from(i64::try_from(v)?).unwrap_or(0),
-        )),
+        Some(v) if v.kind() == ValueKind::Number => {
+            Some(" ".repeat(usize::try_from(i64::try_from(v)?).unwrap_or(0)))
+        }
         Some(v) => Some(v.as_str().map(str::to_string).ok_or_else(|| {
-            minijinja::Error::new(ErrorKind::InvalidOperation, "tojson: indent must be an int or a string")
+            minijinja::Error::new(
+                ErrorKind::InvalidOperation,
+                "tojson: indent must be an int or a string",
+            )
         })?),
     };
     let separators = match kwargs.get::<Option<JValue>>("separators")? {
@@ -233,7 +241,10 @@ fn tojson(
                 .collect::<Option<_>>()
                 .filter(|p: &Vec<String>| p.len() == 2)
                 .ok_or_else(|| {
-                    minijinja::Error::new(ErrorKind::InvalidOperation, "tojson: separators must be two strings")
+                    minijinja::Error::new(
+                        ErrorKind::InvalidOperation,
+                        "tojson: separators must be two strings",
+                    )
                 })?;
             (parts[0].clone(), parts[1].clone())
         }
@@ -278,7 +289,11 @@ fn write_json(
     match value.kind() {
         ValueKind::Undefined | ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if value.is_true() { "true" } else { "false" }),
-        ValueKind::String => write_string(out, value.as_str().unwrap_or_default(), options.ensure_ascii),
+        ValueKind::String => write_string(
+            out,
+            value.as_str().unwrap_or_default(),
+            options.ensure_ascii,
+        ),
         ValueKind::Number => {
             if value.is_integer() {
                 out.push_str(&value.to_string());
@@ -393,7 +408,11 @@ pub(crate) fn python_float_repr(f: f64) -> String {
         } else if point as usize >= digits.len() {
             format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
         } else {
-            format!("{}.{}", &digits[..point as usize], &digits[point as usize..])
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
         };
         format!("{sign}{body}")
     } else {

@@ -50,9 +50,17 @@ impl Kind {
                     serde_json::json!({"type": "Strip", "content": " ", "start": 1, "stop": 0}),
                 );
             }
-            decoder.is_some_and(|d| matches_description(&serde_json::json!({"type": "Sequence", "decoders": steps}), d))
+            decoder.is_some_and(|d| {
+                matches_description(
+                    &serde_json::json!({"type": "Sequence", "decoders": steps}),
+                    d,
+                )
+            })
         };
-        let vocab = || (0..inner.get_vocab_size(true) as u32).map(|id| inner.id_to_token(id).unwrap_or_default());
+        let vocab = || {
+            (0..inner.get_vocab_size(true) as u32)
+                .map(|id| inner.id_to_token(id).unwrap_or_default())
+        };
         if spm(true) || spm(false) {
             Kind::Spm {
                 tokens: vocab().map(|t| spm_bytes(&t)).collect(),
@@ -99,7 +107,9 @@ fn byte_of_symbol(c: char) -> Option<u8> {
     let c = c as u32;
     // Bytes that are printable themselves stand for themselves; the other 68 were shifted to
     // 256.. in byte order.
-    let printable = |b: u32| (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b);
+    let printable = |b: u32| {
+        (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
+    };
     if c < 256 {
         return printable(c).then_some(c as u8);
     }
@@ -176,14 +186,17 @@ impl<'t> StreamingDetokenizer<'t> {
                 let symbols = tokens.get(token as usize).map_or("!", String::as_str);
                 self.unflushed_symbols.push_str(symbols);
                 let text = lossy(&bpe_streaming_bytes(&self.unflushed_symbols));
-                let lone_space = symbols.chars().count() == 1 && symbols.chars().next().and_then(byte_of_symbol) == Some(b' ');
+                let lone_space = symbols.chars().count() == 1
+                    && symbols.chars().next().and_then(byte_of_symbol) == Some(b' ');
                 if !text.ends_with('\u{FFFD}') && !lone_space {
                     self.push_trimmed(&text, true);
                     self.unflushed_symbols.clear();
                 }
             }
             Kind::Spm { tokens, trim_space } => {
-                let bytes = tokens.get(token as usize).ok_or_else(|| self.tokenizer.out_of_vocabulary(token))?;
+                let bytes = tokens
+                    .get(token as usize)
+                    .ok_or_else(|| self.tokenizer.out_of_vocabulary(token))?;
                 self.unflushed.extend_from_slice(bytes);
                 self.spm_flush(*trim_space, false);
             }
@@ -258,12 +271,19 @@ impl<'t> StreamingDetokenizer<'t> {
     /// detokenizer's current line may change under the offset and is counted as Python does.
     fn take_new(&mut self) -> String {
         if !matches!(self.tokenizer.detokenizer_kind(), Kind::Naive { .. }) {
-            let new = self.text.get(self.emitted..).unwrap_or_default().to_string();
+            let new = self
+                .text
+                .get(self.emitted..)
+                .unwrap_or_default()
+                .to_string();
             self.emitted = self.text.len();
             return new;
         }
         let full: Vec<char> = self.text.chars().chain(self.line_text.chars()).collect();
-        let new = full.get(self.emitted..).map(|c| c.iter().collect()).unwrap_or_default();
+        let new = full
+            .get(self.emitted..)
+            .map(|c| c.iter().collect())
+            .unwrap_or_default();
         self.emitted = full.len();
         new
     }

@@ -11,10 +11,10 @@ use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
 use crate::cache::{Cache, LayerCache};
+use crate::detokenizer::StreamingDetokenizer;
 use crate::error::Result;
 use crate::models::Model;
 use crate::sample::{LogitsProcessors, SamplerOptions};
-use crate::detokenizer::StreamingDetokenizer;
 use crate::tokenizer::Tokenizer;
 
 /// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).
@@ -357,13 +357,16 @@ pub struct GenerationResponse {
 
 /// Streams text (Python: `stream_generate`): tokens from [`generate_step`], decoded as they
 /// complete characters, ending at a stop token, a stop string (cut from the text) or
-/// `max_tokens`.
+/// `max_tokens`. Text that may be the start of a stop string is held back until it is known
+/// not to be, so the pieces joined never contain a stop string.
 pub struct TextStream<'m, 't> {
     tokens: TokenGenerator<'m>,
     detokenizer: StreamingDetokenizer<'t>,
     stop_tokens: HashSet<u32>,
     stop_strings: Vec<String>,
+    /// The text so far, and how many bytes of it were handed out.
     text: String,
+    emitted: usize,
     done: bool,
 }
 
@@ -374,7 +377,11 @@ pub fn stream_generate<'m, 't>(
     prompt: &[u32],
     options: &GenerateOptions,
 ) -> Result<TextStream<'m, 't>> {
-    Ok(TextStream::new(generate_step(model, prompt, options)?, tokenizer, options))
+    Ok(TextStream::new(
+        generate_step(model, prompt, options)?,
+        tokenizer,
+        options,
+    ))
 }
 
 /// [`stream_generate`] continuing from a cache (see [`generate_step_with_cache`]).
@@ -390,13 +397,18 @@ pub fn stream_generate_with_cache<'m, 't>(
 }
 
 impl<'m, 't> TextStream<'m, 't> {
-    fn new(tokens: TokenGenerator<'m>, tokenizer: &'t Tokenizer, options: &GenerateOptions) -> Self {
+    fn new(
+        tokens: TokenGenerator<'m>,
+        tokenizer: &'t Tokenizer,
+        options: &GenerateOptions,
+    ) -> Self {
         TextStream {
             tokens,
             detokenizer: tokenizer.streaming_detokenizer(),
             stop_tokens: options.stop_tokens.iter().copied().collect(),
             stop_strings: options.stop_strings.clone(),
             text: String::new(),
+            emitted: 0,
             done: false,
         }
     }
@@ -418,24 +430,28 @@ impl TextStream<'_, '_> {
             return Ok(None);
         };
         let mut finish = None;
-        let mut text = String::new();
         if self.stop_tokens.contains(&token) {
             finish = Some(FinishReason::Stop);
-            text = self.detokenizer.finish()?;
+            self.text.push_str(&self.detokenizer.finish()?);
         } else {
-            text.push_str(&self.detokenizer.add(token)?);
-            let before = self.text.len();
-            self.text.push_str(&text);
-            if let Some(cut) = find_stop(&self.text, before, &self.stop_strings) {
-                text = self.text[before.min(cut)..cut].to_string();
-                self.text.truncate(cut);
-                finish = Some(FinishReason::Stop);
+            self.text.push_str(&self.detokenizer.add(token)?);
+            if self.tokens.produced == self.tokens.max_tokens {
+                self.text.push_str(&self.detokenizer.finish()?);
+                finish = Some(FinishReason::Length);
             }
         }
-        if finish.is_none() && self.tokens.produced == self.tokens.max_tokens {
-            text.push_str(&self.detokenizer.finish()?);
-            finish = Some(FinishReason::Length);
+        // Text that may be the start of a stop string is held back until the next tokens
+        // tell; so a stop string is always found in text not yet handed out.
+        let mut end = self.text.len();
+        if let Some(cut) = find_stop(&self.text, self.emitted, &self.stop_strings) {
+            self.text.truncate(cut);
+            end = cut;
+            finish = Some(FinishReason::Stop);
+        } else if finish.is_none() {
+            end -= held_back(&self.text[self.emitted..], &self.stop_strings);
         }
+        let text = self.text[self.emitted..end].to_string();
+        self.emitted = end;
         if finish.is_some() {
             self.done = true;
         }
@@ -449,19 +465,25 @@ impl TextStream<'_, '_> {
     }
 }
 
-/// Where the first stop string that ends in text past `before` starts (only such a match is
-/// new). The search starts a stop string's length before `before`, at a character boundary.
-fn find_stop(text: &str, before: usize, stops: &[String]) -> Option<usize> {
+/// Where the first stop string in `text[from..]` starts.
+fn find_stop(text: &str, from: usize, stops: &[String]) -> Option<usize> {
     stops
         .iter()
-        .filter_map(|stop| {
-            let mut from = before.saturating_sub(stop.len());
-            while !text.is_char_boundary(from) {
-                from -= 1;
-            }
-            text[from..].find(stop.as_str()).map(|i| from + i)
-        })
+        .filter(|stop| !stop.is_empty())
+        .filter_map(|stop| text[from..].find(stop.as_str()).map(|i| from + i))
         .min()
+}
+
+/// The length of the longest end of `tail` that begins a stop string (and so may become one).
+fn held_back(tail: &str, stops: &[String]) -> usize {
+    tail.char_indices()
+        .map(|(i, _)| &tail[i..])
+        .find(|end| {
+            stops
+                .iter()
+                .any(|s| s.len() > end.len() && s.starts_with(end))
+        })
+        .map_or(0, str::len)
 }
 
 impl Iterator for TextStream<'_, '_> {

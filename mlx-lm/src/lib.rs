@@ -27,10 +27,12 @@ pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::Checkpoint;
 pub use config::{load_config, ModelConfig};
+pub use detokenizer::StreamingDetokenizer;
 pub use error::{Error, Result};
 pub use generate::{
-    generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache, DecodeState, FinishReason, GenerateOptions,
-    GenerationResponse, GenerationStats, TextStream, TokenGenerator,
+    generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,
+    DecodeState, FinishReason, GenerateOptions, GenerationResponse, GenerationStats, TextStream,
+    TokenGenerator,
 };
 pub use load::{load, load_model, LoadOptions};
 pub use models::Model;
@@ -38,6 +40,5 @@ pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use rope::Rope;
 pub use sample::{LogitsProcessors, SamplerOptions};
-pub use detokenizer::StreamingDetokenizer;
 pub use tokenizer::Tokenizer;
 pub use weights::{load_weights, WeightFiles, Weights};

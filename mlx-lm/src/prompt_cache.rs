@@ -56,7 +56,10 @@ pub fn save_prompt_cache(
                     scalars.push((key, "scalar"));
                 }
                 Entry::None => {
-                    arrays.push((key.clone(), Array::from_slice::<f32>(&[], &[0]).map_err(mlx)?));
+                    arrays.push((
+                        key.clone(),
+                        Array::from_slice::<f32>(&[], &[0]).map_err(mlx)?,
+                    ));
                     scalars.push((key, "none"));
                 }
             }
@@ -90,7 +93,10 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
     let mut scalar_kinds: HashMap<String, String> = HashMap::new();
     let mut scalar_pairs: BTreeMap<usize, (Option<String>, Option<String>)> = BTreeMap::new();
     for (key, value) in &meta {
-        let parse = |s: &str| s.parse::<usize>().map_err(|_| invalid(key, "not a prompt-cache metadata key".into()));
+        let parse = |s: &str| {
+            s.parse::<usize>()
+                .map_err(|_| invalid(key, "not a prompt-cache metadata key".into()))
+        };
         match key.split_once('.') {
             Some(("0", name)) => {
                 metadata.insert(name.to_string(), value.clone());
@@ -99,8 +105,12 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                 classes.insert(parse(i)?, value.clone());
             }
             Some(("2", rest)) => match rest.split_once('.') {
-                Some((j, "0")) => scalar_pairs.entry(parse(j)?).or_default().0 = Some(value.clone()),
-                Some((j, "1")) => scalar_pairs.entry(parse(j)?).or_default().1 = Some(value.clone()),
+                Some((j, "0")) => {
+                    scalar_pairs.entry(parse(j)?).or_default().0 = Some(value.clone())
+                }
+                Some((j, "1")) => {
+                    scalar_pairs.entry(parse(j)?).or_default().1 = Some(value.clone())
+                }
                 _ => {}
             },
             _ => {}
@@ -150,7 +160,7 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                 })
             }
             "RotatingKVCache" => {
-                let entries = ["0", "1", "2", "3", "4", "5"].map(|k| take(k));
+                let entries = ["0", "1", "2", "3", "4", "5"].map(&mut take);
                 let [keys, values, offset, keep, max_size, idx] = entries;
                 let (Some(keys), Some(values)) = (keys?, values?) else {
                     return Err(invalid(&format!("{i}.0"), "an empty RotatingKVCache (no prompt was processed)".into()));
@@ -213,7 +223,8 @@ fn layer_state(layer: &LayerCache) -> mlx_rs::Result<(&'static str, Vec<(&'stati
     Ok(match layer {
         LayerCache::Kv(c) => {
             let offset = c.offset.item::<i32>()?;
-            let end = ((offset + STEP - 1) / STEP * STEP).clamp(STEP.min(c.capacity()), c.capacity());
+            let end =
+                ((offset + STEP - 1) / STEP * STEP).clamp(STEP.min(c.capacity()), c.capacity());
             (
                 "KVCache",
                 vec![
@@ -291,7 +302,11 @@ fn rotating_from_python(
     let index = Array::from_slice(&index, &[max_size])?;
     let ring = |v: &Array| -> mlx_rs::Result<Array> {
         let gathered = ops::take(v, &index, 2)?;
-        ops::where_(&mask, &gathered, Array::from_scalar(0.0f32).astype(v.dtype())?)
+        ops::where_(
+            &mask,
+            &gathered,
+            Array::from_scalar(0.0f32).astype(v.dtype())?,
+        )
     };
     Ok(RotatingKvCache {
         keys: ring(&keys)?,
@@ -308,12 +323,18 @@ fn scalar(path: &Path, key: &str, a: &Array) -> Result<i32> {
         message,
     };
     if a.size() != 1 {
-        return Err(invalid(format!("expected a scalar, found shape {:?}", a.shape())));
+        return Err(invalid(format!(
+            "expected a scalar, found shape {:?}",
+            a.shape()
+        )));
     }
-    let v = a.astype(Dtype::Int64).and_then(|a| a.item::<i64>()).map_err(|source| Error::Mlx {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let v = a
+        .astype(Dtype::Int64)
+        .and_then(|a| a.item::<i64>())
+        .map_err(|source| Error::Mlx {
+            path: path.to_path_buf(),
+            source,
+        })?;
     i32::try_from(v).map_err(|_| invalid(format!("{v} does not fit a position")))
 }
 

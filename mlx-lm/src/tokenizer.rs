@@ -79,8 +79,9 @@ impl Tokenizer {
             message,
         };
         let json: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let mut inner: tokenizers::Tokenizer =
-            text.parse().map_err(|e: tokenizers::Error| invalid(e.to_string()))?;
+        let mut inner: tokenizers::Tokenizer = text
+            .parse()
+            .map_err(|e: tokenizers::Error| invalid(e.to_string()))?;
         inner.with_padding(None);
         inner
             .with_truncation(None)
@@ -102,7 +103,9 @@ impl Tokenizer {
                     // An AddedToken: {"content": "<s>", "lstrip": false, ...}.
                     Some(v) => match v.get("content").and_then(Value::as_str) {
                         Some(t) => special_tokens.push((name.to_string(), t.to_string())),
-                        None => return Err(bad(name, "expected a token string or {\"content\": ...}")),
+                        None => {
+                            return Err(bad(name, "expected a token string or {\"content\": ...}"))
+                        }
                     },
                 }
             }
@@ -120,7 +123,12 @@ impl Tokenizer {
                     .find(|t| t.get("name").and_then(Value::as_str) == Some("default"))
                     .and_then(|t| t.get("template")?.as_str())
                     .map(str::to_string),
-                Some(_) => return Err(bad("chat_template", "expected a string or a list of named templates")),
+                Some(_) => {
+                    return Err(bad(
+                        "chat_template",
+                        "expected a string or a list of named templates",
+                    ))
+                }
             }
             .map(|source| ChatTemplate::new(source, config_path.clone()));
         }
@@ -317,4 +325,3 @@ impl std::fmt::Debug for Tokenizer {
             .finish()
     }
 }
-

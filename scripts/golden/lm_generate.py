@@ -121,11 +121,82 @@ def cli():
     return cases
 
 
+TOKENIZERS = common.ROOT / "tests" / "data" / "lm-tokenizers"
+
+
+def spm_tokenizer(folder):
+    """A SentencePiece-style tokenizer (Llama 2 / Mistral 7B's tokenizer.json layout): BPE with
+    byte fallback to <0xXX> tokens, "▁" for spaces, and the Replace/ByteFallback/Fuse/Strip
+    decoder that makes mlx_lm pick its SPM detokenizer."""
+    from tokenizers import Tokenizer, decoders, models, normalizers
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2}
+    for b in range(256):
+        vocab[f"<0x{b:02X}>"] = len(vocab)
+    for piece in ["▁", "a", "b", "▁a", "▁b", "é", "\n"]:
+        vocab[piece] = len(vocab)
+    tok = Tokenizer(models.BPE(vocab, [("▁", "a"), ("▁", "b")], unk_token="<unk>",
+                               byte_fallback=True, fuse_unk=True))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"),
+                                           normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(),
+                                     decoders.Fuse(), decoders.Strip(" ", 1, 0)])
+    tok.add_special_tokens(["<unk>", "<s>", "</s>"])
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "bos_token": "<s>", "eos_token": "</s>",
+        "unk_token": "<unk>"}, indent=2) + "\n")
+
+
+def wordpiece_tokenizer(folder):
+    """A WordPiece tokenizer (BERT-style): mlx_lm's naive detokenizer, with
+    `clean_up_tokenization_spaces` on."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    vocab = {t: i for i, t in enumerate(
+        ["[UNK]", "[CLS]", "[SEP]", "hello", "world", "##lo", "hel", ",", ".", "!", "\n",
+         "don", "'", "t", "##é", "caf"])}
+    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece(cleanup=False)
+    tok.add_special_tokens(["[UNK]", "[CLS]", "[SEP]"])
+    folder.mkdir(parents=True, exist_ok=True)
+    tok.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "[UNK]",
+        "clean_up_tokenization_spaces": True}, indent=2) + "\n")
+
+
 def detokenizer():
-    """Texts of chosen token sequences through stream_generate's detokenizer (mlx_lm picks the
-    BPE one for these byte-level tokenizers): the segments as streamed, not just the whole."""
+    """Texts of chosen token sequences through stream_generate's detokenizer: the segments as
+    streamed, not just the whole. The model directories' byte-level tokenizer gets mlx_lm's
+    BPE detokenizer; `lm-tokenizers/spm` its SPM one, `lm-tokenizers/wordpiece` the naive one."""
+    from mlx_lm.tokenizer_utils import (BPEStreamingDetokenizer, NaiveStreamingDetokenizer,
+                                        SPMStreamingDetokenizer)
     from mlx_lm.tokenizer_utils import load as load_tokenizer
+    spm_tokenizer(TOKENIZERS / "spm")
+    wordpiece_tokenizer(TOKENIZERS / "wordpiece")
+    cases = []
+    for folder, kind, sequences in [
+        (TOKENIZERS / "spm", SPMStreamingDetokenizer, {
+            "spm_words": ["▁a", "b", "▁b", "▁", "▁a"],
+            "spm_bytes": ["a", "<0xC3>", "<0xA9>", "é", "<0xE6>", "<0x9D>", "<0xB1>", "▁b",
+                          "<0xE6>"],
+            "spm_special": ["<s>", "▁a", "</s>", "\n", "▁b"],
+        }),
+        (TOKENIZERS / "wordpiece", NaiveStreamingDetokenizer, {
+            "naive_words": ["hello", "world", ",", "hel", "##lo", "!", "\n", "caf", "##é", "."],
+            "naive_lines": ["hello", "\n", "world", "\n", "\n", "don", "'", "t"],
+            "naive_special": ["[CLS]", "hello", "[SEP]", "[UNK]", "."],
+        }),
+    ]:
+        tok = load_tokenizer(folder)
+        assert isinstance(tok.detokenizer, kind), type(tok.detokenizer)
+        vocab = tok._tokenizer.get_vocab()
+        for name, pieces in sequences.items():
+            cases.append(stream_pieces(tok, name, [vocab[p] for p in pieces],
+                                       folder.relative_to(common.ROOT)))
     tok = load_tokenizer(MODELS / "llama3")
+    assert isinstance(tok.detokenizer, BPEStreamingDetokenizer), type(tok.detokenizer)
     vocab = tok._tokenizer.get_vocab()
     space = vocab["Ġ"]
     # Byte-level symbols of the lead and continuation bytes of "é" (0xC3 0xA9) and "東".
@@ -142,18 +213,21 @@ def detokenizer():
         "nul_byte": [byte(0x00), vocab["a"]],
         "trailing_incomplete": [vocab["a"], byte(0xE6), byte(0x9D)],
     }
-    cases = []
     for name, ids in sequences.items():
-        d = tok.detokenizer
-        d.reset()
-        segments = []
-        for t in ids:
-            d.add_token(t)
-            segments.append(d.last_segment)
-        d.finalize()
-        segments.append(d.last_segment)
-        cases.append({"name": name, "tokens": ids, "segments": segments})
+        cases.append(stream_pieces(tok, name, ids, (MODELS / "llama3").relative_to(common.ROOT)))
     return cases
+
+
+def stream_pieces(tok, name, ids, folder):
+    d = tok.detokenizer
+    d.reset()
+    segments = []
+    for t in ids:
+        d.add_token(t)
+        segments.append(d.last_segment)
+    d.finalize()
+    segments.append(d.last_segment)
+    return {"name": name, "tokenizer": str(folder), "tokens": ids, "segments": segments}
 
 
 TOOLS_TEMPLATE = """

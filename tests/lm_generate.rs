@@ -1,0 +1,564 @@
+//! Generation around the models, against mlx_lm 0.32.2 and the transformers 5.23 it renders
+//! chat templates with (`scripts/golden/lm_generate.py`): seeded sampling and logits
+//! processors, the `generate` example's text against the `mlx_lm.generate` command's, the
+//! streaming detokenizer's pieces, chat templates, prompt-cache files in both directions,
+//! quantization at load against mlx_lm's quantize; and the errors of broken checkpoints.
+
+mod support;
+
+#[path = "../examples/generate/cli.rs"]
+mod cli;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use mlx::core::{io, ops, Array, Dtype};
+use mlx::lm::{
+    self, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
+    save_prompt_cache, stream_generate, ChatOptions, ChatTemplate, Error, FinishReason,
+    GenerateOptions, LayerCache, LoadOptions, LogitsProcessors, Model, QuantParams, SamplerOptions,
+    Tokenizer,
+};
+use serde_json::Value;
+use support::golden::data_dir;
+
+fn model_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/lm-models")
+        .join(name)
+}
+
+fn golden() -> Value {
+    let path = data_dir().join("lm/generate.json");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(json["mlx_lm_version"], "0.32.2");
+    json
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn load(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap()
+        .0
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mlx-lm-gen-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Greedy tokens continuing from `cache` (or from scratch).
+fn greedy(model: &Model, prompt: &[u32], cache: Option<lm::Cache>, n: usize) -> Vec<u32> {
+    let options = GenerateOptions {
+        max_tokens: n,
+        ..Default::default()
+    };
+    let tokens = match cache {
+        Some(c) => generate_step_with_cache(model, prompt, c, &options).unwrap(),
+        None => generate_step(model, prompt, &options).unwrap(),
+    };
+    tokens.map(|r| r.unwrap().0).collect()
+}
+
+#[test]
+fn seeded_sampling_and_logits_processors_equal_mlx_lm() {
+    // Tokens drawn with MLX's generator from the same key sequence and the same filtered
+    // log-probabilities. Wheel-linked, every op is Python's; the source build's logits differ
+    // by ~1e-6, which no case here is close enough to a tie for.
+    for case in golden()["sampling"].as_array().unwrap() {
+        let name = case["model"].as_str().unwrap();
+        let model = load(name);
+        let f = |k: &str, default: f64| case.get(k).map_or(default, |v| v.as_f64().unwrap());
+        let logit_bias = case.get("logit_bias").map_or(Vec::new(), |b| {
+            b.as_object()
+                .unwrap()
+                .iter()
+                .map(|(t, v)| (t.parse().unwrap(), v.as_f64().unwrap()))
+                .collect()
+        });
+        let options = GenerateOptions {
+            max_tokens: 48,
+            sampler: SamplerOptions {
+                temperature: f("temp", 0.0),
+                top_p: f("top_p", 0.0),
+                min_p: f("min_p", 0.0),
+                min_tokens_to_keep: f("min_tokens_to_keep", 1.0) as i32,
+                top_k: f("top_k", 0.0) as i32,
+            },
+            processors: LogitsProcessors {
+                logit_bias,
+                repetition_penalty: case.get("repetition_penalty").map(|v| v.as_f64().unwrap()),
+                repetition_context_size: f("repetition_context_size", 20.0) as usize,
+            },
+            seed: Some(case["seed"].as_u64().unwrap()),
+            ..Default::default()
+        };
+        let generator = generate_step(&model, &ids(&case["prompt"]), &options).unwrap();
+        let mut tokens = Vec::new();
+        let mut generator = generator;
+        for r in generator.by_ref() {
+            tokens.push(r.unwrap().0);
+        }
+        assert_eq!(tokens, ids(&case["tokens"]), "{case}");
+        assert_eq!(generator.traces(), 1, "{case}");
+    }
+}
+
+#[test]
+fn generate_example_prints_what_mlx_lm_generate_prints() {
+    for case in golden()["cli"].as_array().unwrap() {
+        let model = model_dir(case["model"].as_str().unwrap());
+        let mut argv = vec![
+            "generate".to_string(),
+            "--model".into(),
+            model.display().to_string(),
+            "--prompt".into(),
+            case["prompt"].as_str().unwrap().into(),
+            "--temp".into(),
+            "0".into(),
+            "--max-tokens".into(),
+            case["max_tokens"].to_string(),
+        ];
+        if case["chat"].as_bool().unwrap() {
+            argv.push("--chat".into());
+        }
+        if let Some(system) = case.get("system_prompt") {
+            argv.extend(["--system-prompt".into(), system.as_str().unwrap().into()]);
+        }
+        let args = cli::Args::try_parse_from(&argv).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        cli::run(&args, &mut out, &mut err).unwrap();
+        let expected = format!("{}\n", case["text"].as_str().unwrap());
+        assert_eq!(String::from_utf8(out).unwrap(), expected, "{case}");
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains("Prompt: ")
+                && err.contains("tokens-per-sec")
+                && err.contains("Peak memory"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn streaming_detokenizer_yields_mlx_lm_pieces() {
+    // Byte-level BPE (the models' tokenizer), SentencePiece and WordPiece tokenizers: each
+    // gets the detokenizer mlx_lm picks for it, quirks included.
+    for case in golden()["detokenizer"].as_array().unwrap() {
+        let folder =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(case["tokenizer"].as_str().unwrap());
+        let tokenizer = Tokenizer::load(folder).unwrap();
+        let expected: Vec<&str> = case["segments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let mut d = tokenizer.streaming_detokenizer();
+        let mut pieces: Vec<String> = ids(&case["tokens"])
+            .into_iter()
+            .map(|t| d.add(t).unwrap())
+            .collect();
+        pieces.push(d.finish().unwrap());
+        assert_eq!(pieces, expected, "{}", case["name"]);
+    }
+}
+
+#[test]
+fn chat_templates_render_as_transformers_does() {
+    let data = &golden()["chat_templates"];
+    let special: Vec<(String, String)> = data["special_tokens"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
+        .collect();
+    // The model directories carry the ChatML template in tokenizer_config.json.
+    let tokenizer = Tokenizer::load(model_dir("llama3")).unwrap();
+    assert_eq!(
+        tokenizer.chat_template().unwrap().source(),
+        data["templates"]["chatml"].as_str().unwrap()
+    );
+    for case in data["cases"].as_array().unwrap() {
+        let name = case["template"].as_str().unwrap();
+        let template = ChatTemplate::new(data["templates"][name].as_str().unwrap(), name);
+        let messages = &data["conversations"][case["conversation"].as_str().unwrap()];
+        let mut options = ChatOptions::default();
+        for (k, v) in case["kwargs"].as_object().unwrap() {
+            match k.as_str() {
+                "add_generation_prompt" => options.add_generation_prompt = v.as_bool().unwrap(),
+                "continue_final_message" => options.continue_final_message = v.as_bool().unwrap(),
+                "tools" => options.tools = Some(v.as_array().unwrap().clone()),
+                _ => {
+                    options.extra.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        let result = template.apply(messages, &special, &options);
+        match (case.get("text"), result) {
+            (Some(text), Ok(ours)) => assert_eq!(ours, text.as_str().unwrap(), "{case}"),
+            (None, Err(e)) => {
+                let python = case["error"].as_str().unwrap();
+                assert!(
+                    matches!(e, Error::Template { .. }) && e.to_string().contains(python),
+                    "{e} should carry {python:?}"
+                );
+            }
+            (_, result) => panic!("{case}: {result:?}"),
+        }
+    }
+    // Through the tokenizer: its own template and special tokens.
+    let messages = serde_json::json!([{"role": "user", "content": "Hello!"}]);
+    let options = ChatOptions {
+        add_generation_prompt: true,
+        ..Default::default()
+    };
+    assert_eq!(
+        tokenizer.apply_chat_template(&messages, &options).unwrap(),
+        "<|im_start|>user\nHello!<|im_end|>\n<|im_start|>assistant\n"
+    );
+    let both = ChatOptions {
+        add_generation_prompt: true,
+        continue_final_message: true,
+        ..Default::default()
+    };
+    assert!(tokenizer.apply_chat_template(&messages, &both).is_err());
+    let broken = ChatTemplate::new("{% for m in messages %}", "broken.jinja");
+    let e = broken
+        .apply(&messages, &[], &options)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("broken.jinja"), "{e}");
+}
+
+#[test]
+fn prompt_cache_files_move_between_mlx_lm_and_rust() {
+    for case in golden()["prompt_cache"].as_array().unwrap() {
+        let name = case["model"].as_str().unwrap();
+        let model = load(name);
+        let prompt = ids(&case["prompt"]);
+        let prefix = case["prefix"].as_u64().unwrap() as usize;
+        let expected = ids(&case["tokens"]);
+        let python_file = data_dir().join("lm").join(case["file"].as_str().unwrap());
+
+        // mlx_lm's file, continued here.
+        let (cache, metadata) = load_prompt_cache(&python_file).unwrap();
+        assert_eq!(metadata.get("model").map(String::as_str), Some(name));
+        assert_eq!(metadata.get("note").map(String::as_str), Some("golden ✓"));
+        assert_eq!(
+            greedy(&model, &prompt[prefix..], Some(cache), 16),
+            expected,
+            "{name}"
+        );
+
+        // Our file: the same layout as mlx_lm's (class names, scalars, keys), the same arrays
+        // for key/value and conv/recurrent layers, and it continues the same.
+        let mut cache = model.make_cache(1, 256).unwrap();
+        let head = Array::from_slice(&prompt[..prefix], &[1, prefix as i32]).unwrap();
+        model.forward(&head, Some(&mut cache)).unwrap();
+        let dir = temp_dir(&format!("cache-{name}"));
+        let ours = dir.join("cache.safetensors");
+        let meta = BTreeMap::from([("model".to_string(), name.to_string())]);
+        save_prompt_cache(&ours, &cache, &meta).unwrap();
+        let (their_arrays, their_meta) = io::load_safetensors(&python_file).unwrap();
+        let (our_arrays, our_meta) = io::load_safetensors(&ours).unwrap();
+        let without_note =
+            |m: &std::collections::HashMap<String, String>| -> BTreeMap<String, String> {
+                m.iter()
+                    .filter(|(k, _)| *k != "0.note")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            };
+        assert_eq!(without_note(&our_meta), without_note(&their_meta), "{name}");
+        let mut keys: Vec<_> = our_arrays.keys().collect();
+        keys.sort();
+        let mut their_keys: Vec<_> = their_arrays.keys().collect();
+        their_keys.sort();
+        assert_eq!(keys, their_keys, "{name}");
+        for (i, layer) in cache.iter().enumerate() {
+            if matches!(layer, LayerCache::Rotating(_)) {
+                // mlx_lm keeps the whole prefill chunk until the next token; we keep the window.
+                continue;
+            }
+            for (key, theirs) in their_arrays
+                .iter()
+                .filter(|(k, _)| k.starts_with(&format!("{i}.")))
+            {
+                let ours = &our_arrays[key];
+                assert_eq!(ours.shape(), theirs.shape(), "{name} {key}");
+                assert_eq!(ours.dtype(), theirs.dtype(), "{name} {key}");
+                if ours.size() == 0 {
+                    continue;
+                }
+                let delta = ops::subtract(
+                    &ours.astype(Dtype::Float32).unwrap(),
+                    &theirs.astype(Dtype::Float32).unwrap(),
+                )
+                .unwrap();
+                let diff = ops::max(&ops::abs(&delta).unwrap(), None, false).unwrap();
+                let diff = diff.item::<f32>().unwrap();
+                // Wheel-linked: the same ops on the same libmlx; source build: its ~1e-6.
+                let tolerance = if mlx::core::sys::PREBUILT_MLX {
+                    0.0
+                } else {
+                    1e-5
+                };
+                assert!(diff <= tolerance, "{name} {key}: {diff}");
+            }
+        }
+        let (reloaded, _) = load_prompt_cache(&ours).unwrap();
+        assert_eq!(
+            greedy(&model, &prompt[prefix..], Some(reloaded), 16),
+            expected,
+            "{name}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn a_generation_continues_from_its_own_cache() {
+    // A generation of 8 tokens, then one of 16 from its cache, equals one of 24: the cache
+    // holds the prompt and the first 7 tokens (the 8th was not fed back), so the second turn
+    // starts from the 8th token.
+    for name in ["qwen3_5", "llama3"] {
+        let model = load(name);
+        let prompt: Vec<u32> = (10..34).collect();
+        let whole = greedy(&model, &prompt, None, 24);
+        let options = GenerateOptions {
+            max_tokens: 8,
+            ..Default::default()
+        };
+        let mut first = generate_step(&model, &prompt, &options).unwrap();
+        let tokens: Vec<u32> = first.by_ref().map(|r| r.unwrap().0).collect();
+        assert_eq!(tokens, whole[..8], "{name}");
+        let cache = first.into_cache();
+        let rest = greedy(&model, &whole[7..8], Some(cache), 16);
+        assert_eq!(rest, whole[8..], "{name}");
+    }
+}
+
+#[test]
+fn a_cache_that_does_not_fit_the_model_is_an_error() {
+    let (mistral_cache, _) =
+        load_prompt_cache(data_dir().join("lm/prompt-cache-mistral.safetensors")).unwrap();
+    let (qwen_cache, _) =
+        load_prompt_cache(data_dir().join("lm/prompt-cache-qwen3_5.safetensors")).unwrap();
+    let llama3 = load("llama3");
+    let options = GenerateOptions::default();
+    // Three layers against four.
+    let e = generate_step_with_cache(&llama3, &[5], mistral_cache, &options)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("3 layers") && e.contains('4'), "{e}");
+    // Layer kinds differ.
+    let e = generate_step_with_cache(&llama3, &[5], qwen_cache, &options)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("layer 0") && e.contains("ArraysCache") && e.contains("RotatingKVCache"),
+        "{e}"
+    );
+
+    // Files that are not prompt caches, or hold what we cannot use.
+    let dir = temp_dir("bad-cache");
+    let file = dir.join("c.safetensors");
+    let a = Array::from_slice(&[1.0f32], &[1]).unwrap();
+    io::save_safetensors(&file, [(&"0.0".to_string(), &a)], None).unwrap();
+    let e = load_prompt_cache(&file).unwrap_err().to_string();
+    assert!(
+        e.contains("c.safetensors") && e.contains("no cache classes"),
+        "{e}"
+    );
+    let meta = std::collections::HashMap::from([
+        ("1.0".to_string(), "QuantizedKVCache".to_string()),
+        ("2.0".to_string(), String::new()),
+    ]);
+    io::save_safetensors(&file, [(&"0.0".to_string(), &a)], Some(&meta)).unwrap();
+    let e = load_prompt_cache(&file).unwrap_err().to_string();
+    assert!(e.contains("QuantizedKVCache is not supported"), "{e}");
+    let e = load_prompt_cache(dir.join("missing.safetensors"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.safetensors"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn stop_strings_cut_the_text_after_multibyte_characters() {
+    // qwen3's greedy text for this prompt starts "c\u{11})\u{FFFD}okenRsR$": a three-byte
+    // replacement character right before the stop string.
+    let (model, tokenizer, _) = lm::load(model_dir("qwen3"), LoadOptions::default()).unwrap();
+    let prompt = tokenizer.encode("def golden(name):", true).unwrap();
+    let run = |stops: &[&str]| {
+        let options = GenerateOptions {
+            max_tokens: 48,
+            stop_strings: stops.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        let mut text = String::new();
+        let mut finish = None;
+        for r in stream_generate(&model, &tokenizer, &prompt, &options).unwrap() {
+            let r = r.unwrap();
+            text.push_str(&r.text);
+            finish = r.finish_reason;
+        }
+        (text, finish)
+    };
+    let (full, finish) = run(&[]);
+    assert_eq!(finish, Some(FinishReason::Length));
+    let at = full.find("okenR").unwrap();
+    assert!(full[..at].ends_with('\u{FFFD}'), "{full:?}");
+    let (cut, finish) = run(&["okenR", "never"]);
+    assert_eq!(
+        (cut.as_str(), finish),
+        (&full[..at], Some(FinishReason::Stop))
+    );
+}
+
+#[test]
+fn quantizing_at_load_equals_mlx_lm_quantize() {
+    // mlx_lm's quantize_model(model, group_size=32, bits=4) wrote the -4bit directories; the
+    // float directory quantized as it loads must give the same model: the same logits.
+    for name in ["mistral", "qwen2", "qwen3", "qwen3_5"] {
+        let options = LoadOptions {
+            quantize: Some(QuantParams {
+                group_size: 32,
+                bits: 4,
+            }),
+            ..Default::default()
+        };
+        let (quantized, _) = load_model(model_dir(name), options).unwrap();
+        let reference = load(&format!("{name}-4bit"));
+        let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+        let a = quantized
+            .forward(&prompt, None)
+            .unwrap()
+            .astype(Dtype::Float32)
+            .unwrap();
+        let b = reference
+            .forward(&prompt, None)
+            .unwrap()
+            .astype(Dtype::Float32)
+            .unwrap();
+        let diff = ops::max(
+            &ops::abs(&ops::subtract(&a, &b).unwrap()).unwrap(),
+            None,
+            false,
+        )
+        .unwrap();
+        // Both run here, on the same build: the same weights give the same bits.
+        assert_eq!(diff.item::<f32>().unwrap(), 0.0, "{name}");
+    }
+}
+
+/// Copies a golden model directory to change it.
+fn copy_model(name: &str, test: &str) -> PathBuf {
+    let dir = temp_dir(test);
+    for f in std::fs::read_dir(model_dir(name)).unwrap() {
+        let f = f.unwrap().path();
+        std::fs::copy(&f, dir.join(f.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+fn rewrite_weights(dir: &Path, change: impl FnOnce(&mut std::collections::HashMap<String, Array>)) {
+    let file = dir.join("model.safetensors");
+    let (mut arrays, meta) = io::load_safetensors(&file).unwrap();
+    change(&mut arrays);
+    std::fs::remove_file(dir.join("model.safetensors.index.json")).ok();
+    io::save_safetensors(&file, arrays.iter(), Some(&meta)).unwrap();
+}
+
+#[test]
+fn broken_checkpoints_are_errors_naming_file_and_key() {
+    let err = |dir: &Path| {
+        load_model(dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+
+    let dir = copy_model("mistral", "wrong-shape");
+    let key = "model.layers.1.self_attn.k_proj.weight";
+    rewrite_weights(&dir, |w| {
+        w.insert(key.into(), ops::zeros(&[32, 48], Dtype::Float32).unwrap());
+    });
+    let e = err(&dir);
+    assert!(
+        e.contains("model.safetensors") && e.contains(key) && e.contains("[32, 48]"),
+        "{e}"
+    );
+
+    rewrite_weights(&dir, |w| {
+        w.remove("model.layers.2.mlp.up_proj.weight");
+        w.insert(key.into(), ops::zeros(&[32, 64], Dtype::Float32).unwrap());
+    });
+    let e = err(&dir);
+    assert!(e.contains("model.layers.2.mlp.up_proj.weight"), "{e}");
+
+    let dir2 = copy_model("mistral", "extra-tensor");
+    rewrite_weights(&dir2, |w| {
+        w.insert(
+            "model.layers.9.mlp.gate_proj.weight".into(),
+            ops::zeros(&[2], Dtype::Float32).unwrap(),
+        );
+    });
+    let e = err(&dir2);
+    assert!(e.contains("model.layers.9.mlp.gate_proj.weight"), "{e}");
+
+    let config = dir2.join("config.json");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, text.replace("\"mistral\"", "\"gpt_bigcode\"")).unwrap();
+    let e = err(&dir2);
+    assert!(
+        e.contains("config.json") && e.contains("gpt_bigcode") && e.contains("qwen3_5"),
+        "{e}"
+    );
+
+    std::fs::write(dir2.join("tokenizer_config.json"), "{\"eos_token\": 7}").unwrap();
+    let e = Tokenizer::load(&dir2).unwrap_err().to_string();
+    assert!(
+        e.contains("tokenizer_config.json") && e.contains("eos_token"),
+        "{e}"
+    );
+    std::fs::write(dir2.join("tokenizer_config.json"), "{").unwrap();
+    let e = Tokenizer::load(&dir2).unwrap_err().to_string();
+    assert!(
+        e.contains("tokenizer_config.json") && e.contains("JSON"),
+        "{e}"
+    );
+    std::fs::write(dir2.join("tokenizer_config.json"), "{}").unwrap();
+    std::fs::write(dir2.join("tokenizer.json"), "{\"model\": ").unwrap();
+    let e = Tokenizer::load(&dir2).unwrap_err().to_string();
+    assert!(e.contains("tokenizer.json") && e.contains("EOF"), "{e}");
+
+    // A per-layer quantization entry that disagrees with the layer's packed tensors (the
+    // global bits are inferred from the tensors, as mlx_lm does).
+    let dir3 = copy_model("qwen3-4bit", "quant-mismatch");
+    let config = dir3.join("config.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let layer = "model.layers.0.mlp.down_proj";
+    json["quantization"][layer] = serde_json::json!({"group_size": 32, "bits": 8});
+    std::fs::write(&config, json.to_string()).unwrap();
+    let e = err(&dir3);
+    assert!(
+        e.contains("model.safetensors") && e.contains(&format!("{layer}.weight")),
+        "{e}"
+    );
+    for d in [dir, dir2, dir3] {
+        std::fs::remove_dir_all(d).unwrap();
+    }
+}
