@@ -102,21 +102,18 @@ fn spm_bytes(token: &str) -> Vec<u8> {
     token.as_bytes().to_vec()
 }
 
-/// GPT-2's byte-level alphabet, reversed: the byte each printable symbol stands for.
+/// GPT-2's byte-level alphabet, reversed: the byte each symbol stands for. Printable bytes
+/// (`!`..`~`, `¡`..`¬`, `®`..`ÿ`) stand for themselves; the 68 others were shifted to U+0100..
+/// in byte order: 0x00..=0x20, 0x7F..=0xA0, 0xAD.
 fn byte_of_symbol(c: char) -> Option<u8> {
     let c = c as u32;
-    // Bytes that are printable themselves stand for themselves; the other 68 were shifted to
-    // 256.. in byte order.
-    let printable = |b: u32| {
-        (0x21..=0x7E).contains(&b) || (0xA1..=0xAC).contains(&b) || (0xAE..=0xFF).contains(&b)
-    };
-    if c < 256 {
-        return printable(c).then_some(c as u8);
+    match c {
+        0x21..=0x7E | 0xA1..=0xAC | 0xAE..=0xFF => Some(c as u8),
+        0x100..=0x120 => Some((c - 0x100) as u8),
+        0x121..=0x142 => Some((c - 0x121 + 0x7F) as u8),
+        0x143 => Some(0xAD),
+        _ => None,
     }
-    (0u32..256)
-        .filter(|b| !printable(*b))
-        .nth((c - 256) as usize)
-        .map(|b| b as u8)
 }
 
 /// Python's `BPEStreamingDetokenizer._decode_bytes`. Its `if res:` treats byte 0 as missing,
@@ -308,4 +305,27 @@ fn replace_all(haystack: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::byte_of_symbol;
+
+    #[test]
+    fn byte_level_alphabet_is_a_bijection() {
+        // GPT-2's bytes_to_unicode: 256 symbols, each byte once; 'Ġ' is the space, 'Ċ' the
+        // newline, 'Ā' the NUL byte.
+        let mut seen = [false; 256];
+        for c in (0u32..0x200).filter_map(char::from_u32) {
+            if let Some(b) = byte_of_symbol(c) {
+                assert!(!seen[b as usize], "byte {b} twice");
+                seen[b as usize] = true;
+            }
+        }
+        assert!(seen.iter().all(|s| *s));
+        assert_eq!(byte_of_symbol('Ġ'), Some(b' '));
+        assert_eq!(byte_of_symbol('Ċ'), Some(b'\n'));
+        assert_eq!(byte_of_symbol('Ā'), Some(0));
+        assert_eq!(byte_of_symbol('a'), Some(b'a'));
+    }
 }

@@ -6,6 +6,26 @@
 //! parameter paths are mlx_lm's — float or MLX-quantized; every failure names the file, and
 //! the key where there is one. Caches are trees ([`cache`]) whose positions are arrays, so one
 //! compiled decode step serves a whole generation.
+//!
+//! ```no_run
+//! use mlx_lm::{load, stream_generate, ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
+//!
+//! let (model, tokenizer, _config) = load("path/to/model", LoadOptions::default())?;
+//! let messages = serde_json::json!([{"role": "user", "content": "Name three rivers."}]);
+//! let chat = ChatOptions { add_generation_prompt: true, ..Default::default() };
+//! let prompt = tokenizer.encode(&tokenizer.apply_chat_template(&messages, &chat)?, false)?;
+//! let options = GenerateOptions {
+//!     max_tokens: 128,
+//!     sampler: SamplerOptions { temperature: 0.7, top_p: 0.9, ..Default::default() },
+//!     seed: Some(0),
+//!     stop_tokens: tokenizer.eos_token_ids(), // config.json's eos_token_id and the tokenizer's
+//!     ..Default::default()
+//! };
+//! for response in stream_generate(&model, &tokenizer, &prompt, &options)? {
+//!     print!("{}", response?.text);
+//! }
+//! # Ok::<(), mlx_lm::Error>(())
+//! ```
 
 pub mod cache;
 mod chat_template;
