@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""A random-weight model directory shaped like Qwen3-0.6B, written by mlx_lm 0.32.2 itself.
+
+The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from Qwen3-0.6B's
+config and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a checkpoint
+(see scripts/golden/lm.py, which makes the small golden models the same way). The tokenizer
+files are the small test tokenizer of tests/data/lm-models/qwen3: the benchmark feeds token
+ids directly, so the tokenizer need not cover the 151936-token vocabulary.
+
+    bench/lm/make_model.py [--out DIR] [--dtype bfloat16|float32] [--seed S]
+
+Default output: /tmp/qwen3-0.6b-random (about 1.2 GB in bfloat16, not committed).
+"""
+import argparse
+import pathlib
+import shutil
+
+import mlx.core as mx
+import mlx_lm
+from mlx_lm.utils import _get_classes, save_config, save_model
+
+assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+TOKENIZER = ROOT / "tests" / "data" / "lm-models" / "qwen3"
+
+# Qwen/Qwen3-0.6B's config.json (the fields mlx_lm's qwen3 reads).
+CONFIG = {
+    "model_type": "qwen3",
+    "hidden_size": 1024,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 28,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "vocab_size": 151936,
+    "rms_norm_eps": 1e-6,
+    "rope_theta": 1000000,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": True,
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="/tmp/qwen3-0.6b-random")
+    p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    out = pathlib.Path(a.out)
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+
+    mx.random.seed(a.seed)
+    config = dict(CONFIG, torch_dtype=a.dtype)
+    model_class, args_class = _get_classes(config)
+    model = model_class(args_class.from_dict(config))
+    model.set_dtype(getattr(mx, a.dtype))
+    mx.eval(model.parameters())
+    save_model(out, model)
+    save_config(dict(config), out / "config.json")
+    for name in ("tokenizer.json", "tokenizer_config.json", "generation_config.json"):
+        shutil.copy(TOKENIZER / name, out / name)
+    size = sum(f.stat().st_size for f in out.iterdir())
+    print(f"wrote {out} ({a.dtype}, {size / 1e9:.2f} GB)")
+
+
+if __name__ == "__main__":
+    main()
