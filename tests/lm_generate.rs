@@ -301,8 +301,8 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                     continue;
                 }
                 let delta = ops::subtract(
-                    &ours.astype(Dtype::Float32).unwrap(),
-                    &theirs.astype(Dtype::Float32).unwrap(),
+                    ours.astype(Dtype::Float32).unwrap(),
+                    theirs.astype(Dtype::Float32).unwrap(),
                 )
                 .unwrap();
                 let diff = ops::max(&ops::abs(&delta).unwrap(), None, false).unwrap();
