@@ -165,8 +165,7 @@ fn generate_step_inner<'m>(
     }
     let started = Instant::now();
     memory::reset_peak_memory()?;
-    // Room for every position a step writes (the pipelined step after the last token too),
-    // in steps of 256 as mlx_lm grows its buffers.
+    // Positions a given cache holds already.
     let held = match &cache {
         Some(c) => c
             .iter()
@@ -178,13 +177,19 @@ fn generate_step_inner<'m>(
             .max(0) as usize,
         None => 0,
     };
-    let positions = held + prompt.len() + options.max_tokens + 1;
-    let capacity = i32::try_from(positions.div_ceil(256) * 256)
-        .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))?;
-    let fresh = model.make_cache(1, capacity)?;
+    // The prefill attends over a buffer of the prompt's size, as mlx_lm's grows; the buffer
+    // then grows once to every position the decode steps write (the pipelined step after the
+    // last token too), so that one compiled step serves them all. Both in steps of 256.
+    let slots = |positions: usize| {
+        i32::try_from(positions.div_ceil(256) * 256)
+            .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))
+    };
+    let prefill_capacity = slots(held + prompt.len())?;
+    let capacity = slots(held + prompt.len() + options.max_tokens + 1)?;
+    let fresh = model.make_cache(1, prefill_capacity)?;
     let mut cache = match cache {
         None => fresh,
-        Some(mut cache) => {
+        Some(cache) => {
             if cache.len() != fresh.len() {
                 return Err(invalid(format!(
                     "the cache has {} layers but the model {}",
@@ -192,15 +197,13 @@ fn generate_step_inner<'m>(
                     fresh.len()
                 )));
             }
-            for (i, (layer, fresh)) in cache.iter_mut().zip(&fresh).enumerate() {
+            for (i, (layer, fresh)) in cache.iter().zip(&fresh).enumerate() {
                 layer.check_fits(fresh, i)?;
-                if let LayerCache::Kv(kv) = layer {
-                    kv.reserve(capacity)?;
-                }
             }
             cache
         }
     };
+    reserve(&mut cache, prefill_capacity)?;
 
     let (head, tail) = prompt.split_at(prompt.len() - 1);
     for chunk in head.chunks(options.prefill_step_size) {
@@ -208,6 +211,7 @@ fn generate_step_inner<'m>(
         model.forward(&ids, Some(&mut cache))?;
         eval(&cache)?;
     }
+    reserve(&mut cache, capacity)?;
     let history = if options.processors.needs_history() {
         let n = options.processors.repetition_context_size;
         let recent = &head[head.len().saturating_sub(n)..];
@@ -254,6 +258,16 @@ fn generate_step_inner<'m>(
     let first = generator.call(&Array::from_slice(tail, &[1])?)?;
     generator.pending = Some(first);
     Ok(generator)
+}
+
+/// Grows every key/value buffer to `capacity` positions.
+fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.reserve(capacity)?;
+        }
+    }
+    Ok(())
 }
 
 impl TokenGenerator<'_> {
