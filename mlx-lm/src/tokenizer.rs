@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::chat_template::ChatTemplate;
+use crate::config::read_json;
 use crate::detokenizer::{Kind, StreamingDetokenizer};
 use crate::error::{Error, Result};
 
@@ -304,17 +305,6 @@ fn clean_up_tokenization(text: &str) -> String {
     ]
     .iter()
     .fold(text.to_string(), |t, (from, to)| t.replace(from, to))
-}
-
-fn read_json(path: &Path) -> Result<Value> {
-    let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    serde_json::from_str(&text).map_err(|source| Error::Json {
-        path: path.to_path_buf(),
-        source,
-    })
 }
 
 impl std::fmt::Debug for Tokenizer {
