@@ -30,6 +30,10 @@ pub struct KvCache {
     pub values: Array,
     /// The number of positions written (an `int32` scalar).
     pub offset: Array,
+    /// Per sequence of a batch (`int32 [batch]`), how many slots at the start of the buffer
+    /// are padding, masked out and not counted as positions (Python: `BatchKVCache`'s
+    /// `left_padding`); `None`: no padding.
+    pub left_padding: Option<Array>,
 }
 
 impl KvCache {
@@ -45,7 +49,35 @@ impl KvCache {
             keys: ops::zeros(&[batch, kv_heads, capacity, head_dims.0], dtype)?,
             values: ops::zeros(&[batch, kv_heads, capacity, head_dims.1], dtype)?,
             offset: Array::from_scalar(0i32),
+            left_padding: None,
         })
+    }
+
+    /// The position of the next token, where rotary embeddings start: the offset, less each
+    /// sequence's padding (`[batch]`) when the batch is padded.
+    pub fn rope_offset(&self) -> Result<Array> {
+        match &self.left_padding {
+            None => Ok(self.offset.clone()),
+            Some(padding) => ops::subtract(&self.offset, padding),
+        }
+    }
+
+    /// Turns right padding into left padding after a batch's prefill (Python:
+    /// `BatchKVCache.finalize`): each sequence's buffer rolls right by its `padding`
+    /// (`int32 [batch]`), so every sequence's last token sits at `offset - 1`, and the
+    /// rolled-in slots are masked from then on.
+    pub fn roll_padding(&mut self, padding: &Array) -> Result<()> {
+        let n = self.capacity();
+        let shifts = ops::reshape(padding, &[-1, 1, 1, 1])?;
+        let slots = ops::reshape(&ops::arange(0, n, 1, Dtype::Int32)?, &[n, 1])?;
+        let index = ops::remainder(&ops::subtract(&slots, &shifts)?, n)?;
+        self.keys = ops::take_along_axis(&self.keys, &index, 2)?;
+        self.values = ops::take_along_axis(&self.values, &index, 2)?;
+        self.left_padding = Some(match &self.left_padding {
+            None => padding.clone(),
+            Some(p) => ops::add(p, padding)?,
+        });
+        Ok(())
     }
 
     /// How many positions the buffers hold.
@@ -72,7 +104,8 @@ impl KvCache {
     /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
     /// it. Returns the whole buffers and the boolean mask `[length, capacity]` of what each
     /// new position may attend to (the written positions up to itself; with `window`, only
-    /// the last `window` of them).
+    /// the last `window` of them; with left padding, `[batch, 1, length, capacity]` and
+    /// none of the padding).
     pub fn update_and_fetch(
         &mut self,
         keys: &Array,
@@ -88,6 +121,10 @@ impl KvCache {
         let mut mask = ops::less_equal(&slots, &queries)?;
         if let Some(w) = window {
             mask = ops::logical_and(&mask, &ops::less(&queries, &ops::add(&slots, w)?)?)?;
+        }
+        if let Some(padding) = &self.left_padding {
+            let padding = ops::reshape(padding, &[-1, 1, 1, 1])?;
+            mask = ops::logical_and(&mask, &ops::greater_equal(&slots, &padding)?)?;
         }
         self.offset = ops::add(&self.offset, length)?;
         Ok((self.keys.clone(), self.values.clone(), mask))
@@ -185,6 +222,10 @@ pub struct ArraysCache {
     pub conv: Array,
     /// `[batch, value_heads, v_head_dim, k_head_dim]`, float32.
     pub recurrent: Array,
+    /// While a right-padded batch is prefilled, each sequence's tokens still to come
+    /// (`int32 [batch]`): later inputs are padding, which must not reach the state (Python:
+    /// `ArraysCache.lengths`); `None` otherwise.
+    pub lengths: Option<Array>,
 }
 
 /// One layer's cache.

@@ -149,15 +149,8 @@ fn generate_step_inner<'m>(
     options: &GenerateOptions,
 ) -> Result<TokenGenerator<'m>> {
     let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
-    if prompt.is_empty() {
-        return Err(invalid("the prompt is empty".into()));
-    }
     let vocab = model.vocab_size();
-    if let Some(t) = prompt.iter().find(|t| **t as i64 >= vocab as i64) {
-        return Err(invalid(format!(
-            "prompt token {t} is outside the vocabulary of {vocab}"
-        )));
-    }
+    check_prompt(prompt, vocab).map_err(invalid)?;
     options.sampler.validate(vocab)?;
     options.processors.validate(vocab)?;
     if options.prefill_step_size == 0 {
@@ -260,8 +253,22 @@ fn generate_step_inner<'m>(
     Ok(generator)
 }
 
+/// Why `prompt` cannot be generated from, if it cannot: empty, or a token outside the
+/// vocabulary.
+pub(crate) fn check_prompt(prompt: &[u32], vocab: i32) -> std::result::Result<(), String> {
+    if prompt.is_empty() {
+        return Err("the prompt is empty".into());
+    }
+    match prompt.iter().find(|t| **t as i64 >= vocab as i64) {
+        Some(t) => Err(format!(
+            "prompt token {t} is outside the vocabulary of {vocab}"
+        )),
+        None => Ok(()),
+    }
+}
+
 /// Grows every key/value buffer to `capacity` positions.
-fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
+pub(crate) fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
     for layer in cache {
         if let LayerCache::Kv(kv) = layer {
             kv.reserve(capacity)?;

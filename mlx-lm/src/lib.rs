@@ -27,6 +27,7 @@
 //! # Ok::<(), mlx_lm::Error>(())
 //! ```
 
+mod batch;
 pub mod cache;
 mod chat_template;
 mod checkpoint;
@@ -43,6 +44,10 @@ mod sample;
 mod tokenizer;
 mod weights;
 
+pub use batch::{
+    batch_generate, batch_generate_step, BatchDecodeState, BatchResponse, BatchStats, BatchStep,
+    BatchTokenGenerator,
+};
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::Checkpoint;

@@ -157,6 +157,7 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                     keys,
                     values,
                     offset: Array::from_scalar(offset),
+                    left_padding: None,
                 })
             }
             "RotatingKVCache" => {
@@ -196,7 +197,11 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                         return Err(invalid(&format!("{i}.{extra}"), "batched (left-padded) ArraysCache states are not supported".into()));
                     }
                 }
-                LayerCache::Arrays(ArraysCache { conv, recurrent })
+                LayerCache::Arrays(ArraysCache {
+                    conv,
+                    recurrent,
+                    lengths: None,
+                })
             }
             other => {
                 return Err(invalid(&format!("1.{i}"), format!(
@@ -221,6 +226,11 @@ enum Entry {
 /// A layer's mlx_lm class and state entries.
 fn layer_state(layer: &LayerCache) -> mlx_rs::Result<(&'static str, Vec<(&'static str, Entry)>)> {
     Ok(match layer {
+        LayerCache::Kv(c) if c.left_padding.is_some() => {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "a left-padded (batch) key/value cache cannot be saved as a prompt cache".into(),
+            ))
+        }
         LayerCache::Kv(c) => {
             let offset = c.offset.item::<i32>()?;
             let end =

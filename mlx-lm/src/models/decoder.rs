@@ -137,7 +137,7 @@ pub(crate) fn attend(
             };
             let (queries, (keys, values, mask)) = match cache {
                 LayerCache::Kv(c) => {
-                    let (q, k) = rotate(&c.offset)?;
+                    let (q, k) = rotate(&c.rope_offset()?)?;
                     (q, c.update_and_fetch(&k, &values, window)?)
                 }
                 LayerCache::Rotating(c) => {

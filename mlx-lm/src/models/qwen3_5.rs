@@ -149,6 +149,23 @@ impl GatedDeltaNet {
         let beta_in = self.in_proj_b.forward(inputs)?;
         let a = self.in_proj_a.forward(inputs)?;
 
+        // A right-padded batch's prefill: the padding after each sequence's tokens must not
+        // reach the convolution's or the recurrence's state (Python: `ArraysCache.make_mask`).
+        let mask = match cache.as_ref().and_then(|c| c.lengths.as_ref()) {
+            Some(lengths) => Some(ops::less(
+                &ops::arange(0, s, 1, Dtype::Int32)?,
+                &ops::expand_dims(lengths, 1)?,
+            )?),
+            None => None,
+        };
+        let qkv = match &mask {
+            Some(m) => ops::where_(
+                &ops::expand_dims(m, -1)?,
+                &qkv,
+                &ops::zeros(&[], qkv.dtype())?,
+            )?,
+            None => qkv,
+        };
         let n_keep = self.conv_kernel_size - 1;
         let conv_state = match &cache {
             Some(c) => c.conv.clone(),
@@ -172,10 +189,25 @@ impl GatedDeltaNet {
         };
         let beta = ops::sigmoid(&beta_in)?;
         let g = compute_g(&self.a_log, &a, &self.dt_bias)?;
-        let (out, state) = gated_delta(&q, &k, &v, &g, &beta, state)?;
+        let (out, state) = gated_delta(&q, &k, &v, &g, &beta, state, mask.as_ref())?;
         if let Some(c) = cache {
-            let len = conv_input.shape()[1];
-            c.conv = ops::contiguous(&conv_input.index((.., len - n_keep..))?, None)?;
+            match c.lengths.take() {
+                // Each sequence's last `n_keep` real inputs.
+                Some(lengths) => {
+                    let ends = ops::clip(&lengths, 0, s)?;
+                    let positions = ops::add(
+                        &ops::expand_dims(&ends, 1)?,
+                        &ops::arange(0, n_keep, 1, Dtype::Int32)?,
+                    )?;
+                    let positions = ops::expand_dims(&positions, -1)?;
+                    c.conv = ops::take_along_axis(&conv_input, &positions, 1)?;
+                    c.lengths = Some(ops::subtract(&lengths, s)?);
+                }
+                None => {
+                    let len = conv_input.shape()[1];
+                    c.conv = ops::contiguous(&conv_input.index((.., len - n_keep..))?, None)?;
+                }
+            }
             c.recurrent = state;
         }
         let out = self.norm.forward(&out, &z)?;
@@ -214,6 +246,7 @@ fn gated_delta(
     g: &Array,
     beta: &Array,
     mut state: Array,
+    mask: Option<&Array>,
 ) -> Result<(Array, Array)> {
     let (hk, hv) = (q.shape()[2], v.shape()[2]);
     let (q, k) = if hv / hk > 1 {
@@ -226,6 +259,7 @@ fn gated_delta(
     for t in 0..steps {
         let at = |x: &Array| x.index((.., t));
         let (qt, kt, vt, gt, bt) = (at(&q)?, at(&k)?, at(v)?, at(g)?, at(beta)?);
+        let old_state = state.clone();
         state = ops::multiply(&state, &ops::expand_dims(&gt, [-1, -2])?)?;
         let k_row = ops::expand_dims(&kt, -2)?;
         let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
@@ -239,6 +273,10 @@ fn gated_delta(
             -1,
             false,
         )?;
+        if let Some(mask) = mask {
+            let keep = ops::expand_dims(&mask.index((.., t))?, [1, 2, 3])?;
+            state = ops::where_(&keep, &state, &old_state)?;
+        }
         ys.push(y.astype(q.dtype())?);
     }
     Ok((ops::stack(&ys, 1)?, state))
@@ -551,6 +589,7 @@ impl Qwen3_5 {
                         &[batch, g.num_v_heads, g.head_v_dim, g.head_k_dim],
                         Dtype::Float32,
                     )?,
+                    lengths: None,
                 })),
                 (None, Some(a)) => Ok(LayerCache::Kv(KvCache::new(
                     batch,

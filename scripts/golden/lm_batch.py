@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""Batched generation reference data for mlx-lm: the tokens of mlx_lm 0.32.2's
+`batch_generate` (its `BatchGenerator`) for the models `lm.py` writes.
+
+Writes `tests/data/[cuda/]lm/batch.json`: for each case, the prompts (equal lengths, and
+lengths that differ, which mlx_lm right-pads for the prefill and then rolls into left
+padding), the sampler and processors, each prompt's `max_tokens`, and each sequence's
+tokens (`return_token_ids=True`). Sampling draws from the global key after
+`mx.random.seed(seed)`, as `batch_generate` does.
+
+Run: scripts/gen-golden lm_batch (after lm, whose model directories it reads)
+"""
+import json
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import mlx.core as mx  # noqa: E402
+
+import mlx_lm  # noqa: E402
+from mlx_lm.generate import batch_generate  # noqa: E402
+from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
+from mlx_lm.utils import load  # noqa: E402
+
+import common  # noqa: E402
+
+assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
+
+MODELS = common.ROOT / "tests" / "data" / "lm-models"
+OUT = common.DATA / "lm"
+VOCAB = 384
+
+
+def prompts(name, lengths):
+    seed = sum(map(ord, name)) + len(lengths)
+    keys = mx.random.split(mx.random.key(seed), len(lengths))
+    return [mx.random.randint(3, VOCAB, (n,), key=k).tolist() for n, k in zip(lengths, keys)]
+
+
+CASES = [
+    {"model": "qwen3", "lengths": [16, 16, 16], "max_tokens": 24},
+    {"model": "qwen3", "lengths": [5, 17, 9, 12], "max_tokens": 24},
+    {"model": "mistral", "lengths": [7, 20, 2, 13], "max_tokens": 20, "seed": 3, "temp": 0.8},
+    {"model": "qwen2", "lengths": [11, 4], "max_tokens": 20, "seed": 9, "temp": 0.7,
+     "top_p": 0.9, "logit_bias": {"5": 3.0, "17": -2.5}},
+    {"model": "mistral", "lengths": [12, 12], "max_tokens": 20},
+    {"model": "qwen3_5", "lengths": [10, 10, 10, 10], "max_tokens": 24},
+    {"model": "qwen3_5", "lengths": [3, 14, 8], "max_tokens": 24},
+    {"model": "qwen3_5-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 5,
+     "temp": 1.0, "top_k": 20},
+    {"model": "qwen3-4bit", "lengths": [6, 18], "max_tokens": [10, 20]},
+    # Sliding-window layers (rotating caches), prompts longer than one prefill chunk.
+    {"model": "llama3", "lengths": [40, 40], "max_tokens": 12, "prefill_step_size": 16},
+]
+
+
+def case_tokens(case):
+    model, tokenizer = load(str(MODELS / case["model"]))
+    ps = prompts(case["model"], case["lengths"])
+    kwargs = {}
+    if "temp" in case:
+        kwargs["sampler"] = make_sampler(case["temp"], case.get("top_p", 0.0),
+                                         top_k=case.get("top_k", 0))
+    bias = case.get("logit_bias")
+    if bias:
+        kwargs["logits_processors"] = make_logits_processors({int(k): v for k, v in bias.items()})
+    if "prefill_step_size" in case:
+        kwargs["prefill_step_size"] = case["prefill_step_size"]
+    mx.random.seed(case.get("seed", 0))
+    response = batch_generate(model, tokenizer, ps, max_tokens=case["max_tokens"],
+                              return_token_ids=True, **kwargs)
+    return {**case, "prompts": ps, "eos": sorted(tokenizer.eos_token_ids),
+            "tokens": response.token_ids}
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for case in CASES:
+        out = case_tokens(case)
+        print(f"batch {case}: {[t[:6] for t in out['tokens']]}")
+        cases.append(out)
+    data = {"mlx_version": mx.__version__, "mlx_lm_version": mlx_lm.__version__,
+            "cases": cases}
+    (OUT / "batch.json").write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {(OUT / 'batch.json').relative_to(common.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

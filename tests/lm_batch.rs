@@ -1,0 +1,196 @@
+//! Batched generation against mlx_lm 0.32.2's `batch_generate` (`scripts/golden/lm_batch.py`):
+//! prompts of one length and of different lengths (right-padded prefill rolled into left
+//! padding, the linear-attention state kept clear of the padding), chunked prefill, sliding
+//! windows, samplers, logit bias, per-sequence limits and stop tokens; one trace per
+//! generation; the errors of what a batch does not support.
+
+mod support;
+
+use std::path::PathBuf;
+
+use mlx::lm::{
+    batch_generate, batch_generate_step, generate_step, load, load_model, FinishReason,
+    GenerateOptions, LoadOptions, LogitsProcessors, Model, SamplerOptions,
+};
+use serde_json::Value;
+use support::golden::data_dir;
+
+fn model_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/lm-models")
+        .join(name)
+}
+
+fn golden() -> Value {
+    let path = data_dir().join("lm/batch.json");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(json["mlx_lm_version"], "0.32.2");
+    json
+}
+
+fn ids(v: &Value) -> Vec<u32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_u64().unwrap() as u32)
+        .collect()
+}
+
+fn load_named(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap()
+        .0
+}
+
+/// A golden case's options (the sampler and processors mlx_lm was given).
+fn options(case: &Value) -> GenerateOptions {
+    let max_tokens = match &case["max_tokens"] {
+        Value::Array(limits) => limits.iter().map(|m| m.as_u64().unwrap()).max().unwrap(),
+        m => m.as_u64().unwrap(),
+    } as usize;
+    let mut options = GenerateOptions {
+        max_tokens,
+        seed: Some(case["seed"].as_u64().unwrap_or(0)),
+        stop_tokens: ids(&case["eos"]),
+        ..Default::default()
+    };
+    if let Some(temp) = case["temp"].as_f64() {
+        options.sampler = SamplerOptions {
+            temperature: temp,
+            top_p: case["top_p"].as_f64().unwrap_or(0.0),
+            top_k: case["top_k"].as_i64().unwrap_or(0) as i32,
+            ..Default::default()
+        };
+    }
+    if let Some(bias) = case["logit_bias"].as_object() {
+        options.processors = LogitsProcessors {
+            logit_bias: bias
+                .iter()
+                .map(|(k, v)| (k.parse().unwrap(), v.as_f64().unwrap()))
+                .collect(),
+            ..LogitsProcessors::none()
+        };
+    }
+    if let Some(n) = case["prefill_step_size"].as_u64() {
+        options.prefill_step_size = n as usize;
+    }
+    options
+}
+
+#[test]
+fn batch_tokens_equal_mlx_lm_batch_generate() {
+    // The same ops on the same rows, so the same tokens: wheel-linked bit for bit; the
+    // source build's logits differ from the wheel's by ~1e-6, which no case is close enough
+    // to a tie for. mlx_lm drops a finished sequence's row where this keeps it; the other
+    // rows' values do not depend on it (the qwen3-4bit and mistral cases finish rows early).
+    let golden = golden();
+    for case in golden["cases"].as_array().unwrap() {
+        let name = case["model"].as_str().unwrap();
+        let model = load_named(name);
+        let prompts: Vec<Vec<u32>> = case["prompts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(ids)
+            .collect();
+        let options = options(case);
+        let mut generator = batch_generate_step(&model, &prompts, &options).unwrap();
+        if let Value::Array(limits) = &case["max_tokens"] {
+            let limits: Vec<usize> = limits
+                .iter()
+                .map(|m| m.as_u64().unwrap() as usize)
+                .collect();
+            generator.set_max_tokens(&limits).unwrap();
+        }
+        let mut got = vec![Vec::new(); prompts.len()];
+        for step in generator.by_ref() {
+            let step = step.unwrap();
+            for (i, (t, r)) in step.tokens.iter().zip(&step.finish_reasons).enumerate() {
+                if let (Some(t), false) = (t, *r == Some(FinishReason::Stop)) {
+                    got[i].push(*t);
+                }
+            }
+        }
+        assert_eq!(generator.traces(), 1, "{name}: one trace per generation");
+        let want: Vec<Vec<u32>> = case["tokens"].as_array().unwrap().iter().map(ids).collect();
+        assert_eq!(got, want, "{name} {:?}", case["lengths"]);
+    }
+}
+
+#[test]
+fn batch_generate_texts_and_a_batch_of_one_equal_generate_step() {
+    let (model, tokenizer, _) = load(model_dir("qwen3"), LoadOptions::default()).unwrap();
+    let prompts = [
+        tokenizer.encode("The river", false).unwrap(),
+        tokenizer.encode("Three words: one, two,", false).unwrap(),
+    ];
+    let options = GenerateOptions {
+        max_tokens: 12,
+        ..Default::default()
+    };
+    let response = batch_generate(&model, &tokenizer, &prompts, &options).unwrap();
+    for (i, prompt) in prompts.iter().enumerate() {
+        // A batch of one has no padding: the tokens a single generation produces.
+        let alone = batch_generate(&model, &tokenizer, &[prompt], &options).unwrap();
+        let single: Vec<u32> = generate_step(&model, prompt, &options)
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        assert_eq!(alone.token_ids[0], single);
+        assert_eq!(
+            response.texts[i],
+            tokenizer.decode(&response.token_ids[i], false).unwrap()
+        );
+        assert_eq!(response.finish_reasons[i], FinishReason::Length);
+        assert_eq!(response.token_ids[i].len(), 12);
+    }
+    assert_eq!(
+        response.stats.prompt_tokens,
+        prompts.iter().map(Vec::len).sum::<usize>()
+    );
+    assert!(response.stats.peak_memory > 0);
+}
+
+#[test]
+fn what_a_batch_does_not_support_is_an_error() {
+    let qwen3 = load_named("qwen3");
+    let llama3 = load_named("llama3"); // sliding-window layers
+    let err =
+        |model: &Model, prompts: &[Vec<u32>], options: &GenerateOptions| match batch_generate_step(
+            model, prompts, options,
+        ) {
+            Ok(_) => panic!("accepted {prompts:?}"),
+            Err(e) => e.to_string(),
+        };
+    let plain = GenerateOptions::default();
+    assert!(err(&qwen3, &[], &plain).contains("no prompts"));
+    assert!(err(&qwen3, &[vec![5], vec![]], &plain).contains("prompt 1: the prompt is empty"));
+    assert!(err(&qwen3, &[vec![5, 100_000]], &plain).contains("outside the vocabulary"));
+    assert!(err(&llama3, &[vec![5, 6, 7], vec![8, 9]], &plain).contains("sliding-window"));
+    let penalty = GenerateOptions {
+        processors: LogitsProcessors {
+            repetition_penalty: Some(1.3),
+            ..LogitsProcessors::none()
+        },
+        ..Default::default()
+    };
+    assert!(err(&qwen3, &[vec![5, 6]], &penalty).contains("repetition penalty"));
+    let stops = GenerateOptions {
+        stop_strings: vec!["x".into()],
+        ..Default::default()
+    };
+    assert!(err(&qwen3, &[vec![5, 6]], &stops).contains("stop strings"));
+
+    let options = GenerateOptions {
+        max_tokens: 4,
+        ..Default::default()
+    };
+    let mut g = batch_generate_step(&qwen3, &[vec![5, 6], vec![7]], &options).unwrap();
+    assert!(g.set_max_tokens(&[1]).is_err());
+    assert!(g.set_max_tokens(&[2, 5]).is_err());
+    g.set_max_tokens(&[2, 0]).unwrap();
+    let steps: Vec<_> = g.by_ref().map(|s| s.unwrap().tokens).collect();
+    assert_eq!(steps.len(), 2);
+    assert!(steps.iter().all(|s| s[0].is_some() && s[1].is_none()));
+    assert!(g.set_max_tokens(&[1, 1]).is_err());
+}
