@@ -1,30 +1,51 @@
-//! Prefill and decode tokens/s of `mlx::lm` (the Rust side of `bench/lm/run.sh`, which runs
-//! it next to Python's mlx_lm, `bench/lm/mlx_lm_bench.py`, on the same model, prompt and
-//! libmlx):
+//! Prefill and decode tokens/s of `mlx::lm` (the Rust side of `bench/lm/run.sh` on a CPU and
+//! `bench/lm/suite.py` on a GPU, which run it next to Python's mlx_lm,
+//! `bench/lm/mlx_lm_bench.py`, on the same model, prompts and libmlx):
 //!
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N]
+//! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
-//! `FILE` holds the prompt's token ids as a JSON list (`mlx_lm_bench.py --write-prompt`).
-//! Each run is `mlx::lm::generate_step` with its defaults (greedy, prefill chunks of 2048),
-//! timed as the Python side times `mlx_lm.generate.generate_step`:
+//! `FILE` holds the prompt's token ids as a JSON list, or a list of B lists for a batch of B
+//! (`mlx_lm_bench.py --write-prompt`). Each run is `mlx::lm::generate_step` (a list) or
+//! `mlx::lm::batch_generate_step` (a list of lists) with their defaults (greedy, prefill
+//! chunks of 2048), timed as the Python side times mlx_lm:
 //!
-//! - prefill tok/s = P / (time from calling `generate_step` to the first token): the prompt
-//!   prefilled and the first decode step, as mlx_lm's `prompt_tps` counts it;
-//! - decode tok/s = (N - 1) / (time from the first token to the N-th).
+//! - time to first token: from the call to the first token (the prompt prefilled and the
+//!   first decode step, as mlx_lm's `prompt_tps` counts it); prefill tok/s = B * P / it;
+//! - decode tok/s = B * (N - 1) / (time from the first token to the N-th).
 //!
 //! W warm-up runs (of `--warmup-tokens` tokens, default N) are not measured, then R runs are,
-//! and the medians are printed as JSON with every run, the library's own `stats()` and the
-//! decode step's trace count, which must be 1 per generation (the program fails otherwise).
+//! and the medians are printed as JSON with every run, the peak memory and the decode step's
+//! trace count, which must be 1 per generation (the program fails otherwise).
+//!
+//! `--breakdown STEPS` instead splits a decode step of a batch of one (the prompt prefilled
+//! first) into what it costs, each over STEPS greedy steps:
+//!
+//! - `eager`: the step's graph built op by op (host time), then evaluated synchronously
+//!   (MLX's dispatch of every primitive, the kernels, the wait);
+//! - `compiled`: the same step through `compile_mut` with the cache as state: the host time of
+//!   a compiled call, then the synchronous evaluation of its (fused) graph;
+//! - `pipelined`: the compiled step with the next step queued (`async_eval`) before the
+//!   current token is read, as `generate_step` runs it: per-token time;
+//! - the primitives in one step's graph, eager and compiled, by kind (MLX's DOT export);
+//! - `dispatch_us_per_primitive`: a chain of 2,000 dependent one-element adds, evaluated:
+//!   MLX's cost per primitive when the kernels are trivial.
 
+use std::collections::BTreeMap;
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use mlx::lm::{generate_step, load, GenerateOptions, LoadOptions, Model};
+use mlx::core::{graph, ops, Array};
+use mlx::lm::{
+    batch_generate_step, generate_step, load, Cache, GenerateOptions, LayerCache, LoadOptions,
+    Model,
+};
+use mlx::utils::{async_eval, compile_mut, eval};
 use serde_json::{json, Value};
 
 #[derive(Parser)]
@@ -32,7 +53,7 @@ struct Args {
     /// The model directory.
     #[arg(long)]
     model: PathBuf,
-    /// A JSON list of prompt token ids.
+    /// A JSON list of prompt token ids, or a list of such lists (a batch).
     #[arg(long)]
     prompt: PathBuf,
     /// Tokens to generate per run.
@@ -47,81 +68,92 @@ struct Args {
     /// Tokens per warm-up run (default: --max-tokens).
     #[arg(long)]
     warmup_tokens: Option<usize>,
+    /// Split a decode step's time over this many steps instead (batch of one).
+    #[arg(long)]
+    breakdown: Option<usize>,
 }
 
 struct Run {
-    prefill_s: f64,
+    ttft_s: f64,
     decode_s: f64,
+    batch: usize,
     prompt_tokens: usize,
     generation_tokens: usize,
     traces: u64,
-    stats: mlx::lm::GenerationStats,
-    tokens: Vec<u32>,
+    peak_memory: usize,
+    tokens: Vec<Vec<u32>>,
 }
 
 impl Run {
     fn prefill_tps(&self) -> f64 {
-        self.prompt_tokens as f64 / self.prefill_s
+        (self.batch * self.prompt_tokens) as f64 / self.ttft_s
     }
 
     fn decode_tps(&self) -> f64 {
-        (self.generation_tokens - 1) as f64 / self.decode_s
+        (self.batch * (self.generation_tokens - 1)) as f64 / self.decode_s
     }
 
     fn to_json(&self) -> Value {
         json!({
-            "prefill_s": self.prefill_s,
+            "ttft_s": self.ttft_s,
             "decode_s": self.decode_s,
             "prefill_tps": self.prefill_tps(),
             "decode_tps": self.decode_tps(),
             "traces": self.traces,
-            "stats": {
-                "prompt_tokens": self.stats.prompt_tokens,
-                "prompt_tps": self.stats.prompt_tps,
-                "generation_tokens": self.stats.generation_tokens,
-                "generation_tps": self.stats.generation_tps,
-                "peak_memory": self.stats.peak_memory,
-            },
+            "peak_memory": self.peak_memory,
         })
     }
 }
 
-fn run_once(model: &Model, prompt: &[u32], max_tokens: usize) -> Result<Run, Box<dyn Error>> {
+fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Run, Box<dyn Error>> {
+    if max_tokens < 2 {
+        return Err("--max-tokens must be at least 2".into());
+    }
     let options = GenerateOptions {
         max_tokens,
         ..Default::default()
     };
     let start = Instant::now();
-    let mut generator = generate_step(model, prompt, &options)?;
     let mut stamps = Vec::with_capacity(max_tokens);
-    let mut tokens = Vec::with_capacity(max_tokens);
-    for item in generator.by_ref() {
-        let (token, _logprobs) = item?;
-        stamps.push(Instant::now());
-        tokens.push(token);
-    }
-    mlx::core::synchronize()?;
-    let traces = generator.traces();
+    let mut tokens = vec![Vec::with_capacity(max_tokens); prompts.len()];
+    let (traces, peak_memory) = if prompts.len() == 1 {
+        let mut generator = generate_step(model, &prompts[0], &options)?;
+        for item in generator.by_ref() {
+            let (token, _logprobs) = item?;
+            stamps.push(Instant::now());
+            tokens[0].push(token);
+        }
+        mlx::core::synchronize()?;
+        (generator.traces(), generator.stats().peak_memory)
+    } else {
+        let mut generator = batch_generate_step(model, prompts, &options)?;
+        for step in generator.by_ref() {
+            let step = step?;
+            stamps.push(Instant::now());
+            for (row, token) in tokens.iter_mut().zip(&step.tokens) {
+                row.extend(token);
+            }
+        }
+        mlx::core::synchronize()?;
+        (generator.traces(), generator.stats().peak_memory)
+    };
     if traces != 1 {
         return Err(format!(
             "the decode step was traced {traces} times in one generation, not once"
         )
         .into());
     }
-    if tokens.len() != max_tokens || max_tokens < 2 {
-        return Err(format!(
-            "{} tokens generated, {max_tokens} asked (at least 2)",
-            tokens.len()
-        )
-        .into());
+    if stamps.len() != max_tokens {
+        return Err(format!("{} steps, {max_tokens} asked", stamps.len()).into());
     }
     Ok(Run {
-        prefill_s: (stamps[0] - start).as_secs_f64(),
+        ttft_s: (stamps[0] - start).as_secs_f64(),
         decode_s: (stamps[max_tokens - 1] - stamps[0]).as_secs_f64(),
-        prompt_tokens: prompt.len(),
+        batch: prompts.len(),
+        prompt_tokens: prompts[0].len(),
         generation_tokens: max_tokens,
         traces,
-        stats: generator.stats(),
+        peak_memory,
         tokens,
     })
 }
@@ -129,6 +161,9 @@ fn run_once(model: &Model, prompt: &[u32], max_tokens: usize) -> Result<Run, Box
 fn median(mut xs: Vec<f64>) -> f64 {
     xs.sort_by(f64::total_cmp);
     let n = xs.len();
+    if n == 0 {
+        return f64::NAN;
+    }
     if n % 2 == 1 {
         xs[n / 2]
     } else {
@@ -136,28 +171,220 @@ fn median(mut xs: Vec<f64>) -> f64 {
     }
 }
 
+/// The primitives in the graph that computes `outputs`, by kind (from MLX's DOT export,
+/// where a primitive is a rectangle).
+fn primitives(outputs: &[Array]) -> Result<BTreeMap<String, usize>, Box<dyn Error>> {
+    let dot = graph::export_to_dot(outputs, None)?;
+    let mut kinds = BTreeMap::new();
+    for line in dot.lines().filter(|l| l.contains("shape=rectangle")) {
+        let label = line
+            .split("label =\"")
+            .nth(1)
+            .and_then(|l| l.split('"').next())
+            .unwrap_or("?");
+        *kinds.entry(label.to_string()).or_insert(0) += 1;
+    }
+    Ok(kinds)
+}
+
+/// The greedy decode step of `generate_step` (model, log-softmax, argmax) on a batch of one.
+fn greedy_step(model: &Model, cache: &mut Cache, token: &Array) -> mlx::core::Result<Array> {
+    let logits = model.forward(&ops::expand_dims(token, 0)?, Some(cache))?;
+    let logits = logits.index((.., -1, ..))?;
+    let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, None, true)?)?;
+    ops::argmax(&logprobs, -1, false)
+}
+
+/// A fresh cache holding the prompt but its last token, with room for `steps` more.
+fn prefilled(model: &Model, prompt: &[u32], steps: usize) -> Result<Cache, Box<dyn Error>> {
+    let capacity = (prompt.len() + steps + 1).div_ceil(256) * 256;
+    let mut cache = model.make_cache(1, capacity as i32)?;
+    let head = &prompt[..prompt.len() - 1];
+    if !head.is_empty() {
+        let ids = Array::from_slice(head, &[1, head.len() as i32])?;
+        model.forward(&ids, Some(&mut cache))?;
+        eval(&cache)?;
+    }
+    Ok(cache)
+}
+
+fn last_token(prompt: &[u32]) -> Result<Array, Box<dyn Error>> {
+    Ok(Array::from_slice(&prompt[prompt.len() - 1..], &[1])?)
+}
+
+fn us(from: Instant, to: Instant) -> f64 {
+    (to - from).as_secs_f64() * 1e6
+}
+
+fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<dyn Error>> {
+    if steps < 2 {
+        return Err("--breakdown needs at least 2 steps".into());
+    }
+    // Eager: build the graph, then evaluate it, one step at a time.
+    let mut cache = prefilled(model, prompt, steps)?;
+    let mut token = last_token(prompt)?;
+    let (mut build, mut run) = (Vec::new(), Vec::new());
+    let mut eager_primitives = BTreeMap::new();
+    for i in 0..steps {
+        let t0 = Instant::now();
+        let next = greedy_step(model, &mut cache, &token)?;
+        let t1 = Instant::now();
+        if i == 0 {
+            eager_primitives = primitives(&[next.clone()])?;
+        }
+        let t2 = Instant::now();
+        eval(&(next.clone(), cache.clone()))?;
+        let t3 = Instant::now();
+        build.push(us(t0, t1));
+        run.push(us(t2, t3));
+        token = next;
+    }
+    let eager = json!({"build_us": median(build), "eval_us": median(run)});
+
+    // Compiled, synchronous.
+    let step = compile_mut(
+        |cache: &mut Cache, token: &Array| greedy_step(model, cache, token),
+        None,
+    );
+    let mut cache = prefilled(model, prompt, steps)?;
+    let mut token = last_token(prompt)?;
+    let (mut build, mut run) = (Vec::new(), Vec::new());
+    let mut compiled_primitives = BTreeMap::new();
+    for i in 0..steps {
+        let t0 = Instant::now();
+        let next = step.call(&mut cache, &token)?;
+        let t1 = Instant::now();
+        if i == 1 {
+            // The first call traces; the second shows the graph every later call builds.
+            compiled_primitives = primitives(&[next.clone()])?;
+        }
+        let t2 = Instant::now();
+        eval(&(next.clone(), cache.clone()))?;
+        let t3 = Instant::now();
+        if i > 0 {
+            build.push(us(t0, t1));
+            run.push(us(t2, t3));
+        }
+        token = next;
+    }
+    let compiled = json!({"build_us": median(build), "eval_us": median(run)});
+
+    // Compiled, pipelined as generate_step runs it.
+    let mut cache = prefilled(model, prompt, steps + 1)?;
+    let mut pending = step.call(&mut cache, &last_token(prompt)?)?;
+    async_eval(&pending)?;
+    let mut stamps = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let next = step.call(&mut cache, &pending)?;
+        async_eval(&next)?;
+        pending.item::<u32>()?;
+        stamps.push(Instant::now());
+        pending = next;
+    }
+    mlx::core::synchronize()?;
+    let per_token: Vec<f64> = stamps.windows(2).map(|w| us(w[0], w[1])).collect();
+    let traces = step.stats().traces;
+    if traces != 1 {
+        return Err(format!("the breakdown's compiled step traced {traces} times").into());
+    }
+
+    // MLX's cost per primitive with trivial kernels.
+    let chain = 2000;
+    let mut dispatch = Vec::new();
+    for _ in 0..5 {
+        let mut x = Array::from_slice(&[0.0f32], &[1])?;
+        eval(&x)?;
+        let t0 = Instant::now();
+        for _ in 0..chain {
+            x = ops::add(&x, 1.0f32)?;
+        }
+        let t1 = Instant::now();
+        eval(&x)?;
+        let t2 = Instant::now();
+        dispatch.push((us(t0, t1), us(t1, t2)));
+    }
+    let total = |m: &BTreeMap<String, usize>| m.values().sum::<usize>();
+    Ok(json!({
+        "impl": "rust",
+        "mlx_version": mlx::core::version()?,
+        "device": mlx::core::Device::default_device()?.to_string(),
+        "prompt_tokens": prompt.len(),
+        "steps": steps,
+        "eager": eager,
+        "compiled": compiled,
+        "pipelined_us_per_token": median(per_token),
+        "primitives": {
+            "eager": total(&eager_primitives),
+            "compiled": total(&compiled_primitives),
+            "eager_kinds": eager_primitives,
+            "compiled_kinds": compiled_primitives,
+        },
+        "chain_build_us_per_op": median(dispatch.iter().map(|d| d.0 / chain as f64).collect()),
+        "dispatch_us_per_primitive": median(dispatch.iter().map(|d| d.1 / chain as f64).collect()),
+        "traces": traces,
+    }))
+}
+
+fn read_prompts(path: &PathBuf) -> Result<Vec<Vec<u32>>, Box<dyn Error>> {
+    let value: Value = serde_json::from_str(&std::fs::read_to_string(path)?)?;
+    let prompts: Vec<Vec<u32>> = match value {
+        Value::Array(items) if items.iter().all(Value::is_array) => items
+            .into_iter()
+            .map(serde_json::from_value)
+            .collect::<Result<_, _>>()?,
+        other => vec![serde_json::from_value(other)?],
+    };
+    if prompts.is_empty()
+        || prompts
+            .iter()
+            .any(|p| p.len() != prompts[0].len() || p.is_empty())
+    {
+        return Err(format!(
+            "{}: prompts must be non-empty and of one length",
+            path.display()
+        )
+        .into());
+    }
+    Ok(prompts)
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let args = Args::parse();
     if args.reps == 0 {
         return Err("--reps must be at least 1".into());
     }
-    let prompt: Vec<u32> = serde_json::from_str(&std::fs::read_to_string(&args.prompt)?)?;
+    let prompts = read_prompts(&args.prompt)?;
     let t = Instant::now();
     let (model, _tokenizer, _config) = load(&args.model, LoadOptions::default())?;
     let load_s = t.elapsed().as_secs_f64();
+    let weight_bytes: usize = mlx::utils::tree_leaves(&model)
+        .iter()
+        .map(|a| a.nbytes())
+        .sum();
+    if let Some(steps) = args.breakdown {
+        let mut out = breakdown(&model, &prompts[0], steps)?;
+        out["weight_bytes"] = json!(weight_bytes);
+        out["caches"] = json!(model
+            .make_cache(1, 1)?
+            .iter()
+            .map(LayerCache::class_name)
+            .collect::<Vec<_>>());
+        println!("{out}");
+        return Ok(());
+    }
 
     let mut traces = Vec::new();
     for _ in 0..args.warmup {
         let run = run_once(
             &model,
-            &prompt,
+            &prompts,
             args.warmup_tokens.unwrap_or(args.max_tokens),
         )?;
         traces.push(run.traces);
     }
     let mut runs = Vec::with_capacity(args.reps);
     for _ in 0..args.reps {
-        runs.push(run_once(&model, &prompt, args.max_tokens)?);
+        runs.push(run_once(&model, &prompts, args.max_tokens)?);
     }
     traces.extend(runs.iter().map(|r| r.traces));
     if let Some(r) = runs.iter().find(|r| r.tokens != runs[0].tokens) {
@@ -172,15 +399,19 @@ fn main() -> Result<(), Box<dyn Error>> {
         "mlx_version": mlx::core::version()?,
         "device": mlx::core::Device::default_device()?.to_string(),
         "load_s": load_s,
-        "prompt_tokens": prompt.len(),
+        "weight_bytes": weight_bytes,
+        "batch": prompts.len(),
+        "prompt_tokens": prompts[0].len(),
         "generation_tokens": args.max_tokens,
         "warmup": args.warmup,
         "warmup_tokens": args.warmup_tokens.unwrap_or(args.max_tokens),
         "median_prefill_tps": median(runs.iter().map(Run::prefill_tps).collect()),
         "median_decode_tps": median(runs.iter().map(Run::decode_tps).collect()),
+        "median_ttft_s": median(runs.iter().map(|r| r.ttft_s).collect()),
         "traces_per_generation": traces,
-        "peak_memory": mlx::core::memory::get_peak_memory()?,
-        "first_tokens": &runs[0].tokens[..runs[0].tokens.len().min(8)],
+        "peak_memory": runs.iter().map(|r| r.peak_memory).max(),
+        "first_tokens": runs[0].tokens.iter().map(|t| &t[..t.len().min(8)]).collect::<Vec<_>>(),
+        "tokens": &runs[0].tokens,
         "runs": runs.iter().map(Run::to_json).collect::<Vec<_>>(),
     });
     println!("{out}");
