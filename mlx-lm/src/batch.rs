@@ -172,7 +172,7 @@ pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
             .flat_map(|h| {
                 h.iter()
                     .copied()
-                    .chain(std::iter::repeat_n(0, longest - h.len()))
+                    .chain(std::iter::repeat(0).take(longest - h.len()))
             })
             .collect();
         let ids = Array::from_slice(&ids, &[batch, longest as i32])?;
