@@ -230,7 +230,7 @@ fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<d
         let next = greedy_step(model, &mut cache, &token)?;
         let t1 = Instant::now();
         if i == 0 {
-            eager_primitives = primitives(&[next.clone()])?;
+            eager_primitives = primitives(std::slice::from_ref(&next))?;
         }
         let t2 = Instant::now();
         eval(&(next.clone(), cache.clone()))?;
@@ -256,7 +256,7 @@ fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<d
         let t1 = Instant::now();
         if i == 1 {
             // The first call traces; the second shows the graph every later call builds.
-            compiled_primitives = primitives(&[next.clone()])?;
+            compiled_primitives = primitives(std::slice::from_ref(&next))?;
         }
         let t2 = Instant::now();
         eval(&(next.clone(), cache.clone()))?;
