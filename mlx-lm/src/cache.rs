@@ -101,21 +101,13 @@ impl KvCache {
         Ok(())
     }
 
-    /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
-    /// it. Returns the whole buffers and the boolean mask `[length, capacity]` of what each
-    /// new position may attend to (the written positions up to itself; with `window`, only
-    /// the last `window` of them; with left padding, `[batch, 1, length, capacity]` and
-    /// none of the padding).
-    pub fn update_and_fetch(
-        &mut self,
-        keys: &Array,
-        values: &Array,
-        window: Option<i32>,
-    ) -> Result<(Array, Array, Array)> {
-        let length = keys.shape().get(2).copied().unwrap_or(0);
-        let start = ops::reshape(&self.offset, &[1])?;
-        self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
-        self.values = ops::slice_update(&self.values, values, &start, &[2])?;
+    /// The boolean mask `[length, capacity]` of what each of `length` new positions, written
+    /// at the offset, may attend to: the written positions up to itself; with `window`, only
+    /// the last `window` of them; with left padding, `[batch, 1, length, capacity]` and none
+    /// of the padding. Every key/value layer of a model's cache is at the same position, so
+    /// the model makes this once per call for all of them (as mlx_lm's
+    /// `create_attention_mask` does from the first layer's cache).
+    pub fn mask(&self, length: i32, window: Option<i32>) -> Result<Array> {
         let queries = ops::expand_dims(&new_positions(&self.offset, length)?, 1)?;
         let slots = ops::arange(0, self.capacity(), 1, Dtype::Int32)?;
         let mut mask = ops::less_equal(&slots, &queries)?;
@@ -126,8 +118,31 @@ impl KvCache {
             let padding = ops::reshape(padding, &[-1, 1, 1, 1])?;
             mask = ops::logical_and(&mask, &ops::greater_equal(&slots, &padding)?)?;
         }
+        Ok(mask)
+    }
+
+    /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
+    /// it. Returns the whole buffers.
+    pub fn update(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array)> {
+        let length = keys.shape().get(2).copied().unwrap_or(0);
+        let start = ops::reshape(&self.offset, &[1])?;
+        self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
+        self.values = ops::slice_update(&self.values, values, &start, &[2])?;
         self.offset = ops::add(&self.offset, length)?;
-        Ok((self.keys.clone(), self.values.clone(), mask))
+        Ok((self.keys.clone(), self.values.clone()))
+    }
+
+    /// [`mask`](Self::mask) for the new positions, then [`update`](Self::update): the whole
+    /// buffers and the mask.
+    pub fn update_and_fetch(
+        &mut self,
+        keys: &Array,
+        values: &Array,
+        window: Option<i32>,
+    ) -> Result<(Array, Array, Array)> {
+        let mask = self.mask(keys.shape().get(2).copied().unwrap_or(0), window)?;
+        let (keys, values) = self.update(keys, values)?;
+        Ok((keys, values, mask))
     }
 }
 

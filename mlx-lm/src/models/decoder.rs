@@ -59,11 +59,30 @@ pub(crate) fn causal_mask(n: i32, window: Option<i32>) -> Result<Array> {
 }
 
 /// The mask of an uncached call over `n` positions, as mlx_lm's `create_attention_mask` picks
-/// it: none for one position, an explicit array where a window cuts in, else `"causal"`.
+/// it: none for one position, an explicit array where a window cuts in, else `"causal"`; or,
+/// with a cache, the key/value layers' mask over their buffers, made once per call
+/// ([`KvCache::mask`](crate::cache::KvCache::mask)).
 pub(crate) enum PlainMask {
     None,
     Causal,
     Array(Array),
+    Cached(Array),
+}
+
+/// The mask every full-attention key/value layer of `cache` shares for `n` new positions
+/// (from the first such layer), or `PlainMask::None` when no layer has one.
+pub(crate) fn shared_cache_mask<'c>(
+    cache: impl IntoIterator<Item = &'c LayerCache>,
+    n: i32,
+) -> Result<PlainMask> {
+    let kv = cache.into_iter().find_map(|c| match c {
+        LayerCache::Kv(kv) => Some(kv),
+        _ => None,
+    });
+    Ok(match kv {
+        Some(kv) => PlainMask::Cached(kv.mask(n, None)?),
+        None => PlainMask::None,
+    })
 }
 
 impl PlainMask {
@@ -79,7 +98,7 @@ impl PlainMask {
         match self {
             PlainMask::None => AttentionMask::None,
             PlainMask::Causal => AttentionMask::Causal,
-            PlainMask::Array(m) => AttentionMask::Array(m),
+            PlainMask::Array(m) | PlainMask::Cached(m) => AttentionMask::Array(m),
         }
     }
 }
@@ -138,7 +157,16 @@ pub(crate) fn attend(
             let (queries, (keys, values, mask)) = match cache {
                 LayerCache::Kv(c) => {
                     let (q, k) = rotate(&c.rope_offset()?)?;
-                    (q, c.update_and_fetch(&k, &values, window)?)
+                    match plain_mask {
+                        // A mask made for every layer, when its buffer is this layer's size.
+                        PlainMask::Cached(m)
+                            if window.is_none() && m.shape().last() == Some(&c.capacity()) =>
+                        {
+                            let (keys, values) = c.update(&k, &values)?;
+                            (q, (keys, values, m.clone()))
+                        }
+                        _ => (q, c.update_and_fetch(&k, &values, window)?),
+                    }
                 }
                 LayerCache::Rotating(c) => {
                     let (q, k) = rotate(&c.offset)?;
@@ -314,13 +342,20 @@ impl DecoderModel {
     pub fn forward(&self, inputs: &Array, mut cache: Option<&mut [LayerCache]>) -> Result<Array> {
         let mut h = self.embed_tokens.forward(inputs)?;
         let n = inputs.shape().get(1).copied().unwrap_or(1);
-        // With a cache, each layer's cache makes its own mask.
-        let (full, sliding) = match (cache.is_some(), self.sliding_window) {
-            (true, _) => (PlainMask::None, PlainMask::None),
-            (false, Some(w)) if self.layers.iter().any(|l| l.use_sliding) => {
+        // With a cache, the full-attention layers share one mask; sliding-window layers
+        // make their own.
+        let (full, sliding) = match (cache.as_deref(), self.sliding_window) {
+            (Some(c), _) => {
+                let full_layers = self.layers.iter().zip(c).filter(|(l, _)| !l.use_sliding);
+                (
+                    shared_cache_mask(full_layers.map(|(_, c)| c), n)?,
+                    PlainMask::None,
+                )
+            }
+            (None, Some(w)) if self.layers.iter().any(|l| l.use_sliding) => {
                 (PlainMask::new(n, None)?, PlainMask::new(n, Some(w))?)
             }
-            (false, _) => (PlainMask::new(n, None)?, PlainMask::None),
+            (None, _) => (PlainMask::new(n, None)?, PlainMask::None),
         };
         for (i, layer) in self.layers.iter().enumerate() {
             let (mask, window) = if layer.use_sliding {

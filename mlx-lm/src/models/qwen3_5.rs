@@ -13,7 +13,8 @@ use crate::cache::{ArraysCache, KvCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::decoder::{
-    attend, compute_dtype, heads, logits, merge_heads, silu, wrong_input, Mlp, PlainMask,
+    attend, compute_dtype, heads, logits, merge_heads, shared_cache_mask, silu, wrong_input, Mlp,
+    PlainMask,
 };
 use crate::rope::Rope;
 
@@ -555,7 +556,11 @@ impl Qwen3_5 {
     pub fn forward(&self, inputs: &Array, mut cache: Option<&mut [LayerCache]>) -> Result<Array> {
         let lm = &self.language_model;
         let mut h = lm.model.embed_tokens.forward(inputs)?;
-        let mask = PlainMask::new(inputs.shape().get(1).copied().unwrap_or(1), None)?;
+        let n = inputs.shape().get(1).copied().unwrap_or(1);
+        let mask = match cache.as_deref() {
+            Some(c) => shared_cache_mask(c, n)?,
+            None => PlainMask::new(n, None)?,
+        };
         for (i, layer) in lm.model.layers.iter().enumerate() {
             let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
             let x = layer.input_layernorm.forward(&h)?;
