@@ -186,8 +186,12 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          stdout=subprocess.PIPE, text=True).stdout.strip() if has_nvidia() else ""
     device = gpu or f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})"
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                            stdout=subprocess.PIPE, text=True).stdout.strip()
+    try:  # a copy of the work tree on a GPU machine may have neither .git nor git
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                text=True).stdout.strip() or os.environ.get("MLX_COMMIT", "?")
+    except OSError:
+        commit = os.environ.get("MLX_COMMIT", "?")
     date = datetime.date.today().isoformat()
     out = pathlib.Path(a.out)
     out.with_suffix(".json").write_text(json.dumps({
