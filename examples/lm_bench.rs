@@ -81,6 +81,8 @@ struct Run {
     generation_tokens: usize,
     traces: u64,
     peak_memory: usize,
+    /// The library's own statistics (`stats()`).
+    stats: Value,
     tokens: Vec<Vec<u32>>,
 }
 
@@ -101,6 +103,7 @@ impl Run {
             "decode_tps": self.decode_tps(),
             "traces": self.traces,
             "peak_memory": self.peak_memory,
+            "stats": self.stats,
         })
     }
 }
@@ -116,7 +119,7 @@ fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Ru
     let start = Instant::now();
     let mut stamps = Vec::with_capacity(max_tokens);
     let mut tokens = vec![Vec::with_capacity(max_tokens); prompts.len()];
-    let (traces, peak_memory) = if prompts.len() == 1 {
+    let (traces, peak_memory, stats) = if prompts.len() == 1 {
         let mut generator = generate_step(model, &prompts[0], &options)?;
         for item in generator.by_ref() {
             let (token, _logprobs) = item?;
@@ -124,7 +127,9 @@ fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Ru
             tokens[0].push(token);
         }
         mlx::core::synchronize()?;
-        (generator.traces(), generator.stats().peak_memory)
+        let s = generator.stats();
+        let stats = json!({"prompt_tps": s.prompt_tps, "generation_tps": s.generation_tps});
+        (generator.traces(), s.peak_memory, stats)
     } else {
         let mut generator = batch_generate_step(model, prompts, &options)?;
         for step in generator.by_ref() {
@@ -135,7 +140,9 @@ fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Ru
             }
         }
         mlx::core::synchronize()?;
-        (generator.traces(), generator.stats().peak_memory)
+        let s = generator.stats();
+        let stats = json!({"prompt_tps": s.prompt_tps, "generation_tps": s.generation_tps});
+        (generator.traces(), s.peak_memory, stats)
     };
     if traces != 1 {
         return Err(format!(
@@ -154,6 +161,7 @@ fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Ru
         generation_tokens: max_tokens,
         traces,
         peak_memory,
+        stats,
         tokens,
     })
 }
