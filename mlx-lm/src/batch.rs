@@ -18,7 +18,9 @@ use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
 use crate::cache::LayerCache;
 use crate::error::Result;
-use crate::generate::{check_prompt, reserve, FinishReason, GenerateOptions};
+use crate::generate::{
+    cache_slots, check_prompt, reserve, sampling_key, FinishReason, GenerateOptions,
+};
 use crate::models::Model;
 use crate::sample::{LogitsProcessors, SamplerOptions};
 use crate::tokenizer::Tokenizer;
@@ -154,11 +156,7 @@ pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
     let padding: Vec<i32> = heads.iter().map(|h| (longest - h.len()) as i32).collect();
     let padded = padding.iter().any(|p| *p > 0);
     let max_tokens = options.max_tokens;
-    let slots = |positions: usize| {
-        i32::try_from(positions.div_ceil(256) * 256)
-            .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))
-    };
-    let mut cache = model.make_cache(batch, slots(longest + 1)?)?;
+    let mut cache = model.make_cache(batch, cache_slots(longest + 1)?)?;
     if padded && cache.iter().any(|c| matches!(c, LayerCache::Rotating(_))) {
         return Err(invalid(
             "prompts of different lengths need a model without sliding-window layers; \
@@ -204,17 +202,8 @@ pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
         }
     }
     // As in `generate_step`: the buffers grow once to every position the steps write.
-    reserve(&mut cache, slots(longest + 1 + max_tokens + 1)?)?;
-    let key = if options.sampler.is_random() {
-        let seed = options.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-        Some(random::key(seed)?)
-    } else {
-        None
-    };
+    reserve(&mut cache, cache_slots(longest + 1 + max_tokens + 1)?)?;
+    let key = sampling_key(options)?;
     let last: Vec<u32> = prompts
         .iter()
         .map(|p| p.as_ref()[p.as_ref().len() - 1])

@@ -173,12 +173,8 @@ fn generate_step_inner<'m>(
     // The prefill attends over a buffer of the prompt's size, as mlx_lm's grows; the buffer
     // then grows once to every position the decode steps write (the pipelined step after the
     // last token too), so that one compiled step serves them all. Both in steps of 256.
-    let slots = |positions: usize| {
-        i32::try_from(positions.div_ceil(256) * 256)
-            .map_err(|_| invalid(format!("{positions} positions do not fit a cache")))
-    };
-    let prefill_capacity = slots(held + prompt.len())?;
-    let capacity = slots(held + prompt.len() + options.max_tokens + 1)?;
+    let prefill_capacity = cache_slots(held + prompt.len())?;
+    let capacity = cache_slots(held + prompt.len() + options.max_tokens + 1)?;
     let fresh = model.make_cache(1, prefill_capacity)?;
     let mut cache = match cache {
         None => fresh,
@@ -217,16 +213,7 @@ fn generate_step_inner<'m>(
     } else {
         None
     };
-    let key = if options.sampler.is_random() {
-        let seed = options.seed.unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_nanos() as u64)
-        });
-        Some(random::key(seed)?)
-    } else {
-        None
-    };
+    let key = sampling_key(options)?;
     let mut generator = TokenGenerator {
         step: compile_mut(
             decode_step(model, options.sampler, options.processors.clone()),
@@ -265,6 +252,28 @@ pub(crate) fn check_prompt(prompt: &[u32], vocab: i32) -> std::result::Result<()
         )),
         None => Ok(()),
     }
+}
+
+/// Buffer slots for `positions` positions, in mlx_lm's steps of 256.
+pub(crate) fn cache_slots(positions: usize) -> Result<i32> {
+    i32::try_from(positions.div_ceil(256) * 256).map_err(|_| {
+        crate::Error::Run(mlx_rs::Error::InvalidArgument(format!(
+            "{positions} positions do not fit a cache"
+        )))
+    })
+}
+
+/// The key a random sampler starts from: the seed's, or the clock's without one.
+pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
+    if !options.sampler.is_random() {
+        return Ok(None);
+    }
+    let seed = options.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    });
+    Ok(Some(random::key(seed)?))
 }
 
 /// Grows every key/value buffer to `capacity` positions.
