@@ -6,34 +6,15 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use mlx::lm::{
     batch_generate, batch_generate_step, generate_step, load, load_model, FinishReason,
     GenerateOptions, LoadOptions, LogitsProcessors, Model, SamplerOptions,
 };
 use serde_json::Value;
-use support::golden::data_dir;
-
-fn model_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/lm-models")
-        .join(name)
-}
+use support::lm::{ids, model_dir};
 
 fn golden() -> Value {
-    let path = data_dir().join("lm/batch.json");
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(json["mlx_lm_version"], "0.32.2");
-    json
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
+    support::lm::golden("batch.json")
 }
 
 fn load_named(name: &str) -> Model {

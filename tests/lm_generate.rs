@@ -22,26 +22,10 @@ use mlx::lm::{
 };
 use serde_json::Value;
 use support::golden::data_dir;
-
-fn model_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/lm-models")
-        .join(name)
-}
+use support::lm::{ids, model_dir};
 
 fn golden() -> Value {
-    let path = data_dir().join("lm/generate.json");
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    assert_eq!(json["mlx_lm_version"], "0.32.2");
-    json
-}
-
-fn ids(v: &Value) -> Vec<u32> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t.as_u64().unwrap() as u32)
-        .collect()
+    support::lm::golden("generate.json")
 }
 
 fn load(name: &str) -> Model {
