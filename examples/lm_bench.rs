@@ -395,13 +395,13 @@ fn main() -> Result<(), Box<dyn Error>> {
         runs.push(run_once(&model, &prompts, args.max_tokens)?);
     }
     traces.extend(runs.iter().map(|r| r.traces));
-    if let Some(r) = runs.iter().find(|r| r.tokens != runs[0].tokens) {
-        return Err(format!(
-            "greedy tokens differ between runs: {:?} vs {:?}",
-            &runs[0].tokens, &r.tokens
-        )
-        .into());
-    }
+    // A GPU's reductions need not be deterministic, and a random-weight model has near-ties
+    // in its logits: greedy runs may part ways. Reported, not fatal: how many tokens each
+    // later run shares with the first, for its worst sequence.
+    let agreement: Vec<usize> = runs[1..]
+        .iter()
+        .map(|r| common_prefix(&runs[0].tokens, &r.tokens))
+        .collect();
     let out = json!({
         "impl": "rust",
         "mlx_version": mlx::core::version()?,
@@ -417,6 +417,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         "median_decode_tps": median(runs.iter().map(Run::decode_tps).collect()),
         "median_ttft_s": median(runs.iter().map(|r| r.ttft_s).collect()),
         "traces_per_generation": traces,
+        "runs_agree_tokens": agreement,
         "peak_memory": runs.iter().map(|r| r.peak_memory).max(),
         "first_tokens": runs[0].tokens.iter().map(|t| &t[..t.len().min(8)]).collect::<Vec<_>>(),
         "tokens": &runs[0].tokens,
@@ -424,4 +425,14 @@ fn main() -> Result<(), Box<dyn Error>> {
     });
     println!("{out}");
     Ok(())
+}
+
+/// The tokens every sequence of `b` shares with the same sequence of `a` from the start: the
+/// smallest common prefix over the batch.
+fn common_prefix(a: &[Vec<u32>], b: &[Vec<u32>]) -> usize {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| x.iter().zip(y).take_while(|(p, q)| p == q).count())
+        .min()
+        .unwrap_or(0)
 }

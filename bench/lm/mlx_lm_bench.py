@@ -233,8 +233,10 @@ def main():
     mx.reset_peak_memory()
     runs = [once(a.max_tokens) for _ in range(a.reps)]
     tokens = runs[0].pop("tokens")
-    for r in runs[1:]:
-        assert r.pop("tokens") == tokens, "greedy tokens differ between runs"
+    # A GPU's reductions need not be deterministic and a random-weight model has near-ties:
+    # greedy runs may part ways. Reported (tokens each later run shares with the first, for
+    # its worst sequence), not fatal.
+    agree = [common_prefix(tokens, r.pop("tokens")) for r in runs[1:]]
     print(json.dumps({
         "impl": "mlx_lm",
         "mlx_version": mx.__version__,
@@ -254,10 +256,17 @@ def main():
         "median_decode_tps": statistics.median(r["decode_tps"] for r in runs),
         "median_ttft_s": statistics.median(r["ttft_s"] for r in runs),
         "peak_memory": max(r["peak_memory"] for r in runs),
+        "runs_agree_tokens": agree,
         "first_tokens": [t[:8] for t in tokens],
         "tokens": tokens,
         "runs": runs,
     }))
+
+
+def common_prefix(a, b):
+    """The tokens every sequence of `b` shares with the same one of `a` from the start."""
+    return min(next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+               for x, y in zip(a, b))
 
 
 if __name__ == "__main__":
