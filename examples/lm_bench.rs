@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
-//!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N]
+//!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -71,6 +71,11 @@ struct Args {
     /// Split a decode step's time over this many steps instead (batch of one).
     #[arg(long)]
     breakdown: Option<usize>,
+    /// Decode attention as MLX's masked attention over the whole cache buffer, not the
+    /// one-kernel attention over the written slots (`mlx::lm::set_fused_decode_attention`;
+    /// CUDA only).
+    #[arg(long)]
+    no_fused_attention: bool,
 }
 
 struct Run {
@@ -362,6 +367,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err("--reps must be at least 1".into());
     }
     let prompts = read_prompts(&args.prompt)?;
+    mlx::lm::set_fused_decode_attention(!args.no_fused_attention);
     let t = Instant::now();
     let (model, _tokenizer, _config) = load(&args.model, LoadOptions::default())?;
     let load_s = t.elapsed().as_secs_f64();

@@ -42,12 +42,15 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+# (name, environment, Rust's extra arguments): Rust-only entries leave mlx_lm's column at
+# its default rate.
 SWEEP = [
-    ("default", {}),
-    ("MLX_USE_CUDA_GRAPHS=0", {"MLX_USE_CUDA_GRAPHS": "0"}),
-    ("MLX_MAX_OPS_PER_BUFFER=60", {"MLX_MAX_OPS_PER_BUFFER": "60"}),
-    ("MLX_MAX_OPS_PER_BUFFER=120", {"MLX_MAX_OPS_PER_BUFFER": "120"}),
-    ("MLX_MAX_OPS_PER_BUFFER=250", {"MLX_MAX_OPS_PER_BUFFER": "250"}),
+    ("default", {}, []),
+    ("Rust --no-fused-attention", {}, ["--no-fused-attention"]),
+    ("MLX_USE_CUDA_GRAPHS=0", {"MLX_USE_CUDA_GRAPHS": "0"}, []),
+    ("MLX_MAX_OPS_PER_BUFFER=60", {"MLX_MAX_OPS_PER_BUFFER": "60"}, []),
+    ("MLX_MAX_OPS_PER_BUFFER=120", {"MLX_MAX_OPS_PER_BUFFER": "120"}, []),
+    ("MLX_MAX_OPS_PER_BUFFER=250", {"MLX_MAX_OPS_PER_BUFFER": "250"}, []),
 ]
 
 
@@ -89,6 +92,7 @@ def main():
     p.add_argument("--breakdown-quants", default="bf16,4bit")
     p.add_argument("--bandwidth-gib", type=float, default=2.0)
     p.add_argument("--no-sweep", action="store_true")
+    p.add_argument("--sweep", help="comma-separated names of SWEEP's entries to run (default: all)")
     p.add_argument("--model", help="one model directory instead of the generated ones")
     p.add_argument("--command", default="scripts/gpu-suite lm-bench")
     a = p.parse_args()
@@ -163,7 +167,7 @@ def main():
 
     breakdowns = []
     for arch, quant, d in models:
-        if quant not in a.breakdown_quants.split(","):
+        if not a.model and quant not in a.breakdown_quants.split(","):
             continue
         bd = {"arch": arch, "quant": quant}
         for side, cmd in (("python", py), ("rust", [a.rust])):
@@ -175,10 +179,13 @@ def main():
     sweep = []
     if not a.no_sweep:
         arch, quant, d = models[0]
-        for name, env in SWEEP:
+        main_row = next((r for r in rows if r["batch"] == 1), None)
+        chosen = a.sweep.split(",") if a.sweep else [name for name, _, _ in SWEEP]
+        for name, env, rust_args in SWEEP:
+            if name != "default" and name not in chosen:
+                continue
             entry = {"setting": name}
-            main_row = next((r for r in rows if r["batch"] == 1), None)
-            if not env and main_row:  # measured above, in this run
+            if not env and not rust_args and main_row:  # measured above, in this run
                 entry.update(python=main_row["python"]["decode_tps"],
                              rust=main_row["rust"]["decode_tps"])
                 sweep.append(entry)
@@ -186,9 +193,12 @@ def main():
             args = ["--model", d, "--prompt", prompts[1], "--max-tokens", a.max_tokens,
                     "--reps", a.reps, "--warmup", 1, "--warmup-tokens", a.warmup_tokens]
             for side, cmd in (("python", py), ("rust", [a.rust])):
-                tag = name.replace("=", "-")
-                entry[side] = run_json(cmd + args, work / f"sweep-{tag}-{side}.json",
-                                       env)["median_decode_tps"]
+                if side == "python" and rust_args and main_row:
+                    entry[side] = main_row["python"]["decode_tps"]
+                    continue
+                tag = name.replace("=", "-").replace(" ", "_")
+                entry[side] = run_json(cmd + args + (rust_args if side == "rust" else []),
+                                       work / f"sweep-{tag}-{side}.json", env)["median_decode_tps"]
             sweep.append(entry)
 
     report(a, bandwidth, rows, breakdowns, sweep, time.time() - started)

@@ -60,6 +60,7 @@ pub use generate::{
     TokenGenerator,
 };
 pub use load::{load, load_model, LoadOptions};
+pub use models::decode_attention::{fused_decode_attention, set_fused_decode_attention};
 pub use models::Model;
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};

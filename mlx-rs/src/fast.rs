@@ -10,10 +10,13 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 //!
-//! The Metal and CUDA custom-kernel builders of mlx-c (`mlx_fast_metal_kernel_*`,
-//! `mlx_fast_cuda_kernel_*`) are not wrapped yet: they are GPU work for a later issue.
+//! Custom CUDA kernels: [`CudaKernel`] (Python: `mx.fast.cuda_kernel`). Metal's
+//! (`mx.fast.metal_kernel`) is not wrapped: no Metal machine checks it here.
 
 use mlx_sys as sys;
+
+mod cuda_kernel;
+pub use cuda_kernel::{CudaKernel, KernelLaunch, TemplateArg};
 
 use crate::handles::{opt_array, opt_float};
 use crate::{Array, Result};

@@ -10,6 +10,7 @@ use mlx_tree::TreeNode;
 
 use crate::cache::{KvCache, LayerCache, RotatingKvCache};
 use crate::checkpoint::Checkpoint;
+use crate::models::decode_attention;
 use crate::rope::Rope;
 
 /// What distinguishes the decoder architectures, read from a config.
@@ -157,6 +158,27 @@ pub(crate) fn attend(
             let (queries, (keys, values, mask)) = match cache {
                 LayerCache::Kv(c) => {
                     let (q, k) = rotate(&c.rope_offset()?)?;
+                    let padding = c.left_padding.clone();
+                    if decode_attention::is_supported(
+                        &q,
+                        scale,
+                        &c.keys,
+                        &c.values,
+                        &c.offset,
+                        padding.as_ref(),
+                    )? {
+                        let (keys, values) = c.update(&k, &values)?;
+                        let end = &c.offset;
+                        return decode_attention::attend_unchecked(
+                            &q,
+                            &keys,
+                            &values,
+                            scale,
+                            end,
+                            padding.as_ref(),
+                            window,
+                        );
+                    }
                     match plain_mask {
                         // A mask made for every layer, when its buffer is this layer's size.
                         PlainMask::Cached(m)

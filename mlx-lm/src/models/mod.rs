@@ -1,5 +1,6 @@
 //! The architectures, and [`Model`], which holds any of them.
 
+pub mod decode_attention;
 pub mod decoder;
 pub mod llama;
 pub mod qwen3_5;

@@ -1,0 +1,304 @@
+//! Attention of one new token over the written slots of a key/value buffer, as one CUDA
+//! kernel.
+//!
+//! A compiled decode step attends over the cache's whole fixed-size buffer with a mask of the
+//! written slots (see [`crate::cache`]). MLX's CUDA backend has no fused attention for a query
+//! with an array mask (its vector kernel and cuDNN take none), so that attention runs as about
+//! ten separate kernels per layer (two matmuls, softmax, select, broadcasts) over every slot of
+//! the buffer: on an H100 that was a fifth of a Qwen3-0.6B decode step's primitives. This
+//! kernel reads the write position (the cache's offset array, and its left padding) on the
+//! device and attends over exactly the written slots, so the step keeps one shape, is traced
+//! once, and pays one kernel per layer.
+//!
+//! It runs where MLX's default device is a CUDA GPU; elsewhere (CPU, Metal) the masked
+//! [`fast::scaled_dot_product_attention`](mlx_rs::fast::scaled_dot_product_attention) runs,
+//! which on a CPU equals mlx_lm's result bit for bit. The kernel accumulates in float32 (as
+//! MLX's vector kernel does), so on a GPU its result differs from the masked path's in the
+//! last bits; eager and compiled steps both use it, so they agree with each other.
+//! [`set_fused_decode_attention`] turns it off (to measure it, or to compare).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+
+use mlx_rs::cuda;
+use mlx_rs::fast::{CudaKernel, KernelLaunch, TemplateArg};
+use mlx_rs::{Array, DeviceType, Dtype, Error, Result, Stream};
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Whether decode steps on a CUDA GPU use the one-kernel attention over the written cache
+/// slots (default: on). Off, they use MLX's masked attention over the whole buffer, as on
+/// other devices. Affects steps built after the call (a compiled step keeps what it traced).
+pub fn set_fused_decode_attention(on: bool) {
+    ENABLED.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_fused_decode_attention`] has it on.
+pub fn fused_decode_attention() -> bool {
+    ENABLED.load(Ordering::Relaxed)
+}
+
+/// Threads per block: 32 lanes share one key's head dimension, each warp takes every
+/// `THREADS / 32`-th key.
+const THREADS: i32 = 1024;
+
+// One block per (sequence, query head). Each lane holds D / 32 features of the query, and of
+// the running output; each warp runs an online softmax over its keys; the warps' partial
+// results meet in shared memory. `end` is the cache's offset after this token's write (the
+// slots [0, end) are written), `start` each sequence's left padding; WINDOW > 0 keeps the
+// last WINDOW slots only. The scale comes in as its float32 bits, so it is exactly the f32
+// the masked path multiplies by. Head counts and the capacity are read from the shapes at
+// run time rather than compiled in: MLX does not keep custom kernels on disk, and a capacity
+// that changes between generations would compile a kernel each time.
+const SOURCE: &str = r#"
+  constexpr int E = D / 32;
+  constexpr int NW = THREADS / 32;
+  const float neg_inf = __int_as_float(0xff800000);
+  const float scale = __int_as_float(SCALE_BITS);
+  const int HQ = q_shape[1];
+  const int HKV = k_shape[1];
+  const int CAP = k_shape[2];
+  const int bh = blockIdx.x;
+  const int b = bh / HQ;
+  const int hk = (bh % HQ) / (HQ / HKV);
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int stop = min(end[0], CAP);
+  int first = HAS_START ? max(start[b], 0) : 0;
+  if (WINDOW > 0) {
+    first = max(first, stop - WINDOW);
+  }
+
+  float qv[E];
+  const T* qp = q + (int64_t)bh * D + lane * E;
+#pragma unroll
+  for (int i = 0; i < E; i++) {
+    qv[i] = scale * static_cast<float>(qp[i]);
+  }
+  const int64_t base = (int64_t)(b * HKV + hk) * CAP * D + lane * E;
+  const T* kb = k + base;
+  const T* vb = v + base;
+
+  float m = neg_inf;
+  float l = 0.f;
+  float acc[E];
+#pragma unroll
+  for (int i = 0; i < E; i++) {
+    acc[i] = 0.f;
+  }
+#pragma unroll 4
+  for (int j = first + warp; j < stop; j += NW) {
+    const T* kp = kb + (int64_t)j * D;
+    const T* vp = vb + (int64_t)j * D;
+    float kv[E];
+    float vv[E];
+#pragma unroll
+    for (int i = 0; i < E; i++) {
+      kv[i] = static_cast<float>(kp[i]);
+      vv[i] = static_cast<float>(vp[i]);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int i = 0; i < E; i++) {
+      s += qv[i] * kv[i];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) {
+      s += __shfl_xor_sync(0xffffffff, s, o);
+    }
+    const float mn = fmaxf(m, s);
+    const float c = expf(m - mn);
+    const float p = expf(s - mn);
+    l = l * c + p;
+#pragma unroll
+    for (int i = 0; i < E; i++) {
+      acc[i] = acc[i] * c + p * vv[i];
+    }
+    m = mn;
+  }
+
+  __shared__ float sm[NW];
+  __shared__ float sl[NW];
+  __shared__ float sacc[NW * D];
+  if (lane == 0) {
+    sm[warp] = m;
+    sl[warp] = l;
+  }
+#pragma unroll
+  for (int i = 0; i < E; i++) {
+    sacc[warp * D + lane * E + i] = acc[i];
+  }
+  __syncthreads();
+  for (int d = threadIdx.x; d < D; d += THREADS) {
+    float mx = neg_inf;
+    for (int w = 0; w < NW; w++) {
+      mx = fmaxf(mx, sm[w]);
+    }
+    float num = 0.f;
+    float den = 0.f;
+    for (int w = 0; w < NW; w++) {
+      if (sm[w] == neg_inf) {
+        continue;
+      }
+      const float c = expf(sm[w] - mx);
+      num += c * sacc[w * D + d];
+      den += c * sl[w];
+    }
+    out[(int64_t)bh * D + d] = static_cast<T>(den > 0.f ? num / den : 0.f);
+  }
+"#;
+
+fn kernel() -> Result<&'static CudaKernel> {
+    static KERNEL: OnceLock<CudaKernel> = OnceLock::new();
+    if let Some(k) = KERNEL.get() {
+        return Ok(k);
+    }
+    let k = CudaKernel::new(
+        "mlx_lm_decode_attention",
+        &["q", "k", "v", "end", "start"],
+        &["out"],
+        SOURCE,
+        "",
+        true,
+        0,
+    )?;
+    Ok(KERNEL.get_or_init(|| k))
+}
+
+/// Whether MLX runs on a CUDA GPU here (asked once: neither changes while a process runs).
+fn on_cuda() -> Result<bool> {
+    static CUDA: OnceLock<bool> = OnceLock::new();
+    let available = match CUDA.get() {
+        Some(&a) => a,
+        None => *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false)),
+    };
+    Ok(available && Stream::current()?.device().device_type() == DeviceType::Gpu)
+}
+
+/// Whether [`decode_attention`] takes these arguments: one query position, a head dimension
+/// of 32 to 256 in steps of 32, query heads a multiple of key heads, one float dtype, `int32`
+/// positions, a positive finite scale, the current stream on a CUDA GPU, and
+/// [`set_fused_decode_attention`] on.
+pub fn is_supported(
+    queries: &Array,
+    scale: f32,
+    keys: &Array,
+    values: &Array,
+    offset: &Array,
+    left_padding: Option<&Array>,
+) -> Result<bool> {
+    let (q, k, v) = (queries.shape(), keys.shape(), values.shape());
+    let shapes = q.len() == 4
+        && k.len() == 4
+        && k == v
+        && q[0] == k[0]
+        && q[2] == 1
+        && q[3] == k[3]
+        && k[3] % 32 == 0
+        && (32..=256).contains(&k[3])
+        && k[1] > 0
+        && q[1] % k[1] == 0;
+    let dtype = queries.dtype();
+    let dtypes = matches!(dtype, Dtype::Bfloat16 | Dtype::Float16 | Dtype::Float32)
+        && keys.dtype() == dtype
+        && values.dtype() == dtype
+        && offset.dtype() == Dtype::Int32
+        && offset.ndim() == 0
+        && left_padding.map_or(true, |p| p.dtype() == Dtype::Int32 && p.shape() == [q[0]]);
+    // Positive: the scale's bits become part of the kernel's name, which a sign would break.
+    let scale = scale.is_finite() && scale > 0.0;
+    Ok(fused_decode_attention() && shapes && dtypes && scale && on_cuda()?)
+}
+
+/// Attention of `queries` (`[B, Hq, 1, D]`, scaled by `scale`) over the slots
+/// `[max(left_padding, end - window), end)` of the buffers `keys`/`values`
+/// (`[B, Hkv, capacity, D]`, written up to `end`, an `int32` scalar; `left_padding`:
+/// `int32 [B]`): `[B, Hq, 1, D]`. Slots outside that range are never read. An `Err` where
+/// [`is_supported`] says no.
+///
+/// ```
+/// use mlx_lm::models::decode_attention::{decode_attention, is_supported};
+/// use mlx_rs::{ops, Array, Dtype};
+/// let q = ops::ones(&[1, 4, 1, 64], Dtype::Bfloat16)?;
+/// let kv = ops::ones(&[1, 2, 16, 64], Dtype::Bfloat16)?;
+/// let end = Array::from_scalar(5i32);
+/// if is_supported(&q, 0.125, &kv, &kv, &end, None)? {
+///     let out = decode_attention(&q, &kv, &kv, 0.125, &end, None, None)?;
+///     assert_eq!(out.shape(), &[1, 4, 1, 64]);
+/// } else {
+///     assert!(decode_attention(&q, &kv, &kv, 0.125, &end, None, None).is_err());
+/// }
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn decode_attention(
+    queries: &Array,
+    keys: &Array,
+    values: &Array,
+    scale: f32,
+    end: &Array,
+    left_padding: Option<&Array>,
+    window: Option<i32>,
+) -> Result<Array> {
+    if !is_supported(queries, scale, keys, values, end, left_padding)? {
+        return Err(Error::InvalidArgument(format!(
+            "decode_attention: unsupported arguments (queries {:?} {:?}, keys {:?} {:?}, values \
+             {:?} {:?}, end {:?} {:?}, scale {scale}), fused attention {}, or not on a CUDA GPU",
+            queries.shape(),
+            queries.dtype(),
+            keys.shape(),
+            keys.dtype(),
+            values.shape(),
+            values.dtype(),
+            end.shape(),
+            end.dtype(),
+            if fused_decode_attention() {
+                "on"
+            } else {
+                "off"
+            },
+        )));
+    }
+    attend_unchecked(queries, keys, values, scale, end, left_padding, window)
+}
+
+/// [`decode_attention`] after [`is_supported`] said yes.
+pub(crate) fn attend_unchecked(
+    queries: &Array,
+    keys: &Array,
+    values: &Array,
+    scale: f32,
+    end: &Array,
+    left_padding: Option<&Array>,
+    window: Option<i32>,
+) -> Result<Array> {
+    let (q, k) = (queries.shape(), keys.shape());
+    let (batch, hq, d) = (q[0], q[1], k[3]);
+    let launch = KernelLaunch::default()
+        .grid((THREADS * batch * hq, 1, 1))
+        .threadgroup((THREADS, 1, 1))
+        .template(vec![
+            ("T".into(), TemplateArg::Dtype(queries.dtype())),
+            ("D".into(), TemplateArg::Int(d)),
+            ("THREADS".into(), TemplateArg::Int(THREADS)),
+            (
+                "WINDOW".into(),
+                TemplateArg::Int(window.unwrap_or(0).max(0)),
+            ),
+            (
+                "HAS_START".into(),
+                TemplateArg::Bool(left_padding.is_some()),
+            ),
+            // The f32's bits, reinterpreted: the kernel turns them back into the same float.
+            (
+                "SCALE_BITS".into(),
+                TemplateArg::Int(scale.to_bits() as i32),
+            ),
+        ]);
+    let start = left_padding.unwrap_or(end);
+    let mut out = kernel()?.apply(
+        &[queries, keys, values, end, start],
+        &[(q, queries.dtype())],
+        &launch,
+    )?;
+    Ok(out.remove(0))
+}
