@@ -9,7 +9,9 @@
 //!
 //! Attention then runs over the whole buffer with a mask of the positions written so far;
 //! the masked-out entries add exact zeros, so the result equals attention over the written
-//! prefix up to the order of float additions.
+//! prefix up to the order of float additions. On a CUDA GPU a decode step instead attends
+//! over exactly the written slots in one kernel that reads the offset on the device
+//! ([`decode_attention`](crate::models::decode_attention)).
 
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
