@@ -89,6 +89,8 @@ struct Run {
     /// The library's own statistics (`stats()`).
     stats: Value,
     tokens: Vec<Vec<u32>>,
+    /// Milliseconds between consecutive tokens: where a mean decode rate hides its outliers.
+    intervals_ms: Vec<f64>,
 }
 
 impl Run {
@@ -109,6 +111,7 @@ impl Run {
             "traces": self.traces,
             "peak_memory": self.peak_memory,
             "stats": self.stats,
+            "token_ms": percentiles(self.intervals_ms.clone()),
         })
     }
 }
@@ -168,7 +171,21 @@ fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Ru
         peak_memory,
         stats,
         tokens,
+        intervals_ms: stamps
+            .windows(2)
+            .map(|w| (w[1] - w[0]).as_secs_f64() * 1e3)
+            .collect(),
     })
+}
+
+/// `{p10, p50, p90, max}` of `xs` (as `mlx_lm_bench.py` reports them).
+fn percentiles(mut xs: Vec<f64>) -> Value {
+    xs.sort_by(f64::total_cmp);
+    let at = |q: f64| {
+        xs.get(((xs.len() - 1) as f64 * q).round() as usize)
+            .copied()
+    };
+    json!({"p10": at(0.1), "p50": at(0.5), "p90": at(0.9), "max": xs.last()})
 }
 
 fn median(mut xs: Vec<f64>) -> f64 {

@@ -74,6 +74,7 @@ def run_batch(model, prompts, max_tokens):
         "prefill_tps": n * len(prompts[0]) / first,
         "decode_tps": n * (max_tokens - 1) / last,
         "peak_memory": mx.get_peak_memory(),
+        "token_ms": percentiles(stamps),
         "tokens": tokens,
     }
 
@@ -96,8 +97,17 @@ def run_once(model, prompt, max_tokens):
         "decode_tps": (max_tokens - 1) / last,
         "stream_generate_tps": max_tokens / last,
         "peak_memory": mx.get_peak_memory(),
+        "token_ms": percentiles(stamps),
         "tokens": [tokens],
     }
+
+
+def percentiles(stamps):
+    """p10, p50, p90 and max of the milliseconds between consecutive tokens: where a mean
+    decode rate hides its outliers (examples/lm_bench.rs reports the same)."""
+    xs = sorted((b - a) * 1e3 for a, b in zip(stamps, stamps[1:]))
+    at = lambda q: xs[round((len(xs) - 1) * q)] if xs else None
+    return {"p10": at(0.1), "p50": at(0.5), "p90": at(0.9), "max": xs[-1] if xs else None}
 
 
 def primitives(*outputs):

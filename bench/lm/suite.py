@@ -151,6 +151,11 @@ def main():
                     "ttft_s": statistics.median(r["ttft_s"] for r in runs),
                     "peak_memory": max(o["peak_memory"] for o in outs),
                     "per_round_decode_tps": [o["median_decode_tps"] for o in outs],
+                    # Per-token times (ms) where both sides report them.
+                    "token_ms_p50": statistics.median(r["token_ms"]["p50"] for r in runs)
+                    if all("token_ms" in r for r in runs) else None,
+                    "token_ms_p90": statistics.median(r["token_ms"]["p90"] for r in runs)
+                    if all("token_ms" in r for r in runs) else None,
                     "weight_bytes": outs[0]["weight_bytes"],
                 }
             traces = sorted({t for o in sides["rust"] for t in o["traces_per_generation"]})
@@ -234,8 +239,9 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
         "",
         "| model | weights | batch | decode tok/s mlx_lm | decode tok/s Rust | Rust / mlx_lm "
         "| of the bound (Rust) | prefill tok/s mlx_lm | prefill tok/s Rust | TTFT ms mlx_lm "
-        "| TTFT ms Rust | peak GB mlx_lm | peak GB Rust | Rust traces | tokens as mlx_lm's |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        "| TTFT ms Rust | peak GB mlx_lm | peak GB Rust | Rust traces | tokens as mlx_lm's "
+        "| ms/token p50, p90 mlx_lm | ms/token p50, p90 Rust |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for r in rows:
         py, rs = r["python"], r["rust"]
@@ -247,7 +253,9 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
             f"| {py['prefill_tps']:.0f} | {rs['prefill_tps']:.0f} "
             f"| {py['ttft_s'] * 1e3:.1f} | {rs['ttft_s'] * 1e3:.1f} "
             f"| {py['peak_memory'] / 1e9:.2f} | {rs['peak_memory'] / 1e9:.2f} "
-            f"| {rs['traces']} | {r['shared_tokens']}/{a.max_tokens} |")
+            f"| {rs['traces']} | {r['shared_tokens']}/{a.max_tokens} "
+            f"| {fmt2(py['token_ms_p50'])}, {fmt2(py['token_ms_p90'])} "
+            f"| {fmt2(rs['token_ms_p50'])}, {fmt2(rs['token_ms_p90'])} |")
     lines += [
         "",
         "Decode tok/s: batch x (N - 1) tokens over the time from the first token to the last; "
@@ -302,6 +310,10 @@ def common_prefix(a, b):
     """The tokens every sequence of `b` shares with the same one of `a` from the start."""
     return min(next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
                for x, y in zip(a, b))
+
+
+def fmt2(x):
+    return "—" if x is None else f"{x:.2f}"
 
 
 def fmt(x):
