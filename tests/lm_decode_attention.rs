@@ -33,7 +33,13 @@ fn slots(case: &Case, b: usize) -> (i32, i32) {
 }
 
 fn check(case: &Case, seed: u64) -> Result<()> {
-    let (b, hq, hkv, cap, d) = (case.batch, case.q_heads, case.kv_heads, case.capacity, case.dim);
+    let (b, hq, hkv, cap, d) = (
+        case.batch,
+        case.q_heads,
+        case.kv_heads,
+        case.capacity,
+        case.dim,
+    );
     let key = random::key(seed)?;
     let keys3 = random::split(&key, 3)?;
     let sample = |i: i32, shape: &[i32]| -> Result<Array> {
@@ -61,9 +67,21 @@ fn check(case: &Case, seed: u64) -> Result<()> {
     let v = ops::astype(&Array::from_slice(&vh, &shape)?, case.dtype)?;
     let scale = 1.0 / (d as f32).sqrt();
     let end = Array::from_scalar(case.end);
-    let padding = case.left_padding.as_ref().map(|p| Array::from_slice(p, &[b])).transpose()?;
+    let padding = case
+        .left_padding
+        .as_ref()
+        .map(|p| Array::from_slice(p, &[b]))
+        .transpose()?;
     assert!(is_supported(&q, scale, &k, &v, &end, padding.as_ref())?);
-    let out = host(&decode_attention(&q, &k, &v, scale, &end, padding.as_ref(), case.window)?)?;
+    let out = host(&decode_attention(
+        &q,
+        &k,
+        &v,
+        scale,
+        &end,
+        padding.as_ref(),
+        case.window,
+    )?)?;
 
     let qh = host(&q)?;
     // bfloat16 / float16 outputs are the f32 result rounded once: half an ulp of the output
@@ -82,8 +100,11 @@ fn check(case: &Case, seed: u64) -> Result<()> {
             let scores: Vec<f64> = (first..stop)
                 .map(|s| {
                     let at = ((bi * hkv as usize + kvh) * cap as usize + s as usize) * d as usize;
-                    let dot: f64 =
-                        qv.iter().zip(&kh[at..at + d as usize]).map(|(a, b)| *a as f64 * *b as f64).sum();
+                    let dot: f64 = qv
+                        .iter()
+                        .zip(&kh[at..at + d as usize])
+                        .map(|(a, b)| *a as f64 * *b as f64)
+                        .sum();
                     dot * scale as f64
                 })
                 .collect();
@@ -94,7 +115,8 @@ fn check(case: &Case, seed: u64) -> Result<()> {
                 let expected: f64 = (first..stop)
                     .zip(&weights)
                     .map(|(s, w)| {
-                        let at = ((bi * hkv as usize + kvh) * cap as usize + s as usize) * d as usize;
+                        let at =
+                            ((bi * hkv as usize + kvh) * cap as usize + s as usize) * d as usize;
                         w * vh[at + j] as f64
                     })
                     .sum::<f64>()
@@ -140,16 +162,59 @@ fn matches_attention_over_the_written_slots() -> Result<()> {
     let cases = [
         base(),
         // One written slot; fewer keys than warps.
-        Case { end: 1, capacity: 16, ..base() },
-        Case { end: 40, dtype: Dtype::Float32, ..base() },
-        Case { end: 300, dtype: Dtype::Float16, dim: 64, q_heads: 8, kv_heads: 8, ..base() },
+        Case {
+            end: 1,
+            capacity: 16,
+            ..base()
+        },
+        Case {
+            end: 40,
+            dtype: Dtype::Float32,
+            ..base()
+        },
+        Case {
+            end: 300,
+            dtype: Dtype::Float16,
+            dim: 64,
+            q_heads: 8,
+            kv_heads: 8,
+            ..base()
+        },
         // Qwen3.5's full-attention layers: 8 query heads of 256 over 2 key heads.
-        Case { dim: 256, q_heads: 8, kv_heads: 2, end: 700, capacity: 768, ..base() },
-        Case { dim: 96, q_heads: 6, kv_heads: 2, ..base() },
+        Case {
+            dim: 256,
+            q_heads: 8,
+            kv_heads: 2,
+            end: 700,
+            capacity: 768,
+            ..base()
+        },
+        Case {
+            dim: 96,
+            q_heads: 6,
+            kv_heads: 2,
+            ..base()
+        },
         // A batch with left padding, and a sliding window.
-        Case { batch: 3, left_padding: Some(vec![0, 5, 200]), end: 260, capacity: 300, ..base() },
-        Case { window: Some(64), end: 500, ..base() },
-        Case { batch: 2, window: Some(100), left_padding: Some(vec![450, 3]), end: 520, ..base() },
+        Case {
+            batch: 3,
+            left_padding: Some(vec![0, 5, 200]),
+            end: 260,
+            capacity: 300,
+            ..base()
+        },
+        Case {
+            window: Some(64),
+            end: 500,
+            ..base()
+        },
+        Case {
+            batch: 2,
+            window: Some(100),
+            left_padding: Some(vec![450, 3]),
+            end: 520,
+            ..base()
+        },
         // The whole buffer written.
         Case { end: 640, ..base() },
     ];
@@ -166,7 +231,9 @@ fn unsupported_arguments_are_a_clear_error() -> Result<()> {
     let end = Array::from_scalar(3i32);
     // The CPU never takes it; nor a head dimension off the 32 grid, two query positions, or
     // float positions, on any device.
-    let cpu = with_device(&Device::cpu(), || decode_attention(&q, &kv, &kv, 0.5, &end, None, None))?;
+    let cpu = with_device(&Device::cpu(), || {
+        decode_attention(&q, &kv, &kv, 0.5, &end, None, None)
+    })?;
     assert!(cpu.unwrap_err().to_string().contains("CUDA"));
     let odd = ops::zeros(&[1, 2, 8, 48], Dtype::Float32)?;
     let q48 = ops::zeros(&[1, 4, 1, 48], Dtype::Float32)?;

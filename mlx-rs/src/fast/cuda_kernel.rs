@@ -44,12 +44,13 @@ crate::options! {
 /// `source` is the body of a `__global__` function MLX writes around it: each input is a
 /// `const T* name` (with `name_shape`, `name_strides` and `name_ndim` when the body mentions
 /// them), each output a `T* name`. MLX compiles it with NVRTC on first use and caches the
-/// result. Only MLX's CUDA backend runs it: elsewhere [`apply`](Self::apply) is an `Err`.
+/// result. Only MLX's CUDA backend runs it: in a build without CUDA `new` is an `Err`, and
+/// [`apply`](Self::apply) is one off the GPU.
 ///
 /// ```
 /// use mlx_rs::fast::{CudaKernel, KernelLaunch};
 /// use mlx_rs::{ops, Dtype};
-/// let kernel = CudaKernel::new(
+/// let kernel = match CudaKernel::new(
 ///     "twice",
 ///     &["x"],
 ///     &["out"],
@@ -57,7 +58,11 @@ crate::options! {
 ///     "",
 ///     true,
 ///     0,
-/// )?;
+/// ) {
+///     Ok(kernel) => kernel,
+///     // MLX built without CUDA: "No CUDA back-end".
+///     Err(_) => return Ok(()),
+/// };
 /// let x = ops::ones(&[4], None)?;
 /// let launch = KernelLaunch::default().grid((4, 1, 1)).threadgroup((4, 1, 1));
 /// match kernel.apply(&[&x], &[(&[4], Dtype::Float32)], &launch) {
