@@ -2,8 +2,6 @@
 //! function computes exactly Python's formula, so results match `mlx.nn` bit for bit up to
 //! MLX's own op fusion.
 
-use std::f32::consts::PI;
-
 use mlx_rs::ops;
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
@@ -74,7 +72,8 @@ pub fn gelu(x: &Array) -> Result<Array> {
 
 /// The tanh approximation of GELU (Python: `nn.gelu_approx`).
 pub fn gelu_approx(x: &Array) -> Result<Array> {
-    let c = (2.0 / PI).sqrt();
+    // Python's math.sqrt(2 / math.pi): f64, rounded once.
+    let c = (2.0 / std::f64::consts::PI).sqrt() as f32;
     let inner = (x + &(ops::power(x, 3.0)? * 0.044715)) * c;
     Ok((x * 0.5) * (ops::tanh(&inner)? + 1.0))
 }

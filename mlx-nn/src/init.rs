@@ -5,7 +5,9 @@
 use mlx_rs::random;
 use mlx_rs::{ops, Array, Dtype, Error, Result};
 
-fn fans(a: &Array) -> Result<(f32, f32)> {
+// Scales are computed in f64 and rounded to f32 once, as Python computes them from Python
+// floats (`gain * math.sqrt(2.0 / (fan_in + fan_out))`).
+fn fans(a: &Array) -> Result<(f64, f64)> {
     let shape = a.shape();
     if shape.len() < 2 {
         return Err(Error::InvalidArgument(format!(
@@ -15,8 +17,8 @@ fn fans(a: &Array) -> Result<(f32, f32)> {
     }
     let receptive: i32 = shape[1..shape.len() - 1].iter().product();
     Ok((
-        (shape[shape.len() - 1] * receptive) as f32,
-        (shape[0] * receptive) as f32,
+        f64::from(shape[shape.len() - 1]) * f64::from(receptive),
+        f64::from(shape[0]) * f64::from(receptive),
     ))
 }
 
@@ -81,7 +83,7 @@ pub fn glorot_normal(
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let (fi, fo) = fans(a)?;
-    let std = gain.into().unwrap_or(1.0) * (2.0 / (fi + fo)).sqrt();
+    let std = (f64::from(gain.into().unwrap_or(1.0)) * (2.0 / (fi + fo)).sqrt()) as f32;
     normal_samples(a, 0.0, std, dtype.into())
 }
 
@@ -93,7 +95,7 @@ pub fn glorot_uniform(
     dtype: impl Into<Option<Dtype>>,
 ) -> Result<Array> {
     let (fi, fo) = fans(a)?;
-    let limit = gain.into().unwrap_or(1.0) * (6.0 / (fi + fo)).sqrt();
+    let limit = (f64::from(gain.into().unwrap_or(1.0)) * (6.0 / (fi + fo)).sqrt()) as f32;
     uniform_samples(a, -limit, limit, dtype.into())
 }
 
@@ -134,7 +136,7 @@ mlx_rs::options! {
 
 impl HeNormalOptions {
     /// The fan `mode` picks for `a`.
-    fn fan(&self, a: &Array) -> Result<f32> {
+    fn fan(&self, a: &Array) -> Result<f64> {
         let (fan_in, fan_out) = fans(a)?;
         Ok(match self.mode {
             FanMode::FanIn => fan_in,
@@ -150,13 +152,14 @@ pub type HeUniformOptions = HeNormalOptions;
 /// mode="fan_in", gain=1.0)`).
 pub fn he_normal(a: &Array, options: HeNormalOptions) -> Result<Array> {
     let fan = options.fan(a)?;
-    normal_samples(a, 0.0, options.gain / fan.sqrt(), Some(options.dtype))
+    let std = (f64::from(options.gain) / fan.sqrt()) as f32;
+    normal_samples(a, 0.0, std, Some(options.dtype))
 }
 
 /// He/Kaiming uniform: limit `gain * sqrt(3 / fan)` (Python:
 /// `nn.init.he_uniform(dtype=mx.float32)(a, mode="fan_in", gain=1.0)`).
 pub fn he_uniform(a: &Array, options: HeUniformOptions) -> Result<Array> {
-    let limit = options.gain * (3.0 / options.fan(a)?).sqrt();
+    let limit = (f64::from(options.gain) * (3.0 / options.fan(a)?).sqrt()) as f32;
     uniform_samples(a, -limit, limit, Some(options.dtype))
 }
 

@@ -21,6 +21,13 @@ fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
     }
 }
 
+/// Python's `math.sqrt(1 / n)` for an integer `n`: in f64, rounded to f32 once where it meets
+/// an array. Computed in f32 it differs in the last bit for many `n` (784 among them), and so
+/// do seeded initializations and attention scales.
+fn inv_sqrt(n: f64) -> f32 {
+    (1.0 / n).sqrt() as f32
+}
+
 fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
     random::uniform(
         shape,
@@ -53,7 +60,7 @@ pub struct Linear {
 impl Linear {
     /// A new layer with random weights (Python's initialization); `bias` `None` is `true`.
     pub fn new(input_dims: i32, output_dims: i32, bias: impl Into<Option<bool>>) -> Result<Linear> {
-        let scale = (1.0 / input_dims as f32).sqrt();
+        let scale = inv_sqrt(f64::from(input_dims));
         Ok(Linear {
             weight: uniform_init(scale, &[output_dims, input_dims])?,
             bias: if bias.into().unwrap_or(true) {
@@ -110,7 +117,7 @@ pub struct Embedding {
 impl Embedding {
     /// A new table with random entries.
     pub fn new(num_embeddings: i32, dims: i32) -> Result<Embedding> {
-        let scale = (1.0 / dims as f32).sqrt();
+        let scale = inv_sqrt(f64::from(dims));
         Ok(Embedding {
             weight: random::normal(
                 &[num_embeddings, dims],
@@ -449,7 +456,7 @@ impl MultiHeadAttention {
         let q = Self::heads(&self.query_proj.forward(queries)?, self.num_heads)?;
         let k = Self::heads(&self.key_proj.forward(keys)?, self.num_kv_heads)?;
         let v = Self::heads(&self.value_proj.forward(values)?, self.num_kv_heads)?;
-        let scale = (1.0 / q.shape()[3] as f32).sqrt();
+        let scale = inv_sqrt(f64::from(q.shape()[3]));
         let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?;
         let out = out.transpose([0, 2, 1, 3])?.flatten(-2, -1)?;
         self.out_proj.forward(&out)
@@ -563,7 +570,7 @@ impl Conv1d {
         let groups = options.groups;
         check_groups(in_channels, out_channels, groups)?;
         let [[stride], [padding], [dilation]] = spatial_args::<1>(&options, "Conv1d")?;
-        let scale = (1.0 / (in_channels * kernel_size) as f32).sqrt();
+        let scale = inv_sqrt(f64::from(in_channels) * f64::from(kernel_size));
         Ok(Conv1d {
             weight: uniform_init(scale, &[out_channels, kernel_size, in_channels / groups])?,
             bias: zero_bias(bias.into().unwrap_or(true), out_channels)?,
@@ -626,7 +633,7 @@ impl Conv2d {
         check_groups(in_channels, out_channels, groups)?;
         let [stride, padding, dilation] = spatial_args::<2>(&options, "Conv2d")?;
         let (kh, kw) = kernel_size;
-        let scale = (1.0 / (in_channels * kh * kw) as f32).sqrt();
+        let scale = inv_sqrt(f64::from(in_channels) * f64::from(kh) * f64::from(kw));
         Ok(Conv2d {
             weight: uniform_init(scale, &[out_channels, kh, kw, in_channels / groups])?,
             bias: zero_bias(bias.into().unwrap_or(true), out_channels)?,

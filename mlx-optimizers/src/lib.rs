@@ -200,7 +200,7 @@ macro_rules! builder {
 macro_rules! betas_setter {
     () => {
         /// The coefficients of the running averages (Python: `betas=[b1, b2]`).
-        pub fn betas(mut self, b1: f32, b2: f32) -> Self {
+        pub fn betas(mut self, b1: f64, b2: f64) -> Self {
             self.betas = (b1, b2);
             self
         }
@@ -248,7 +248,7 @@ pub struct SGD {
     #[tree(static)]
     pub weight_decay: f32,
     #[tree(static)]
-    pub dampening: f32,
+    pub dampening: f64,
     #[tree(static)]
     pub nesterov: bool,
     pub state: OptimizerState,
@@ -277,8 +277,9 @@ impl SGD {
         momentum: f32,
         /// The L2 penalty added to the gradient (Python: `weight_decay=0.0`).
         weight_decay: f32,
-        /// Dampening of the momentum (Python: `dampening=0.0`).
-        dampening: f32,
+        /// Dampening of the momentum (Python: `dampening=0.0`; f64 as Python's float, since
+        /// `1 - dampening` is computed before it meets an array).
+        dampening: f64,
         /// Nesterov momentum (Python: `nesterov=False`); needs a momentum and no dampening,
         /// checked at the first update, as Python checks it at construction.
         nesterov: bool,
@@ -321,7 +322,7 @@ impl Optimizer for SGD {
         }
         let mut v = state_slot(state, "v", "SGD")? * self.momentum;
         if self.dampening > 0.0 {
-            v = &v + &(&gradient * (1.0 - self.dampening));
+            v = &v + &(&gradient * (1.0 - self.dampening) as f32);
         } else {
             v = &v + &gradient;
         }
@@ -343,7 +344,7 @@ impl Optimizer for SGD {
 #[derive(Clone, TreeNode)]
 pub struct Adam {
     #[tree(static)]
-    pub betas: (f32, f32),
+    pub betas: (f64, f64),
     #[tree(static)]
     pub eps: f32,
     #[tree(static)]
@@ -396,7 +397,7 @@ fn state_slot(state: &BTreeMap<String, Array>, name: &str, optimizer: &str) -> R
 
 #[allow(clippy::too_many_arguments)]
 fn adam_apply(
-    betas: (f32, f32),
+    betas: (f64, f64),
     eps: f32,
     bias_correction: bool,
     gradient: &Array,
@@ -407,13 +408,15 @@ fn adam_apply(
 ) -> Result<Array> {
     let lr = lr_as(lr, gradient)?;
     let (b1, b2) = betas;
-    let m = state_slot(state, "m", "Adam")? * b1 + gradient * (1.0 - b1);
-    let v = state_slot(state, "v", "Adam")? * b2 + ops::square(gradient)? * (1.0 - b2);
+    // Python: `b1 * m + (1 - b1) * gradient`, with `1 - b1` a Python float: f64, rounded once.
+    let m = state_slot(state, "m", "Adam")? * b1 as f32 + gradient * (1.0 - b1) as f32;
+    let v =
+        state_slot(state, "v", "Adam")? * b2 as f32 + ops::square(gradient)? * (1.0 - b2) as f32;
     state.insert("m".into(), m.clone());
     state.insert("v".into(), v.clone());
     if bias_correction {
-        let c1 = (&lr / &(1.0f32 - ops::power(b1, step)?)).astype(gradient.dtype())?;
-        let c2 = ops::rsqrt(&(1.0f32 - ops::power(b2, step)?))?.astype(gradient.dtype())?;
+        let c1 = (&lr / &(1.0f32 - ops::power(b1 as f32, step)?)).astype(gradient.dtype())?;
+        let c2 = ops::rsqrt(&(1.0f32 - ops::power(b2 as f32, step)?))?.astype(gradient.dtype())?;
         let numerator = &c1 * &m;
         let denominator = ops::sqrt(&v)? * &c2 + eps;
         Ok(parameter - &(numerator / denominator))
@@ -455,7 +458,7 @@ impl Optimizer for Adam {
 #[derive(Clone, TreeNode)]
 pub struct AdamW {
     #[tree(static)]
-    pub betas: (f32, f32),
+    pub betas: (f64, f64),
     #[tree(static)]
     pub eps: f32,
     #[tree(static)]
@@ -532,7 +535,7 @@ impl Optimizer for AdamW {
 #[derive(Clone, TreeNode)]
 pub struct Lion {
     #[tree(static)]
-    pub betas: (f32, f32),
+    pub betas: (f64, f64),
     #[tree(static)]
     pub weight_decay: f32,
     pub state: OptimizerState,
@@ -580,8 +583,9 @@ impl Optimizer for Lion {
         let lr = lr_as(lr, gradient)?;
         let (b1, b2) = self.betas;
         let m = state_slot(state, "m", "Lion")?;
-        let c = &m * b1 + gradient * (1.0 - b1);
-        state.insert("m".into(), &m * b2 + gradient * (1.0 - b2));
+        // `1 - b1`, `1 - b2`: Python floats, f64 rounded once (as in Adam).
+        let c = &m * b1 as f32 + gradient * (1.0 - b1) as f32;
+        state.insert("m".into(), &m * b2 as f32 + gradient * (1.0 - b2) as f32);
         let mut parameter = parameter.clone();
         if self.weight_decay > 0.0 {
             parameter = &parameter * &(1.0f32 - &(&lr * self.weight_decay));

@@ -7,31 +7,34 @@
 //! ops on the step count (a `uint64` scalar array), so inside a compiled step the rate changes
 //! every call without retracing.
 
-use std::f32::consts::PI;
+use std::f64::consts::PI;
 
 use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::StaticData;
 
 /// A learning-rate schedule; build one with [`exponential_decay`], [`step_decay`],
 /// [`cosine_decay`], [`linear_schedule`] or [`join_schedules`].
+///
+/// Values are `f64`, as Python's floats: what Python derives from them before they meet an
+/// array (`init - end`, `math.pi / decay_steps`) is computed in f64 and rounded to f32 once.
 #[derive(Debug, Clone, PartialEq, StaticData)]
 pub enum Schedule {
     /// `init * decay_rate ** step`.
-    ExponentialDecay { init: f32, decay_rate: f32 },
+    ExponentialDecay { init: f64, decay_rate: f64 },
     /// `init * decay_rate ** (step // step_size)`.
     StepDecay {
-        init: f32,
-        decay_rate: f32,
+        init: f64,
+        decay_rate: f64,
         step_size: u64,
     },
     /// Cosine from `init` to `end` over `decay_steps`, then constant.
     CosineDecay {
-        init: f32,
+        init: f64,
         decay_steps: u64,
-        end: f32,
+        end: f64,
     },
     /// Linear from `init` to `end` over `steps`, then constant.
-    Linear { init: f32, end: f32, steps: u64 },
+    Linear { init: f64, end: f64, steps: u64 },
     /// `schedules[i + 1]` from `boundaries[i]` on, counting steps from the boundary.
     Join {
         schedules: Vec<Schedule>,
@@ -44,25 +47,28 @@ impl Schedule {
     pub fn call(&self, step: &Array) -> Result<Array> {
         match self {
             Schedule::ExponentialDecay { init, decay_rate } => {
-                Ok(ops::power(*decay_rate, step)? * *init)
+                Ok(ops::power(*decay_rate as f32, step)? * *init as f32)
             }
             Schedule::StepDecay {
                 init,
                 decay_rate,
                 step_size,
-            } => Ok(ops::power(*decay_rate, &ops::floor_divide(step, *step_size as i64)?)? * *init),
+            } => Ok(ops::power(
+                *decay_rate as f32,
+                &ops::floor_divide(step, *step_size as i64)?,
+            )? * *init as f32),
             Schedule::CosineDecay {
                 init,
                 decay_steps,
                 end,
             } => {
                 let s = ops::minimum(step, *decay_steps as i64)?;
-                let decay = (ops::cos(&(&s * (PI / *decay_steps as f32)))? + 1.0) * 0.5;
-                Ok(decay * (init - end) + *end)
+                let decay = (ops::cos(&(&s * (PI / *decay_steps as f64) as f32))? + 1.0) * 0.5;
+                Ok(decay * (init - end) as f32 + *end as f32)
             }
             Schedule::Linear { init, end, steps } => {
                 let s = ops::minimum(step, *steps as i64)?;
-                Ok(s * ((end - init) / *steps as f32) + *init)
+                Ok(s * ((end - init) / *steps as f64) as f32 + *init as f32)
             }
             Schedule::Join {
                 schedules,
@@ -90,13 +96,13 @@ fn positive(name: &str, v: u64) -> Result<()> {
 }
 
 /// `init * decay_rate ** step` (Python: `optim.exponential_decay(init, decay_rate)`).
-pub fn exponential_decay(init: f32, decay_rate: f32) -> Schedule {
+pub fn exponential_decay(init: f64, decay_rate: f64) -> Schedule {
     Schedule::ExponentialDecay { init, decay_rate }
 }
 
 /// `init * decay_rate ** (step // step_size)` (Python: `optim.step_decay(init, decay_rate,
 /// step_size)`).
-pub fn step_decay(init: f32, decay_rate: f32, step_size: u64) -> Result<Schedule> {
+pub fn step_decay(init: f64, decay_rate: f64, step_size: u64) -> Result<Schedule> {
     positive("step_size", step_size)?;
     Ok(Schedule::StepDecay {
         init,
@@ -107,7 +113,7 @@ pub fn step_decay(init: f32, decay_rate: f32, step_size: u64) -> Result<Schedule
 
 /// Cosine decay from `init` to `end` over `decay_steps`, constant after (Python:
 /// `optim.cosine_decay(init, decay_steps, end=0.0)`).
-pub fn cosine_decay(init: f32, decay_steps: u64, end: impl Into<Option<f32>>) -> Result<Schedule> {
+pub fn cosine_decay(init: f64, decay_steps: u64, end: impl Into<Option<f64>>) -> Result<Schedule> {
     positive("decay_steps", decay_steps)?;
     Ok(Schedule::CosineDecay {
         init,
@@ -118,7 +124,7 @@ pub fn cosine_decay(init: f32, decay_steps: u64, end: impl Into<Option<f32>>) ->
 
 /// Linear from `init` to `end` over `steps`, constant after (Python:
 /// `optim.linear_schedule(init, end, steps)`); the usual warmup.
-pub fn linear_schedule(init: f32, end: f32, steps: u64) -> Result<Schedule> {
+pub fn linear_schedule(init: f64, end: f64, steps: u64) -> Result<Schedule> {
     positive("steps", steps)?;
     Ok(Schedule::Linear { init, end, steps })
 }

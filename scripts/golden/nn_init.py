@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+"""Golden data for seeded initialization: layers and init functions constructed right after
+`mx.random.seed`, with fan sizes (784 = 28 x 28, 119) where computing Python's
+`math.sqrt(1 / n)` in float32 instead of float64 changes the last bit of the scale, and so of
+most samples.
+
+Writes tests/data/nn_init.json (read by tests/nn_golden.rs). Run via scripts/gen-golden.
+"""
+
+import mlx.core as mx
+import mlx.nn as nn
+from mlx.utils import tree_flatten
+
+from common import record, write
+
+
+def params(module):
+    return {path: record(a) for path, a in tree_flatten(module.parameters())}
+
+
+def seeded(make, seed=7):
+    mx.random.seed(seed)
+    return make()
+
+
+layers = {
+    "linear": params(seeded(lambda: nn.Linear(784, 3))),
+    "embedding": params(seeded(lambda: nn.Embedding(3, 784))),
+    "conv1d": params(seeded(lambda: nn.Conv1d(49, 2, 16))),
+    "conv2d": params(seeded(lambda: nn.Conv2d(16, 2, (7, 7)))),
+}
+
+shape = (7, 112)  # fan_in 112, fan_out 7
+inits = {}
+for name, fn in [
+    ("glorot_normal", lambda a: nn.init.glorot_normal()(a)),
+    ("glorot_uniform", lambda a: nn.init.glorot_uniform()(a, gain=0.5)),
+    ("he_normal", lambda a: nn.init.he_normal()(a)),
+    ("he_uniform", lambda a: nn.init.he_uniform()(a, mode="fan_out", gain=2.0)),
+]:
+    mx.random.seed(11)
+    inits[name] = record(fn(mx.zeros(shape)))
+
+x = mx.linspace(-4, 4, 33)
+write("nn_init", {
+    "layers": layers,
+    "init_shape": list(shape),
+    "inits": inits,
+    "gelu_approx": {"x": record(x), "y": record(nn.gelu_approx(x))},
+})
