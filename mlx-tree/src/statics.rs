@@ -812,7 +812,7 @@ tuple_impls! {
     (6; A 0, B 1, C 2, D 3, E 4, G 5)
 }
 
-/// Pairs (`betas: (f32, f32)`) are common static data: two one-word values pack in place.
+/// Pairs (`betas: (f64, f64)`) are common static data: two one-word values pack in place.
 impl<A: StaticData, B: StaticData> StaticData for (A, B) {
     fn static_eq(&self, other: &Self) -> bool {
         self.0.static_eq(&other.0) && self.1.static_eq(&other.1)
