@@ -487,6 +487,10 @@ fn optimizers_match_python() -> Result<()> {
     )?;
     run_optimizer("adamw", optim::AdamW::new(0.01).weight_decay(0.1))?;
     run_optimizer("lion", optim::Lion::new(0.01).weight_decay(0.1))?;
+    run_optimizer("rmsprop", optim::RMSprop::new(0.01).alpha(0.9))?;
+    run_optimizer("adagrad", optim::Adagrad::new(0.1))?;
+    run_optimizer("adadelta", optim::AdaDelta::new(1.0).rho(0.95))?;
+    run_optimizer("adamax", optim::Adamax::new(0.01).betas(0.8, 0.95))?;
     run_optimizer(
         "adam_cosine",
         optim::Adam::new(optim::cosine_decay(0.05, 4, 0.001)?),

@@ -418,6 +418,37 @@ fn sgd_builder_checks_nesterov_at_the_first_update() -> Result<()> {
 }
 
 #[test]
+fn adaptive_optimizers_check_their_coefficients_at_the_first_update() -> Result<()> {
+    let mut m = nn::Linear::new(2, 1, true)?;
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &m)?;
+    // Python's messages, raised at construction there.
+    let bad = [
+        (
+            optim::RMSprop::new(0.1).alpha(-0.5).update(&mut m, &grads),
+            "alpha should be >=0",
+        ),
+        (
+            optim::RMSprop::new(0.1).eps(0.0).update(&mut m, &grads),
+            "epsilon should be >0",
+        ),
+        (
+            optim::Adagrad::new(0.1).eps(-1.0).update(&mut m, &grads),
+            "epsilon should be >0",
+        ),
+        (
+            optim::AdaDelta::new(0.1).rho(-0.1).update(&mut m, &grads),
+            "rho should be >=0",
+        ),
+    ];
+    for (result, message) in bad {
+        let e = result.unwrap_err();
+        assert!(e.to_string().contains(message), "{e}");
+    }
+    optim::AdaDelta::new(0.1).rho(0.0).update(&mut m, &grads)?;
+    Ok(())
+}
+
+#[test]
 fn update_parameters_is_python_model_update_and_does_not_clash_with_the_optimizer() -> Result<()> {
     let mut m = nn::Linear::new(2, 1, true)?;
     m.update_named_parameters(vec![("bias".into(), Array::from_slice(&[5.0f32], &[1])?)])?;

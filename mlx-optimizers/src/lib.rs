@@ -221,6 +221,10 @@ macro_rules! state_access {
     };
 }
 
+// After the macros above, which it uses.
+mod adaptive;
+pub use adaptive::{AdaDelta, Adagrad, Adamax, RMSprop};
+
 fn new_state(lr: &LearningRate) -> (OptimizerState, Option<Schedule>) {
     let schedule = match lr {
         LearningRate::Schedule(s) => Some(s.clone()),

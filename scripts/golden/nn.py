@@ -218,6 +218,10 @@ optimizer_cases = {
     "adamw": lambda: optim.AdamW(learning_rate=0.01, weight_decay=0.1),
     "lion": lambda: optim.Lion(learning_rate=0.01, weight_decay=0.1),
     "adam_cosine": lambda: optim.Adam(learning_rate=optim.cosine_decay(0.05, 4, 0.001)),
+    "rmsprop": lambda: optim.RMSprop(learning_rate=0.01, alpha=0.9),
+    "adagrad": lambda: optim.Adagrad(learning_rate=0.1),
+    "adadelta": lambda: optim.AdaDelta(learning_rate=1.0, rho=0.95),
+    "adamax": lambda: optim.Adamax(learning_rate=0.01, betas=[0.8, 0.95]),
     "sgd_warmup": lambda: optim.SGD(learning_rate=optim.join_schedules(
         [optim.linear_schedule(0.0, 0.1, 2), optim.cosine_decay(0.1, 5)], [2])),
 }
