@@ -115,6 +115,59 @@ pub fn hard_tanh(
     ops::minimum(&ops::maximum(x, lo)?, hi)
 }
 
+/// `max(x, 0)²` (Python: `nn.relu2`).
+pub fn relu2(x: &Array) -> Result<Array> {
+    ops::square(&ops::maximum(x, 0.0)?)
+}
+
+/// `softmax(-x, axis)`; `axis` defaults to -1 (Python: `nn.softmin`).
+pub fn softmin(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
+    ops::softmax(&(-x), axis.into().unwrap_or(-1), None)
+}
+
+/// `x - sign(x) * lambd` where `|x| > lambd`, else 0; `lambd` defaults to 0.5 (Python:
+/// `nn.softshrink`).
+pub fn softshrink(x: &Array, lambd: impl Into<Option<f32>>) -> Result<Array> {
+    let lambd = lambd.into().unwrap_or(0.5);
+    let shrunk = x - &(ops::sign(x)? * lambd);
+    ops::where_(&ops::greater(&ops::abs(x)?, lambd)?, &shrunk, 0.0)
+}
+
+/// `x` where `|x| > lambd`, else 0; `lambd` defaults to 0.5 (Python: `nn.hard_shrink`).
+pub fn hard_shrink(x: &Array, lambd: impl Into<Option<f32>>) -> Result<Array> {
+    let lambd = lambd.into().unwrap_or(0.5);
+    ops::where_(&ops::greater(&ops::abs(x)?, lambd)?, x, 0.0)
+}
+
+/// `x * min(max(x + 3, 0), 6) / 6` (Python: `nn.hardswish`).
+pub fn hardswish(x: &Array) -> Result<Array> {
+    let max_x_3 = ops::maximum(&(x + 3.0), 0.0)?;
+    Ok(x * ops::minimum(&max_x_3, 6.0)? / 6.0)
+}
+
+/// `max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1)`; `alpha` defaults to 1 (Python:
+/// `nn.celu`).
+pub fn celu(x: &Array, alpha: impl Into<Option<f32>>) -> Result<Array> {
+    let alpha = alpha.into().unwrap_or(1.0);
+    let negative = (ops::exp(&(ops::minimum(x, 0.0)? / alpha))? - 1.0) * alpha;
+    Ok(ops::maximum(x, 0.0)? + negative)
+}
+
+/// `max(0, x) + alpha * min(0, x)` with a learned `alpha` (Python: `nn.prelu`).
+pub fn prelu(x: &Array, alpha: &Array) -> Result<Array> {
+    Ok(ops::maximum(0.0, x)? + alpha * &ops::minimum(0.0, x)?)
+}
+
+/// 1 where `x >= threshold`, else 0, as `int32` (Python: `nn.step`, whose `mx.where(.., 1, 0)`
+/// makes integers); `threshold` defaults to 0.
+pub fn step(x: &Array, threshold: impl Into<Option<f32>>) -> Result<Array> {
+    ops::where_(
+        &ops::greater_equal(x, threshold.into().unwrap_or(0.0))?,
+        1i32,
+        0i32,
+    )
+}
+
 macro_rules! activation_modules {
     ($( $(#[$doc:meta])* $name:ident => $f:expr; )+) => {$(
         $(#[$doc])*
@@ -148,6 +201,96 @@ activation_modules! {
     LogSigmoid => log_sigmoid;
     /// [`selu`] as a layer (Python: `nn.SELU()`).
     SELU => selu;
+    /// [`relu2`] as a layer (Python: `nn.ReLU2()`).
+    ReLU2 => relu2;
+    /// [`hardswish`] as a layer (Python: `nn.Hardswish()`).
+    Hardswish => hardswish;
+    /// [`softsign`] as a layer (Python: `nn.Softsign()`).
+    Softsign => softsign;
+    /// [`hard_tanh`] with its defaults as a layer (Python: `nn.HardTanh()`).
+    HardTanh => |x| hard_tanh(x, None, None);
+    /// [`softmax`] over the last axis as a layer (Python: `nn.Softmax()`).
+    Softmax => |x| softmax(x, None);
+    /// [`softmin`] over the last axis as a layer (Python: `nn.Softmin()`).
+    Softmin => |x| softmin(x, None);
+    /// [`log_softmax`] over the last axis as a layer (Python: `nn.LogSoftmax()`).
+    LogSoftmax => |x| log_softmax(x, None);
+}
+
+/// Activation layers with one setting, kept as static data as Python keeps it in a private
+/// attribute (not a parameter): `new` takes it (`None`: Python's default), `Default` is the
+/// default.
+macro_rules! configured_activations {
+    ($( $(#[$doc:meta])* $name:ident($field:ident: $ty:ty = $default:expr) => $f:expr; )+) => {$(
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, TreeNode)]
+        pub struct $name {
+            #[tree(static)]
+            pub $field: $ty,
+        }
+
+        impl $name {
+            #[doc = concat!("A `", stringify!($name), "` with this `", stringify!($field), "`.")]
+            pub fn new($field: impl Into<Option<$ty>>) -> $name {
+                $name { $field: $field.into().unwrap_or($default) }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                $name { $field: $default }
+            }
+        }
+
+        impl Forward for $name {
+            fn forward(&self, x: &Array) -> Result<Array> {
+                ($f)(x, self.$field)
+            }
+        }
+    )+};
+}
+
+configured_activations! {
+    /// [`elu`] as a layer (Python: `nn.ELU(alpha=1.0)`).
+    ELU(alpha: f32 = 1.0) => elu;
+    /// [`celu`] as a layer (Python: `nn.CELU(alpha=1.0)`).
+    CELU(alpha: f32 = 1.0) => celu;
+    /// [`leaky_relu`] as a layer (Python: `nn.LeakyReLU(negative_slope=1e-2)`).
+    LeakyReLU(negative_slope: f32 = 0.01) => leaky_relu;
+    /// [`glu`] as a layer (Python: `nn.GLU(axis=-1)`).
+    GLU(axis: i32 = -1) => glu;
+    /// [`hard_shrink`] as a layer (Python: `nn.HardShrink(lambd=0.5)`).
+    HardShrink(lambd: f32 = 0.5) => hard_shrink;
+    /// [`softshrink`] as a layer (Python: `nn.Softshrink(lambd=0.5)`).
+    Softshrink(lambd: f32 = 0.5) => softshrink;
+    /// [`step`] as a layer (Python: `nn.Step(threshold=0.0)`).
+    Step(threshold: f32 = 0.0) => step;
+}
+
+/// [`prelu`] as a layer with `num_parameters` learned slopes, each starting at `init` (Python:
+/// `nn.PReLU(num_parameters=1, init=0.25)`); the slopes are the parameter `weight`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct PReLU {
+    pub weight: Array,
+}
+
+impl PReLU {
+    /// `num_parameters` (default 1) slopes of `init` (default 0.25).
+    pub fn new(
+        num_parameters: impl Into<Option<i32>>,
+        init: impl Into<Option<f32>>,
+    ) -> Result<PReLU> {
+        let n = num_parameters.into().unwrap_or(1);
+        Ok(PReLU {
+            weight: ops::full(&[n], init.into().unwrap_or(0.25), None)?,
+        })
+    }
+}
+
+impl Forward for PReLU {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        prelu(x, &self.weight)
+    }
 }
 
 /// Which GELU formula [`GELU`] uses (Python: `nn.GELU(approx="none" | "precise" | "tanh" |

@@ -57,6 +57,16 @@ pub struct Linear {
     pub frozen: Frozen,
 }
 
+/// Returns its input (Python: `nn.Identity()`), a placeholder where a layer is optional.
+#[derive(Debug, Clone, Copy, Default, TreeNode)]
+pub struct Identity;
+
+impl Forward for Identity {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        Ok(x.clone())
+    }
+}
+
 impl Linear {
     /// A new layer with random weights (Python's initialization); `bias` `None` is `true`.
     pub fn new(input_dims: i32, output_dims: i32, bias: impl Into<Option<bool>>) -> Result<Linear> {

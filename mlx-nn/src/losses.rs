@@ -254,3 +254,198 @@ pub fn smooth_l1_loss(
     )?;
     reduce(loss, reduction.into().unwrap_or(Reduction::Mean))
 }
+
+/// Hinge loss `max(1 - inputs * targets, 0)` for targets in {-1, 1} (Python:
+/// `nn.losses.hinge_loss(inputs, targets, reduction="none")`).
+pub fn hinge_loss(
+    inputs: &Array,
+    targets: &Array,
+    reduction: impl Into<Option<Reduction>>,
+) -> Result<Array> {
+    let loss = ops::maximum(&(1.0 - &(inputs * targets)), 0.0)?;
+    reduce(loss, reduction.into().unwrap_or(Reduction::None))
+}
+
+/// Huber loss: quadratic within `delta` (default 1.0) of the target, linear beyond (Python:
+/// `nn.losses.huber_loss(inputs, targets, delta=1.0, reduction="none")`).
+pub fn huber_loss(
+    inputs: &Array,
+    targets: &Array,
+    delta: impl Into<Option<f32>>,
+    reduction: impl Into<Option<Reduction>>,
+) -> Result<Array> {
+    let delta = delta.into().unwrap_or(1.0);
+    let abs_errors = ops::abs(&(inputs - targets))?;
+    let quadratic = ops::minimum(&abs_errors, delta)?;
+    let linear = &abs_errors - &quadratic;
+    // Python's `quadratic**2` is `mx.power`, not `mx.square`.
+    let loss = ops::power(&quadratic, 2.0)? * 0.5 + linear * delta;
+    reduce(loss, reduction.into().unwrap_or(Reduction::None))
+}
+
+/// `log(cosh(inputs - targets))`, computed as `logaddexp(e, -e) - log(2)` (Python:
+/// `nn.losses.log_cosh_loss(inputs, targets, reduction="none")`).
+pub fn log_cosh_loss(
+    inputs: &Array,
+    targets: &Array,
+    reduction: impl Into<Option<Reduction>>,
+) -> Result<Array> {
+    let errors = inputs - targets;
+    // Python's `math.log(2)`: f64, rounded once.
+    let loss = ops::logaddexp(&errors, &(-&errors))? - std::f64::consts::LN_2 as f32;
+    reduce(loss, reduction.into().unwrap_or(Reduction::None))
+}
+
+mlx_rs::options! {
+    /// The keyword arguments of [`cosine_similarity_loss`], with Python's defaults (`axis=1`,
+    /// `eps=1e-8`, `reduction="none"`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct CosineSimilarityLossOptions {
+        /// The axis the vectors lie along.
+        axis: plain i32 = 1,
+        /// The smallest product of norms divided by.
+        eps: plain f32 = 1e-8,
+        /// The reduction.
+        reduction: plain Reduction = Reduction::None,
+    }
+}
+
+/// The cosine similarity of `x1` and `x2` along an axis (Python:
+/// `nn.losses.cosine_similarity_loss(x1, x2, axis=1, eps=1e-8, reduction="none")`).
+pub fn cosine_similarity_loss(
+    x1: &Array,
+    x2: &Array,
+    options: CosineSimilarityLossOptions,
+) -> Result<Array> {
+    let CosineSimilarityLossOptions {
+        axis,
+        eps,
+        reduction,
+    } = options;
+    let x1_norm = mlx_rs::linalg::norm(x1, None, axis, false)?;
+    let x2_norm = mlx_rs::linalg::norm(x2, None, axis, false)?;
+    let loss = (x1 * x2).sum(axis, false)? / ops::maximum(&(&x1_norm * &x2_norm), eps)?;
+    reduce(loss, reduction)
+}
+
+/// `max(0, -targets * (inputs1 - inputs2) + margin)`, all three of one shape (Python:
+/// `nn.losses.margin_ranking_loss(inputs1, inputs2, targets, margin=0.0,
+/// reduction="none")`).
+pub fn margin_ranking_loss(
+    inputs1: &Array,
+    inputs2: &Array,
+    targets: &Array,
+    margin: impl Into<Option<f32>>,
+    reduction: impl Into<Option<Reduction>>,
+) -> Result<Array> {
+    if inputs1.shape() != inputs2.shape() || inputs1.shape() != targets.shape() {
+        return Err(Error::InvalidArgument(format!(
+            "The shapes of the arguments do not match. The provided shapes are \
+             inputs1.shape={:?}, inputs2.shape={:?}, and targets.shape={:?}.",
+            inputs1.shape(),
+            inputs2.shape(),
+            targets.shape()
+        )));
+    }
+    let differences = inputs1 - inputs2;
+    let loss = ops::maximum(
+        0.0,
+        &(&(-targets) * &differences + margin.into().unwrap_or(0.0)),
+    )?;
+    reduce(loss, reduction.into().unwrap_or(Reduction::None))
+}
+
+mlx_rs::options! {
+    /// The keyword arguments of [`gaussian_nll_loss`], with Python's defaults (`full=False`,
+    /// `eps=1e-6`, `reduction="mean"`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct GaussianNllLossOptions {
+        /// Adds the constant `0.5 * log(2 * pi)`.
+        full: plain bool = false,
+        /// The smallest variance (for stability).
+        eps: plain f32 = 1e-6,
+        /// The reduction.
+        reduction: plain Reduction = Reduction::Mean,
+    }
+}
+
+/// The negative log likelihood of `targets` under Gaussians of mean `inputs` and variance
+/// `vars`, all three of one shape (Python: `nn.losses.gaussian_nll_loss(inputs, targets, vars,
+/// full=False, eps=1e-6, reduction="mean")`).
+pub fn gaussian_nll_loss(
+    inputs: &Array,
+    targets: &Array,
+    vars: &Array,
+    options: GaussianNllLossOptions,
+) -> Result<Array> {
+    let GaussianNllLossOptions {
+        full,
+        eps,
+        reduction,
+    } = options;
+    if inputs.shape() != targets.shape() {
+        return Err(Error::InvalidArgument(format!(
+            "Inputs shape {:?} does not match targets shape {:?}.",
+            inputs.shape(),
+            targets.shape()
+        )));
+    }
+    if inputs.shape() != vars.shape() {
+        return Err(Error::InvalidArgument(format!(
+            "Inputs shape {:?} does not match vars shape {:?}.",
+            inputs.shape(),
+            vars.shape()
+        )));
+    }
+    let vars = ops::maximum(vars, eps)?;
+    let mut loss = (ops::log(&vars)? + ops::square(&(targets - inputs))? / &vars) * 0.5;
+    if full {
+        // Python's `0.5 * math.log(2 * math.pi)`: f64, rounded once.
+        loss = loss + (0.5 * (2.0 * std::f64::consts::PI).ln()) as f32;
+    }
+    reduce(loss, reduction)
+}
+
+mlx_rs::options! {
+    /// The keyword arguments of [`triplet_loss`], with Python's defaults (`axis=-1`, `p=2`,
+    /// `margin=1.0`, `eps=1e-6`, `reduction="none"`).
+    #[derive(Debug, Clone, Copy)]
+    pub struct TripletLossOptions {
+        /// The axis of the embeddings.
+        axis: plain i32 = -1,
+        /// The norm's degree.
+        p: plain i32 = 2,
+        /// The margin between positive and negative distances.
+        margin: plain f32 = 1.0,
+        /// Added inside the norm (for stability).
+        eps: plain f32 = 1e-6,
+        /// The reduction.
+        reduction: plain Reduction = Reduction::None,
+    }
+}
+
+/// The triplet margin loss `max(d(a, p) - d(a, n) + margin, 0)` with `p`-norm distances
+/// (Python: `nn.losses.triplet_loss(anchors, positives, negatives, axis=-1, p=2, margin=1.0,
+/// eps=1e-6, reduction="none")`).
+pub fn triplet_loss(
+    anchors: &Array,
+    positives: &Array,
+    negatives: &Array,
+    options: TripletLossOptions,
+) -> Result<Array> {
+    let TripletLossOptions {
+        axis,
+        p,
+        margin,
+        eps,
+        reduction,
+    } = options;
+    // Python's `1.0 / p`: f64, rounded once.
+    let inv_p = (1.0 / f64::from(p)) as f32;
+    let distance = |other: &Array| -> Result<Array> {
+        let powered = ops::power(&ops::abs(&(anchors - other))?, p as f32)?;
+        ops::power(&(powered.sum(axis, false)? + eps), inv_p)
+    };
+    let loss = ops::maximum(&(distance(positives)? - distance(negatives)? + margin), 0.0)?;
+    reduce(loss, reduction)
+}

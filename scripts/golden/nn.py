@@ -148,6 +148,29 @@ acts = {
         ("softmax", nn.softmax),
         ("log_softmax", nn.log_softmax),
         ("hard_tanh", nn.hard_tanh),
+        ("relu2", nn.relu2),
+        ("softmin", nn.softmin),
+        ("softshrink", nn.softshrink),
+        ("softshrink_1", lambda x: nn.softshrink(x, 1.0)),
+        ("hard_shrink", nn.hard_shrink),
+        ("hardswish", nn.hardswish),
+        ("celu", lambda x: nn.celu(x, 1.5)),
+        ("step", nn.step),
+        ("step_1", lambda x: nn.step(x, 1.0)),
+        ("PReLU", nn.PReLU(1, 0.3)),
+        ("ELU", nn.ELU(0.5)),
+        ("CELU", nn.CELU(0.5)),
+        ("LeakyReLU", nn.LeakyReLU(0.2)),
+        ("HardShrink", nn.HardShrink(1.0)),
+        ("Softshrink", nn.Softshrink(1.0)),
+        ("Step", nn.Step(0.5)),
+        ("Hardswish", nn.Hardswish()),
+        ("HardTanh", nn.HardTanh()),
+        ("Softmax", nn.Softmax()),
+        ("Softmin", nn.Softmin()),
+        ("LogSoftmax", nn.LogSoftmax()),
+        ("ReLU2", nn.ReLU2()),
+        ("Softsign", nn.Softsign()),
     ]
 }
 acts["glu"] = record(nn.glu(mx.linspace(-4, 4, 16).reshape(2, 8)))
@@ -185,6 +208,38 @@ losses = {
     "kl_div": record(L.kl_div_loss(logp, logq)),
     "smooth_l1": record(L.smooth_l1_loss(preds, tgt, beta=0.5)),
 }
+
+
+# Inputs of the later losses from their own keys, leaving the global stream (and so every
+# record after this one) as it was.
+def keyed(seed, *shape):
+    return mx.random.normal(shape, key=mx.random.key(seed))
+
+
+signs = mx.where(keyed(1, 3, 4) > 0, 1.0, -1.0)
+x1, x2, x3 = keyed(2, 3, 4), keyed(3, 3, 4), keyed(4, 3, 4)
+variances = mx.abs(keyed(5, 3, 4))
+variances = variances.at[0, 0].add(-variances[0, 0])  # one zero: clamped to eps
+losses["inputs"].update({
+    "signs": record(signs), "x1": record(x1), "x2": record(x2), "x3": record(x3),
+    "vars": record(variances),
+})
+losses.update({
+    "hinge": record(L.hinge_loss(preds, signs)),
+    "hinge_mean": record(L.hinge_loss(preds, signs, reduction="mean")),
+    "huber": record(L.huber_loss(preds, tgt)),
+    "huber_delta_sum": record(L.huber_loss(preds, tgt, delta=0.3, reduction="sum")),
+    "log_cosh": record(L.log_cosh_loss(preds, tgt)),
+    "cosine": record(L.cosine_similarity_loss(x1, x2)),
+    "cosine_axis0_mean": record(L.cosine_similarity_loss(x1, x2, axis=0, reduction="mean")),
+    "margin_ranking": record(L.margin_ranking_loss(x1, x2, signs)),
+    "margin_ranking_margin": record(L.margin_ranking_loss(x1, x2, signs, margin=0.5)),
+    "gaussian_nll": record(L.gaussian_nll_loss(x1, x2, variances)),
+    "gaussian_nll_full_none": record(
+        L.gaussian_nll_loss(x1, x2, variances, full=True, reduction="none")),
+    "triplet": record(L.triplet_loss(x1, x2, x3)),
+    "triplet_p3": record(L.triplet_loss(x1, x2, x3, axis=0, p=3, margin=0.5, reduction="sum")),
+})
 
 # ---- optimizers: several steps on a small MLP ----
 
