@@ -720,3 +720,44 @@ fn seeded_initialization_matches_python_exactly() -> Result<()> {
     );
     Ok(())
 }
+
+/// Seeded dropout layers equal Python's bit for bit (tests/data/nn_init.json): the same mask
+/// draws, and the keep probability and scale computed from Python floats as Python does.
+#[test]
+fn seeded_dropout_matches_python_exactly() -> Result<()> {
+    use mlx::core::{ops, random};
+    let data = load("nn_init");
+    let x4 =
+        ops::arange(1, 1 + 2 * 3 * 4 * 5, 1, mlx::core::Dtype::Float32)?.reshape(&[2, 3, 4, 5])?;
+    let x5 = x4.reshape(&[2, 3, 2, 2, 5])?;
+    let x3 = x4.index(0)?;
+    let cases: [(&str, &dyn Fn() -> Result<Array>); 4] = [
+        ("dropout", &|| nn::Dropout::new(0.3)?.forward(&x4)),
+        ("dropout2d", &|| nn::Dropout2d::new(0.7)?.forward(&x4)),
+        ("dropout2d_unbatched", &|| {
+            nn::Dropout2d::new(0.3)?.forward(&x3)
+        }),
+        ("dropout3d", &|| nn::Dropout3d::new(0.3)?.forward(&x5)),
+    ];
+    for (name, run) in cases {
+        random::seed(3)?;
+        assert_close_tol(&run()?, &data["dropouts"][name], 0.0, 0.0, name);
+    }
+    // Python's errors: the probability's range, and the input's rank.
+    assert!(nn::Dropout2d::new(1.0).is_err());
+    let e = nn::Dropout2d::new(0.5)?.forward(&x5).unwrap_err();
+    assert!(e.to_string().contains("Expected 3 or 4 dimensions"), "{e}");
+    let mut eval = nn::Dropout3d::new(0.5)?;
+    eval.training = false;
+    assert_eq!(eval.forward(&x5)?.to_vec::<f32>()?, x5.to_vec::<f32>()?);
+
+    let zeros = ops::zeros(&[3, 3], None)?;
+    assert_close_tol(
+        &nn::init::identity(&zeros, None)?,
+        &data["identity"],
+        0.0,
+        0.0,
+        "identity",
+    );
+    Ok(())
+}

@@ -180,3 +180,25 @@ fn uniform_samples(a: &Array, low: f32, high: f32, dtype: Option<Dtype>) -> Resu
     }
     random::uniform(a.shape(), options, None)
 }
+
+/// The identity matrix shaped like the square 2-D `a` (Python:
+/// `nn.init.identity(dtype=mx.float32)(a)`); `dtype` `None` is float32.
+///
+/// ```
+/// use mlx_nn::init;
+/// use mlx_rs::ops;
+/// let w = init::identity(&ops::zeros(&[3, 3], None)?, None)?;
+/// assert_eq!(w.to_vec::<f32>()?, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
+/// assert!(init::identity(&ops::zeros(&[3, 2], None)?, None).is_err());
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn identity(a: &Array, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+    let shape = a.shape();
+    if shape.len() != 2 || shape[0] != shape[1] {
+        return Err(Error::InvalidArgument(format!(
+            "The input array must be a square matrix but got shape {shape:?}."
+        )));
+    }
+    let options = ops::EyeOptions::default().dtype(dtype.into().unwrap_or(Dtype::Float32));
+    ops::eye(shape[0], options)
+}

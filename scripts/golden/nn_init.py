@@ -41,10 +41,25 @@ for name, fn in [
     mx.random.seed(11)
     inits[name] = record(fn(mx.zeros(shape)))
 
+# Seeded dropout: the keep probability and scale from Python floats (p = 0.3, 0.7).
+dropouts = {}
+x4 = mx.arange(1, 1 + 2 * 3 * 4 * 5, dtype=mx.float32).reshape(2, 3, 4, 5)
+x5 = x4.reshape(2, 3, 2, 2, 5)
+for name, layer, inp in [
+    ("dropout", nn.Dropout(0.3), x4),
+    ("dropout2d", nn.Dropout2d(0.7), x4),
+    ("dropout2d_unbatched", nn.Dropout2d(0.3), x4[0]),
+    ("dropout3d", nn.Dropout3d(0.3), x5),
+]:
+    mx.random.seed(3)
+    dropouts[name] = record(layer(inp))
+
 x = mx.linspace(-4, 4, 33)
 write("nn_init", {
     "layers": layers,
     "init_shape": list(shape),
     "inits": inits,
+    "identity": record(nn.init.identity()(mx.zeros((3, 3)))),
+    "dropouts": dropouts,
     "gelu_approx": {"x": record(x), "y": record(nn.gelu_approx(x))},
 })
