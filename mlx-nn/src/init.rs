@@ -202,3 +202,75 @@ pub fn identity(a: &Array, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
     let options = ops::EyeOptions::default().dtype(dtype.into().unwrap_or(Dtype::Float32));
     ops::eye(shape[0], options)
 }
+
+/// A matrix with orthonormal rows or columns shaped like the 2-D `a`, times `gain` (default
+/// 1.0) (Python: `nn.init.orthogonal(gain=1.0, dtype=mx.float32)(a)`): the Q of a QR
+/// factorization of an `n x n` normal sample (`n` the larger side, QR on the CPU as in
+/// Python), its columns' signs fixed by R's diagonal, cut to `a`'s shape.
+pub fn orthogonal(
+    a: &Array,
+    gain: impl Into<Option<f64>>,
+    dtype: impl Into<Option<Dtype>>,
+) -> Result<Array> {
+    let shape = a.shape();
+    if shape.len() != 2 {
+        return Err(Error::InvalidArgument(format!(
+            "Orthogonal initialization requires a 2D array but got a {}D array.",
+            shape.len()
+        )));
+    }
+    let (rows, cols) = (shape[0], shape[1]);
+    let n = rows.max(cols);
+    let rmat = random::normal(&[n, n], random::NormalOptions::default(), None)?;
+    let (q, r) = mlx_rs::linalg::qr(&rmat)?;
+    let q = &q * &ops::sign(&ops::diag(&r, None)?)?;
+    let q = q.index((..rows, ..cols))?;
+    // `q * gain` with Python's float: rounded to f32 where it meets the array.
+    let q = q * gain.into().unwrap_or(1.0) as f32;
+    q.astype(dtype.into().unwrap_or(Dtype::Float32))
+}
+
+mlx_rs::options! {
+    /// The keywords of [`sparse`] after `sparsity`, with Python's defaults (`mean=0.0`,
+    /// `std=1.0`, `dtype=mx.float32`).
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct SparseOptions {
+        /// The mean of the nonzero entries.
+        mean: plain f32 = 0.0,
+        /// Their standard deviation.
+        std: plain f32 = 1.0,
+        /// The result's dtype.
+        dtype: plain Dtype = Dtype::Float32,
+    }
+}
+
+/// Normal samples shaped like the 2-D `a` with `ceil(sparsity * columns)` entries of every row
+/// zeroed, at columns drawn at random per row (Python: `nn.init.sparse(sparsity, mean=0.0,
+/// std=1.0, dtype=mx.float32)(a)`). `sparsity` outside `[0, 1]` is an `Err` (Python slices
+/// with whatever `ceil` gives, negative counts included).
+pub fn sparse(a: &Array, sparsity: f64, options: SparseOptions) -> Result<Array> {
+    let shape = a.shape();
+    if shape.len() != 2 {
+        return Err(Error::InvalidArgument(
+            "Only tensors with 2 dimensions are supported".into(),
+        ));
+    }
+    if !(0.0..=1.0).contains(&sparsity) {
+        return Err(Error::InvalidArgument(format!(
+            "sparsity must be in [0, 1], got {sparsity}"
+        )));
+    }
+    // Python's `int(math.ceil(sparsity * cols))`, in f64.
+    let num_zeros = (sparsity * f64::from(shape[1])).ceil() as i32;
+    // Python's draw order: the column order first, then the values.
+    let order = ops::argsort(&random::uniform(shape, Default::default(), None)?, 1)?;
+    let options = random::NormalOptions::default()
+        .scale(options.std)
+        .loc(options.mean)
+        .dtype(options.dtype);
+    let values = random::normal(shape, options, None)?;
+    if num_zeros == 0 {
+        return Ok(values);
+    }
+    ops::put_along_axis(&values, &order.index((.., ..num_zeros))?, 0.0, 1)
+}

@@ -54,6 +54,17 @@ for name, layer, inp in [
     mx.random.seed(3)
     dropouts[name] = record(layer(inp))
 
+# Orthogonal (QR on the CPU) and sparse initializers, seeded.
+seeded_inits = {}
+for name, fn, shape_ in [
+    ("orthogonal_tall", lambda a: nn.init.orthogonal(gain=0.5)(a), (5, 3)),
+    ("orthogonal_wide", lambda a: nn.init.orthogonal()(a), (3, 5)),
+    ("sparse", lambda a: nn.init.sparse(0.3, mean=0.1, std=2.0)(a), (6, 8)),
+    ("sparse_none", lambda a: nn.init.sparse(0.0)(a), (2, 4)),
+]:
+    mx.random.seed(5)
+    seeded_inits[name] = record(fn(mx.zeros(shape_)))
+
 x = mx.linspace(-4, 4, 33)
 write("nn_init", {
     "layers": layers,
@@ -61,5 +72,6 @@ write("nn_init", {
     "inits": inits,
     "identity": record(nn.init.identity()(mx.zeros((3, 3)))),
     "dropouts": dropouts,
+    "seeded_inits": seeded_inits,
     "gelu_approx": {"x": record(x), "y": record(nn.gelu_approx(x))},
 })
