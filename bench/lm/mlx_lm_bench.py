@@ -43,6 +43,8 @@ from mlx_lm.generate import BatchGenerator, generate_step
 from mlx_lm.models.cache import make_prompt_cache
 from mlx.utils import tree_flatten
 
+from tokens import common_prefix  # bench/lm/tokens.py, beside this script
+
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
 
@@ -271,12 +273,6 @@ def main():
         "tokens": tokens,
         "runs": runs,
     }))
-
-
-def common_prefix(a, b):
-    """The tokens every sequence of `b` shares with the same one of `a` from the start."""
-    return min(next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
-               for x, y in zip(a, b))
 
 
 if __name__ == "__main__":

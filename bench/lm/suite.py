@@ -40,6 +40,8 @@ import subprocess
 import sys
 import time
 
+from tokens import common_prefix  # bench/lm/tokens.py, beside this script
+
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # (name, environment, Rust's extra arguments): Rust-only entries leave mlx_lm's column at
@@ -304,12 +306,6 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
               f"`{out.with_suffix('.json').name}`.", ""]
     out.with_suffix(".md").write_text("\n".join(lines))
     print("\n".join(lines))
-
-
-def common_prefix(a, b):
-    """The tokens every sequence of `b` shares with the same one of `a` from the start."""
-    return min(next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
-               for x, y in zip(a, b))
 
 
 def fmt2(x):

@@ -173,11 +173,16 @@ pub fn binary_cross_entropy(
 }
 
 fn check_same(predictions: &Array, targets: &Array) -> Result<()> {
-    if predictions.shape() != targets.shape() {
+    check_shapes(("Predictions", predictions), ("targets", targets))
+}
+
+/// Python's "`A` shape (..) does not match `b` shape (..)." unless the two shapes are equal.
+fn check_shapes((a_name, a): (&str, &Array), (b_name, b): (&str, &Array)) -> Result<()> {
+    if a.shape() != b.shape() {
         return Err(Error::InvalidArgument(format!(
-            "Predictions shape {:?} does not match targets shape {:?}.",
-            predictions.shape(),
-            targets.shape()
+            "{a_name} shape {:?} does not match {b_name} shape {:?}.",
+            a.shape(),
+            b.shape()
         )));
     }
     Ok(())
@@ -383,20 +388,8 @@ pub fn gaussian_nll_loss(
         eps,
         reduction,
     } = options;
-    if inputs.shape() != targets.shape() {
-        return Err(Error::InvalidArgument(format!(
-            "Inputs shape {:?} does not match targets shape {:?}.",
-            inputs.shape(),
-            targets.shape()
-        )));
-    }
-    if inputs.shape() != vars.shape() {
-        return Err(Error::InvalidArgument(format!(
-            "Inputs shape {:?} does not match vars shape {:?}.",
-            inputs.shape(),
-            vars.shape()
-        )));
-    }
+    check_shapes(("Inputs", inputs), ("targets", targets))?;
+    check_shapes(("Inputs", inputs), ("vars", vars))?;
     let vars = ops::maximum(vars, eps)?;
     let mut loss = (ops::log(&vars)? + ops::square(&(targets - inputs))? / &vars) * 0.5;
     if full {
