@@ -464,3 +464,62 @@ fn update_parameters_is_python_model_update_and_does_not_clash_with_the_optimize
     assert_eq!(m.bias.as_ref().unwrap().to_vec::<f32>()?, [4.0]);
     Ok(())
 }
+
+/// How many `Transpose` primitives the graph of `out` holds.
+fn transposes(out: &Array) -> Result<usize> {
+    let dot = mlx::core::graph::export_to_dot(std::slice::from_ref(out), None)?;
+    Ok(dot
+        .lines()
+        .filter(|l| l.contains("shape=rectangle") && l.contains("label =\"Transpose\""))
+        .count())
+}
+
+#[test]
+fn a_kept_transposed_weight_leaves_no_transpose_and_follows_the_weight() -> Result<()> {
+    let mut layer = nn::Linear::new(4, 3, true)?;
+    let x = random::normal(&[2, 4], Default::default(), &random::key(7)?)?;
+    let plain = layer.forward(&x)?;
+    assert_eq!(transposes(&plain)?, 1);
+    layer.keep_transposed_weight()?;
+    let kept = layer.forward(&x)?;
+    assert_eq!(transposes(&kept)?, 0);
+    assert!(ops::array_equal(&kept, &plain, false)?.item::<bool>()?);
+
+    // A clone keeps it too; a new weight is used as it is, not the kept view.
+    assert_eq!(transposes(&layer.clone().forward(&x)?)?, 0);
+    layer.weight = ops::multiply(&layer.weight, 2.0f32)?;
+    let doubled = layer.forward(&x)?;
+    assert_eq!(transposes(&doubled)?, 1);
+    let expected = ops::addmm(
+        layer.bias.as_ref().unwrap(),
+        &x,
+        &layer.weight.t()?,
+        None,
+        None,
+    )?;
+    assert!(ops::array_equal(&doubled, &expected, false)?.item::<bool>()?);
+
+    // An optimizer step writes new weights into the layer: the next call uses them.
+    layer.keep_transposed_weight()?;
+    let mut opt = optim::SGD::new(0.5);
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &layer)?;
+    opt.update(&mut layer, &grads)?;
+    let stepped = layer.forward(&x)?;
+    let expected = ops::addmm(
+        layer.bias.as_ref().unwrap(),
+        &x,
+        &layer.weight.t()?,
+        None,
+        None,
+    )?;
+    assert!(ops::array_equal(&stepped, &expected, false)?.item::<bool>()?);
+
+    // A tied output head.
+    let mut table = nn::Embedding::new(5, 4)?;
+    let logits = table.as_linear(&x)?;
+    table.keep_transposed_weight()?;
+    let kept = table.as_linear(&x)?;
+    assert_eq!((transposes(&logits)?, transposes(&kept)?), (1, 0));
+    assert!(ops::array_equal(&kept, &logits, false)?.item::<bool>()?);
+    Ok(())
+}

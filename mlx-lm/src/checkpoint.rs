@@ -131,7 +131,11 @@ impl Checkpoint {
             }
             None => {
                 let weight = self.array(&join(path, "weight"), &[output_dims, input_dims])?;
-                self.maybe_quantize(path, Linear::from_weights(weight, bias), input_dims)
+                let mut layer =
+                    self.maybe_quantize(path, Linear::from_weights(weight, bias), input_dims)?;
+                // Inference applies it unchanged on every token: no transpose per call.
+                layer.keep_transposed_weight()?;
+                Ok(layer)
             }
         }
     }
@@ -157,7 +161,10 @@ impl Checkpoint {
             }
             None => {
                 let weight = self.array(&join(path, "weight"), &[num_embeddings, dims])?;
-                self.maybe_quantize(path, Embedding::from_weights(weight), dims)
+                let mut table = self.maybe_quantize(path, Embedding::from_weights(weight), dims)?;
+                // For a tied output head (`as_linear`).
+                table.keep_transposed_weight()?;
+                Ok(table)
             }
         }
     }

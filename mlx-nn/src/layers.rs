@@ -10,6 +10,7 @@ use mlx_rs::random::{self, NormalOptions, UniformOptions};
 use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
+use crate::kept_transpose::KeptTranspose;
 use crate::module::Frozen;
 use crate::Forward;
 
@@ -55,6 +56,8 @@ pub struct Linear {
     pub bias: Option<Array>,
     #[tree(static)]
     pub frozen: Frozen,
+    #[tree(skip)]
+    kept: KeptTranspose,
 }
 
 /// Returns its input (Python: `nn.Identity()`), a placeholder where a layer is optional.
@@ -79,6 +82,7 @@ impl Linear {
                 None
             },
             frozen: Frozen::default(),
+            kept: KeptTranspose::default(),
         })
     }
 
@@ -88,7 +92,30 @@ impl Linear {
             weight,
             bias,
             frozen: Frozen::default(),
+            kept: KeptTranspose::default(),
         }
+    }
+
+    /// Evaluates `weight.T` once and keeps it, for a layer that will be applied many times
+    /// with this weight (inference): its graphs then have no transpose primitive, which MLX
+    /// would otherwise dispatch on every call. The kept view is used only while `weight` is
+    /// the array it was made from; a new weight, or a layer rebuilt from a tree (`tree_map`,
+    /// transforms, `update_parameters`), transposes as usual. Evaluates the weight; not for
+    /// use inside a transform.
+    ///
+    /// ```
+    /// use mlx_nn::{Forward, Linear};
+    /// use mlx_rs::ops;
+    /// let mut layer = Linear::new(4, 2, None)?;
+    /// let x = ops::ones(&[3, 4], None)?;
+    /// let before = layer.forward(&x)?;
+    /// layer.keep_transposed_weight()?;
+    /// assert!(ops::array_equal(&layer.forward(&x)?, &before, false)?.item::<bool>()?);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn keep_transposed_weight(&mut self) -> Result<()> {
+        self.kept = KeptTranspose::of(&self.weight)?;
+        Ok(())
     }
 
     /// The 4-bit (or `bits`) quantized equivalent (Python: `linear.to_quantized(group_size,
@@ -106,8 +133,8 @@ impl Forward for Linear {
     /// Applies the layer (Python: `linear(x)`).
     fn forward(&self, x: &Array) -> Result<Array> {
         match &self.bias {
-            Some(b) => ops::addmm(b, x, &self.weight.t()?, None, None),
-            None => ops::matmul(x, &self.weight.t()?),
+            Some(b) => ops::addmm(b, x, &self.kept.of_weight(&self.weight)?, None, None),
+            None => ops::matmul(x, &self.kept.of_weight(&self.weight)?),
         }
     }
 }
@@ -122,6 +149,8 @@ pub struct Embedding {
     pub weight: Array,
     #[tree(static)]
     pub frozen: Frozen,
+    #[tree(skip)]
+    kept: KeptTranspose,
 }
 
 impl Embedding {
@@ -135,6 +164,7 @@ impl Embedding {
                 None,
             )?,
             frozen: Frozen::default(),
+            kept: KeptTranspose::default(),
         })
     }
 
@@ -143,13 +173,21 @@ impl Embedding {
         Embedding {
             weight,
             frozen: Frozen::default(),
+            kept: KeptTranspose::default(),
         }
+    }
+
+    /// Keeps the table's transpose for [`as_linear`](Self::as_linear), as
+    /// [`Linear::keep_transposed_weight`] does.
+    pub fn keep_transposed_weight(&mut self) -> Result<()> {
+        self.kept = KeptTranspose::of(&self.weight)?;
+        Ok(())
     }
 
     /// Uses the table as a linear layer (tied output projection) (Python:
     /// `embedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        ops::matmul(x, &self.weight.t()?)
+        ops::matmul(x, &self.kept.of_weight(&self.weight)?)
     }
 
     /// The quantized equivalent (Python: `embedding.to_quantized(group_size, bits)`).

@@ -66,6 +66,7 @@
 mod activations;
 mod forward;
 pub mod init;
+mod kept_transpose;
 mod layers;
 pub mod losses;
 mod maybe_quantized;

@@ -124,7 +124,26 @@ where
     }
 }
 
+impl MaybeQuantized<Linear> {
+    /// [`Linear::keep_transposed_weight`] for a float layer; a quantized one has nothing to
+    /// keep (its matmul reads the packed weight as it is stored).
+    pub fn keep_transposed_weight(&mut self) -> Result<()> {
+        match self {
+            MaybeQuantized::Float(layer) => layer.keep_transposed_weight(),
+            MaybeQuantized::Quantized(_) => Ok(()),
+        }
+    }
+}
+
 impl MaybeQuantized<Embedding> {
+    /// [`Embedding::keep_transposed_weight`] for a float table.
+    pub fn keep_transposed_weight(&mut self) -> Result<()> {
+        match self {
+            MaybeQuantized::Float(table) => table.keep_transposed_weight(),
+            MaybeQuantized::Quantized(_) => Ok(()),
+        }
+    }
+
     /// Uses the table as a linear layer (tied output projection) (Python:
     /// `embedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {

@@ -345,6 +345,24 @@ impl Array {
         check(|| unsafe { sys::_mlx_array_wait(self.as_raw()) })
     }
 
+    /// The array's identity (MLX's `array::id()`): every clone of an array has the same id,
+    /// and no two arrays alive at once share one. An array that derives from another (`a.t()`,
+    /// `a.astype(..)`, even `a.reshape(a.shape())`) is a new array with a new id.
+    ///
+    /// ```
+    /// use mlx_rs::Array;
+    /// let a = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+    /// assert_eq!(a.id()?, a.clone().id()?);
+    /// assert_ne!(a.id()?, a.t()?.id()?);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn id(&self) -> Result<usize> {
+        let mut id = 0usize;
+        // SAFETY: valid handle; writes one integer.
+        check(|| unsafe { sys::_mlx_array_id(&mut id, self.as_raw()) })?;
+        Ok(id)
+    }
+
     /// Whether the data is computed and ready to read without waiting.
     pub fn is_evaluated(&self) -> bool {
         let mut ready = false;

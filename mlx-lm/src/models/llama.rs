@@ -9,7 +9,7 @@ use serde_json::Value;
 use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
-use crate::models::decoder::{compute_dtype, logits, DecoderArgs, DecoderModel};
+use crate::models::decoder::{compute_dtype, logits, DecoderArgs, DecoderModel, Rows};
 use crate::rope::Rope;
 
 macro_rules! decoder_model {
@@ -62,8 +62,9 @@ macro_rules! decoder_model {
 
             /// Logits `[B, L, vocab]` for token ids `[B, L]`.
             pub fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-                let h = self.model.forward(inputs, cache)?;
-                logits(&h, &self.model.embed_tokens, self.lm_head.as_ref())
+                let rows = Rows::of(inputs)?;
+                let h = self.model.forward_rows(inputs, rows, cache)?;
+                rows.unfold(&logits(&h, &self.model.embed_tokens, self.lm_head.as_ref())?)
             }
 
             /// The cache for `batch` sequences of up to `capacity` positions (Python:

@@ -13,8 +13,8 @@ use crate::cache::{ArraysCache, KvCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::decoder::{
-    attend, compute_dtype, heads, logits, merge_heads, shared_cache_mask, silu, wrong_input, Mlp,
-    PlainMask,
+    attend, compute_dtype, heads, heads_first, logits, merge_heads, shared_cache_mask, silu,
+    wrong_input, Mlp, PlainMask, Rows,
 };
 use crate::rope::Rope;
 
@@ -131,8 +131,8 @@ impl GatedDeltaNet {
         })
     }
 
-    fn forward(&self, inputs: &Array, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let (b, s) = (inputs.shape()[0], inputs.shape()[1]);
+    fn forward(&self, inputs: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+        let (b, s) = (rows.batch, rows.len);
         let cache = match cache {
             None => None,
             Some(LayerCache::Arrays(c)) => Some(c),
@@ -142,13 +142,13 @@ impl GatedDeltaNet {
                 ))
             }
         };
-        let qkv = self.in_proj_qkv.forward(inputs)?;
+        let qkv = rows.unfold(&self.in_proj_qkv.forward(inputs)?)?;
         let z = ops::reshape(
             &self.in_proj_z.forward(inputs)?,
             &[b, s, self.num_v_heads, self.head_v_dim],
         )?;
-        let beta_in = self.in_proj_b.forward(inputs)?;
-        let a = self.in_proj_a.forward(inputs)?;
+        let beta_in = rows.unfold(&self.in_proj_b.forward(inputs)?)?;
+        let a = rows.unfold(&self.in_proj_a.forward(inputs)?)?;
 
         // A right-padded batch's prefill: the padding after each sequence's tokens must not
         // reach the convolution's or the recurrence's state (Python: `ArraysCache.make_mask`).
@@ -212,7 +212,7 @@ impl GatedDeltaNet {
             c.recurrent = state;
         }
         let out = self.norm.forward(&out, &z)?;
-        self.out_proj.forward(&ops::reshape(&out, &[b, s, -1])?)
+        self.out_proj.forward(&ops::reshape(&out, &[b * s, -1])?)
     }
 }
 
@@ -331,23 +331,24 @@ impl GatedAttention {
     fn forward(
         &self,
         x: &Array,
+        rows: Rows,
         mask: &PlainMask,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let (b, l) = (x.shape()[0], x.shape()[1]);
         let q = ops::reshape(
             &self.q_proj.forward(x)?,
-            &[b, l, self.num_attention_heads, -1],
+            &[rows.batch, rows.len, self.num_attention_heads, -1],
         )?;
         let halves = ops::split(&q, 2, -1)?;
-        let gate = ops::reshape(&halves[1], &[b, l, -1])?;
-        let queries = ops::transpose(&self.q_norm.forward(&halves[0])?, [0, 2, 1, 3])?;
+        let gate = ops::reshape(&halves[1], &[rows.batch * rows.len, -1])?;
+        let queries = heads_first(&self.q_norm.forward(&halves[0])?)?;
         let keys = heads(
             &self.k_proj.forward(x)?,
+            rows,
             self.num_key_value_heads,
             Some(&self.k_norm),
         )?;
-        let values = heads(&self.v_proj.forward(x)?, self.num_key_value_heads, None)?;
+        let values = heads(&self.v_proj.forward(x)?, rows, self.num_key_value_heads, None)?;
         let out = attend(
             queries, keys, values, &self.rope, self.scale, mask, None, cache,
         )?;
@@ -555,18 +556,18 @@ impl Qwen3_5 {
     /// Logits `[B, L, vocab]` for token ids `[B, L]`.
     pub fn forward(&self, inputs: &Array, mut cache: Option<&mut [LayerCache]>) -> Result<Array> {
         let lm = &self.language_model;
-        let mut h = lm.model.embed_tokens.forward(inputs)?;
-        let n = inputs.shape().get(1).copied().unwrap_or(1);
+        let rows = Rows::of(inputs)?;
+        let mut h = lm.model.embed_tokens.forward(&rows.fold(inputs)?)?;
         let mask = match cache.as_deref() {
-            Some(c) => shared_cache_mask(c, n)?,
-            None => PlainMask::new(n, None)?,
+            Some(c) => shared_cache_mask(c, rows.len)?,
+            None => PlainMask::new(rows.len, None)?,
         };
         for (i, layer) in lm.model.layers.iter().enumerate() {
             let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
             let x = layer.input_layernorm.forward(&h)?;
             let r = match (&layer.linear_attn, &layer.self_attn) {
-                (Some(l), _) => l.forward(&x, c)?,
-                (None, Some(a)) => a.forward(&x, &mask, c)?,
+                (Some(l), _) => l.forward(&x, rows, c)?,
+                (None, Some(a)) => a.forward(&x, rows, &mask, c)?,
                 (None, None) => return Err(wrong_input("a layer without attention")),
             };
             h = ops::add(&h, &r)?;
@@ -576,7 +577,7 @@ impl Qwen3_5 {
             h = ops::add(&h, &r)?;
         }
         let h = lm.model.norm.forward(&h)?;
-        logits(&h, &lm.model.embed_tokens, lm.lm_head.as_ref())
+        rows.unfold(&logits(&h, &lm.model.embed_tokens, lm.lm_head.as_ref())?)
     }
 
     /// The cache: conv + recurrent state for linear-attention layers, a key/value cache of

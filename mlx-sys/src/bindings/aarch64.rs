@@ -315,6 +315,9 @@ unsafe extern "C" {
     pub fn _mlx_array_wait(arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn _mlx_array_id(res: *mut usize, arr: mlx_array) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn _mlx_array_is_contiguous(res: *mut bool, arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {

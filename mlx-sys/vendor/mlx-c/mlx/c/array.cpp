@@ -622,6 +622,16 @@ extern "C" int _mlx_array_is_available(bool* res, const mlx_array arr) {
   return 0;
 }
 
+extern "C" int _mlx_array_id(uintptr_t* res, const mlx_array arr) {
+  try {
+    *res = mlx_array_get_(arr).id();
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
 extern "C" int _mlx_array_wait(const mlx_array arr) {
   try {
     mlx_array_get_(arr).wait();

@@ -394,6 +394,12 @@ int _mlx_array_is_available(bool* res, const mlx_array arr);
 int _mlx_array_wait(const mlx_array arr);
 
 /**
+ * The array's identity (MLX's `array::id()`): equal for every handle to the same array, and
+ * unique among the arrays alive. Internal function: use at your own risk.
+ */
+int _mlx_array_id(uintptr_t* res, const mlx_array arr);
+
+/**
  * Whether the array is contiguous in memory.
  * Internal function: use at your own risk.
  */
