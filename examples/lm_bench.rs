@@ -5,6 +5,7 @@
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
+//!     [--no-fused-gated-delta]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -76,6 +77,10 @@ struct Args {
     /// CUDA only).
     #[arg(long)]
     no_fused_attention: bool,
+    /// Qwen3.5's linear-attention recurrence as array ops step by step, not one kernel
+    /// (`mlx::lm::set_fused_gated_delta`; CUDA only).
+    #[arg(long)]
+    no_fused_gated_delta: bool,
 }
 
 struct Run {
@@ -385,6 +390,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let prompts = read_prompts(&args.prompt)?;
     mlx::lm::set_fused_decode_attention(!args.no_fused_attention);
+    mlx::lm::set_fused_gated_delta(!args.no_fused_gated_delta);
     let t = Instant::now();
     let (model, _tokenizer, _config) = load(&args.model, LoadOptions::default())?;
     let load_s = t.elapsed().as_secs_f64();

@@ -49,6 +49,7 @@ ROOT = HERE.parents[1]
 SWEEP = [
     ("default", {}, []),
     ("Rust --no-fused-attention", {}, ["--no-fused-attention"]),
+    ("Rust --no-fused-gated-delta", {}, ["--no-fused-gated-delta"]),
     ("MLX_USE_CUDA_GRAPHS=0", {"MLX_USE_CUDA_GRAPHS": "0"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=60", {"MLX_MAX_OPS_PER_BUFFER": "60"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=120", {"MLX_MAX_OPS_PER_BUFFER": "120"}, []),

@@ -61,6 +61,7 @@ pub use generate::{
 };
 pub use load::{load, load_model, LoadOptions};
 pub use models::decode_attention::{fused_decode_attention, set_fused_decode_attention};
+pub use models::gated_delta::{fused_gated_delta, set_fused_gated_delta};
 pub use models::Model;
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};

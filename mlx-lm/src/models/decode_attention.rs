@@ -166,7 +166,7 @@ fn kernel() -> Result<&'static CudaKernel> {
 }
 
 /// Whether MLX runs on a CUDA GPU here (asked once: neither changes while a process runs).
-fn on_cuda() -> Result<bool> {
+pub(crate) fn on_cuda() -> Result<bool> {
     static CUDA: OnceLock<bool> = OnceLock::new();
     let available = *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false));
     Ok(available && Stream::current()?.device().device_type() == DeviceType::Gpu)

@@ -2,6 +2,7 @@
 
 pub mod decode_attention;
 pub mod decoder;
+pub mod gated_delta;
 pub mod llama;
 pub mod qwen3_5;
 

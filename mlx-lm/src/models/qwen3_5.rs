@@ -12,6 +12,7 @@ use mlx_tree::TreeNode;
 use crate::cache::{ArraysCache, KvCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
+use crate::models::gated_delta;
 use crate::models::decoder::{
     attend, compute_dtype, heads, heads_first, logits, merge_heads, shared_cache_mask, silu,
     wrong_input, Mlp, PlainMask, Rows,
@@ -249,6 +250,9 @@ fn gated_delta(
     mut state: Array,
     mask: Option<&Array>,
 ) -> Result<(Array, Array)> {
+    if gated_delta::is_supported(q, k, v, g, beta, &state, mask)? {
+        return gated_delta::apply_unchecked(q, k, v, g, beta, &state, mask);
+    }
     let (hk, hv) = (q.shape()[2], v.shape()[2]);
     let (q, k) = if hv / hk > 1 {
         (ops::repeat(q, hv / hk, -2)?, ops::repeat(k, hv / hk, -2)?)
