@@ -64,6 +64,7 @@
 #![forbid(unsafe_code)]
 
 mod activations;
+mod bilinear;
 mod forward;
 pub mod init;
 mod kept_transpose;
@@ -71,13 +72,20 @@ mod layers;
 pub mod losses;
 mod maybe_quantized;
 mod module;
+mod normalization;
+mod positional;
+mod recurrent;
 
 pub use activations::*;
+pub use bilinear::*;
 pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use maybe_quantized::{
     MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
 };
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};
+pub use normalization::*;
+pub use positional::*;
+pub use recurrent::*;
 // The conv layers take the conv ops' keyword arguments, so one import serves both.
 pub use mlx_rs::ops::ConvOptions;
