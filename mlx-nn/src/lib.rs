@@ -65,6 +65,7 @@
 
 mod activations;
 mod bilinear;
+mod conv;
 mod forward;
 pub mod init;
 mod kept_transpose;
@@ -73,11 +74,14 @@ pub mod losses;
 mod maybe_quantized;
 mod module;
 mod normalization;
+mod pooling;
 mod positional;
 mod recurrent;
+mod upsample;
 
 pub use activations::*;
 pub use bilinear::*;
+pub use conv::*;
 pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use maybe_quantized::{
@@ -85,7 +89,9 @@ pub use maybe_quantized::{
 };
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};
 pub use normalization::*;
+pub use pooling::*;
 pub use positional::*;
 pub use recurrent::*;
+pub use upsample::*;
 // The conv layers take the conv ops' keyword arguments, so one import serves both.
 pub use mlx_rs::ops::ConvOptions;
