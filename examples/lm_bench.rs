@@ -240,6 +240,12 @@ fn prefilled(model: &Model, prompt: &[u32], steps: usize) -> Result<Cache, Box<d
         model.forward(&ids, Some(&mut cache))?;
         eval(&cache)?;
     }
+    // As generation decodes: each step writes into the buffers in place.
+    for layer in cache.iter_mut() {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_writes_in_place(true)?;
+        }
+    }
     Ok(cache)
 }
 

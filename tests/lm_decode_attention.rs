@@ -1,9 +1,14 @@
 //! The one-kernel decode attention of `mlx_lm::models::decode_attention` (CUDA only) against
 //! attention computed on the host in f64 over exactly the written slots. The slots it must not
-//! read hold NaN, so reading one shows up as a NaN in the output.
+//! read hold NaN, so reading one shows up as a NaN in the output. And a cache that writes in
+//! place against one that updates functionally.
+
+use std::path::PathBuf;
 
 use mlx_lm::models::decode_attention::{decode_attention, is_supported};
+use mlx_lm::{Cache, LayerCache};
 use mlx_rs::{ops, random, with_device, Array, Device, Dtype, Result};
+use mlx_tree::{async_eval, compile_mut, eval};
 
 struct Case {
     batch: i32,
@@ -247,6 +252,91 @@ fn unsupported_arguments_are_a_clear_error() -> Result<()> {
     ] {
         assert!(!is_supported(q, scale, kv, kv, end, None)?);
         assert!(decode_attention(q, kv, kv, scale, end, None, None).is_err());
+    }
+    Ok(())
+}
+
+/// Greedy decode of `steps` tokens after `prompt`, compiled and pipelined as generation runs
+/// it, with the key/value layers writing in place or not: the tokens, the last logits and
+/// the cache, plus a clone of the cache taken halfway.
+#[allow(clippy::type_complexity)]
+fn decode(
+    model: &mlx_lm::Model,
+    prompt: &[u32],
+    steps: usize,
+    in_place: bool,
+) -> Result<(Vec<u32>, Array, Cache, Cache)> {
+    let n = prompt.len();
+    let mut cache = model.make_cache(1, 256)?;
+    model.forward(
+        &Array::from_slice(&prompt[..n - 1], &[1, n as i32 - 1])?,
+        Some(&mut cache),
+    )?;
+    eval(&cache)?;
+    for layer in cache.iter_mut() {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_writes_in_place(in_place)?;
+        }
+    }
+    let step = compile_mut(
+        |cache: &mut Cache, token: &Array| -> Result<(Array, Array)> {
+            let logits = model.forward(&ops::expand_dims(token, 0)?, Some(cache))?;
+            let logits = logits.index((.., -1, ..))?;
+            Ok((ops::argmax(&logits, -1, false)?, logits))
+        },
+        None,
+    );
+    let mut pending = step.call(&mut cache, &Array::from_slice(&prompt[n - 1..], &[1])?)?;
+    async_eval(&pending)?;
+    let (mut tokens, mut snapshot) = (Vec::new(), None);
+    for i in 0..steps {
+        let next = step.call(&mut cache, &pending.0)?;
+        async_eval(&next)?;
+        tokens.push(pending.0.item::<u32>()?);
+        if i == steps / 2 {
+            snapshot = Some(cache.clone());
+        }
+        pending = next;
+    }
+    eval(&pending)?;
+    assert_eq!(step.stats().traces, 1);
+    Ok((tokens, pending.1, cache, snapshot.unwrap_or_default()))
+}
+
+#[test]
+fn writing_the_cache_in_place_equals_updating_it(
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lm-models/qwen3");
+    let (model, _, _) = mlx_lm::load(&dir, Default::default())?;
+    let prompt: Vec<u32> = (1..40).map(|i| (i * 37) % 500).collect();
+    let (tokens, logits, cache, snapshot) = decode(&model, &prompt, 24, true)?;
+    let (tokens_f, logits_f, cache_f, snapshot_f) = decode(&model, &prompt, 24, false)?;
+    // Both write the same slots with the same values and attend with the same kernels.
+    assert_eq!(tokens, tokens_f);
+    assert!(ops::array_equal(&logits, &logits_f, false)?.item::<bool>()?);
+    for (layers, layers_f) in [(&cache, &cache_f), (&snapshot, &snapshot_f)] {
+        for (a, b) in layers.iter().zip(layers_f.iter()) {
+            let (LayerCache::Kv(a), LayerCache::Kv(b)) = (a, b) else {
+                panic!("qwen3 has key/value layers only");
+            };
+            let end = a.offset.item::<i32>()?;
+            assert_eq!(end, b.offset.item::<i32>()?);
+            // The written slots: a snapshot's stay as they were, whatever the generation
+            // writes after it (it is a clone, and clones never write in place).
+            let written = |x: &Array| x.index((.., .., ..end, ..));
+            assert!(
+                ops::array_equal(&written(&a.keys)?, &written(&b.keys)?, false)?.item::<bool>()?
+            );
+            assert!(
+                ops::array_equal(&written(&a.values)?, &written(&b.values)?, false)?
+                    .item::<bool>()?
+            );
+        }
+    }
+    for layer in &snapshot {
+        if let LayerCache::Kv(kv) = layer {
+            assert!(!kv.writes_in_place());
+        }
     }
     Ok(())
 }

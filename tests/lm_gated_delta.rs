@@ -39,8 +39,14 @@ fn check(case: &Case, seed: u64) -> Result<()> {
         ops::multiply(&x, scale)
     };
     // Unit-norm-sized q and k (as normalize_qk makes them), decays in (0, 1), gates in (0, 1).
-    let q = ops::astype(&normal(0, &[b, s, hk, dk], (dk as f32).powf(-0.5))?, case.dtype)?;
-    let k = ops::astype(&normal(1, &[b, s, hk, dk], (dk as f32).powf(-0.5))?, case.dtype)?;
+    let q = ops::astype(
+        &normal(0, &[b, s, hk, dk], (dk as f32).powf(-0.5))?,
+        case.dtype,
+    )?;
+    let k = ops::astype(
+        &normal(1, &[b, s, hk, dk], (dk as f32).powf(-0.5))?,
+        case.dtype,
+    )?;
     let v = ops::astype(&normal(2, &[b, s, hv, dv], 1.0)?, case.dtype)?;
     let g = ops::exp(&ops::negative(&ops::abs(&normal(3, &[b, s, hv], 0.3)?)?)?)?;
     let beta = ops::astype(&ops::sigmoid(&normal(4, &[b, s, hv], 1.0)?)?, case.dtype)?;
@@ -93,7 +99,8 @@ fn check(case: &Case, seed: u64) -> Result<()> {
                     let decayed: Vec<f64> = row.iter().map(|x| x * gh[head]).collect();
                     let mem: f64 = decayed.iter().zip(kt).map(|(a, b)| a * b).sum();
                     let delta = (vh[head * dv + r] - mem) * bh[head];
-                    let next: Vec<f64> = decayed.iter().zip(kt).map(|(a, b)| a + b * delta).collect();
+                    let next: Vec<f64> =
+                        decayed.iter().zip(kt).map(|(a, b)| a + b * delta).collect();
                     let y: f64 = next.iter().zip(qt).map(|(a, b)| a * b).sum();
                     let got = out[head * dv + r];
                     assert!(
@@ -121,7 +128,15 @@ fn check(case: &Case, seed: u64) -> Result<()> {
 fn on_cuda() -> Result<bool> {
     let x = ops::zeros(&[1, 1, 1, 32], Dtype::Float32)?;
     let h = ops::zeros(&[1, 1, 1], Dtype::Float32)?;
-    is_supported(&x, &x, &x, &h, &h, &ops::zeros(&[1, 1, 32, 32], Dtype::Float32)?, None)
+    is_supported(
+        &x,
+        &x,
+        &x,
+        &h,
+        &h,
+        &ops::zeros(&[1, 1, 32, 32], Dtype::Float32)?,
+        None,
+    )
 }
 
 #[test]
@@ -172,7 +187,6 @@ fn matches_the_recurrence_computed_on_the_host() -> Result<()> {
             dv: 16,
             dtype: Dtype::Float32,
             lengths: Some(vec![9, 4, 0]),
-            ..base()
         },
     ];
     for (i, case) in cases.iter().enumerate() {

@@ -19,7 +19,7 @@ use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 use crate::cache::LayerCache;
 use crate::error::Result;
 use crate::generate::{
-    cache_slots, check_prompt, reserve, sampling_key, FinishReason, GenerateOptions,
+    cache_slots, check_prompt, reserve, sampling_key, write_in_place, FinishReason, GenerateOptions,
 };
 use crate::models::Model;
 use crate::sample::{LogitsProcessors, SamplerOptions};
@@ -203,6 +203,7 @@ pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
     }
     // As in `generate_step`: the buffers grow once to every position the steps write.
     reserve(&mut cache, cache_slots(longest + 1 + max_tokens + 1)?)?;
+    write_in_place(&mut cache)?;
     let key = sampling_key(options)?;
     let last: Vec<u32> = prompts
         .iter()

@@ -24,7 +24,12 @@ fn new_positions(offset: &Array, length: i32) -> Result<Array> {
 
 /// A key/value cache of fixed capacity (Python: `KVCache`, with the buffer allocated up front
 /// and the offset an array).
-#[derive(Debug, Clone, TreeNode)]
+///
+/// Like every array, its buffers are values: an update makes new ones, and a clone of the
+/// cache is a snapshot. A cache that [writes in place](Self::set_writes_in_place) instead
+/// writes a decode step's keys and values into its buffers (on a CUDA GPU), which generation
+/// does on the buffers it owns.
+#[derive(Debug, TreeNode)]
 pub struct KvCache {
     /// `[batch, kv_heads, capacity, k_head_dim]`.
     pub keys: Array,
@@ -36,6 +41,23 @@ pub struct KvCache {
     /// are padding, masked out and not counted as positions (Python: `BatchKVCache`'s
     /// `left_padding`); `None`: no padding.
     pub left_padding: Option<Array>,
+    /// Whether one-token steps on a CUDA GPU write into the buffers in place.
+    #[tree(static)]
+    pub(crate) writes_in_place: bool,
+}
+
+/// A clone shares the buffers, so it never writes into them in place: it is the snapshot an
+/// array is.
+impl Clone for KvCache {
+    fn clone(&self) -> KvCache {
+        KvCache {
+            keys: self.keys.clone(),
+            values: self.values.clone(),
+            offset: self.offset.clone(),
+            left_padding: self.left_padding.clone(),
+            writes_in_place: false,
+        }
+    }
 }
 
 impl KvCache {
@@ -52,7 +74,33 @@ impl KvCache {
             values: ops::zeros(&[batch, kv_heads, capacity, head_dims.1], dtype)?,
             offset: Array::from_scalar(0i32),
             left_padding: None,
+            writes_in_place: false,
         })
+    }
+
+    /// Whether a one-token decode step on a CUDA GPU writes its keys and values into this
+    /// cache's buffers in place (see [`set_writes_in_place`](Self::set_writes_in_place)).
+    pub fn writes_in_place(&self) -> bool {
+        self.writes_in_place
+    }
+
+    /// Makes one-token decode steps on a CUDA GPU write into the buffers in place, after
+    /// giving the cache buffers of its own (moved, not copied, when nothing else holds
+    /// them), or makes them update functionally again.
+    ///
+    /// An update of an array makes a new buffer; MLX moves the old one into it when nothing
+    /// else holds it, but in a pipelined decode loop the previous step's attention still
+    /// holds it, and each step copied each layer's whole buffers. In place, a step writes
+    /// only its slots. What it costs: arrays that share the buffers see the writes, which is
+    /// why the cache takes buffers of its own first and a clone does not write in place.
+    /// Generation sets it on the caches it decodes with.
+    pub fn set_writes_in_place(&mut self, on: bool) -> Result<()> {
+        if on && !self.writes_in_place {
+            self.keys = ops::copy(&self.keys)?;
+            self.values = ops::copy(&self.values)?;
+        }
+        self.writes_in_place = on;
+        Ok(())
     }
 
     /// The position of the next token, where rotary embeddings start: the offset, less each

@@ -201,6 +201,7 @@ fn generate_step_inner<'m>(
         eval(&cache)?;
     }
     reserve(&mut cache, capacity)?;
+    write_in_place(&mut cache)?;
     let history = if options.processors.needs_history() {
         let n = options.processors.repetition_context_size;
         let recent = &head[head.len().saturating_sub(n)..];
@@ -274,6 +275,18 @@ pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
             .map_or(0, |d| d.as_nanos() as u64)
     });
     Ok(Some(random::key(seed)?))
+}
+
+/// Makes every key/value layer write decode steps into its buffers in place (see
+/// [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)): generation
+/// owns the cache it decodes with.
+pub(crate) fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_writes_in_place(true)?;
+        }
+    }
+    Ok(())
 }
 
 /// Grows every key/value buffer to `capacity` positions.

@@ -158,6 +158,7 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                     values,
                     offset: Array::from_scalar(offset),
                     left_padding: None,
+                    writes_in_place: false,
                 })
             }
             "RotatingKVCache" => {

@@ -45,6 +45,10 @@ impl KeptTranspose {
 
 impl fmt::Debug for KeptTranspose {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.borrow().is_some() { "Kept" } else { "None" })
+        f.write_str(if self.0.borrow().is_some() {
+            "Kept"
+        } else {
+            "None"
+        })
     }
 }

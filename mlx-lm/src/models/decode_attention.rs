@@ -148,6 +148,135 @@ const SOURCE: &str = r#"
   }
 "#;
 
+// Writes one step's keys and values into the buffers at the offset, in place, and returns
+// the new offset. One thread per element of the new keys and of the new values; every
+// address goes through the arrays' strides, so no input is copied on the way in (MLX copies
+// inputs to contiguous ones only when a kernel asks it to: a write into such a copy would
+// be lost). Slots past the buffer's end are not written.
+const WRITE_SOURCE: &str = r#"
+  const int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+  const int B = k_new_shape[0];
+  const int H = k_new_shape[1];
+  const int L = k_new_shape[2];
+  const int D = k_new_shape[3];
+  const int CAP = keys_shape[2];
+  const int64_t n = (int64_t)B * H * L * D;
+  const int start = offset[0];
+  if (i == 0) {
+    end[0] = start + L;
+  }
+  if (i >= 2 * n) {
+    return;
+  }
+  const bool is_v = i >= n;
+  const int64_t j = is_v ? i - n : i;
+  const int d = j % D;
+  const int l = (j / D) % L;
+  const int h = (j / ((int64_t)D * L)) % H;
+  const int b = j / ((int64_t)D * L * H);
+  const int pos = start + l;
+  if (pos < 0 || pos >= CAP) {
+    return;
+  }
+  if (is_v) {
+    T* dst = const_cast<T*>(values) + b * values_strides[0] + h * values_strides[1] +
+        (int64_t)pos * values_strides[2] + d * values_strides[3];
+    *dst = v_new[b * v_new_strides[0] + h * v_new_strides[1] + l * v_new_strides[2] +
+        d * v_new_strides[3]];
+  } else {
+    T* dst = const_cast<T*>(keys) + b * keys_strides[0] + h * keys_strides[1] +
+        (int64_t)pos * keys_strides[2] + d * keys_strides[3];
+    *dst = k_new[b * k_new_strides[0] + h * k_new_strides[1] + l * k_new_strides[2] +
+        d * k_new_strides[3]];
+  }
+"#;
+
+/// Threads per block of the write.
+const WRITE_THREADS: i32 = 256;
+
+fn write_kernel() -> Result<&'static CudaKernel> {
+    static KERNEL: OnceLock<CudaKernel> = OnceLock::new();
+    if let Some(k) = KERNEL.get() {
+        return Ok(k);
+    }
+    let k = CudaKernel::new(
+        "mlx_lm_kv_write",
+        &["keys", "values", "k_new", "v_new", "offset"],
+        &["end"],
+        WRITE_SOURCE,
+        "",
+        false,
+        0,
+    )?;
+    Ok(KERNEL.get_or_init(|| k))
+}
+
+/// Writes `k_new`/`v_new` (`[B, Hkv, L, D]`) into the buffers `keys`/`values` at `offset`
+/// *in place* and returns the new offset (`offset + L`, an `int32` scalar computed on the
+/// device), for [`KvCache::writes_in_place`](crate::cache::KvCache::writes_in_place) caches
+/// on a CUDA GPU, after [`is_supported`] said yes for this step.
+///
+/// MLX arrays are values: an update makes a new buffer. Its `slice_update` moves the old
+/// buffer into the new array when nothing else holds it, but a pipelined decode loop builds
+/// and dispatches step t + 1 while the GPU still runs step t, whose attention holds the
+/// buffers until it finishes; so every step copied every layer's whole buffers (a Qwen3-0.6B
+/// step at 1,024 slots: 117 MB). Here the buffers stay the same arrays and only the new slots
+/// are written. Every reader must depend on the returned offset (the decode attention takes
+/// it as its end), which orders it after the write; a clone of the buffers sees the write.
+pub(crate) fn write_in_place(
+    keys: &Array,
+    values: &Array,
+    k_new: &Array,
+    v_new: &Array,
+    offset: &Array,
+) -> Result<Array> {
+    let fits = |new: &Array, buffer: &Array| {
+        let (n, b) = (new.shape(), buffer.shape());
+        n.len() == 4
+            && b.len() == 4
+            && n[..2] == b[..2]
+            && n[3] == b[3]
+            && new.dtype() == buffer.dtype()
+    };
+    if !fits(k_new, keys)
+        || !fits(v_new, values)
+        || k_new.shape()[2] != v_new.shape()[2]
+        || offset.dtype() != Dtype::Int32
+        || offset.ndim() != 0
+    {
+        return Err(Error::InvalidArgument(format!(
+            "write_in_place: new keys {:?} {:?} and values {:?} {:?} do not fit buffers {:?} \
+             {:?} and {:?} {:?}, or the offset ({:?} {:?}) is no int32 scalar",
+            k_new.shape(),
+            k_new.dtype(),
+            v_new.shape(),
+            v_new.dtype(),
+            keys.shape(),
+            keys.dtype(),
+            values.shape(),
+            values.dtype(),
+            offset.shape(),
+            offset.dtype()
+        )));
+    }
+    let s = k_new.shape();
+    // Shapes are positive i32s: the product of four fits a u64, a block count an i32 or not.
+    let elements = 2 * s.iter().map(|&d| d.max(0) as u64).product::<u64>();
+    let threads = elements.div_ceil(WRITE_THREADS as u64) * WRITE_THREADS as u64;
+    let threads = i32::try_from(threads)
+        .map_err(|_| Error::InvalidArgument(format!("write_in_place: {s:?} is too large")))?;
+    let launch = KernelLaunch::default()
+        .grid((threads.max(WRITE_THREADS), 1, 1))
+        .threadgroup((WRITE_THREADS, 1, 1))
+        .template(vec![("T".into(), TemplateArg::Dtype(keys.dtype()))]);
+    let mut out = write_kernel()?.apply(
+        &[keys, values, k_new, v_new, offset],
+        &[(&[], Dtype::Int32)],
+        &launch,
+    )?;
+    Ok(out.remove(0))
+}
+
 fn kernel() -> Result<&'static CudaKernel> {
     static KERNEL: OnceLock<CudaKernel> = OnceLock::new();
     if let Some(k) = KERNEL.get() {

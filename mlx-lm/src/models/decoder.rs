@@ -166,7 +166,9 @@ pub(crate) fn heads(x: &Array, rows: Rows, n: i32, norm: Option<&RMSNorm>) -> Re
 /// `[B, heads, L, dim]` back to rows `[B * L, heads * dim]`.
 pub(crate) fn merge_heads(x: &Array) -> Result<Array> {
     let &[b, h, l, d] = x.shape() else {
-        return Err(wrong_input("attention output must be [batch, heads, length, dim]"));
+        return Err(wrong_input(
+            "attention output must be [batch, heads, length, dim]",
+        ));
     };
     let x = if l == 1 {
         x.clone()
@@ -221,14 +223,20 @@ pub(crate) fn attend(
                         &c.offset,
                         padding.as_ref(),
                     )? {
-                        let (keys, values) = c.update(&k, &values)?;
-                        let end = &c.offset;
+                        if c.writes_in_place {
+                            c.offset = decode_attention::write_in_place(
+                                &c.keys, &c.values, &k, &values, &c.offset,
+                            )?;
+                        } else {
+                            c.update(&k, &values)?;
+                        }
+                        // The new offset comes out of the write: attention after it.
                         return decode_attention::attend_unchecked(
                             &q,
-                            &keys,
-                            &values,
+                            &c.keys,
+                            &c.values,
                             scale,
-                            end,
+                            &c.offset,
                             padding.as_ref(),
                             window,
                         );
@@ -458,10 +466,13 @@ impl DecoderModel {
                 (&full, None)
             };
             let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
-            let r =
-                layer
-                    .self_attn
-                    .forward(&layer.input_layernorm.forward(&h)?, rows, mask, window, c)?;
+            let r = layer.self_attn.forward(
+                &layer.input_layernorm.forward(&h)?,
+                rows,
+                mask,
+                window,
+                c,
+            )?;
             h = ops::add(&h, &r)?;
             let r = layer
                 .mlp

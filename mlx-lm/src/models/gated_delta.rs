@@ -240,6 +240,8 @@ pub(crate) fn apply_unchecked(
     )?;
     match (outs.pop(), outs.pop()) {
         (Some(state), Some(out)) => Ok((out, state)),
-        _ => Err(Error::Mlx("gated_delta_kernel: expected two outputs".into())),
+        _ => Err(Error::Mlx(
+            "gated_delta_kernel: expected two outputs".into(),
+        )),
     }
 }

@@ -12,11 +12,11 @@ use mlx_tree::TreeNode;
 use crate::cache::{ArraysCache, KvCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
-use crate::models::gated_delta;
 use crate::models::decoder::{
     attend, compute_dtype, heads, heads_first, logits, merge_heads, shared_cache_mask, silu,
     wrong_input, Mlp, PlainMask, Rows,
 };
+use crate::models::gated_delta;
 use crate::rope::Rope;
 
 /// Python: `TextModelArgs`.
@@ -352,7 +352,12 @@ impl GatedAttention {
             self.num_key_value_heads,
             Some(&self.k_norm),
         )?;
-        let values = heads(&self.v_proj.forward(x)?, rows, self.num_key_value_heads, None)?;
+        let values = heads(
+            &self.v_proj.forward(x)?,
+            rows,
+            self.num_key_value_heads,
+            None,
+        )?;
         let out = attend(
             queries, keys, values, &self.rope, self.scale, mask, None, cache,
         )?;

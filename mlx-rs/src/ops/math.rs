@@ -99,7 +99,8 @@ unary_ops! {
     tanh => sys::mlx_tanh;
     /// Element-wise truncation toward zero (Python: `mx.trunc`).
     trunc => sys::mlx_trunc;
-    /// A copy of the array (Python: `mx.copy`).
+    /// The same values in a buffer of its own (MLX's `copy`; Python has no name for it). MLX
+    /// moves the buffer instead of copying when nothing else holds the input.
     copy => sys::mlx_copy;
 }
 
