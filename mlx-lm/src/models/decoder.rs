@@ -155,12 +155,22 @@ pub(crate) fn heads_first(x: &Array) -> Result<Array> {
 /// Splits projected rows `[B * L, heads * dim]` into heads `[B, heads, L, dim]`, normalizing
 /// each head first when a norm is given (qwen3).
 pub(crate) fn heads(x: &Array, rows: Rows, n: i32, norm: Option<&RMSNorm>) -> Result<Array> {
-    let x = ops::reshape(x, &[rows.batch, rows.len, n, -1])?;
+    // One token: straight to `[B, heads, 1, dim]`, one reshape; the norm is over the last
+    // axis either way.
+    let x = if rows.len == 1 {
+        ops::reshape(x, &[rows.batch, n, 1, -1])?
+    } else {
+        ops::reshape(x, &[rows.batch, rows.len, n, -1])?
+    };
     let x = match norm {
         Some(norm) => norm.forward(&x)?,
         None => x,
     };
-    heads_first(&x)
+    if rows.len == 1 {
+        Ok(x)
+    } else {
+        ops::transpose(&x, [0, 2, 1, 3])
+    }
 }
 
 /// `[B, heads, L, dim]` back to rows `[B * L, heads * dim]`.
