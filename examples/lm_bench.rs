@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
-//!     [--no-fused-gated-delta]
+//!     [--no-fused-gated-delta] [--no-in-place-cache]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -81,6 +81,10 @@ struct Args {
     /// (`mlx::lm::set_fused_gated_delta`; CUDA only).
     #[arg(long)]
     no_fused_gated_delta: bool,
+    /// Key/value caches updated functionally each step, not written in place
+    /// (`mlx::lm::set_cache_writes_in_place`; matters on CUDA only).
+    #[arg(long)]
+    no_in_place_cache: bool,
 }
 
 struct Run {
@@ -243,7 +247,7 @@ fn prefilled(model: &Model, prompt: &[u32], steps: usize) -> Result<Cache, Box<d
     // As generation decodes: each step writes into the buffers in place.
     for layer in cache.iter_mut() {
         if let LayerCache::Kv(kv) = layer {
-            kv.set_writes_in_place(true)?;
+            kv.set_writes_in_place(mlx::lm::cache_writes_in_place())?;
         }
     }
     Ok(cache)
@@ -397,6 +401,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let prompts = read_prompts(&args.prompt)?;
     mlx::lm::set_fused_decode_attention(!args.no_fused_attention);
     mlx::lm::set_fused_gated_delta(!args.no_fused_gated_delta);
+    mlx::lm::set_cache_writes_in_place(!args.no_in_place_cache);
     let t = Instant::now();
     let (model, _tokenizer, _config) = load(&args.model, LoadOptions::default())?;
     let load_s = t.elapsed().as_secs_f64();

@@ -50,6 +50,7 @@ SWEEP = [
     ("default", {}, []),
     ("Rust --no-fused-attention", {}, ["--no-fused-attention"]),
     ("Rust --no-fused-gated-delta", {}, ["--no-fused-gated-delta"]),
+    ("Rust --no-in-place-cache", {}, ["--no-in-place-cache"]),
     ("MLX_USE_CUDA_GRAPHS=0", {"MLX_USE_CUDA_GRAPHS": "0"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=60", {"MLX_MAX_OPS_PER_BUFFER": "60"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=120", {"MLX_MAX_OPS_PER_BUFFER": "120"}, []),
@@ -218,12 +219,16 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          stdout=subprocess.PIPE, text=True).stdout.strip() if has_nvidia() else ""
     device = gpu or f"{os.cpu_count()} CPU cores ({platform.processor() or platform.machine()})"
-    try:  # a copy of the work tree on a GPU machine may have neither .git nor git
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                text=True).stdout.strip() or os.environ.get("MLX_COMMIT", "?")
-    except OSError:
-        commit = os.environ.get("MLX_COMMIT", "?")
+    # The binaries' commit, as `scripts/gpu-suite build` recorded it: a copy of the work tree
+    # on a GPU machine may have no .git, or a stale one.
+    commit = os.environ.get("MLX_COMMIT")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                    text=True).stdout.strip() or "?"
+        except OSError:
+            commit = "?"
     date = datetime.date.today().isoformat()
     out = pathlib.Path(a.out)
     out.with_suffix(".json").write_text(json.dumps({

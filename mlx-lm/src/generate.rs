@@ -281,6 +281,9 @@ pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
 /// [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)): generation
 /// owns the cache it decodes with.
 pub(crate) fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
+    if !crate::models::decode_attention::cache_writes_in_place() {
+        return Ok(());
+    }
     for layer in cache {
         if let LayerCache::Kv(kv) = layer {
             kv.set_writes_in_place(true)?;

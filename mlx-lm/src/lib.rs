@@ -60,7 +60,10 @@ pub use generate::{
     TokenGenerator,
 };
 pub use load::{load, load_model, LoadOptions};
-pub use models::decode_attention::{fused_decode_attention, set_fused_decode_attention};
+pub use models::decode_attention::{
+    cache_writes_in_place, fused_decode_attention, set_cache_writes_in_place,
+    set_fused_decode_attention,
+};
 pub use models::gated_delta::{fused_gated_delta, set_fused_gated_delta};
 pub use models::Model;
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};

@@ -38,6 +38,21 @@ pub fn fused_decode_attention() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
+static IN_PLACE: AtomicBool = AtomicBool::new(true);
+
+/// Whether generation makes its key/value caches write decode steps in place (default: on;
+/// see [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)). Off,
+/// every step updates the buffers functionally, as before, to measure the difference.
+/// Affects generations started after the call.
+pub fn set_cache_writes_in_place(on: bool) {
+    IN_PLACE.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_cache_writes_in_place`] has it on.
+pub fn cache_writes_in_place() -> bool {
+    IN_PLACE.load(Ordering::Relaxed)
+}
+
 /// Threads per block: 32 lanes share one key's head dimension, each warp takes every
 /// `THREADS / 32`-th key.
 const THREADS: i32 = 1024;
