@@ -1,9 +1,9 @@
 //! [`Bilinear`] (Python: `mlx.nn.layers.linear.Bilinear`).
 
-use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::TreeNode;
 
+use crate::layers::{inv_sqrt, uniform_init};
 use crate::module::Frozen;
 
 /// `y[i] = x2ᵀ W[i] x1 + b[i]` (Python: `nn.Bilinear(input1_dims, input2_dims, output_dims,
@@ -38,17 +38,10 @@ impl Bilinear {
         output_dims: i32,
         bias: impl Into<Option<bool>>,
     ) -> Result<Bilinear> {
-        let scale = (1.0 / f64::from(input1_dims)).sqrt() as f32;
-        let uniform = |shape: &[i32]| {
-            random::uniform(
-                shape,
-                UniformOptions::default().low(-scale).high(scale),
-                None,
-            )
-        };
-        let weight = uniform(&[output_dims, input2_dims, input1_dims])?;
+        let scale = inv_sqrt(f64::from(input1_dims));
+        let weight = uniform_init(scale, &[output_dims, input2_dims, input1_dims])?;
         let bias = if bias.into().unwrap_or(true) {
-            Some(uniform(&[output_dims])?)
+            Some(uniform_init(scale, &[output_dims])?)
         } else {
             None
         };

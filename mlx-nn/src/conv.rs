@@ -7,38 +7,14 @@
 //! Python cannot.
 
 use mlx_rs::ops::{self, ConvOptions, Spatial};
-use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::TreeNode;
 
+use crate::layers::{inv_sqrt, uniform_init, with_bias};
 use crate::module::Frozen;
 use crate::Forward;
 
 pub use mlx_rs::ops::ConvTransposeOptions;
-
-/// Python's `math.sqrt(1 / n)`, in f64 and rounded to f32 once where it meets an array (as
-/// Python's float does): computed in f32 it differs in the last bit for many fan sizes (784
-/// among them), and so would seeded initializations.
-fn inv_sqrt(n: f64) -> f32 {
-    (1.0 / n).sqrt() as f32
-}
-
-/// Python's `mx.random.uniform(low=-scale, high=scale, shape=shape)`.
-fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
-    random::uniform(
-        shape,
-        UniformOptions::default().low(-scale).high(scale),
-        None,
-    )
-}
-
-/// `y + bias` when the layer has one (Python: `if "bias" in self: y = y + self.bias`).
-fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
-    match bias {
-        Some(b) => ops::add(&y, b),
-        None => Ok(y),
-    }
-}
 
 /// One value per spatial axis (a single value repeats, as a Python `int` does), or an error
 /// naming the layer and the argument.

@@ -15,7 +15,7 @@ use crate::module::Frozen;
 use crate::Forward;
 
 /// `y + bias` when the layer has a bias; a shape error is an `Err`, not a panic.
-fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
+pub(crate) fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
     match bias {
         Some(b) => ops::add(&y, b),
         None => Ok(y),
@@ -25,11 +25,11 @@ fn with_bias(y: Array, bias: Option<&Array>) -> Result<Array> {
 /// Python's `math.sqrt(1 / n)` for an integer `n`: in f64, rounded to f32 once where it meets
 /// an array. Computed in f32 it differs in the last bit for many `n` (784 among them), and so
 /// do seeded initializations and attention scales.
-fn inv_sqrt(n: f64) -> f32 {
+pub(crate) fn inv_sqrt(n: f64) -> f32 {
     (1.0 / n).sqrt() as f32
 }
 
-fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
+pub(crate) fn uniform_init(scale: f32, shape: &[i32]) -> Result<Array> {
     random::uniform(
         shape,
         UniformOptions::default().low(-scale).high(scale),

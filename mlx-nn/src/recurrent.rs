@@ -12,26 +12,17 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use mlx_rs::ops::{self, Ellipsis};
-use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::serde_json::Value as Json;
 use mlx_tree::{StaticData, TreeNode};
 
+use crate::layers::uniform_init;
 use crate::module::Frozen;
 
 /// Python's `scale = 1.0 / math.sqrt(hidden_size)`: in f64, rounded to f32 once where it meets
 /// the sampler (in f32 it differs in the last bit for some sizes, and so do the samples).
 fn init_scale(hidden_size: i32) -> f32 {
     (1.0 / f64::from(hidden_size).sqrt()) as f32
-}
-
-/// `mx.random.uniform(low=-scale, high=scale, shape=shape)`.
-fn uniform(scale: f32, shape: &[i32]) -> Result<Array> {
-    random::uniform(
-        shape,
-        UniformOptions::default().low(-scale).high(scale),
-        None,
-    )
 }
 
 /// `mx.addmm(bias, x, w.T)` with a bias, `x @ w.T` without: Python's input projection.
@@ -230,10 +221,10 @@ impl RNN {
         nonlinearity: impl Into<Option<Nonlinearity>>,
     ) -> Result<RNN> {
         let scale = init_scale(hidden_size);
-        let wxh = uniform(scale, &[hidden_size, input_size])?;
-        let whh = uniform(scale, &[hidden_size, hidden_size])?;
+        let wxh = uniform_init(scale, &[hidden_size, input_size])?;
+        let whh = uniform_init(scale, &[hidden_size, hidden_size])?;
         let bias = if bias.into().unwrap_or(true) {
-            Some(uniform(scale, &[hidden_size])?)
+            Some(uniform_init(scale, &[hidden_size])?)
         } else {
             None
         };
@@ -323,11 +314,11 @@ impl GRU {
     /// the order `Wx`, `Wh`, `b`, `bhn`); `bias` `None` is `true` (both `b` and `bhn`).
     pub fn new(input_size: i32, hidden_size: i32, bias: impl Into<Option<bool>>) -> Result<GRU> {
         let scale = init_scale(hidden_size);
-        let wx = uniform(scale, &[3 * hidden_size, input_size])?;
-        let wh = uniform(scale, &[3 * hidden_size, hidden_size])?;
+        let wx = uniform_init(scale, &[3 * hidden_size, input_size])?;
+        let wh = uniform_init(scale, &[3 * hidden_size, hidden_size])?;
         let (b, bhn) = if bias.into().unwrap_or(true) {
-            let b = uniform(scale, &[3 * hidden_size])?;
-            (Some(b), Some(uniform(scale, &[hidden_size])?))
+            let b = uniform_init(scale, &[3 * hidden_size])?;
+            (Some(b), Some(uniform_init(scale, &[hidden_size])?))
         } else {
             (None, None)
         };
@@ -442,10 +433,10 @@ impl LSTM {
     /// the order `Wx`, `Wh`, `bias`); `bias` `None` is `true`.
     pub fn new(input_size: i32, hidden_size: i32, bias: impl Into<Option<bool>>) -> Result<LSTM> {
         let scale = init_scale(hidden_size);
-        let wx = uniform(scale, &[4 * hidden_size, input_size])?;
-        let wh = uniform(scale, &[4 * hidden_size, hidden_size])?;
+        let wx = uniform_init(scale, &[4 * hidden_size, input_size])?;
+        let wh = uniform_init(scale, &[4 * hidden_size, hidden_size])?;
         let bias = if bias.into().unwrap_or(true) {
-            Some(uniform(scale, &[4 * hidden_size])?)
+            Some(uniform_init(scale, &[4 * hidden_size])?)
         } else {
             None
         };
