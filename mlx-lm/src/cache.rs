@@ -11,7 +11,8 @@
 //! the masked-out entries add exact zeros, so the result equals attention over the written
 //! prefix up to the order of float additions. On a CUDA GPU a decode step instead attends
 //! over exactly the written slots in one kernel that reads the offset on the device
-//! ([`decode_attention`](crate::models::decode_attention)).
+//! ([`decode_attention`](crate::models::decode_attention)), and a generation's caches write
+//! each step's slots into their buffers in place ([`KvCache::set_writes_in_place`]).
 
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};

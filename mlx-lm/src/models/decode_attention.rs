@@ -16,6 +16,11 @@
 //! MLX's vector kernel does), so on a GPU its result differs from the masked path's in the
 //! last bits; eager and compiled steps both use it, so they agree with each other.
 //! [`set_fused_decode_attention`] turns it off (to measure it, or to compare).
+//!
+//! Beside it, a write kernel writes a step's keys and values into a cache's buffers
+//! without making new ones, for caches that [write in
+//! place](crate::cache::KvCache::set_writes_in_place): the attention takes the offset the
+//! write returns, which orders it after the write.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
