@@ -256,15 +256,16 @@ fn unsupported_arguments_are_a_clear_error() -> Result<()> {
     Ok(())
 }
 
-/// Greedy decode of `steps` tokens after `prompt`, compiled and pipelined as generation runs
-/// it, with the key/value layers writing in place or not: the tokens, the last logits and
-/// the cache, plus a clone of the cache taken halfway.
+/// Greedy decode of `steps` tokens after `prompt`, pipelined as generation runs it (compiled,
+/// or eager), with the key/value layers writing in place or not: the tokens, the last logits
+/// and the cache, plus a clone of the cache taken halfway.
 #[allow(clippy::type_complexity)]
 fn decode(
     model: &mlx_lm::Model,
     prompt: &[u32],
     steps: usize,
     in_place: bool,
+    compiled: bool,
 ) -> Result<(Vec<u32>, Array, Cache, Cache)> {
     let n = prompt.len();
     let mut cache = model.make_cache(1, 256)?;
@@ -278,19 +279,24 @@ fn decode(
             kv.set_writes_in_place(in_place)?;
         }
     }
-    let step = compile_mut(
-        |cache: &mut Cache, token: &Array| -> Result<(Array, Array)> {
-            let logits = model.forward(&ops::expand_dims(token, 0)?, Some(cache))?;
-            let logits = logits.index((.., -1, ..))?;
-            Ok((ops::argmax(&logits, -1, false)?, logits))
-        },
-        None,
-    );
-    let mut pending = step.call(&mut cache, &Array::from_slice(&prompt[n - 1..], &[1])?)?;
+    let greedy = |cache: &mut Cache, token: &Array| -> Result<(Array, Array)> {
+        let logits = model.forward(&ops::expand_dims(token, 0)?, Some(cache))?;
+        let logits = logits.index((.., -1, ..))?;
+        Ok((ops::argmax(&logits, -1, false)?, logits))
+    };
+    let step = compile_mut(greedy, None);
+    let call = |cache: &mut Cache, token: &Array| {
+        if compiled {
+            step.call(cache, token)
+        } else {
+            greedy(cache, token)
+        }
+    };
+    let mut pending = call(&mut cache, &Array::from_slice(&prompt[n - 1..], &[1])?)?;
     async_eval(&pending)?;
     let (mut tokens, mut snapshot) = (Vec::new(), None);
     for i in 0..steps {
-        let next = step.call(&mut cache, &pending.0)?;
+        let next = call(&mut cache, &pending.0)?;
         async_eval(&next)?;
         tokens.push(pending.0.item::<u32>()?);
         if i == steps / 2 {
@@ -299,20 +305,52 @@ fn decode(
         pending = next;
     }
     eval(&pending)?;
-    assert_eq!(step.stats().traces, 1);
+    assert_eq!(step.stats().traces, u64::from(compiled));
     Ok((tokens, pending.1, cache, snapshot.unwrap_or_default()))
+}
+
+/// The test models whose head size (32) the fused attention takes, so that on a CUDA GPU the
+/// in-place write and the one-kernel attention run; qwen3_5 mixes linear-attention layers in.
+fn fused_models() -> std::result::Result<Vec<(&'static str, mlx_lm::Model)>, mlx_lm::Error> {
+    ["llama3", "qwen3_5"]
+        .into_iter()
+        .map(|name| {
+            let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/data/lm-models")
+                .join(name);
+            Ok((name, mlx_lm::load(&dir, Default::default())?.0))
+        })
+        .collect()
+}
+
+fn test_prompt(model: &mlx_lm::Model) -> Vec<u32> {
+    let vocab = model.vocab_size() as u32;
+    (1..40).map(|i| (i * 37) % vocab).collect()
+}
+
+#[test]
+fn compiled_decode_equals_eager_decode() -> std::result::Result<(), Box<dyn std::error::Error>> {
+    for (name, model) in fused_models()? {
+        let prompt = test_prompt(&model);
+        let (tokens, logits, _, _) = decode(&model, &prompt, 24, true, true)?;
+        let (tokens_e, logits_e, _, _) = decode(&model, &prompt, 24, true, false)?;
+        assert_eq!(tokens, tokens_e, "{name}");
+        // The compiled step runs chains of element-wise ops as one kernel, which rounds
+        // differently in the last float32 bits than one kernel per op.
+        let worst = ops::max(&ops::abs(&ops::subtract(&logits, &logits_e)?)?, None, false)?
+            .item::<f32>()?;
+        assert!(
+            worst <= 1e-5,
+            "{name}: compiled logits off eager by {worst}"
+        );
+    }
+    Ok(())
 }
 
 #[test]
 fn writing_the_cache_in_place_equals_updating_it(
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    // Head dimensions of 32: the fused attention (and so the in-place write) applies on a
-    // CUDA GPU; qwen3_5 mixes linear-attention layers in.
-    for name in ["llama3", "qwen3_5"] {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/lm-models")
-            .join(name);
-        let (model, _, _) = mlx_lm::load(&dir, Default::default())?;
+    for (name, model) in fused_models()? {
         compare_in_place(&model, name)?;
     }
     Ok(())
@@ -322,10 +360,9 @@ fn compare_in_place(
     model: &mlx_lm::Model,
     name: &str,
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let vocab = model.vocab_size() as u32;
-    let prompt: Vec<u32> = (1..40).map(|i| (i * 37) % vocab).collect();
-    let (tokens, logits, cache, snapshot) = decode(model, &prompt, 24, true)?;
-    let (tokens_f, logits_f, cache_f, snapshot_f) = decode(model, &prompt, 24, false)?;
+    let prompt = test_prompt(model);
+    let (tokens, logits, cache, snapshot) = decode(model, &prompt, 24, true, true)?;
+    let (tokens_f, logits_f, cache_f, snapshot_f) = decode(model, &prompt, 24, false, true)?;
     // Both write the same slots with the same values and attend with the same kernels.
     assert_eq!(tokens, tokens_f, "{name}");
     assert!(
