@@ -523,3 +523,35 @@ fn a_kept_transposed_weight_leaves_no_transpose_and_follows_the_weight() -> Resu
     assert!(ops::array_equal(&kept, &logits, false)?.item::<bool>()?);
     Ok(())
 }
+
+#[test]
+fn set_dtype_casts_floating_parameters_or_what_the_predicate_picks() -> Result<()> {
+    #[derive(Clone, TreeNode)]
+    struct WithIndex {
+        layer: nn::Linear,
+        index: Array,
+    }
+    let mut m = WithIndex {
+        layer: nn::Linear::new(3, 2, true)?,
+        index: Array::from_slice(&[1i32, 2], &[2])?,
+    };
+    let before = m.layer.weight.clone();
+    m.set_dtype(mlx::core::Dtype::Float16, None)?;
+    assert_eq!(m.layer.weight.dtype(), mlx::core::Dtype::Float16);
+    assert_eq!(
+        m.layer.bias.as_ref().unwrap().dtype(),
+        mlx::core::Dtype::Float16
+    );
+    // Not floating: left alone, as Python's default predicate does.
+    assert_eq!(m.index.dtype(), mlx::core::Dtype::Int32);
+    let expected = before.astype(mlx::core::Dtype::Float16)?;
+    assert!(ops::array_equal(&m.layer.weight, &expected, false)?.item::<bool>()?);
+    // A predicate picks by dtype.
+    m.set_dtype(
+        mlx::core::Dtype::Float32,
+        Some(&|d| d == mlx::core::Dtype::Int32),
+    )?;
+    assert_eq!(m.index.dtype(), mlx::core::Dtype::Float32);
+    assert_eq!(m.layer.weight.dtype(), mlx::core::Dtype::Float16);
+    Ok(())
+}

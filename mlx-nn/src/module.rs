@@ -18,7 +18,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use mlx_rs::{ops, Array, Error, Result};
+use mlx_rs::{ops, Array, Dtype, Error, Result};
 pub use mlx_tree::LoadOptions;
 use mlx_tree::{
     tree_assign_leaves, tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticData, StaticValue,
@@ -341,6 +341,35 @@ pub trait Module: TreeNode {
     /// `model.save_weights("model.safetensors")`).
     fn save_weights(&self, path: impl AsRef<Path>) -> Result<()> {
         mlx_tree::save_weights(path, self, None)
+    }
+
+    /// Casts every parameter whose dtype `predicate` accepts to `dtype`; with `None`, every
+    /// real floating-point one (Python: `model.set_dtype(dtype, predicate=lambda x:
+    /// mx.issubdtype(x, mx.floating))`). Frozen parameters too, as in Python. On an error the
+    /// model is left as it was.
+    ///
+    /// ```
+    /// use mlx_nn::{Linear, Module};
+    /// use mlx_rs::Dtype;
+    /// let mut layer = Linear::new(4, 2, None)?;
+    /// layer.set_dtype(Dtype::Bfloat16, None)?;
+    /// assert_eq!(layer.weight.dtype(), Dtype::Bfloat16);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    fn set_dtype(&mut self, dtype: Dtype, predicate: Option<&dyn Fn(Dtype) -> bool>) -> Result<()> {
+        let (leaves, _) = tree_flatten(self)?;
+        let cast = |d: Dtype| predicate.map_or(d.is_floating(), |p| p(d));
+        let new = leaves
+            .iter()
+            .map(|a| {
+                if cast(a.dtype()) {
+                    a.astype(dtype)
+                } else {
+                    Ok((*a).clone())
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        tree_assign_leaves(self, new)
     }
 
     /// The total number of parameter elements.
