@@ -77,6 +77,7 @@ mod normalization;
 mod pooling;
 mod positional;
 mod recurrent;
+mod transformer;
 mod upsample;
 
 pub use activations::*;
@@ -92,6 +93,7 @@ pub use normalization::*;
 pub use pooling::*;
 pub use positional::*;
 pub use recurrent::*;
+pub use transformer::*;
 pub use upsample::*;
 // The conv layers take the conv ops' keyword arguments, so one import serves both.
 pub use mlx_rs::ops::ConvOptions;
