@@ -1,104 +1,166 @@
 //! Activation functions and their module forms (Python: `mlx.nn.layers.activations`). Each
-//! function computes exactly Python's formula, so results match `mlx.nn` bit for bit up to
-//! MLX's own op fusion.
+//! function computes exactly Python's formula, compiled where Python compiles it, so results
+//! match `mlx.nn` bit for bit on the same MLX.
 
+use std::sync::OnceLock;
+
+use mlx_rs::compile::CompiledFn;
 use mlx_rs::ops;
-use mlx_rs::{Array, Result};
+use mlx_rs::{Array, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::Forward;
 
+/// Runs `f` on `inputs` as Python runs its activations: compiled, shapeless
+/// (`@partial(mx.compile, shapeless=True)`). A compiled chain of element-wise ops is one fused
+/// kernel, whose rounding can differ from the same ops run one by one (a fused kernel may
+/// contract a multiply and an add), so only the same compiled graph gives Python's bits on the
+/// same MLX. Non-array arguments (an axis, a slope) are constants of the graph, keyed by
+/// `constants`, as Python's are: one trace per value.
+fn as_python(
+    slot: &'static OnceLock<CompiledFn>,
+    inputs: &[&Array],
+    constants: &[u64],
+    f: impl Fn(&Array, &[Array]) -> Result<Array>,
+) -> Result<Array> {
+    let compiled = slot.get_or_init(|| CompiledFn::new(true));
+    let run = |xs: &[Array]| -> Result<Vec<Array>> {
+        let (x, rest) = xs
+            .split_first()
+            .ok_or_else(|| Error::InvalidArgument("an activation of no input".into()))?;
+        Ok(vec![f(x, rest)?])
+    };
+    compiled
+        .call_with_refs(inputs, constants, &run)?
+        .pop()
+        .ok_or_else(|| Error::Mlx("a compiled activation returned nothing".into()))
+}
+
+/// Declares the compiled-function slot of one activation and runs it there.
+macro_rules! compiled {
+    ([$($input:expr),+], [$($constant:expr),*], $f:expr) => {{
+        static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+        as_python(&SLOT, &[$($input),+], &[$($constant),*], $f)
+    }};
+}
+
+/// The bits of an `f32` argument, as a graph constant.
+fn bits(v: f32) -> u64 {
+    u64::from(v.to_bits())
+}
+
+/// An axis argument as a graph constant.
+fn axis_key(axis: i32) -> u64 {
+    u64::from(axis as u32)
+}
+
 /// `1 / (1 + exp(-x))` (Python: `nn.sigmoid`).
 pub fn sigmoid(x: &Array) -> Result<Array> {
-    ops::sigmoid(x)
+    compiled!([x], [], |x, _| ops::sigmoid(x))
 }
 
 /// `max(x, 0)` (Python: `nn.relu`).
 pub fn relu(x: &Array) -> Result<Array> {
-    ops::maximum(x, 0.0)
+    compiled!([x], [], |x, _| ops::maximum(x, 0.0))
 }
 
 /// `min(max(x, 0), 6)` (Python: `nn.relu6`).
 pub fn relu6(x: &Array) -> Result<Array> {
-    ops::minimum(&ops::maximum(x, 0.0)?, 6.0)
+    compiled!([x], [], |x, _| ops::minimum(&ops::maximum(x, 0.0)?, 6.0))
 }
 
 /// `max(negative_slope * x, x)`; `negative_slope` defaults to 0.01 (Python: `nn.leaky_relu`).
 pub fn leaky_relu(x: &Array, negative_slope: impl Into<Option<f32>>) -> Result<Array> {
-    ops::maximum(&(x * negative_slope.into().unwrap_or(0.01)), x)
+    let slope = negative_slope.into().unwrap_or(0.01);
+    compiled!([x], [bits(slope)], |x, _| ops::maximum(&(x * slope), x))
 }
 
-/// `x - logsumexp(x, axis)`; `axis` defaults to -1 (Python: `nn.log_softmax`).
+/// `x - logsumexp(x, axis)`, after shifting `x` by its maximum (without a gradient), as
+/// Python does: subtracting the logsumexp of a large `x` directly rounds the normalizer away;
+/// `axis` defaults to -1 (Python: `nn.log_softmax`).
 pub fn log_softmax(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
     let axis = axis.into().unwrap_or(-1);
-    Ok(x - ops::logsumexp(x, axis, true)?)
+    compiled!([x], [axis_key(axis)], |x, _| {
+        let x = x - &ops::stop_gradient(&ops::max(x, axis, true)?)?;
+        Ok(&x - &ops::logsumexp(&x, axis, true)?)
+    })
 }
 
 /// `softmax(x, axis)`; `axis` defaults to -1 (Python: `nn.softmax`).
 pub fn softmax(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
-    ops::softmax(x, axis.into().unwrap_or(-1), None)
+    let axis = axis.into().unwrap_or(-1);
+    compiled!([x], [axis_key(axis)], |x, _| ops::softmax(x, axis, None))
 }
 
 /// `x if x > 0 else alpha * (exp(x) - 1)`; `alpha` defaults to 1 (Python: `nn.elu`).
 pub fn elu(x: &Array, alpha: impl Into<Option<f32>>) -> Result<Array> {
     let alpha = alpha.into().unwrap_or(1.0);
-    ops::where_(&ops::greater(x, 0.0)?, x, &((ops::exp(x)? - 1.0) * alpha))
+    compiled!([x], [bits(alpha)], |x, _| ops::where_(
+        &ops::greater(x, 0.0)?,
+        x,
+        &((ops::exp(x)? - 1.0) * alpha)
+    ))
 }
 
 /// `log(1 + exp(x))` (Python: `nn.softplus`).
 pub fn softplus(x: &Array) -> Result<Array> {
-    ops::logaddexp(x, 0.0)
+    compiled!([x], [], |x, _| ops::logaddexp(x, 0.0))
 }
 
 /// `x / (1 + |x|)` (Python: `nn.softsign`).
 pub fn softsign(x: &Array) -> Result<Array> {
-    ops::divide(x, &(ops::abs(x)? + 1.0))
+    compiled!([x], [], |x, _| ops::divide(x, &(ops::abs(x)? + 1.0)))
 }
 
 /// `x * sigmoid(x)` (Python: `nn.silu`).
 pub fn silu(x: &Array) -> Result<Array> {
-    Ok(x * ops::sigmoid(x)?)
+    compiled!([x], [], |x, _| Ok(x * ops::sigmoid(x)?))
 }
 
 /// `-softplus(-x)` (Python: `nn.log_sigmoid`).
 pub fn log_sigmoid(x: &Array) -> Result<Array> {
-    Ok(-softplus(&(-x))?)
+    compiled!([x], [], |x, _| Ok(-softplus(&(-x))?))
 }
 
 /// The exact GELU, `x * (1 + erf(x / sqrt(2))) / 2` (Python: `nn.gelu`).
 pub fn gelu(x: &Array) -> Result<Array> {
-    Ok(x * (ops::erf(&(x / std::f32::consts::SQRT_2))? + 1.0) / 2.0)
+    compiled!([x], [], |x, _| Ok(x
+        * (ops::erf(&(x / std::f32::consts::SQRT_2))? + 1.0)
+        / 2.0))
 }
 
 /// The tanh approximation of GELU (Python: `nn.gelu_approx`).
 pub fn gelu_approx(x: &Array) -> Result<Array> {
     // Python's math.sqrt(2 / math.pi): f64, rounded once.
     let c = (2.0 / std::f64::consts::PI).sqrt() as f32;
-    let inner = (x + &(ops::power(x, 3.0)? * 0.044715)) * c;
-    Ok((x * 0.5) * (ops::tanh(&inner)? + 1.0))
+    compiled!([x], [], |x, _| {
+        let inner = (x + &(ops::power(x, 3.0)? * 0.044715)) * c;
+        Ok((x * 0.5) * (ops::tanh(&inner)? + 1.0))
+    })
 }
 
 /// The sigmoid approximation of GELU, `x * sigmoid(1.702 x)` (Python: `nn.gelu_fast_approx`).
 pub fn gelu_fast_approx(x: &Array) -> Result<Array> {
-    Ok(x * ops::sigmoid(&(x * 1.702))?)
+    compiled!([x], [], |x, _| Ok(x * ops::sigmoid(&(x * 1.702))?))
 }
 
 /// `x * tanh(softplus(x))` (Python: `nn.mish`).
 pub fn mish(x: &Array) -> Result<Array> {
-    Ok(x * ops::tanh(&softplus(x)?)?)
+    compiled!([x], [], |x, _| Ok(x * ops::tanh(&softplus(x)?)?))
 }
 
-/// `tanh(x)` (Python: `nn.tanh`).
+/// `tanh(x)` (Python: `nn.tanh`, not compiled there).
 pub fn tanh(x: &Array) -> Result<Array> {
     ops::tanh(x)
 }
 
 /// `elu(x, 1.67326) * 1.0507` (Python: `nn.selu`).
 pub fn selu(x: &Array) -> Result<Array> {
-    Ok(elu(x, 1.67326)? * 1.0507)
+    compiled!([x], [], |x, _| Ok(elu(x, 1.67326)? * 1.0507))
 }
 
-/// `a * sigmoid(b)` for the two halves of `x` along `axis` (default -1) (Python: `nn.glu`).
+/// `a * sigmoid(b)` for the two halves of `x` along `axis` (default -1) (Python: `nn.glu`,
+/// not compiled there).
 pub fn glu(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
     let parts = x.split(2, axis.into().unwrap_or(-1))?;
     Ok(&parts[0] * ops::sigmoid(&parts[1])?)
@@ -112,60 +174,84 @@ pub fn hard_tanh(
 ) -> Result<Array> {
     let lo = min_val.into().unwrap_or(-1.0);
     let hi = max_val.into().unwrap_or(1.0);
-    ops::minimum(&ops::maximum(x, lo)?, hi)
+    compiled!([x], [bits(lo), bits(hi)], |x, _| ops::minimum(
+        &ops::maximum(x, lo)?,
+        hi
+    ))
 }
 
 /// `max(x, 0)²` (Python: `nn.relu2`).
 pub fn relu2(x: &Array) -> Result<Array> {
-    ops::square(&ops::maximum(x, 0.0)?)
+    compiled!([x], [], |x, _| ops::square(&ops::maximum(x, 0.0)?))
 }
 
 /// `softmax(-x, axis)`; `axis` defaults to -1 (Python: `nn.softmin`).
 pub fn softmin(x: &Array, axis: impl Into<Option<i32>>) -> Result<Array> {
-    ops::softmax(&(-x), axis.into().unwrap_or(-1), None)
+    let axis = axis.into().unwrap_or(-1);
+    compiled!([x], [axis_key(axis)], |x, _| ops::softmax(
+        &(-x),
+        axis,
+        None
+    ))
 }
 
 /// `x - sign(x) * lambd` where `|x| > lambd`, else 0; `lambd` defaults to 0.5 (Python:
 /// `nn.softshrink`).
 pub fn softshrink(x: &Array, lambd: impl Into<Option<f32>>) -> Result<Array> {
     let lambd = lambd.into().unwrap_or(0.5);
-    let shrunk = x - &(ops::sign(x)? * lambd);
-    ops::where_(&ops::greater(&ops::abs(x)?, lambd)?, &shrunk, 0.0)
+    compiled!([x], [bits(lambd)], |x, _| {
+        let shrunk = x - &(ops::sign(x)? * lambd);
+        ops::where_(&ops::greater(&ops::abs(x)?, lambd)?, &shrunk, 0.0)
+    })
 }
 
 /// `x` where `|x| > lambd`, else 0; `lambd` defaults to 0.5 (Python: `nn.hard_shrink`).
 pub fn hard_shrink(x: &Array, lambd: impl Into<Option<f32>>) -> Result<Array> {
     let lambd = lambd.into().unwrap_or(0.5);
-    ops::where_(&ops::greater(&ops::abs(x)?, lambd)?, x, 0.0)
+    compiled!([x], [bits(lambd)], |x, _| ops::where_(
+        &ops::greater(&ops::abs(x)?, lambd)?,
+        x,
+        0.0
+    ))
 }
 
 /// `x * min(max(x + 3, 0), 6) / 6` (Python: `nn.hardswish`).
 pub fn hardswish(x: &Array) -> Result<Array> {
-    let max_x_3 = ops::maximum(&(x + 3.0), 0.0)?;
-    Ok(x * ops::minimum(&max_x_3, 6.0)? / 6.0)
+    compiled!([x], [], |x, _| {
+        let max_x_3 = ops::maximum(&(x + 3.0), 0.0)?;
+        Ok(x * ops::minimum(&max_x_3, 6.0)? / 6.0)
+    })
 }
 
 /// `max(x, 0) + alpha * (exp(min(x, 0) / alpha) - 1)`; `alpha` defaults to 1 (Python:
 /// `nn.celu`).
 pub fn celu(x: &Array, alpha: impl Into<Option<f32>>) -> Result<Array> {
     let alpha = alpha.into().unwrap_or(1.0);
-    let negative = (ops::exp(&(ops::minimum(x, 0.0)? / alpha))? - 1.0) * alpha;
-    Ok(ops::maximum(x, 0.0)? + negative)
+    compiled!([x], [bits(alpha)], |x, _| {
+        let negative = (ops::exp(&(ops::minimum(x, 0.0)? / alpha))? - 1.0) * alpha;
+        Ok(ops::maximum(x, 0.0)? + negative)
+    })
 }
 
 /// `max(0, x) + alpha * min(0, x)` with a learned `alpha` (Python: `nn.prelu`).
 pub fn prelu(x: &Array, alpha: &Array) -> Result<Array> {
-    Ok(ops::maximum(0.0, x)? + alpha * &ops::minimum(0.0, x)?)
+    compiled!([x, alpha], [], |x, rest| {
+        let alpha = rest
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("prelu needs alpha".into()))?;
+        Ok(ops::maximum(0.0, x)? + alpha * &ops::minimum(0.0, x)?)
+    })
 }
 
 /// 1 where `x >= threshold`, else 0, as `int32` (Python: `nn.step`, whose `mx.where(.., 1, 0)`
 /// makes integers); `threshold` defaults to 0.
 pub fn step(x: &Array, threshold: impl Into<Option<f32>>) -> Result<Array> {
-    ops::where_(
-        &ops::greater_equal(x, threshold.into().unwrap_or(0.0))?,
+    let threshold = threshold.into().unwrap_or(0.0);
+    compiled!([x], [bits(threshold)], |x, _| ops::where_(
+        &ops::greater_equal(x, threshold)?,
         1i32,
-        0i32,
-    )
+        0i32
+    ))
 }
 
 macro_rules! activation_modules {
