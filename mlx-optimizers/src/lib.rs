@@ -224,6 +224,12 @@ macro_rules! state_access {
 // After the macros above, which it uses.
 mod adaptive;
 pub use adaptive::{AdaDelta, Adagrad, Adamax, RMSprop};
+mod factored;
+pub use factored::Adafactor;
+mod muon;
+pub use muon::Muon;
+mod multi;
+pub use multi::{AnyOptimizer, FilterFn, MultiOptimizer, Predicate};
 
 fn new_state(lr: &LearningRate) -> (OptimizerState, Option<Schedule>) {
     let schedule = match lr {
