@@ -79,6 +79,7 @@ mod positional;
 mod recurrent;
 mod transformer;
 mod upsample;
+pub mod utils;
 
 pub use activations::*;
 pub use bilinear::*;

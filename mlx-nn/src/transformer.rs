@@ -14,9 +14,9 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use mlx_rs::fast::AttentionMask;
-use mlx_rs::{ops, transforms, Array, Error, Result};
+use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::serde_json::Value as Json;
-use mlx_tree::{tree_flatten, tree_unflatten, StaticData, TreeNode};
+use mlx_tree::{StaticData, TreeNode};
 
 use crate::activations as act;
 use crate::{
@@ -302,35 +302,20 @@ fn input(inputs: &[Array], i: usize) -> Result<&Array> {
     })
 }
 
-/// `call(layer, inputs)` through MLX's `checkpoint` transform, as Python's
-/// `nn.utils.checkpoint(layer)(*inputs)`: the layer's parameters are inputs of the
-/// checkpointed function (so gradients reach them), and the layer is rebuilt from them inside,
-/// from its structure (layers hold per-thread caches, so the closure cannot keep the layer
-/// itself, and a rebuilt one starts with empty caches, as it must for new parameters).
+/// `call(layer, inputs)` through [`utils::checkpoint`](crate::utils::checkpoint), as Python's
+/// `nn.utils.checkpoint(layer)(*inputs)` (the layer is rebuilt inside from its parameters: it
+/// holds per-thread caches, so the closure cannot keep the layer itself).
 fn checkpointed<L, F>(layer: &L, inputs: Vec<Array>, call: F) -> Result<Array>
 where
     L: TreeNode,
     F: Fn(&L, &[Array]) -> Result<Array> + Send + Sync + 'static,
 {
-    let (leaves, def) = tree_flatten(layer)?;
-    let num_params = leaves.len();
-    let mut args: Vec<Array> = leaves.into_iter().cloned().collect();
-    args.extend(inputs);
-    let fun = transforms::checkpoint(move |args: &[Array]| {
-        if args.len() < num_params {
-            return Err(Error::InvalidArgument(format!(
-                "checkpointed transformer layer: {} inputs for {num_params} parameters",
-                args.len()
-            )));
-        }
-        let (params, rest) = args.split_at(num_params);
-        let layer: L = tree_unflatten(&def, params.to_vec())?;
-        Ok(vec![call(&layer, rest)?])
-    })?;
-    fun.call(&args)?
-        .into_iter()
-        .next()
-        .ok_or_else(|| Error::InvalidArgument("checkpointed layer returned nothing".into()))
+    crate::utils::checkpoint(layer, &inputs, move |layer: &L, args: &[Array]| {
+        Ok(vec![call(layer, args)?])
+    })?
+    .into_iter()
+    .next()
+    .ok_or_else(|| Error::InvalidArgument("checkpointed layer returned nothing".into()))
 }
 
 // ---------------------------------------------------------------------------------------------
