@@ -391,7 +391,7 @@ fn recurrent_layers_match_python() -> Result<()> {
         match case["kind"].as_str().unwrap() {
             "rnn" => {
                 let nonlinearity = match case["options"]["nonlinearity"].as_str() {
-                    Some("relu") => Some(nn::Nonlinearity::new("relu", nn::relu)),
+                    Some("relu") => Some(nn::Activation::new("relu", nn::relu)),
                     Some(other) => panic!("{name}: nonlinearity {other}"),
                     None => None,
                 };
@@ -641,18 +641,23 @@ fn bad_inputs_are_errors() -> Result<()> {
 }
 
 /// The nonlinearity is static data: a different function is a different structure (a compiled
-/// function retraces), the same one the same; only `tanh` can be written out.
+/// function retraces), the same one the same; only the named activations can be written out.
 #[test]
 fn rnn_nonlinearity_is_static_data() -> Result<()> {
     let _turn = turn();
     use mlx::utils::tree_structure;
-    let relu = nn::Nonlinearity::new("relu", nn::relu);
+    fn cube(x: &mlx::core::Array) -> Result<mlx::core::Array> {
+        mlx::core::ops::power(x, 3.0f32)
+    }
+    let custom = nn::Activation::new("cube", cube);
     let a = nn::RNN::new(3, 4, None, None)?;
-    let b = nn::RNN::new(3, 4, None, relu)?;
-    let c = nn::RNN::new(3, 4, None, relu)?;
+    let b = nn::RNN::new(3, 4, None, custom)?;
+    let c = nn::RNN::new(3, 4, None, custom)?;
+    let relu = nn::RNN::new(3, 4, None, nn::Activation::named("relu")?)?;
     assert_ne!(tree_structure(&a)?, tree_structure(&b)?);
     assert_eq!(tree_structure(&b)?, tree_structure(&c)?);
     assert!(serde_json::to_string(&tree_structure(&a)?).is_ok());
+    assert!(serde_json::to_string(&tree_structure(&relu)?).is_ok());
     assert!(serde_json::to_string(&tree_structure(&b)?).is_err());
     // The rebuilt layer keeps its function.
     let x = mlx::core::ops::arange(-3.0f32, 3.0, None, None)?.reshape(&[2, 3])?;

@@ -2,12 +2,15 @@
 //! function computes exactly Python's formula, compiled where Python compiles it, so results
 //! match `mlx.nn` bit for bit on the same MLX.
 
+use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::sync::OnceLock;
 
 use mlx_rs::compile::CompiledFn;
 use mlx_rs::ops;
 use mlx_rs::{Array, Error, Result};
-use mlx_tree::TreeNode;
+use mlx_tree::serde_json::Value as Json;
+use mlx_tree::{StaticData, TreeNode};
 
 use crate::Forward;
 
@@ -405,6 +408,149 @@ impl Forward for GELU {
             GeluApprox::None => gelu(x),
             GeluApprox::Tanh => gelu_approx(x),
             GeluApprox::Fast => gelu_fast_approx(x),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Activation
+
+/// An activation function as a layer's argument: what a transformer layer applies between its
+/// two MLP projections (Python: `activation=`, default `nn.relu`) and an [`RNN`](crate::RNN)
+/// at each step (Python: `nonlinearity=`, default `mx.tanh`); Python takes any callable.
+///
+/// A named function pointer, kept as static data of the layer: a compiled function retraces
+/// when it changes, and two values are the same when their names and functions are. The
+/// one-argument activations of this crate ([`Activation::named`]) can be written into an
+/// exported function's structure and read back by name; a function made with
+/// [`Activation::new`] cannot (there is no way to read a function back), which is an `Err`
+/// there.
+///
+/// ```
+/// use mlx_nn::{Activation, TransformerEncoderLayer, TransformerLayerOptions};
+/// let gelu = Activation::named("gelu")?;
+/// let layer = TransformerEncoderLayer::new(16, 4, TransformerLayerOptions::default().activation(gelu))?;
+/// assert_eq!(layer.activation.name(), "gelu");
+/// // Any function of one array, under a name of your choosing.
+/// let square = Activation::new("square", |x| x.square());
+/// assert_eq!(square.apply(&mlx_rs::Array::from(3.0f32))?.item::<f32>()?, 9.0);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct Activation {
+    name: &'static str,
+    function: ActivationFn,
+}
+
+/// A function of one array, as an [`Activation`] holds it.
+type ActivationFn = fn(&Array) -> Result<Array>;
+
+/// The activations that [`Activation::named`] knows, under their Python names.
+const NAMED: &[(&str, ActivationFn)] = &[
+    ("relu", relu),
+    ("relu6", relu6),
+    ("relu2", relu2),
+    ("gelu", gelu),
+    ("gelu_approx", gelu_approx),
+    ("gelu_fast_approx", gelu_fast_approx),
+    ("silu", silu),
+    ("sigmoid", sigmoid),
+    ("tanh", tanh),
+    ("mish", mish),
+    ("selu", selu),
+    ("softplus", softplus),
+    ("softsign", softsign),
+    ("log_sigmoid", log_sigmoid),
+    ("hardswish", hardswish),
+];
+
+impl Activation {
+    /// `nn.relu`, the transformer layers' default.
+    pub const RELU: Activation = Activation {
+        name: "relu",
+        function: relu,
+    };
+
+    /// `tanh`, the RNN's default.
+    pub const TANH: Activation = Activation {
+        name: "tanh",
+        function: tanh,
+    };
+
+    /// A function with the name it is shown (and compared) under.
+    pub fn new(name: &'static str, function: ActivationFn) -> Activation {
+        Activation { name, function }
+    }
+
+    /// One of this crate's one-argument activations by its Python name (`"relu"`, `"gelu"`,
+    /// `"gelu_approx"`, `"gelu_fast_approx"`, `"silu"`, `"sigmoid"`, `"tanh"`, `"mish"`,
+    /// `"selu"`, `"relu6"`, `"relu2"`, `"softplus"`, `"softsign"`, `"log_sigmoid"`,
+    /// `"hardswish"`); an `Err` for another name.
+    pub fn named(name: &str) -> Result<Activation> {
+        NAMED
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|&(name, function)| Activation { name, function })
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!("`{name}` is not a known activation function"))
+            })
+    }
+
+    /// The name it was given.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// Applies the function.
+    pub fn apply(&self, x: &Array) -> Result<Array> {
+        (self.function)(x)
+    }
+
+    /// The function's address: how two values with the same name are told apart.
+    fn address(&self) -> usize {
+        self.function as usize
+    }
+}
+
+impl Default for Activation {
+    fn default() -> Self {
+        Activation::RELU
+    }
+}
+
+impl fmt::Debug for Activation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Activation").field(&self.name).finish()
+    }
+}
+
+impl StaticData for Activation {
+    fn static_eq(&self, other: &Self) -> bool {
+        self.name == other.name && self.address() == other.address()
+    }
+
+    fn static_hash<H: Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.address().hash(state);
+    }
+
+    fn to_json(&self) -> Result<Json> {
+        match Activation::named(self.name) {
+            Ok(known) if known.static_eq(self) => Ok(Json::String(self.name.to_string())),
+            _ => Err(Error::InvalidArgument(format!(
+                "the activation `{}` is a function and cannot be written; only the activations \
+                 of `Activation::named` can",
+                self.name
+            ))),
+        }
+    }
+
+    fn from_json(json: &Json) -> Result<Self> {
+        match json.as_str() {
+            Some(name) => Activation::named(name),
+            None => Err(Error::InvalidArgument(format!(
+                "static data {json} is not an activation name"
+            ))),
         }
     }
 }

@@ -8,16 +8,13 @@
 //! The inputs are `[..., L, D]`: `[N, L, D]` (batched) or `[L, D]`; the states `[..., H]`
 //! (`[N, H]` or `[H]`). Each layer returns the state at every step, `[..., L, H]`.
 
-use std::fmt;
-use std::hash::{Hash, Hasher};
-
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Error, Result};
-use mlx_tree::serde_json::Value as Json;
-use mlx_tree::{StaticData, TreeNode};
+use mlx_tree::TreeNode;
 
 use crate::layers::uniform_init;
 use crate::module::Frozen;
+use crate::Activation;
 
 /// Python's `scale = 1.0 / math.sqrt(hidden_size)`: in f64, rounded to f32 once where it meets
 /// the sampler (in f32 it differs in the last bit for some sizes, and so do the samples).
@@ -79,100 +76,6 @@ fn step(x: &Array, idx: i32) -> Result<Array> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Nonlinearity
-
-/// The function an [`RNN`] applies at each step (Python: `nonlinearity=`, any callable;
-/// `None` is `tanh`). A named function pointer: `Nonlinearity::new("relu", mlx_nn::relu)`.
-///
-/// It is static data of the layer, so a compiled function retraces when it changes; two values
-/// are the same when their names and functions are. Only [`Nonlinearity::TANH`] can be written
-/// into an exported function's structure; another function is an `Err` there (there is no way
-/// to read a function back).
-#[derive(Clone, Copy)]
-pub struct Nonlinearity {
-    name: &'static str,
-    function: fn(&Array) -> Result<Array>,
-}
-
-impl Nonlinearity {
-    /// `tanh`, Python's default.
-    pub const TANH: Nonlinearity = Nonlinearity {
-        name: "tanh",
-        function: ops::tanh,
-    };
-
-    /// A function with the name it is shown (and compared) under.
-    ///
-    /// ```
-    /// use mlx_nn::{Nonlinearity, RNN};
-    /// let rnn = RNN::new(3, 4, None, Nonlinearity::new("relu", mlx_nn::relu))?;
-    /// assert_eq!(rnn.nonlinearity.name(), "relu");
-    /// # Ok::<(), mlx_rs::Error>(())
-    /// ```
-    pub fn new(name: &'static str, function: fn(&Array) -> Result<Array>) -> Nonlinearity {
-        Nonlinearity { name, function }
-    }
-
-    /// The name it was given.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// Applies the function.
-    pub fn apply(&self, x: &Array) -> Result<Array> {
-        (self.function)(x)
-    }
-
-    /// The function's address: how two values with the same name are told apart.
-    fn address(&self) -> usize {
-        self.function as usize
-    }
-}
-
-impl Default for Nonlinearity {
-    fn default() -> Self {
-        Nonlinearity::TANH
-    }
-}
-
-impl fmt::Debug for Nonlinearity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Nonlinearity").field(&self.name).finish()
-    }
-}
-
-impl StaticData for Nonlinearity {
-    fn static_eq(&self, other: &Self) -> bool {
-        self.name == other.name && self.address() == other.address()
-    }
-
-    fn static_hash<H: Hasher>(&self, state: &mut H) {
-        self.name.hash(state);
-        self.address().hash(state);
-    }
-
-    fn to_json(&self) -> Result<Json> {
-        if self.static_eq(&Nonlinearity::TANH) {
-            Ok(Json::String(self.name.to_string()))
-        } else {
-            Err(Error::InvalidArgument(format!(
-                "the RNN nonlinearity `{}` is a function and cannot be written; only `tanh` can",
-                self.name
-            )))
-        }
-    }
-
-    fn from_json(json: &Json) -> Result<Self> {
-        match json.as_str() {
-            Some("tanh") => Ok(Nonlinearity::TANH),
-            _ => Err(Error::InvalidArgument(format!(
-                "static data {json} is not an RNN nonlinearity (only \"tanh\" can be read)"
-            ))),
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // RNN
 
 /// An Elman recurrent layer, `h[t+1] = nonlinearity(Wxh x[t] + Whh h[t] + bias)` (Python:
@@ -205,7 +108,7 @@ pub struct RNN {
     #[tree(static)]
     pub hidden_size: i32,
     #[tree(static)]
-    pub nonlinearity: Nonlinearity,
+    pub nonlinearity: Activation,
     #[tree(static)]
     pub frozen: Frozen,
 }
@@ -213,12 +116,12 @@ pub struct RNN {
 impl RNN {
     /// A new layer with Python's initialization (uniform in `±1 / sqrt(hidden_size)`, drawn in
     /// the order `Wxh`, `Whh`, `bias`); `bias` `None` is `true`, `nonlinearity` `None` is
-    /// [`Nonlinearity::TANH`].
+    /// [`Activation::TANH`].
     pub fn new(
         input_size: i32,
         hidden_size: i32,
         bias: impl Into<Option<bool>>,
-        nonlinearity: impl Into<Option<Nonlinearity>>,
+        nonlinearity: impl Into<Option<Activation>>,
     ) -> Result<RNN> {
         let scale = init_scale(hidden_size);
         let wxh = uniform_init(scale, &[hidden_size, input_size])?;
@@ -233,7 +136,7 @@ impl RNN {
             whh,
             bias,
             hidden_size,
-            nonlinearity: nonlinearity.into().unwrap_or_default(),
+            nonlinearity: nonlinearity.into().unwrap_or(Activation::TANH),
             frozen: Frozen::default(),
         })
     }
