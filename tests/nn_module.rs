@@ -555,3 +555,39 @@ fn set_dtype_casts_floating_parameters_or_what_the_predicate_picks() -> Result<(
     assert_eq!(m.layer.weight.dtype(), mlx::core::Dtype::Float16);
     Ok(())
 }
+
+#[test]
+fn a_set_learning_rate_reaches_a_compiled_step_without_a_retrace() -> Result<()> {
+    let model = nn::Linear::new(3, 2, true)?;
+    let grads = mlx::utils::tree_map(|a| ops::ones_like(a, None), &model)?;
+    let mut state = (model.clone(), optim::SGD::new(0.5));
+    state.1.init(&state.0)?;
+    let step = compile_mut(
+        |(m, opt): &mut (nn::Linear, optim::SGD), g: &nn::Linear| -> Result<Array> {
+            opt.update(m, g)?;
+            Ok(m.weight.clone())
+        },
+        None,
+    );
+    let first = step.call(&mut state, &grads)?;
+    state.1.set_learning_rate(0.25)?;
+    let second = step.call(&mut state, &grads)?;
+    assert_eq!(step.stats().traces, 1);
+    // w - 0.5 * 1, then - 0.25 * 1.
+    let start = model.weight.clone();
+    assert!(ops::array_equal(&first, &(&start - 0.5f32), false)?.item::<bool>()?);
+    assert!(ops::array_equal(&second, &(&start - 0.75f32), false)?.item::<bool>()?);
+    assert!(state
+        .1
+        .set_learning_rate(Array::from_slice(&[0.1f32, 0.2], &[2])?)
+        .is_err());
+    assert!(state.1.set_learning_rate(Array::from(1i32)).is_err());
+
+    // apply_gradients: the same step, on a copy.
+    let mut opt = optim::SGD::new(0.5);
+    let updated = opt.apply_gradients(&grads, &model)?;
+    assert!(ops::array_equal(&updated.weight, &first, false)?.item::<bool>()?);
+    assert!(ops::array_equal(&model.weight, &start, false)?.item::<bool>()?);
+    assert_eq!(opt.step().item::<u64>()?, 1);
+    Ok(())
+}

@@ -63,6 +63,26 @@ impl From<Schedule> for LearningRate {
     }
 }
 
+/// What [`Optimizer::set_learning_rate`] takes: an `f32` or an array. Not `f64`: Python's
+/// float becomes a float32 array, and a float64 one would change the state's dtype (and so
+/// trace a compiled step again); a float literal is an `f32` here.
+pub trait LearningRateValue {
+    /// The learning rate as the state keeps it.
+    fn into_array(self) -> Array;
+}
+
+impl LearningRateValue for f32 {
+    fn into_array(self) -> Array {
+        Array::from(self)
+    }
+}
+
+impl LearningRateValue for Array {
+    fn into_array(self) -> Array {
+        self
+    }
+}
+
 /// The state every optimizer keeps (Python: `optimizer.state`): the step count, the current
 /// learning rate, and each parameter's arrays under the parameter's path (`layers.0.weight`
 /// → `{"m": .., "v": ..}`), so `tree_flatten_with_path` gives Python's state paths under
@@ -121,6 +141,41 @@ pub trait Optimizer: TreeNode {
     /// The number of updates made (Python: `optimizer.step`).
     fn step(&self) -> &Array {
         &self.state().step
+    }
+
+    /// Sets the learning rate (Python: `optimizer.learning_rate = lr`): an `f32` (float32, what
+    /// `mx.array` makes of Python's float) or a floating-point scalar array. It is kept as an
+    /// array in the state, so a compiled step that holds the optimizer as state reads the new
+    /// value without tracing again (a new dtype would). With a schedule, the next update sets
+    /// it from the schedule again, as in Python.
+    ///
+    /// ```
+    /// use mlx_optimizers::{Optimizer, SGD};
+    /// let mut opt = SGD::new(0.1);
+    /// opt.set_learning_rate(0.01)?;
+    /// assert_eq!(opt.learning_rate().item::<f32>()?, 0.01);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    fn set_learning_rate(&mut self, lr: impl LearningRateValue) -> Result<()> {
+        let lr = lr.into_array();
+        if lr.ndim() != 0 || !lr.dtype().is_floating() {
+            return Err(Error::InvalidArgument(format!(
+                "[learning_rate] a learning rate is a floating-point scalar, got shape {:?} {:?}",
+                lr.shape(),
+                lr.dtype()
+            )));
+        }
+        self.state_mut().learning_rate = lr;
+        Ok(())
+    }
+
+    /// The parameters after one update with `gradients`, `parameters` left as they were
+    /// (Python: `optimizer.apply_gradients(gradients, parameters)`); the optimizer's state
+    /// advances as in [`update`](Self::update).
+    fn apply_gradients<M: Module + Clone>(&mut self, gradients: &M, parameters: &M) -> Result<M> {
+        let mut updated = parameters.clone();
+        self.update(&mut updated, gradients)?;
+        Ok(updated)
     }
 
     /// Creates the state of every trainable parameter of `model` that has none yet (Python:
