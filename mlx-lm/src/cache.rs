@@ -93,8 +93,10 @@ impl KvCache {
     /// else holds it, but in a pipelined decode loop the previous step's attention still
     /// holds it, and each step copied each layer's whole buffers. In place, a step writes
     /// only its slots. What it costs: arrays that share the buffers see the writes, which is
-    /// why the cache takes buffers of its own first and a clone does not write in place.
-    /// Generation sets it on the caches it decodes with.
+    /// why the cache takes buffers of its own first and a clone does not write in place. The
+    /// flag is static tree data, so a cache rebuilt from this one's leaves (`tree_map`,
+    /// `tree_unflatten`) has it too: map the buffers to new arrays, or turn it off, before
+    /// decoding with both. Generation sets it on the caches it decodes with.
     pub fn set_writes_in_place(&mut self, on: bool) -> Result<()> {
         if on && !self.writes_in_place {
             self.keys = ops::copy(&self.keys)?;
