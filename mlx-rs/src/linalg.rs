@@ -21,6 +21,7 @@ use mlx_sys as sys;
 
 use crate::array::OutArray;
 use crate::handles::VectorArray;
+use crate::ops::empty::unless_empty;
 use crate::ops::Axes;
 use crate::{Array, Result};
 
@@ -115,7 +116,7 @@ macro_rules! linalg_unary {
         $(#[$doc])*
         pub fn $name(a: &Array) -> Result<Array> {
             // SAFETY: valid handle; mlx-c writes a new array into res.
-            Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, a.as_raw(), s) })
+            unless_empty(Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, a.as_raw(), s) })?)
         }
     )*};
 }
@@ -126,7 +127,9 @@ macro_rules! linalg_upper {
         pub fn $name(a: &Array, upper: impl Into<Option<bool>>) -> Result<Array> {
             let upper = upper.into().unwrap_or(false);
             // SAFETY: valid handle; mlx-c writes a new array into res.
-            Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, a.as_raw(), upper, s) })
+            unless_empty(Array::try_from_stream_op(|res, s| unsafe {
+                sys::$ffi(res, a.as_raw(), upper, s)
+            })?)
         }
     )*};
 }
@@ -229,7 +232,7 @@ pub fn lu(a: &Array) -> Result<(Array, Array, Array)> {
     })??;
     let mut parts = out.to_vec()?.into_iter();
     match (parts.next(), parts.next(), parts.next()) {
-        (Some(p), Some(l), Some(u)) => Ok((p, l, u)),
+        (Some(p), Some(l), Some(u)) => Ok((unless_empty(p)?, unless_empty(l)?, unless_empty(u)?)),
         _ => Err(crate::Error::Mlx(
             "[linalg::lu] MLX returned fewer than three factors".into(),
         )),
@@ -249,9 +252,9 @@ pub fn cross(a: &Array, b: &Array, axis: impl Into<Option<i32>>) -> Result<Array
 /// Solves `a @ x = b` for `x` (Python: `mx.linalg.solve(a, b)`). CPU only.
 pub fn solve(a: &Array, b: &Array) -> Result<Array> {
     // SAFETY: valid handles; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
+    unless_empty(Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_linalg_solve(res, a.as_raw(), b.as_raw(), s)
-    })
+    })?)
 }
 
 /// Solves `a @ x = b` for triangular `a` (Python:
@@ -259,7 +262,7 @@ pub fn solve(a: &Array, b: &Array) -> Result<Array> {
 pub fn solve_triangular(a: &Array, b: &Array, upper: impl Into<Option<bool>>) -> Result<Array> {
     let upper = upper.into().unwrap_or(false);
     // SAFETY: valid handles; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe {
+    unless_empty(Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_linalg_solve_triangular(res, a.as_raw(), b.as_raw(), upper, s)
-    })
+    })?)
 }

@@ -405,3 +405,142 @@ fn indexing() {
     );
     assert_eq!(b.to_vec::<i32>().unwrap(), a.to_vec::<i32>().unwrap());
 }
+
+/// Empty inputs whose results are empty: MLX's kernels for these divide by the axis length
+/// and would kill the process (SIGFPE, in Python MLX too); here the result is the empty array
+/// of the shape and dtype MLX gives it.
+#[test]
+fn empty_inputs_give_empty_results_not_a_crash() -> Result<()> {
+    use mlx_rs::linalg;
+    let empty = |shape: &[i32]| ops::zeros(shape, Dtype::Float32);
+    let cases: Vec<(&str, Result<Array>, Vec<i32>, Dtype)> = vec![
+        (
+            "sort axis 0",
+            ops::sort(&empty(&[0, 3])?, 0),
+            vec![0, 3],
+            Dtype::Float32,
+        ),
+        (
+            "argsort axis 1",
+            ops::argsort(&empty(&[3, 0])?, 1),
+            vec![3, 0],
+            Dtype::Uint32,
+        ),
+        (
+            "cumsum flat",
+            ops::cumsum(&empty(&[0])?, None, Default::default()),
+            vec![0],
+            Dtype::Float32,
+        ),
+        (
+            "cumsum of bool",
+            ops::cumsum(&ops::zeros(&[0], Dtype::Bool)?, 0, Default::default()),
+            vec![0],
+            // What MLX makes of a bool scan (its own dtype rule, the graph built but not run).
+            ops::cumsum(&ops::zeros(&[1], Dtype::Bool)?, 0, Default::default())?.dtype(),
+        ),
+        (
+            "cumprod axis 1",
+            ops::cumprod(&empty(&[2, 0])?, 1, Default::default()),
+            vec![2, 0],
+            Dtype::Float32,
+        ),
+        (
+            "cummax",
+            ops::cummax(&empty(&[0, 3])?, 0, None, None),
+            vec![0, 3],
+            Dtype::Float32,
+        ),
+        (
+            "cummin",
+            ops::cummin(&empty(&[0])?, None, None, None),
+            vec![0],
+            Dtype::Float32,
+        ),
+        (
+            "logcumsumexp",
+            ops::logcumsumexp(&empty(&[0])?, None, None, None),
+            vec![0],
+            Dtype::Float32,
+        ),
+        (
+            "inv",
+            linalg::inv(&empty(&[0, 0])?),
+            vec![0, 0],
+            Dtype::Float32,
+        ),
+        (
+            "inv batch",
+            linalg::inv(&empty(&[2, 0, 0])?),
+            vec![2, 0, 0],
+            Dtype::Float32,
+        ),
+        (
+            "tri_inv",
+            linalg::tri_inv(&empty(&[0, 0])?, None),
+            vec![0, 0],
+            Dtype::Float32,
+        ),
+        (
+            "solve",
+            linalg::solve(&empty(&[0, 0])?, &empty(&[0])?),
+            vec![0],
+            Dtype::Float32,
+        ),
+    ];
+    for (label, result, shape, dtype) in cases {
+        let out = result?;
+        assert_eq!(out.shape(), &shape[..], "{label}");
+        assert_eq!(out.dtype(), dtype, "{label}");
+        out.eval()?;
+    }
+    let (p, l, u) = linalg::lu(&empty(&[0, 0])?)?;
+    for f in [p, l, u] {
+        assert_eq!(f.size(), 0);
+        f.eval()?;
+    }
+    // Not empty: still MLX's kernels, still the right values.
+    let a = Array::from_slice(&[3.0f32, 1.0, 2.0], &[3])?;
+    assert_eq!(ops::sort(&a, 0)?.to_vec::<f32>()?, [1.0, 2.0, 3.0]);
+    assert_eq!(
+        ops::cumsum(&a, 0, Default::default())?.to_vec::<f32>()?,
+        [3.0, 4.0, 6.0]
+    );
+    Ok(())
+}
+
+/// Arguments MLX divides by: 0 would kill the process (SIGFPE) in MLX, so they are checked.
+#[test]
+fn zero_divisors_among_the_arguments_are_errors() -> Result<()> {
+    let x = f32s(&[1, 8, 4]);
+    let w = f32s(&[4, 3, 4]);
+    for groups in [0, -1] {
+        check(
+            "conv1d groups",
+            ops::conv1d(&x, &w, ConvOptions::default().groups(groups)),
+            "groups must be positive",
+        );
+        check(
+            "conv_transpose1d groups",
+            ops::conv_transpose1d(&x, &w, ops::ConvTransposeOptions::default().groups(groups)),
+            "groups must be positive",
+        );
+    }
+    let m = f32s(&[4, 64]);
+    check(
+        "quantize group_size 0",
+        ops::quantize(&m, QuantizeOptions::default().group_size(0)),
+        "group_size must be positive",
+    );
+    check(
+        "quantize bits 0",
+        ops::quantize(&m, QuantizeOptions::default().bits(0)),
+        "bits must be positive",
+    );
+    // The defaults still quantize.
+    assert_eq!(
+        ops::quantize(&m, QuantizeOptions::default())?.0.shape()[0],
+        4
+    );
+    Ok(())
+}

@@ -161,6 +161,17 @@ fn check_spatial_dims(input: &Array, dims: usize, op: &str) -> Result<()> {
     Ok(())
 }
 
+/// `groups` must be positive: MLX divides the channels by it, and 0 kills the process
+/// (SIGFPE) instead of raising.
+fn check_groups(groups: i32, op: &str) -> Result<()> {
+    if groups < 1 {
+        return Err(Error::invalid(format!(
+            "[{op}] groups must be positive, got {groups}"
+        )));
+    }
+    Ok(())
+}
+
 impl ConvOptions {
     /// Stride, padding and dilation with one value per spatial axis of a checked input.
     fn per_axis(&self, input: &Array, dims: usize, op: &str) -> Result<[Vec<i32>; 3]> {
@@ -194,6 +205,7 @@ macro_rules! conv_ops {
         $(#[$doc])*
         pub fn $name(input: &Array, weight: &Array, options: ConvOptions) -> Result<Array> {
             let dims = [$($i),+].len();
+            check_groups(options.groups, stringify!($name))?;
             let [st, pd, dl] = options.per_axis(input, dims, stringify!($name))?;
             // SAFETY: valid handles; plain values.
             Array::try_from_stream_op(|res, s| unsafe {
@@ -222,6 +234,7 @@ macro_rules! conv_transpose_ops {
             options: ConvTransposeOptions,
         ) -> Result<Array> {
             let dims = [$($i),+].len();
+            check_groups(options.groups, stringify!($name))?;
             let [st, pd, dl, out_pd] = options.per_axis(input, dims, stringify!($name))?;
             // SAFETY: valid handles; plain values.
             Array::try_from_stream_op(|res, s| unsafe {
@@ -278,6 +291,7 @@ pub fn conv_general(input: &Array, weight: &Array, options: ConvGeneralOptions) 
                 input.shape()
             ))
         })?;
+    check_groups(options.groups, op)?;
     let st = options.stride.expand(n, op, "stride")?;
     let lo = options.padding_lo.expand(n, op, "padding")?;
     let hi = options.padding_hi.expand(n, op, "padding")?;

@@ -18,6 +18,8 @@
 
 use mlx_sys as sys;
 
+use crate::ops::empty::unless_empty;
+
 use crate::handles::opt_dtype;
 use crate::ops::array_methods;
 use crate::{Array, Dtype, Result};
@@ -51,7 +53,7 @@ macro_rules! dtype_scans {
         ) -> Result<Array> {
             let CumsumOptions { reverse, inclusive, dtype } = options;
             let dtype = opt_dtype(dtype);
-            match axis.into() {
+            let out = match axis.into() {
                 // SAFETY: valid handle; plain values.
                 Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
                     $axis(res, a.as_raw(), axis, reverse, inclusive, dtype, s)
@@ -60,7 +62,8 @@ macro_rules! dtype_scans {
                 None => Array::try_from_stream_op(|res, s| unsafe {
                     $flat(res, a.as_raw(), reverse, inclusive, dtype, s)
                 }),
-            }
+            };
+            unless_empty(out?)
         }
     )*};
 }
@@ -78,7 +81,7 @@ macro_rules! scans {
         ) -> Result<Array> {
             let reverse = reverse.into().unwrap_or(false);
             let inclusive = inclusive.into().unwrap_or(true);
-            match axis.into() {
+            let out = match axis.into() {
                 // SAFETY: valid handle; plain values.
                 Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
                     $axis(res, a.as_raw(), axis, reverse, inclusive, s)
@@ -87,7 +90,8 @@ macro_rules! scans {
                 None => Array::try_from_stream_op(|res, s| unsafe {
                     $flat(res, a.as_raw(), reverse, inclusive, s)
                 }),
-            }
+            };
+            unless_empty(out?)
         }
     )*};
 }

@@ -15,6 +15,7 @@ mod arithmetic;
 mod conv;
 mod creation;
 mod cumulative;
+pub(crate) mod empty;
 mod gather;
 mod indexing;
 mod linear;

@@ -63,6 +63,14 @@ fn raw_quant(
     sys::mlx_optional_int,
     std::ffi::CString,
 )> {
+    // MLX divides by both: 0 kills the process (SIGFPE) instead of raising.
+    for (name, value) in [("group_size", group_size), ("bits", bits)] {
+        if let Some(v) = value.filter(|&v| v < 1) {
+            return Err(Error::invalid(format!(
+                "[{op}] {name} must be positive, got {v}"
+            )));
+        }
+    }
     let mode = c_string(mode.as_str(), op)?;
     Ok((opt_int(group_size), opt_int(bits), mode))
 }

@@ -3,6 +3,7 @@
 
 use mlx_sys as sys;
 
+use crate::ops::empty::unless_empty;
 use crate::ops::{array_methods, Axis};
 use crate::{Array, Result};
 
@@ -11,14 +12,15 @@ macro_rules! sort_ops {
     ($($(#[$doc:meta])* $name:ident => $flat:path, $axis:path;)*) => {$(
         $(#[$doc])*
         pub fn $name(a: &Array, axis: impl Into<Axis>) -> Result<Array> {
-            match axis.into().resolve(-1) {
+            let out = match axis.into().resolve(-1) {
                 // SAFETY: valid handle; plain values.
                 Some(axis) => Array::try_from_stream_op(|res, s| unsafe {
                     $axis(res, a.as_raw(), axis, s)
                 }),
                 // SAFETY: valid handle.
                 None => Array::try_from_stream_op(|res, s| unsafe { $flat(res, a.as_raw(), s) }),
-            }
+            };
+            unless_empty(out?)
         }
     )*};
 }
