@@ -544,3 +544,39 @@ fn zero_divisors_among_the_arguments_are_errors() -> Result<()> {
     );
     Ok(())
 }
+
+/// Shapes MLX accepts but cannot hold: negative dimensions, and element counts that wrap
+/// (`[65536; 4]` has 2^64 elements, which MLX's count wraps to 0).
+#[test]
+fn shapes_that_cannot_exist_are_errors() -> Result<()> {
+    let four = f32s(&[4]);
+    check("reshape -2", ops::reshape(&four, &[-2, -2]), "non-negative");
+    check(
+        "reshape two -1",
+        ops::reshape(&four, &[-1, -1]),
+        "non-negative",
+    );
+    let empty = ops::zeros(&[0], Dtype::Float32)?;
+    check(
+        "reshape that wraps",
+        ops::reshape(&empty, &[65536; 4]),
+        "more elements than an array can hold",
+    );
+    check(
+        "broadcast_to that wraps",
+        ops::broadcast_to(&ops::zeros(&[1], Dtype::Float32)?, &[65536; 4]),
+        "more elements",
+    );
+    check(
+        "broadcast_to -1",
+        ops::broadcast_to(&four, &[-1]),
+        "non-negative",
+    );
+    // What stays fine: one inferred axis, empty shapes with large other axes.
+    assert_eq!(ops::reshape(&four, &[2, -1])?.shape(), &[2, 2]);
+    assert_eq!(
+        ops::reshape(&empty, &[0, i32::MAX])?.shape(),
+        &[0, i32::MAX]
+    );
+    Ok(())
+}

@@ -9,8 +9,36 @@ use crate::ops::{array_methods, unary_ops, Axes, AxesArg, IntoOperand};
 use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
+/// Checks a target shape before MLX sees it: no negative dimension (but one `-1` to infer,
+/// where `infer`), and an element count and byte size that fit an `i64`. MLX accepts
+/// `[-2, -2]` and sizes whose product wraps (`[65536; 4]` of an empty array has size 0), and
+/// the arrays they make read and write outside their buffers.
+fn check_shape(shape: &[i32], dtype: Dtype, infer: bool, op: &str) -> Result<()> {
+    let inferred = shape.iter().filter(|&&d| d == -1).count();
+    if shape.iter().any(|&d| d < -1) || inferred > usize::from(infer) {
+        return Err(Error::invalid(format!(
+            "[{op}] dimensions must be non-negative{}, got {shape:?}",
+            if infer { " (one may be -1)" } else { "" }
+        )));
+    }
+    let elements = shape
+        .iter()
+        .filter(|&&d| d >= 0)
+        .try_fold(1i64, |n, &d| n.checked_mul(i64::from(d)));
+    if elements
+        .and_then(|n| n.checked_mul(dtype.size() as i64))
+        .is_none()
+    {
+        return Err(Error::invalid(format!(
+            "[{op}] {shape:?} has more elements than an array can hold"
+        )));
+    }
+    Ok(())
+}
+
 /// The same data with a new shape; one dimension may be `-1` (Python: `mx.reshape`).
 pub fn reshape(a: &Array, shape: &[i32]) -> Result<Array> {
+    check_shape(shape, a.dtype(), true, "reshape")?;
     // SAFETY: valid handle; `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_reshape(res, a.as_raw(), shape.as_ptr(), shape.len(), s)
@@ -136,6 +164,7 @@ pub fn moveaxis(a: &Array, source: i32, destination: i32) -> Result<Array> {
 /// Broadcasts to `shape` (Python: `mx.broadcast_to(a, shape)`); `a` may be a scalar.
 pub fn broadcast_to<'a>(a: impl IntoOperand<'a>, shape: &[i32]) -> Result<Array> {
     let a = operand_array(a, None);
+    check_shape(shape, a.dtype(), false, "broadcast_to")?;
     // SAFETY: valid handle; `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_broadcast_to(res, a.as_raw(), shape.as_ptr(), shape.len(), s)
