@@ -197,28 +197,13 @@ pub trait Optimizer: TreeNode {
     /// `optimizer.update(model, gradients)`). Frozen parameters are left unchanged.
     fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
         self.init(model)?;
-        let mask = model.trainable_mask()?;
-        let grads = tree_leaves(gradients);
-        let (params, _) = tree_flatten(model)?;
-        if grads.len() != params.len() {
-            return Err(Error::InvalidArgument(format!(
-                "[update] {} gradients for {} parameters",
-                grads.len(),
-                params.len()
-            )));
-        }
-        let paths = model
-            .named_parameters()?
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect::<Vec<_>>();
-        if let Some(s) = self.schedule() {
-            let lr = s.call(&self.state().step)?;
-            self.state_mut().learning_rate = lr;
-        }
-        let step = &self.state().step + 1i64;
-        self.state_mut().step = step.clone();
-        let lr = self.state().learning_rate.clone();
+        let UpdateInputs {
+            mask,
+            grads,
+            params,
+            paths,
+        } = update_inputs(model, gradients)?;
+        let (lr, step) = advance_step(self)?;
         let mut new = Vec::with_capacity(params.len());
         let mut states = std::mem::take(&mut self.state_mut().params);
         for (i, p) in params.iter().enumerate() {
@@ -234,6 +219,55 @@ pub trait Optimizer: TreeNode {
         self.state_mut().params = states;
         tree_assign_leaves(model, new)
     }
+}
+
+/// What an update reads, per parameter in flatten order: whether it is trainable, its
+/// gradient, its value and its path.
+pub(crate) struct UpdateInputs<'m> {
+    pub(crate) mask: Vec<bool>,
+    pub(crate) grads: Vec<&'m Array>,
+    pub(crate) params: Vec<&'m Array>,
+    pub(crate) paths: Vec<String>,
+}
+
+/// [`UpdateInputs`] of `model` and its `gradients`, which must have one gradient per parameter.
+pub(crate) fn update_inputs<'m, M: Module>(
+    model: &'m M,
+    gradients: &'m M,
+) -> Result<UpdateInputs<'m>> {
+    let mask = model.trainable_mask()?;
+    let grads = tree_leaves(gradients);
+    let (params, _) = tree_flatten(model)?;
+    if grads.len() != params.len() || mask.len() != params.len() {
+        return Err(Error::InvalidArgument(format!(
+            "[update] {} gradients for {} parameters",
+            grads.len(),
+            params.len()
+        )));
+    }
+    let paths = model
+        .named_parameters()?
+        .into_iter()
+        .map(|(p, _)| p)
+        .collect();
+    Ok(UpdateInputs {
+        mask,
+        grads,
+        params,
+        paths,
+    })
+}
+
+/// The start of one optimizer's update (Python: `apply_gradients`): the learning rate from
+/// the schedule at the old step, then the step advanced. Returns both, for `apply_single`.
+pub(crate) fn advance_step<O: Optimizer>(opt: &mut O) -> Result<(Array, Array)> {
+    if let Some(s) = opt.schedule() {
+        let lr = s.call(&opt.state().step)?;
+        opt.state_mut().learning_rate = lr;
+    }
+    let step = &opt.state().step + 1i64;
+    opt.state_mut().step = step.clone();
+    Ok((opt.state().learning_rate.clone(), step))
 }
 
 fn lr_as(lr: &Array, like: &Array) -> Result<Array> {

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use mlx_nn::Module;
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::serde_json::Value as Json;
-use mlx_tree::{tree_assign_leaves, tree_flatten, tree_leaves, StaticData, TreeNode};
+use mlx_tree::{tree_assign_leaves, StaticData, TreeNode};
 
 use crate::{
-    AdaDelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Lion, Muon, Optimizer, OptimizerState,
-    RMSprop, Schedule, SGD,
+    advance_step, update_inputs, AdaDelta, Adafactor, Adagrad, Adam, AdamW, Adamax, Lion, Muon,
+    Optimizer, OptimizerState, RMSprop, Schedule, UpdateInputs, SGD,
 };
 
 /// A boxed predicate over `(path, array)`, as [`MultiOptimizer::new`] takes them (Python: a
@@ -192,21 +192,12 @@ impl<O: Optimizer> MultiOptimizer<O> {
     /// `model`, each through the optimizer its filter picks (Python: `multi.update(model,
     /// gradients)`, filters called with the gradients). Frozen parameters are left unchanged.
     pub fn update<M: Module>(&mut self, model: &mut M, gradients: &M) -> Result<()> {
-        let mask = model.trainable_mask()?;
-        let grads = tree_leaves(gradients);
-        let (params, _) = tree_flatten(model)?;
-        if grads.len() != params.len() || mask.len() != params.len() {
-            return Err(Error::InvalidArgument(format!(
-                "[update] {} gradients for {} parameters",
-                grads.len(),
-                params.len()
-            )));
-        }
-        let paths = model
-            .named_parameters()?
-            .into_iter()
-            .map(|(p, _)| p)
-            .collect::<Vec<_>>();
+        let UpdateInputs {
+            mask,
+            grads,
+            params,
+            paths,
+        } = update_inputs(model, gradients)?;
         let owner = (0..params.len())
             .map(|i| mask[i].then(|| self.choose(&paths[i], grads[i])))
             .collect::<Vec<_>>();
@@ -217,15 +208,8 @@ impl<O: Optimizer> MultiOptimizer<O> {
         }
         let mut new = params.iter().map(|p| (*p).clone()).collect::<Vec<_>>();
         for (k, opt) in self.optimizers.iter_mut().enumerate() {
-            // As Python's `apply_gradients` of each optimizer: the schedule at the old step,
-            // then the step, even for an optimizer that got no parameters.
-            if let Some(s) = opt.schedule() {
-                let lr = s.call(&opt.state().step)?;
-                opt.state_mut().learning_rate = lr;
-            }
-            let step = &opt.state().step + 1i64;
-            opt.state_mut().step = step.clone();
-            let lr = opt.state().learning_rate.clone();
+            // Every optimizer advances, even one that got no parameters, as in Python.
+            let (lr, step) = advance_step(opt)?;
             let mut states = std::mem::take(&mut opt.state_mut().params);
             let result = (|| {
                 for (i, _) in owner.iter().enumerate().filter(|(_, o)| **o == Some(k)) {
