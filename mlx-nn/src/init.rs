@@ -222,7 +222,8 @@ pub fn orthogonal(
     let (rows, cols) = (shape[0], shape[1]);
     let n = rows.max(cols);
     let rmat = random::normal(&[n, n], random::NormalOptions::default(), None)?;
-    let (q, r) = mlx_rs::linalg::qr(&rmat)?;
+    // Python: `mx.linalg.qr(rmat, stream=mx.cpu)`; MLX has QR on the CPU only.
+    let (q, r) = mlx_rs::with_device(&mlx_rs::Device::cpu(), || mlx_rs::linalg::qr(&rmat))??;
     let q = &q * &ops::sign(&ops::diag(&r, None)?)?;
     let q = q.index((..rows, ..cols))?;
     // `q * gain` with Python's float: rounded to f32 where it meets the array.

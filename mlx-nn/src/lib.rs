@@ -73,9 +73,12 @@ mod layers;
 pub mod losses;
 mod maybe_quantized;
 mod module;
+mod modules;
 mod normalization;
 mod pooling;
 mod positional;
+mod qq_linear;
+mod quantize;
 mod recurrent;
 mod transformer;
 mod upsample;
@@ -90,9 +93,12 @@ pub use maybe_quantized::{
     MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
 };
 pub use module::{value_and_grad, Frozen, LoadOptions, Module};
+pub use modules::{register_training_hook, AnyModule, ParameterEntry};
 pub use normalization::*;
 pub use pooling::*;
 pub use positional::*;
+pub use qq_linear::{QQLinear, QQLinearOptions};
+pub use quantize::{quantize, ClassPredicate, QuantizeOptions};
 pub use recurrent::*;
 pub use transformer::*;
 pub use upsample::*;

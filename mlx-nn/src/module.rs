@@ -19,6 +19,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use mlx_rs::{ops, Array, Dtype, Error, Result};
+
+use crate::modules::{self, AnyModule, ParameterEntry};
 pub use mlx_tree::LoadOptions;
 use mlx_tree::{
     tree_assign_leaves, tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticData, StaticValue,
@@ -240,7 +242,8 @@ pub trait Module: TreeNode {
     }
 
     /// Sets training mode (`true`) or evaluation mode (`false`) in every module that has a
-    /// `training` flag (Python: `model.train(mode)`).
+    /// `training` flag (Python: `model.train(mode)`), then runs the modules' training hooks
+    /// ([`register_training_hook`](crate::register_training_hook)).
     fn train(&mut self, mode: bool) -> Result<()> {
         let (_, def) = tree_flatten(self)?;
         let mut changed = false;
@@ -252,7 +255,8 @@ pub trait Module: TreeNode {
         if changed {
             rebuild(self, &new)?;
         }
-        Ok(())
+        // What modules do on a change of mode beyond their flag (QQLinear quantizes).
+        modules::run_training_hooks(self, mode)
     }
 
     /// Evaluation mode (Python: `model.eval()`).
@@ -375,6 +379,120 @@ pub trait Module: TreeNode {
     /// The total number of parameter elements.
     fn num_parameters(&self) -> Result<usize> {
         Ok(tree_flatten(self)?.0.iter().map(|a| a.size()).sum())
+    }
+
+    /// The modules directly below this one, through lists, maps and options but not through
+    /// other modules, with their paths, in flatten order (Python:
+    /// `tree_flatten(model.children(), is_leaf=nn.Module.is_module)`). See
+    /// [`AnyModule`] for what a module is.
+    fn children(&self) -> Result<Vec<(String, AnyModule)>> {
+        modules::children(self)
+    }
+
+    /// Every module with its path, this one (`""`) included, in Python's order: a module,
+    /// then its children's subtrees, the last child first (Python: `model.named_modules()`).
+    ///
+    /// ```
+    /// use mlx_nn::{Linear, Module};
+    /// let layers = vec![Linear::new(2, 2, true)?, Linear::new(2, 2, true)?];
+    /// let paths: Vec<String> = layers.named_modules()?.into_iter().map(|(p, _)| p).collect();
+    /// assert_eq!(paths, ["1", "0"]);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    fn named_modules(&self) -> Result<Vec<(String, AnyModule)>> {
+        modules::named_modules(self)
+    }
+
+    /// Every module, in [`named_modules`](Self::named_modules)' order (Python:
+    /// `model.modules()`).
+    fn modules(&self) -> Result<Vec<AnyModule>> {
+        Ok(self.named_modules()?.into_iter().map(|(_, m)| m).collect())
+    }
+
+    /// The modules that hold no other module, with their paths, in flatten order (Python:
+    /// `tree_flatten(model.leaf_modules(), is_leaf=nn.Module.is_module)`).
+    fn leaf_modules(&self) -> Result<Vec<(String, AnyModule)>> {
+        modules::leaf_modules(self)
+    }
+
+    /// Calls `f` with the path of every module of type `T` (this one included), in
+    /// [`named_modules`](Self::named_modules)' order, and keeps what it changes (Python:
+    /// `model.apply_to_modules(fn)`, for one type). A module `f` changes is visited with its
+    /// new children. On an error the model is left as it was.
+    ///
+    /// ```
+    /// use mlx_nn::{Linear, Module};
+    /// use mlx_rs::ops;
+    /// let mut layers = vec![Linear::new(2, 2, true)?, Linear::new(2, 2, false)?];
+    /// // Zero every bias that exists.
+    /// layers.apply_to_modules(|_path, l: &mut Linear| {
+    ///     if let Some(b) = &l.bias {
+    ///         l.bias = Some(ops::zeros_like(b, None)?);
+    ///     }
+    ///     Ok(())
+    /// })?;
+    /// assert_eq!(layers[0].bias.as_ref().unwrap().to_vec::<f32>()?, [0.0, 0.0]);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    fn apply_to_modules<T: TreeNode>(
+        &mut self,
+        mut f: impl FnMut(&str, &mut T) -> Result<()>,
+    ) -> Result<()> {
+        modules::apply_to_modules(self, &mut f)
+    }
+
+    /// Replaces modules by path (Python: `model.update_modules(tree_unflatten(pairs))`).
+    /// Every path must name a module of the model, and the model's type must be able to hold
+    /// the new one there: a module of the same type, or of another type where the field is
+    /// an enum over both (such as [`MaybeQuantized`](crate::MaybeQuantized)). On an error
+    /// the model is left as it was.
+    fn update_modules(&mut self, modules: Vec<(String, AnyModule)>) -> Result<()> {
+        modules::update_modules(self, modules)
+    }
+
+    /// The parameters `filter` accepts, each mapped by `map`, as a nested tree (Python:
+    /// `model.filter_and_map(filter_fn, map_fn)`). Python's filter also sees the containers
+    /// and modules on the way down; this one sees each parameter with its module's type and
+    /// its key in that module ([`ParameterEntry`]).
+    fn filter_and_map(
+        &self,
+        mut filter: impl FnMut(&ParameterEntry<'_>) -> bool,
+        mut map: impl FnMut(&Array) -> Result<Array>,
+    ) -> Result<Value> {
+        modules::nested(modules::filter_and_map(self, &mut filter, &mut map)?)
+    }
+
+    /// Maps the parameters `filter` accepts (all with `None`) through `map` and keeps the
+    /// results (Python: `model.apply(map_fn, filter_fn)`; not named `apply`, which is
+    /// [`Apply::apply`](crate::Apply::apply), `x.apply(&layer)`).
+    ///
+    /// ```
+    /// use mlx_nn::{Linear, Module};
+    /// use mlx_rs::Dtype;
+    /// let mut layer = Linear::new(4, 2, true)?;
+    /// // model.apply(lambda x: x.astype(mx.float16), lambda m, k, v: k == "weight")
+    /// layer.map_parameters(|x| x.astype(Dtype::Float16), Some(&|p| p.key == "weight"))?;
+    /// assert_eq!(layer.weight.dtype(), Dtype::Float16);
+    /// assert_eq!(layer.bias.unwrap().dtype(), Dtype::Float32);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    fn map_parameters(
+        &mut self,
+        mut map: impl FnMut(&Array) -> Result<Array>,
+        filter: Option<&dyn Fn(&ParameterEntry<'_>) -> bool>,
+    ) -> Result<()> {
+        let mut filter = |p: &ParameterEntry<'_>| filter.map_or(true, |f| f(p));
+        let mapped = modules::filter_and_map(self, &mut filter, &mut map)?;
+        self.update_named_parameters(mapped)
+    }
+
+    /// Everything the module holds: its arrays and its static data (configuration, flags),
+    /// detached from its type (Python: `model.state`). Not named `state`, which is the
+    /// optimizer's ([`Optimizer::state`](../mlx_optimizers/trait.Optimizer.html)): an
+    /// optimizer is a tree too, so both traits apply to it.
+    #[doc(alias = "state")]
+    fn module_state(&self) -> Result<AnyModule> {
+        modules::state(self)
     }
 }
 

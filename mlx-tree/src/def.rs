@@ -189,6 +189,141 @@ impl TreeDef {
         out
     }
 
+    /// The node at a dotted key path, as [`leaf_paths`](Self::leaf_paths) and
+    /// [`NodeRef::path`] name them (`""` is the root). `Some` is transparent in paths, so a
+    /// path that ends at an `Option` gives the value inside it; `None` if nothing is there.
+    ///
+    /// ```
+    /// use mlx_tree::{tree_structure, Array, NodeKind};
+    /// let a = Array::from_scalar(1.0f32);
+    /// let def = tree_structure(&(vec![a.clone(), a.clone()], Some(a)))?;
+    /// assert_eq!(def.node_at("0.1").unwrap().kind(), NodeKind::Leaf);
+    /// assert_eq!(def.node_at("1").unwrap().kind(), NodeKind::Leaf); // through the `Some`
+    /// assert!(def.node_at("0.2").is_none());
+    /// # Ok::<(), mlx_tree::Error>(())
+    /// ```
+    pub fn node_at(&self, path: &str) -> Option<NodeRef<'_>> {
+        if self.nodes.is_empty() {
+            return None;
+        }
+        let through_some = |mut index: usize| {
+            while self.nodes[index].kind == Kind::Some {
+                index += 1;
+            }
+            index
+        };
+        let mut index = through_some(0);
+        let mut rest = path;
+        // Without recursion: one step down per path segment.
+        while !rest.is_empty() {
+            let node = &self.nodes[index];
+            let mut child = index + 1;
+            let mut position = 0usize;
+            let mut found = None;
+            for _ in 0..node.arity {
+                let c = &self.nodes[child];
+                if !matches!(c.kind, Kind::Static(_)) {
+                    // The segment, then the end or a dot and more.
+                    let matches = |seg: &str| match rest.strip_prefix(seg)? {
+                        "" => Some(""),
+                        r => r.strip_prefix('.').filter(|r| !r.is_empty()),
+                    };
+                    let next = match self.key_of(c) {
+                        Some(k) => matches(k),
+                        None => matches(&position.to_string()),
+                    };
+                    if let Some(r) = next {
+                        found = Some((child, r));
+                        break;
+                    }
+                    position += 1;
+                }
+                child += c.size as usize;
+            }
+            let (child, r) = found?;
+            index = through_some(child);
+            rest = r;
+        }
+        Some(NodeRef::at(self, index))
+    }
+
+    /// A copy of this structure with the subtree at node `index` replaced by `subtree`, which
+    /// takes over the replaced node's key. With the leaves spliced the same way (the
+    /// replaced node's [`NodeRef::leaf_range`] exchanged for `subtree`'s leaves),
+    /// [`tree_unflatten`](crate::tree_unflatten) rebuilds the tree with the new part: how
+    /// `mlx_nn` swaps one module of a model for another.
+    ///
+    /// ```
+    /// use mlx_tree::{tree_structure, Array};
+    /// let a = Array::from_scalar(1.0f32);
+    /// let def = tree_structure(&(a.clone(), vec![a.clone()]))?;
+    /// let part = tree_structure(&(a.clone(), a.clone()))?;
+    /// let index = def.node_at("1").unwrap().index();
+    /// let new = def.replace_subtree(index, &part)?;
+    /// assert_eq!(new.to_string(), "TreeDef((*, (*, *)))");
+    /// assert_eq!(new.num_leaves(), 3);
+    /// # Ok::<(), mlx_tree::Error>(())
+    /// ```
+    pub fn replace_subtree(&self, index: usize, subtree: &TreeDef) -> Result<TreeDef> {
+        self.check_index(index)?;
+        if subtree.nodes.is_empty() {
+            return Err(error::invalid("replace_subtree: the new subtree is empty"));
+        }
+        let old = &self.nodes[index];
+        let (old_size, new_size) = (old.size as usize, subtree.nodes.len());
+        let grown = |size: u32| -> Result<u32> {
+            (size as usize - old_size)
+                .checked_add(new_size)
+                .and_then(|s| u32::try_from(s).ok())
+                .ok_or_else(|| error::invalid("replace_subtree: the structure is too large"))
+        };
+        let old_leaves = NodeRef::at(self, index).num_leaves();
+        let mut out = TreeDef::empty();
+        out.nodes.reserve(self.nodes.len() - old_size + new_size);
+        for (i, node) in self.nodes[..index].iter().enumerate() {
+            let mut copy = out.copy_node(self, node, self.key_of(node));
+            // The replaced node's ancestors span it.
+            if i + node.size as usize > index {
+                copy.size = grown(node.size)?;
+            }
+            out.nodes.push(copy);
+        }
+        let key = self.key_of(old);
+        for (i, node) in subtree.nodes.iter().enumerate() {
+            let key = if i == 0 { key } else { subtree.key_of(node) };
+            let copy = out.copy_node(subtree, node, key);
+            out.nodes.push(copy);
+        }
+        for node in &self.nodes[index + old_size..] {
+            let copy = out.copy_node(self, node, self.key_of(node));
+            out.nodes.push(copy);
+        }
+        out.num_leaves = self.num_leaves - old_leaves + subtree.num_leaves;
+        Ok(out)
+    }
+
+    /// A copy of `node` (of `from`) with its strings and static value moved into this
+    /// structure's buffers, under `key`.
+    fn copy_node(&mut self, from: &TreeDef, node: &Node, key: Option<&str>) -> Node {
+        let key = key.map(|k| append(&mut self.text, k));
+        let kind = match node.kind {
+            Kind::Struct(s) => Kind::Struct(append(&mut self.text, from.str(s))),
+            Kind::Variant(s) => Kind::Variant(append(&mut self.text, from.str(s))),
+            Kind::Registered(s) => Kind::Registered(append(&mut self.text, from.str(s))),
+            Kind::Static(i) => {
+                self.statics.push(from.statics[i as usize].clone());
+                Kind::Static((self.statics.len() - 1) as u32)
+            }
+            kind => kind,
+        };
+        Node { kind, key, ..*node }
+    }
+
+    /// The node at position `index` of the pre-order list ([`NodeRef::index`]).
+    pub fn node(&self, index: usize) -> Option<NodeRef<'_>> {
+        (index < self.nodes.len()).then(|| NodeRef::at(self, index))
+    }
+
     /// Every node in pre-order (flatten order), static nodes included.
     pub fn nodes(&self) -> impl ExactSizeIterator<Item = NodeRef<'_>> + '_ {
         (0..self.nodes.len()).map(move |index| NodeRef::at(self, index))
@@ -418,6 +553,50 @@ impl<'d> NodeRef<'d> {
             .iter()
             .filter(|n| n.kind == Kind::Leaf)
             .count()
+    }
+
+    /// This node's subtree as a structure of its own (without the key it has in its
+    /// parent): the structure of that part of the tree, for
+    /// [`tree_unflatten`](crate::tree_unflatten) with the leaves of [`leaf_range`](Self::leaf_range).
+    ///
+    /// ```
+    /// use mlx_tree::{tree_flatten, tree_unflatten, Array};
+    /// let a = Array::from_scalar(1.0f32);
+    /// let tree = (a.clone(), vec![a.clone(), a]);
+    /// let (leaves, def) = tree_flatten(&tree)?;
+    /// let node = def.node_at("1").unwrap();
+    /// let part: Vec<Array> = leaves[node.leaf_range()].iter().map(|a| (*a).clone()).collect();
+    /// let list: Vec<Array> = tree_unflatten(&node.subtree(), part)?;
+    /// assert_eq!(list.len(), 2);
+    /// # Ok::<(), mlx_tree::Error>(())
+    /// ```
+    pub fn subtree(&self) -> TreeDef {
+        let def = self.def;
+        let end = self.index + self.node().size as usize;
+        let mut out = TreeDef::empty();
+        out.nodes.reserve(end - self.index);
+        for (i, node) in def.nodes[self.index..end].iter().enumerate() {
+            let key = if i == 0 { None } else { def.key_of(node) };
+            let copy = out.copy_node(def, node, key);
+            out.nodes.push(copy);
+        }
+        out.num_leaves = out.nodes.iter().filter(|n| n.kind == Kind::Leaf).count();
+        out
+    }
+
+    /// Nodes in this node's subtree, itself included: the subtree is the nodes
+    /// `index()..index() + num_nodes()` of the pre-order list.
+    pub fn num_nodes(&self) -> usize {
+        self.node().size as usize
+    }
+
+    /// Where this node's leaves are among the whole tree's leaves, in flatten order.
+    pub fn leaf_range(&self) -> std::ops::Range<usize> {
+        let before = self.def.nodes[..self.index]
+            .iter()
+            .filter(|n| n.kind == Kind::Leaf)
+            .count();
+        before..before + self.num_leaves()
     }
 
     /// This node's position in the pre-order node list.

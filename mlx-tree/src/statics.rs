@@ -545,6 +545,27 @@ impl StaticData for () {
     fn from_words(_: [u64; 2]) -> Self {}
 }
 
+/// MLX's quantization format, a static field of quantized layers: written as Python's mode
+/// string (`"nvfp4"`).
+impl StaticData for mlx_rs::ops::QuantizationMode {
+    fn static_eq(&self, other: &Self) -> bool {
+        self == other
+    }
+    fn static_hash<H: Hasher>(&self, state: &mut H) {
+        self.as_str().hash(state)
+    }
+    fn to_json(&self) -> Result<Json> {
+        Ok(Json::String(self.as_str().to_string()))
+    }
+    fn from_json(json: &Json) -> Result<Self> {
+        use mlx_rs::ops::QuantizationMode as Q;
+        [Q::Affine, Q::Mxfp4, Q::Mxfp8, Q::Nvfp4]
+            .into_iter()
+            .find(|m| json.as_str() == Some(m.as_str()))
+            .ok_or_else(|| json_error::<Q>(json))
+    }
+}
+
 impl StaticData for String {
     fn static_eq(&self, other: &Self) -> bool {
         self == other
