@@ -336,7 +336,7 @@ struct Counter {
 fn count(c: &mut Counter, mode: bool) -> Result<()> {
     c.hits = ops::add(
         &c.hits,
-        &Array::from_scalar(if mode { 1.0f32 } else { 10.0 }),
+        Array::from_scalar(if mode { 1.0f32 } else { 10.0 }),
     )?;
     Ok(())
 }

@@ -1,10 +1,11 @@
-//! Element-wise arithmetic, `matmul`, and the operator impls (`+ - * / %`, unary `-`).
+//! Element-wise arithmetic, `matmul`, and the operator impls (`+ - * / %`, unary `-`); `%` is
+//! [`remainder`], guarded for integer zero divisors.
 
 use mlx_sys as sys;
 
 use std::ops::{Add, Div, Mul, Neg, Rem, Sub};
 
-use crate::ops::{array_methods, binary_ops, unary_ops};
+use crate::ops::{array_methods, binary_ops, remainder, unary_ops};
 use crate::{Array, Result};
 
 binary_ops! {
@@ -16,8 +17,6 @@ binary_ops! {
     multiply => sys::mlx_multiply;
     /// Element-wise true division with broadcasting (Python: `mx.divide`).
     divide => sys::mlx_divide;
-    /// Element-wise remainder with Python's sign rules (Python: `mx.remainder`).
-    remainder => sys::mlx_remainder;
     /// Matrix product with NumPy broadcasting of batch dimensions (Python: `mx.matmul`).
     matmul => sys::mlx_matmul;
 }

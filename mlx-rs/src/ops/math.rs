@@ -7,8 +7,7 @@ use crate::handles::{opt_array, opt_float};
 use crate::ops::args::operand_array;
 use crate::ops::args::resolve_pair;
 use crate::ops::{binary_ops, unary_ops, Axes, AxesArg, IntoOperand, IntoOptionalOperand};
-use crate::stream::vector_op;
-use crate::{Array, Dtype, Error, Result};
+use crate::{Array, Dtype, Result};
 
 unary_ops! {
     /// Element-wise absolute value (Python: `mx.abs`).
@@ -113,8 +112,6 @@ binary_ops! {
     bitwise_or => sys::mlx_bitwise_or;
     /// Element-wise bitwise XOR (Python: `mx.bitwise_xor`, `a ^ b`).
     bitwise_xor => sys::mlx_bitwise_xor;
-    /// Element-wise floor division (Python: `mx.floor_divide`, `a // b`).
-    floor_divide => sys::mlx_floor_divide;
     /// Inner product over the last axes (Python: `mx.inner`).
     inner => sys::mlx_inner;
     /// Kronecker product (Python: `mx.kron`).
@@ -240,20 +237,6 @@ pub fn nan_to_num<'a>(a: impl IntoOperand<'a>, options: NanToNumOptions) -> Resu
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_nan_to_num(res, a.as_raw(), nan, posinf, neginf, s)
     })
-}
-
-/// Element-wise `(a // b, a % b)` (Python: `mx.divmod(a, b)`).
-pub fn divmod<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<(Array, Array)> {
-    let (a, b) = resolve_pair(a.into_operand(), b.into_operand());
-    // SAFETY: valid handles; mlx-c writes a new vector into res.
-    let mut out =
-        vector_op(|res, s| unsafe { sys::mlx_divmod(res, a.as_raw(), b.as_raw(), s) })?.into_iter();
-    match (out.next(), out.next()) {
-        (Some(q), Some(r)) => Ok((q, r)),
-        _ => Err(Error::invalid(
-            "[divmod] MLX returned fewer than two arrays",
-        )),
-    }
 }
 
 /// `exp(a) / sum(exp(a))` over `axis`; `None` uses every axis; `precise` (`None`: `false`)
