@@ -29,9 +29,11 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 //!
-//! Corrupt input gives `Err`: `.gguf` headers are validated in Rust before MLX sees the file
-//! (its parser would otherwise abort the process on some malformed headers), and a `.npy`
-//! whose data is shorter than its header promises is rejected at load time.
+//! Corrupt input gives `Err`: every header is validated in Rust, with checked arithmetic,
+//! before MLX's arrays reach the caller. MLX's own parsers would otherwise abort the process
+//! on some malformed `.gguf` headers, and load `.npy` and `.safetensors` headers with
+//! negative, wrapped-around or truncated shapes as arrays that read garbage or out of bounds
+//! when evaluated.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
@@ -48,6 +50,9 @@ use crate::handles::{c_string, MapStringToArray, MapStringToString, MlxString, V
 use crate::{Array, Dtype};
 
 mod gguf_check;
+mod json;
+mod npy_check;
+mod safetensors_check;
 
 // ---------------------------------------------------------------------------------------------
 // Paths
@@ -67,43 +72,29 @@ fn path_cstring(path: &Path) -> Result<CString> {
     CString::new(bytes).map_err(|_| Error::invalid(format!("path {path:?} contains a NUL byte")))
 }
 
-fn io_err(path: &Path, e: std::io::Error) -> Error {
-    Error::Io(format!("{}: {e}", path.display()))
-}
-
 // ---------------------------------------------------------------------------------------------
 // .npy
 
 /// Loads one array from a `.npy` file (Python: `mx.load("a.npy")`).
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
-    let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-    let file_len = file.metadata().map_err(|e| io_err(path, e))?.len();
-    let header_len = npy_header_len(&mut &file).map_err(|e| npy_header_error(path, e))?;
+    npy_check::validate_file(path)?;
     let c = path_cstring(path)?;
     // SAFETY: NUL-terminated path; mlx-c writes a new array into res.
-    let a = Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load(res, c.as_ptr(), s) })?;
-    check_npy_size(&a, header_len, file_len, &path.display().to_string())?;
-    Ok(a)
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load(res, c.as_ptr(), s) })
 }
 
 /// Loads one `.npy` array from a reader (Python: `mx.load(file_object, format="npy")`).
 ///
 /// The reader moves into MLX: the data is read when the array is evaluated, possibly from
 /// MLX's I/O threads, hence `Send + 'static`. It is dropped when the last array that reads
-/// from it is dropped.
-pub fn load_npy_from_reader<R: Read + Seek + Send + 'static>(mut reader: R) -> Result<Array> {
-    let start = reader.stream_position().map_err(reader_err)?;
-    let total = reader.seek(SeekFrom::End(0)).map_err(reader_err)?;
-    reader.seek(SeekFrom::Start(start)).map_err(reader_err)?;
-    let header_len =
-        npy_header_len(&mut reader).map_err(|e| npy_header_error(Path::new("<reader>"), e))?;
-    reader.seek(SeekFrom::Start(start)).map_err(reader_err)?;
-    let io = RawReader::new(reader, "rust reader")?;
+/// from it is dropped. The array is read from the reader's current position on.
+pub fn load_npy_from_reader<R: Read + Seek + Send + 'static>(reader: R) -> Result<Array> {
+    let mut reader = FromHere::new(reader)?;
+    npy_check::validate_stream(&mut reader, "<reader>")?;
+    let (io, _) = RawReader::new(reader, "rust reader")?;
     // SAFETY: valid reader handle; mlx-c writes a new array into res.
-    let a = Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load_reader(res, io.0, s) })?;
-    check_npy_size(&a, header_len, total - start, "<reader>")?;
-    Ok(a)
+    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load_reader(res, io.0, s) })
 }
 
 /// Saves an array as `.npy`; like Python, `.npy` is appended when the path lacks it
@@ -126,55 +117,6 @@ pub fn save_npy_to_writer<W: Write + Seek + Send + 'static>(writer: W, a: &Array
     finish_writer(io, shared, status)
 }
 
-/// Bytes before the data: magic, version, header length field and header.
-fn npy_header_len(r: &mut impl Read) -> std::io::Result<u64> {
-    let mut head = [0u8; 8];
-    r.read_exact(&mut head)?;
-    if &head[..6] != b"\x93NUMPY" {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "not a .npy file (bad magic)",
-        ));
-    }
-    Ok(match head[6] {
-        1 => {
-            let mut len = [0u8; 2];
-            r.read_exact(&mut len)?;
-            10 + u64::from(u16::from_le_bytes(len))
-        }
-        2 | 3 => {
-            let mut len = [0u8; 4];
-            r.read_exact(&mut len)?;
-            12 + u64::from(u32::from_le_bytes(len))
-        }
-        v => {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("unsupported .npy format version {v}"),
-            ))
-        }
-    })
-}
-
-fn npy_header_error(path: &Path, e: std::io::Error) -> Error {
-    Error::Io(format!(
-        "[load] {}: invalid .npy header: {e}",
-        path.display()
-    ))
-}
-
-fn check_npy_size(a: &Array, header_len: u64, total: u64, label: &str) -> Result<()> {
-    let need = header_len.saturating_add(a.nbytes() as u64);
-    if total < need {
-        return Err(Error::Io(format!(
-            "[load] {label}: truncated .npy file: shape {:?} of {} needs {need} bytes but the file has {total}",
-            a.shape(),
-            a.dtype()
-        )));
-    }
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------------------------
 // .safetensors
 
@@ -184,7 +126,9 @@ pub type Safetensors = (HashMap<String, Array>, HashMap<String, String>);
 /// Loads a `.safetensors` file: arrays by name and the `__metadata__` strings
 /// (Python: `mx.load("w.safetensors", return_metadata=True)`).
 pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
-    let c = path_cstring(path.as_ref())?;
+    let path = path.as_ref();
+    safetensors_check::validate_file(path)?;
+    let c = path_cstring(path)?;
     let (mut a, mut m) = (MapStringToArray::new(), MapStringToString::new());
     crate::stream::with_current_raw(|s| {
         // SAFETY: NUL-terminated path; mlx-c fills the two maps we own.
@@ -198,12 +142,22 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
 pub fn load_safetensors_from_reader<R: Read + Seek + Send + 'static>(
     reader: R,
 ) -> Result<Safetensors> {
-    let io = RawReader::new(reader, "rust reader")?;
+    let (io, shared) = RawReader::new(FromHere::new(reader)?, "rust reader")?;
     let (mut a, mut m) = (MapStringToArray::new(), MapStringToString::new());
     crate::stream::with_current_raw(|s| {
         // SAFETY: valid reader handle; mlx-c fills the two maps we own.
         check(|| unsafe { sys::mlx_load_safetensors_reader(&mut a.0, &mut m.0, io.0, s) })
     })??;
+    // Checked after MLX's parse rather than before: that parse only builds arrays (nothing is
+    // read until they are evaluated, and they are dropped here on failure), and letting MLX
+    // read the stream first keeps its reader errors, panics caught at the FFI boundary
+    // included, as they were.
+    {
+        let mut stream = shared
+            .lock()
+            .map_err(|_| Error::Io("the reader panicked while loading".into()))?;
+        safetensors_check::validate_stream(&mut *stream, "<reader>")?;
+    }
     Ok((a.to_hash_map()?, m.to_hash_map()?))
 }
 
@@ -575,8 +529,12 @@ fn new_desc<T>(stream: T, label: &str) -> Result<(*mut c_void, Arc<Mutex<T>>)> {
 struct RawReader(sys::mlx_io_reader);
 
 impl RawReader {
-    fn new<R: Read + Seek + Send + 'static>(reader: R, label: &str) -> Result<RawReader> {
-        let (desc, _) = new_desc(reader, label)?;
+    /// Also returns the stream, shared with MLX, for reads of our own.
+    fn new<R: Read + Seek + Send + 'static>(
+        reader: R,
+        label: &str,
+    ) -> Result<(RawReader, Arc<Mutex<R>>)> {
+        let (desc, shared) = new_desc(reader, label)?;
         let vtable = sys::mlx_io_vtable {
             is_open: Some(cb_is_open),
             good: Some(cb_good::<R>),
@@ -597,7 +555,7 @@ impl RawReader {
             // unknown, so it is leaked rather than risk freeing it twice.
             return Err(crate::error::last_error_or("creating an I/O reader"));
         }
-        Ok(RawReader(raw))
+        Ok((RawReader(raw), shared))
     }
 }
 
@@ -663,4 +621,45 @@ fn finish_writer<W: Write>(io: RawWriter, shared: Arc<Mutex<W>>, status: Result<
 
 fn reader_err(e: std::io::Error) -> Error {
     Error::Io(format!("reading the source: {e}"))
+}
+
+/// A stream whose position 0 is where the wrapped stream was when handed over.
+///
+/// MLX addresses a reader by absolute offsets (it seeks to byte 8 for a safetensors header
+/// and reads `.npy` data at the header's length), so a reader positioned past its start would
+/// otherwise have its data read from the wrong bytes.
+struct FromHere<R> {
+    inner: R,
+    start: u64,
+}
+
+impl<R: Seek> FromHere<R> {
+    fn new(mut inner: R) -> Result<Self> {
+        let start = inner.stream_position().map_err(reader_err)?;
+        Ok(FromHere { inner, start })
+    }
+}
+
+impl<R: Read> Read for FromHere<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.inner.read(buf)
+    }
+}
+
+impl<R: Seek> Seek for FromHere<R> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        let pos = match pos {
+            SeekFrom::Start(n) => SeekFrom::Start(self.start.checked_add(n).ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::InvalidInput, "seek offset overflows")
+            })?),
+            other => other,
+        };
+        let at = self.inner.seek(pos)?;
+        at.checked_sub(self.start).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the position the reader was handed over at",
+            )
+        })
+    }
 }

@@ -5,7 +5,12 @@
 //! by zero or abort the process. This walk reads the same layout with every length checked
 //! against the file size, so MLX only ever sees headers it can parse. It also yields the
 //! metadata keys, which mlx-c has no call to list.
+//!
+//! Tensor names are checked too: MLX reports a repeated name by printing the array instead of
+//! the name (and silently keeps the first copy of a repeated quantized tensor), and mlx-c hands
+//! names out as C strings, so a NUL byte would merge two names.
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
@@ -79,6 +84,12 @@ impl<R: Read> Walker<R> {
         Ok(String::from_utf8_lossy(&b).into_owned())
     }
 
+    /// A string's bytes as written, for names compared the way MLX compares them.
+    fn raw_string(&mut self, what: &str) -> Result<Vec<u8>> {
+        let n = self.u64(what)?;
+        self.bytes(n, what)
+    }
+
     fn skip_string(&mut self, what: &str) -> Result<()> {
         let n = self.u64(what)?;
         self.skip(n, what)
@@ -137,6 +148,25 @@ fn fixed_size(ty: u32) -> Option<u64> {
         10..=12 => Some(8),
         _ => None,
     }
+}
+
+/// Tensor types MLX loads as a quantized triple (`Q4_0`, `Q4_1`, `Q8_0`).
+fn mlx_quantized(ty: u32) -> bool {
+    matches!(ty, 2 | 3 | 8)
+}
+
+/// The names MLX gives a tensor's arrays: the name itself and, for a quantized triple,
+/// `.scales` and `.biases` after the name less its last 7 bytes (meant as `.weight`; MLX
+/// strips them whatever they are, and keeps a shorter name whole).
+fn mlx_names(name: &[u8], ty: u32) -> Vec<Vec<u8>> {
+    let mut names = vec![name.to_vec()];
+    if mlx_quantized(ty) {
+        let prefix = name.len().checked_sub(7).map_or(name, |n| &name[..n]);
+        for suffix in [&b".scales"[..], b".biases"] {
+            names.push([prefix, suffix].concat());
+        }
+    }
+    names
 }
 
 /// `(items per block, bytes per block)` of a tensor type, from gguflib's table; `None` for
@@ -223,8 +253,16 @@ pub(super) fn validate(path: &Path) -> Result<Vec<String>> {
     }
 
     let mut tensors = Vec::new();
+    // Each array name MLX will make, and the tensor that makes it.
+    let mut taken: HashMap<Vec<u8>, String> = HashMap::new();
     for _ in 0..tensor_count {
-        let name = w.string("a tensor name")?;
+        let raw_name = w.raw_string("a tensor name")?;
+        let name = String::from_utf8_lossy(&raw_name).into_owned();
+        if raw_name.contains(&0) {
+            return Err(w.fail(format!(
+                "tensor name {name:?} contains a NUL byte, which MLX would cut the name at"
+            )));
+        }
         let ndim = w.u32("a tensor rank")?;
         if ndim > MAX_DIMS {
             return Err(w.fail(format!(
@@ -244,6 +282,24 @@ pub(super) fn validate(path: &Path) -> Result<Vec<String>> {
         let ty = w.u32("a tensor type")?;
         let (per_block, bytes_per_block) =
             block(ty).ok_or_else(|| w.fail(format!("tensor {name:?} has unknown type {ty}")))?;
+        if mlx_quantized(ty) && ndim == 0 {
+            // MLX reads the last dimension of a quantized tensor without checking there is one.
+            return Err(w.fail(format!("quantized tensor {name:?} has no dimensions")));
+        }
+        for made in mlx_names(&raw_name, ty) {
+            if let Some(first) = taken.get(&made) {
+                let made = String::from_utf8_lossy(&made);
+                let what = if *first == name && made == name {
+                    format!("tensor name {name:?} appears more than once")
+                } else {
+                    format!(
+                        "tensors {first:?} and {name:?} would both load as {made:?} (MLX names a quantized tensor's scales and biases after it)"
+                    )
+                };
+                return Err(w.fail(what));
+            }
+            taken.insert(made, name.clone());
+        }
         let offset = w.u64("a tensor offset")?;
         let blocks = weights.div_ceil(per_block);
         let size = blocks
