@@ -36,8 +36,28 @@ unsafe impl Send for Device {}
 unsafe impl Sync for Device {}
 
 impl Device {
-    /// A device of the given type and index (Python: `mx.Device(mx.gpu, 0)`).
-    pub fn new(kind: DeviceType, index: i32) -> Device {
+    /// A device of the given type and index (Python: `mx.Device(mx.gpu, 0)`). Errors unless
+    /// `0 <= index < Device::count(kind)`: Python accepts any index and fails at first use,
+    /// with a message from inside the C++ standard library.
+    ///
+    /// ```
+    /// use mlx_rs::{Device, DeviceType};
+    /// assert_eq!(Device::new(DeviceType::Cpu, 0)?.index(), 0);
+    /// assert!(Device::new(DeviceType::Cpu, -1).is_err());
+    /// assert!(Device::new(DeviceType::Cpu, 7).is_err());
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn new(kind: DeviceType, index: i32) -> Result<Device> {
+        let count = Device::count(kind)?;
+        if !(0..count).contains(&index) {
+            return Err(crate::Error::invalid(format!(
+                "[Device] there is no {kind:?} device {index}: this machine has {count}"
+            )));
+        }
+        Ok(Device::of(kind, index))
+    }
+
+    fn of(kind: DeviceType, index: i32) -> Device {
         crate::error::init();
         Device {
             // SAFETY: plain constructor; the handle is owned by the returned value.
@@ -47,12 +67,13 @@ impl Device {
 
     /// The first CPU (Python: `mx.cpu`).
     pub fn cpu() -> Device {
-        Device::new(DeviceType::Cpu, 0)
+        Device::of(DeviceType::Cpu, 0)
     }
 
-    /// The first GPU (Python: `mx.gpu`); check [`Device::is_available`] before using it.
+    /// The first GPU (Python: `mx.gpu`), which exists as a value on every build; check
+    /// [`Device::is_available`] before using it.
     pub fn gpu() -> Device {
-        Device::new(DeviceType::Gpu, 0)
+        Device::of(DeviceType::Gpu, 0)
     }
 
     /// The process-wide default device (Python: `mx.default_device()`).

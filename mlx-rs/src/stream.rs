@@ -181,6 +181,14 @@ pub fn clear_streams() -> Result<()> {
     check(|| unsafe { sys::mlx_clear_streams() })?;
     // Cached defaults on this thread refer to the destroyed streams.
     defaults_changed();
+    // MLX still names the destroyed streams as this thread's defaults, and every later op
+    // would fail ("There is no Stream(cpu, 0) in current thread"): give each device a fresh
+    // default stream, as the docs promise.
+    for device in [Device::cpu(), Device::gpu()] {
+        if device.is_available() {
+            Stream::new(&device)?.set_default()?;
+        }
+    }
     Ok(())
 }
 

@@ -101,14 +101,24 @@ pub fn vjp<F>(fun: F, primals: &[Array], cotangents: &[Array]) -> Result<(Vec<Ar
 where
     F: Fn(&[Array]) -> Result<Vec<Array>>,
 {
+    let given = cotangents;
     let primals = VectorArray::from_arrays(primals);
     let cotangents = VectorArray::from_arrays(cotangents);
-    with_closure(fun, |f| {
+    let (outputs, vjps) = with_closure(fun, |f| {
         // SAFETY: valid closure and vector handles for the call; mlx-c writes both results.
         fill_array_pair(|out, vjps| unsafe {
             sys::mlx_vjp(out, vjps, f.as_raw(), primals.0, cotangents.0)
         })
-    })
+    })?;
+    // MLX pairs cotangents with outputs as far as both go and ignores the rest.
+    if given.len() != outputs.len() {
+        return Err(Error::invalid(format!(
+            "[vjp] {} cotangents were given for {} outputs",
+            given.len(),
+            outputs.len()
+        )));
+    }
+    Ok((outputs, vjps))
 }
 
 /// The function and its Jacobian-vector product (Python: `mx.jvp(fun, primals, tangents)`).
@@ -156,6 +166,18 @@ where
     F: Fn(&[Array]) -> Result<Vec<Array>> + 'a,
 {
     let argnums = argnums.into().resolve();
+    // MLX differentiates the first output without checking there is one: a function that
+    // returns nothing got zero gradients. Python raises; so do we.
+    let fun = move |inputs: &[Array]| {
+        let outputs = fun(inputs)?;
+        if outputs.is_empty() {
+            return Err(Error::invalid(
+                "[value_and_grad] the function returned no outputs; its first output is the \
+                 scalar to differentiate",
+            ));
+        }
+        Ok(outputs)
+    };
     move |inputs: &[Array]| {
         let f = Closure::borrowed(&fun)?;
         let vg = ValueAndGradClosure::new(&f, &argnums)?;
@@ -508,7 +530,14 @@ impl CustomFunction {
     where
         V: Fn(&[Array], &[Array], &[Array]) -> Result<Vec<Array>> + Send + Sync + 'static,
     {
-        let vjp = CustomClosure::owned(vjp)?;
+        // MLX takes what the rule returns as the primals' cotangents without looking: a wrong
+        // count, shape or dtype became the gradient.
+        let checked = move |primals: &[Array], cotangents: &[Array], outputs: &[Array]| {
+            let vjps = vjp(primals, cotangents, outputs)?;
+            check_rule_outputs("vjp", "cotangent", "primal", &vjps, primals)?;
+            Ok(vjps)
+        };
+        let vjp = CustomClosure::owned(checked)?;
         CustomFunction::build(self.fun, Some(vjp), self.jvp, self.vmap)
     }
 
@@ -540,6 +569,36 @@ impl CustomFunction {
     pub fn call(&self, inputs: &[Array]) -> Result<Vec<Array>> {
         self.built.apply(inputs)
     }
+}
+
+/// Checks what a custom rule returned against what it stands for: one array per `expected`
+/// entry, each of its shape and dtype.
+fn check_rule_outputs(
+    rule: &str,
+    what: &str,
+    of: &str,
+    got: &[Array],
+    expected: &[Array],
+) -> Result<()> {
+    if got.len() != expected.len() {
+        return Err(Error::invalid(format!(
+            "[custom_function] the {rule} rule returned {} {what}s for {} {of}s",
+            got.len(),
+            expected.len()
+        )));
+    }
+    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
+        if g.shape() != e.shape() || g.dtype() != e.dtype() {
+            return Err(Error::invalid(format!(
+                "[custom_function] the {rule} rule's {what} {i} is {:?} {}, but {of} {i} is {:?} {}",
+                g.shape(),
+                g.dtype(),
+                e.shape(),
+                e.dtype()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for CustomFunction {

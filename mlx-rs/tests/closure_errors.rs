@@ -213,3 +213,73 @@ fn a_non_scalar_loss_is_an_error_not_an_abort() {
     let e = g(&x()).unwrap_err();
     assert!(e.to_string().contains("[grad]"), "{e}");
 }
+
+/// MLX differentiates a function's first output without checking it has one.
+#[test]
+fn grad_of_a_function_without_outputs_is_an_error() {
+    let nothing = |_: &[Array]| Ok(Vec::new());
+    let x = [Array::from(1.0f32)];
+    for r in [
+        mlx_rs::transforms::grad(nothing, 0)(&x).map(|_| ()),
+        mlx_rs::transforms::value_and_grad(nothing, 0)(&x).map(|_| ()),
+    ] {
+        let e = r.unwrap_err().to_string();
+        assert!(e.contains("returned no outputs"), "{e}");
+    }
+}
+
+/// What a custom vjp rule returns is checked against the primals: count, shape, dtype.
+#[test]
+fn custom_vjp_results_are_checked() -> Result<()> {
+    let x = [ops::ones(&[2], None)?];
+    // What each rule returns (arrays are made inside the rule: they are not `Sync`).
+    fn returned(case: usize) -> Result<Vec<Array>> {
+        Ok(match case {
+            0 => vec![],
+            1 => vec![ops::ones(&[2], None)?, ops::ones(&[2], None)?],
+            2 => vec![ops::ones(&[7], None)?],
+            _ => vec![ops::ones(&[2], mlx_rs::Dtype::Float16)?],
+        })
+    }
+    let wants = [
+        "returned 0 cotangents for 1 primals",
+        "returned 2 cotangents for 1 primals",
+        "cotangent 0 is [7] float32, but primal 0 is [2] float32",
+        "cotangent 0 is [2] float16",
+    ];
+    for (case, want) in wants.into_iter().enumerate() {
+        let f = custom_vjp(
+            |x: &[Array]| Ok(vec![x[0].clone()]),
+            move |_: &[Array], _: &[Array], _: &[Array]| returned(case),
+        )?;
+        let g = grad(
+            move |x: &[Array]| Ok(vec![f.call(x)?[0].sum(None, false)?]),
+            None,
+        );
+        let e = g(&x).unwrap_err().to_string();
+        assert!(e.contains(want), "{e} (expected: {want})");
+    }
+    // A correct rule still works.
+    let f = custom_vjp(
+        |x: &[Array]| Ok(vec![x[0].clone()]),
+        |_: &[Array], c: &[Array], _: &[Array]| Ok(vec![&c[0] * 3.0]),
+    )?;
+    let g = grad(
+        move |x: &[Array]| Ok(vec![f.call(x)?[0].sum(None, false)?]),
+        None,
+    );
+    assert_eq!(g(&x)?[0].to_vec::<f32>()?, [3.0, 3.0]);
+    Ok(())
+}
+
+/// Cotangents are paired with outputs one to one.
+#[test]
+fn vjp_cotangents_must_match_the_outputs() -> Result<()> {
+    let f = |x: &[Array]| Ok(vec![&x[0] * 2.0]);
+    let x = [Array::from(1.0f32)];
+    let two = [Array::from(1.0f32), Array::from(1.0f32)];
+    let e = vjp(f, &x, &two).unwrap_err().to_string();
+    assert!(e.contains("2 cotangents were given for 1 outputs"), "{e}");
+    assert_eq!(vjp(f, &x, &two[..1])?.1[0].item::<f32>()?, 2.0);
+    Ok(())
+}

@@ -404,6 +404,21 @@ fn indexing() {
         "out of bounds",
     );
     assert_eq!(b.to_vec::<i32>().unwrap(), a.to_vec::<i32>().unwrap());
+    // Indices beyond i64 are out of bounds, not wrapped to a negative index (`usize::MAX`
+    // was `-1`, the last row).
+    check("usize::MAX", a.index(usize::MAX), "out of bounds");
+    check("u64::MAX", a.index((0, u64::MAX)), "out of bounds");
+    // An inclusive end of i32::MAX runs to the axis' end (its `+ 1` overflowed to an empty
+    // slice before).
+    assert_eq!(a.index(0..=i32::MAX).unwrap().shape(), &[3, 4]);
+    assert_eq!(a.index((.., ..=i32::MAX)).unwrap().shape(), &[3, 4]);
+    let put = a
+        .index_put(1..=i32::MAX, 9)
+        .unwrap()
+        .to_vec::<i32>()
+        .unwrap();
+    assert_eq!(put[..4], [0, 1, 2, 3]);
+    assert!(put[4..].iter().all(|&v| v == 9));
 }
 
 /// Empty inputs whose results are empty: MLX's kernels for these divide by the axis length

@@ -127,20 +127,25 @@ impl From<RangeFull> for Slice {
         Slice::full()
     }
 }
+/// The exclusive stop of an inclusive end: `b + 1`, or the axis' end for `-1` and for
+/// `i32::MAX` (no axis is longer, and `b + 1` would overflow).
+fn inclusive_stop(end: i32) -> Option<i32> {
+    if end == -1 {
+        None
+    } else {
+        end.checked_add(1)
+    }
+}
+
 impl From<RangeInclusive<i32>> for Slice {
     /// `a..=b` is `a:b+1` (and `a..=-1` runs to the end).
     fn from(r: RangeInclusive<i32>) -> Slice {
-        let end = *r.end();
-        Slice::new(
-            *r.start(),
-            if end == -1 { None } else { Some(end + 1) },
-            None,
-        )
+        Slice::new(*r.start(), inclusive_stop(*r.end()), None)
     }
 }
 impl From<RangeToInclusive<i32>> for Slice {
     fn from(r: RangeToInclusive<i32>) -> Slice {
-        Slice::new(None, if r.end == -1 { None } else { Some(r.end + 1) }, None)
+        Slice::new(None, inclusive_stop(r.end), None)
     }
 }
 
@@ -183,12 +188,14 @@ macro_rules! int_index {
     ($($ty:ty),*) => {$(
         impl IntoIndex for $ty {
             fn into_index(self) -> Index {
-                Index::Int(self as i64)
+                // An index beyond i64 (a `usize` near `usize::MAX`) is out of bounds for any
+                // axis: saturate rather than wrap to a negative index that counts from the end.
+                Index::Int(i64::try_from(self).unwrap_or(i64::MAX))
             }
         }
     )*};
 }
-int_index!(i32, i64, isize, usize, u32);
+int_index!(i32, i64, isize, usize, u32, u64);
 
 macro_rules! slice_index {
     ($($ty:ty),*) => {$(
