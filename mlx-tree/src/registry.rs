@@ -295,6 +295,16 @@ pub struct RegisteredValue {
 }
 
 impl RegisteredValue {
+    /// Moves the value out, leaving a placeholder (`()`, no allocation) behind: how
+    /// [`Value::into_registered`](crate::Value::into_registered) takes it out of a `Value`,
+    /// which cannot be destructured by move.
+    pub(crate) fn take(&mut self) -> RegisteredValue {
+        RegisteredValue {
+            entry: self.entry,
+            value: std::mem::replace(&mut self.value, Box::new(())),
+        }
+    }
+
     /// Wraps `value`; errors if `T` has not been registered.
     pub fn new<T: Send + 'static>(value: T) -> Result<Self> {
         Ok(RegisteredValue {

@@ -245,6 +245,72 @@ fn from_flat_level(items: Vec<Item<'_>>, depth: usize) -> Result<Value> {
     Ok(Value::Dict(out))
 }
 
+/// Dropping a `Value` frees its nesting level by level from a list of its own, not by a
+/// recursion per level (the derived drop), so a tree of any depth drops without overflowing
+/// the stack. A type with `Drop` cannot be destructured by move (`let Value::List(items) =
+/// v`): match a reference, or take the contents with [`Value::into_list`] and its siblings.
+impl Drop for Value {
+    fn drop(&mut self) {
+        let mut pending = Vec::new();
+        take_children(self, &mut pending);
+        while let Some(mut v) = pending.pop() {
+            take_children(&mut v, &mut pending);
+            // `v` has no children left: its own drop is shallow.
+        }
+    }
+}
+
+impl Value {
+    /// The array of a leaf, moved out.
+    pub fn into_array(mut self) -> Option<Array> {
+        match &mut self {
+            Value::Array(a) => Some(a.clone()),
+            _ => None,
+        }
+    }
+
+    /// The items of a `List`, moved out.
+    pub fn into_list(mut self) -> Option<Vec<Value>> {
+        match &mut self {
+            Value::List(items) => Some(std::mem::take(items)),
+            _ => None,
+        }
+    }
+
+    /// The items of a `Tuple`, moved out.
+    pub fn into_tuple(mut self) -> Option<Vec<Value>> {
+        match &mut self {
+            Value::Tuple(items) => Some(std::mem::take(items)),
+            _ => None,
+        }
+    }
+
+    /// The entries of a `Dict`, moved out.
+    pub fn into_dict(mut self) -> Option<IndexMap<String, Value>> {
+        match &mut self {
+            Value::Dict(map) => Some(std::mem::take(map)),
+            _ => None,
+        }
+    }
+
+    /// The value of a `Registered`, moved out.
+    pub fn into_registered(mut self) -> Option<RegisteredValue> {
+        match &mut self {
+            Value::Registered(r) => Some(r.take()),
+            _ => None,
+        }
+    }
+}
+
+/// Moves `v`'s children out into `out`, leaving `v` childless.
+fn take_children(v: &mut Value, out: &mut Vec<Value>) {
+    match v {
+        Value::List(items) | Value::Tuple(items) => out.append(items),
+        Value::Dict(map) => out.extend(std::mem::take(map).into_values()),
+        Value::Array(_) | Value::None | Value::Registered(_) => {}
+    }
+}
+
 impl From<Array> for Value {
     fn from(a: Array) -> Self {
         Value::Array(a)

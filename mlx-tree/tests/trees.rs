@@ -871,9 +871,10 @@ fn unknown_variant_and_registered_value_accessors() {
         conv: leaf(1.0),
         ssm: leaf(2.0),
     };
-    let Value::Registered(mut r) = Value::registered(state).unwrap() else {
-        panic!("expected a registered value")
-    };
+    let mut r = Value::registered(state)
+        .unwrap()
+        .into_registered()
+        .expect("a registered value");
     assert!(r.is::<SsmState>() && !r.is::<KvCache>());
     assert_eq!(r.type_name(), std::any::type_name::<SsmState>());
     r.downcast_mut::<SsmState>().unwrap().ssm = leaf(5.0);
