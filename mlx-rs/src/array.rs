@@ -168,6 +168,14 @@ impl Array {
     /// Runs an mlx-c call that writes its result into `*mut mlx_array`.
     #[inline]
     pub(crate) fn try_from_op(op: impl FnOnce(*mut sys::mlx_array) -> i32) -> Result<Array> {
+        let out = Array::try_from_view_op(op)?;
+        crate::memory::check_fits(&out)?;
+        Ok(out)
+    }
+
+    /// [`Array::try_from_op`] for an op whose result allocates nothing of its size (a
+    /// broadcast view), so its size is not checked against the machine's memory.
+    pub(crate) fn try_from_view_op(op: impl FnOnce(*mut sys::mlx_array) -> i32) -> Result<Array> {
         let mut out = OutArray::new();
         check(|| op(out.as_mut_ptr()))?;
         Ok(out.into_array())

@@ -2,7 +2,10 @@
 
 use mlx_sys as sys;
 
+use std::sync::OnceLock;
+
 use crate::error::{check, Result};
+use crate::{Array, Error};
 
 macro_rules! memory_getters {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
@@ -58,4 +61,57 @@ pub fn reset_peak_memory() -> Result<()> {
 pub fn clear_cache() -> Result<()> {
     // SAFETY: no arguments.
     check(|| unsafe { sys::mlx_clear_cache() })
+}
+
+/// The most bytes any one array can take: this machine's physical memory plus its swap,
+/// read once. MLX's CPU allocator returns null for a request beyond what the system can give,
+/// and MLX then writes through it (SIGSEGV, in Python MLX too); an op whose result could
+/// never be allocated is refused when it is built instead.
+fn machine_memory() -> u64 {
+    static BYTES: OnceLock<u64> = OnceLock::new();
+    *BYTES.get_or_init(|| {
+        // SAFETY: sysconf reads system constants; it has no preconditions.
+        let (pages, page) = unsafe {
+            (
+                libc::sysconf(libc::_SC_PHYS_PAGES),
+                libc::sysconf(libc::_SC_PAGESIZE),
+            )
+        };
+        let ram = u64::try_from(pages)
+            .unwrap_or(0)
+            .saturating_mul(u64::try_from(page).unwrap_or(0));
+        // Unknown (0): no limit rather than a wrong one.
+        if ram == 0 {
+            return u64::MAX;
+        }
+        ram.saturating_add(swap_bytes())
+    })
+}
+
+/// Linux's `SwapTotal`; 0 where there is no /proc/meminfo.
+fn swap_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("SwapTotal:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib.saturating_mul(1024))
+        })
+        .unwrap_or(0)
+}
+
+/// Errs for an op result that needs more memory than the machine has (see
+/// [`machine_memory`]). Views that allocate nothing (`broadcast_to`) are not checked.
+pub(crate) fn check_fits(a: &Array) -> Result<()> {
+    let need = a.nbytes() as u64;
+    let have = machine_memory();
+    if need > have {
+        return Err(Error::invalid(format!(
+            "an array of shape {:?} and dtype {} needs {need} bytes, more than this machine's \
+             memory ({have} bytes of RAM and swap)",
+            a.shape(),
+            a.dtype()
+        )));
+    }
+    Ok(())
 }

@@ -307,6 +307,16 @@ thread_local! {
 pub(crate) fn vector_op(
     op: impl FnOnce(*mut sys::mlx_vector_array, sys::mlx_stream) -> i32,
 ) -> Result<Vec<Array>> {
+    let arrays = vector_view_op(op)?;
+    arrays.iter().try_for_each(crate::memory::check_fits)?;
+    Ok(arrays)
+}
+
+/// [`vector_op`] for ops whose results are views (`broadcast_arrays`): their sizes are not
+/// checked against the machine's memory, as they allocate nothing of that size.
+pub(crate) fn vector_view_op(
+    op: impl FnOnce(*mut sys::mlx_vector_array, sys::mlx_stream) -> i32,
+) -> Result<Vec<Array>> {
     with_current_raw(|s| {
         let mut out = VectorArray::new();
         check(|| op(&mut out.0, s))?;

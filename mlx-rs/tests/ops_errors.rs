@@ -597,3 +597,35 @@ fn shapes_that_cannot_exist_are_errors() -> Result<()> {
     );
     Ok(())
 }
+
+/// A result no machine here could hold: MLX's CPU allocator returns null and MLX writes
+/// through it (SIGSEGV). Refused when the op is built; views that allocate nothing are not.
+#[test]
+fn results_larger_than_the_machine_are_errors() -> Result<()> {
+    let huge = [100_000, 1_000_000]; // 400 GB of float32
+    check(
+        "zeros",
+        ops::zeros(&huge, None),
+        "more than this machine's memory",
+    );
+    let view = ops::broadcast_to(1.0f32, &huge)?;
+    assert_eq!(view.shape(), &huge);
+    check(
+        "view + 1",
+        ops::add(&view, 1.0),
+        "more than this machine's memory",
+    );
+    check(
+        "astype",
+        view.astype(Dtype::Float64),
+        "more than this machine's memory",
+    );
+    // Reducing the view needs no buffer of its size.
+    assert_eq!(
+        ops::broadcast_to(1.0f32, &[1000, 1000])?
+            .sum(None, false)?
+            .item::<f32>()?,
+        1e6
+    );
+    Ok(())
+}

@@ -6,7 +6,7 @@ use crate::handles::c_string;
 use crate::handles::VectorArray;
 use crate::ops::args::operand_array;
 use crate::ops::{array_methods, unary_ops, Axes, AxesArg, IntoOperand};
-use crate::stream::vector_op;
+use crate::stream::{vector_op, vector_view_op};
 use crate::{Array, Dtype, Error, Result};
 
 /// Checks a target shape before MLX sees it: no negative dimension (but one `-1` to infer,
@@ -165,17 +165,20 @@ pub fn moveaxis(a: &Array, source: i32, destination: i32) -> Result<Array> {
 pub fn broadcast_to<'a>(a: impl IntoOperand<'a>, shape: &[i32]) -> Result<Array> {
     let a = operand_array(a, None);
     check_shape(shape, a.dtype(), false, "broadcast_to")?;
-    // SAFETY: valid handle; `shape` outlives the call.
-    Array::try_from_stream_op(|res, s| unsafe {
-        sys::mlx_broadcast_to(res, a.as_raw(), shape.as_ptr(), shape.len(), s)
-    })
+    // A view: nothing of the result's size is allocated.
+    crate::stream::with_current_raw(|s| {
+        // SAFETY: valid handle; `shape` outlives the call.
+        Array::try_from_view_op(|res| unsafe {
+            sys::mlx_broadcast_to(res, a.as_raw(), shape.as_ptr(), shape.len(), s)
+        })
+    })?
 }
 
 /// Broadcasts arrays against each other (Python: `mx.broadcast_arrays(*arrays)`).
 pub fn broadcast_arrays<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<Vec<Array>> {
     let v = VectorArray::from_arrays(arrays);
     // SAFETY: valid vector handle; mlx-c writes a new vector into res.
-    vector_op(|res, s| unsafe { sys::mlx_broadcast_arrays(res, v.0, s) })
+    vector_view_op(|res, s| unsafe { sys::mlx_broadcast_arrays(res, v.0, s) })
 }
 
 unary_ops! {
