@@ -37,7 +37,9 @@ use crate::closure::{
     CustomVmapClosure, ValueAndGradClosure,
 };
 use crate::handles::VectorArray;
+
 use crate::{Array, Error, Result};
+use std::sync::Arc;
 
 pub use crate::closure::{closure_stats, ClosureStats};
 pub use crate::ops::stop_gradient;
@@ -424,6 +426,9 @@ fn normalize_axis(axis: i32, ndim: usize, which: &str, shape: &[i32]) -> Result<
     Ok(a)
 }
 
+/// A custom function's forward computation, shared with the checks of its rules.
+type Forward = Arc<dyn Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync>;
+
 /// A function with custom transforms, or a checkpointed function, as built by
 /// [`custom_function`], [`custom_vjp`] and [`checkpoint`]. Call it with [`CustomFunction::call`]
 /// (inside or outside other transforms); add rules with the builder methods.
@@ -432,6 +437,8 @@ fn normalize_axis(axis: i32, ndim: usize, which: &str, shape: &[i32]) -> Result<
 pub struct CustomFunction {
     built: Closure<'static>,
     fun: Closure<'static>,
+    /// The function itself, to learn the outputs a jvp rule's tangents must match.
+    forward: Forward,
     vjp: Option<CustomClosure<'static>>,
     jvp: Option<CustomJvpClosure<'static>>,
     vmap: Option<CustomVmapClosure<'static>>,
@@ -450,8 +457,10 @@ pub fn custom_function<F>(fun: F) -> Result<CustomFunction>
 where
     F: Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync + 'static,
 {
-    let fun = Closure::owned(fun)?;
-    CustomFunction::build(fun, None, None, None)
+    let forward: Forward = Arc::new(fun);
+    let shared = forward.clone();
+    let fun = Closure::owned(move |x: &[Array]| shared(x))?;
+    CustomFunction::build(fun, forward, None, None, None)
 }
 
 /// A function with a custom vector-Jacobian product (Python: `mx.custom_function` with
@@ -482,15 +491,18 @@ pub fn checkpoint<F>(fun: F) -> Result<CustomFunction>
 where
     F: Fn(&[Array]) -> Result<Vec<Array>> + Send + Sync + 'static,
 {
-    let base = Closure::owned(fun)?;
+    let forward: Forward = Arc::new(fun);
+    let shared = forward.clone();
+    let base = Closure::owned(move |x: &[Array]| shared(x))?;
     // SAFETY: valid closure handle; mlx-c writes the checkpointed closure into `res`.
     let fun = Closure::from_op(|res| unsafe { sys::mlx_checkpoint(res, base.as_raw()) })?;
-    CustomFunction::build(fun, None, None, None)
+    CustomFunction::build(fun, forward, None, None, None)
 }
 
 impl CustomFunction {
     fn build(
         fun: Closure<'static>,
+        forward: Forward,
         vjp: Option<CustomClosure<'static>>,
         jvp: Option<CustomJvpClosure<'static>>,
         vmap: Option<CustomVmapClosure<'static>>,
@@ -518,6 +530,7 @@ impl CustomFunction {
         Ok(CustomFunction {
             built,
             fun,
+            forward,
             vjp,
             jvp,
             vmap,
@@ -538,7 +551,7 @@ impl CustomFunction {
             Ok(vjps)
         };
         let vjp = CustomClosure::owned(checked)?;
-        CustomFunction::build(self.fun, Some(vjp), self.jvp, self.vmap)
+        CustomFunction::build(self.fun, self.forward, Some(vjp), self.jvp, self.vmap)
     }
 
     /// Sets the Jacobian-vector product rule (Python: `@f.jvp`):
@@ -548,8 +561,16 @@ impl CustomFunction {
     where
         J: Fn(&[Array], &[Array], &[i32]) -> Result<Vec<Array>> + Send + Sync + 'static,
     {
-        let jvp = CustomJvpClosure::owned(jvp)?;
-        CustomFunction::build(self.fun, self.vjp, Some(jvp), self.vmap)
+        // As for vjp rules: MLX takes the tangents as they come. They must match the
+        // function's outputs, which a second (lazy) forward call gives.
+        let forward = self.forward.clone();
+        let checked = move |primals: &[Array], tangents: &[Array], argnums: &[i32]| {
+            let out = jvp(primals, tangents, argnums)?;
+            check_rule_outputs("jvp", "tangent", "output", &out, &forward(primals)?)?;
+            Ok(out)
+        };
+        let jvp = CustomJvpClosure::owned(checked)?;
+        CustomFunction::build(self.fun, self.forward, self.vjp, Some(jvp), self.vmap)
     }
 
     /// Sets the vectorization rule (Python: `@f.vmap`):
@@ -561,8 +582,19 @@ impl CustomFunction {
             + Sync
             + 'static,
     {
-        let vmap = CustomVmapClosure::owned(vmap)?;
-        CustomFunction::build(self.fun, self.vjp, self.jvp, Some(vmap))
+        let checked = move |inputs: &[Array], axes: &[Option<i32>]| {
+            let (outputs, out_axes) = vmap(inputs, axes)?;
+            if outputs.len() != out_axes.len() {
+                return Err(Error::invalid(format!(
+                    "[custom_function] the vmap rule returned {} outputs and {} output axes",
+                    outputs.len(),
+                    out_axes.len()
+                )));
+            }
+            Ok((outputs, out_axes))
+        };
+        let vmap = CustomVmapClosure::owned(checked)?;
+        CustomFunction::build(self.fun, self.forward, self.vjp, self.jvp, Some(vmap))
     }
 
     /// Calls the function.

@@ -283,3 +283,46 @@ fn vjp_cotangents_must_match_the_outputs() -> Result<()> {
     assert_eq!(vjp(f, &x, &two[..1])?.1[0].item::<f32>()?, 2.0);
     Ok(())
 }
+
+/// A custom jvp rule's tangents are checked against the function's outputs.
+#[test]
+fn custom_jvp_results_are_checked() -> Result<()> {
+    fn returned(case: usize) -> Result<Vec<Array>> {
+        Ok(match case {
+            0 => vec![ops::ones(&[2], None)?, ops::ones(&[2], None)?],
+            _ => vec![ops::ones(&[5], None)?],
+        })
+    }
+    let wants = [
+        "returned 2 tangents for 1 outputs",
+        "tangent 0 is [5] float32, but output 0 is [2] float32",
+    ];
+    let x = [ops::ones(&[2], None)?];
+    for (case, want) in wants.into_iter().enumerate() {
+        let f = mlx_rs::transforms::custom_function(|x: &[Array]| Ok(vec![&x[0] * 2.0]))?
+            .jvp(move |_: &[Array], _: &[Array], _: &[i32]| returned(case))?;
+        let e = jvp(move |x: &[Array]| f.call(x), &x, &x)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(want), "{e} (expected: {want})");
+    }
+    // A correct rule still works.
+    let f = mlx_rs::transforms::custom_function(|x: &[Array]| Ok(vec![&x[0] * 2.0]))?
+        .jvp(|_: &[Array], t: &[Array], _: &[i32]| Ok(vec![&t[0] * 5.0]))?;
+    let (_, tangents) = jvp(move |x: &[Array]| f.call(x), &x, &x)?;
+    assert_eq!(tangents[0].to_vec::<f32>()?, [5.0, 5.0]);
+    Ok(())
+}
+
+/// A custom vmap rule returns one output axis per output.
+#[test]
+fn custom_vmap_results_are_checked() -> Result<()> {
+    let f = mlx_rs::transforms::custom_function(|x: &[Array]| Ok(vec![&x[0] * 2.0]))?
+        .vmap(|x: &[Array], _: &[Option<i32>]| Ok((vec![&x[0] * 2.0], vec![Some(0), Some(0)])))?;
+    let x = [ops::ones(&[3, 2], None)?];
+    let e = vmap(move |x: &[Array]| f.call(x), 0, 0)(&x)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("returned 1 outputs and 2 output axes"), "{e}");
+    Ok(())
+}
