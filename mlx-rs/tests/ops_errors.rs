@@ -629,3 +629,46 @@ fn results_larger_than_the_machine_are_errors() -> Result<()> {
     );
     Ok(())
 }
+
+/// A strided view must stay inside its array: outside, MLX reads whatever memory is there
+/// (or dies).
+#[test]
+fn strided_views_outside_the_array_are_errors() -> Result<()> {
+    use ops::AsStridedOptions;
+    let a = ops::arange_to(4)?;
+    let view = |shape: &'static [i32], strides: &'static [i64], offset: usize| {
+        ops::as_strided(
+            &a,
+            AsStridedOptions::default()
+                .shape(shape)
+                .strides(strides)
+                .offset(offset),
+        )
+    };
+    check(
+        "far stride",
+        view(&[1000], &[1_000_000], 0),
+        "outside the array's 4",
+    );
+    check(
+        "one past the end",
+        view(&[2, 2], &[2, 1], 1),
+        "elements 1..=4",
+    );
+    check("negative reach", view(&[2], &[-1], 0), "elements -1..=0");
+    check("offset past the end", view(&[1], &[1], 4), "outside");
+    check(
+        "stride count",
+        view(&[2, 2], &[1], 0),
+        "1 strides for a shape of 2",
+    );
+    check("negative dimension", view(&[-2], &[1], 0), "non-negative");
+    // Inside: overlapping windows, a reversed view, an empty one.
+    assert_eq!(
+        view(&[3, 2], &[1, 1], 0)?.to_vec::<i32>()?,
+        [0, 1, 1, 2, 2, 3]
+    );
+    assert_eq!(view(&[4], &[-1], 3)?.to_vec::<i32>()?, [3, 2, 1, 0]);
+    assert_eq!(view(&[0, 5], &[100, 100], 0)?.size(), 0);
+    Ok(())
+}

@@ -492,8 +492,9 @@ crate::options! {
 /// A view with explicit shape, element strides and offset
 /// (Python: `mx.as_strided(a, shape=None, strides=None, offset=0)`).
 ///
-/// Like Python, the strides are not checked against the buffer: reading outside it is the
-/// caller's responsibility, so keep them within `a.size()`.
+/// Every element of the view must lie inside `a`'s `a.size()` elements: a view reaching
+/// outside is an `Err` here, where Python MLX reads (or crashes on) whatever memory is
+/// there.
 ///
 /// ```
 /// use mlx_rs::ops::{self, AsStridedOptions};
@@ -519,6 +520,8 @@ pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
             st
         }
     };
+    check_shape(&shape, a.dtype(), false, "as_strided")?;
+    check_strided_view(&shape, &strides, offset, a.size())?;
     // SAFETY: valid handle; the vectors outlive the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_as_strided(
@@ -532,6 +535,37 @@ pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
             s,
         )
     })
+}
+
+/// Checks that a strided view of a buffer of `len` elements stays inside it: its lowest and
+/// highest element offsets, in exact (i128) arithmetic.
+fn check_strided_view(shape: &[i32], strides: &[i64], offset: usize, len: usize) -> Result<()> {
+    if strides.len() != shape.len() {
+        return Err(Error::invalid(format!(
+            "[as_strided] {} strides for a shape of {} dimensions",
+            strides.len(),
+            shape.len()
+        )));
+    }
+    if shape.contains(&0) {
+        return Ok(()); // an empty view reads nothing
+    }
+    let (mut low, mut high) = (offset as i128, offset as i128);
+    for (&d, &st) in shape.iter().zip(strides) {
+        let reach = i128::from(d - 1) * i128::from(st);
+        if reach < 0 {
+            low += reach;
+        } else {
+            high += reach;
+        }
+    }
+    if low < 0 || high >= len as i128 {
+        return Err(Error::invalid(format!(
+            "[as_strided] shape {shape:?}, strides {strides:?} and offset {offset} reach \
+             elements {low}..={high}, outside the array's {len}"
+        )));
+    }
+    Ok(())
 }
 
 /// A row-contiguous copy when needed (column-major accepted when `allow_col_major`; `None`
