@@ -29,30 +29,22 @@ fn bench(c: &mut Criterion) {
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    g.bench_function("floor_divide guarded", |it| {
-        it.iter(|| ops::floor_divide(&a, &b).unwrap().eval().unwrap())
-    });
-    g.bench_function("floor_divide unchecked", |it| {
+    type Op = fn(&Array, &Array) -> mlx::core::Result<Array>;
+    let cases: [(&str, Op); 4] = [
+        ("floor_divide guarded", |a, b| ops::floor_divide(a, b)),
         // SAFETY: `b` has no zero (randint from 1) and `a` no MIN.
-        it.iter(|| {
-            unsafe { ops::floor_divide_unchecked(&a, &b) }
-                .unwrap()
-                .eval()
-                .unwrap()
-        })
-    });
-    g.bench_function("remainder guarded", |it| {
-        it.iter(|| ops::remainder(&a, &b).unwrap().eval().unwrap())
-    });
-    g.bench_function("remainder unchecked", |it| {
+        ("floor_divide unchecked", |a, b| unsafe {
+            ops::floor_divide_unchecked(a, b)
+        }),
+        ("remainder guarded", |a, b| ops::remainder(a, b)),
         // SAFETY: as above.
-        it.iter(|| {
-            unsafe { ops::remainder_unchecked(&a, &b) }
-                .unwrap()
-                .eval()
-                .unwrap()
-        })
-    });
+        ("remainder unchecked", |a, b| unsafe {
+            ops::remainder_unchecked(a, b)
+        }),
+    ];
+    for (name, op) in cases {
+        g.bench_function(name, |it| it.iter(|| op(&a, &b).unwrap().eval().unwrap()));
+    }
     let guarded = compile(
         |x: &[Array]| Ok(vec![ops::floor_divide(&x[0], &x[1])?]),
         false,

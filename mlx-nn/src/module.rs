@@ -459,7 +459,7 @@ pub trait Module: TreeNode {
         mut filter: impl FnMut(&ParameterEntry<'_>) -> bool,
         mut map: impl FnMut(&Array) -> Result<Array>,
     ) -> Result<Value> {
-        modules::nested(modules::filter_and_map(self, &mut filter, &mut map)?)
+        Value::from_flat(modules::filter_and_map(self, &mut filter, &mut map)?)
     }
 
     /// Maps the parameters `filter` accepts (all with `None`) through `map` and keeps the

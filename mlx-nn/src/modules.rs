@@ -9,12 +9,10 @@
 //! one type at a time; [`Module::update_modules`] can put a module of another type only where
 //! the model's field can hold it (an enum such as [`MaybeQuantized`](crate::MaybeQuantized)).
 
-use std::sync::RwLock;
+use std::sync::{LazyLock, RwLock};
 
 use mlx_rs::{Array, Error, Result};
-use mlx_tree::{
-    tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticValue, TreeDef, TreeNode, Value,
-};
+use mlx_tree::{tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticValue, TreeDef, TreeNode};
 
 /// One module of a model, detached from its type: its structure (with its static data) and
 /// its arrays, which it shares with the model. What Python hands out as the module object.
@@ -347,17 +345,32 @@ pub(crate) fn state<T: TreeNode>(tree: &T) -> Result<AnyModule> {
 // ---------------------------------------------------------------------------------------------
 // Training-mode hooks
 
-type Hook = Box<dyn Fn(&mut Editing, bool) -> Result<()> + Send + Sync>;
+/// A training hook: what it runs on a model being edited, and the struct name it acts on
+/// when known (then models without such a node skip it without a walk).
+struct Hook {
+    type_name: Option<&'static str>,
+    run: Box<dyn Fn(&mut Editing, bool) -> Result<()> + Send + Sync>,
+}
 
-static HOOKS: RwLock<Vec<Hook>> = RwLock::new(Vec::new());
+/// The registered hooks, QQLinear's built in.
+static HOOKS: LazyLock<RwLock<Vec<Hook>>> = LazyLock::new(|| {
+    RwLock::new(vec![Hook {
+        type_name: Some(crate::QQLinear::NAME),
+        run: Box::new(|editing, mode| {
+            editing.apply::<crate::QQLinear>(&mut |_, layer| layer.set_training_mode(mode))
+        }),
+    }])
+});
 
 /// Registers what a module of type `T` does when [`Module::train`](crate::Module::train)
 /// sets its mode (Python: overriding `_set_training_mode`): after the `training` flags are
 /// set, `hook(module, mode)` runs on every `T` in the model. [`QQLinear`](crate::QQLinear)'s
 /// hook (quantize for evaluation, dequantize for training) is built in.
 pub fn register_training_hook<T: TreeNode + 'static>(hook: fn(&mut T, bool) -> Result<()>) {
-    let hook: Hook =
-        Box::new(move |editing, mode| editing.apply::<T>(&mut |_, module| hook(module, mode)));
+    let hook = Hook {
+        type_name: None,
+        run: Box::new(move |editing, mode| editing.apply::<T>(&mut |_, module| hook(module, mode))),
+    };
     HOOKS
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -369,24 +382,22 @@ pub(crate) fn run_training_hooks<M: TreeNode>(model: &mut M, mode: bool) -> Resu
         .read()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let mut editing = Editing::new(model)?;
-    let has_qq = editing
-        .def
-        .nodes()
-        .any(|n| n.kind() == NodeKind::Struct(crate::QQLinear::NAME));
-    if !has_qq && hooks.is_empty() {
+    let present = |name: &str| {
+        editing
+            .def
+            .nodes()
+            .any(|n| n.kind() == NodeKind::Struct(name))
+    };
+    let due: Vec<&Hook> = hooks
+        .iter()
+        .filter(|h| h.type_name.map_or(true, present))
+        .collect();
+    if due.is_empty() {
         return Ok(());
     }
-    if has_qq {
-        editing.apply::<crate::QQLinear>(&mut |_, layer| layer.set_training_mode(mode))?;
-    }
-    for hook in hooks.iter() {
-        hook(&mut editing, mode)?;
+    for hook in due {
+        (hook.run)(&mut editing, mode)?;
     }
     *model = editing.finish("train")?;
     Ok(())
-}
-
-/// Python's `Value` form of `(path, array)` pairs.
-pub(crate) fn nested(pairs: Vec<(String, Array)>) -> Result<Value> {
-    Value::from_flat(pairs)
 }

@@ -15,8 +15,6 @@
 
 use mlx_sys as sys;
 
-use std::borrow::Cow;
-
 use crate::ops::args::resolve_pair;
 use crate::ops::{equal, logical_and, logical_or, where_, IntoOperand};
 use crate::stream::vector_op;
@@ -73,16 +71,27 @@ fn guard(a: &Array, b: &Array, dtype: Dtype) -> Result<(Array, Array)> {
     Ok((zero, safe))
 }
 
-/// The operands as arrays, and the dtype of their division if it is an integer one.
-fn resolve<'a>(
+/// `op(a, b)`, guarded where it divides integers. The op is built once, unguarded: MLX's own
+/// type promotion (its result's dtype) says whether this is an integer division, and a
+/// floating-point one is returned as it is. Operands MLX rejects give the op's own message.
+fn guarded<'a>(
     a: impl IntoOperand<'a>,
     b: impl IntoOperand<'a>,
-) -> Result<(Cow<'a, Array>, Cow<'a, Array>, Option<Dtype>)> {
+    op: impl Fn(&Array, &Array) -> Result<Vec<Array>>,
+) -> Result<Vec<Array>> {
     let (a, b) = resolve_pair(a.into_operand(), b.into_operand());
-    // Building the unguarded op is lazy and cheap: MLX's own type promotion says whether
-    // this is an integer division. Operands it rejects go to the op itself, for its message.
-    let dtype = raw_floor_divide(&a, &b).ok().map(|q| q.dtype());
-    Ok((a, b, dtype.filter(|d| d.is_integer())))
+    let out = op(&a, &b)?;
+    let dtype = out[0].dtype();
+    if !dtype.is_integer() {
+        return Ok(out);
+    }
+    let (zero, safe) = guard(&a, &b, dtype)?;
+    op(&a, &safe)?.iter().map(|o| where_(&zero, 0, o)).collect()
+}
+
+/// The one array of a single-output op.
+fn single(mut out: Vec<Array>) -> Array {
+    out.pop().expect("a single-output op returns one array")
 }
 
 /// Element-wise floor division (Python: `mx.floor_divide`, `a // b`). Integer division by
@@ -98,35 +107,24 @@ fn resolve<'a>(
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
 pub fn floor_divide<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<Array> {
-    let (a, b, int) = resolve(a, b)?;
-    let Some(dtype) = int else {
-        return raw_floor_divide(&a, &b);
-    };
-    let (zero, safe) = guard(&a, &b, dtype)?;
-    where_(&zero, 0, &raw_floor_divide(&a, &safe)?)
+    guarded(a, b, |a, b| Ok(vec![raw_floor_divide(a, b)?])).map(single)
 }
 
 /// Element-wise remainder with Python's sign rules (Python: `mx.remainder`, `a % b`). An
 /// integer remainder by zero is 0 (and `MIN % -1` is 0); see the [module docs](self).
 pub fn remainder<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<Array> {
-    let (a, b, int) = resolve(a, b)?;
-    let Some(dtype) = int else {
-        return raw_remainder(&a, &b);
-    };
-    let (zero, safe) = guard(&a, &b, dtype)?;
-    where_(&zero, 0, &raw_remainder(&a, &safe)?)
+    guarded(a, b, |a, b| Ok(vec![raw_remainder(a, b)?])).map(single)
 }
 
 /// Element-wise `(a // b, a % b)` (Python: `mx.divmod(a, b)`), with [`floor_divide`]'s and
 /// [`remainder`]'s results for integer zero divisors.
 pub fn divmod<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<(Array, Array)> {
-    let (a, b, int) = resolve(a, b)?;
-    let Some(dtype) = int else {
-        return raw_divmod(&a, &b);
-    };
-    let (zero, safe) = guard(&a, &b, dtype)?;
-    let (q, r) = raw_divmod(&a, &safe)?;
-    Ok((where_(&zero, 0, &q)?, where_(&zero, 0, &r)?))
+    let mut out = guarded(a, b, |a, b| {
+        let (q, r) = raw_divmod(a, b)?;
+        Ok(vec![q, r])
+    })?;
+    let r = out.pop().expect("divmod returns two arrays");
+    Ok((single(out), r))
 }
 
 /// [`floor_divide`] without the guard: MLX's kernel as it is.
