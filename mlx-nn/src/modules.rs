@@ -349,8 +349,11 @@ pub(crate) fn state<T: TreeNode>(tree: &T) -> Result<AnyModule> {
 /// when known (then models without such a node skip it without a walk).
 struct Hook {
     type_name: Option<&'static str>,
-    run: Box<dyn Fn(&mut Editing, bool) -> Result<()> + Send + Sync>,
+    run: HookFn,
 }
+
+/// A hook's work on a model being edited, given the new mode.
+type HookFn = Box<dyn Fn(&mut Editing, bool) -> Result<()> + Send + Sync>;
 
 /// The registered hooks, QQLinear's built in.
 static HOOKS: LazyLock<RwLock<Vec<Hook>>> = LazyLock::new(|| {
