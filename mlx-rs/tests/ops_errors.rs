@@ -5,9 +5,9 @@
 //! not catch the mistake or where Rust-side argument handling can fail first (integer index
 //! bounds, zero slice steps, conv option lengths, `expand_dims` without an axis).
 //!
-//! Not checked, by design: out-of-range *array* indices to `take`, `take_along_axis`,
-//! `gather`, `scatter` and array indexing. MLX does not check them (doing so would force
-//! evaluation inside a lazy graph); they read or write unspecified elements, as in Python.
+//! Out-of-range *array* indices are not errors (only the data knows them, and checking would
+//! force evaluation inside a lazy graph): reads clamp and writes drop, which
+//! `tests/index_bounds.rs` checks.
 
 use mlx_rs::ops::{self, Axes, ConvOptions, Ellipsis, QuantizeOptions, Slice};
 use mlx_rs::{Array, Dtype, Result};

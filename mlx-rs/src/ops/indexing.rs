@@ -19,8 +19,9 @@
 //!
 //! Errors: an integer index outside `-n..n` is an `Err`, as in Python; so are more indices than
 //! dimensions, two ellipses, a zero step, and a boolean mask for reading. Slice bounds are
-//! clamped like Python's. *Array* indices are not bounds-checked (that would force
-//! evaluation); out-of-range entries read or write unspecified elements, as in Python MLX.
+//! clamped like Python's. *Array* indices cannot be checked without evaluating them; an
+//! out-of-range entry reads the nearest end and writes nothing (JAX's rules; Python MLX
+//! reads and writes outside the array). See [`ops::bounds`](crate::ops::bounds).
 
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo, RangeToInclusive};
 

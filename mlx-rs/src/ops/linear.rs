@@ -7,6 +7,7 @@ use mlx_sys as sys;
 use crate::handles::VectorArray;
 use crate::handles::{c_string, opt_array, opt_float};
 use crate::ops::array_methods;
+use crate::ops::bounds::{batch_indices, segment_bounds};
 use crate::{Array, Dtype, Result};
 
 /// `alpha * (a @ b) + beta * c` (Python: `mx.addmm(c, a, b, alpha=1.0, beta=1.0)`).
@@ -79,21 +80,24 @@ crate::options! {
 }
 
 /// Matmul of batches picked by index arrays (Python: `mx.gather_mm(a, b, lhs_indices=None,
-/// rhs_indices=None, *, sorted_indices=False)`).
+/// rhs_indices=None, *, sorted_indices=False)`). An index past its operand's batch clamps
+/// (negatives count from the end), as in [`take`](crate::ops::take).
 pub fn gather_mm(a: &Array, b: &Array, options: GatherMmOptions<'_>) -> Result<Array> {
     let GatherMmOptions {
         lhs_indices,
         rhs_indices,
         sorted_indices,
     } = options;
+    let lhs_indices = batch_indices(lhs_indices, a, "gather_mm")?;
+    let rhs_indices = batch_indices(rhs_indices, b, "gather_mm")?;
     // SAFETY: valid or null handles; plain values.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_gather_mm(
             res,
             a.as_raw(),
             b.as_raw(),
-            opt_array(lhs_indices),
-            opt_array(rhs_indices),
+            opt_array(lhs_indices.as_ref()),
+            opt_array(rhs_indices.as_ref()),
             sorted_indices,
             s,
         )
@@ -101,7 +105,12 @@ pub fn gather_mm(a: &Array, b: &Array, options: GatherMmOptions<'_>) -> Result<A
 }
 
 /// Matmul over segments of the shared axis (Python: `mx.segmented_mm(a, b, segments)`).
+/// Segment bounds clamp into `0..=k` for the shared axis of `k`.
 pub fn segmented_mm(a: &Array, b: &Array, segments: &Array) -> Result<Array> {
+    let segments = match a.shape().last() {
+        Some(&k) => segment_bounds(segments, k)?,
+        None => segments.clone(),
+    };
     // SAFETY: valid handles.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_segmented_mm(res, a.as_raw(), b.as_raw(), segments.as_raw(), s)

@@ -12,6 +12,7 @@
 
 mod args;
 mod arithmetic;
+pub mod bounds;
 mod conv;
 mod creation;
 mod cumulative;

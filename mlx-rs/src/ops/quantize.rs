@@ -24,6 +24,7 @@
 use mlx_sys as sys;
 
 use crate::handles::{c_string, opt_array, opt_dtype, opt_int};
+use crate::ops::bounds::batch_indices;
 use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
@@ -300,7 +301,8 @@ pub fn quantized_matmul(
 
 /// Quantized matmul with batch gathering of `x` and `w` (Python: `mx.gather_qmm(x, w, scales,
 /// biases=None, lhs_indices=None, rhs_indices=None, transpose=True, group_size=None,
-/// bits=None, mode="affine", *, sorted_indices=False)`).
+/// bits=None, mode="affine", *, sorted_indices=False)`). An index past its operand's batch
+/// clamps (negatives count from the end), as in [`take`](crate::ops::take).
 pub fn gather_qmm(
     x: &Array,
     w: &Array,
@@ -318,6 +320,8 @@ pub fn gather_qmm(
         sorted_indices,
     } = options;
     let (gs, bits, mode) = raw_quant("gather_qmm", group_size, bits, mode)?;
+    let lhs_indices = batch_indices(lhs_indices, x, "gather_qmm")?;
+    let rhs_indices = batch_indices(rhs_indices, w, "gather_qmm")?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_gather_qmm(
@@ -326,8 +330,8 @@ pub fn gather_qmm(
             w.as_raw(),
             scales.as_raw(),
             opt_array(biases),
-            opt_array(lhs_indices),
-            opt_array(rhs_indices),
+            opt_array(lhs_indices.as_ref()),
+            opt_array(rhs_indices.as_ref()),
             transpose,
             gs,
             bits,
