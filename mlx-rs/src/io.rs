@@ -5,9 +5,10 @@
 //! data is read when they are evaluated. A read that fails then (the file was truncated or
 //! rewritten since the load, the reader returned an error) is an `Err` from that eval and
 //! from every later eval of those arrays or of anything computed from them
-//! (`io/failed_reads.rs` keeps that record; MLX itself would hand back unread buffers). Besides paths, `.npy` and `.safetensors` load from
-//! any [`Read`] + [`Seek`] source and save to any [`Write`] + [`Seek`] sink, through mlx-c's
-//! reader/writer vtable.
+//! (`io/failed_reads.rs` keeps that record; MLX itself would hand back unread buffers).
+//!
+//! Besides paths, `.npy` and `.safetensors` load from any [`Read`] + [`Seek`] source and save
+//! to any [`Write`] + [`Seek`] sink, through mlx-c's reader/writer vtable.
 //!
 //! | Python | Rust |
 //! |---|---|
