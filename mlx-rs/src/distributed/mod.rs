@@ -1,8 +1,14 @@
 //! Collective communication between processes (Python: `mlx.core.distributed`).
 //!
-//! [`init`] joins the process group that a launcher (`mlx.launch`, MPI, ring, NCCL) set up;
-//! run alone, it returns a group of size 1 in which every collective is the identity, so code
-//! written for many processes also runs on one. Operations take `None` for the global group.
+//! [`init`] joins the process group that a launcher set up: `mlx.launch` (Python's), or
+//! [`Launch`] / `cargo run --example launch` for processes on this machine, both of which
+//! describe the group in the environment [`config`] documents. Run alone, it returns a group
+//! of size 1 in which every collective is the identity, so code written for many processes
+//! also runs on one. Operations take `None` for the global group.
+//!
+//! Like MLX's, the collectives are lazy ops, differentiable where MLX's are (the gradient of
+//! [`all_sum`] is the [`all_sum`] of the cotangent). A peer that dies makes the ring
+//! backend's pending operations fail ("connection to a peer was lost") instead of waiting.
 //!
 //! ```
 //! use mlx_rs::{distributed, Array};
@@ -17,7 +23,62 @@ use mlx_sys as sys;
 
 use crate::error::{check, Result};
 use crate::handles::c_string;
-use crate::{Array, Dtype};
+use crate::{Array, Dtype, Error};
+
+pub mod config;
+mod launch;
+
+pub use config::RingHostfile;
+pub use launch::{Launch, LaunchReport, RankReport};
+
+/// A distributed backend (Python: the `backend` argument's strings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// `"any"`: the first available that a launcher configured.
+    #[default]
+    Any,
+    /// `"ring"`: TCP sockets in a ring (`MLX_RANK`, `MLX_HOSTFILE`).
+    Ring,
+    /// `"mpi"`: an MPI library found at run time.
+    Mpi,
+    /// `"nccl"`: NVIDIA's collectives, between GPUs (`MLX_RANK`, `MLX_WORLD_SIZE`,
+    /// `NCCL_HOST_IP`, `NCCL_PORT`).
+    Nccl,
+    /// `"jaccl"`: RDMA over Thunderbolt (macOS).
+    Jaccl,
+}
+
+impl Backend {
+    /// The name MLX uses.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Any => "any",
+            Backend::Ring => "ring",
+            Backend::Mpi => "mpi",
+            Backend::Nccl => "nccl",
+            Backend::Jaccl => "jaccl",
+        }
+    }
+}
+
+impl std::str::FromStr for Backend {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Backend> {
+        Ok(match s {
+            "any" => Backend::Any,
+            "ring" => Backend::Ring,
+            "mpi" => Backend::Mpi,
+            "nccl" => Backend::Nccl,
+            "jaccl" => Backend::Jaccl,
+            _ => {
+                return Err(Error::invalid(format!(
+                    "[distributed] unknown backend {s:?} (any, ring, mpi, nccl, jaccl)"
+                )))
+            }
+        })
+    }
+}
 
 /// A group of processes (Python: `mx.distributed.Group`).
 pub struct Group {
@@ -75,25 +136,55 @@ impl std::fmt::Debug for Group {
     }
 }
 
-/// Whether a distributed backend is available; `backend` names one (`"ring"`, `"mpi"`,
-/// `"nccl"`, `"jaccl"`) or `None` for any (Python: `mx.distributed.is_available()`).
-pub fn is_available(backend: Option<&str>) -> Result<bool> {
-    let backend = backend.map(|b| c_string(b, "backend")).transpose()?;
-    let ptr = backend.as_ref().map_or(std::ptr::null(), |b| b.as_ptr());
-    // SAFETY: null or a NUL-terminated string that outlives the call.
-    crate::error::check_handler(|| unsafe { sys::mlx_distributed_is_available(ptr) })
+/// Whether a distributed backend is compiled in; `None` for any
+/// (Python: `mx.distributed.is_available(backend="any")`).
+pub fn is_available(backend: impl Into<Option<Backend>>) -> Result<bool> {
+    let name = c_string(backend.into().unwrap_or_default().name(), "backend")?;
+    // SAFETY: a NUL-terminated string that outlives the call.
+    crate::error::check_handler(|| unsafe { sys::mlx_distributed_is_available(name.as_ptr()) })
 }
 
 /// Initializes (once) and returns the global group (Python:
-/// `mx.distributed.init(strict=False, backend="any")`). With `strict` false and no launcher,
-/// the group has size 1; with `strict` true that is an `Err`.
-pub fn init(strict: bool, backend: Option<&str>) -> Result<Group> {
-    let backend = backend.map(|b| c_string(b, "backend")).transpose()?;
-    let ptr = backend.as_ref().map_or(std::ptr::null(), |b| b.as_ptr());
+/// `mx.distributed.init(strict=False, backend="any")`; `None` is `"any"`). With `strict`
+/// false and no launcher, the group has size 1; with `strict` true that is an `Err`.
+///
+/// The launcher's environment is checked first ([`config`]): a malformed hostfile, or a
+/// rank that is not one of the group's, is an `Err` where MLX would read out of bounds or
+/// wait forever.
+pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> {
+    let backend = backend.into().unwrap_or_default();
+    if matches!(backend, Backend::Any | Backend::Ring) {
+        config::check_ring_env()?;
+    }
+    if matches!(backend, Backend::Any | Backend::Nccl) {
+        config::check_nccl_env()?;
+    }
+    let name = c_string(backend.name(), "backend")?;
     let mut g = Group::empty();
-    // SAFETY: null or NUL-terminated backend name; mlx-c fills the group we own.
-    check(|| unsafe { sys::mlx_distributed_init(&mut g.raw, strict, ptr) })?;
+    // SAFETY: NUL-terminated backend name; mlx-c fills the group we own.
+    check(|| unsafe { sys::mlx_distributed_init(&mut g.raw, strict, name.as_ptr()) })?;
     Ok(g)
+}
+
+/// The rank and size of `group`, or of the global group for `None` (initialized as [`init`]
+/// does, as MLX does).
+fn rank_and_size(group: Option<&Group>) -> Result<(i32, i32)> {
+    match group {
+        Some(g) => Ok((g.rank(), g.size())),
+        None => init(false, None).map(|g| (g.rank(), g.size())),
+    }
+}
+
+/// `Err` unless `peer` is another rank of `group`: MLX's ring backend indexes its sockets
+/// with it and would wait forever on a message to itself.
+fn check_peer(op: &str, role: &str, peer: i32, group: Option<&Group>) -> Result<()> {
+    let (rank, size) = rank_and_size(group)?;
+    if peer < 0 || peer >= size || peer == rank {
+        return Err(Error::invalid(format!(
+            "[{op}] {role} {peer} is not another rank of a group of {size} (this is rank {rank})"
+        )));
+    }
+    Ok(())
 }
 
 fn group_raw(group: Option<&Group>) -> sys::mlx_distributed_group {
@@ -134,6 +225,7 @@ collectives! {
 /// Sends `x` to rank `dst`; the result must be evaluated for the send to happen
 /// (Python: `mx.distributed.send(x, dst, group=None)`).
 pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
+    check_peer("send", "destination", dst, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles (a null group = global); mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -144,6 +236,8 @@ pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
 /// Receives an array of `shape` and `dtype` from rank `src`
 /// (Python: `mx.distributed.recv(shape, dtype, src, group=None)`).
 pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Result<Array> {
+    check_peer("recv", "source", src, group)?;
+    crate::ops::check_shape(shape, dtype, false, "recv")?;
     let g = group_raw(group);
     // SAFETY: `shape` outlives the call; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
@@ -154,6 +248,7 @@ pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Res
 /// Receives an array shaped like `x` from rank `src`
 /// (Python: `mx.distributed.recv_like(x, src, group=None)`).
 pub fn recv_like(x: &Array, src: i32, group: Option<&Group>) -> Result<Array> {
+    check_peer("recv_like", "source", src, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles; mlx-c writes into res.
     Array::try_from_stream_op(|res, s| unsafe {
