@@ -66,6 +66,7 @@
 mod activations;
 mod bilinear;
 mod conv;
+mod distributed;
 mod forward;
 pub mod init;
 mod kept_transpose;
@@ -87,6 +88,7 @@ pub mod utils;
 pub use activations::*;
 pub use bilinear::*;
 pub use conv::*;
+pub use distributed::{average_gradients, AverageGradientsOptions};
 pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use maybe_quantized::{
