@@ -14,6 +14,14 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 //!
+//! # Corrupt files
+//! [`import_function`] checks the whole file before MLX reads it (MLX 0.32.2's reader trusts
+//! every length, id and shape in it, and a corrupt file could crash the process there or in a
+//! later call): a truncated or corrupt file, or one whose graph MLX could not run safely, is an
+//! [`Error::Io`] naming the byte where it goes wrong. The file has no checksum, so a change that
+//! leaves a consistent graph (a constant's value, say) is not detected. Index values and integer
+//! divisors computed from the arguments at call time are not checked, by MLX or here.
+//!
 //! # Threads
 //! [`ImportedFunction`] is `Send` (it may move to another thread) but not `Sync`.
 //! [`FunctionExporter`] is neither: it borrows its function and traces on the calling thread.

@@ -14,15 +14,17 @@
 //! how MLX resolves array ids (function inputs, constants shared between functions, sibling
 //! outputs), and checks every primitive against the invariants MLX's ops establish and its
 //! kernels rely on: input and output counts, output shapes and dtypes, axes, enum values and
-//! the other state fields (see `prims`). Index arrays stored as constants are read and checked
-//! against the axis they index, since MLX's gather and scatter kernels do not bound-check.
-//! A file that passes imports, and calling it with arguments of the exported signature runs
-//! the graph that was exported.
+//! the other state fields (see `prims`). Constants that reach a gather, scatter or dynamic
+//! slice as indices, or an integer division as divisors, are read and their values checked
+//! too: MLX's kernels do not bound-check indices, and a zero divisor traps. A file that passes
+//! imports, and calling it with arguments of the exported signature runs the graph that was
+//! exported.
 //!
-//! Not covered: index values that arrive as call arguments (MLX does not check those either),
-//! and, for shapeless functions, argument shapes for which MLX's own shape inference of the
-//! replayed graph is inconsistent. `CustomKernel` primitives are refused: their source code is
-//! arbitrary and cannot be checked.
+//! Not covered, because the file does not hold them: index values and integer divisors that
+//! are computed from the call's arguments (MLX checks neither, in an imported graph as in
+//! Python), and, for shapeless functions, argument shapes for which MLX's own shape inference
+//! of the replayed graph goes wrong. `CustomKernel` primitives are refused: their source code
+//! is arbitrary and cannot be checked.
 
 mod prims;
 
@@ -33,7 +35,7 @@ use std::path::Path;
 
 use crate::{Error, Result};
 
-use prims::{IndexUse, State};
+use prims::{State, ValueUse};
 
 /// Element types, numbered as MLX's `Dtype::Val`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -213,8 +215,8 @@ struct ConstLoc {
 enum Src {
     Input,
     Const(ConstLoc),
-    /// Output of a primitive: its name, its single input when it has exactly one, and its
-    /// state, so that index checks can follow value-preserving ops back to a constant.
+    /// Output of a primitive: its name and its first input, so that value checks can follow
+    /// value-preserving ops back to a constant.
     Op {
         name: &'static str,
         input: Option<u64>,
@@ -480,14 +482,14 @@ impl<R: Read> Walker<R> {
     }
 }
 
-/// A check on the values of an index array that turned out to be a constant in the file.
-struct IndexCheck {
+/// A check on the values of an input that turned out to be a constant of the file.
+struct ValueCheck {
     entry: u64,
     prim: &'static str,
     loc: ConstLoc,
     /// Integer casts between the constant and the primitive's input, in order.
     casts: Vec<Dt>,
-    rule: IndexUse,
+    rule: ValueUse,
 }
 
 /// Everything about the devices the file's streams name that MLX does not check itself.
@@ -506,7 +508,7 @@ struct Function {
 impl Function {
     /// Follows value-preserving single-input ops from `id` back to a constant; the casts met
     /// on the way are returned in the order they apply.
-    fn index_source(&self, mut id: u64) -> Option<(ConstLoc, Vec<Dt>)> {
+    fn constant_source(&self, mut id: u64) -> Option<(ConstLoc, Vec<Dt>)> {
         let mut casts = Vec::new();
         for _ in 0..64 {
             let node = self.nodes.get(&id)?;
@@ -519,6 +521,8 @@ impl Function {
                 Src::Op { name, input } => {
                     let input = (*input)?;
                     match *name {
+                        // A broadcast's value is its first input's; in a shapeless trace the
+                        // other inputs only give the shape.
                         "Broadcast" | "BroadcastAxes" | "Reshape" | "ExpandDims" | "Squeeze"
                         | "Flatten" | "Unflatten" | "Transpose" | "Copy" | "StopGradient" => {}
                         "AsType" => {
@@ -562,9 +566,9 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
 
     // MLX shares constants between the functions of one file by id.
     let mut constants: HashMap<u64, (Meta, ConstLoc)> = HashMap::new();
-    let mut index_checks = Vec::new();
+    let mut value_checks = Vec::new();
     for f in 0..function_count {
-        read_function(&mut w, f, devices, &mut constants, &mut index_checks)?;
+        read_function(&mut w, f, devices, &mut constants, &mut value_checks)?;
     }
     if w.pos != w.len {
         return Err(w.fail(format!(
@@ -572,7 +576,7 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
             w.len - w.pos
         )));
     }
-    check_index_values(&w.path, w.r.into_inner(), &index_checks)
+    check_constant_values(&w.path, w.r.into_inner(), &value_checks)
 }
 
 fn read_function<R: Read>(
@@ -580,7 +584,7 @@ fn read_function<R: Read>(
     f: i32,
     devices: Devices,
     constants: &mut HashMap<u64, (Meta, ConstLoc)>,
-    index_checks: &mut Vec<IndexCheck>,
+    value_checks: &mut Vec<ValueCheck>,
 ) -> Result<()> {
     let fname = format!("function {}", f + 1);
     let at = w.pos;
@@ -643,7 +647,7 @@ fn read_function<R: Read>(
     // Smallest tape entry: an id and two flags.
     let tape_len = w.count(10, &format!("{fname}'s tape"))?;
     for _ in 0..tape_len {
-        read_tape_entry(w, &fname, devices, &mut func, constants, index_checks)?;
+        read_tape_entry(w, &fname, devices, &mut func, constants, value_checks)?;
     }
 
     for id in &output_ids {
@@ -663,7 +667,7 @@ fn read_tape_entry<R: Read>(
     devices: Devices,
     func: &mut Function,
     constants: &mut HashMap<u64, (Meta, ConstLoc)>,
-    index_checks: &mut Vec<IndexCheck>,
+    value_checks: &mut Vec<ValueCheck>,
 ) -> Result<()> {
     let entry = w.pos;
     let id = w.u64(&format!("{fname}'s tape entry id"))?;
@@ -800,10 +804,10 @@ fn read_tape_entry<R: Read>(
     let uses = prims::check(name, &state, &in_refs, &outs, gpu)
         .map_err(|what| w.fail_at(entry, format!("{name} (array id {id}): {what}")))?;
     for u in uses {
-        let Some((loc, casts)) = func.index_source(input_ids[u.input]) else {
+        let Some((loc, casts)) = func.constant_source(input_ids[u.input]) else {
             continue;
         };
-        index_checks.push(IndexCheck {
+        value_checks.push(ValueCheck {
             entry,
             prim: name,
             loc,
@@ -812,13 +816,12 @@ fn read_tape_entry<R: Read>(
         });
     }
 
-    let single_input = (input_ids.len() == 1).then(|| input_ids[0]);
     for (oid, meta) in out_ids.into_iter().zip(outs) {
         let node = Node {
             meta,
             src: Src::Op {
                 name,
-                input: single_input,
+                input: input_ids.first().copied(),
             },
         };
         if func.nodes.insert(oid, node).is_some() {
@@ -828,8 +831,8 @@ fn read_tape_entry<R: Read>(
     Ok(())
 }
 
-/// Reads the index arrays that are constants and checks every value against its axis.
-fn check_index_values(path: &str, mut file: File, checks: &[IndexCheck]) -> Result<()> {
+/// Reads the constants that value checks found and checks every element.
+fn check_constant_values(path: &str, mut file: File, checks: &[ValueCheck]) -> Result<()> {
     for c in checks {
         file.seek(SeekFrom::Start(c.loc.offset))
             .map_err(|e| io_err(path, e))?;
@@ -846,7 +849,7 @@ fn check_index_values(path: &str, mut file: File, checks: &[IndexCheck]) -> Resu
             if let Err(what) = c.rule.check(k, v) {
                 return Err(Error::Io(format!(
                     "[import_function] {path}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) \
-                     indexes with a constant whose element {k} is {what} (constant data at byte {})",
+                     takes a constant whose element {k} is {what} (constant data at byte {})",
                     c.prim, c.entry, c.loc.offset
                 )));
             }

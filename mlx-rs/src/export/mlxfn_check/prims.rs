@@ -80,196 +80,75 @@ impl State {
     }
 }
 
+/// Match arms `name => (name, &fields)` for each name of each state layout.
+macro_rules! factory {
+    ($name:expr; $($fields:tt => $($n:literal)|+,)*) => {
+        match $name {
+            $($($n => ($n, &$fields as &'static [Field]),)+)*
+            _ => return None,
+        }
+    };
+}
+
 /// The factory table of MLX 0.32.2's `export.cpp` (`PrimitiveFactory`): each primitive name
 /// MLX can deserialize, and the fields of its `state()` in order.
 pub(super) fn layout(name: &[u8]) -> Option<(&'static str, &'static [Field])> {
     use Field::*;
-    const NONE: &[Field] = &[];
     let name = std::str::from_utf8(name).ok()?;
-    let fields: &'static [Field] = match name {
-        "Abs" | "Add" | "ArcCos" | "ArcCosh" | "ArcSin" | "ArcSinh" | "ArcTan" | "ArcTan2"
-        | "ArcTanh" | "Ceil" | "Conjugate" | "Copy" | "Cos" | "Cosh" | "Depends" | "Divide"
-        | "DivMod" | "Erf" | "ErfInv" | "Exp" | "Expm1" | "Floor" | "Full" | "Greater"
-        | "GreaterEqual" | "Imag" | "Less" | "LessEqual" | "Log1p" | "LogicalNot"
-        | "LogicalAnd" | "LogicalOr" | "LogAddExp" | "LogSumExp" | "MaskedScatter" | "Matmul"
-        | "Maximum" | "Minimum" | "Multiply" | "Negative" | "NotEqual" | "Power" | "Real"
-        | "Remainder" | "Round" | "Select" | "Sigmoid" | "Sign" | "Sin" | "Sinh" | "Square"
-        | "StopGradient" | "Subtract" | "Tan" | "Tanh" | "QRF" => NONE,
-        "AddMM" => &[F32, F32],
-        "Arange" => &[F64, F64, F64],
-        "ArgPartition" | "Partition" => &[I32, I32],
-        "ArgReduce" => &[I32, I32],
-        "ArgSort" | "Sort" | "Concatenate" | "GatherAxis" | "BitwiseBinary" | "BlockMaskedMM"
-        | "Log" => &[I32],
-        "AsType" | "View" => &[Dtype],
-        "AsStrided" => &[VecI32, VecI64, U64],
-        "Broadcast" | "BroadcastAxes" | "Reshape" | "ExpandDims" | "Squeeze" | "Transpose"
-        | "DynamicSliceUpdate" => &[VecI32],
-        "Convolution" => &[VecI32, VecI32, VecI32, VecI32, VecI32, I32, Bool],
-        "DynamicSlice" | "Gather" => &[VecI32, VecI32],
-        "Equal" | "SearchSorted" | "Softmax" | "Sqrt" | "SVD" | "Cholesky" | "Eig" => &[Bool],
-        "FFT" => &[VecU64, Bool, Bool],
-        "Flatten" => &[I32, I32],
-        "GatherMM" | "Inverse" => &[Bool, Bool],
-        "Hadamard" => &[F32],
-        "NumberOfElements" => &[VecI32, Bool, Dtype],
-        "Pad" => &[VecI32, VecI32, VecI32],
-        "QuantizedMatmul" => &[I32, I32, I32, Bool],
-        "GatherQMM" => &[I32, I32, I32, Bool, Bool, Bool],
-        "RandomBits" => &[VecI32, I32],
-        "Reduce" | "Scatter" => &[I32, VecI32],
-        "Scan" => &[I32, I32, Bool, Bool],
-        "ScatterAxis" => &[I32, I32],
-        "Slice" => &[VecI32, VecI32, VecI32],
-        "SliceUpdate" => &[I32, VecI32, VecI32, VecI32],
-        "Split" => &[VecI32, I32],
-        "Unflatten" => &[I32, VecI32],
-        "Eigh" => &[Str, Bool],
-        "Quantize" => &[Null, I32, I32, I32, Bool],
-        "RMSNorm" | "RMSNormVJP" | "LayerNorm" | "LayerNormVJP" => &[Null, F32],
-        "RoPE" => &[Null, I32, Bool, F32, F32, Bool],
-        "ScaledDotProductAttention" => &[Null, F32, Bool, Bool, Bool, Bool],
-        "CustomKernel" => &[
-            Str, Str, I32x3, I32x3, VecBool3, Bool, OptF32, VecScalar, Bool, I32, I32,
-        ],
-        _ => return None,
-    };
-    // The names are matched above, so this lookup gives the `'static` spelling.
-    let name = NAMES.iter().find(|n| **n == name)?;
-    Some((name, fields))
+    Some(factory! { name;
+        [] => "Abs" | "Add" | "ArcCos" | "ArcCosh" | "ArcSin" | "ArcSinh" | "ArcTan" | "ArcTan2"
+            | "ArcTanh" | "Ceil" | "Conjugate" | "Copy" | "Cos" | "Cosh" | "Depends" | "Divide"
+            | "DivMod" | "Erf" | "ErfInv" | "Exp" | "Expm1" | "Floor" | "Full" | "Greater"
+            | "GreaterEqual" | "Imag" | "Less" | "LessEqual" | "Log1p" | "LogicalNot"
+            | "LogicalAnd" | "LogicalOr" | "LogAddExp" | "LogSumExp" | "MaskedScatter"
+            | "Matmul" | "Maximum" | "Minimum" | "Multiply" | "Negative" | "NotEqual" | "Power"
+            | "Real" | "Remainder" | "Round" | "Select" | "Sigmoid" | "Sign" | "Sin" | "Sinh"
+            | "Square" | "StopGradient" | "Subtract" | "Tan" | "Tanh" | "QRF",
+        [F32, F32] => "AddMM",
+        [F64, F64, F64] => "Arange",
+        [I32, I32] => "ArgPartition" | "Partition" | "ArgReduce" | "Flatten" | "ScatterAxis",
+        [I32] => "ArgSort" | "Sort" | "Concatenate" | "GatherAxis" | "BitwiseBinary"
+            | "BlockMaskedMM" | "Log",
+        [Dtype] => "AsType" | "View",
+        [VecI32, VecI64, U64] => "AsStrided",
+        [VecI32] => "Broadcast" | "BroadcastAxes" | "Reshape" | "ExpandDims" | "Squeeze"
+            | "Transpose" | "DynamicSliceUpdate",
+        [VecI32, VecI32, VecI32, VecI32, VecI32, I32, Bool] => "Convolution",
+        [VecI32, VecI32] => "DynamicSlice" | "Gather",
+        [Bool] => "Equal" | "SearchSorted" | "Softmax" | "Sqrt" | "SVD" | "Cholesky" | "Eig",
+        [VecU64, Bool, Bool] => "FFT",
+        [Bool, Bool] => "GatherMM" | "Inverse",
+        [F32] => "Hadamard",
+        [VecI32, Bool, Dtype] => "NumberOfElements",
+        [VecI32, VecI32, VecI32] => "Pad" | "Slice",
+        [I32, I32, I32, Bool] => "QuantizedMatmul",
+        [I32, I32, I32, Bool, Bool, Bool] => "GatherQMM",
+        [VecI32, I32] => "RandomBits" | "Split",
+        [I32, VecI32] => "Reduce" | "Scatter" | "Unflatten",
+        [I32, I32, Bool, Bool] => "Scan",
+        [I32, VecI32, VecI32, VecI32] => "SliceUpdate",
+        [Str, Bool] => "Eigh",
+        [Null, I32, I32, I32, Bool] => "Quantize",
+        [Null, F32] => "RMSNorm" | "RMSNormVJP" | "LayerNorm" | "LayerNormVJP",
+        [Null, I32, Bool, F32, F32, Bool] => "RoPE",
+        [Null, F32, Bool, Bool, Bool, Bool] => "ScaledDotProductAttention",
+        [Str, Str, I32x3, I32x3, VecBool3, Bool, OptF32, VecScalar, Bool, I32, I32] => "CustomKernel",
+    })
 }
 
-const NAMES: &[&str] = &[
-    "Abs",
-    "Add",
-    "AddMM",
-    "Arange",
-    "ArcCos",
-    "ArcCosh",
-    "ArcSin",
-    "ArcSinh",
-    "ArcTan",
-    "ArcTan2",
-    "ArcTanh",
-    "ArgPartition",
-    "ArgReduce",
-    "ArgSort",
-    "AsType",
-    "AsStrided",
-    "BitwiseBinary",
-    "BlockMaskedMM",
-    "Broadcast",
-    "BroadcastAxes",
-    "Ceil",
-    "Concatenate",
-    "Conjugate",
-    "Convolution",
-    "Copy",
-    "Cos",
-    "Cosh",
-    "Depends",
-    "Divide",
-    "DivMod",
-    "DynamicSlice",
-    "DynamicSliceUpdate",
-    "Equal",
-    "Erf",
-    "ErfInv",
-    "Exp",
-    "Expm1",
-    "ExpandDims",
-    "FFT",
-    "Flatten",
-    "Floor",
-    "Full",
-    "Gather",
-    "GatherAxis",
-    "GatherMM",
-    "Greater",
-    "GreaterEqual",
-    "Hadamard",
-    "Imag",
-    "Less",
-    "LessEqual",
-    "Log",
-    "Log1p",
-    "LogicalNot",
-    "LogicalAnd",
-    "LogicalOr",
-    "LogAddExp",
-    "LogSumExp",
-    "MaskedScatter",
-    "Matmul",
-    "Maximum",
-    "Minimum",
-    "Multiply",
-    "Negative",
-    "NotEqual",
-    "Reshape",
-    "NumberOfElements",
-    "Pad",
-    "Partition",
-    "Power",
-    "QuantizedMatmul",
-    "GatherQMM",
-    "RandomBits",
-    "Real",
-    "Remainder",
-    "Reduce",
-    "Round",
-    "Scan",
-    "Scatter",
-    "ScatterAxis",
-    "SearchSorted",
-    "Select",
-    "Sigmoid",
-    "Sign",
-    "Sin",
-    "Sinh",
-    "Slice",
-    "SliceUpdate",
-    "Softmax",
-    "Sort",
-    "Split",
-    "Square",
-    "Squeeze",
-    "Sqrt",
-    "StopGradient",
-    "Subtract",
-    "Tan",
-    "Tanh",
-    "View",
-    "Transpose",
-    "Unflatten",
-    "QRF",
-    "SVD",
-    "Inverse",
-    "Cholesky",
-    "Eig",
-    "Eigh",
-    "Quantize",
-    "RMSNorm",
-    "RMSNormVJP",
-    "LayerNorm",
-    "LayerNormVJP",
-    "RoPE",
-    "ScaledDotProductAttention",
-    "CustomKernel",
-];
-
-/// How a primitive's kernel uses the values of one of its integer inputs as offsets, so that
-/// the values can be checked when the input is a constant of the file.
+/// How a primitive's kernel uses the values of one of its integer inputs (as offsets, or as
+/// divisors), so that the values can be checked when the input is a constant of the file.
 #[derive(Debug)]
-pub(super) struct IndexUse {
+pub(super) struct ValueUse {
     /// Position of the index array among the primitive's inputs.
     pub(super) input: usize,
     /// The index array's dtype, as the primitive sees it.
     dtype: Dt,
-    kind: IndexKind,
+    kind: ValueKind,
 }
 
 #[derive(Debug)]
-enum IndexKind {
+enum ValueKind {
     /// Gather/scatter along an axis (MLX's `offset_neg_idx`): a negative value of a signed
     /// type counts from the end, and the slice taken from there must fit the axis.
     Axis { size: i64, slice: i64 },
@@ -278,13 +157,15 @@ enum IndexKind {
     /// Dynamic slice starts: element `k` is read as the unsigned type of its width and is the
     /// start along an axis whose slice may begin at most at `max[k]`.
     Start { max: Vec<i64> },
+    /// An integer divisor: the CPU divides with the machine instruction, which traps on 0.
+    Divisor,
 }
 
-impl IndexUse {
+impl ValueUse {
     /// Checks element `k`, whose value (in the index array's dtype) is `v`.
     pub(super) fn check(&self, k: u64, v: i128) -> std::result::Result<(), String> {
         match &self.kind {
-            IndexKind::Axis { size, slice } => {
+            ValueKind::Axis { size, slice } => {
                 let (size, slice) = (i128::from(*size), i128::from(*slice));
                 let n = if self.dtype.is_signed_int() && v < 0 {
                     v + size
@@ -297,12 +178,17 @@ impl IndexUse {
                     ));
                 }
             }
-            IndexKind::Batch { count } => {
+            ValueKind::Batch { count } => {
                 if v < 0 || v >= i128::from(*count) {
                     return Err(format!("{v}, out of range for a batch of {count} matrices"));
                 }
             }
-            IndexKind::Start { max } => {
+            ValueKind::Divisor => {
+                if v == 0 {
+                    return Err("0, an integer division by zero (which kills the process)".into());
+                }
+            }
+            ValueKind::Start { max } => {
                 let u = if v < 0 {
                     v + (1i128 << (8 * u32::from(self.dtype.size())))
                 } else {
@@ -500,7 +386,7 @@ pub(super) fn check(
     ins: &[&Meta],
     outs: &[Meta],
     gpu: bool,
-) -> std::result::Result<Vec<IndexUse>, String> {
+) -> std::result::Result<Vec<ValueUse>, String> {
     let mut uses = Vec::new();
     match name {
         "Abs" | "Ceil" | "Copy" | "Floor" | "LogicalNot" | "Negative" | "Round" | "Sign"
@@ -560,12 +446,21 @@ pub(super) fn check(
                 bail!("the last dimension {n} is not m*2^k with m in (1, 12, 20, 28), k <= 26");
             }
         }
-        "Add" | "Subtract" | "Multiply" | "Divide" | "Maximum" | "Minimum" | "Power"
-        | "LogicalAnd" | "LogicalOr" => binary_same(ins, outs, None)?,
-        "Remainder" => {
+        "Add" | "Subtract" | "Multiply" | "Maximum" | "Minimum" | "Power" | "LogicalAnd"
+        | "LogicalOr" => binary_same(ins, outs, None)?,
+        "Divide" | "Remainder" => {
             binary_same(ins, outs, None)?;
             let d = ins[0].dtype;
-            dtype_in(d, d != Dt::C64, "the input", "a non-complex type")?;
+            if name == "Remainder" {
+                dtype_in(d, d != Dt::C64, "the input", "a non-complex type")?;
+            }
+            if d.is_int() {
+                uses.push(ValueUse {
+                    input: 1,
+                    dtype: d,
+                    kind: ValueKind::Divisor,
+                });
+            }
         }
         "LogAddExp" | "ArcTan2" => {
             binary_same(ins, outs, None)?;
@@ -599,6 +494,13 @@ pub(super) fn check(
             dtype_in(d, d != Dt::C64, "the input", "a non-complex type")?;
             out_is(&outs[0], &ins[0].shape, d)?;
             out_is(&outs[1], &ins[0].shape, d)?;
+            if d.is_int() {
+                uses.push(ValueUse {
+                    input: 1,
+                    dtype: d,
+                    kind: ValueKind::Divisor,
+                });
+            }
         }
         "Select" => {
             n_inputs(ins, 3, 3)?;
@@ -794,10 +696,10 @@ pub(super) fn check(
             }
             out_is(&outs[0], sizes, a.dtype)?;
             check_starts(ins[1], axes.len())?;
-            uses.push(IndexUse {
+            uses.push(ValueUse {
                 input: 1,
                 dtype: ins[1].dtype,
-                kind: IndexKind::Start {
+                kind: ValueKind::Start {
                     max: axes
                         .iter()
                         .map(|&ax| i64::from(a.shape[ax as usize] - sizes[ax as usize]))
@@ -821,10 +723,10 @@ pub(super) fn check(
                 );
             }
             check_starts(ins[2], axes.len())?;
-            uses.push(IndexUse {
+            uses.push(ValueUse {
                 input: 2,
                 dtype: ins[2].dtype,
-                kind: IndexKind::Start {
+                kind: ValueKind::Start {
                     max: axes
                         .iter()
                         .map(|&ax| i64::from(a.shape[ax as usize] - upd.shape[ax as usize]))
@@ -1204,10 +1106,10 @@ pub(super) fn check(
             shape.extend([a.shape[a.ndim() - 2], b.shape[b.ndim() - 1]]);
             out_is(&outs[0], &shape, a.dtype)?;
             for (input, m) in [(2, a), (3, b)] {
-                uses.push(IndexUse {
+                uses.push(ValueUse {
                     input,
                     dtype: Dt::U32,
-                    kind: IndexKind::Batch {
+                    kind: ValueKind::Batch {
                         count: prod(&m.shape[..m.ndim() - 2]),
                     },
                 });
@@ -1264,10 +1166,10 @@ pub(super) fn check(
                 shape.extend([x.shape[x.ndim() - 2], outer]);
                 out_is(&outs[0], &shape, d)?;
                 for (input, m) in [(n - 2, x), (n - 1, w)] {
-                    uses.push(IndexUse {
+                    uses.push(ValueUse {
                         input,
                         dtype: Dt::U32,
-                        kind: IndexKind::Batch {
+                        kind: ValueKind::Batch {
                             count: prod(&m.shape[..m.ndim() - 2]),
                         },
                     });
@@ -1307,10 +1209,10 @@ pub(super) fn check(
             shape.extend_from_slice(sizes);
             out_is(&outs[0], &shape, a.dtype)?;
             for (k, &ax) in axes.iter().enumerate() {
-                uses.push(IndexUse {
+                uses.push(ValueUse {
                     input: 1 + k,
                     dtype: ins[1 + k].dtype,
-                    kind: IndexKind::Axis {
+                    kind: ValueKind::Axis {
                         size: i64::from(a.shape[ax as usize]),
                         slice: i64::from(sizes[ax as usize]),
                     },
@@ -1325,10 +1227,10 @@ pub(super) fn check(
             check_index_arrays(&ins[1..])?;
             same_off_axis(a, idx, ax)?;
             out_is(&outs[0], &idx.shape, a.dtype)?;
-            uses.push(IndexUse {
+            uses.push(ValueUse {
                 input: 1,
                 dtype: idx.dtype,
-                kind: IndexKind::Axis {
+                kind: ValueKind::Axis {
                     size: i64::from(a.shape[ax]),
                     slice: 1,
                 },
@@ -1360,10 +1262,10 @@ pub(super) fn check(
             }
             out_is(&outs[0], &a.shape, a.dtype)?;
             for (k, &ax) in axes.iter().enumerate() {
-                uses.push(IndexUse {
+                uses.push(ValueUse {
                     input: 1 + k,
                     dtype: ins[1 + k].dtype,
-                    kind: IndexKind::Axis {
+                    kind: ValueKind::Axis {
                         size: i64::from(a.shape[ax as usize]),
                         slice: i64::from(upd.shape[idx_shape.len() + ax as usize]),
                     },
@@ -1381,10 +1283,10 @@ pub(super) fn check(
             same_dtype(a, upd, "the array and the updates")?;
             same_off_axis(a, idx, ax)?;
             out_is(&outs[0], &a.shape, a.dtype)?;
-            uses.push(IndexUse {
+            uses.push(ValueUse {
                 input: 1,
                 dtype: idx.dtype,
-                kind: IndexKind::Axis {
+                kind: ValueKind::Axis {
                     size: i64::from(a.shape[ax]),
                     slice: 1,
                 },
@@ -1657,7 +1559,8 @@ fn check_quantize(st: &State, ins: &[&Meta], outs: &[Meta], gpu: bool) -> Check 
     }
     let affine = mode == 0;
     if dequantize {
-        n_inputs(ins, if affine { 3 } else { 2 }, if affine { 3 } else { 3 })?;
+        // An fp dequantization may carry a global scale.
+        n_inputs(ins, if affine { 3 } else { 2 }, 3)?;
         n_outputs(outs, 1)?;
         let (w, scales) = (ins[0], ins[1]);
         let unpacked = check_quant_weights(w, scales, group, bits, affine)?;
