@@ -928,3 +928,22 @@ fn constant_divisors_are_checked() {
     assert!(import_bytes("divide", &divide(7)).is_ok());
     expect_err("divide_by_zero", &divide(0), "an integer division by zero");
 }
+
+#[test]
+fn computed_indices_are_checked() {
+    // `take_along_axis(x, argsort(x, 1), axis)` for `x` of shape [2, 3]: the indices run to 2,
+    // which fits axis 1 but not axis 0.
+    let take = |axis: i32| {
+        let mut w = W::default();
+        w.header(1).signature(&[(1, &[2, 3])], &[3], 3).input_ref(1);
+        w.prim(2, &[1], "ArgSort").i32(1).out(&[2, 3], (3, 4));
+        w.prim(3, &[1, 2], "GatherAxis").i32(axis).out(&[2, 3], F32);
+        w.0
+    };
+    assert!(import_bytes("take_axis_1", &take(1)).is_ok());
+    expect_err(
+        "take_axis_0",
+        &take(0),
+        "takes values computed in the graph that can be 2, out of range for an axis of size 2",
+    );
+}

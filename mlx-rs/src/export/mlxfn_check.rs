@@ -16,9 +16,10 @@
 //! kernels rely on: input and output counts, output shapes and dtypes, axes, enum values and
 //! the other state fields (see `prims`). Constants that reach a gather, scatter or dynamic
 //! slice as indices, or an integer division as divisors, are read and their values checked
-//! too: MLX's kernels do not bound-check indices, and a zero divisor traps. A file that passes
-//! imports, and calling it with arguments of the exported signature runs the graph that was
-//! exported.
+//! too, and so are indices the graph computes within bounds of its own (from an `argsort`, an
+//! `argmax`, an `arange`, a remainder by a constant): MLX's kernels do not bound-check
+//! indices, and a zero divisor traps. A file that passes imports, and calling it with
+//! arguments of the exported signature runs the graph that was exported.
 //!
 //! Not covered, because the file does not hold them: index values and integer divisors that
 //! are computed from the call's arguments (MLX checks neither, in an imported graph as in
@@ -35,7 +36,7 @@ use std::path::Path;
 
 use crate::{Error, Result};
 
-use prims::{State, ValueUse};
+use prims::{Range, State, ValueUse};
 
 /// Element types, numbered as MLX's `Dtype::Val`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -482,14 +483,14 @@ impl<R: Read> Walker<R> {
     }
 }
 
-/// A check on the values of an input that turned out to be a constant of the file.
-struct ValueCheck {
+/// A primitive of the tape, kept for the value checks, which run once the whole file is read.
+struct Op {
     entry: u64,
-    prim: &'static str,
-    loc: ConstLoc,
-    /// Integer casts between the constant and the primitive's input, in order.
-    casts: Vec<Dt>,
-    rule: ValueUse,
+    name: &'static str,
+    state: State,
+    inputs: Vec<u64>,
+    outputs: Vec<u64>,
+    uses: Vec<ValueUse>,
 }
 
 /// Everything about the devices the file's streams name that MLX does not check itself.
@@ -499,13 +500,48 @@ pub(super) struct Devices {
     pub(super) gpus: i32,
 }
 
-/// One function being read: MLX's `array_map` and the ids of its inputs.
+/// One function being read: MLX's `array_map`, the ids of its inputs and its primitives.
 struct Function {
     nodes: HashMap<u64, Node>,
     inputs: HashSet<u64>,
+    ops: Vec<Op>,
+}
+
+/// Ops whose output holds their first input's values, moved or repeated.
+fn moves_values(name: &str) -> bool {
+    // A broadcast's value is its first input's; in a shapeless trace the other inputs only
+    // give the shape.
+    matches!(
+        name,
+        "Broadcast"
+            | "BroadcastAxes"
+            | "Reshape"
+            | "ExpandDims"
+            | "Squeeze"
+            | "Flatten"
+            | "Unflatten"
+            | "Transpose"
+            | "Copy"
+            | "StopGradient"
+    )
 }
 
 impl Function {
+    /// Whether array `id` is a function argument, moved or reshaped.
+    fn is_argument(&self, mut id: u64) -> bool {
+        for _ in 0..64 {
+            match self.nodes.get(&id).map(|n| &n.src) {
+                Some(Src::Input) => return true,
+                Some(Src::Op {
+                    name,
+                    input: Some(input),
+                }) if moves_values(name) => id = *input,
+                _ => return false,
+            }
+        }
+        false
+    }
+
     /// Follows value-preserving single-input ops from `id` back to a constant; the casts met
     /// on the way are returned in the order they apply.
     fn constant_source(&self, mut id: u64) -> Option<(ConstLoc, Vec<Dt>)> {
@@ -521,10 +557,7 @@ impl Function {
                 Src::Op { name, input } => {
                     let input = (*input)?;
                     match *name {
-                        // A broadcast's value is its first input's; in a shapeless trace the
-                        // other inputs only give the shape.
-                        "Broadcast" | "BroadcastAxes" | "Reshape" | "ExpandDims" | "Squeeze"
-                        | "Flatten" | "Unflatten" | "Transpose" | "Copy" | "StopGradient" => {}
+                        name if moves_values(name) => {}
                         "AsType" => {
                             let from = self.nodes.get(&input)?.meta.dtype;
                             if !(from.is_int() || from == Dt::Bool) || !node.meta.dtype.is_int() {
@@ -566,9 +599,9 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
 
     // MLX shares constants between the functions of one file by id.
     let mut constants: HashMap<u64, (Meta, ConstLoc)> = HashMap::new();
-    let mut value_checks = Vec::new();
+    let mut functions = Vec::new();
     for f in 0..function_count {
-        read_function(&mut w, f, devices, &mut constants, &mut value_checks)?;
+        functions.push(read_function(&mut w, f, devices, &mut constants)?);
     }
     if w.pos != w.len {
         return Err(w.fail(format!(
@@ -576,7 +609,15 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
             w.len - w.pos
         )));
     }
-    check_constant_values(&w.path, w.r.into_inner(), &value_checks)
+    let mut values = Values {
+        path: &w.path,
+        file: w.r.into_inner(),
+        constants: HashMap::new(),
+    };
+    for f in &functions {
+        values.check(f)?;
+    }
+    Ok(())
 }
 
 fn read_function<R: Read>(
@@ -584,8 +625,7 @@ fn read_function<R: Read>(
     f: i32,
     devices: Devices,
     constants: &mut HashMap<u64, (Meta, ConstLoc)>,
-    value_checks: &mut Vec<ValueCheck>,
-) -> Result<()> {
+) -> Result<Function> {
     let fname = format!("function {}", f + 1);
     let at = w.pos;
     let n = w.count(8, &format!("{fname}'s keyword names"))?;
@@ -623,6 +663,7 @@ fn read_function<R: Read>(
     let mut func = Function {
         nodes: HashMap::new(),
         inputs: HashSet::new(),
+        ops: Vec::new(),
     };
     for &id in &input_ids {
         let meta = w.meta(&format!("{fname}'s input"))?;
@@ -647,7 +688,7 @@ fn read_function<R: Read>(
     // Smallest tape entry: an id and two flags.
     let tape_len = w.count(10, &format!("{fname}'s tape"))?;
     for _ in 0..tape_len {
-        read_tape_entry(w, &fname, devices, &mut func, constants, value_checks)?;
+        read_tape_entry(w, &fname, devices, &mut func, constants)?;
     }
 
     for id in &output_ids {
@@ -658,7 +699,7 @@ fn read_function<R: Read>(
             ));
         }
     }
-    Ok(())
+    Ok(func)
 }
 
 fn read_tape_entry<R: Read>(
@@ -667,7 +708,6 @@ fn read_tape_entry<R: Read>(
     devices: Devices,
     func: &mut Function,
     constants: &mut HashMap<u64, (Meta, ConstLoc)>,
-    value_checks: &mut Vec<ValueCheck>,
 ) -> Result<()> {
     let entry = w.pos;
     let id = w.u64(&format!("{fname}'s tape entry id"))?;
@@ -803,20 +843,8 @@ fn read_tape_entry<R: Read>(
     let in_refs: Vec<&Meta> = ins.iter().collect();
     let uses = prims::check(name, &state, &in_refs, &outs, gpu)
         .map_err(|what| w.fail_at(entry, format!("{name} (array id {id}): {what}")))?;
-    for u in uses {
-        let Some((loc, casts)) = func.constant_source(input_ids[u.input]) else {
-            continue;
-        };
-        value_checks.push(ValueCheck {
-            entry,
-            prim: name,
-            loc,
-            casts,
-            rule: u,
-        });
-    }
 
-    for (oid, meta) in out_ids.into_iter().zip(outs) {
+    for (oid, meta) in out_ids.iter().zip(outs) {
         let node = Node {
             meta,
             src: Src::Op {
@@ -824,36 +852,158 @@ fn read_tape_entry<R: Read>(
                 input: input_ids.first().copied(),
             },
         };
-        if func.nodes.insert(oid, node).is_some() {
+        if func.nodes.insert(*oid, node).is_some() {
             return Err(w.fail_at(entry, format!("{fname} defines array id {oid} twice")));
         }
     }
+    func.ops.push(Op {
+        entry,
+        name,
+        state,
+        inputs: input_ids,
+        outputs: out_ids,
+        uses,
+    });
     Ok(())
 }
 
-/// Reads the constants that value checks found and checks every element.
-fn check_constant_values(path: &str, mut file: File, checks: &[ValueCheck]) -> Result<()> {
-    for c in checks {
-        file.seek(SeekFrom::Start(c.loc.offset))
-            .map_err(|e| io_err(path, e))?;
-        let mut r = BufReader::new(&mut file);
-        let size = usize::from(c.loc.dtype.size());
-        let mut buf = [0u8; 8];
-        for k in 0..c.loc.count {
-            r.read_exact(&mut buf[..size])
-                .map_err(|e| io_err(path, e))?;
-            let mut v = prims::int_value(c.loc.dtype, &buf[..size]);
-            for &to in &c.casts {
-                v = prims::wrap(v, to);
+/// The value checks: integer arrays that reach a primitive as indices or divisors, when their
+/// values are known from the file, either because they are constants or because the graph
+/// computes them within known bounds (`prims::value_range`).
+struct Values<'a> {
+    path: &'a str,
+    file: File,
+    /// Bounds of each integer constant read so far, by data offset (functions share them).
+    constants: HashMap<u64, Option<Range>>,
+}
+
+impl Values<'_> {
+    fn fail(&self, op: &Op, what: impl std::fmt::Display) -> Error {
+        Error::Io(format!(
+            "[import_function] {}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
+            self.path, op.name, op.entry
+        ))
+    }
+
+    fn check(&mut self, f: &Function) -> Result<()> {
+        let mut ranges: HashMap<u64, Range> = HashMap::new();
+        for op in &f.ops {
+            for u in &op.uses {
+                let id = op.inputs[u.input];
+                if let Some((loc, casts)) = f.constant_source(id) {
+                    self.check_elements(op, u, loc, &casts)?;
+                } else if let Some(r) = self.range(f, &ranges, id)? {
+                    u.check_range(r).map_err(|what| {
+                        self.fail(
+                            op,
+                            format!("takes values computed in the graph that can be {what}"),
+                        )
+                    })?;
+                }
             }
-            if let Err(what) = c.rule.check(k, v) {
-                return Err(Error::Io(format!(
-                    "[import_function] {path}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) \
-                     takes a constant whose element {k} is {what} (constant data at byte {})",
-                    c.prim, c.entry, c.loc.offset
-                )));
+            if !prims::propagates_range(op.name) {
+                continue;
+            }
+            let mut in_ranges = Vec::with_capacity(op.inputs.len());
+            for &id in &op.inputs {
+                in_ranges.push(self.range(f, &ranges, id)?);
+            }
+            let meta = |id: &u64| &f.nodes[id].meta;
+            let ins: Vec<&Meta> = op.inputs.iter().map(meta).collect();
+            let outs: Vec<&Meta> = op.outputs.iter().map(meta).collect();
+            let args: Vec<bool> = op.inputs.iter().map(|&id| f.is_argument(id)).collect();
+            let out_ranges = prims::value_range(op.name, &op.state, &ins, &in_ranges, &args, &outs);
+            for (&id, r) in op.outputs.iter().zip(out_ranges) {
+                if let Some(r) = r {
+                    ranges.insert(id, r);
+                }
             }
         }
+        Ok(())
     }
-    Ok(())
+
+    /// The bounds of array `id`'s values, when they are known.
+    fn range(
+        &mut self,
+        f: &Function,
+        ranges: &HashMap<u64, Range>,
+        id: u64,
+    ) -> Result<Option<Range>> {
+        let Some(node) = f.nodes.get(&id) else {
+            return Ok(None);
+        };
+        let Src::Const(loc) = node.src else {
+            return Ok(ranges.get(&id).copied());
+        };
+        if !(loc.dtype.is_int() || loc.dtype == Dt::Bool) {
+            return Ok(None);
+        }
+        if let Some(r) = self.constants.get(&loc.offset) {
+            return Ok(*r);
+        }
+        let mut r: Option<Range> = None;
+        self.each_element(loc, |_, v| {
+            r = Some(match r {
+                None => Range {
+                    lo: v,
+                    hi: v,
+                    free: false,
+                },
+                Some(r) => Range {
+                    lo: r.lo.min(v),
+                    hi: r.hi.max(v),
+                    free: false,
+                },
+            });
+            Ok(())
+        })?;
+        self.constants.insert(loc.offset, r);
+        Ok(r)
+    }
+
+    /// Checks every element of a constant that reaches `op` as input `u.input`.
+    fn check_elements(&mut self, op: &Op, u: &ValueUse, loc: ConstLoc, casts: &[Dt]) -> Result<()> {
+        let mut bad = None;
+        self.each_element(loc, |k, mut v| {
+            for &to in casts {
+                v = prims::wrap(v, to);
+            }
+            if bad.is_none() {
+                if let Err(what) = u.check(k, v) {
+                    bad = Some((k, what));
+                }
+            }
+            Ok(())
+        })?;
+        match bad {
+            Some((k, what)) => Err(self.fail(
+                op,
+                format!(
+                    "takes a constant whose element {k} is {what} (constant data at byte {})",
+                    loc.offset
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn each_element(
+        &mut self,
+        loc: ConstLoc,
+        mut f: impl FnMut(u64, i128) -> Result<()>,
+    ) -> Result<()> {
+        let path = self.path;
+        self.file
+            .seek(SeekFrom::Start(loc.offset))
+            .map_err(|e| io_err(path, e))?;
+        let mut r = BufReader::new(&mut self.file);
+        let size = usize::from(loc.dtype.size());
+        let mut buf = [0u8; 8];
+        for k in 0..loc.count {
+            r.read_exact(&mut buf[..size])
+                .map_err(|e| io_err(path, e))?;
+            f(k, prims::int_value(loc.dtype, &buf[..size]))?;
+        }
+        Ok(())
+    }
 }

@@ -206,6 +206,179 @@ impl ValueUse {
     }
 }
 
+/// Bounds on an integer array's values, in its dtype.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Range {
+    /// The smallest and largest value some data can give (both can occur).
+    pub(super) lo: i128,
+    pub(super) hi: i128,
+    /// Whether any element can hold any value in between, depending on the data. Otherwise
+    /// the values are fixed (a constant, an `arange`), so a part of the array may not reach
+    /// the bounds.
+    pub(super) free: bool,
+}
+
+impl ValueUse {
+    /// Checks the bounds of values computed in the graph. Only the bounds are sure to occur,
+    /// so only they are checked, and only for offsets: a divisor's bounds say nothing about 0,
+    /// and slice starts are checked where they are constants.
+    pub(super) fn check_range(&self, r: Range) -> std::result::Result<(), String> {
+        match self.kind {
+            ValueKind::Axis { .. } | ValueKind::Batch { .. } => {
+                self.check(0, r.lo)?;
+                self.check(0, r.hi)
+            }
+            ValueKind::Start { .. } | ValueKind::Divisor => Ok(()),
+        }
+    }
+}
+
+/// Whether `value_range` can bound an output of primitive `name`.
+pub(super) fn propagates_range(name: &str) -> bool {
+    matches!(
+        name,
+        "ArgSort"
+            | "ArgPartition"
+            | "ArgReduce"
+            | "Arange"
+            | "Broadcast"
+            | "BroadcastAxes"
+            | "Reshape"
+            | "ExpandDims"
+            | "Squeeze"
+            | "Flatten"
+            | "Unflatten"
+            | "Transpose"
+            | "Copy"
+            | "StopGradient"
+            | "Sort"
+            | "Partition"
+            | "AsType"
+            | "Slice"
+            | "DynamicSlice"
+            | "Gather"
+            | "GatherAxis"
+            | "Split"
+            | "Concatenate"
+            | "Remainder"
+    )
+}
+
+/// The smallest and largest value of an integer or bool dtype.
+fn int_bounds(d: Dt) -> Option<(i128, i128)> {
+    let bits = 8 * u32::from(d.size());
+    if d.is_signed_int() {
+        Some((-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1))
+    } else if d.is_int() {
+        Some((0, (1i128 << bits) - 1))
+    } else if d == Dt::Bool {
+        Some((0, 1))
+    } else {
+        None
+    }
+}
+
+/// Bounds on the integer outputs of a primitive, from bounds on its inputs where known (one
+/// entry per output). Only ops whose bounds are sure to occur give any: indices that sort or
+/// reduce an axis, `arange`, constants, and what moves, selects or joins such values.
+///
+/// `args[i]` says whether input `i` is a function argument, moved or reshaped: its values can
+/// be anything.
+pub(super) fn value_range(
+    name: &str,
+    st: &State,
+    ins: &[&Meta],
+    in_ranges: &[Option<Range>],
+    args: &[bool],
+    outs: &[&Meta],
+) -> Vec<Option<Range>> {
+    let first = in_ranges.first().copied().flatten();
+    // A part of an array reaches the bounds only if any element can.
+    let part = first.filter(|r| r.free);
+    let one = |r: Option<Range>| {
+        let mut v = vec![r];
+        v.resize(outs.len(), None);
+        v
+    };
+    if !outs.iter().all(|o| int_bounds(o.dtype).is_some()) {
+        return vec![None; outs.len()];
+    }
+    let axis_len = |ax: i32| {
+        let n = ins.first()?.shape.get(usize::try_from(ax).ok()?).copied()?;
+        (n > 0).then_some(Range {
+            lo: 0,
+            hi: i128::from(n) - 1,
+            free: true,
+        })
+    };
+    match name {
+        "ArgSort" => one(axis_len(st.int(0))),
+        "ArgPartition" | "ArgReduce" => one(axis_len(st.int(1))),
+        "Arange" => one(arange_range(st, outs[0])),
+        "Broadcast" | "BroadcastAxes" | "Reshape" | "ExpandDims" | "Squeeze" | "Flatten"
+        | "Unflatten" | "Transpose" | "Copy" | "StopGradient" | "Sort" | "Partition" => one(first),
+        "AsType" => {
+            let fits = first.filter(|r| {
+                int_bounds(ins[0].dtype).is_some()
+                    && int_bounds(outs[0].dtype).is_some_and(|(lo, hi)| lo <= r.lo && r.hi <= hi)
+            });
+            one(fits)
+        }
+        "Slice" | "DynamicSlice" | "Gather" | "GatherAxis" => one(part),
+        "Split" => vec![part; outs.len()],
+        "Concatenate" => {
+            let all: Option<Vec<Range>> = in_ranges.iter().copied().collect();
+            one(all.and_then(|rs| {
+                rs.iter().copied().reduce(|a, b| Range {
+                    lo: a.lo.min(b.lo),
+                    hi: a.hi.max(b.hi),
+                    free: a.free && b.free,
+                })
+            }))
+        }
+        // MLX's integer remainder takes the divisor's sign: a dividend that can be anything
+        // (an argument) leaves every value from 0 to the divisor's bound, exclusive.
+        "Remainder" => one(match in_ranges.get(1).copied().flatten() {
+            Some(_) if !args[0] => None,
+            Some(d) if d.lo >= 1 => Some(Range {
+                lo: 0,
+                hi: d.hi - 1,
+                free: true,
+            }),
+            Some(d) if d.hi <= -1 && ins[0].dtype.is_signed_int() => Some(Range {
+                lo: d.lo + 1,
+                hi: 0,
+                free: true,
+            }),
+            _ => None,
+        }),
+        _ => vec![None; outs.len()],
+    }
+}
+
+/// The values MLX's CPU `arange` writes for an integer dtype: the start and the step are
+/// converted to the dtype first (toward zero), then added up.
+fn arange_range(st: &State, out: &Meta) -> Option<Range> {
+    let (lo, hi) = int_bounds(out.dtype)?;
+    let n = i128::from(*out.shape.first()?);
+    let (start, step) = (st.float(0), st.float(2));
+    let convert = |x: f64| {
+        let t = x.trunc();
+        (t >= lo as f64 && t <= hi as f64).then_some(t as i128)
+    };
+    let first = convert(start)?;
+    let step = convert(start + step)? - first;
+    let last = first + (n - 1) * step;
+    if n < 1 || last < lo || last > hi {
+        return None;
+    }
+    Some(Range {
+        lo: first.min(last),
+        hi: first.max(last),
+        free: false,
+    })
+}
+
 /// The value of one little-endian element of an integer (or bool) dtype.
 pub(super) fn int_value(dt: Dt, b: &[u8]) -> i128 {
     let mut raw = [0u8; 8];
