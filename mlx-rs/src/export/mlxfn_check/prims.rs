@@ -504,8 +504,11 @@ fn to_dim(v: i64, what: &str) -> std::result::Result<i32, String> {
     i32::try_from(v).map_err(|_| format!("{what} has a dimension of {v}"))
 }
 
+/// The element count of a shape; saturating, since state fields are not checked shapes.
 fn prod(shape: &[i32]) -> i64 {
-    shape.iter().map(|&d| i64::from(d)).product()
+    shape
+        .iter()
+        .fold(1i64, |n, &d| n.saturating_mul(i64::from(d)))
 }
 
 /// `broadcast_shapes` of MLX's `utils.cpp`.
