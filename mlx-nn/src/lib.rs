@@ -81,6 +81,7 @@ mod positional;
 mod qq_linear;
 mod quantize;
 mod recurrent;
+mod sharded;
 mod transformer;
 mod upsample;
 pub mod utils;
@@ -102,6 +103,13 @@ pub use positional::*;
 pub use qq_linear::{QQLinear, QQLinearOptions};
 pub use quantize::{quantize, ClassPredicate, QuantizeOptions};
 pub use recurrent::*;
+pub use sharded::{
+    fully_shard, shard_inplace, shard_linear, sum_gradients, AllToShardedLinear,
+    FullyShardedModule, MaybeFullySharded, QuantizedAllToShardedLinear,
+    QuantizedAllToShardedLinearOptions, QuantizedShardedToAllLinear,
+    QuantizedShardedToAllLinearOptions, Segments, ShardPredicate, ShardSpec, ShardableLinear,
+    ShardedLinear, ShardedToAllLinear, Sharding, ShardingRule, SumGradients,
+};
 pub use transformer::*;
 pub use upsample::*;
 // The conv layers take the conv ops' keyword arguments, so one import serves both.

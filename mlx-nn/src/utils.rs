@@ -1,11 +1,12 @@
-//! Python's `mlx.nn.utils`: gradient checkpointing of a module, and averaging gradients over
-//! a distributed group. (`clip_grad_norm` is in `mlx-optimizers`, where Python's
-//! `mlx.optimizers` has it too.)
+//! Python's `mlx.nn.utils`: gradient checkpointing of a module, averaging gradients over a
+//! distributed group, and clipping gradients sharded over one. (`clip_grad_norm` is in
+//! `mlx-optimizers`, where Python's `mlx.optimizers` has it too.)
 
 use mlx_rs::{transforms, Array, Error, Result};
 use mlx_tree::{tree_flatten, tree_unflatten, TreeNode};
 
 pub use crate::distributed::{average_gradients, AverageGradientsOptions};
+pub use crate::sharded::clip_grad_norm_sharded;
 
 /// Calls `fun(module, inputs)` under MLX's `checkpoint` transform (Python:
 /// `nn.utils.checkpoint(module, fn)(*inputs)`): a gradient through the call keeps none of its

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mlx_rs::distributed::{self, Backend, Launch, LaunchReport};
+use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
 use mlx_rs::transforms::{grad, jvp};
 use mlx_rs::{ops, Array, Dtype, Result};
 
@@ -178,6 +178,29 @@ fn child_collectives() -> Result<()> {
     )(std::slice::from_ref(&x))?;
     let base = 3.0 * rank as f32;
     assert_eq!(dg[0].to_vec::<f32>()?, [base, base + 1.0, base + 2.0]);
+
+    // A clone is the same communicator, and outlives the group it was cloned from.
+    let kept = group.clone();
+    drop(group);
+    let sum = distributed::all_sum(&Array::from_slice(&[rank as f32], &[1])?, Some(&kept))?;
+    assert_eq!(sum.to_vec::<f32>()?, [(0..size).sum::<i64>() as f32]);
+    Ok(())
+}
+
+#[test]
+fn a_group_clone_is_the_same_handle() -> Result<()> {
+    let group = distributed::init(false, None)?;
+    let clone = group.clone();
+    assert!(Group::ptr_eq(&group, &clone));
+    // Another init reaches the same processes through a handle of its own.
+    assert!(!Group::ptr_eq(&group, &distributed::init(false, None)?));
+    drop(group);
+    let x = Array::from_slice(&[1.0f32, 2.0], &[2])?;
+    assert_eq!(
+        distributed::all_sum(&x, Some(&clone))?.to_vec::<f32>()?,
+        [1.0, 2.0]
+    );
+    assert_eq!((clone.rank(), clone.size()), (0, 1));
     Ok(())
 }
 

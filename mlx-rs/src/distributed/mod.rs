@@ -19,6 +19,8 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 
+use std::sync::Arc;
+
 use mlx_sys as sys;
 
 use crate::error::{check, Result};
@@ -81,52 +83,74 @@ impl std::str::FromStr for Backend {
 }
 
 /// A group of processes (Python: `mx.distributed.Group`).
+///
+/// `Clone` copies the handle, not the group: clones are the same communicator, as every
+/// Python reference to a `Group` is. Layers that communicate keep a clone of the group they
+/// were built for (Python: `self.group`).
+#[derive(Clone)]
 pub struct Group {
-    raw: sys::mlx_distributed_group,
+    handle: Arc<GroupHandle>,
 }
+
+/// The mlx-c handle, freed once, when the last clone of its [`Group`] is dropped.
+struct GroupHandle(sys::mlx_distributed_group);
 
 // SAFETY: a group is an immutable communicator handle shared by reference counting in MLX;
 // collectives on it are issued through streams, which enforce their own thread rules.
-unsafe impl Send for Group {}
-// SAFETY: as above; `&Group` only reads rank/size or passes the handle to a collective.
-unsafe impl Sync for Group {}
+unsafe impl Send for GroupHandle {}
+// SAFETY: as above; `&GroupHandle` only reads rank/size or passes the handle to a collective.
+unsafe impl Sync for GroupHandle {}
+
+impl Drop for GroupHandle {
+    fn drop(&mut self) {
+        // SAFETY: we own the handle and free it once.
+        unsafe { sys::mlx_distributed_group_free(self.0) };
+    }
+}
 
 impl Group {
     /// This process's rank in the group (Python: `group.rank()`).
     pub fn rank(&self) -> i32 {
         // SAFETY: valid handle.
-        unsafe { sys::mlx_distributed_group_rank(self.raw) }
+        unsafe { sys::mlx_distributed_group_rank(self.raw()) }
     }
 
     /// The number of processes in the group (Python: `group.size()`).
     pub fn size(&self) -> i32 {
         // SAFETY: valid handle.
-        unsafe { sys::mlx_distributed_group_size(self.raw) }
+        unsafe { sys::mlx_distributed_group_size(self.raw()) }
     }
 
     /// Splits the group: processes with the same `color` form a new group, ordered by `key`
     /// (`None` = current rank) (Python: `group.split(color, key=-1)`).
     pub fn split(&self, color: i32, key: impl Into<Option<i32>>) -> Result<Group> {
         let key = key.into().unwrap_or(-1);
-        let mut out = Group::empty();
-        // SAFETY: valid handle; mlx-c fills the group we own.
-        check(|| unsafe { sys::mlx_distributed_group_split(&mut out.raw, self.raw, color, key) })?;
-        Ok(out)
+        Group::fill(|out| {
+            // SAFETY: valid handle; mlx-c fills the group we own.
+            check(|| unsafe { sys::mlx_distributed_group_split(out, self.raw(), color, key) })
+        })
     }
 
-    fn empty() -> Group {
+    /// Whether `a` and `b` are clones of one handle (like `Arc::ptr_eq`). Handles from
+    /// separate [`init`] calls are different even when they reach the same processes: this
+    /// is identity, not equality of membership.
+    pub fn ptr_eq(a: &Group, b: &Group) -> bool {
+        Arc::ptr_eq(&a.handle, &b.handle)
+    }
+
+    fn raw(&self) -> sys::mlx_distributed_group {
+        self.handle.0
+    }
+
+    /// A group that `op` fills from an empty handle; the handle is freed on every path.
+    fn fill(op: impl FnOnce(&mut sys::mlx_distributed_group) -> Result<()>) -> Result<Group> {
         crate::error::init();
-        Group {
-            // SAFETY: an empty handle, filled by a later call, freed in Drop.
-            raw: unsafe { sys::mlx_distributed_group_new() },
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: we own the handle and free it once.
-        unsafe { sys::mlx_distributed_group_free(self.raw) };
+        // SAFETY: an empty handle, filled by `op`, freed by GroupHandle's Drop.
+        let mut handle = GroupHandle(unsafe { sys::mlx_distributed_group_new() });
+        op(&mut handle.0)?;
+        Ok(Group {
+            handle: Arc::new(handle),
+        })
     }
 }
 
@@ -160,10 +184,10 @@ pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> 
         config::check_nccl_env()?;
     }
     let name = c_string(backend.name(), "backend")?;
-    let mut g = Group::empty();
-    // SAFETY: NUL-terminated backend name; mlx-c fills the group we own.
-    check(|| unsafe { sys::mlx_distributed_init(&mut g.raw, strict, name.as_ptr()) })?;
-    Ok(g)
+    Group::fill(|g| {
+        // SAFETY: NUL-terminated backend name; mlx-c fills the group we own.
+        check(|| unsafe { sys::mlx_distributed_init(g, strict, name.as_ptr()) })
+    })
 }
 
 /// The rank and size of `group`, or of the global group for `None` (initialized as [`init`]
@@ -193,7 +217,7 @@ fn group_raw(group: Option<&Group>) -> sys::mlx_distributed_group {
         sys::mlx_distributed_group {
             ctx: std::ptr::null_mut(),
         },
-        |g| g.raw,
+        |g| g.raw(),
     )
 }
 
