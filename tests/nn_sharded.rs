@@ -108,7 +108,9 @@ fn launch(ranks: usize, name: &str) -> Launch {
     ];
     let mut launch = Launch::new(ranks, &exe)
         .args(args)
-        .timeout(Duration::from_secs(240));
+        .timeout(Duration::from_secs(240))
+        // Collected in the report; echoed, it would bypass the test harness's capture.
+        .echo(false);
     for rank in 0..ranks {
         let dir = rank_dir(rank);
         std::fs::create_dir_all(&dir).unwrap();

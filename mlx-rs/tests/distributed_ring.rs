@@ -25,6 +25,8 @@ fn launch(ranks: usize, name: &str) -> Launch {
             "--test-threads=1",
         ])
         .timeout(Duration::from_secs(120))
+        // Collected in the report; echoed, it would bypass the test harness's capture.
+        .echo(false)
 }
 
 fn assert_ran(report: &LaunchReport) {

@@ -1,9 +1,9 @@
 //! Starting a process group on this machine (Python: `mlx.launch` with local hosts).
 //!
 //! [`Launch`] starts one process per rank with the environment the backend reads (a
-//! generated loopback hostfile for the ring backend, rank 0's address for NCCL), forwards
-//! each process's output line by line with its rank in front, and fails when any rank fails
-//! or the group runs past its time limit. `examples/launch.rs` is the command-line form.
+//! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
+//! folder of its own), forwards each process's output line by line with its rank in front,
+//! and fails when any rank fails or the group runs past its time limit. `examples/launch.rs` is the command-line form.
 //!
 //! ```no_run
 //! use mlx_rs::distributed::{Backend, Launch};
@@ -246,6 +246,17 @@ impl Launch {
                     c
                 }
             };
+            // MLX compiles fused CPU kernels into `$TMPDIR/mlx/<version>/cpu`, and processes
+            // compiling the same kernel at once race there ("file too short"): each rank gets
+            // a folder of its own, unless the caller chose one.
+            let chose_tmpdir = cmd.get_envs().any(|(k, _)| k == "TMPDIR")
+                || self.env.iter().any(|(k, _)| k == "TMPDIR");
+            if !chose_tmpdir {
+                let tmp = dir.join(format!("rank-{rank}"));
+                std::fs::create_dir_all(&tmp)
+                    .map_err(|e| Error::Io(format!("[launch] creating {}: {e}", tmp.display())))?;
+                cmd.env("TMPDIR", tmp);
+            }
             cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
                 .envs(group_env.iter().map(|(k, v)| (k, v)))
                 .env(config::RANK, rank.to_string())
