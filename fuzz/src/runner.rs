@@ -361,6 +361,8 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         self.finish();
+        // A child that crashed or was killed left its files behind.
+        let _ = std::fs::remove_dir_all(crate::targets::ctx_dir(self.proc.id()));
     }
 }
 

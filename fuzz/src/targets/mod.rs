@@ -116,6 +116,12 @@ pub fn target(name: &str) -> Option<&'static Target> {
         .find(|t| t.name == name)
 }
 
+/// The folder of the context of process `pid`: the runner removes it after a child that
+/// crashed (and so could not remove it itself).
+pub fn ctx_dir(pid: u32) -> PathBuf {
+    std::env::temp_dir().join(format!("mlx-fuzz-{pid}"))
+}
+
 /// Per-process state of a target run: a private folder for the files inputs are written to,
 /// and things worth building once (a model, a reference `.mlxfn`).
 pub struct Ctx {
@@ -128,7 +134,7 @@ pub struct Ctx {
 impl Ctx {
     /// A context with its own folder under the system's temporary folder.
     pub fn new() -> Result<Ctx, String> {
-        let dir = std::env::temp_dir().join(format!("mlx-fuzz-{}", std::process::id()));
+        let dir = ctx_dir(std::process::id());
         std::fs::create_dir_all(&dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         Ok(Ctx {
