@@ -50,7 +50,12 @@ const DTYPES: &[Dtype] = &[
 
 /// Ops per program at most.
 const MAX_OPS: usize = 16;
+/// Arrays ops draw their operands from.
 const POOL: usize = 6;
+/// Results larger than this do not join the pool: later ops stay cheap.
+const POOL_CAP_BYTES: usize = 1 << 20;
+/// Of an op's results (a split's parts), how many are read and may join the pool.
+const KEPT_RESULTS: usize = 8;
 
 /// Decodes values from the input; past its end every read is 0, so any input decodes.
 struct Src<'a> {
@@ -444,10 +449,16 @@ pub fn run(_ctx: &mut Ctx, data: &[u8]) -> Outcome {
         }
         match step(&mut src, &pool) {
             Ok(results) => {
-                for r in results {
+                // All of a split's parts in one evaluation (one each would take a second
+                // per thousand parts), then the first few read and kept.
+                if results.len() > 1 {
+                    mlx_rs::eval(results.iter().filter(|r| r.nbytes() <= EVAL_CAP_BYTES))
+                        .map_err(err)?;
+                }
+                for r in results.into_iter().take(KEPT_RESULTS) {
                     touch(&r)?;
                     // Keep only arrays small enough to feed later ops cheaply.
-                    if r.nbytes() <= EVAL_CAP_BYTES / 64 {
+                    if r.nbytes() <= POOL_CAP_BYTES {
                         let slot = src.below(POOL);
                         pool[slot] = r;
                     }
