@@ -459,3 +459,19 @@ fn readers_positioned_past_their_start_load_their_own_bytes() {
     let (arrays, _) = io::load_safetensors_from_reader(r).unwrap();
     assert_eq!(arrays["v"].to_vec::<f32>().unwrap(), vec![4.0, 5.0]);
 }
+
+/// MLX's message for a bad header quotes the header, and mlx-c used to hand every message to
+/// printf as its format: `%s` in a file read stray pointers and crashed the process (found by
+/// the fuzz harness). The message must come through as written.
+#[test]
+fn percent_signs_in_a_header_come_through_the_error_message() {
+    // A bad escape in a key: MLX's JSON parser fails quoting the key as far as it read it.
+    let header = r#"{"a%s%s%s%s%s%s%s%s%n%n\q": 1}"#;
+    let bytes = safetensors_bytes(header, 0);
+    let msg = err_with(
+        "reader",
+        io::load_safetensors_from_reader(Cursor::new(bytes)),
+        &["%s%s"],
+    );
+    assert!(msg.contains("parse"), "{msg}");
+}

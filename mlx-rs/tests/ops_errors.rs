@@ -183,6 +183,25 @@ fn gather_and_scatter_ops() {
         ops::scatter_add(&a, [&idx], &f32s(&[7]), &[0]),
         "scatter",
     );
+    // MLX throws a bare C string here, which mlx-c cannot catch (found by fuzzing).
+    let mask = Array::from_slice(&[true, false, true], &[3]).unwrap();
+    check(
+        "scatter bool indices",
+        ops::scatter(&a, [&mask], &f32s(&[3, 1, 4]), &[0]),
+        "boolean indices",
+    );
+    check(
+        "scatter_min bool indices",
+        ops::scatter_min(&a, [&mask, &idx], &f32s(&[3, 1, 1]), &[0, 1]),
+        "boolean indices",
+    );
+    // SAFETY: the call is refused before MLX sees any index.
+    let unchecked = unsafe { ops::scatter_add_unchecked(&a, [&mask], &f32s(&[3, 1, 4]), &[0]) };
+    check(
+        "scatter_add_unchecked bool indices",
+        unchecked,
+        "boolean indices",
+    );
     check(
         "masked_scatter mask shape",
         ops::masked_scatter(&a, &Array::from_slice(&[true, false], &[2]).unwrap(), &a),

@@ -100,9 +100,9 @@ impl PrebuiltMlx {
         for flag in &flags {
             build.flag(flag);
         }
-        for source in &sources {
-            println!("cargo:rerun-if-changed={}", source.display());
-        }
+        // The whole folder, headers included: a patched header (`vendor/patches/`) changes
+        // what every source compiles to.
+        println!("cargo:rerun-if-changed={}", mlx_c_src.display());
         if relocatable {
             build.compile("mlxc");
             println!("cargo:rustc-link-search=native={}", self.lib_dir.display());

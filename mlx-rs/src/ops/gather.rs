@@ -18,7 +18,7 @@ use crate::handles::VectorArray;
 use crate::ops::args::operand_array;
 use crate::ops::bounds::{clamp_starts, identity, normalize_axis, Extent, Reduce};
 use crate::ops::{self, IntoOperand};
-use crate::{Array, Error, Result};
+use crate::{Array, Dtype, Error, Result};
 
 /// Index argument of [`take`]: a Rust integer or an index array (Python: `int | array`).
 pub trait IntoTakeIndices {
@@ -481,36 +481,49 @@ fn raw_scatter(
     axes: &[i32],
     reduce: Reduce,
 ) -> Result<Array> {
+    // MLX 0.32.2 rejects boolean indices with `throw("...")`, a bare C string rather than a
+    // `std::exception`; mlx-c catches only the latter, so the throw would abort the process.
+    if indices.iter().any(|i| i.dtype() == Dtype::Bool) {
+        return Err(Error::invalid("[scatter] Boolean indices not supported."));
+    }
     macro_rules! call {
         ($multi:path, $single:path) => {{
             if let ([single], [axis]) = (indices, axes) {
                 // SAFETY: valid handles; plain values.
-                return Array::try_from_stream_op(|res, s| unsafe {
+                Array::try_from_stream_op(|res, s| unsafe {
                     $single(res, a.as_raw(), single.as_raw(), updates.as_raw(), *axis, s)
-                });
+                })
+            } else {
+                let v = VectorArray::from_arrays(indices.iter().copied());
+                // SAFETY: valid handles; `axes` outlives the call.
+                Array::try_from_stream_op(|res, s| unsafe {
+                    $multi(
+                        res,
+                        a.as_raw(),
+                        v.0,
+                        updates.as_raw(),
+                        axes.as_ptr(),
+                        axes.len(),
+                        s,
+                    )
+                })
             }
-            let v = VectorArray::from_arrays(indices.iter().copied());
-            // SAFETY: valid handles; `axes` outlives the call.
-            Array::try_from_stream_op(|res, s| unsafe {
-                $multi(
-                    res,
-                    a.as_raw(),
-                    v.0,
-                    updates.as_raw(),
-                    axes.as_ptr(),
-                    axes.len(),
-                    s,
-                )
-            })
         }};
     }
-    match reduce {
+    let out = match reduce {
         Reduce::Set => call!(sys::mlx_scatter, sys::mlx_scatter_single),
         Reduce::Add => call!(sys::mlx_scatter_add, sys::mlx_scatter_add_single),
         Reduce::Prod => call!(sys::mlx_scatter_prod, sys::mlx_scatter_prod_single),
         Reduce::Max => call!(sys::mlx_scatter_max, sys::mlx_scatter_max_single),
         Reduce::Min => call!(sys::mlx_scatter_min, sys::mlx_scatter_min_single),
+    }?;
+    // MLX's CPU kernel divides by the updates' extents when it starts, so updates with a 0
+    // extent (nothing to write) stop the process with SIGFPE when evaluated. The op was
+    // built for its argument checks; with nothing to write, `a` is the result.
+    if updates.size() == 0 {
+        return Ok(a.clone());
     }
+    Ok(out)
 }
 
 /// A scatter whose out-of-range updates are dropped: a reducing scatter replaces them by

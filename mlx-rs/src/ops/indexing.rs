@@ -77,12 +77,18 @@ impl Slice {
             let stop = self.stop.map_or(-1, |v| norm(v).clamp(-1, n - 1));
             (start, stop)
         };
-        let len = if step > 0 {
-            ((stop - start + step - 1) / step).max(0)
+        // In i64: a step near i32::MIN or i32::MAX overflows these sums in i32.
+        let (first, end, by) = (i64::from(start), i64::from(stop), i64::from(step));
+        let len = if by > 0 {
+            ((end - first + by - 1) / by).max(0)
         } else {
-            ((start - stop - step - 1) / -step).max(0)
+            ((first - end - by - 1) / -by).max(0)
         };
-        Ok((start, stop, step, len))
+        // A step longer than the axis selects `start` alone, as one of length `n` does; MLX's
+        // own slice arithmetic overflows on steps near i32::MIN/MAX and selects nothing.
+        let step = step.clamp(-n.max(1), n.max(1));
+        // At most n: it fits.
+        Ok((start, stop, step, len as i32))
     }
 
     /// Start/stop/stride in the form MLX's `slice` normalizes itself (Python's
@@ -614,7 +620,12 @@ fn put(src: &Array, index: Vec<Index>, v: Array, how: Update) -> Result<Array> {
         )));
     }
     if entries.iter().any(|e| matches!(e, Entry::Array(_))) {
-        scatter_put(src, &entries, consumed, v, how)
+        // The axes the index covers once `...` is expanded (`consumed` counts it as none).
+        let axes = entries
+            .iter()
+            .filter(|e| !matches!(e, Entry::NewAxis))
+            .count();
+        scatter_put(src, &entries, axes, v, how)
     } else {
         slice_put(src, &entries, v, how)
     }

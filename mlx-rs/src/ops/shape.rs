@@ -137,8 +137,18 @@ pub fn flatten(
     Array::try_from_stream_op(|res, s| unsafe { sys::mlx_flatten(res, a.as_raw(), start, end, s) })
 }
 
-/// Splits one axis into `shape` (Python: `mx.unflatten(a, axis, shape)`).
+/// Splits one axis into `shape` (Python: `mx.unflatten(a, axis, shape)`); one entry may be
+/// `-1`, inferred.
 pub fn unflatten(a: &Array, axis: i32, shape: &[i32]) -> Result<Array> {
+    // MLX multiplies the entries unchecked (so `[-2, -2]` unflattens 4 elements into an
+    // array of negative shape) and divides by their product to infer `-1` (SIGFPE when it
+    // is 0).
+    check_shape(shape, a.dtype(), true, "unflatten")?;
+    if shape.contains(&-1) && shape.contains(&0) {
+        return Err(Error::invalid(format!(
+            "[unflatten] cannot infer the -1 in {shape:?}: another dimension is 0"
+        )));
+    }
     // SAFETY: valid handle; `shape` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
         sys::mlx_unflatten(res, a.as_raw(), axis, shape.as_ptr(), shape.len(), s)
@@ -231,9 +241,26 @@ pub fn stack<'a>(
     }
 }
 
+/// The length of `axis` of `a`, negatives counting from the end; `None` where MLX rejects it.
+fn axis_len(a: &Array, axis: i32) -> Option<i32> {
+    let ndim = i64::try_from(a.ndim()).ok()?;
+    let ax = if axis < 0 {
+        i64::from(axis) + ndim
+    } else {
+        i64::from(axis)
+    };
+    usize::try_from(ax)
+        .ok()
+        .and_then(|ax| a.shape().get(ax).copied())
+}
+
 /// Splits into arrays along `axis`; default 0 (Python: `mx.unstack(x, axis=0)`).
 pub fn unstack(a: &Array, axis: impl Into<Option<i32>>) -> Result<Vec<Array>> {
-    match axis.into() {
+    let axis = axis.into();
+    if let Some(len) = axis_len(a, axis.unwrap_or(0)) {
+        crate::memory::check_array_count(len as u64, "unstack")?;
+    }
+    match axis {
         Some(axis) => {
             // SAFETY: valid handle; plain values.
             vector_op(|res, s| unsafe { sys::mlx_unstack_axis(res, a.as_raw(), axis, s) })
@@ -278,8 +305,16 @@ impl From<Vec<i32>> for IndicesOrSections {
     }
 }
 
+/// How many sections an empty axis may be split into: each is an array of its own, and
+/// nothing bounds the count otherwise (a non-empty axis bounds it by its length).
+const MAX_EMPTY_SECTIONS: i32 = 1 << 16;
+
 /// Splits along `axis` (default 0) into equal sections or at indices
 /// (Python: `mx.split(a, indices_or_sections, axis=0)`).
+///
+/// The result must fit the machine's memory (about 1 KiB per part besides the data), and an
+/// empty axis splits into at most 65,536 (empty) sections: `split(x, 926_168_376)` of an empty
+/// `x` would otherwise build that many arrays, for minutes, until memory runs out.
 pub fn split(
     a: &Array,
     indices_or_sections: impl Into<IndicesOrSections>,
@@ -288,13 +323,25 @@ pub fn split(
     let axis = axis.into().unwrap_or(0);
     match indices_or_sections.into() {
         IndicesOrSections::Sections(n) => {
+            if n > 0 {
+                if axis_len(a, axis) == Some(0) && n > MAX_EMPTY_SECTIONS {
+                    return Err(Error::invalid(format!(
+                        "[split] an empty axis splits into at most {MAX_EMPTY_SECTIONS} \
+                         sections, got {n}"
+                    )));
+                }
+                crate::memory::check_array_count(n as u64, "split")?;
+            }
             // SAFETY: valid handle; plain values.
             vector_op(|res, s| unsafe { sys::mlx_split(res, a.as_raw(), n, axis, s) })
         }
-        // SAFETY: valid handle; `idx` outlives the call.
-        IndicesOrSections::Indices(idx) => vector_op(|res, s| unsafe {
-            sys::mlx_split_sections(res, a.as_raw(), idx.as_ptr(), idx.len(), axis, s)
-        }),
+        IndicesOrSections::Indices(idx) => {
+            crate::memory::check_array_count(idx.len() as u64 + 1, "split")?;
+            // SAFETY: valid handle; `idx` outlives the call.
+            vector_op(|res, s| unsafe {
+                sys::mlx_split_sections(res, a.as_raw(), idx.as_ptr(), idx.len(), axis, s)
+            })
+        }
     }
 }
 
@@ -510,17 +557,19 @@ pub fn as_strided(a: &Array, options: AsStridedOptions<'_>) -> Result<Array> {
         offset,
     } = options;
     let shape: Vec<i32> = shape.map_or_else(|| a.shape().to_vec(), <[i32]>::to_vec);
+    check_shape(&shape, a.dtype(), false, "as_strided")?;
     let strides: Vec<i64> = match strides {
         Some(st) => st.to_vec(),
         None => {
+            // Checked above to fit an i64 unless a dimension is 0; the view is then empty and
+            // its strides matter to nothing, so they may saturate.
             let mut st = vec![1i64; shape.len()];
             for i in (0..shape.len().saturating_sub(1)).rev() {
-                st[i] = st[i + 1] * i64::from(shape[i + 1]);
+                st[i] = st[i + 1].saturating_mul(i64::from(shape[i + 1]));
             }
             st
         }
     };
-    check_shape(&shape, a.dtype(), false, "as_strided")?;
     check_strided_view(&shape, &strides, offset, a.size())?;
     // SAFETY: valid handle; the vectors outlive the call.
     Array::try_from_stream_op(|res, s| unsafe {

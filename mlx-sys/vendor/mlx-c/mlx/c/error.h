@@ -27,15 +27,32 @@ void mlx_set_error_handler(
  */
 void _mlx_error(const char* file, const int line, const char* fmt, ...);
 
-/**
- * Throw an error. Macro which passes file name and line number to _mlx_error().
- */
-#define mlx_error(...) _mlx_error(__FILE__, __LINE__, __VA_ARGS__)
-
 /**@}*/
 
 #ifdef __cplusplus
 }
+#endif
+
+/**
+ * Throw an error. Macro which passes file name and line number to _mlx_error().
+ */
+#ifdef __cplusplus
+/* One argument is a message, not a format: the callers pass exception messages, which quote
+ * file contents and names, and a '%' in them must not be read as a conversion. */
+inline void _mlx_error_message(const char* file, const int line, const char* msg) {
+  _mlx_error(file, line, "%s", msg);
+}
+template <typename... Args>
+inline void _mlx_error_message(
+    const char* file,
+    const int line,
+    const char* fmt,
+    Args... args) {
+  _mlx_error(file, line, fmt, args...);
+}
+#define mlx_error(...) _mlx_error_message(__FILE__, __LINE__, __VA_ARGS__)
+#else
+#define mlx_error(...) _mlx_error(__FILE__, __LINE__, __VA_ARGS__)
 #endif
 
 #endif
