@@ -947,3 +947,28 @@ fn computed_indices_are_checked() {
         "takes values computed in the graph that can be 2, out of range for an axis of size 2",
     );
 }
+
+/// Every file Python MLX 0.32.2 exported for `scripts/golden/mlxfn.py` passes the validator:
+/// its checks are MLX's own invariants, so no file MLX writes may trip them.
+#[test]
+fn python_exports_import() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/mlxfn_corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "mlxfn"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 30,
+        "{} files in {}",
+        files.len(),
+        dir.display()
+    );
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|f| import_function(f).err().map(|e| e.to_string()))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert!(import_function(kwargs_file()).is_ok());
+}

@@ -18,8 +18,8 @@
 //! slice as indices, or an integer division as divisors, are read and their values checked
 //! too, and so are indices the graph computes within bounds of its own (from an `argsort`, an
 //! `argmax`, an `arange`, a remainder by a constant): MLX's kernels do not bound-check
-//! indices, and a zero divisor traps. A file that passes imports, and calling it with
-//! arguments of the exported signature runs the graph that was exported.
+//! indices, and a zero divisor traps. A file that passes imports, and a call with arguments
+//! of one of its signatures runs the graph it holds without crashing, but for what follows.
 //!
 //! Not covered, because the file does not hold them: index values and integer divisors that
 //! are computed from the call's arguments (MLX checks neither, in an imported graph as in
@@ -135,11 +135,12 @@ impl std::fmt::Display for Dt {
     }
 }
 
-/// Largest element count MLX can index: shapes are `int32` per dimension and sizes `int64`
-/// byte counts in places (`seek`, strides), so the byte size must fit `i64`.
+/// Largest byte size of an array: MLX computes byte offsets as `int64` in places (`seek`,
+/// strides), so a larger array would wrap them.
 const MAX_BYTES: u128 = i64::MAX as u128;
 
-/// Bytes of each field type in a primitive's serialized state (see `prims::layout`).
+/// The field types of a primitive's serialized state (see `prims::layout`), named by the C++
+/// type MLX writes.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Field {
     /// `int` and every enum (MLX writes enums as `int`).
