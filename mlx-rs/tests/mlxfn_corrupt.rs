@@ -791,7 +791,7 @@ fn primitives_are_checked() {
     expect_err(
         "reduce_axis",
         &w.0,
-        "axes 2 is out of range for 2 dimensions",
+        "axis 2 is out of range for 2 dimensions",
     );
 
     let mut w = W::default();

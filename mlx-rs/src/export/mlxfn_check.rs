@@ -964,6 +964,17 @@ impl Values<'_> {
 
     /// Checks every element of a constant that reaches `op` as input `u.input`.
     fn check_elements(&mut self, op: &Op, u: &ValueUse, loc: ConstLoc, casts: &[Dt]) -> Result<()> {
+        if loc.count < u.elements_read() {
+            return Err(self.fail(
+                op,
+                format!(
+                    "reads {} slice starts from a constant of {} (constant data at byte {})",
+                    u.elements_read(),
+                    loc.count,
+                    loc.offset
+                ),
+            ));
+        }
         let mut bad = None;
         self.each_element(loc, |k, mut v| {
             for &to in casts {
