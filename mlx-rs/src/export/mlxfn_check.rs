@@ -231,8 +231,8 @@ struct Node {
     src: Src,
 }
 
-struct Walker<R> {
-    r: R,
+struct Walker {
+    r: BufReader<File>,
     pos: u64,
     len: u64,
     path: String,
@@ -242,7 +242,7 @@ fn io_err(path: &str, e: impl std::fmt::Display) -> Error {
     Error::Io(format!("[import_function] {path}: {e}"))
 }
 
-impl<R: Read> Walker<R> {
+impl Walker {
     fn fail_at(&self, pos: u64, what: impl std::fmt::Display) -> Error {
         Error::Io(format!(
             "[import_function] {}: corrupt or truncated .mlxfn file: {what} (at byte {pos})",
@@ -288,14 +288,13 @@ impl<R: Read> Walker<R> {
         Ok(buf)
     }
 
+    /// Skips `n` bytes that `need` found in the file (a constant's data, which can be large:
+    /// the values that matter are read later).
     fn skip(&mut self, n: u64, what: &str) -> Result<()> {
         self.need(n, what)?;
-        let copied = std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink())
-            .map_err(|e| io_err(&self.path, e))?;
-        if copied != n {
-            return Err(self.fail(format!("{what} is cut short")));
-        }
-        self.pos += n;
+        let n = i64::try_from(n).map_err(|_| self.fail(format!("{what} is too large")))?;
+        self.r.seek_relative(n).map_err(|e| io_err(&self.path, e))?;
+        self.pos += n as u64;
         Ok(())
     }
 
@@ -621,8 +620,8 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
     Ok(())
 }
 
-fn read_function<R: Read>(
-    w: &mut Walker<R>,
+fn read_function(
+    w: &mut Walker,
     f: i32,
     devices: Devices,
     constants: &mut HashMap<u64, (Meta, ConstLoc)>,
@@ -703,8 +702,8 @@ fn read_function<R: Read>(
     Ok(func)
 }
 
-fn read_tape_entry<R: Read>(
-    w: &mut Walker<R>,
+fn read_tape_entry(
+    w: &mut Walker,
     fname: &str,
     devices: Devices,
     func: &mut Function,
