@@ -10,7 +10,8 @@
 //! the process, so the flips run in child processes (this binary re-run with `--ignored
 //! --exact bit_flip_child`), each looping over a range of flips and reporting every one on
 //! stdout; when a child dies or stalls, the parent records the flip it was on and starts a new
-//! child at the next one.
+//! child at the next one. Where glibc's heap checker is installed the children load it, so a
+//! flip that corrupts the heap aborts there rather than passing unnoticed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
@@ -334,6 +335,21 @@ const FLIP_TIMEOUT: Duration = Duration::from_secs(60);
 /// crashing at once (heap corruption, memory held) from being charged to later flips.
 const FLIPS_PER_CHILD: u64 = 2000;
 
+/// glibc's heap checker (`libc_malloc_debug`, glibc 2.34 and later), where it is installed: a
+/// child that loads it aborts at the flip that corrupts the heap, instead of running on.
+fn malloc_checker() -> Option<&'static str> {
+    const PLACES: [&str; 4] = [
+        "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0",
+        "/lib/aarch64-linux-gnu/libc_malloc_debug.so.0",
+        "/lib64/libc_malloc_debug.so.0",
+        "/usr/lib64/libc_malloc_debug.so.0",
+    ];
+    if std::env::var_os("LD_PRELOAD").is_some() {
+        return None;
+    }
+    PLACES.into_iter().find(|p| Path::new(p).exists())
+}
+
 fn flip_all(dir: &Path) -> Report {
     let bits = std::fs::metadata(dir.join("fun.mlxfn")).unwrap().len() * 8;
     let exe = std::env::current_exe().unwrap();
@@ -345,7 +361,13 @@ fn flip_all(dir: &Path) -> Report {
     let mut start = 0;
     while start < bits {
         let end = (start + FLIPS_PER_CHILD).min(bits);
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        if let Some(lib) = malloc_checker() {
+            command
+                .env("LD_PRELOAD", lib)
+                .env("GLIBC_TUNABLES", "glibc.malloc.check=3");
+        }
+        let mut child = command
             .args([
                 "--ignored",
                 "--exact",
