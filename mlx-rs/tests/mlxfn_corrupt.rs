@@ -607,9 +607,10 @@ fn gather(idx: &[i32]) -> W {
 }
 
 fn import_bytes(name: &str, bytes: &[u8]) -> Result<ImportedFunction> {
-    let dir = std::env::temp_dir().join(format!("mlx-rs-mlxfn-checks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.mlxfn"));
+    let path = std::env::temp_dir().join(format!(
+        "mlx-rs-mlxfn-checks-{}-{name}.mlxfn",
+        std::process::id()
+    ));
     std::fs::write(&path, bytes).unwrap();
     let r = import_function(&path);
     std::fs::remove_file(&path).unwrap();
