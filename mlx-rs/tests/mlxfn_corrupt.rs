@@ -10,7 +10,8 @@
 //! the process, so the flips run in child processes (this binary re-run with `--ignored
 //! --exact bit_flip_child`), each looping over a range of flips and reporting every one on
 //! stdout; when a child dies or stalls, the parent records the flip it was on and starts a new
-//! child at the next one.
+//! child at the next one. Where glibc's heap checker is installed the children load it, so a
+//! flip that corrupts the heap aborts there rather than passing unnoticed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, BufReader, Read};
@@ -334,6 +335,21 @@ const FLIP_TIMEOUT: Duration = Duration::from_secs(60);
 /// crashing at once (heap corruption, memory held) from being charged to later flips.
 const FLIPS_PER_CHILD: u64 = 2000;
 
+/// glibc's heap checker (`libc_malloc_debug`, glibc 2.34 and later), where it is installed: a
+/// child that loads it aborts at the flip that corrupts the heap, instead of running on.
+fn malloc_checker() -> Option<&'static str> {
+    const PLACES: [&str; 4] = [
+        "/lib/x86_64-linux-gnu/libc_malloc_debug.so.0",
+        "/lib/aarch64-linux-gnu/libc_malloc_debug.so.0",
+        "/lib64/libc_malloc_debug.so.0",
+        "/usr/lib64/libc_malloc_debug.so.0",
+    ];
+    if std::env::var_os("LD_PRELOAD").is_some() {
+        return None;
+    }
+    PLACES.into_iter().find(|p| Path::new(p).exists())
+}
+
 fn flip_all(dir: &Path) -> Report {
     let bits = std::fs::metadata(dir.join("fun.mlxfn")).unwrap().len() * 8;
     let exe = std::env::current_exe().unwrap();
@@ -345,7 +361,13 @@ fn flip_all(dir: &Path) -> Report {
     let mut start = 0;
     while start < bits {
         let end = (start + FLIPS_PER_CHILD).min(bits);
-        let mut child = Command::new(&exe)
+        let mut command = Command::new(&exe);
+        if let Some(lib) = malloc_checker() {
+            command
+                .env("LD_PRELOAD", lib)
+                .env("GLIBC_TUNABLES", "glibc.malloc.check=3");
+        }
+        let mut child = command
             .args([
                 "--ignored",
                 "--exact",
@@ -585,9 +607,10 @@ fn gather(idx: &[i32]) -> W {
 }
 
 fn import_bytes(name: &str, bytes: &[u8]) -> Result<ImportedFunction> {
-    let dir = std::env::temp_dir().join(format!("mlx-rs-mlxfn-checks-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("{name}.mlxfn"));
+    let path = std::env::temp_dir().join(format!(
+        "mlx-rs-mlxfn-checks-{}-{name}.mlxfn",
+        std::process::id()
+    ));
     std::fs::write(&path, bytes).unwrap();
     let r = import_function(&path);
     std::fs::remove_file(&path).unwrap();
@@ -791,7 +814,7 @@ fn primitives_are_checked() {
     expect_err(
         "reduce_axis",
         &w.0,
-        "axes 2 is out of range for 2 dimensions",
+        "axis 2 is out of range for 2 dimensions",
     );
 
     let mut w = W::default();
@@ -946,4 +969,29 @@ fn computed_indices_are_checked() {
         &take(0),
         "takes values computed in the graph that can be 2, out of range for an axis of size 2",
     );
+}
+
+/// Every file Python MLX 0.32.2 exported for `scripts/golden/mlxfn.py` passes the validator:
+/// its checks are MLX's own invariants, so no file MLX writes may trip them.
+#[test]
+fn python_exports_import() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/mlxfn_corpus");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "mlxfn"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 30,
+        "{} files in {}",
+        files.len(),
+        dir.display()
+    );
+    let failed: Vec<String> = files
+        .iter()
+        .filter_map(|f| import_function(f).err().map(|e| e.to_string()))
+        .collect();
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    assert!(import_function(kwargs_file()).is_ok());
 }

@@ -219,6 +219,15 @@ pub(super) struct Range {
 }
 
 impl ValueUse {
+    /// Elements MLX reads from the array: it takes dynamic slice starts from the start of the
+    /// buffer, whatever the array's strides, so a broadcast of fewer values would be read past.
+    pub(super) fn elements_read(&self) -> u64 {
+        match &self.kind {
+            ValueKind::Start { max } => max.len() as u64,
+            _ => 0,
+        }
+    }
+
     /// Checks the bounds of values computed in the graph. Only the bounds are sure to occur,
     /// so only they are checked, and only for offsets: a divisor's bounds say nothing about 0,
     /// and slice starts are checked where they are constants.
@@ -482,7 +491,7 @@ fn axis(a: i32, ndim: usize, what: &str) -> std::result::Result<usize, String> {
 /// Normalized axes that MLX keeps sorted and unique.
 fn sorted_axes(axes: &[i32], ndim: usize, what: &str) -> Check {
     for &a in axes {
-        axis(a, ndim, what)?;
+        axis(a, ndim, "axis")?;
     }
     if axes.windows(2).any(|w| w[0] >= w[1]) {
         bail!("{what} {axes:?} are not sorted and unique");
@@ -492,7 +501,7 @@ fn sorted_axes(axes: &[i32], ndim: usize, what: &str) -> Check {
 
 fn unique_axes(axes: &[i32], ndim: usize, what: &str) -> Check {
     for (i, &a) in axes.iter().enumerate() {
-        axis(a, ndim, what)?;
+        axis(a, ndim, "axis")?;
         if axes[..i].contains(&a) {
             bail!("{what} {axes:?} repeat axis {a}");
         }
@@ -539,13 +548,15 @@ fn broadcasts_to(from: &[i32], to: &[i32]) -> bool {
             .all(|(&f, &t)| f == t || f == 1)
 }
 
-/// `a` is a unary elementwise op's single input with the output's shape and dtype.
+/// A unary elementwise op: one input, and one output of its shape and dtype.
 fn unary_same(ins: &[&Meta], outs: &[Meta]) -> Check {
     n_inputs(ins, 1, 1)?;
     n_outputs(outs, 1)?;
     out_is(&outs[0], &ins[0].shape, ins[0].dtype)
 }
 
+/// A binary elementwise op: two inputs of one shape and dtype (MLX's ops broadcast and cast
+/// them first), and one output of that shape and `out_dtype` (by default the inputs').
 fn binary_same(ins: &[&Meta], outs: &[Meta], out_dtype: Option<Dt>) -> Check {
     n_inputs(ins, 2, 2)?;
     n_outputs(outs, 1)?;
@@ -555,7 +566,7 @@ fn binary_same(ins: &[&Meta], outs: &[Meta], out_dtype: Option<Dt>) -> Check {
 }
 
 /// Checks primitive `name` with its state, input and output metadata; returns how it uses
-/// integer inputs as offsets, for the inputs whose values the file holds.
+/// integer inputs as offsets or divisors, for the value checks.
 pub(super) fn check(
     name: &str,
     st: &State,
