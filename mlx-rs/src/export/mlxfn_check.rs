@@ -870,9 +870,9 @@ fn read_tape_entry(
     Ok(())
 }
 
-/// The value checks: integer arrays that reach a primitive as indices or divisors, when their
-/// values are known from the file, either because they are constants or because the graph
-/// computes them within known bounds (`prims::value_range`).
+/// The value checks: integer arrays that reach a primitive as indices or divisors, when the
+/// file fixes their values (constants, and what the graph computes from constants alone:
+/// `prims::fold`) or their bounds (`prims::value_range`).
 struct Values<'a> {
     path: &'a str,
     file: File,
