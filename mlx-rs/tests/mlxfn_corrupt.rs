@@ -1000,3 +1000,30 @@ fn python_exports_import() {
     assert!(failed.is_empty(), "{}", failed.join("\n"));
     assert!(import_function(kwargs_file()).is_ok());
 }
+
+#[test]
+fn indices_computed_from_constants_are_checked() {
+    // `x[max(min(idx, 3), low)]` for `x` of shape [4, 3] and the constant `idx` = [1, 0]: the
+    // clamp mlx-rs's `take` builds, with its lower bound `low`.
+    let clamped = |low: i32| {
+        let mut w = W::default();
+        w.header(1).signature(&[(1, &[4, 3])], &[9], 9).input_ref(1);
+        let idx: Vec<u8> = [1i32, 0].iter().flat_map(|i| i.to_le_bytes()).collect();
+        w.constant(2, &[2], I32, &idx)
+            .constant(3, &[], I32, &3i32.to_le_bytes());
+        w.prim(4, &[3], "Broadcast").ints(&[2]).out(&[2], I32);
+        w.prim(5, &[2, 4], "Minimum").out(&[2], I32);
+        w.constant(6, &[], I32, &low.to_le_bytes());
+        w.prim(7, &[6], "Broadcast").ints(&[2]).out(&[2], I32);
+        w.prim(8, &[5, 7], "Maximum").out(&[2], I32);
+        w.prim(9, &[1, 8], "Gather").ints(&[0]).ints(&[1, 3]);
+        w.out(&[2, 1, 3], F32);
+        w.0
+    };
+    assert!(import_bytes("clamped", &clamped(0)).is_ok());
+    expect_err(
+        "clamped_low",
+        &clamped(9),
+        "takes values the file fixes, whose element 0 is 9, out of range for an axis of size 4",
+    );
+}

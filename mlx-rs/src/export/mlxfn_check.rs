@@ -16,9 +16,10 @@
 //! kernels rely on: input and output counts, output shapes and dtypes, axes, enum values and
 //! the other state fields (see `prims`). Constants that reach a gather, scatter or dynamic
 //! slice as indices, or an integer division as divisors, are read and their values checked
-//! too, and so are indices the graph computes within bounds of its own (from an `argsort`, an
-//! `argmax`, an `arange`, a remainder by a constant): MLX's kernels do not bound-check
-//! indices, and a zero divisor traps. A file that passes imports, and a call with arguments
+//! too, as are small integer arrays the graph computes from constants alone (mlx-rs's `take`
+//! clamps constant indices that way) and indices it computes within bounds of its own (from an
+//! `argsort`, an `argmax`, an `arange`, a remainder by a constant): MLX's kernels do not
+//! bound-check indices, and a zero divisor traps. A file that passes imports, and a call with arguments
 //! of one of its signatures runs the graph it holds without crashing, but for what follows.
 //!
 //! Not covered, because the file does not hold them: index values and integer divisors that
@@ -33,6 +34,7 @@ use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::rc::Rc;
 
 use crate::{Error, Result};
 
@@ -613,6 +615,7 @@ pub(super) fn validate(path: &Path, devices: Devices) -> Result<()> {
         path: &w.path,
         file: w.r.into_inner(),
         constants: HashMap::new(),
+        small_constants: HashMap::new(),
     };
     for f in &functions {
         values.check(f)?;
@@ -867,14 +870,16 @@ fn read_tape_entry(
     Ok(())
 }
 
-/// The value checks: integer arrays that reach a primitive as indices or divisors, when their
-/// values are known from the file, either because they are constants or because the graph
-/// computes them within known bounds (`prims::value_range`).
+/// The value checks: integer arrays that reach a primitive as indices or divisors, when the
+/// file fixes their values (constants, and what the graph computes from constants alone:
+/// `prims::fold`) or their bounds (`prims::value_range`).
 struct Values<'a> {
     path: &'a str,
     file: File,
     /// Bounds of each integer constant read so far, by data offset (functions share them).
     constants: HashMap<u64, Option<Range>>,
+    /// Values of each small integer constant read so far, by data offset.
+    small_constants: HashMap<u64, Rc<[i128]>>,
 }
 
 impl Values<'_> {
@@ -887,12 +892,32 @@ impl Values<'_> {
 
     fn check(&mut self, f: &Function) -> Result<()> {
         let mut ranges: HashMap<u64, Range> = HashMap::new();
+        let mut exact: HashMap<u64, Rc<[i128]>> = HashMap::new();
         for op in &f.ops {
             for u in &op.uses {
                 let id = op.inputs[u.input];
                 if let Some((loc, casts)) = f.constant_source(id) {
                     self.check_elements(op, u, loc, &casts)?;
-                } else if let Some(r) = self.range(f, &ranges, id)? {
+                } else if let Some(vals) = self.exact(f, &exact, id)? {
+                    if (vals.len() as u64) < u.elements_read() {
+                        return Err(self.fail(
+                            op,
+                            format!(
+                                "reads {} slice starts from {} values",
+                                u.elements_read(),
+                                vals.len()
+                            ),
+                        ));
+                    }
+                    for (k, &v) in vals.iter().enumerate() {
+                        u.check(k as u64, v).map_err(|what| {
+                            self.fail(
+                                op,
+                                format!("takes values the file fixes, whose element {k} is {what}"),
+                            )
+                        })?;
+                    }
+                } else if let Some(r) = self.range(f, &ranges, &exact, id)? {
                     u.check_range(r).map_err(|what| {
                         self.fail(
                             op,
@@ -901,16 +926,24 @@ impl Values<'_> {
                     })?;
                 }
             }
+            let meta = |id: &u64| &f.nodes[id].meta;
+            let ins: Vec<&Meta> = op.inputs.iter().map(meta).collect();
+            let outs: Vec<&Meta> = op.outputs.iter().map(meta).collect();
+            let mut in_vals = Vec::with_capacity(op.inputs.len());
+            for &id in &op.inputs {
+                in_vals.push(self.exact(f, &exact, id)?);
+            }
+            let in_slices: Vec<Option<&[i128]>> = in_vals.iter().map(|v| v.as_deref()).collect();
+            if let Some(vals) = prims::fold(op.name, &op.state, &ins, &in_slices, &outs) {
+                exact.insert(op.outputs[0], vals.into());
+            }
             if !prims::propagates_range(op.name) {
                 continue;
             }
             let mut in_ranges = Vec::with_capacity(op.inputs.len());
             for &id in &op.inputs {
-                in_ranges.push(self.range(f, &ranges, id)?);
+                in_ranges.push(self.range(f, &ranges, &exact, id)?);
             }
-            let meta = |id: &u64| &f.nodes[id].meta;
-            let ins: Vec<&Meta> = op.inputs.iter().map(meta).collect();
-            let outs: Vec<&Meta> = op.outputs.iter().map(meta).collect();
             let args: Vec<bool> = op.inputs.iter().map(|&id| f.is_argument(id)).collect();
             let out_ranges = prims::value_range(op.name, &op.state, &ins, &in_ranges, &args, &outs);
             for (&id, r) in op.outputs.iter().zip(out_ranges) {
@@ -922,18 +955,56 @@ impl Values<'_> {
         Ok(())
     }
 
+    /// The values of array `id` when the file fixes them: a small integer constant, or what
+    /// the graph computes from such constants alone (`prims::fold`).
+    fn exact(
+        &mut self,
+        f: &Function,
+        exact: &HashMap<u64, Rc<[i128]>>,
+        id: u64,
+    ) -> Result<Option<Rc<[i128]>>> {
+        let Some(node) = f.nodes.get(&id) else {
+            return Ok(None);
+        };
+        let Src::Const(loc) = node.src else {
+            return Ok(exact.get(&id).cloned());
+        };
+        if !(loc.dtype.is_int() || loc.dtype == Dt::Bool) || loc.count > prims::MAX_FOLD {
+            return Ok(None);
+        }
+        if let Some(v) = self.small_constants.get(&loc.offset) {
+            return Ok(Some(v.clone()));
+        }
+        let mut vals = Vec::with_capacity(loc.count as usize);
+        self.each_element(loc, |_, v| {
+            vals.push(v);
+            Ok(())
+        })?;
+        let vals: Rc<[i128]> = vals.into();
+        self.small_constants.insert(loc.offset, vals.clone());
+        Ok(Some(vals))
+    }
+
     /// The bounds of array `id`'s values, when they are known.
     fn range(
         &mut self,
         f: &Function,
         ranges: &HashMap<u64, Range>,
+        exact: &HashMap<u64, Rc<[i128]>>,
         id: u64,
     ) -> Result<Option<Range>> {
         let Some(node) = f.nodes.get(&id) else {
             return Ok(None);
         };
         let Src::Const(loc) = node.src else {
-            return Ok(ranges.get(&id).copied());
+            let bounds = exact.get(&id).and_then(|v| {
+                Some(Range {
+                    lo: *v.iter().min()?,
+                    hi: *v.iter().max()?,
+                    free: false,
+                })
+            });
+            return Ok(ranges.get(&id).copied().or(bounds));
         };
         if !(loc.dtype.is_int() || loc.dtype == Dt::Bool) {
             return Ok(None);

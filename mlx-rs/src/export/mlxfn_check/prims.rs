@@ -365,6 +365,158 @@ pub(super) fn value_range(
     }
 }
 
+/// Largest integer array whose values are worked out from the file (`fold`).
+pub(super) const MAX_FOLD: u64 = 1 << 16;
+
+fn elems(shape: &[i32]) -> usize {
+    shape.iter().map(|&d| d as usize).product()
+}
+
+/// For each element of `out` (row-major), the element of `input` a broadcast reads.
+fn broadcast_map(input: &[i32], out: &[i32]) -> Vec<usize> {
+    let lead = out.len() - input.len();
+    let mut strides = vec![0usize; out.len()];
+    let mut stride = 1;
+    for (d, &n) in input.iter().enumerate().rev() {
+        strides[lead + d] = if n == 1 { 0 } else { stride };
+        stride *= n as usize;
+    }
+    gather_map(out, &strides)
+}
+
+/// For each element of an array of shape `out` (row-major), the offset `strides` give it.
+fn gather_map(out: &[i32], strides: &[usize]) -> Vec<usize> {
+    let mut map = Vec::with_capacity(elems(out));
+    let mut index = vec![0i32; out.len()];
+    for _ in 0..elems(out) {
+        map.push(
+            index
+                .iter()
+                .zip(strides)
+                .map(|(&i, &s)| i as usize * s)
+                .sum(),
+        );
+        for d in (0..out.len()).rev() {
+            index[d] += 1;
+            if index[d] < out[d] {
+                break;
+            }
+            index[d] = 0;
+        }
+    }
+    map
+}
+
+/// `v` as a value of dtype `d`: C++'s conversion to an integer type, or to `bool`.
+fn to_dtype(v: i128, d: Dt) -> i128 {
+    if d == Dt::Bool {
+        i128::from(v != 0)
+    } else {
+        wrap(v, d)
+    }
+}
+
+/// The element values of the output of a single-output integer primitive whose inputs' values
+/// are known (`vals[i]`, row-major), as MLX's CPU kernels compute them; `None` where this does
+/// not work them out. This makes index arrays that the graph derives from constants alone
+/// (clamping, wrapping negative indices) as checkable as the constants.
+pub(super) fn fold(
+    name: &str,
+    st: &State,
+    ins: &[&Meta],
+    vals: &[Option<&[i128]>],
+    outs: &[&Meta],
+) -> Option<Vec<i128>> {
+    let out = outs.first()?;
+    if outs.len() != 1 || int_bounds(out.dtype).is_none() || elems(&out.shape) as u64 > MAX_FOLD {
+        return None;
+    }
+    let d = out.dtype;
+    let first = vals.first().copied().flatten();
+    let pair = || Some((vals.get(1).copied().flatten()?, first?));
+    let binary = |f: &dyn Fn(i128, i128) -> Option<i128>| -> Option<Vec<i128>> {
+        let (b, a) = pair()?;
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| f(x, y).map(|v| to_dtype(v, d)))
+            .collect()
+    };
+    let signed = ins.first().is_some_and(|m| m.dtype.is_signed_int());
+    match name {
+        "Broadcast" | "BroadcastAxes" => {
+            let a = first?;
+            Some(
+                broadcast_map(&ins[0].shape, &out.shape)
+                    .into_iter()
+                    .map(|i| a[i])
+                    .collect(),
+            )
+        }
+        "Reshape" | "ExpandDims" | "Squeeze" | "Flatten" | "Unflatten" | "Copy"
+        | "StopGradient" | "Full" => Some(first?.to_vec()),
+        "Transpose" => {
+            let a = first?;
+            let mut strides = vec![0usize; ins[0].ndim()];
+            let mut stride = 1;
+            for (k, &n) in ins[0].shape.iter().enumerate().rev() {
+                strides[k] = stride;
+                stride *= n as usize;
+            }
+            let strides: Vec<usize> = st.ints(0).iter().map(|&ax| strides[ax as usize]).collect();
+            Some(
+                gather_map(&out.shape, &strides)
+                    .into_iter()
+                    .map(|i| a[i])
+                    .collect(),
+            )
+        }
+        "AsType" => Some(first?.iter().map(|&v| to_dtype(v, d)).collect()),
+        "Negative" => Some(first?.iter().map(|&v| to_dtype(-v, d)).collect()),
+        "Abs" => Some(first?.iter().map(|&v| to_dtype(v.abs(), d)).collect()),
+        "LogicalNot" => Some(first?.iter().map(|&v| i128::from(v == 0)).collect()),
+        "Add" => binary(&|x, y| Some(x + y)),
+        "Subtract" => binary(&|x, y| Some(x - y)),
+        "Multiply" => binary(&|x, y| Some(x.wrapping_mul(y))),
+        "Maximum" => binary(&|x, y| Some(x.max(y))),
+        "Minimum" => binary(&|x, y| Some(x.min(y))),
+        "Less" => binary(&|x, y| Some(i128::from(x < y))),
+        "LessEqual" => binary(&|x, y| Some(i128::from(x <= y))),
+        "Greater" => binary(&|x, y| Some(i128::from(x > y))),
+        "GreaterEqual" => binary(&|x, y| Some(i128::from(x >= y))),
+        "Equal" => binary(&|x, y| Some(i128::from(x == y))),
+        "NotEqual" => binary(&|x, y| Some(i128::from(x != y))),
+        "LogicalAnd" => binary(&|x, y| Some(i128::from(x != 0 && y != 0))),
+        "LogicalOr" => binary(&|x, y| Some(i128::from(x != 0 || y != 0))),
+        // MLX's integer division floors (for signed types); a zero divisor is reported by the
+        // divisor check, so the values are left unknown here.
+        "Divide" | "Remainder" => binary(&|x, y| {
+            if y == 0 {
+                return None;
+            }
+            let (mut q, mut r) = (x / y, x % y);
+            if signed && r != 0 && (r < 0) != (y < 0) {
+                q -= 1;
+                r += y;
+            }
+            Some(if name == "Divide" { q } else { r })
+        }),
+        "Select" => {
+            let (c, a, b) = (
+                first?,
+                vals.get(1).copied().flatten()?,
+                vals.get(2).copied().flatten()?,
+            );
+            Some(
+                c.iter()
+                    .zip(a.iter().zip(b))
+                    .map(|(&c, (&x, &y))| if c != 0 { x } else { y })
+                    .collect(),
+            )
+        }
+        _ => None,
+    }
+}
+
 /// The values MLX's CPU `arange` writes for an integer dtype: the start and the step are
 /// converted to the dtype first (toward zero), then added up.
 fn arange_range(st: &State, out: &Meta) -> Option<Range> {
