@@ -457,11 +457,6 @@ fn flip_all(dir: &Path) -> Report {
 }
 
 #[test]
-#[ignore = "open (issue 15): 32 of 55,576 flips of `multi` still crash MLX's Gather at call \
-            time. Since take/gather clamp their indices (ops::bounds), the exported graph \
-            computes gather indices through where/add/minimum/maximum, which the validator's \
-            value ranges do not follow, so a flipped clamp constant goes unchecked. Run with \
-            --ignored"]
 fn every_single_bit_flip_is_ok_or_err() {
     let root = std::env::temp_dir().join(format!("mlx-rs-mlxfn-flips-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
