@@ -4,6 +4,8 @@
 //!
 //! ```sh
 //! cargo run --release --example llama_train
+//! # data-parallel over 4 processes on this machine (MLX's ring backend):
+//! cargo run --release --example launch -- -n 4 -- target/release/examples/llama_train
 //! ```
 //!
 //! What it shows:
@@ -14,15 +16,23 @@
 //!   passed as `&mut` state: one trace, then cache hits;
 //! - the KV cache is a type registered at runtime (`mlx::utils::register`, the way in for
 //!   types you do not own), passed as `&mut` state to a compiled decode step that never
-//!   retraces while it fills.
+//!   retraces while it fills;
+//! - started by a launcher as N processes, it trains data-parallel: every process builds the
+//!   same batch and takes its own N-th of the rows, and `nn::average_gradients` inside the
+//!   compiled step gives each the whole batch's gradient, so the loss curve is the
+//!   single-process one (`tests/data_parallel.rs` checks that).
+//!
+//! `LLAMA_TRAIN_STEPS` sets the number of training steps; `LLAMA_TRAIN_PRINT_LOSSES=1`
+//! prints each step's loss (the whole batch's mean, on rank 0).
 
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use mlx::core::distributed::{self, Group};
 use mlx::core::fast::{self, AttentionMask};
-use mlx::core::{ops, random, Array, Dtype, Result};
+use mlx::core::{ops, random, Array, Dtype, Error, Result};
 use mlx::nn::losses::{CrossEntropyOptions, Reduction};
-use mlx::nn::{self, Embedding, Forward, Linear, Module, RMSNorm, RoPE};
+use mlx::nn::{self, AverageGradientsOptions, Embedding, Forward, Linear, Module, RMSNorm, RoPE};
 use mlx::optimizers::{self as optim, AdamW, Optimizer};
 use mlx::utils::{compile_mut, register, Registered, TreeNode};
 
@@ -191,6 +201,16 @@ impl Llama {
     }
 }
 
+/// The mean of each rank's loss and gradients over the group (the identity alone).
+fn average(group: &Group, loss: Array, grads: Llama) -> Result<(Array, Llama)> {
+    if group.size() == 1 {
+        return Ok((loss, grads));
+    }
+    let options = AverageGradientsOptions::default().group(group);
+    let loss = ops::divide(&distributed::all_sum(&loss, Some(group))?, group.size())?;
+    Ok((loss, nn::average_gradients(&grads, options)?))
+}
+
 fn loss_fn(model: &Llama, (x, y): &(Array, Array)) -> Result<Array> {
     let logits = model.forward(x, None)?;
     let mean = CrossEntropyOptions::default().reduction(Reduction::Mean);
@@ -300,6 +320,16 @@ fn main() -> Result<()> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(STEPS);
+    // Alone, a group of one; under a launcher, this process's rank among N.
+    let group = distributed::init(false, None)?;
+    let (rank, ranks) = (group.rank(), group.size());
+    if BATCH % ranks != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "the batch of {BATCH} rows does not split over {ranks} processes"
+        )));
+    }
+    let print_losses = std::env::var("LLAMA_TRAIN_PRINT_LOSSES").is_ok_and(|v| v == "1");
+    // Every rank initializes the same model from the same seed.
     random::seed(0)?;
     let text = corpus();
     let mut chars: Vec<char> = text.chars().collect();
@@ -310,6 +340,13 @@ fn main() -> Result<()> {
     let data: Vec<i32> = text.chars().map(encode).collect();
 
     let model = Llama::new(vocab)?;
+    if ranks > 1 {
+        println!(
+            "data-parallel: rank {rank} of {ranks}, rows {}..{} of each batch of {BATCH}",
+            rank * BATCH / ranks,
+            (rank + 1) * BATCH / ranks
+        );
+    }
     println!(
         "Llama-style LM: {N_LAYERS} layers, dim {DIM}, {N_HEADS} heads / {N_KV_HEADS} kv heads, \
          {} parameters, vocab {vocab} chars, corpus {} chars",
@@ -334,9 +371,12 @@ fn main() -> Result<()> {
     )?;
     let mut opt = AdamW::new(schedule).betas(0.9, 0.95).weight_decay(0.01);
     opt.init(&model)?;
+    // Each rank's loss is its rows' mean; averaged over the ranks, the gradients and the loss
+    // are the whole batch's (the shards are equal), and clipping sees the whole batch's norm.
     let train_step = compile_mut(
         |(model, opt): &mut (Llama, AdamW), batch: &(Array, Array)| {
             let (loss, grads) = nn::value_and_grad(loss_fn)(model, batch)?;
+            let (loss, grads) = average(&group, loss, grads)?;
             let (grads, _) = optim::clip_grad_norm(&grads, 1.0)?;
             opt.update(model, &grads)?;
             Ok(loss)
@@ -352,13 +392,20 @@ fn main() -> Result<()> {
             xs.extend_from_slice(&data[start..start + SEQ_LEN as usize]);
             ys.extend_from_slice(&data[start + 1..start + 1 + SEQ_LEN as usize]);
         }
+        // Every rank draws the whole batch (the generator stays in step everywhere) and
+        // keeps its own rows.
+        let rows = (rank * BATCH / ranks)..((rank + 1) * BATCH / ranks);
         Ok((
-            Array::from_slice(&xs, &[BATCH, SEQ_LEN])?,
-            Array::from_slice(&ys, &[BATCH, SEQ_LEN])?,
+            Array::from_slice(&xs, &[BATCH, SEQ_LEN])?.index(rows.clone())?,
+            Array::from_slice(&ys, &[BATCH, SEQ_LEN])?.index(rows)?,
         ))
     };
 
-    let bar = ProgressBar::new(steps);
+    let bar = if rank == 0 && !print_losses {
+        ProgressBar::new(steps)
+    } else {
+        ProgressBar::hidden()
+    };
     bar.set_style(
         ProgressStyle::with_template("train {bar:30} {pos}/{len} [{elapsed}] {msg}")
             .expect("valid template"),
@@ -376,6 +423,9 @@ fn main() -> Result<()> {
     for step in 0..steps {
         let (x, y) = batch()?;
         let loss = train_step.call(&mut state, &(x, y))?.item::<f32>()?;
+        if print_losses && rank == 0 {
+            println!("step {step} loss {loss:.9}");
+        }
         if step == 0 {
             first_loss = loss;
             warmup_secs = train_start.elapsed().as_secs_f64();
@@ -393,6 +443,9 @@ fn main() -> Result<()> {
         bar.inc(1);
     }
     bar.finish();
+    // The last step's update is still lazy, and under a launcher it waits on the other
+    // ranks' gradients: every rank computes it before any rank may leave.
+    mlx::core::eval(&state)?;
     let steady_secs = steady_start.elapsed().as_secs_f64();
     let (model, opt) = state;
     println!(
@@ -410,6 +463,12 @@ fn main() -> Result<()> {
         "train step compile stats: {} trace(s), {} calls, {} cache hits",
         stats.traces, stats.calls, stats.cache_hits
     );
+    if ranks > 1 {
+        println!("({ranks} processes: tokens/s above is the whole group's)");
+    }
+    if rank != 0 {
+        return Ok(());
+    }
 
     // ---- generation: a compiled decode step with a registered KV cache as &mut state ----
     register_kv_cache()?;

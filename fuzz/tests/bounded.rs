@@ -85,17 +85,13 @@ fn fuzz_shapes() {
 }
 
 #[test]
-#[ignore = "MLX 0.32.2's .mlxfn reader crashes on corrupt files (out-of-bounds reads, heap \
-            damage) until import_function validates them; run with --ignored"]
 fn fuzz_mlxfn() {
     bounded("mlxfn", 10_000);
 }
 
-/// The inputs that crash MLX's `.mlxfn` reader today (`fuzz/known-crashes/mlxfn/`) must be
-/// refused once `.mlxfn` files are validated.
+/// The inputs that crashed MLX's own `.mlxfn` reader (`fuzz/known-crashes/mlxfn/`) are
+/// refused: `import_function` validates files before MLX parses them.
 #[test]
-#[ignore = "MLX 0.32.2's .mlxfn reader crashes on these until import_function validates \
-            them; run with --ignored"]
 fn known_mlxfn_crashes_are_refused() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("known-crashes/mlxfn");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)

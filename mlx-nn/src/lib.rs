@@ -66,6 +66,7 @@
 mod activations;
 mod bilinear;
 mod conv;
+mod distributed;
 mod forward;
 pub mod init;
 mod kept_transpose;
@@ -80,6 +81,7 @@ mod positional;
 mod qq_linear;
 mod quantize;
 mod recurrent;
+mod sharded;
 mod transformer;
 mod upsample;
 pub mod utils;
@@ -87,6 +89,7 @@ pub mod utils;
 pub use activations::*;
 pub use bilinear::*;
 pub use conv::*;
+pub use distributed::{average_gradients, AverageGradientsOptions};
 pub use forward::{Apply, Forward};
 pub use layers::*;
 pub use maybe_quantized::{
@@ -100,6 +103,13 @@ pub use positional::*;
 pub use qq_linear::{QQLinear, QQLinearOptions};
 pub use quantize::{quantize, ClassPredicate, QuantizeOptions};
 pub use recurrent::*;
+pub use sharded::{
+    fully_shard, shard_inplace, shard_linear, sum_gradients, AllToShardedLinear,
+    FullyShardedModule, MaybeFullySharded, QuantizedAllToShardedLinear,
+    QuantizedAllToShardedLinearOptions, QuantizedShardedToAllLinear,
+    QuantizedShardedToAllLinearOptions, Segments, ShardPredicate, ShardSpec, ShardableLinear,
+    ShardedLinear, ShardedToAllLinear, Sharding, ShardingRule, SumGradients,
+};
 pub use transformer::*;
 pub use upsample::*;
 // The conv layers take the conv ops' keyword arguments, so one import serves both.

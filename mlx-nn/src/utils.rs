@@ -1,9 +1,12 @@
-//! Python's `mlx.nn.utils`: gradient checkpointing of a module. (`average_gradients` and
-//! `clip_grad_norm_sharded` need distributed groups; `clip_grad_norm` is in
+//! Python's `mlx.nn.utils`: gradient checkpointing of a module, averaging gradients over a
+//! distributed group, and clipping gradients sharded over one. (`clip_grad_norm` is in
 //! `mlx-optimizers`, where Python's `mlx.optimizers` has it too.)
 
 use mlx_rs::{transforms, Array, Error, Result};
 use mlx_tree::{tree_flatten, tree_unflatten, TreeNode};
+
+pub use crate::distributed::{average_gradients, AverageGradientsOptions};
+pub use crate::sharded::clip_grad_norm_sharded;
 
 /// Calls `fun(module, inputs)` under MLX's `checkpoint` transform (Python:
 /// `nn.utils.checkpoint(module, fn)(*inputs)`): a gradient through the call keeps none of its

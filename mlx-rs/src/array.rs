@@ -337,12 +337,14 @@ impl Array {
     /// On return the array is *settled*: computed, waited for and detached from its graph, so
     /// later reads of it from any thread only read MLX's shared state (see the type docs).
     pub fn eval(&self) -> Result<()> {
-        if encode::serialized() {
-            async_eval([self])?;
-        }
-        // SAFETY: valid handle.
-        check(|| unsafe { sys::mlx_array_eval(self.as_raw()) })?;
-        self.settle()
+        crate::io::failed_reads::guard_eval(&[self], || {
+            if encode::serialized() {
+                raw_async_eval([self])?;
+            }
+            // SAFETY: valid handle.
+            check(|| unsafe { sys::mlx_array_eval(self.as_raw()) })?;
+            self.settle()
+        })
     }
 
     /// Moves an evaluated array from MLX's "evaluated" to its "available" state. MLX does that
@@ -369,6 +371,29 @@ impl Array {
         // SAFETY: valid handle; writes one integer.
         check(|| unsafe { sys::_mlx_array_id(&mut id, self.as_raw()) })?;
         Ok(id)
+    }
+
+    /// Whether MLX has not scheduled the array for evaluation yet (it is part of a graph that
+    /// no eval has reached).
+    pub(crate) fn is_unscheduled(&self) -> Result<bool> {
+        let mut status = 0;
+        // SAFETY: valid handle; writes one integer.
+        check(|| unsafe { sys::_mlx_array_status(&mut status, self.as_raw()) })?;
+        Ok(status == 0)
+    }
+
+    /// The arrays this one is computed from and its sibling outputs (empty once it is
+    /// evaluated and detached from its graph).
+    pub(crate) fn graph_neighbours(&self) -> Result<Vec<Array>> {
+        let mut inputs = VectorArray::new();
+        // SAFETY: valid handles; mlx-c fills the vector we own.
+        check(|| unsafe { sys::_mlx_array_inputs(&mut inputs.0, self.as_raw()) })?;
+        let mut siblings = VectorArray::new();
+        // SAFETY: as above.
+        check(|| unsafe { sys::_mlx_array_siblings(&mut siblings.0, self.as_raw()) })?;
+        let mut out = inputs.to_vec()?;
+        out.extend(siblings.to_vec()?);
+        Ok(out)
     }
 
     /// Whether the data is computed and ready to read without waiting.
@@ -669,21 +694,29 @@ impl From<&Array> for Array {
 /// Computes several arrays in one graph dispatch (Python: `mx.eval(a, b, ...)`).
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
-    let vec = VectorArray::from_arrays(arrays.iter().copied());
-    if encode::serialized() {
-        // Encoded under the lock, waited for outside it: `mlx_eval` of scheduled arrays waits.
+    crate::io::failed_reads::guard_eval(&arrays, || {
+        let vec = VectorArray::from_arrays(arrays.iter().copied());
+        if encode::serialized() {
+            // Encoded under the lock, waited for outside it: `mlx_eval` of scheduled arrays
+            // waits.
+            // SAFETY: valid vector handle.
+            encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))?;
+        }
         // SAFETY: valid vector handle.
-        encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))?;
-    }
-    // SAFETY: valid vector handle.
-    check(|| unsafe { sys::mlx_eval(vec.0) })?;
-    // Settled like `Array::eval`, so the results can be sent to other threads.
-    arrays.iter().try_for_each(|a| a.settle())
+        check(|| unsafe { sys::mlx_eval(vec.0) })?;
+        // Settled like `Array::eval`, so the results can be sent to other threads.
+        arrays.iter().try_for_each(|a| a.settle())
+    })
 }
 
 /// Starts computing arrays and returns at once (Python: `mx.async_eval`). Reading them later
 /// (or [`eval`]) waits for the result.
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
+    let arrays: Vec<&Array> = arrays.into_iter().collect();
+    crate::io::failed_reads::guard_async_eval(&arrays, || raw_async_eval(arrays.iter().copied()))
+}
+
+fn raw_async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let vec = VectorArray::from_arrays(arrays);
     // SAFETY: valid vector handle.
     encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))

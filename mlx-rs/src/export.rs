@@ -14,6 +14,14 @@
 //! # Ok::<(), mlx_rs::Error>(())
 //! ```
 //!
+//! # Corrupt files
+//! [`import_function`] checks the whole file before MLX reads it (MLX 0.32.2's reader trusts
+//! every length, id and shape in it, and a corrupt file could crash the process there or in a
+//! later call): a truncated or corrupt file, or one whose graph MLX could not run safely, is an
+//! [`Error::Io`] naming the byte where it goes wrong. The file has no checksum, so a change that
+//! leaves a consistent graph (a constant's value, say) is not detected. Index values and integer
+//! divisors computed from the arguments at call time are not checked, by MLX or here.
+//!
 //! # Threads
 //! [`ImportedFunction`] is `Send` (it may move to another thread) but not `Sync`.
 //! [`FunctionExporter`] is neither: it borrows its function and traces on the calling thread.
@@ -27,6 +35,7 @@
 //! If that thread has exited, imported functions cannot be evaluated at all.
 
 use std::cell::Cell;
+use std::collections::HashMap;
 use std::ffi::CString;
 use std::marker::PhantomData;
 use std::path::Path;
@@ -35,8 +44,10 @@ use mlx_sys as sys;
 
 use crate::closure::{check_transform, fill_arrays, Closure};
 use crate::error::check_handler;
-use crate::handles::VectorArray;
-use crate::{Array, Error, Result};
+use crate::handles::{MapStringToArray, VectorArray};
+use crate::{Array, Device, DeviceType, Error, Result};
+
+mod mlxfn_check;
 
 fn c_path(file: &Path) -> Result<CString> {
     let s = file
@@ -165,9 +176,16 @@ pub struct ImportedFunction {
 unsafe impl Send for ImportedFunction {}
 
 /// Loads a function written by [`export_function`], [`exporter`] or Python MLX.
+///
+/// The whole file is checked in Rust first (its layout, every array id, and each primitive's
+/// state, inputs and outputs), so a truncated or corrupt file is an [`Error::Io`] naming the
+/// byte where it goes wrong, rather than a crash inside MLX's reader or, later, in a call.
 pub fn import_function(file: impl AsRef<Path>) -> Result<ImportedFunction> {
     let path = c_path(file.as_ref())?;
     crate::error::init();
+    // A build without a GPU backend reports an error or zero; either way no GPU stream resolves.
+    let gpus = Device::count(DeviceType::Gpu).unwrap_or(0);
+    mlxfn_check::validate(file.as_ref(), mlxfn_check::Devices { gpus })?;
     // SAFETY: valid NUL-terminated path; failure is reported through the error handler.
     let raw = check_handler(|| unsafe { sys::mlx_imported_function_new(path.as_ptr()) })?;
     if raw.ctx.is_null() {
@@ -188,6 +206,21 @@ impl ImportedFunction {
         let args = VectorArray::from_arrays(args);
         // SAFETY: valid handles; mlx-c writes the outputs into `res`.
         fill_arrays(|res| unsafe { sys::mlx_imported_function_apply(res, self.raw, args.0) })
+    }
+
+    /// Runs the imported graph on positional `args` and keyword arguments `kwargs` (Python:
+    /// `f(*args, **kwargs)` for a function exported with keyword arguments).
+    pub fn call_kwargs(
+        &self,
+        args: &[Array],
+        kwargs: &HashMap<String, Array>,
+    ) -> Result<Vec<Array>> {
+        let args = VectorArray::from_arrays(args);
+        let kwargs = MapStringToArray::from_pairs(kwargs)?;
+        // SAFETY: valid handles; mlx-c writes the outputs into `res`.
+        fill_arrays(|res| unsafe {
+            sys::mlx_imported_function_apply_kwargs(res, self.raw, args.0, kwargs.0)
+        })
     }
 }
 

@@ -2,9 +2,13 @@
 //! `mx.save`, `mx.save_safetensors`, `mx.save_gguf`).
 //!
 //! Files are read lazily, as in Python: loading parses the header and returns arrays whose
-//! data is read when they are evaluated. Besides paths, `.npy` and `.safetensors` load from
-//! any [`Read`] + [`Seek`] source and save to any [`Write`] + [`Seek`] sink, through mlx-c's
-//! reader/writer vtable.
+//! data is read when they are evaluated. A read that fails then (the file was truncated or
+//! rewritten since the load, the reader returned an error) is an `Err` from that eval and
+//! from every later eval of those arrays or of anything computed from them
+//! (`io/failed_reads.rs` keeps that record; MLX itself would hand back unread buffers).
+//!
+//! Besides paths, `.npy` and `.safetensors` load from any [`Read`] + [`Seek`] source and save
+//! to any [`Write`] + [`Seek`] sink, through mlx-c's reader/writer vtable.
 //!
 //! | Python | Rust |
 //! |---|---|
@@ -48,7 +52,9 @@ use mlx_sys as sys;
 use crate::error::{check, Error, Result};
 use crate::handles::{c_string, MapStringToArray, MapStringToString, MlxString, VectorString};
 use crate::{Array, Dtype};
+use failed_reads::LoadWatch;
 
+pub(crate) mod failed_reads;
 mod gguf_check;
 mod json;
 mod npy_check;
@@ -78,10 +84,15 @@ fn path_cstring(path: &Path) -> Result<CString> {
 /// Loads one array from a `.npy` file (Python: `mx.load("a.npy")`).
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
-    npy_check::validate_file(path)?;
-    let c = path_cstring(path)?;
-    // SAFETY: NUL-terminated path; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load(res, c.as_ptr(), s) })
+    let label = path.display().to_string();
+    let file = CheckedFile::open(path).map_err(|e| Error::Io(format!("[load] {label}: {e}")))?;
+    npy_check::validate_file(&file.file, &label)?;
+    let watch = LoadWatch::new(&label);
+    let (io, _) = RawReader::new(file, &label, Some(Arc::clone(&watch)))?;
+    // SAFETY: valid reader handle; mlx-c writes a new array into res.
+    let a = Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load_reader(res, io.0, s) })?;
+    watch.arm([&a])?;
+    Ok(a)
 }
 
 /// Loads one `.npy` array from a reader (Python: `mx.load(file_object, format="npy")`).
@@ -92,9 +103,12 @@ pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
 pub fn load_npy_from_reader<R: Read + Seek + Send + 'static>(reader: R) -> Result<Array> {
     let mut reader = FromHere::new(reader)?;
     npy_check::validate_stream(&mut reader, "<reader>")?;
-    let (io, _) = RawReader::new(reader, "rust reader")?;
+    let watch = LoadWatch::new("<reader>");
+    let (io, _) = RawReader::new(reader, "rust reader", Some(Arc::clone(&watch)))?;
     // SAFETY: valid reader handle; mlx-c writes a new array into res.
-    Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load_reader(res, io.0, s) })
+    let a = Array::try_from_stream_op(|res, s| unsafe { sys::mlx_load_reader(res, io.0, s) })?;
+    watch.arm([&a])?;
+    Ok(a)
 }
 
 /// Saves an array as `.npy`; like Python, `.npy` is appended when the path lacks it
@@ -127,14 +141,21 @@ pub type Safetensors = (HashMap<String, Array>, HashMap<String, String>);
 /// (Python: `mx.load("w.safetensors", return_metadata=True)`).
 pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
     let path = path.as_ref();
-    safetensors_check::validate_file(path)?;
-    let c = path_cstring(path)?;
+    let label = path.display().to_string();
+    // "Failed to open" is MLX's wording for a missing file, kept for callers matching it.
+    let file = CheckedFile::open(path)
+        .map_err(|e| Error::Io(format!("[load_safetensors] Failed to open {label}: {e}")))?;
+    safetensors_check::validate_file(&file.file, &label)?;
+    let watch = LoadWatch::new(&label);
+    let (io, _) = RawReader::new(file, &label, Some(Arc::clone(&watch)))?;
     let (mut a, mut m) = (MapStringToArray::new(), MapStringToString::new());
     crate::stream::with_current_raw(|s| {
-        // SAFETY: NUL-terminated path; mlx-c fills the two maps we own.
-        check(|| unsafe { sys::mlx_load_safetensors(&mut a.0, &mut m.0, c.as_ptr(), s) })
+        // SAFETY: valid reader handle; mlx-c fills the two maps we own.
+        check(|| unsafe { sys::mlx_load_safetensors_reader(&mut a.0, &mut m.0, io.0, s) })
     })??;
-    Ok((a.to_hash_map()?, m.to_hash_map()?))
+    let arrays = a.to_hash_map()?;
+    watch.arm(arrays.values())?;
+    Ok((arrays, m.to_hash_map()?))
 }
 
 /// Loads `.safetensors` data from a reader (Python: `mx.load(file_object, format="safetensors",
@@ -142,7 +163,12 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
 pub fn load_safetensors_from_reader<R: Read + Seek + Send + 'static>(
     reader: R,
 ) -> Result<Safetensors> {
-    let (io, shared) = RawReader::new(FromHere::new(reader)?, "rust reader")?;
+    let watch = LoadWatch::new("<reader>");
+    let (io, shared) = RawReader::new(
+        FromHere::new(reader)?,
+        "rust reader",
+        Some(Arc::clone(&watch)),
+    )?;
     let (mut a, mut m) = (MapStringToArray::new(), MapStringToString::new());
     crate::stream::with_current_raw(|s| {
         // SAFETY: valid reader handle; mlx-c fills the two maps we own.
@@ -158,7 +184,9 @@ pub fn load_safetensors_from_reader<R: Read + Seek + Send + 'static>(
             .map_err(|_| Error::Io("the reader panicked while loading".into()))?;
         safetensors_check::validate_stream(&mut *stream, "<reader>")?;
     }
-    Ok((a.to_hash_map()?, m.to_hash_map()?))
+    let arrays = a.to_hash_map()?;
+    watch.arm(arrays.values())?;
+    Ok((arrays, m.to_hash_map()?))
 }
 
 /// Saves arrays (any map or list of `(name, &Array)`) and optional string metadata as
@@ -380,6 +408,8 @@ struct Desc<T> {
     stream: Arc<Mutex<T>>,
     label: CString,
     failed: AtomicBool,
+    /// For a lazy load: told about every positional read (MLX reads each array with one).
+    watch: Option<Arc<LoadWatch>>,
 }
 
 /// Runs one callback on the descriptor: locks the stream, catches panics (unwinding into C++
@@ -461,24 +491,32 @@ unsafe extern "C" fn cb_read<T: Read>(desc: *mut c_void, data: *mut c_char, n: u
     }
 }
 
-unsafe extern "C" fn cb_read_at<T: Read + Seek>(
+unsafe extern "C" fn cb_read_at<T: LoadSource>(
     desc: *mut c_void,
     data: *mut c_char,
     n: usize,
     off: usize,
 ) -> usize {
+    // SAFETY: mlx-c passes back the descriptor it was given.
+    let watch = unsafe { &*(desc as *const Desc<T>) }.watch.as_ref();
+    let mut why = None;
     // SAFETY: mlx-c hands a writable buffer of `n` bytes and its own descriptor.
-    unsafe {
+    let got = unsafe {
         let buf = std::slice::from_raw_parts_mut(data.cast::<u8>(), n);
         with_desc::<T, _>(desc, 0, |s| {
-            // Positional reads must not move the cursor that sequential reads use.
-            let saved = s.stream_position()?;
-            s.seek(SeekFrom::Start(off as u64))?;
-            let got = read_full(s, buf)?;
-            s.seek(SeekFrom::Start(saved))?;
-            Ok(got)
+            s.read_at(buf, off as u64).inspect_err(|e| {
+                why = Some(format!("reading {n} bytes at offset {off}: {e}"));
+            })
         })
+    };
+    if let Some(watch) = watch {
+        if why.is_none() && got != n {
+            why = Some(format!("reading {n} bytes at offset {off}: got {got}"));
+        }
+        // A panic in the stream is reported by `with_desc` as a read of 0 bytes.
+        watch.read_done(why);
     }
+    got
 }
 
 unsafe extern "C" fn cb_write<T: Write>(desc: *mut c_void, data: *const c_char, n: usize) -> usize {
@@ -515,12 +553,17 @@ unsafe extern "C" fn cb_free<T>(desc: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
 }
 
-fn new_desc<T>(stream: T, label: &str) -> Result<(*mut c_void, Arc<Mutex<T>>)> {
+fn new_desc<T>(
+    stream: T,
+    label: &str,
+    watch: Option<Arc<LoadWatch>>,
+) -> Result<(*mut c_void, Arc<Mutex<T>>)> {
     let shared = Arc::new(Mutex::new(stream));
     let desc = Box::new(Desc {
         stream: Arc::clone(&shared),
         label: c_string(label, "stream label")?,
         failed: AtomicBool::new(false),
+        watch,
     });
     Ok((Box::into_raw(desc).cast(), shared))
 }
@@ -530,11 +573,12 @@ struct RawReader(sys::mlx_io_reader);
 
 impl RawReader {
     /// Also returns the stream, shared with MLX, for reads of our own.
-    fn new<R: Read + Seek + Send + 'static>(
+    fn new<R: LoadSource>(
         reader: R,
         label: &str,
+        watch: Option<Arc<LoadWatch>>,
     ) -> Result<(RawReader, Arc<Mutex<R>>)> {
-        let (desc, shared) = new_desc(reader, label)?;
+        let (desc, shared) = new_desc(reader, label, watch)?;
         let vtable = sys::mlx_io_vtable {
             is_open: Some(cb_is_open),
             good: Some(cb_good::<R>),
@@ -574,7 +618,7 @@ impl RawWriter {
         writer: W,
         label: &str,
     ) -> Result<(RawWriter, Arc<Mutex<W>>)> {
-        let (desc, shared) = new_desc(writer, label)?;
+        let (desc, shared) = new_desc(writer, label, None)?;
         let vtable = sys::mlx_io_vtable {
             is_open: Some(cb_is_open),
             good: Some(cb_good::<W>),
@@ -661,5 +705,97 @@ impl<R: Seek> Seek for FromHere<R> {
                 "seek before the position the reader was handed over at",
             )
         })
+    }
+}
+
+/// A stream that lazily loaded arrays are read from.
+trait LoadSource: Read + Seek + Send + Sized + 'static {
+    /// Reads up to `buf.len()` bytes at `off` (fewer only at the end of the data), without
+    /// moving the cursor that sequential reads use.
+    fn read_at(&mut self, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
+        let saved = self.stream_position()?;
+        self.seek(SeekFrom::Start(off))?;
+        let got = read_full(self, buf)?;
+        self.seek(SeekFrom::Start(saved))?;
+        Ok(got)
+    }
+}
+
+impl<R: Read + Seek + Send + 'static> LoadSource for FromHere<R> {}
+
+/// A file opened by a path load, and what it looked like when its header was read: a lazy
+/// read finds a file that was truncated, extended or rewritten since (its length or
+/// modification time changed) and fails instead of reading bytes the header does not
+/// describe. (A file replaced by a rename is no change: the open file is the old one.)
+struct CheckedFile {
+    file: std::fs::File,
+    seen: (u64, Option<std::time::SystemTime>),
+}
+
+impl CheckedFile {
+    fn open(path: &Path) -> std::io::Result<CheckedFile> {
+        let file = std::fs::File::open(path)?;
+        let seen = Self::look(&file)?;
+        Ok(CheckedFile { file, seen })
+    }
+
+    fn look(file: &std::fs::File) -> std::io::Result<(u64, Option<std::time::SystemTime>)> {
+        let meta = file.metadata()?;
+        Ok((meta.len(), meta.modified().ok()))
+    }
+
+    fn unchanged(&self) -> std::io::Result<()> {
+        let now = Self::look(&self.file)?;
+        if now == self.seen {
+            return Ok(());
+        }
+        Err(std::io::Error::other(if now.0 == self.seen.0 {
+            "the file was modified since it was loaded".to_string()
+        } else {
+            format!(
+                "the file changed size since it was loaded ({} bytes, now {})",
+                self.seen.0, now.0
+            )
+        }))
+    }
+}
+
+impl Read for CheckedFile {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.file.read(buf)
+    }
+}
+
+impl Seek for CheckedFile {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(pos)
+    }
+}
+
+impl LoadSource for CheckedFile {
+    fn read_at(&mut self, buf: &mut [u8], off: u64) -> std::io::Result<usize> {
+        self.unchanged()?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileExt;
+            let mut got = 0;
+            while got < buf.len() {
+                match self.file.read_at(&mut buf[got..], off + got as u64) {
+                    Ok(0) => break,
+                    Ok(n) => got += n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(got)
+        }
+        #[cfg(not(unix))]
+        {
+            let saved = self.file.stream_position()?;
+            self.file.seek(SeekFrom::Start(off))?;
+            let got = read_full(&mut self.file, buf)?;
+            self.file.seek(SeekFrom::Start(saved))?;
+            Ok(got)
+        }
     }
 }

@@ -8,7 +8,9 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::def::{append, describe, key_list, store_kind, Kind, Node, NodeKind, Str, TreeDef};
+use crate::def::{
+    append, describe, key_list, store_kind, Kind, Node, NodeKind, NodeRef, Str, TreeDef,
+};
 use crate::error::{self, Error, Result};
 use crate::statics::{StaticData, StaticValue};
 use crate::{Array, TreeNode};
@@ -522,8 +524,8 @@ impl<'d> Unflattener<'d> {
             .find(|&i| i + self.def.nodes[i].size as usize == self.end)
     }
 
-    fn node_ref(&self, index: usize) -> crate::def::NodeRef<'d> {
-        crate::def::NodeRef::at(self.def, index)
+    fn node_ref(&self, index: usize) -> NodeRef<'d> {
+        NodeRef::at(self.def, index)
     }
 
     /// An error at the next node: "expected X, found Y".
@@ -837,6 +839,14 @@ impl<'d> Unflattener<'d> {
     pub fn peek_kind(&self) -> Result<NodeKind<'d>> {
         self.peek()?;
         Ok(self.node_ref(self.pos).kind())
+    }
+
+    /// The next node, without reading it, with its key, children and static data: for a type
+    /// whose variants flatten to nodes of the same kind and differ only below it (a wrapper
+    /// that tells the variants apart by a static field of the node).
+    pub fn peek_node(&self) -> Result<NodeRef<'d>> {
+        self.peek()?;
+        Ok(self.node_ref(self.pos))
     }
 
     // ---- crate-internal access for `Value` and the registry ----

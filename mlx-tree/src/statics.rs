@@ -566,6 +566,26 @@ impl StaticData for mlx_rs::ops::QuantizationMode {
     }
 }
 
+/// An element type, a static field of layers that cast (Python: a `mx.Dtype` attribute, such
+/// as `FullyShardedModule`'s `compute_dtype`): written as Python's name (`"bfloat16"`).
+impl StaticData for mlx_rs::Dtype {
+    fn static_eq(&self, other: &Self) -> bool {
+        self == other
+    }
+    fn static_hash<H: Hasher>(&self, state: &mut H) {
+        self.hash(state)
+    }
+    fn to_json(&self) -> Result<Json> {
+        Ok(Json::String(self.name().to_string()))
+    }
+    fn from_json(json: &Json) -> Result<Self> {
+        mlx_rs::Dtype::ALL
+            .into_iter()
+            .find(|d| json.as_str() == Some(d.name()))
+            .ok_or_else(|| json_error::<mlx_rs::Dtype>(json))
+    }
+}
+
 impl StaticData for String {
     fn static_eq(&self, other: &Self) -> bool {
         self == other

@@ -251,6 +251,37 @@ fn treedef_serde_round_trips_exact_statics() {
 }
 
 #[test]
+fn dtype_statics_compare_and_round_trip_by_name() {
+    #[derive(TreeNode, Debug)]
+    struct Cast {
+        w: Array,
+        #[tree(static)]
+        dtype: Option<mlx_rs::Dtype>,
+    }
+    let cast = |dtype| Cast {
+        w: leaf(1.0),
+        dtype,
+    };
+    let choices = [
+        None,
+        Some(mlx_rs::Dtype::Float32),
+        Some(mlx_rs::Dtype::Bfloat16),
+    ];
+    for (i, a) in choices.iter().enumerate() {
+        let def = tree_structure(&cast(*a)).unwrap();
+        for (j, b) in choices.iter().enumerate() {
+            assert_eq!(def == tree_structure(&cast(*b)).unwrap(), i == j);
+        }
+        let text = serde_json::to_string(&def).unwrap();
+        let back: TreeDef = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, def, "{text}");
+        let typed: Cast = tree_unflatten(&back, vec![leaf(1.0)]).unwrap();
+        assert_eq!(typed.dtype, *a);
+    }
+    assert!(mlx_rs::Dtype::from_json(&serde_json::json!("float33")).is_err());
+}
+
+#[test]
 fn deep_treedef_serializes_and_reads_back() {
     // serde_json stops at 128 levels of nesting; the serialized form is flat.
     let mut v = Value::Array(leaf(1.0));

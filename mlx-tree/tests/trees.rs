@@ -887,3 +887,61 @@ fn unknown_variant_and_registered_value_accessors() {
     assert_eq!(second.index(), 5);
     assert_eq!(second.key(), Some("caches"));
 }
+
+// ---------------------------------------------------------------- peek_node
+
+/// Two variants that flatten to the same struct node and differ in a static field only:
+/// `unflatten` must look below the node's kind to choose (what `mlx_nn::MaybeFullySharded`
+/// does).
+enum Tagged {
+    Plain(Array),
+    Marked(Array),
+}
+
+impl TreeNode for Tagged {
+    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
+        let (w, marked) = match self {
+            Tagged::Plain(w) => (w, false),
+            Tagged::Marked(w) => (w, true),
+        };
+        f.struct_node("Tagged", |f| {
+            f.field("w", w);
+            f.static_field("marked", &marked);
+        });
+    }
+
+    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
+        let node = u.peek_node()?;
+        let marked = node.children().any(|c| {
+            c.key() == Some("marked")
+                && matches!(c.kind(), NodeKind::Static(v) if v.get::<bool>().ok().flatten() == Some(true))
+        });
+        // Peeking reads nothing: the node is still there to read.
+        u.struct_node("Tagged", |u| {
+            let w = u.field("w")?;
+            let _: bool = u.static_field("marked")?;
+            Ok(if marked {
+                Tagged::Marked(w)
+            } else {
+                Tagged::Plain(w)
+            })
+        })
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            Tagged::Plain(w) | Tagged::Marked(w) => f(w),
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn peek_node_sees_the_static_data_of_the_next_node() {
+    let trees = vec![Tagged::Plain(leaf(1.0)), Tagged::Marked(leaf(2.0))];
+    let back = roundtrip(&trees);
+    assert!(matches!(back[..], [Tagged::Plain(_), Tagged::Marked(_)]));
+    // Another structure is an error from the read that follows the peek.
+    let (_, def) = tree_flatten(&()).unwrap();
+    assert!(tree_unflatten::<Tagged>(&def, vec![]).is_err());
+}

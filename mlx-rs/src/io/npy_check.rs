@@ -10,7 +10,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
 
 use crate::{Error, Result};
 
@@ -18,13 +17,15 @@ use crate::{Error, Result};
 /// small enough to read before knowing whether the header is sane.
 const MAX_HEADER_LEN: u64 = 1 << 20;
 
-/// Checks the `.npy` file at `path`: its header, and that the data fills the rest of the file
+/// Checks the open `.npy` file (named `label`): its header, and that the data fills the rest of the file
 /// exactly, as NumPy writes it.
-pub(super) fn validate_file(path: &Path) -> Result<()> {
-    let label = path.display().to_string();
-    let file = File::open(path).map_err(|e| io_error(&label, e))?;
-    let total = file.metadata().map_err(|e| io_error(&label, e))?.len();
-    validate(&mut &file, total, &label, false)
+pub(super) fn validate_file(file: &File, label: &str) -> Result<()> {
+    let total = file.metadata().map_err(|e| io_error(label, e))?.len();
+    let mut r = file;
+    r.seek(SeekFrom::Start(0)).map_err(|e| io_error(label, e))?;
+    validate(&mut r, total, label, false)?;
+    r.seek(SeekFrom::Start(0)).map_err(|e| io_error(label, e))?;
+    Ok(())
 }
 
 /// Checks the `.npy` data in `r`, which starts at position 0; bytes after the data are allowed,

@@ -13,7 +13,6 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
 
 use super::json::{self, Json};
 use crate::{Error, Result};
@@ -22,14 +21,15 @@ use crate::{Error, Result};
 /// bounds what this check allocates.
 const MAX_HEADER_LEN: u64 = 100_000_000;
 
-/// Checks the header of the safetensors file at `path` against the file's size.
-pub(super) fn validate_file(path: &Path) -> Result<()> {
-    let label = path.display().to_string();
-    // "Failed to open" is MLX's wording for a missing file, kept for callers matching it.
-    let file = File::open(path)
-        .map_err(|e| Error::Io(format!("[load_safetensors] Failed to open {label}: {e}")))?;
-    let total = file.metadata().map_err(|e| io_error(&label, e))?.len();
-    validate(&mut &file, total, &label)
+/// Checks the header of the open safetensors `file` (named `label`) against its size;
+/// leaves the file at position 0.
+pub(super) fn validate_file(file: &File, label: &str) -> Result<()> {
+    let total = file.metadata().map_err(|e| io_error(label, e))?.len();
+    let mut r = file;
+    r.seek(SeekFrom::Start(0)).map_err(|e| io_error(label, e))?;
+    validate(&mut r, total, label)?;
+    r.seek(SeekFrom::Start(0)).map_err(|e| io_error(label, e))?;
+    Ok(())
 }
 
 /// Checks the header of the safetensors data in `r`, which starts at position 0, against the

@@ -42,6 +42,7 @@ pub use logical::*;
 pub use math::*;
 pub use quantize::*;
 pub use reduction::*;
+pub(crate) use shape::check_shape;
 pub use shape::*;
 pub use sort::*;
 

@@ -13,7 +13,7 @@ use crate::{Array, Dtype, Error, Result};
 /// where `infer`), and an element count and byte size that fit an `i64`. MLX accepts
 /// `[-2, -2]` and sizes whose product wraps (`[65536; 4]` of an empty array has size 0), and
 /// the arrays they make read and write outside their buffers.
-fn check_shape(shape: &[i32], dtype: Dtype, infer: bool, op: &str) -> Result<()> {
+pub(crate) fn check_shape(shape: &[i32], dtype: Dtype, infer: bool, op: &str) -> Result<()> {
     let inferred = shape.iter().filter(|&&d| d == -1).count();
     if shape.iter().any(|&d| d < -1) || inferred > usize::from(infer) {
         return Err(Error::invalid(format!(

@@ -301,6 +301,12 @@ unsafe extern "C" {
     pub fn _mlx_array_id(res: *mut usize, arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn _mlx_array_status(
+        res: *mut ::std::os::raw::c_int,
+        arr: mlx_array,
+    ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn _mlx_array_is_contiguous(res: *mut bool, arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
@@ -1204,6 +1210,13 @@ unsafe extern "C" {
         vec: mlx_vector_stream,
         idx: usize,
     ) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn _mlx_array_inputs(res: *mut mlx_vector_array, arr: mlx_array) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
+    pub fn _mlx_array_siblings(res: *mut mlx_vector_array, arr: mlx_array)
+    -> ::std::os::raw::c_int;
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]

@@ -632,6 +632,36 @@ extern "C" int _mlx_array_id(uintptr_t* res, const mlx_array arr) {
   return 0;
 }
 
+extern "C" int _mlx_array_status(int* res, const mlx_array arr) {
+  try {
+    *res = static_cast<int>(mlx_array_get_(arr).status());
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" int _mlx_array_inputs(mlx_vector_array* res, const mlx_array arr) {
+  try {
+    mlx_vector_array_set_(*res, mlx_array_get_(arr).inputs());
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" int _mlx_array_siblings(mlx_vector_array* res, const mlx_array arr) {
+  try {
+    mlx_vector_array_set_(*res, mlx_array_get_(arr).siblings());
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
 extern "C" int _mlx_array_wait(const mlx_array arr) {
   try {
     mlx_array_get_(arr).wait();

@@ -400,6 +400,12 @@ int _mlx_array_wait(const mlx_array arr);
 int _mlx_array_id(uintptr_t* res, const mlx_array arr);
 
 /**
+ * The array's status (MLX's `array::status()`): 0 unscheduled, 1 evaluated, 2 available.
+ * Internal function: use at your own risk.
+ */
+int _mlx_array_status(int* res, const mlx_array arr);
+
+/**
  * Whether the array is contiguous in memory.
  * Internal function: use at your own risk.
  */

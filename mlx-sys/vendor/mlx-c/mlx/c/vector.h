@@ -156,6 +156,18 @@ int mlx_vector_stream_get(
 
 /**@}*/
 
+/**
+ * The arrays the array is computed from (MLX's `array::inputs()`); empty once it is
+ * evaluated and detached. Internal function: use at your own risk.
+ */
+int _mlx_array_inputs(mlx_vector_array* res, const mlx_array arr);
+
+/**
+ * The other outputs of the primitive that computes the array (MLX's `array::siblings()`).
+ * Internal function: use at your own risk.
+ */
+int _mlx_array_siblings(mlx_vector_array* res, const mlx_array arr);
+
 #ifdef __cplusplus
 }
 #endif

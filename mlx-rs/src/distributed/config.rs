@@ -1,0 +1,224 @@
+//! The launch environment MLX's backends read, checked before MLX reads it.
+//!
+//! A launcher (`mlx.launch`, or [`Launch`](super::Launch)) starts one process per rank and
+//! tells each, through the environment, where it is:
+//!
+//! | backend | variables |
+//! |---|---|
+//! | ring | `MLX_RANK`; `MLX_HOSTFILE`, a JSON file listing each rank's `"ip:port"` addresses: `[["127.0.0.1:5000"], ["127.0.0.1:5001"]]` |
+//! | nccl | `MLX_RANK`, `MLX_WORLD_SIZE`, `NCCL_HOST_IP` and `NCCL_PORT` (rank 0's address) |
+//!
+//! MLX reads the rank with `atoi` and indexes the hostfile with it, so a rank that is not a
+//! number, negative or past the hostfile reads out of bounds, and a one-rank ring connects to
+//! itself and waits forever. [`init`](super::init) checks all of it first.
+
+use std::collections::HashSet;
+use std::net::TcpListener;
+use std::path::Path;
+
+use crate::{Error, Result};
+
+/// `MLX_RANK`: this process's rank.
+pub const RANK: &str = "MLX_RANK";
+/// `MLX_HOSTFILE`: the ring backend's hostfile.
+pub const HOSTFILE: &str = "MLX_HOSTFILE";
+/// `MLX_WORLD_SIZE`: the number of ranks (NCCL).
+pub const WORLD_SIZE: &str = "MLX_WORLD_SIZE";
+/// `NCCL_HOST_IP`: rank 0's address, where NCCL ranks meet.
+pub const NCCL_HOST_IP: &str = "NCCL_HOST_IP";
+/// `NCCL_PORT`: rank 0's port, where NCCL ranks meet.
+pub const NCCL_PORT: &str = "NCCL_PORT";
+
+fn invalid(what: impl std::fmt::Display) -> Error {
+    Error::invalid(format!("[distributed] {what}"))
+}
+
+/// The ring backend's hostfile: for each rank, in rank order, the `"host:port"` addresses
+/// it listens on (one connection per address to each neighbour).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RingHostfile {
+    ranks: Vec<Vec<String>>,
+}
+
+impl RingHostfile {
+    /// A hostfile from each rank's addresses, checked as [`RingHostfile::parse`] checks.
+    pub fn new(ranks: Vec<Vec<String>>) -> Result<RingHostfile> {
+        if ranks.len() < 2 {
+            return Err(invalid(format!(
+                "a ring needs at least 2 ranks, the hostfile lists {}",
+                ranks.len()
+            )));
+        }
+        let per_rank = ranks[0].len();
+        let mut seen = HashSet::new();
+        for (rank, addresses) in ranks.iter().enumerate() {
+            if addresses.is_empty() || addresses.len() != per_rank {
+                return Err(invalid(format!(
+                    "every rank of a ring needs the same number of addresses (at least one): \
+                     rank 0 has {per_rank}, rank {rank} has {}",
+                    addresses.len()
+                )));
+            }
+            for a in addresses {
+                check_address(a).map_err(|e| invalid(format!("rank {rank}: {e}")))?;
+                if !seen.insert(a.as_str()) {
+                    return Err(invalid(format!("address {a:?} is listed twice")));
+                }
+            }
+        }
+        Ok(RingHostfile { ranks })
+    }
+
+    /// Parses MLX's JSON hostfile format: a list, one entry per rank, of lists of
+    /// `"host:port"` strings.
+    pub fn parse(json: &str) -> Result<RingHostfile> {
+        let ranks: Vec<Vec<String>> = serde_json::from_str(json).map_err(|e| {
+            invalid(format!(
+                "the hostfile is not a JSON list of lists of \"host:port\" strings: {e}"
+            ))
+        })?;
+        RingHostfile::new(ranks)
+    }
+
+    /// Reads and parses the hostfile at `path`.
+    pub fn read(path: impl AsRef<Path>) -> Result<RingHostfile> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| invalid(format!("reading the hostfile {}: {e}", path.display())))?;
+        RingHostfile::parse(&text).map_err(|e| invalid(format!("hostfile {}: {e}", path.display())))
+    }
+
+    /// `ranks` ranks on this machine, each listening on `connections` free loopback ports.
+    pub fn loopback(ranks: usize, connections: usize) -> Result<RingHostfile> {
+        // The listeners stay open until every port is chosen, so no port is picked twice.
+        let listeners = (0..ranks * connections.max(1))
+            .map(|_| TcpListener::bind("127.0.0.1:0"))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| invalid(format!("finding free loopback ports: {e}")))?;
+        let ports = listeners
+            .iter()
+            .map(|l| l.local_addr().map(|a| a.port()))
+            .collect::<std::io::Result<Vec<_>>>()
+            .map_err(|e| invalid(format!("finding free loopback ports: {e}")))?;
+        let per_rank = connections.max(1);
+        RingHostfile::new(
+            ports
+                .chunks(per_rank)
+                .map(|c| c.iter().map(|p| format!("127.0.0.1:{p}")).collect())
+                .collect(),
+        )
+    }
+
+    /// The number of ranks.
+    pub fn size(&self) -> usize {
+        self.ranks.len()
+    }
+
+    /// Each rank's addresses.
+    pub fn ranks(&self) -> &[Vec<String>] {
+        &self.ranks
+    }
+
+    /// The hostfile as MLX reads it.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(&self.ranks).expect("a list of lists of strings serializes")
+    }
+}
+
+/// `host:port` with a host MLX can resolve and a port in 1..=65535.
+fn check_address(a: &str) -> std::result::Result<(), String> {
+    let (host, port) = a
+        .split_once(':')
+        .ok_or_else(|| format!("{a:?} is not \"host:port\""))?;
+    if host.is_empty() || host.chars().any(|c| c.is_whitespace() || c == '\0') {
+        return Err(format!("{a:?} has no valid host"));
+    }
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(()),
+        _ => Err(format!("{a:?} has no valid port (1 to 65535)")),
+    }
+}
+
+/// The rank in `MLX_RANK`, checked against the group size.
+fn rank_from_env(size: usize) -> Result<usize> {
+    let text = std::env::var(RANK).map_err(|_| invalid(format!("{RANK} is not set")))?;
+    match text.trim().parse::<usize>() {
+        Ok(r) if r < size => Ok(r),
+        _ => Err(invalid(format!(
+            "{RANK}={text:?} is not a rank of a group of {size} (0 to {})",
+            size - 1
+        ))),
+    }
+}
+
+/// Checks the ring backend's environment, if it is set at all: `Ok(true)` when it is set
+/// and valid, `Ok(false)` when neither variable is set.
+pub(super) fn check_ring_env() -> Result<bool> {
+    let hostfile = std::env::var_os(HOSTFILE);
+    let rank = std::env::var_os(RANK);
+    match (&hostfile, &rank) {
+        (None, None) => Ok(false),
+        (Some(path), Some(_)) => {
+            let hosts = RingHostfile::read(path)?;
+            rank_from_env(hosts.size())?;
+            Ok(true)
+        }
+        // MLX's own message for a missing half is clear enough; it is an Err, not a hang.
+        _ => Ok(true),
+    }
+}
+
+/// Checks the NCCL backend's environment, if `MLX_WORLD_SIZE` is set.
+pub(super) fn check_nccl_env() -> Result<()> {
+    let Ok(size) = std::env::var(WORLD_SIZE) else {
+        return Ok(());
+    };
+    let size = match size.trim().parse::<usize>() {
+        Ok(n) if n > 0 => n,
+        _ => {
+            return Err(invalid(format!(
+                "{WORLD_SIZE}={size:?} is not a group size"
+            )))
+        }
+    };
+    rank_from_env(size)?;
+    if let Ok(port) = std::env::var(NCCL_PORT) {
+        check_address(&format!("host:{port}"))
+            .map_err(|_| invalid(format!("{NCCL_PORT}={port:?} is not a port")))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostfiles_parse_and_check() {
+        let h = RingHostfile::parse(r#"[["127.0.0.1:5000"], ["127.0.0.1:5001"]]"#).unwrap();
+        assert_eq!(h.size(), 2);
+        assert_eq!(RingHostfile::parse(&h.to_json()).unwrap(), h);
+        for (bad, why) in [
+            (r#"[["127.0.0.1:5000"]]"#, "at least 2 ranks"),
+            (r#"[["127.0.0.1:5000"], []]"#, "same number"),
+            (r#"[["a:1", "a:2"], ["b:1"]]"#, "same number"),
+            (r#"[["127.0.0.1"], ["127.0.0.1:5001"]]"#, "host:port"),
+            (r#"[["127.0.0.1:0"], ["127.0.0.1:5001"]]"#, "valid port"),
+            (r#"[["127.0.0.1:70000"], ["127.0.0.1:5001"]]"#, "valid port"),
+            (r#"[[":5000"], ["127.0.0.1:5001"]]"#, "valid host"),
+            (r#"[["a:1"], ["a:1"]]"#, "twice"),
+            (r#"{"hosts": 2}"#, "JSON list"),
+            (r#"[[5000], [5001]]"#, "JSON list"),
+        ] {
+            let err = RingHostfile::parse(bad).unwrap_err().to_string();
+            assert!(err.contains(why), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn loopback_hostfiles_have_distinct_free_ports() {
+        let h = RingHostfile::loopback(4, 2).unwrap();
+        assert_eq!(h.size(), 4);
+        assert!(h.ranks().iter().all(|r| r.len() == 2));
+    }
+}

@@ -1,0 +1,395 @@
+//! Starting a process group on this machine (Python: `mlx.launch` with local hosts).
+//!
+//! [`Launch`] starts one process per rank with the environment the backend reads (a
+//! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
+//! folder of its own), forwards each process's output line by line with its rank in front,
+//! and fails when any rank fails or the group runs past its time limit. `examples/launch.rs` is the command-line form.
+//!
+//! ```no_run
+//! use mlx_rs::distributed::{Backend, Launch};
+//! let report = Launch::new(2, "target/release/examples/data_parallel")
+//!     .backend(Backend::Ring)
+//!     .timeout(std::time::Duration::from_secs(600))
+//!     .run()?;
+//! println!("{} ranks finished", report.ranks.len());
+//! # Ok::<(), mlx_rs::Error>(())
+//! ```
+
+use std::ffi::{OsStr, OsString};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use super::config::{self, RingHostfile};
+use super::Backend;
+use crate::{Error, Result};
+
+/// How one rank ended.
+#[derive(Debug)]
+pub struct RankReport {
+    pub rank: usize,
+    /// Its exit status; `None` when the launcher stopped it (another rank failed, or the
+    /// group ran out of time).
+    pub status: Option<ExitStatus>,
+    /// Everything it wrote to stdout and stderr, in order, without the rank prefix.
+    pub output: String,
+    /// From the start of the group to the rank's exit.
+    pub elapsed: Duration,
+}
+
+impl RankReport {
+    pub fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| s.success())
+    }
+}
+
+/// How a group ended: each rank's report, and whether the time limit stopped it.
+#[derive(Debug)]
+pub struct LaunchReport {
+    pub ranks: Vec<RankReport>,
+    pub timed_out: bool,
+}
+
+impl LaunchReport {
+    pub fn succeeded(&self) -> bool {
+        !self.timed_out && self.ranks.iter().all(RankReport::succeeded)
+    }
+
+    /// `Err` describing the first rank that failed (with the end of its output), if any did.
+    pub fn check(self) -> Result<LaunchReport> {
+        if self.succeeded() {
+            return Ok(self);
+        }
+        let failed = self
+            .ranks
+            .iter()
+            .filter(|r| !r.succeeded())
+            .min_by_key(|r| (r.status.is_none(), r.elapsed))
+            .expect("a failed group has a failed rank");
+        let tail: Vec<&str> = failed.output.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        let how = match failed.status {
+            Some(s) => format!("exited with {s}"),
+            None if self.timed_out => "was stopped at the time limit".to_string(),
+            None => "was stopped".to_string(),
+        };
+        Err(Error::Io(format!(
+            "[launch] rank {} {how} after {:.1} s; its last output:\n{}",
+            failed.rank,
+            failed.elapsed.as_secs_f64(),
+            tail.join("\n")
+        )))
+    }
+}
+
+/// A process group to start on this machine: `ranks` copies of a program (or a command of
+/// your own for some ranks), each told its rank and its peers.
+#[derive(Debug)]
+pub struct Launch {
+    ranks: usize,
+    program: OsString,
+    args: Vec<OsString>,
+    env: Vec<(OsString, OsString)>,
+    backend: Backend,
+    connections: usize,
+    timeout: Option<Duration>,
+    stop_others_on_failure: bool,
+    echo: bool,
+    overrides: Vec<(usize, Command)>,
+}
+
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+impl Launch {
+    /// `ranks` processes running `program`; the ring backend, one connection per neighbour,
+    /// no time limit, output echoed with rank prefixes, the others stopped when one fails.
+    pub fn new(ranks: usize, program: impl AsRef<OsStr>) -> Launch {
+        Launch {
+            ranks,
+            program: program.as_ref().to_os_string(),
+            args: Vec::new(),
+            env: Vec::new(),
+            backend: Backend::Ring,
+            connections: 1,
+            timeout: None,
+            stop_others_on_failure: true,
+            echo: true,
+            overrides: Vec::new(),
+        }
+    }
+
+    /// Arguments for every rank's program.
+    pub fn args<I, S>(mut self, args: I) -> Launch
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// An environment variable for every rank.
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Launch {
+        self.env
+            .push((key.as_ref().to_os_string(), value.as_ref().to_os_string()));
+        self
+    }
+
+    /// The backend whose environment to set up: `Ring` (the default) or `Nccl`.
+    pub fn backend(mut self, backend: Backend) -> Launch {
+        self.backend = backend;
+        self
+    }
+
+    /// Ring connections between neighbours (`mlx.launch --connections-per-ip`).
+    pub fn connections(mut self, n: usize) -> Launch {
+        self.connections = n.max(1);
+        self
+    }
+
+    /// Stops every rank still running after `limit`; the group then fails.
+    pub fn timeout(mut self, limit: Duration) -> Launch {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// Whether a failing rank stops the others at once (the default), or they run on until
+    /// they end by themselves or the time limit stops them.
+    pub fn stop_others_on_failure(mut self, stop: bool) -> Launch {
+        self.stop_others_on_failure = stop;
+        self
+    }
+
+    /// Whether to forward each rank's output, prefixed with `[rank N]` (the default); it is
+    /// collected in the report either way.
+    pub fn echo(mut self, echo: bool) -> Launch {
+        self.echo = echo;
+        self
+    }
+
+    /// Runs `command` as rank `rank` instead of the program (a Python MLX rank, say). Its
+    /// environment gets the rank's variables too.
+    pub fn rank_command(mut self, rank: usize, command: Command) -> Launch {
+        self.overrides.retain(|(r, _)| *r != rank);
+        self.overrides.push((rank, command));
+        self
+    }
+
+    /// Starts the group, waits for it, and fails if any rank fails or the time runs out.
+    pub fn run(self) -> Result<LaunchReport> {
+        self.run_report()?.check()
+    }
+
+    /// Starts the group and waits for it; the report says how each rank ended.
+    pub fn run_report(mut self) -> Result<LaunchReport> {
+        if self.ranks == 0 {
+            return Err(Error::invalid("[launch] a group needs at least one rank"));
+        }
+        if let Some((r, _)) = self.overrides.iter().find(|(r, _)| *r >= self.ranks) {
+            return Err(Error::invalid(format!(
+                "[launch] rank {r} is not a rank of a group of {}",
+                self.ranks
+            )));
+        }
+        let dir = std::env::temp_dir().join(format!(
+            "mlx-launch-{}-{}",
+            std::process::id(),
+            LAUNCHES.fetch_add(1, Ordering::SeqCst)
+        ));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Io(format!("[launch] creating {}: {e}", dir.display())))?;
+        let result = self.start_and_wait(&dir);
+        let _ = std::fs::remove_dir_all(&dir);
+        result
+    }
+
+    /// The variables every rank gets, by backend.
+    fn group_env(&self, dir: &std::path::Path) -> Result<Vec<(String, String)>> {
+        let mut env = vec![(config::WORLD_SIZE.to_string(), self.ranks.to_string())];
+        match self.backend {
+            Backend::Ring | Backend::Any if self.ranks > 1 => {
+                let hosts = RingHostfile::loopback(self.ranks, self.connections)?;
+                let path: PathBuf = dir.join("hostfile.json");
+                std::fs::write(&path, hosts.to_json())
+                    .map_err(|e| Error::Io(format!("[launch] writing {}: {e}", path.display())))?;
+                env.push((config::HOSTFILE.to_string(), path.display().to_string()));
+            }
+            Backend::Nccl => {
+                let port = std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .map_err(|e| Error::Io(format!("[launch] finding a free port: {e}")))?
+                    .port();
+                env.push((config::NCCL_HOST_IP.to_string(), "127.0.0.1".to_string()));
+                env.push((config::NCCL_PORT.to_string(), port.to_string()));
+            }
+            _ => {}
+        }
+        Ok(env)
+    }
+
+    fn start_and_wait(&mut self, dir: &std::path::Path) -> Result<LaunchReport> {
+        let group_env = self.group_env(dir)?;
+        let start = Instant::now();
+        let out_lock = Arc::new(Mutex::new(()));
+        let mut children: Vec<Running> = Vec::with_capacity(self.ranks);
+        for rank in 0..self.ranks {
+            let mut cmd = match self.overrides.iter().position(|(r, _)| *r == rank) {
+                Some(i) => self.overrides.swap_remove(i).1,
+                None => {
+                    let mut c = Command::new(&self.program);
+                    c.args(&self.args);
+                    c
+                }
+            };
+            // MLX compiles fused CPU kernels into `$TMPDIR/mlx/<version>/cpu`, and processes
+            // compiling the same kernel at once race there ("file too short"): each rank gets
+            // a folder of its own, unless the caller chose one.
+            let chose_tmpdir = cmd.get_envs().any(|(k, _)| k == "TMPDIR")
+                || self.env.iter().any(|(k, _)| k == "TMPDIR");
+            if !chose_tmpdir {
+                let tmp = dir.join(format!("rank-{rank}"));
+                std::fs::create_dir_all(&tmp)
+                    .map_err(|e| Error::Io(format!("[launch] creating {}: {e}", tmp.display())))?;
+                cmd.env("TMPDIR", tmp);
+            }
+            cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
+                .envs(group_env.iter().map(|(k, v)| (k, v)))
+                .env(config::RANK, rank.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            match cmd.spawn() {
+                Ok(child) => children.push(Running::new(rank, child, self.echo, &out_lock)),
+                Err(e) => {
+                    for c in &mut children {
+                        c.stop();
+                    }
+                    return Err(Error::Io(format!(
+                        "[launch] starting rank {rank} ({:?}): {e}",
+                        cmd.get_program()
+                    )));
+                }
+            }
+        }
+        let mut timed_out = false;
+        loop {
+            let mut running = 0;
+            let mut failed = false;
+            for c in &mut children {
+                match c.poll(start) {
+                    Some(status) if !status.success() => failed = true,
+                    Some(_) => {}
+                    None => running += 1,
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            if failed && self.stop_others_on_failure {
+                children.iter_mut().for_each(Running::stop);
+                break;
+            }
+            if self.timeout.is_some_and(|t| start.elapsed() >= t) {
+                timed_out = true;
+                children.iter_mut().for_each(Running::stop);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let ranks = children.into_iter().map(|c| c.finish(start)).collect();
+        Ok(LaunchReport { ranks, timed_out })
+    }
+}
+
+/// One rank's process and the threads forwarding its output.
+struct Running {
+    rank: usize,
+    child: Child,
+    status: Option<ExitStatus>,
+    stopped: bool,
+    elapsed: Option<Duration>,
+    readers: Vec<JoinHandle<()>>,
+    output: Arc<Mutex<String>>,
+}
+
+impl Running {
+    fn new(rank: usize, mut child: Child, echo: bool, out_lock: &Arc<Mutex<()>>) -> Running {
+        let output = Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
+        let streams: [(Option<Box<dyn Read + Send>>, bool); 2] = [
+            (child.stdout.take().map(|s| Box::new(s) as _), false),
+            (child.stderr.take().map(|s| Box::new(s) as _), true),
+        ];
+        for (stream, is_err) in streams {
+            let Some(stream) = stream else { continue };
+            let output = Arc::clone(&output);
+            let lock = Arc::clone(out_lock);
+            readers.push(std::thread::spawn(move || {
+                for line in BufReader::new(stream).split(b'\n') {
+                    let Ok(line) = line else { break };
+                    let line = String::from_utf8_lossy(&line);
+                    let line = line.trim_end_matches('\r');
+                    if let Ok(mut o) = output.lock() {
+                        o.push_str(line);
+                        o.push('\n');
+                    }
+                    if echo {
+                        let _guard = lock.lock();
+                        // A closed terminal must not stop the group; the report keeps it all.
+                        let _ = if is_err {
+                            writeln!(std::io::stderr(), "[rank {rank}] {line}")
+                        } else {
+                            writeln!(std::io::stdout(), "[rank {rank}] {line}")
+                        };
+                    }
+                }
+            }));
+        }
+        Running {
+            rank,
+            child,
+            status: None,
+            stopped: false,
+            elapsed: None,
+            readers,
+            output,
+        }
+    }
+
+    /// The exit status, once the process has ended.
+    fn poll(&mut self, start: Instant) -> Option<ExitStatus> {
+        if self.status.is_none() && !self.stopped {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                self.status = Some(status);
+                self.elapsed = Some(start.elapsed());
+            }
+        }
+        self.status
+    }
+
+    fn stop(&mut self) {
+        if self.status.is_none() && !self.stopped {
+            let _ = self.child.kill();
+            self.stopped = true;
+        }
+    }
+
+    fn finish(mut self, start: Instant) -> RankReport {
+        let _ = self.child.wait();
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+        let output = self.output.lock().map(|o| o.clone()).unwrap_or_default();
+        RankReport {
+            rank: self.rank,
+            status: if self.stopped { None } else { self.status },
+            output,
+            elapsed: self.elapsed.unwrap_or_else(|| start.elapsed()),
+        }
+    }
+}

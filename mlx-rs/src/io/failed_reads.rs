@@ -1,0 +1,283 @@
+//! Lazy reads that fail stay failed.
+//!
+//! A lazily loaded array is read from its file or reader when it is first evaluated. When
+//! that read fails (the file was truncated or rewritten since the load, the reader returned
+//! an error or too few bytes), MLX still marks the array, and everything computed from it in
+//! that evaluation, as evaluated: a later evaluation returns whatever the buffers held, and
+//! MLX 0.32 can lose the error of a failed file read altogether. So the binding keeps the
+//! record itself:
+//!
+//! - A lazy load is *unread* while one of its arrays has not been read. While any load is
+//!   unread, an eval first lists the unevaluated arrays of its graph; if a read of a load
+//!   among them fails meanwhile, the eval is an `Err` and all of them are marked failed.
+//! - Once an array is marked failed, every eval first walks the unevaluated part of its
+//!   graph and is an `Err` naming the failed read if it reaches a failed array: the array
+//!   itself, and anything computed from it, before or after the failure.
+//!
+//! Otherwise an eval pays three atomic loads. The walks cost one FFI call per unevaluated
+//! array; loading a model, which evaluates the loaded weights together, leaves nothing
+//! unread. Marked arrays stay alive in the record, so that MLX cannot give their identity to
+//! a new array.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::{Array, Error, Result};
+
+/// Lazy loads with an array not read yet.
+static UNREAD_LOADS: AtomicUsize = AtomicUsize::new(0);
+/// Lazy reads that failed, ever (each failure's sequence number).
+static FAILURES: AtomicU64 = AtomicU64::new(0);
+/// Whether any array is marked failed.
+static ANY_FAILED: AtomicBool = AtomicBool::new(false);
+/// Whether an async eval started while a load was unread is not resolved yet.
+static ANY_IN_FLIGHT: AtomicBool = AtomicBool::new(false);
+
+static RECORD: Mutex<Record> = Mutex::new(Record {
+    failures: Vec::new(),
+    failed: None,
+    in_flight: Vec::new(),
+});
+
+struct Record {
+    failures: Vec<ReadFailure>,
+    /// Failed arrays by id, each kept alive, with the failure's message.
+    failed: Option<HashMap<usize, (Array, Arc<str>)>>,
+    in_flight: Vec<InFlight>,
+}
+
+struct ReadFailure {
+    seq: u64,
+    message: Arc<str>,
+    /// The ids of the arrays the failed load made.
+    load: HashSet<usize>,
+}
+
+/// An async eval started while a load was unread: its targets, and the unevaluated arrays
+/// of its graph then.
+struct InFlight {
+    seq: u64,
+    targets: Vec<Array>,
+    pending: Vec<Array>,
+}
+
+fn record() -> MutexGuard<'static, Record> {
+    // A panic while the record was held left it consistent (every update is one push or
+    // insert), so a poisoned lock is still usable.
+    RECORD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One lazy load's reads: whether its arrays are all read, and which arrays it made.
+pub(super) struct LoadWatch {
+    label: String,
+    state: Mutex<WatchState>,
+}
+
+#[derive(Default)]
+struct WatchState {
+    /// Set once the load returned its arrays; reads before that are MLX parsing the header.
+    armed: bool,
+    ids: Vec<usize>,
+    unread: usize,
+    /// Whether this load is counted in `UNREAD_LOADS`.
+    counted: bool,
+}
+
+impl LoadWatch {
+    pub(super) fn new(label: &str) -> Arc<LoadWatch> {
+        Arc::new(LoadWatch {
+            label: label.to_string(),
+            state: Mutex::new(WatchState::default()),
+        })
+    }
+
+    fn state(&self) -> MutexGuard<'_, WatchState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts watching the arrays the load made: each is read once, when evaluated.
+    pub(super) fn arm<'a>(&self, arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
+        let ids = arrays
+            .into_iter()
+            .map(Array::id)
+            .collect::<Result<Vec<_>>>()?;
+        let mut st = self.state();
+        st.armed = true;
+        st.unread = ids.len();
+        st.ids = ids;
+        if st.unread > 0 && !st.counted {
+            st.counted = true;
+            UNREAD_LOADS.fetch_add(1, Ordering::SeqCst);
+        }
+        Ok(())
+    }
+
+    /// Called by the reader after each positional read: `failure` says why it failed.
+    pub(super) fn read_done(&self, failure: Option<String>) {
+        let mut st = self.state();
+        if !st.armed {
+            return;
+        }
+        match failure {
+            None => {
+                st.unread = st.unread.saturating_sub(1);
+                if st.unread == 0 && st.counted {
+                    st.counted = false;
+                    UNREAD_LOADS.fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+            Some(why) => {
+                let load = st.ids.iter().copied().collect();
+                drop(st);
+                let message: Arc<str> = format!("{}: {why}", self.label).into();
+                let mut rec = record();
+                let seq = FAILURES.load(Ordering::SeqCst) + 1;
+                rec.failures.push(ReadFailure { seq, message, load });
+                FAILURES.store(seq, Ordering::SeqCst);
+            }
+        }
+    }
+}
+
+impl Drop for LoadWatch {
+    fn drop(&mut self) {
+        // The reader is gone: every array of the load was read or dropped.
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        if st.counted {
+            UNREAD_LOADS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+fn failed_error(message: &str) -> Error {
+    Error::Io(format!(
+        "a lazy read failed, so the arrays it was to fill and everything computed from them \
+         are unusable: {message}"
+    ))
+}
+
+/// Visits `targets` and the unevaluated arrays they are computed from, once each.
+fn walk(targets: &[&Array], mut visit: impl FnMut(&Array, usize) -> Result<()>) -> Result<()> {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<Array> = targets.iter().map(|&a| a.clone()).collect();
+    while let Some(a) = stack.pop() {
+        let id = a.id()?;
+        if !seen.insert(id) {
+            continue;
+        }
+        visit(&a, id)?;
+        if a.is_unscheduled()? {
+            stack.extend(a.graph_neighbours()?);
+        }
+    }
+    Ok(())
+}
+
+/// The arrays of the targets' graphs that an eval would compute.
+fn unevaluated(targets: &[&Array]) -> Result<Vec<Array>> {
+    let mut out = Vec::new();
+    walk(targets, |a, _| {
+        if a.is_unscheduled()? {
+            out.push(a.clone());
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// `Err` if the targets are, or are computed from, an array marked failed.
+fn refuse_failed(targets: &[&Array]) -> Result<()> {
+    let failed: HashMap<usize, Arc<str>> = match &record().failed {
+        Some(f) => f.iter().map(|(id, (_, m))| (*id, Arc::clone(m))).collect(),
+        None => return Ok(()),
+    };
+    walk(targets, |_, id| match failed.get(&id) {
+        Some(message) => Err(failed_error(message)),
+        None => Ok(()),
+    })
+}
+
+/// If a read failure after `seq` belongs to a load among `pending`, marks all of `pending`
+/// failed and returns the failure's message.
+fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Option<Arc<str>>> {
+    let ids = pending.iter().map(Array::id).collect::<Result<Vec<_>>>()?;
+    let hit = rec
+        .failures
+        .iter()
+        .filter(|f| f.seq > seq)
+        .find(|f| ids.iter().any(|id| f.load.contains(id)))
+        .map(|f| Arc::clone(&f.message));
+    if let Some(message) = &hit {
+        let failed = rec.failed.get_or_insert_with(HashMap::new);
+        for (a, id) in pending.iter().zip(ids) {
+            failed.insert(id, (a.clone(), Arc::clone(message)));
+        }
+        ANY_FAILED.store(true, Ordering::SeqCst);
+    }
+    Ok(hit)
+}
+
+/// Settles the async evals started while loads were unread: those whose reads failed mark
+/// their arrays failed; those that finished are dropped from the record.
+fn resolve_in_flight() -> Result<()> {
+    let mut rec = record();
+    let entries = std::mem::take(&mut rec.in_flight);
+    for entry in entries {
+        // Finished first, failures second: a read completes before its eval signals.
+        let finished = entry.targets.iter().all(Array::is_evaluated);
+        if mark_if_touched(&mut rec, entry.seq, &entry.pending)?.is_none() && !finished {
+            rec.in_flight.push(entry);
+        }
+    }
+    ANY_IN_FLIGHT.store(!rec.in_flight.is_empty(), Ordering::SeqCst);
+    Ok(())
+}
+
+fn check_before(targets: &[&Array]) -> Result<()> {
+    if ANY_IN_FLIGHT.load(Ordering::SeqCst) {
+        resolve_in_flight()?;
+    }
+    if ANY_FAILED.load(Ordering::SeqCst) {
+        refuse_failed(targets)?;
+    }
+    Ok(())
+}
+
+/// Runs the eval `run` of `targets` under the record: refused if they depend on a failed
+/// read, and an `Err` (with everything it computed marked failed) if a read fails during it.
+pub(crate) fn guard_eval<R>(targets: &[&Array], run: impl FnOnce() -> Result<R>) -> Result<R> {
+    check_before(targets)?;
+    if UNREAD_LOADS.load(Ordering::SeqCst) == 0 {
+        return run();
+    }
+    let seq = FAILURES.load(Ordering::SeqCst);
+    let pending = unevaluated(targets)?;
+    let out = run();
+    if FAILURES.load(Ordering::SeqCst) != seq {
+        if let Some(message) = mark_if_touched(&mut record(), seq, &pending)? {
+            return Err(failed_error(&message));
+        }
+    }
+    out
+}
+
+/// [`guard_eval`] for an async eval: a read that fails after it returns is found by the
+/// next eval.
+pub(crate) fn guard_async_eval(targets: &[&Array], run: impl FnOnce() -> Result<()>) -> Result<()> {
+    check_before(targets)?;
+    if UNREAD_LOADS.load(Ordering::SeqCst) == 0 {
+        return run();
+    }
+    let seq = FAILURES.load(Ordering::SeqCst);
+    let pending = unevaluated(targets)?;
+    run()?;
+    let mut rec = record();
+    rec.in_flight.push(InFlight {
+        seq,
+        targets: targets.iter().map(|&a| a.clone()).collect(),
+        pending,
+    });
+    ANY_IN_FLIGHT.store(true, Ordering::SeqCst);
+    Ok(())
+}
