@@ -857,6 +857,21 @@ fn primitives_are_checked() {
         "DivMod has 1 siblings, 1 output ids, 2 shapes and 2 dtypes",
     );
 
+    // Siblings but empty lists: the expected shape count was `0 - 1` (an overflow panic;
+    // found by the fuzz harness).
+    let mut w = W::default();
+    w.header(1).signature(&[(1, &[2])], &[2], 2).input_ref(1);
+    w.prim(2, &[1, 1], "DivMod")
+        .u64(1)
+        .ids(&[])
+        .u64(0)
+        .u64(0);
+    expect_err(
+        "no_siblings_listed",
+        &w.0,
+        "DivMod has 1 siblings, 0 output ids, 0 shapes and 0 dtypes",
+    );
+
     let mut w = W::default();
     w.header(1).signature(&[(1, &[2])], &[2], 2).input_ref(1);
     w.u64(2)

@@ -1,7 +1,7 @@
 //! `.mlxfn`: `import_function`, then a call. The call needs inputs of the exported shapes and
 //! dtypes, which the public API does not expose, so the first trace's input signature is read
 //! from the file here (a reading of MLX's layout that trusts nothing and allocates only what
-//! the file holds). A call with no inputs checks the refusal path as well.
+//! the file holds). A call with no inputs runs the refusal path as well.
 
 use mlx_rs::export::{self, ImportedFunction};
 use mlx_rs::{ops, Array, Dtype};
@@ -126,9 +126,9 @@ pub fn run(ctx: &mut Ctx, data: &[u8]) -> Outcome {
         call(&f, &inputs)?;
     }
     if signature.is_some_and(|s| !s.is_empty()) {
-        // The wrong number of inputs must be refused, not run.
-        let refused = call(&f, &[]);
-        assert!(refused.is_err(), "a function of inputs ran with none");
+        // Fewer inputs than the first trace takes: refused, unless another trace of the
+        // file takes none, so either outcome is fine; only a crash is not.
+        let _ = call(&f, &[]);
     }
     Ok(())
 }

@@ -817,7 +817,7 @@ fn read_tape_entry(
         // that those lists are as long; the sibling count it ignores beyond zero.
         if dtypes.len() != shapes.len()
             || ids.len() != shapes.len()
-            || num_siblings != shapes.len() as u64 - 1
+            || shapes.len() as u64 != num_siblings.saturating_add(1)
         {
             return Err(w.fail_at(
                 sib_at,
