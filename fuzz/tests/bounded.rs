@@ -85,9 +85,6 @@ fn fuzz_shapes() {
 }
 
 #[test]
-#[ignore = "open (issue 15): under overflow checks (profile ci) one mutant, \
-            fuzz/known-crashes/mlxfn-panic/crash-05de53ed04070678.bin, makes import_function \
-            panic instead of returning Err; run with --ignored"]
 fn fuzz_mlxfn() {
     bounded("mlxfn", 10_000);
 }
