@@ -337,6 +337,7 @@ impl Array {
     /// On return the array is *settled*: computed, waited for and detached from its graph, so
     /// later reads of it from any thread only read MLX's shared state (see the type docs).
     pub fn eval(&self) -> Result<()> {
+        crate::distributed::lost::refuse_pending(&[self])?;
         crate::io::failed_reads::guard_eval(&[self], || {
             if encode::serialized() {
                 raw_async_eval([self])?;
@@ -394,6 +395,13 @@ impl Array {
         let mut out = inputs.to_vec()?;
         out.extend(siblings.to_vec()?);
         Ok(out)
+    }
+
+    /// The name of the primitive that computes the array (MLX's `primitive().name()`, e.g.
+    /// `"Sum AllReduce"`); empty once it is evaluated and detached, or for data.
+    pub(crate) fn primitive_name(&self) -> Result<String> {
+        // SAFETY: valid handle; mlx-c fills the string MlxString owns.
+        MlxString::fill(|out| unsafe { sys::_mlx_array_primitive_name(out, self.as_raw()) })
     }
 
     /// Whether the data is computed and ready to read without waiting.
@@ -694,6 +702,7 @@ impl From<&Array> for Array {
 /// Computes several arrays in one graph dispatch (Python: `mx.eval(a, b, ...)`).
 pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
+    crate::distributed::lost::refuse_pending(&arrays)?;
     crate::io::failed_reads::guard_eval(&arrays, || {
         let vec = VectorArray::from_arrays(arrays.iter().copied());
         if encode::serialized() {
@@ -713,6 +722,7 @@ pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
 /// (or [`eval`]) waits for the result.
 pub fn async_eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     let arrays: Vec<&Array> = arrays.into_iter().collect();
+    crate::distributed::lost::refuse_pending(&arrays)?;
     crate::io::failed_reads::guard_async_eval(&arrays, || raw_async_eval(arrays.iter().copied()))
 }
 

@@ -75,6 +75,7 @@ extern "C" fn record_error(msg: *const c_char, _data: *mut c_void) {
             .into_owned()
     };
     let text = strip_location(&text).to_string();
+    crate::distributed::lost::note_error(&text);
     // `try_with`: during thread teardown the slot may be gone; losing the message then is fine.
     let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(text));
 }

@@ -1,6 +1,7 @@
 //! Printing computation graphs: Graphviz DOT (Python: `mx.export_to_dot`) and MLX's text
 //! listing, with optional names for arrays.
 
+use std::collections::HashSet;
 use std::ffi::CStr;
 
 use mlx_sys as sys;
@@ -122,4 +123,25 @@ fn render(
         text
     };
     status.map(|()| text)
+}
+
+/// Visits `targets` and the unevaluated arrays they are computed from (inputs and sibling
+/// outputs), once each, with each array's id. Iterative: a graph of any depth is fine.
+pub(crate) fn walk(
+    targets: &[&Array],
+    mut visit: impl FnMut(&Array, usize) -> Result<()>,
+) -> Result<()> {
+    let mut seen = HashSet::new();
+    let mut stack: Vec<Array> = targets.iter().map(|&a| a.clone()).collect();
+    while let Some(a) = stack.pop() {
+        let id = a.id()?;
+        if !seen.insert(id) {
+            continue;
+        }
+        visit(&a, id)?;
+        if a.is_unscheduled()? {
+            stack.extend(a.graph_neighbours()?);
+        }
+    }
+    Ok(())
 }

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
+use mlx_rs::compile::compile;
 use mlx_rs::transforms::{grad, jvp};
 use mlx_rs::{ops, Array, Dtype, Result};
 
@@ -230,7 +231,7 @@ fn a_dead_rank_makes_the_others_fail_in_bounded_time() {
             }
             // Each survivor's test passes only if its collective failed, not hung.
             assert!(
-                r.succeeded() && r.output.contains("failed after"),
+                r.succeeded() && r.output.contains("the next collective failed after"),
                 "{ranks} ranks, rank {}:\n{}",
                 r.rank,
                 r.output
@@ -244,11 +245,18 @@ fn a_dead_rank_makes_the_others_fail_in_bounded_time() {
 fn child_dies() -> Result<()> {
     let group = distributed::init(true, Backend::Ring)?;
     let x = Array::from_slice(&[1.0f32; 1024], &[1024])?;
-    distributed::all_sum(&x, Some(&group))?.eval()?;
+    let g = group.clone();
+    let step = compile(
+        move |a: &[Array]| Ok(vec![distributed::all_sum(&a[0], Some(&g))?]),
+        None,
+    );
+    step.call(std::slice::from_ref(&x))?[0].eval()?;
     if group.rank() == group.size() - 1 {
         // A crash, not an orderly exit: no destructor runs, the sockets just close.
         std::process::abort();
     }
+    // Made before the loss, evaluated after it.
+    let made_before = distributed::all_sum(&x, Some(&group))?;
     let start = Instant::now();
     loop {
         match distributed::all_sum(&x, Some(&group)).and_then(|s| s.eval()) {
@@ -256,10 +264,32 @@ fn child_dies() -> Result<()> {
             Ok(()) => panic!("collectives still succeed a minute after a rank died"),
             Err(e) => {
                 println!("failed after {:.2} s: {e}", start.elapsed().as_secs_f64());
-                return Ok(());
+                break;
             }
         }
     }
+    // MLX's socket threads are gone now: a later collective must fail too, not wait on them.
+    let again = Instant::now();
+    let second = distributed::all_sum(&x, Some(&group)).and_then(|s| s.eval());
+    assert!(second.is_err(), "a collective after the loss succeeded");
+    println!(
+        "the next collective failed after {:.2} s: {}",
+        again.elapsed().as_secs_f64(),
+        second.unwrap_err()
+    );
+    let err = made_before.eval().unwrap_err().to_string();
+    assert!(err.contains("lost a peer"), "{err}");
+    // A compiled function replays its collective without the Rust closure: refused at eval.
+    let err = step
+        .call(std::slice::from_ref(&x))
+        .and_then(|out| out[0].eval())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("lost a peer"), "{err}");
+    assert_eq!(step.traces(), 1);
+    // Work that needs no peer still runs (a rank can save its state).
+    assert_eq!(ops::sum(&x, None, false)?.item::<f32>()?, 1024.0);
+    Ok(())
 }
 
 /// A Python interpreter that imports MLX 0.32.2: $MLX_PYTHON or the repository's .venv.

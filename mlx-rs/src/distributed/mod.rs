@@ -8,7 +8,9 @@
 //!
 //! Like MLX's, the collectives are lazy ops, differentiable where MLX's are (the gradient of
 //! [`all_sum`] is the [`all_sum`] of the cotangent). A peer that dies makes the ring
-//! backend's pending operations fail ("connection to a peer was lost") instead of waiting.
+//! backend's pending operations fail ("connection to a peer was lost") instead of waiting,
+//! and every collective after that is an `Err` too: MLX's ring cannot run one again, and
+//! would wait forever.
 //!
 //! ```
 //! use mlx_rs::{distributed, Array};
@@ -29,6 +31,7 @@ use crate::{Array, Dtype, Error};
 
 pub mod config;
 mod launch;
+pub(crate) mod lost;
 
 pub use config::RingHostfile;
 pub use launch::{Launch, LaunchReport, RankReport};
@@ -225,6 +228,7 @@ macro_rules! collectives {
     ($($(#[$doc:meta])* $name:ident => $ffi:ident;)*) => {$(
         $(#[$doc])*
         pub fn $name(x: &Array, group: Option<&Group>) -> Result<Array> {
+            lost::check_new(stringify!($name))?;
             let g = group_raw(group);
             // SAFETY: valid handles (a null group = global); mlx-c writes into res.
             Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, x.as_raw(), g, s) })
@@ -249,6 +253,7 @@ collectives! {
 /// Sends `x` to rank `dst`; the result must be evaluated for the send to happen
 /// (Python: `mx.distributed.send(x, dst, group=None)`).
 pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
+    lost::check_new("send")?;
     check_peer("send", "destination", dst, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles (a null group = global); mlx-c writes into res.
@@ -260,6 +265,7 @@ pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
 /// Receives an array of `shape` and `dtype` from rank `src`
 /// (Python: `mx.distributed.recv(shape, dtype, src, group=None)`).
 pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Result<Array> {
+    lost::check_new("recv")?;
     check_peer("recv", "source", src, group)?;
     crate::ops::check_shape(shape, dtype, false, "recv")?;
     let g = group_raw(group);
@@ -272,6 +278,7 @@ pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Res
 /// Receives an array shaped like `x` from rank `src`
 /// (Python: `mx.distributed.recv_like(x, src, group=None)`).
 pub fn recv_like(x: &Array, src: i32, group: Option<&Group>) -> Result<Array> {
+    lost::check_new("recv_like")?;
     check_peer("recv_like", "source", src, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles; mlx-c writes into res.

@@ -23,6 +23,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::graph::walk;
 use crate::{Array, Error, Result};
 
 /// Lazy loads with an array not read yet.
@@ -155,23 +156,6 @@ fn failed_error(message: &str) -> Error {
         "a lazy read failed, so the arrays it was to fill and everything computed from them \
          are unusable: {message}"
     ))
-}
-
-/// Visits `targets` and the unevaluated arrays they are computed from, once each.
-fn walk(targets: &[&Array], mut visit: impl FnMut(&Array, usize) -> Result<()>) -> Result<()> {
-    let mut seen = HashSet::new();
-    let mut stack: Vec<Array> = targets.iter().map(|&a| a.clone()).collect();
-    while let Some(a) = stack.pop() {
-        let id = a.id()?;
-        if !seen.insert(id) {
-            continue;
-        }
-        visit(&a, id)?;
-        if a.is_unscheduled()? {
-            stack.extend(a.graph_neighbours()?);
-        }
-    }
-    Ok(())
 }
 
 /// The arrays of the targets' graphs that an eval would compute.

@@ -307,6 +307,10 @@ unsafe extern "C" {
     ) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn _mlx_array_primitive_name(res: *mut mlx_string, arr: mlx_array)
+    -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn _mlx_array_is_contiguous(res: *mut bool, arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {

@@ -6,6 +6,7 @@
 #include "mlx/c/error.h"
 #include "mlx/c/private/mlx.h"
 #include "mlx/c/string.h"
+#include "mlx/primitives.h"
 
 extern "C" size_t mlx_dtype_size(mlx_dtype dtype) {
   return mlx_dtype_to_cpp(dtype).size();
@@ -635,6 +636,18 @@ extern "C" int _mlx_array_id(uintptr_t* res, const mlx_array arr) {
 extern "C" int _mlx_array_status(int* res, const mlx_array arr) {
   try {
     *res = static_cast<int>(mlx_array_get_(arr).status());
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
+extern "C" int _mlx_array_primitive_name(mlx_string* res, const mlx_array arr) {
+  try {
+    auto& a = mlx_array_get_(arr);
+    mlx_string_set_(
+        *res, a.has_primitive() ? std::string(a.primitive().name()) : std::string());
   } catch (std::exception& e) {
     mlx_error(e.what());
     return 1;

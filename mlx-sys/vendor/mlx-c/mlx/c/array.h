@@ -406,6 +406,13 @@ int _mlx_array_id(uintptr_t* res, const mlx_array arr);
 int _mlx_array_status(int* res, const mlx_array arr);
 
 /**
+ * The name of the primitive that computes the array (MLX's `primitive().name()`), or an
+ * empty string when it has none (it is evaluated and detached, or was made from data).
+ * Internal function: use at your own risk.
+ */
+int _mlx_array_primitive_name(mlx_string* res, const mlx_array arr);
+
+/**
  * Whether the array is contiguous in memory.
  * Internal function: use at your own risk.
  */
