@@ -47,6 +47,13 @@ impl Stream {
         unsafe { Stream::from_raw(sys::mlx_stream_new()) }
     }
 
+    /// A stream that the mlx-c call `op` writes (a stream of the calling thread).
+    pub(crate) fn fill(op: impl FnOnce(*mut sys::mlx_stream) -> i32) -> Result<Stream> {
+        let mut s = Stream::empty();
+        check(|| op(&mut s.raw))?;
+        Ok(s)
+    }
+
     /// A new stream on `device`, owned by the calling thread (Python: `mx.new_stream`).
     pub fn new(device: &Device) -> Result<Stream> {
         // SAFETY: valid device handle; on failure mlx-c reports through the handler.
@@ -322,6 +329,24 @@ pub(crate) fn vector_view_op(
         check(|| op(&mut out.0, s))?;
         out.to_vec()
     })?
+}
+
+/// Calls `f` with the raw handle of the innermost [`with_stream`] / [`with_device`] override
+/// on this thread, or with `default()`'s stream when there is none (ops whose stream Python
+/// picks from something other than the default device: the collectives).
+pub(crate) fn with_override_or_raw<R>(
+    default: impl FnOnce() -> Result<Stream>,
+    f: impl FnOnce(sys::mlx_stream) -> R,
+) -> Result<R> {
+    let top = CURRENT.with(|c| c.borrow().overrides.last().map(|s| s.raw));
+    match top {
+        // The override stays on the stack while `f` (an mlx-c call) runs.
+        Some(raw) => Ok(f(raw)),
+        None => {
+            let stream = default()?;
+            Ok(f(stream.raw))
+        }
+    }
 }
 
 /// Calls `f` with the raw handle of the current stream, without copying it. This is the

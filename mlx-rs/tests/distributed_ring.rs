@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
 use mlx_rs::compile::compile;
+use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
 use mlx_rs::transforms::{grad, jvp};
 use mlx_rs::{ops, Array, Dtype, Result};
 

@@ -861,11 +861,7 @@ fn primitives_are_checked() {
     // found by the fuzz harness).
     let mut w = W::default();
     w.header(1).signature(&[(1, &[2])], &[2], 2).input_ref(1);
-    w.prim(2, &[1, 1], "DivMod")
-        .u64(1)
-        .ids(&[])
-        .u64(0)
-        .u64(0);
+    w.prim(2, &[1, 1], "DivMod").u64(1).ids(&[]).u64(0).u64(0);
     expect_err(
         "no_siblings_listed",
         &w.0,

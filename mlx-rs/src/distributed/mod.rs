@@ -27,7 +27,7 @@ use mlx_sys as sys;
 
 use crate::error::{check, Result};
 use crate::handles::c_string;
-use crate::{Array, Dtype, Error};
+use crate::{Array, Dtype, Error, Stream};
 
 pub mod config;
 mod launch;
@@ -214,6 +214,27 @@ fn check_peer(op: &str, role: &str, peer: i32, group: Option<&Group>) -> Result<
     Ok(())
 }
 
+/// The group's communication stream on this thread (MLX's default when no stream is given:
+/// the thread's default CPU stream for ring, MPI and JACCL, its GPU stream for NCCL).
+fn communication_stream(group: Option<&Group>) -> Result<Stream> {
+    let g = group_raw(group);
+    // SAFETY: valid (or null = global) group handle; mlx-c fills the stream we own.
+    Stream::fill(|out| unsafe { sys::_mlx_distributed_group_communication_stream(out, g) })
+}
+
+/// Runs a collective (an mlx-c op) on the stream Python would use: a `with_stream` /
+/// `with_device` override, or else the group's communication stream. The default device's
+/// stream would be wrong on a CUDA build: the ring backend runs on the CPU only.
+fn collective_op(
+    group: Option<&Group>,
+    op: impl FnOnce(*mut sys::mlx_array, sys::mlx_stream) -> i32,
+) -> Result<Array> {
+    crate::stream::with_override_or_raw(
+        || communication_stream(group),
+        |s| Array::try_from_op(|res| op(res, s)),
+    )?
+}
+
 fn group_raw(group: Option<&Group>) -> sys::mlx_distributed_group {
     // A null group means "the global group" to mlx-c.
     group.map_or(
@@ -231,7 +252,7 @@ macro_rules! collectives {
             lost::check_new(stringify!($name))?;
             let g = group_raw(group);
             // SAFETY: valid handles (a null group = global); mlx-c writes into res.
-            Array::try_from_stream_op(|res, s| unsafe { sys::$ffi(res, x.as_raw(), g, s) })
+            collective_op(group, |res, s| unsafe { sys::$ffi(res, x.as_raw(), g, s) })
         }
     )*};
 }
@@ -257,7 +278,7 @@ pub fn send(x: &Array, dst: i32, group: Option<&Group>) -> Result<Array> {
     check_peer("send", "destination", dst, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles (a null group = global); mlx-c writes into res.
-    Array::try_from_stream_op(|res, s| unsafe {
+    collective_op(group, |res, s| unsafe {
         sys::mlx_distributed_send(res, x.as_raw(), dst, g, s)
     })
 }
@@ -270,7 +291,7 @@ pub fn recv(shape: &[i32], dtype: Dtype, src: i32, group: Option<&Group>) -> Res
     crate::ops::check_shape(shape, dtype, false, "recv")?;
     let g = group_raw(group);
     // SAFETY: `shape` outlives the call; mlx-c writes into res.
-    Array::try_from_stream_op(|res, s| unsafe {
+    collective_op(group, |res, s| unsafe {
         sys::mlx_distributed_recv(res, shape.as_ptr(), shape.len(), dtype.to_raw(), src, g, s)
     })
 }
@@ -282,7 +303,7 @@ pub fn recv_like(x: &Array, src: i32, group: Option<&Group>) -> Result<Array> {
     check_peer("recv_like", "source", src, group)?;
     let g = group_raw(group);
     // SAFETY: valid handles; mlx-c writes into res.
-    Array::try_from_stream_op(|res, s| unsafe {
+    collective_op(group, |res, s| unsafe {
         sys::mlx_distributed_recv_like(res, x.as_raw(), src, g, s)
     })
 }

@@ -1699,6 +1699,12 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn mlx_distributed_is_available(bk: *const ::std::os::raw::c_char) -> bool;
 }
+unsafe extern "C" {
+    pub fn _mlx_distributed_group_communication_stream(
+        res: *mut mlx_stream,
+        group: mlx_distributed_group,
+    ) -> ::std::os::raw::c_int;
+}
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct mlx_io_reader_ {

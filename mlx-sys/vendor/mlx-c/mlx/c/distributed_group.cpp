@@ -5,6 +5,7 @@
 #include "mlx/c/distributed_group.h"
 #include "mlx/c/error.h"
 #include "mlx/c/private/mlx.h"
+#include "mlx/distributed/distributed_impl.h"
 
 extern "C" mlx_distributed_group mlx_distributed_group_new(void) {
   try {
@@ -84,5 +85,19 @@ extern "C" bool mlx_distributed_is_available(const char* bk) {
   } catch (std::exception& e) {
     mlx_error(e.what());
     return false;
+  }
+}
+
+extern "C" int _mlx_distributed_group_communication_stream(
+    mlx_stream* res,
+    mlx_distributed_group group) {
+  try {
+    auto g = group.ctx ? mlx_distributed_group_get_(group)
+                       : mlx::core::distributed::init();
+    mlx_stream_set_(*res, g.raw_group()->communication_stream({}));
+    return 0;
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
   }
 }

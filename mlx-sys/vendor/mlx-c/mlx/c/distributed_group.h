@@ -65,6 +65,16 @@ int mlx_distributed_group_split(
  */
 bool mlx_distributed_is_available(const char* bk /* may be null */);
 
+/**
+ * The stream the group's collectives run on when none is given (MLX's
+ * `communication_stream`: the calling thread's default CPU stream for ring, MPI and JACCL,
+ * its default GPU stream for NCCL). A null group is the global group.
+ * Internal function: use at your own risk.
+ */
+int _mlx_distributed_group_communication_stream(
+    mlx_stream* res,
+    mlx_distributed_group group /* may be null */);
+
 /**@}*/
 
 #ifdef __cplusplus
