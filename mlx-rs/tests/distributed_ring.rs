@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use mlx_rs::compile::compile;
 use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
 use mlx_rs::transforms::{grad, jvp};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_rs::{ops, with_device, Array, Device, Dtype, Result};
 
 /// Runs the child test `name` as each of `ranks` processes.
 fn launch(ranks: usize, name: &str) -> Launch {
@@ -58,12 +58,19 @@ fn rank_values(shape: &[i32], rank: i64) -> Vec<i64> {
     (0..n).map(|i| i * (rank + 1) + rank).collect()
 }
 
+// Conversions on the CPU, where the ring's collectives run: a CUDA GPU has no float64.
 fn as_array(v: &[i64], shape: &[i32], dtype: Dtype) -> Array {
-    Array::from_slice(v, shape).unwrap().astype(dtype).unwrap()
+    with_device(&Device::cpu(), || {
+        Array::from_slice(v, shape)?.astype(dtype)
+    })
+    .unwrap()
+    .unwrap()
 }
 
 fn as_i64(a: &Array) -> Vec<i64> {
-    a.astype(Dtype::Int64).unwrap().to_vec::<i64>().unwrap()
+    with_device(&Device::cpu(), || a.astype(Dtype::Int64)?.to_vec::<i64>())
+        .unwrap()
+        .unwrap()
 }
 
 #[test]
