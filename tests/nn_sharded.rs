@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use mlx::core::distributed::{self, Backend, Group, Launch, LaunchReport};
 use mlx::core::ops::{self, DequantizeOptions, IntoIndex, QuantizeOptions};
-use mlx::core::{eval, random, Array, Dtype, Result};
+use mlx::core::{eval, random, with_device, Array, Device, Dtype, Result};
 use mlx::nn::{
     self, fully_shard, gelu, relu, shard_inplace, shard_linear, sum_gradients, utils,
     AllToShardedLinear, Forward, FullyShardedModule, Linear, MaybeFullySharded, Module,
@@ -255,13 +255,13 @@ fn quantizable(rows: i32, cols: i32, key: &Array) -> Result<Array> {
 
 /// The rounding error scale of `got` against the float64 truth: the largest difference.
 fn max_error(got: &Array, truth: &Array) -> f64 {
-    let d = ops::subtract(got.astype(Dtype::Float64).unwrap(), truth).unwrap();
-    ops::abs(&d)
-        .unwrap()
-        .max(None, false)
-        .unwrap()
-        .item::<f64>()
-        .unwrap()
+    // Float64 runs on the CPU only (a CUDA GPU has none).
+    with_device(&Device::cpu(), || {
+        let d = ops::subtract(got.astype(Dtype::Float64)?, truth)?;
+        ops::abs(&d)?.max(None, false)?.item::<f64>()
+    })
+    .unwrap()
+    .unwrap()
 }
 
 /// The sharded result is as accurate as the unsharded one: both are float32 computations of
@@ -295,6 +295,11 @@ type Weights<'a> = (&'a Array, Option<&'a Array>);
 /// The float64 truth of `mlp(x)` (gelu between the layers) and of the gradient of
 /// `weighted_sum(mlp(x), c)` with respect to `x`: what the float32 results round.
 fn truth64(x: &Array, up: Weights<'_>, down: Weights<'_>, c: &Array) -> (Array, Array) {
+    // Float64 runs on the CPU only (a CUDA GPU has none).
+    with_device(&Device::cpu(), || truth64_here(x, up, down, c)).unwrap()
+}
+
+fn truth64_here(x: &Array, up: Weights<'_>, down: Weights<'_>, c: &Array) -> (Array, Array) {
     let f64_of = |a: &Array| a.astype(Dtype::Float64).unwrap();
     let layer = |x: &Array, (w, b): Weights<'_>| -> Result<Array> {
         let y = ops::matmul(x, &f64_of(w).t()?)?;
