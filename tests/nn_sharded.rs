@@ -274,12 +274,12 @@ fn max_error(got: &Array, truth: &Array) -> f64 {
 #[track_caller]
 fn assert_as_accurate(sharded: &Array, unsharded: &Array, truth: &Array, what: &str) {
     assert_eq!(sharded.shape(), unsharded.shape(), "{what}: shape");
-    let scale = ops::abs(truth)
-        .unwrap()
-        .max(None, false)
-        .unwrap()
-        .item::<f64>()
-        .unwrap();
+    // Float64 runs on the CPU only (a CUDA GPU has none).
+    let scale = with_device(&Device::cpu(), || {
+        ops::abs(truth)?.max(None, false)?.item::<f64>()
+    })
+    .unwrap()
+    .unwrap();
     let floor = scale * f64::from(f32::EPSILON);
     let reference = max_error(unsharded, truth);
     let error = max_error(sharded, truth);
