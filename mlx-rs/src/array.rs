@@ -404,6 +404,13 @@ impl Array {
         MlxString::fill(|out| unsafe { sys::_mlx_array_primitive_name(out, self.as_raw()) })
     }
 
+    /// Drops the array's primitive, inputs and siblings (MLX's `array::detach()`). Only for an
+    /// unscheduled array of this thread's graph: no evaluation is using it.
+    pub(crate) fn detach_unscheduled(&self) -> Result<()> {
+        // SAFETY: valid handle; MLX only resets the array's own graph links.
+        check(|| unsafe { sys::_mlx_array_detach(self.as_raw()) })
+    }
+
     /// Whether the data is computed and ready to read without waiting.
     pub fn is_evaluated(&self) -> bool {
         let mut ready = false;

@@ -14,6 +14,9 @@
 //!   graph and is an `Err` naming the failed read if it reaches a failed array: the array
 //!   itself, and anything computed from it, before or after the failure.
 //!
+//! Marked arrays that the failed eval never reached are detached from their graph, so the
+//! record does not keep their load's reader (or file) open.
+//!
 //! Otherwise an eval pays three atomic loads. The walks cost one FFI call per unevaluated
 //! array; loading a model, which evaluates the loaded weights together, leaves nothing
 //! unread. Marked arrays stay alive in the record, so that MLX cannot give their identity to
@@ -195,6 +198,12 @@ fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Opti
     if let Some(message) = &hit {
         let failed = rec.failed.get_or_insert_with(HashMap::new);
         for (a, id) in pending.iter().zip(ids) {
+            // An array the failed eval never reached still holds its graph, up to the lazy
+            // load and its reader: kept in the record as it is, it would keep the reader
+            // (an open file, a socket) forever. Its identity is all the record needs.
+            if a.is_unscheduled()? {
+                a.detach_unscheduled()?;
+            }
             failed.insert(id, (a.clone(), Arc::clone(message)));
         }
         ANY_FAILED.store(true, Ordering::SeqCst);

@@ -311,6 +311,9 @@ unsafe extern "C" {
     -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {
+    pub fn _mlx_array_detach(arr: mlx_array) -> ::std::os::raw::c_int;
+}
+unsafe extern "C" {
     pub fn _mlx_array_is_contiguous(res: *mut bool, arr: mlx_array) -> ::std::os::raw::c_int;
 }
 unsafe extern "C" {

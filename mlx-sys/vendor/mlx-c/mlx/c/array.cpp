@@ -655,6 +655,16 @@ extern "C" int _mlx_array_primitive_name(mlx_string* res, const mlx_array arr) {
   return 0;
 }
 
+extern "C" int _mlx_array_detach(const mlx_array arr) {
+  try {
+    mlx_array_get_(arr).detach();
+  } catch (std::exception& e) {
+    mlx_error(e.what());
+    return 1;
+  }
+  return 0;
+}
+
 extern "C" int _mlx_array_inputs(mlx_vector_array* res, const mlx_array arr) {
   try {
     mlx_vector_array_set_(*res, mlx_array_get_(arr).inputs());

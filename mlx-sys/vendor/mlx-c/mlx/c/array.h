@@ -413,6 +413,13 @@ int _mlx_array_status(int* res, const mlx_array arr);
 int _mlx_array_primitive_name(mlx_string* res, const mlx_array arr);
 
 /**
+ * Detaches the array from its graph (MLX's `array::detach()`): drops its primitive, inputs
+ * and siblings. Only for an array no evaluation is using. Internal function: use at your
+ * own risk.
+ */
+int _mlx_array_detach(const mlx_array arr);
+
+/**
  * Whether the array is contiguous in memory.
  * Internal function: use at your own risk.
  */
