@@ -65,20 +65,14 @@ impl Stream {
 
     /// This thread's default stream for `device` (Python: `mx.default_stream`).
     pub fn default_for(device: &Device) -> Result<Stream> {
-        let mut s = Stream::empty();
         // SAFETY: valid device handle; writes into our owned stream handle.
-        check(|| unsafe { sys::mlx_get_default_stream(&mut s.raw, device.as_raw()) })?;
-        Ok(s)
+        Stream::fill(|out| unsafe { sys::mlx_get_default_stream(out, device.as_raw()) })
     }
 
     /// The stream ops on this thread run on now (see the module docs).
     pub fn current() -> Result<Stream> {
-        with_current_raw(|raw| {
-            let mut s = Stream::empty();
-            // SAFETY: both handles are valid; copies the stream value.
-            check(|| unsafe { sys::mlx_stream_set(&mut s.raw, raw) })?;
-            Ok(s)
-        })?
+        // SAFETY: both handles are valid; copies the stream value.
+        with_current_raw(|raw| Stream::fill(|out| unsafe { sys::mlx_stream_set(out, raw) }))?
     }
 
     /// Makes this stream the calling thread's default for its device
@@ -170,12 +164,8 @@ impl Stream {
         // SAFETY: mlx-c fills the vector we own.
         check(|| unsafe { sys::mlx_get_streams(&mut v.0) })?;
         (0..v.len())
-            .map(|i| {
-                let mut s = Stream::empty();
-                // SAFETY: `i` is in bounds; copies the stream into our owned handle.
-                check(|| unsafe { sys::mlx_vector_stream_get(&mut s.raw, v.0, i) })?;
-                Ok(s)
-            })
+            // SAFETY: `i` is in bounds; copies the stream into our owned handle.
+            .map(|i| Stream::fill(|out| unsafe { sys::mlx_vector_stream_get(out, v.0, i) }))
             .collect()
     }
 }
@@ -236,10 +226,8 @@ impl ThreadLocalStream {
 
     /// The calling thread's stream behind this handle (made on first use per thread).
     pub fn get(&self) -> Result<Stream> {
-        let mut s = Stream::empty();
         // SAFETY: valid handle; writes into our owned stream.
-        check(|| unsafe { sys::mlx_stream_from_thread_local(&mut s.raw, self.raw) })?;
-        Ok(s)
+        Stream::fill(|out| unsafe { sys::mlx_stream_from_thread_local(out, self.raw) })
     }
 
     /// Waits for the work queued on the calling thread's stream.
