@@ -4,6 +4,8 @@
 //! failed test with the child's output, not a dead test binary. On CPU builds the cases run
 //! too (there is no capture to break).
 
+mod support;
+
 use std::thread;
 
 use mlx_rs::{memory, ops, with_device, Array, Device, Dtype, Result};
@@ -13,17 +15,10 @@ const ROUNDS: usize = 400;
 /// Runs the ignored test `child` in a child process and fails with its output unless it
 /// passed.
 fn in_child(child: &str) {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args(["--ignored", "--exact", child, "--nocapture"])
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (status, text) = support::run_child(child);
     assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{child} died or failed ({:?}):\n{text}",
-        out.status
+        status.success() && text.contains("1 passed"),
+        "{child} died or failed ({status:?}):\n{text}"
     );
 }
 

@@ -5,23 +5,18 @@
 //! be MLX's ops with in-range indices. The cases run in a child process: a regression
 //! kills the child, and this test reports it instead of dying.
 
+mod support;
+
 use mlx_rs::compile::compile;
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
 
 #[test]
 fn out_of_range_indices_are_defined_not_a_crash() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args(["--ignored", "--exact", "child_index_bounds", "--nocapture"])
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (status, text) = support::run_child("child_index_bounds");
     assert!(
-        out.status.success(),
-        "the child died or failed ({:?}):\n{text}",
-        out.status
+        status.success(),
+        "the child died or failed ({status:?}):\n{text}"
     );
     assert!(
         text.contains("1 passed"),

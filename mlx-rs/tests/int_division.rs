@@ -3,22 +3,17 @@
 //! (`x // 0 == 0`, `x % 0 == 0`, `MIN // -1 == MIN`, `MIN % -1 == 0`) and MLX's elsewhere. The divisions run in a
 //! child process: a regression kills the child, and this test reports it instead of dying.
 
+mod support;
+
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
 
 #[test]
 fn integer_division_by_zero_is_defined_not_a_crash() {
-    let exe = std::env::current_exe().unwrap();
-    let out = std::process::Command::new(exe)
-        .args(["--ignored", "--exact", "child_divisions", "--nocapture"])
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let (status, text) = support::run_child("child_divisions");
     assert!(
-        out.status.success(),
-        "the child died or failed ({:?}):\n{text}",
-        out.status
+        status.success(),
+        "the child died or failed ({status:?}):\n{text}"
     );
     assert!(
         text.contains("1 passed"),
