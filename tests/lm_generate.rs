@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use mlx::core::{io, ops, Array, Dtype};
+use mlx::core::{io, ops, with_device, Array, Device, Dtype};
 use mlx::lm::{
     self, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
     save_prompt_cache, stream_generate, ChatOptions, ChatTemplate, Error, FinishReason,
@@ -21,7 +21,7 @@ use mlx::lm::{
     Tokenizer,
 };
 use serde_json::Value;
-use support::golden::data_dir;
+use support::golden::{data_dir, on_cuda};
 use support::lm::{ids, model_dir};
 
 fn golden() -> Value {
@@ -291,8 +291,14 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                 .unwrap();
                 let diff = ops::max(&ops::abs(&delta).unwrap(), None, false).unwrap();
                 let diff = diff.item::<f32>().unwrap();
-                // Wheel-linked: the same ops on the same libmlx; source build: its ~1e-6.
-                let tolerance = if mlx::core::sys::PREBUILT_MLX {
+                // Wheel-linked: the same ops on the same libmlx; source build: its ~1e-6. On
+                // CUDA our prefill attends over the preallocated buffer with a mask, mlx_lm's
+                // over the prefix, and MLX's CUDA attention blocks the key axis by its length:
+                // the sums group differently (measured up to 8.8e-4 for layer 1 of mistral on
+                // an H100; a wrong position or mask moves a value by 1e-1 and more).
+                let tolerance = if on_cuda() {
+                    2e-3
+                } else if mlx::core::sys::PREBUILT_MLX {
                     0.0
                 } else {
                     1e-5
@@ -424,7 +430,12 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
             }),
             ..Default::default()
         };
-        let (quantized, _) = load_model(model_dir(name), options).unwrap();
+        // mlx_lm quantized the -4bit directories on the CPU; MLX's GPU rounds some codes the
+        // other way, so quantizing here happens on the CPU too: the layers and parameters
+        // chosen are what this compares.
+        let (quantized, _) = with_device(&Device::cpu(), || load_model(model_dir(name), options))
+            .unwrap()
+            .unwrap();
         let reference = load(&format!("{name}-4bit"));
         let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
         let a = quantized

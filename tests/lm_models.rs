@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use mlx::core::{io, Array, Dtype};
 use mlx::lm::{generate_step, load_model, GenerateOptions, LoadOptions, Model};
 use serde_json::Value;
-use support::golden::data_dir;
+use support::golden::{data_dir, on_cuda};
 
 /// Every model directory the generator wrote.
 const MODELS: &[&str] = &[
@@ -160,8 +160,14 @@ fn greedy_generation_equals_mlx_lm() {
         // The decode step attends over the whole preallocated cache with a mask, where mlx_lm
         // attends over the written prefix: the masked entries add exact zeros, but the sums run
         // in another order, so even linked to the wheel the last bits may move (measured:
-        // <= 3e-6 here). A wrong cache position or mask moves them by 1e-2 and more.
-        assert!(worst <= 1e-5, "{name}: log-probabilities off by {worst}");
+        // <= 3e-6 here). MLX's CUDA attention splits the key axis into blocks by its length,
+        // so there the two lengths sum in other groupings: measured up to 3.6e-4 (mistral,
+        // H100). A wrong cache position or mask moves them by 1e-2 and more.
+        let tolerance = if on_cuda() { 1e-3 } else { 1e-5 };
+        assert!(
+            worst <= tolerance,
+            "{name}: log-probabilities off by {worst}"
+        );
     }
 }
 

@@ -226,6 +226,18 @@ impl Forward for Upsample {
     }
 }
 
+/// `out`, or when it has no elements, zeros of its shape and dtype, so that MLX never evaluates
+/// the graph: MLX 0.32.2's CUDA backend dies with SIGFPE evaluating an antialiased upsample
+/// whose result is empty (a factor below 1 / size; Python MLX dies the same way on an H100).
+/// An array without elements has one possible value.
+fn unless_empty(out: Array) -> Result<Array> {
+    if out.size() == 0 {
+        ops::zeros(out.shape(), out.dtype())
+    } else {
+        Ok(out)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Checks
 
@@ -589,6 +601,10 @@ fn interpolate_separable(x: &Array, taps_of: impl Fn(usize) -> Result<Vec<Tap>>)
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
 pub fn upsample_nearest(x: &Array, scale_factor: &[f64]) -> Result<Array> {
+    upsample_nearest_graph(x, scale_factor).and_then(unless_empty)
+}
+
+fn upsample_nearest_graph(x: &Array, scale_factor: &[f64]) -> Result<Array> {
     let sizes = spatial_sizes("upsample_nearest", x, scale_factor)?;
     let dims = sizes.len();
     if scale_factor.iter().all(|s| s.fract() == 0.0) {
@@ -650,8 +666,8 @@ pub fn upsample_linear(
     check_antialias_align_corners(align_corners, antialias)?;
     let sizes = spatial_sizes("upsample_linear", x, scale_factor)?;
     let dims = sizes.len();
-    if antialias {
-        return interpolate_separable(x, |d| {
+    let out = if antialias {
+        interpolate_separable(x, |d| {
             aa_indices(
                 sizes[d],
                 scale_factor[d],
@@ -660,15 +676,17 @@ pub fn upsample_linear(
                 dims,
                 AaKernel::Triangle,
             )
-        });
-    }
-    let taps = sizes
-        .iter()
-        .zip(scale_factor)
-        .enumerate()
-        .map(|(d, (&n, &s))| linear_indices(n, s, align_corners, d, dims))
-        .collect::<Result<Vec<_>>>()?;
-    interpolate(x, &taps)
+        })?
+    } else {
+        let taps = sizes
+            .iter()
+            .zip(scale_factor)
+            .enumerate()
+            .map(|(d, (&n, &s))| linear_indices(n, s, align_corners, d, dims))
+            .collect::<Result<Vec<_>>>()?;
+        interpolate(x, &taps)?
+    };
+    unless_empty(out)
 }
 
 /// Cubic (bicubic, ...) upsampling of `(N, *spatial, C)` by one factor per spatial axis
@@ -694,8 +712,8 @@ pub fn upsample_cubic(
     check_antialias_align_corners(align_corners, antialias)?;
     let sizes = spatial_sizes("upsample_cubic", x, scale_factor)?;
     let dims = sizes.len();
-    if antialias {
-        return interpolate_separable(x, |d| {
+    let out = if antialias {
+        interpolate_separable(x, |d| {
             aa_indices(
                 sizes[d],
                 scale_factor[d],
@@ -704,13 +722,15 @@ pub fn upsample_cubic(
                 dims,
                 AaKernel::Cubic,
             )
-        });
-    }
-    let taps = sizes
-        .iter()
-        .zip(scale_factor)
-        .enumerate()
-        .map(|(d, (&n, &s))| cubic_indices(n, s, align_corners, d, dims))
-        .collect::<Result<Vec<_>>>()?;
-    interpolate(x, &taps)
+        })?
+    } else {
+        let taps = sizes
+            .iter()
+            .zip(scale_factor)
+            .enumerate()
+            .map(|(d, (&n, &s))| cubic_indices(n, s, align_corners, d, dims))
+            .collect::<Result<Vec<_>>>()?;
+        interpolate(x, &taps)?
+    };
+    unless_empty(out)
 }

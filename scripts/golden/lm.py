@@ -20,6 +20,7 @@ Two outputs:
 
 Run: scripts/gen-golden lm
 """
+import contextlib
 import json
 import pathlib
 import shutil
@@ -223,11 +224,62 @@ def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
 
 
+def on_hopper():
+    return (common.device_folder() == "cuda"
+            and mx.device_info(mx.gpu).get("architecture", "").startswith("sm_9"))
+
+
+def padded_quantized_matmul(x, w, scales, biases, group_size, bits):
+    """`x @ dequantize(w).T` with one group of zeros appended to both, as mlx-rs computes it
+    (mlx-rs/src/ops/qmm_sm90.rs): zero codes with scale 0 and bias 0 dequantize to exact
+    zeros, so the product gains only `0 * 0` terms."""
+    def pad(a, n):
+        return mx.concatenate([a, mx.zeros(a.shape[:-1] + (n,), a.dtype)], axis=-1)
+    return mx.quantized_matmul(pad(x, group_size), pad(w, group_size * bits // 32),
+                               pad(scales, 1), pad(biases, 1), transpose=True,
+                               group_size=group_size, bits=bits)
+
+
+@contextlib.contextmanager
+def single_groups_padded(model):
+    """MLX 0.32.2 computes quantized matmuls whose weight rows are one group long (here the
+    8-bit tied embedding of llama3-4bit, 64 columns in groups of 64) on its Hopper kernel
+    `qmm_sm90` when they have more than one row, and gets them wrong by whole units (mlx_lm's
+    prompt logits were off by 4.3 on an H100). mlx-rs appends a group of zeros to such
+    products, which moves them to MLX's other kernels; the prompt logits are recorded the
+    same way. The decode steps multiply one row at a time, which MLX gets right: generation
+    is left as it is."""
+    changed = []
+    if on_hopper():
+        for path, m in model.named_modules():
+            if not isinstance(m, (nn.QuantizedLinear, nn.QuantizedEmbedding)):
+                continue
+            k = m.weight.shape[-1] * 32 // m.bits
+            if m.mode != "affine" or m.bits not in (4, 8) or k % 64 or m.group_size < k:
+                continue
+            if isinstance(m, nn.QuantizedLinear):
+                raise NotImplementedError(f"{path}: a one-group quantized linear layer")
+            def as_linear(x, m=m):
+                return padded_quantized_matmul(x, m.weight, m.scales, m.biases,
+                                               m.group_size, m.bits)
+            m.as_linear = as_linear
+            changed.append(m)
+    try:
+        yield len(changed)
+    finally:
+        for m in changed:
+            del m.as_linear
+
+
 def golden(name):
     model, _ = load_model(MODELS / name)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one.
     prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
-    logits = model(prompt[None]).astype(mx.float32)
+    with single_groups_padded(model) as padded:
+        logits = model(prompt[None]).astype(mx.float32)
+        mx.eval(logits)
+    if padded:
+        print(f"{name}: prompt logits with {padded} one-group layers padded (MLX's qmm_sm90)")
     tokens, margins, steps = [], [], []
     for token, logprobs in generate_step(prompt, model, max_tokens=GREEDY_TOKENS):
         logprobs = logprobs.astype(mx.float32)

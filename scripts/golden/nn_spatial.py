@@ -14,7 +14,7 @@ import mlx.core as mx
 import mlx.nn as nn
 from mlx.utils import tree_flatten
 
-from common import record, write
+from common import device_folder, record, write
 
 mx.random.seed(42)
 
@@ -168,13 +168,19 @@ def upsample_case(name, scale_factor, input_shape, dtype=mx.float32, **kwargs):
         x = mx.random.randint(-50, 50, input_shape)
     else:
         x = rand(input_shape, dtype)
+    out = module(x)
+    if out.size == 0 and device_folder() == "cuda":
+        # MLX 0.32.2's CUDA backend dies with SIGFPE evaluating the antialiased upsample of
+        # an empty result; one with no elements is the same on every device.
+        with mx.stream(mx.cpu):
+            out = module(x)
     upsamples[name] = {
         "scale_factor": jsonable(scale_factor),
         "mode": module.mode,
         "align_corners": module.align_corners,
         "antialias": module.antialias,
         "input": record(x),
-        "output": record(module(x)),
+        "output": record(out),
     }
 
 

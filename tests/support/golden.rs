@@ -13,12 +13,17 @@ use std::path::{Path, PathBuf};
 /// the same tolerances; `scripts/golden/common.py` picks the folder the same way.
 pub fn data_dir() -> PathBuf {
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
-    let on_gpu = Device::default_device().is_ok_and(|d| d.device_type() == DeviceType::Gpu);
-    if on_gpu && cuda::is_available().unwrap_or(false) {
+    if on_cuda() {
         base.join("cuda")
     } else {
         base
     }
+}
+
+/// Whether MLX's default device is a CUDA GPU (the tests compare with `tests/data/cuda`).
+pub fn on_cuda() -> bool {
+    let on_gpu = Device::default_device().is_ok_and(|d| d.device_type() == DeviceType::Gpu);
+    on_gpu && cuda::is_available().unwrap_or(false)
 }
 
 /// A file of the golden folder ([`data_dir`]): inputs a generator wrote beside its records.

@@ -25,6 +25,7 @@ use mlx_sys as sys;
 
 use crate::handles::{c_string, opt_array, opt_dtype, opt_int};
 use crate::ops::bounds::batch_indices;
+use crate::ops::qmm_sm90;
 use crate::stream::vector_op;
 use crate::{Array, Dtype, Error, Result};
 
@@ -281,6 +282,14 @@ pub fn quantized_matmul(
         bits,
         mode,
     } = options;
+    // MLX's Hopper kernel gets one-group rows wrong; a zero group appended moves the product
+    // to its other kernels (see qmm_sm90).
+    let padded =
+        qmm_sm90::pad_single_groups(x, w, scales, biases, transpose, group_size, bits, mode)?;
+    let (x, w, scales, biases) = match &padded {
+        Some([x, w, s, b]) => (x, w, s, Some(b)),
+        None => (x, w, scales, biases),
+    };
     let (gs, bits, mode) = raw_quant("quantized_matmul", group_size, bits, mode)?;
     // SAFETY: valid or null handles; `mode` outlives the call.
     Array::try_from_stream_op(|res, s| unsafe {
