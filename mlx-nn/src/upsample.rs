@@ -226,18 +226,6 @@ impl Forward for Upsample {
     }
 }
 
-/// `out`, or when it has no elements, zeros of its shape and dtype, so that MLX never evaluates
-/// the graph: MLX 0.32.2's CUDA backend dies with SIGFPE evaluating an antialiased upsample
-/// whose result is empty (a factor below 1 / size; Python MLX dies the same way on an H100).
-/// An array without elements has one possible value.
-fn unless_empty(out: Array) -> Result<Array> {
-    if out.size() == 0 {
-        ops::zeros(out.shape(), out.dtype())
-    } else {
-        Ok(out)
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // Checks
 
@@ -601,7 +589,10 @@ fn interpolate_separable(x: &Array, taps_of: impl Fn(usize) -> Result<Vec<Tap>>)
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
 pub fn upsample_nearest(x: &Array, scale_factor: &[f64]) -> Result<Array> {
-    upsample_nearest_graph(x, scale_factor).and_then(unless_empty)
+    // An empty result is made without MLX's kernels: MLX 0.32.2's CUDA backend dies with
+    // SIGFPE evaluating some of these graphs when the result is empty (antialiased
+    // upsampling by a factor below 1 / size; Python MLX dies the same way on an H100).
+    upsample_nearest_graph(x, scale_factor).and_then(ops::unless_empty)
 }
 
 fn upsample_nearest_graph(x: &Array, scale_factor: &[f64]) -> Result<Array> {
@@ -663,30 +654,15 @@ pub fn upsample_linear(
     align_corners: bool,
     antialias: bool,
 ) -> Result<Array> {
-    check_antialias_align_corners(align_corners, antialias)?;
-    let sizes = spatial_sizes("upsample_linear", x, scale_factor)?;
-    let dims = sizes.len();
-    let out = if antialias {
-        interpolate_separable(x, |d| {
-            aa_indices(
-                sizes[d],
-                scale_factor[d],
-                align_corners,
-                d,
-                dims,
-                AaKernel::Triangle,
-            )
-        })?
-    } else {
-        let taps = sizes
-            .iter()
-            .zip(scale_factor)
-            .enumerate()
-            .map(|(d, (&n, &s))| linear_indices(n, s, align_corners, d, dims))
-            .collect::<Result<Vec<_>>>()?;
-        interpolate(x, &taps)?
-    };
-    unless_empty(out)
+    interpolating_upsample(
+        "upsample_linear",
+        x,
+        scale_factor,
+        align_corners,
+        antialias,
+        AaKernel::Triangle,
+        linear_indices,
+    )
 }
 
 /// Cubic (bicubic, ...) upsampling of `(N, *spatial, C)` by one factor per spatial axis
@@ -709,28 +685,45 @@ pub fn upsample_cubic(
     align_corners: bool,
     antialias: bool,
 ) -> Result<Array> {
+    interpolating_upsample(
+        "upsample_cubic",
+        x,
+        scale_factor,
+        align_corners,
+        antialias,
+        AaKernel::Cubic,
+        cubic_indices,
+    )
+}
+
+/// The body of [`upsample_linear`] and [`upsample_cubic`]: antialiased, one axis at a time
+/// with `kernel`; otherwise every axis's taps from `indices` (Python's `_linear_indices` or
+/// `_cubic_indices`) at once. An empty result is made without MLX's kernels, as in
+/// [`upsample_nearest`].
+fn interpolating_upsample(
+    what: &str,
+    x: &Array,
+    scale_factor: &[f64],
+    align_corners: bool,
+    antialias: bool,
+    kernel: AaKernel,
+    indices: fn(i32, f64, bool, usize, usize) -> Result<Vec<Tap>>,
+) -> Result<Array> {
     check_antialias_align_corners(align_corners, antialias)?;
-    let sizes = spatial_sizes("upsample_cubic", x, scale_factor)?;
+    let sizes = spatial_sizes(what, x, scale_factor)?;
     let dims = sizes.len();
     let out = if antialias {
         interpolate_separable(x, |d| {
-            aa_indices(
-                sizes[d],
-                scale_factor[d],
-                align_corners,
-                d,
-                dims,
-                AaKernel::Cubic,
-            )
+            aa_indices(sizes[d], scale_factor[d], align_corners, d, dims, kernel)
         })?
     } else {
         let taps = sizes
             .iter()
             .zip(scale_factor)
             .enumerate()
-            .map(|(d, (&n, &s))| cubic_indices(n, s, align_corners, d, dims))
+            .map(|(d, (&n, &s))| indices(n, s, align_corners, d, dims))
             .collect::<Result<Vec<_>>>()?;
         interpolate(x, &taps)?
     };
-    unless_empty(out)
+    ops::unless_empty(out)
 }

@@ -21,7 +21,7 @@ use mlx_sys as sys;
 
 use crate::array::OutArray;
 use crate::handles::VectorArray;
-use crate::ops::empty::unless_empty;
+use crate::ops::unless_empty;
 use crate::ops::Axes;
 use crate::{Array, Result};
 

@@ -10,7 +10,8 @@ fn on_gpu() -> bool {
 
 /// MLX 0.32.2 sends products whose weight rows are one quantization group long to its Hopper
 /// kernel `qmm_sm90`, which gets them wrong by whole units (off by 33 for 8-bit groups of 64
-/// on an H100); `ops::quantized_matmul` splits the groups so MLX runs its other kernels.
+/// on an H100); `ops::quantized_matmul` appends a group of zeros so MLX runs its other
+/// kernels.
 #[test]
 fn one_group_rows_multiply_as_on_the_cpu() -> Result<()> {
     if !on_gpu() {

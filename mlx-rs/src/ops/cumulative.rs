@@ -18,7 +18,7 @@
 
 use mlx_sys as sys;
 
-use crate::ops::empty::unless_empty;
+use crate::ops::unless_empty;
 
 use crate::handles::opt_dtype;
 use crate::ops::array_methods;

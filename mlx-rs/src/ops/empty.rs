@@ -9,8 +9,18 @@
 use crate::{Array, Result};
 
 /// `out`, or when it has no elements, an empty array of its shape and dtype (`out`, a lazy
-/// result, is then never evaluated).
-pub(crate) fn unless_empty(out: Array) -> Result<Array> {
+/// result, is then never evaluated). For graphs built of several ops whose empty evaluation
+/// MLX gets wrong (mlx-nn's upsampling on CUDA).
+///
+/// ```
+/// use mlx_rs::ops;
+/// let x = ops::zeros(&[3, 0], None)?;
+/// let y = ops::unless_empty(ops::sort(&x, -1)?)?;
+/// assert_eq!(y.shape(), &[3, 0]);
+/// y.eval()?;
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+pub fn unless_empty(out: Array) -> Result<Array> {
     if out.size() == 0 {
         crate::ops::zeros(out.shape(), out.dtype())
     } else {

@@ -43,9 +43,12 @@ pub(super) fn pad_single_groups(
     let Some(biases) = biases else {
         return Ok(None);
     };
-    let group_size = group_size.unwrap_or(AFFINE_GROUP_SIZE);
-    let bits = bits.unwrap_or(AFFINE_BITS);
-    let k = x.shape().last().copied().unwrap_or(0);
+    // i64: a lazy array's last axis, or a group size, may be near i32::MAX; `* bits` of it
+    // must not overflow.
+    let group_size = i64::from(group_size.unwrap_or(AFFINE_GROUP_SIZE));
+    let bits = i64::from(bits.unwrap_or(AFFINE_BITS));
+    let k = i64::from(x.shape().last().copied().unwrap_or(0));
+    let last = |a: &Array| a.shape().last().map(|&d| i64::from(d));
     // MLX's conditions for qmm_sm90 that the arguments decide, but its memory-layout ones:
     // padding a product MLX would have sent elsewhere changes only which correct kernel runs.
     let single_group = mode == QuantizationMode::Affine
@@ -54,15 +57,17 @@ pub(super) fn pad_single_groups(
         && k > 0
         && k % 64 == 0
         && group_size >= k
-        && w.shape().last() == Some(&(k * bits / 32))
-        && scales.shape().last() == Some(&1)
-        && biases.shape().last() == Some(&1);
+        && last(w) == Some(k * bits / 32)
+        && last(scales) == Some(1)
+        && last(biases) == Some(1);
     if !single_group || one_row_product(x, w) || !on_hopper()? {
         return Ok(None);
     }
-    let zero_columns = |a: &Array, n: i32| -> Result<Array> {
+    // `group_size == k`, an axis length, so these counts fit an i32.
+    let zero_columns = |a: &Array, n: i64| -> Result<Array> {
         let mut shape = a.shape().to_vec();
-        *shape.last_mut().expect("checked above: at least one axis") = n;
+        *shape.last_mut().expect("checked above: at least one axis") =
+            i32::try_from(n).expect("at most the length of x's last axis");
         ops::concatenate([a, &ops::zeros(&shape, a.dtype())?], -1)
     };
     Ok(Some([
@@ -98,24 +103,16 @@ fn on_hopper() -> Result<bool> {
     if device.device_type() != DeviceType::Gpu {
         return Ok(false);
     }
-    let index = device.index();
-    if let Some(&known) = KNOWN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .get(&index)
-    {
-        return Ok(known);
+    let mut known = KNOWN.lock().unwrap_or_else(|p| p.into_inner());
+    let known = known.get_or_insert_with(HashMap::new);
+    if let Some(&hopper) = known.get(&device.index()) {
+        return Ok(hopper);
     }
     let hopper = match device.info()?.get("architecture") {
         Some(DeviceInfoValue::String(arch)) => arch.starts_with("sm_9"),
         _ => false,
     };
-    KNOWN
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .get_or_insert_with(HashMap::new)
-        .insert(index, hopper);
+    known.insert(device.index(), hopper);
     Ok(hopper)
 }
 

@@ -3,7 +3,7 @@
 
 use mlx_sys as sys;
 
-use crate::ops::empty::unless_empty;
+use crate::ops::unless_empty;
 use crate::ops::{array_methods, Axis};
 use crate::{Array, Result};
 
