@@ -418,3 +418,42 @@ fn child_init_fails() {
         .to_string();
     assert!(err.contains(&want), "{err}");
 }
+
+#[test]
+fn nccl_ranks_each_see_one_gpu() {
+    // No collective runs, so this holds on a machine without GPUs too: what is checked is
+    // the environment each rank starts with.
+    let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
+    let report = launch(3, "child_prints_its_gpus")
+        .backend(Backend::Nccl)
+        .run()
+        .unwrap();
+    assert_ran(&report);
+    for r in &report.ranks {
+        let want = distributed::config::rank_gpu(r.rank, visible.clone());
+        assert!(
+            r.output.contains(&format!("visible=[{want}]")),
+            "rank {}:\n{}",
+            r.rank,
+            r.output
+        );
+    }
+    // A caller's choice wins.
+    let report = launch(2, "child_prints_its_gpus")
+        .backend(Backend::Nccl)
+        .env("CUDA_VISIBLE_DEVICES", "7")
+        .run()
+        .unwrap();
+    assert_ran(&report);
+    assert!(report
+        .ranks
+        .iter()
+        .all(|r| r.output.contains("visible=[7]")));
+}
+
+#[test]
+#[ignore = "run by nccl_ranks_each_see_one_gpu"]
+fn child_prints_its_gpus() {
+    let v = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default();
+    println!("visible=[{v}]");
+}

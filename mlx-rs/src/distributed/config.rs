@@ -29,6 +29,47 @@ pub const NCCL_HOST_IP: &str = "NCCL_HOST_IP";
 /// `NCCL_PORT`: rank 0's port, where NCCL ranks meet.
 pub const NCCL_PORT: &str = "NCCL_PORT";
 
+/// `CUDA_VISIBLE_DEVICES`: the GPUs a process sees, in CUDA's order.
+pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
+
+/// The `CUDA_VISIBLE_DEVICES` a launcher gives rank `rank` of an NCCL group on one machine:
+/// the rank-th GPU of those the launcher itself sees (`visible`, its own
+/// `CUDA_VISIBLE_DEVICES`; every GPU when unset), wrapping around as `mlx.launch` does.
+///
+/// ```
+/// use mlx_rs::distributed::config::rank_gpu;
+/// assert_eq!(rank_gpu(1, None), "1");
+/// assert_eq!(rank_gpu(3, Some("4,6".into())), "6");
+/// ```
+pub fn rank_gpu(rank: usize, visible: Option<String>) -> String {
+    let listed: Vec<String> = visible
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(|d| d.trim().to_string())
+        .filter(|d| !d.is_empty())
+        .collect();
+    if listed.is_empty() {
+        rank.to_string()
+    } else {
+        listed[rank % listed.len()].clone()
+    }
+}
+
+/// Whether the NCCL backend, which MLX puts on GPU `rank % gpus`, and MLX's own streams,
+/// which run on GPU 0, agree. When they do not, NCCL is handed a stream of another GPU and
+/// the process aborts at its first collective ("unhandled cuda error").
+pub(super) fn check_nccl_gpu(rank: usize, gpus: usize) -> Result<()> {
+    if gpus > 1 && rank % gpus != 0 {
+        return Err(invalid(format!(
+            "rank {rank} sees {gpus} GPUs: MLX's NCCL backend would put it on GPU {} while \
+             MLX computes on GPU 0, and its first collective would abort the process. Give \
+             each rank one GPU with {CUDA_VISIBLE_DEVICES} (the launcher does)",
+            rank % gpus
+        )));
+    }
+    Ok(())
+}
+
 fn invalid(what: impl std::fmt::Display) -> Error {
     Error::invalid(format!("[distributed] {what}"))
 }
@@ -168,10 +209,11 @@ pub(super) fn check_ring_env() -> Result<bool> {
     }
 }
 
-/// Checks the NCCL backend's environment, if `MLX_WORLD_SIZE` is set.
-pub(super) fn check_nccl_env() -> Result<()> {
+/// Checks the NCCL backend's environment, if `MLX_WORLD_SIZE` is set; `Ok(Some(rank))` when
+/// the whole environment is set (MLX will start NCCL), `Ok(None)` when some is missing.
+pub(super) fn check_nccl_env() -> Result<Option<usize>> {
     let Ok(size) = std::env::var(WORLD_SIZE) else {
-        return Ok(());
+        return Ok(None);
     };
     let size = match size.trim().parse::<usize>() {
         Ok(n) if n > 0 => n,
@@ -181,12 +223,13 @@ pub(super) fn check_nccl_env() -> Result<()> {
             )))
         }
     };
-    rank_from_env(size)?;
-    if let Ok(port) = std::env::var(NCCL_PORT) {
-        check_address(&format!("host:{port}"))
-            .map_err(|_| invalid(format!("{NCCL_PORT}={port:?} is not a port")))?;
-    }
-    Ok(())
+    let rank = rank_from_env(size)?;
+    let Ok(port) = std::env::var(NCCL_PORT) else {
+        return Ok(None);
+    };
+    check_address(&format!("host:{port}"))
+        .map_err(|_| invalid(format!("{NCCL_PORT}={port:?} is not a port")))?;
+    Ok(std::env::var_os(NCCL_HOST_IP).map(|_| rank))
 }
 
 #[cfg(test)]
@@ -213,6 +256,23 @@ mod tests {
             let err = RingHostfile::parse(bad).unwrap_err().to_string();
             assert!(err.contains(why), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn each_nccl_rank_gets_one_gpu() {
+        assert_eq!(rank_gpu(0, None), "0");
+        assert_eq!(rank_gpu(2, Some(String::new())), "2");
+        assert_eq!(rank_gpu(0, Some("3, 5".into())), "3");
+        assert_eq!(rank_gpu(1, Some("3, 5".into())), "5");
+        assert_eq!(rank_gpu(2, Some("GPU-ab12,GPU-cd34".into())), "GPU-ab12");
+        assert!(check_nccl_gpu(1, 1).is_ok());
+        assert!(check_nccl_gpu(2, 2).is_ok());
+        assert!(check_nccl_gpu(0, 0).is_ok());
+        let err = check_nccl_gpu(1, 2).unwrap_err().to_string();
+        assert!(
+            err.contains("GPU 1") && err.contains(CUDA_VISIBLE_DEVICES),
+            "{err}"
+        );
     }
 
     #[test]

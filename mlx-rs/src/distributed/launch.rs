@@ -249,8 +249,19 @@ impl Launch {
             // MLX compiles fused CPU kernels into `$TMPDIR/mlx/<version>/cpu`, and processes
             // compiling the same kernel at once race there ("file too short"): each rank gets
             // a folder of its own, unless the caller chose one.
-            let chose_tmpdir = cmd.get_envs().any(|(k, _)| k == "TMPDIR")
-                || self.env.iter().any(|(k, _)| k == "TMPDIR");
+            let chose = |key: &str| {
+                cmd.get_envs().any(|(k, _)| k == key) || self.env.iter().any(|(k, _)| k == key)
+            };
+            let chose_tmpdir = chose("TMPDIR");
+            // MLX runs on GPU 0 of what a process sees, while its NCCL backend puts rank r on
+            // GPU `r % visible`: a rank that sees every GPU gives NCCL a stream of another
+            // GPU and aborts at the first collective. Each rank sees one GPU, as `mlx.launch`
+            // does it, unless the caller chose.
+            let gpu = (self.backend == Backend::Nccl && !chose(config::CUDA_VISIBLE_DEVICES))
+                .then(|| config::rank_gpu(rank, std::env::var(config::CUDA_VISIBLE_DEVICES).ok()));
+            if let Some(gpu) = gpu {
+                cmd.env(config::CUDA_VISIBLE_DEVICES, gpu);
+            }
             if !chose_tmpdir {
                 let tmp = dir.join(format!("rank-{rank}"));
                 std::fs::create_dir_all(&tmp)

@@ -184,7 +184,11 @@ pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> 
         config::check_ring_env()?;
     }
     if matches!(backend, Backend::Any | Backend::Nccl) {
-        config::check_nccl_env()?;
+        // "any" tries NCCL first wherever CUDA is available.
+        if let Some(rank) = config::check_nccl_env()? {
+            let gpus = crate::Device::count(crate::DeviceType::Gpu).unwrap_or(0);
+            config::check_nccl_gpu(rank, usize::try_from(gpus).unwrap_or(0))?;
+        }
     }
     let name = c_string(backend.name(), "backend")?;
     Group::fill(|g| {
