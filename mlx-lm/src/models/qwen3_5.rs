@@ -5,7 +5,10 @@
 //! both leaves of the model's cache tree; Python's `mx.compile` rejects that cache
 //! (`ArraysCache`), here it goes through `compile_mut` like any other state.
 
+use std::sync::OnceLock;
+
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Module, RMSNorm};
+use mlx_rs::compile::CompiledFn;
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
@@ -229,14 +232,75 @@ fn normalize_qk(q: &Array, k: &Array, inv_scale: f64, eps: f64) -> Result<(Array
     Ok((q, k))
 }
 
-/// Python: `compute_g`: `exp(-exp(A_log) * softplus(a + dt_bias))`, in float32.
+/// Calls `f` compiled in `slot`, as mlx_lm calls its `@mx.compile`d helpers. On a GPU a compiled
+/// chain of element-wise ops is one fused kernel, which may contract a multiply and an add
+/// into one rounding; only the same compiled graph gives mlx_lm's bits there.
+fn compiled(
+    slot: &'static OnceLock<CompiledFn>,
+    shapeless: bool,
+    inputs: &[&Array],
+    f: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
+) -> Result<Vec<Array>> {
+    slot.get_or_init(|| CompiledFn::new(shapeless))
+        .call_with_refs(inputs, &[], f)
+}
+
+/// Python: `compute_g`: `exp(-exp(A_log) * softplus(a + dt_bias))`, in float32, compiled
+/// shapeless as mlx_lm compiles it.
 fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
-    let softplus = ops::logaddexp(&ops::add(a, dt_bias)?, 0.0f32)?;
-    let decay = ops::multiply(
-        &ops::negative(&ops::exp(&a_log.astype(Dtype::Float32)?)?)?,
-        &softplus,
-    )?;
-    ops::exp(&decay)
+    static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+    let g = compiled(&SLOT, true, &[a_log, a, dt_bias], &|xs| {
+        let softplus = ops::logaddexp(&ops::add(&xs[1], &xs[2])?, 0.0f32)?;
+        let decay = ops::multiply(
+            &ops::negative(&ops::exp(&xs[0].astype(Dtype::Float32)?)?)?,
+            &softplus,
+        )?;
+        Ok(vec![ops::exp(&decay)?])
+    })?;
+    Ok(g.into_iter().next().expect("one output"))
+}
+
+/// Python: `_gated_delta_step_ops`, one step of the recurrence (`q`, `k` `[B, H, Dk]`, `v`
+/// `[B, H, Dv]`, `g`, `beta` `[B, H]`, `state` `[B, H, Dv, Dk]`, `mask` `[B]`): the step's
+/// output in `q`'s dtype and the new state, compiled as mlx_lm compiles it (shapes part of
+/// the trace: one trace per prompt shape, then cache hits for every step).
+fn gated_delta_step(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    g: &Array,
+    beta: &Array,
+    state: &Array,
+    mask: Option<&Array>,
+) -> Result<(Array, Array)> {
+    static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+    let mut inputs = vec![q, k, v, g, beta, state];
+    inputs.extend(mask);
+    let out = compiled(&SLOT, false, &inputs, &|xs| {
+        let (q, k, v, g, beta, old_state) = (&xs[0], &xs[1], &xs[2], &xs[3], &xs[4], &xs[5]);
+        let state = ops::multiply(old_state, &ops::expand_dims(g, [-1, -2])?)?;
+        let k_row = ops::expand_dims(k, -2)?;
+        let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
+        let delta = ops::multiply(&ops::subtract(v, &kv_mem)?, &ops::expand_dims(beta, -1)?)?;
+        let state = ops::add(
+            &state,
+            &ops::multiply(&k_row, &ops::expand_dims(&delta, -1)?)?,
+        )?;
+        let y = ops::sum(
+            &ops::multiply(&state, &ops::expand_dims(q, -2)?)?,
+            -1,
+            false,
+        )?;
+        let state = match xs.get(6) {
+            Some(mask) => ops::where_(&ops::expand_dims(mask, [1, 2, 3])?, &state, old_state)?,
+            None => state,
+        };
+        Ok(vec![y.astype(q.dtype())?, state])
+    })?;
+    let [y, state]: [Array; 2] = out.try_into().map_err(|_| {
+        mlx_rs::Error::Mlx("the gated delta step returned other than 2 arrays".into())
+    })?;
+    Ok((y, state))
 }
 
 /// Python: `gated_delta_ops`, the recurrence step by step (what mlx_lm runs on every device
@@ -263,26 +327,18 @@ fn gated_delta(
     let mut ys = Vec::with_capacity(steps as usize);
     for t in 0..steps {
         let at = |x: &Array| x.index((.., t));
-        let (qt, kt, vt, gt, bt) = (at(&q)?, at(&k)?, at(v)?, at(g)?, at(beta)?);
-        let old_state = state.clone();
-        state = ops::multiply(&state, &ops::expand_dims(&gt, [-1, -2])?)?;
-        let k_row = ops::expand_dims(&kt, -2)?;
-        let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
-        let delta = ops::multiply(&ops::subtract(&vt, &kv_mem)?, &ops::expand_dims(&bt, -1)?)?;
-        state = ops::add(
+        let mask_t = mask.map(at).transpose()?;
+        let (y, next) = gated_delta_step(
+            &at(&q)?,
+            &at(&k)?,
+            &at(v)?,
+            &at(g)?,
+            &at(beta)?,
             &state,
-            &ops::multiply(&k_row, &ops::expand_dims(&delta, -1)?)?,
+            mask_t.as_ref(),
         )?;
-        let y = ops::sum(
-            &ops::multiply(&state, &ops::expand_dims(&qt, -2)?)?,
-            -1,
-            false,
-        )?;
-        if let Some(mask) = mask {
-            let keep = ops::expand_dims(&mask.index((.., t))?, [1, 2, 3])?;
-            state = ops::where_(&keep, &state, &old_state)?;
-        }
-        ys.push(y.astype(q.dtype())?);
+        state = next;
+        ys.push(y);
     }
     Ok((ops::stack(&ys, 1)?, state))
 }
