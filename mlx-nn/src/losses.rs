@@ -111,6 +111,20 @@ pub fn cross_entropy(
             logits.shape()
         )));
     }
+    // Python takes MLX's fused kernel where it has one: class indices, no smoothing, the
+    // last axis, with a CUDA GPU as the default device. It rounds (and its gradient sums)
+    // differently from the ops below, so only the same choice gives Python's bits there.
+    let use_fast = !targets_as_probs
+        && label_smoothing == 0.0
+        && ax + 1 == logits.ndim()
+        && logits.dtype().is_floating()
+        && targets.dtype().is_integer()
+        && mlx_rs::cuda::is_available()?
+        && mlx_rs::Device::default_device()?.device_type() == mlx_rs::DeviceType::Gpu;
+    if use_fast {
+        let loss = mlx_rs::fast::cross_entropy(logits, targets)?.astype(logits.dtype())?;
+        return reduce(apply_weights(loss, weights)?, reduction);
+    }
     let logits = logits - ops::stop_gradient(&logits.max(axis, true)?)?;
     let score = if targets_as_probs {
         (&logits * targets).sum(axis, false)?
