@@ -15,7 +15,7 @@ use mlx::nn::{
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::TreeNode;
 use serde_json::Value;
-use support::golden::{array, assert_close_tol, data_file, load};
+use support::golden::{array, assert_close_tol, data_file, load, on_cuda};
 
 /// Built against the wheel's own libmlx (`MLX_DIR`, as CI's first step builds): then every
 /// kernel rounds as Python's does and each result is bit-identical.
@@ -424,6 +424,14 @@ fn adamw_language_model_steps_match_python() -> Result<()> {
     };
     for ((p, got), (q, w)) in model.named_parameters()?.iter().zip(&want) {
         assert_eq!(p, q);
+        // On a CUDA GPU the embedding's gradient is a scatter-add whose additions MLX does in
+        // no fixed order: Python's own final embedding differed in each of 3 runs on an H100,
+        // and ours from it by 1.5e-8 to 3e-8. 1e-7 bounds that, a ten-thousandth of one step.
+        let (rtol, atol) = if on_cuda() && p == "embedding.weight" {
+            (0.0, 1e-7)
+        } else {
+            (rtol, atol)
+        };
         let diff = ops::abs(&ops::subtract(got, w)?)?;
         let bound = ops::add(&ops::multiply(&ops::abs(w)?, rtol as f32)?, atol as f32)?;
         let ok = ops::all(&ops::less_equal(&diff, &bound)?, None, false)?.item::<bool>()?;
