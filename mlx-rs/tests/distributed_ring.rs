@@ -452,8 +452,50 @@ fn nccl_ranks_each_see_one_gpu() {
 }
 
 #[test]
-#[ignore = "run by nccl_ranks_each_see_one_gpu"]
+fn ranks_get_folders_of_their_own_that_outlast_the_launch() {
+    let root = std::env::temp_dir().join("mlx-launch-ranks");
+    let tmpdirs = |report: &distributed::LaunchReport| -> Vec<std::path::PathBuf> {
+        report
+            .ranks
+            .iter()
+            .map(|r| {
+                let line = r.output.lines().find(|l| l.starts_with("tmpdir=")).unwrap();
+                std::path::PathBuf::from(&line["tmpdir=".len()..])
+            })
+            .collect()
+    };
+    // Two groups at once (other tests of this binary may run groups meanwhile too).
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| launch(3, "child_prints_its_gpus").run().unwrap());
+        let b = s.spawn(|| launch(2, "child_prints_its_gpus").run().unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_ran(&a);
+    assert_ran(&b);
+    let mut all: Vec<_> = tmpdirs(&a).into_iter().chain(tmpdirs(&b)).collect();
+    for dir in &all {
+        assert!(dir.starts_with(&root), "{}", dir.display());
+        // Kept for the next launch, with what MLX cached there.
+        assert!(dir.is_dir(), "{} is gone", dir.display());
+    }
+    all.sort();
+    all.dedup();
+    assert_eq!(all.len(), 5, "two ranks shared a folder: {all:?}");
+    // A caller's choice wins.
+    let mine = std::env::temp_dir().join(format!("mlx-own-tmp-{}", std::process::id()));
+    let report = launch(2, "child_prints_its_gpus")
+        .env("TMPDIR", &mine)
+        .run()
+        .unwrap();
+    assert_ran(&report);
+    assert!(tmpdirs(&report).iter().all(|d| *d == mine));
+}
+
+#[test]
+#[ignore = "run by nccl_ranks_each_see_one_gpu and ranks_get_folders_of_their_own_that_outlast_the_launch"]
 fn child_prints_its_gpus() {
     let v = std::env::var("CUDA_VISIBLE_DEVICES").unwrap_or_default();
     println!("visible=[{v}]");
+    let t = std::env::var("TMPDIR").unwrap_or_default();
+    println!("tmpdir={t}");
 }

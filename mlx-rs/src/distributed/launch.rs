@@ -2,8 +2,10 @@
 //!
 //! [`Launch`] starts one process per rank with the environment the backend reads (a
 //! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
-//! folder of its own), forwards each process's output line by line with its rank in front,
-//! and fails when any rank fails or the group runs past its time limit. `examples/launch.rs` is the command-line form.
+//! folder of its own that keeps MLX's kernel caches warm from one launch to the next),
+//! forwards each process's output line by line with its rank in front, and fails when any
+//! rank fails or the group runs past its time limit. `examples/launch.rs` is the
+//! command-line form.
 //!
 //! ```no_run
 //! use mlx_rs::distributed::{Backend, Launch};
@@ -25,6 +27,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::config::{self, RingHostfile};
+use super::scratch;
 use super::Backend;
 use crate::{Error, Result};
 
@@ -234,6 +237,9 @@ impl Launch {
 
     fn start_and_wait(&mut self, dir: &std::path::Path) -> Result<LaunchReport> {
         let group_env = self.group_env(dir)?;
+        // Held until every rank has ended. Without working locks (a file system without
+        // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.
+        let slots = scratch::claim_n(&scratch::default_root(), self.ranks).unwrap_or_default();
         let start = Instant::now();
         let out_lock = Arc::new(Mutex::new(()));
         let mut children: Vec<Running> = Vec::with_capacity(self.ranks);
@@ -246,9 +252,9 @@ impl Launch {
                     c
                 }
             };
-            // MLX compiles fused CPU kernels into `$TMPDIR/mlx/<version>/cpu`, and processes
-            // compiling the same kernel at once race there ("file too short"): each rank gets
-            // a folder of its own, unless the caller chose one.
+            // MLX caches compiled kernels under `$TMPDIR/mlx`, where processes running at
+            // once race: each rank gets a folder of its own (`scratch`), unless the caller
+            // chose one.
             let chose = |key: &str| {
                 cmd.get_envs().any(|(k, _)| k == key) || self.env.iter().any(|(k, _)| k == key)
             };
@@ -263,9 +269,16 @@ impl Launch {
                 cmd.env(config::CUDA_VISIBLE_DEVICES, gpu);
             }
             if !chose_tmpdir {
-                let tmp = dir.join(format!("rank-{rank}"));
-                std::fs::create_dir_all(&tmp)
-                    .map_err(|e| Error::Io(format!("[launch] creating {}: {e}", tmp.display())))?;
+                let tmp = match slots.get(rank) {
+                    Some(slot) => slot.path().to_path_buf(),
+                    None => {
+                        let tmp = dir.join(format!("rank-{rank}"));
+                        std::fs::create_dir_all(&tmp).map_err(|e| {
+                            Error::Io(format!("[launch] creating {}: {e}", tmp.display()))
+                        })?;
+                        tmp
+                    }
+                };
                 cmd.env("TMPDIR", tmp);
             }
             cmd.envs(self.env.iter().map(|(k, v)| (k, v)))

@@ -32,6 +32,7 @@ use crate::{Array, Dtype, Error, Stream};
 pub mod config;
 mod launch;
 pub(crate) mod lost;
+mod scratch;
 
 pub use config::RingHostfile;
 pub use launch::{Launch, LaunchReport, RankReport};
