@@ -57,13 +57,19 @@ pub struct Config {
     /// caches, leaks) cannot slow a long run down.
     pub restart_every: u64,
     /// Address-space limit of the child in MiB (`ulimit -v`), so a runaway allocation fails
-    /// in the child instead of pressing the machine; `None` for none.
+    /// in the child instead of pressing the machine; `None` for none. A child under a limit
+    /// computes on the CPU ([`CPU_ONLY`]): the CUDA driver reserves far more address space
+    /// than any useful limit, and under one it finds no GPU, so every evaluation on MLX's
+    /// default GPU fails (`vector::_M_range_check` from MLX's default stream).
     pub memory_limit_mb: Option<u64>,
     /// Where inputs that reached a new error kind are written, if anywhere.
     pub save_interesting: Option<PathBuf>,
     /// Print progress to stderr every this often.
     pub progress: Option<Duration>,
 }
+
+/// Set for a child that must compute on the CPU (see [`Config::memory_limit_mb`]).
+pub const CPU_ONLY: &str = "MLX_FUZZ_CPU_ONLY";
 
 impl Config {
     /// Defaults for `target`: 10 s per input, a new child every 5000 inputs, 8 GiB of
@@ -238,6 +244,7 @@ impl Worker {
                         mb * 1024
                     ))
                     .arg(&cfg.exe);
+                c.env(CPU_ONLY, "1");
                 c
             }
             _ => Command::new(&cfg.exe),

@@ -214,6 +214,15 @@ fn the_harness_catches_crashes_panics_and_hangs() {
 }
 
 #[test]
+fn children_under_a_memory_limit_compute_on_the_cpu() {
+    // Under `ulimit -v` the CUDA driver finds no GPU, so a child left on a CUDA build's
+    // default device would refuse every input.
+    let (report, dir) = selftest(&["cpu"], Duration::from_secs(10));
+    assert_eq!(report.ok, 1, "{}\n{}", report.summary(), report.details());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
 fn a_delayed_crash_is_traced_to_the_input_that_caused_it() {
     let (report, dir) = selftest(
         &["a", "poison", "b", "c", "trigger"],

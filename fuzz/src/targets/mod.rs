@@ -293,10 +293,13 @@ static POISONED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::
 /// `all`.
 pub const SELFTEST: Target = Target {
     name: "selftest",
-    about: "misbehaves on request: abort, panic, hang, err, poison then trigger",
+    about:
+        "misbehaves on request: abort, panic, hang, err, poison then trigger; cpu checks the device",
     spec: Spec {
         framing: Framing::None,
-        tokens: &[b"abort", b"panic", b"hang", b"err", b"poison", b"trigger"],
+        tokens: &[
+            b"abort", b"panic", b"hang", b"err", b"poison", b"trigger", b"cpu",
+        ],
     },
     run: |_, data| {
         use std::sync::atomic::Ordering;
@@ -312,6 +315,22 @@ pub const SELFTEST: Target = Target {
                 Ok(())
             }
             b"trigger" if POISONED.load(Ordering::Relaxed) => std::process::abort(),
+            b"cpu" => {
+                let device = mlx_rs::Device::default_device().map_err(err)?;
+                if device.device_type() != mlx_rs::DeviceType::Cpu {
+                    return Err(format!("selftest: computing on {device:?}"));
+                }
+                let x = mlx_rs::Array::from_slice(&[1.0f32, 2.0], &[2]).map_err(err)?;
+                let sum = x
+                    .sum(None, false)
+                    .map_err(err)?
+                    .item::<f32>()
+                    .map_err(err)?;
+                if sum != 3.0 {
+                    return Err(format!("selftest: 1 + 2 = {sum}"));
+                }
+                Ok(())
+            }
             _ => Ok(()),
         }
     },
