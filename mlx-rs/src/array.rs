@@ -339,11 +339,15 @@ impl Array {
     pub fn eval(&self) -> Result<()> {
         crate::distributed::lost::refuse_pending(&[self])?;
         crate::io::failed_reads::guard_eval(&[self], || {
-            if encode::serialized() {
-                raw_async_eval([self])?;
-            }
-            // SAFETY: valid handle.
-            check(|| unsafe { sys::mlx_array_eval(self.as_raw()) })?;
+            encode::evaluate(
+                || {
+                    let vec = VectorArray::from_arrays([self]);
+                    // SAFETY: valid vector handle.
+                    check(|| unsafe { sys::mlx_async_eval(vec.0) })
+                },
+                // SAFETY: valid handle.
+                || check(|| unsafe { sys::mlx_array_eval(self.as_raw()) }),
+            )?;
             self.settle()
         })
     }
@@ -712,14 +716,12 @@ pub fn eval<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<()> {
     crate::distributed::lost::refuse_pending(&arrays)?;
     crate::io::failed_reads::guard_eval(&arrays, || {
         let vec = VectorArray::from_arrays(arrays.iter().copied());
-        if encode::serialized() {
-            // Encoded under the lock, waited for outside it: `mlx_eval` of scheduled arrays
-            // waits.
+        encode::evaluate(
             // SAFETY: valid vector handle.
-            encode::encoding(|| check(|| unsafe { sys::mlx_async_eval(vec.0) }))?;
-        }
-        // SAFETY: valid vector handle.
-        check(|| unsafe { sys::mlx_eval(vec.0) })?;
+            || check(|| unsafe { sys::mlx_async_eval(vec.0) }),
+            // SAFETY: valid vector handle; of arrays already scheduled, `mlx_eval` only waits.
+            || check(|| unsafe { sys::mlx_eval(vec.0) }),
+        )?;
         // Settled like `Array::eval`, so the results can be sent to other threads.
         arrays.iter().try_for_each(|a| a.settle())
     })
