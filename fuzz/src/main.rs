@@ -58,7 +58,7 @@ fn parse() -> Result<Args, String> {
         corpus: mlx_fuzz::corpus_dir(),
         crashes: mlx_fuzz::crash_dir(),
         restart_every: 5000,
-        memory_limit_mb: 8192,
+        memory_limit_mb: runner::default_memory_limit_mb().unwrap_or(0),
         save_interesting: None,
         quiet: false,
         files: Vec::new(),

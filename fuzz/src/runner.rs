@@ -57,10 +57,8 @@ pub struct Config {
     /// caches, leaks) cannot slow a long run down.
     pub restart_every: u64,
     /// Address-space limit of the child in MiB (`ulimit -v`), so a runaway allocation fails
-    /// in the child instead of pressing the machine; `None` for none. A child under a limit
-    /// computes on the CPU ([`CPU_ONLY`]): the CUDA driver reserves far more address space
-    /// than any useful limit, and under one it finds no GPU, so every evaluation on MLX's
-    /// default GPU fails (`vector::_M_range_check` from MLX's default stream).
+    /// in the child instead of pressing the machine; `None` for none. See
+    /// [`default_memory_limit_mb`] for why a CUDA build of MLX runs without one.
     pub memory_limit_mb: Option<u64>,
     /// Where inputs that reached a new error kind are written, if anywhere.
     pub save_interesting: Option<PathBuf>,
@@ -68,12 +66,19 @@ pub struct Config {
     pub progress: Option<Duration>,
 }
 
-/// Set for a child that must compute on the CPU (see [`Config::memory_limit_mb`]).
-pub const CPU_ONLY: &str = "MLX_FUZZ_CPU_ONLY";
+/// 8 GiB, or no limit where MLX was built with CUDA and finds a GPU: MLX then allocates every
+/// array, CPU arrays too, with `cudaMallocManaged`, and the CUDA driver reserves far more
+/// address space than any limit worth setting. Under one, the driver finds no GPU
+/// (`vector::_M_range_check` from MLX's default stream at the first evaluation) and every
+/// allocation fails ("cudaMallocManaged(&data, size) failed: out of memory").
+pub fn default_memory_limit_mb() -> Option<u64> {
+    let cuda = mlx_rs::cuda::is_available().unwrap_or(false);
+    (!cuda).then_some(8192)
+}
 
 impl Config {
     /// Defaults for `target`: 10 s per input, a new child every 5000 inputs, 8 GiB of
-    /// address space.
+    /// address space (none on a CUDA build: [`default_memory_limit_mb`]).
     pub fn new(exe: impl Into<PathBuf>, target: &'static Target, seeds: Seeds) -> Config {
         Config {
             exe: exe.into(),
@@ -85,7 +90,7 @@ impl Config {
             time_limit: Duration::from_secs(10),
             crash_dir: PathBuf::from("crashes"),
             restart_every: 5000,
-            memory_limit_mb: Some(8192),
+            memory_limit_mb: default_memory_limit_mb(),
             save_interesting: None,
             progress: None,
         }
@@ -244,7 +249,6 @@ impl Worker {
                         mb * 1024
                     ))
                     .arg(&cfg.exe);
-                c.env(CPU_ONLY, "1");
                 c
             }
             _ => Command::new(&cfg.exe),
