@@ -83,6 +83,9 @@ fn answer(out: &mut impl Write, line: &str) -> std::io::Result<()> {
 
 /// Serves inputs until stdin closes.
 pub fn serve(target: &Target) -> Result<(), String> {
+    if std::env::var_os(crate::runner::CPU_ONLY).is_some() {
+        mlx_rs::Device::set_default(&mlx_rs::Device::cpu()).map_err(|e| e.to_string())?;
+    }
     let mut ctx = Ctx::new()?;
     let dir = ctx.dir().display().to_string();
     // The first input pays for MLX's start-up; run an empty one before saying ready, so the

@@ -16,10 +16,11 @@ const USAGE: &str = "\
 usage:
   mlx-fuzz run [--target NAME|all] [--iterations N] [--minutes M] [--seed S]
                [--time-limit-ms MS] [--corpus DIR] [--crashes DIR] [--restart-every N]
-               [--memory-limit-mb MB|0] [--save-interesting DIR] [--quiet]
+               [--memory-limit-mb MB|0] [--save-interesting DIR] [--quiet] [--cpu]
       a campaign per target: the seed corpus (DIR/<target>/), then mutants; stops at N
-      inputs or M minutes (default 10000 inputs); exits 1 on any crash or hang
-  mlx-fuzz replay --target NAME [--time-limit-ms MS] FILE...
+      inputs or M minutes (default 10000 inputs); exits 1 on any crash or hang; --cpu:
+      the children compute on the CPU where MLX's default device is a GPU
+  mlx-fuzz replay --target NAME [--time-limit-ms MS] [--cpu] FILE...
       runs each file once and prints what it did; exits 1 on any crash or hang
   mlx-fuzz seed [--target NAME|all] [--corpus DIR]
       writes the seeds made through the Rust API to DIR/<target>/rust-*
@@ -42,6 +43,7 @@ struct Args {
     memory_limit_mb: u64,
     save_interesting: Option<PathBuf>,
     quiet: bool,
+    cpu: bool,
     files: Vec<PathBuf>,
 }
 
@@ -61,6 +63,7 @@ fn parse() -> Result<Args, String> {
         memory_limit_mb: runner::default_memory_limit_mb().unwrap_or(0),
         save_interesting: None,
         quiet: false,
+        cpu: false,
         files: Vec::new(),
     };
     fn value<T: std::str::FromStr>(
@@ -83,6 +86,7 @@ fn parse() -> Result<Args, String> {
             "--memory-limit-mb" => a.memory_limit_mb = value(&mut it, &arg)?,
             "--save-interesting" => a.save_interesting = Some(value(&mut it, &arg)?),
             "--quiet" => a.quiet = true,
+            "--cpu" => a.cpu = true,
             s if s.starts_with("--") => return Err(format!("unknown option {s}")),
             _ => a.files.push(PathBuf::from(arg)),
         }
@@ -113,6 +117,7 @@ fn config(
     cfg.memory_limit_mb = (a.memory_limit_mb > 0).then_some(a.memory_limit_mb);
     cfg.save_interesting = a.save_interesting.as_ref().map(|d| d.join(target.name));
     cfg.progress = (!a.quiet).then_some(Duration::from_secs(30));
+    cfg.cpu_only = a.cpu;
     cfg.iterations = a.iterations;
     cfg.duration = a.minutes.map(|m| Duration::from_secs_f64(m * 60.0));
     if cfg.iterations.is_none() && cfg.duration.is_none() {

@@ -64,7 +64,12 @@ pub struct Config {
     pub save_interesting: Option<PathBuf>,
     /// Print progress to stderr every this often.
     pub progress: Option<Duration>,
+    /// The child computes on the CPU even where MLX's default device is a GPU ([`CPU_ONLY`]).
+    pub cpu_only: bool,
 }
+
+/// Set in the environment of a child that must compute on the CPU ([`Config::cpu_only`]).
+pub const CPU_ONLY: &str = "MLX_FUZZ_CPU_ONLY";
 
 /// 8 GiB, or no limit where MLX was built with CUDA and finds a GPU: MLX then allocates every
 /// array, CPU arrays too, with `cudaMallocManaged`, and the CUDA driver reserves far more
@@ -93,6 +98,7 @@ impl Config {
             memory_limit_mb: default_memory_limit_mb(),
             save_interesting: None,
             progress: None,
+            cpu_only: false,
         }
     }
 }
@@ -253,6 +259,9 @@ impl Worker {
             }
             _ => Command::new(&cfg.exe),
         };
+        if cfg.cpu_only {
+            cmd.env(CPU_ONLY, "1");
+        }
         cmd.args(["child", "--target", cfg.target.name])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
