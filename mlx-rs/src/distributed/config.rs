@@ -171,9 +171,11 @@ fn free_loopback_ports(n: usize) -> std::io::Result<Vec<u16>> {
     let mut listeners = Vec::with_capacity(n);
     if below >= LOWEST + 1_000 {
         let span = below - LOWEST;
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u32(std::process::id());
-        let start = (hasher.finish() % u64::from(span)) as u32;
+        // RandomState's keys are random per process: a random start without a crate.
+        let random = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish();
+        let start = (random % u64::from(span)) as u32;
         for i in 0..span {
             if listeners.len() == n {
                 break;

@@ -42,16 +42,12 @@ pub(crate) fn default_root() -> PathBuf {
     std::env::temp_dir().join("mlx-launch-ranks")
 }
 
-/// Claims the lowest-numbered free slot under `root`, creating it if need be; `skip` are
-/// slots this process already holds (a lock held through another handle of this process
-/// would be granted again on some systems).
-pub(crate) fn claim(root: &Path, skip: &[Slot]) -> std::io::Result<Slot> {
+/// Claims the lowest-numbered free slot under `root`, creating it if need be. A slot this
+/// process holds is not free either: `flock` locks belong to the open file, not the process.
+pub(crate) fn claim(root: &Path) -> std::io::Result<Slot> {
     std::fs::create_dir_all(root)?;
     for k in 0..MAX_SLOTS {
         let path = root.join(format!("slot-{k}"));
-        if skip.iter().any(|s| s.path == path) {
-            continue;
-        }
         std::fs::create_dir_all(&path)?;
         let lock = OpenOptions::new()
             .create(true)
@@ -73,12 +69,7 @@ pub(crate) fn claim(root: &Path, skip: &[Slot]) -> std::io::Result<Slot> {
 
 /// `n` slots, or the first error.
 pub(crate) fn claim_n(root: &Path, n: usize) -> std::io::Result<Vec<Slot>> {
-    let mut slots = Vec::with_capacity(n);
-    for _ in 0..n {
-        let slot = claim(root, &slots)?;
-        slots.push(slot);
-    }
-    Ok(slots)
+    (0..n).map(|_| claim(root)).collect()
 }
 
 #[cfg(test)]
@@ -123,7 +114,7 @@ mod tests {
         std::fs::create_dir_all(root.join("slot-0")).unwrap();
         let foreign = File::create(root.join("slot-0").join(".lock")).unwrap();
         FileExt::try_lock(&foreign).unwrap();
-        let slot = claim(&root, &[]).unwrap();
+        let slot = claim(&root).unwrap();
         assert_eq!(slot.path(), root.join("slot-1"));
         drop((slot, foreign));
         std::fs::remove_dir_all(&root).unwrap();
@@ -133,7 +124,7 @@ mod tests {
     fn an_unusable_root_is_an_error() {
         let root = root("file");
         std::fs::write(&root, b"not a folder").unwrap();
-        assert!(claim(&root, &[]).is_err());
+        assert!(claim(&root).is_err());
         std::fs::remove_file(&root).unwrap();
     }
 }
