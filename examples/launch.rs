@@ -3,12 +3,14 @@
 //! ```sh
 //! cargo run --release --example launch -- -n 4 -- target/release/examples/llama_train --data-parallel
 //! cargo run --release --example launch -- -n 2 --backend nccl --timeout 600 -- ./my_program arg
+//! cargo run --release --example launch -- -n 4 --backend mpi -- ./my_program
 //! ```
 //!
 //! Each rank gets the environment `mlx_rs::distributed::init` (and Python's
 //! `mx.distributed.init`) reads: a generated loopback hostfile for the ring backend, rank 0's
-//! address for NCCL. Output is forwarded line by line as `[rank N] ...`. The launcher exits
-//! with 1 as soon as a rank fails (stopping the others), or when the time limit passes.
+//! address for NCCL; for MPI, Open MPI's `mpirun` starts the ranks. Output is forwarded line
+//! by line as `[rank N] ...`. The launcher exits with 1 as soon as a rank fails (stopping the
+//! others), or when the time limit passes.
 
 use std::time::Duration;
 
@@ -16,7 +18,7 @@ use mlx::core::distributed::{Backend, Launch};
 
 fn usage() -> ! {
     eprintln!(
-        "usage: launch -n RANKS [--backend ring|nccl] [--connections N] [--timeout SECONDS] \
+        "usage: launch -n RANKS [--backend ring|nccl|mpi] [--connections N] [--timeout SECONDS] \
          [--keep-going] -- PROGRAM [ARGS...]"
     );
     std::process::exit(2)

@@ -1,7 +1,8 @@
-//! Data-parallel training over MLX's ring backend on this machine: `nn::average_gradients`
-//! equals the mean of every rank's gradients (packed into one all_sum, several, or one per
+//! Data-parallel training on this machine: `nn::average_gradients` equals the mean of every
+//! rank's gradients over MLX's ring backend (packed into one all_sum, several, or one per
 //! array; mixed dtypes), and the flagship example (`examples/llama_train.rs`) trained by 2
-//! and 4 processes, each on its share of every batch, follows the single-process loss curve.
+//! and 4 processes, each on its share of every batch, over the ring and over MPI (where
+//! `mpirun` is installed), follows the single-process loss curve.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -166,8 +167,18 @@ fn data_parallel_training_follows_the_single_process_loss_curve() {
     );
     let reference = losses(&text);
     assert_eq!(reference.len(), STEPS, "{text}");
-    for ranks in [2, 4] {
+    // MPI where Open MPI's mpirun is installed (scripts/setup-debian installs it).
+    let mpi = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("mpirun").is_file());
+    let backends: &[Backend] = if mpi {
+        &[Backend::Ring, Backend::Mpi]
+    } else {
+        eprintln!("no mpirun on PATH: the MPI backend is not run");
+        &[Backend::Ring]
+    };
+    for (&backend, ranks) in backends.iter().flat_map(|b| [(b, 2), (b, 4)]) {
         let report = Launch::new(ranks, &program)
+            .backend(backend)
             .env("LLAMA_TRAIN_STEPS", STEPS.to_string())
             .env("LLAMA_TRAIN_PRINT_LOSSES", "1")
             .timeout(Duration::from_secs(600))
@@ -184,11 +195,14 @@ fn data_parallel_training_follows_the_single_process_loss_curve() {
         let worst = relative.iter().copied().fold(0.0, f64::max);
         let by_step: Vec<String> = relative.iter().map(|r| format!("{r:.1e}")).collect();
         let by_step = by_step.join(" ");
-        eprintln!("{ranks} ranks: largest relative difference {worst:.2e} (by step: {by_step})");
+        let name = backend.name();
+        eprintln!(
+            "{name}, {ranks} ranks: largest relative difference {worst:.2e} (by step: {by_step})"
+        );
         for (step, (a, b)) in got.iter().zip(&reference).enumerate() {
             assert!(
                 (a - b).abs() <= tolerance() * b.abs(),
-                "{ranks} ranks, step {step}: {a} vs single-process {b}\n\
+                "{name}, {ranks} ranks, step {step}: {a} vs single-process {b}\n\
                  relative differences by step: {by_step}"
             );
         }

@@ -28,6 +28,11 @@ pub const WORLD_SIZE: &str = "MLX_WORLD_SIZE";
 pub const NCCL_HOST_IP: &str = "NCCL_HOST_IP";
 /// `NCCL_PORT`: rank 0's port, where NCCL ranks meet.
 pub const NCCL_PORT: &str = "NCCL_PORT";
+/// `MLX_MPI_LIBNAME`: the `libmpi` MLX's MPI backend loads (`libmpi.so` / `libmpi.dylib`
+/// when unset).
+pub const MPI_LIBNAME: &str = "MLX_MPI_LIBNAME";
+/// `OMPI_COMM_WORLD_SIZE`: the number of ranks Open MPI's `mpirun` started.
+pub const OMPI_WORLD_SIZE: &str = "OMPI_COMM_WORLD_SIZE";
 
 /// `CUDA_VISIBLE_DEVICES`: the GPUs a process sees, in CUDA's order.
 pub const CUDA_VISIBLE_DEVICES: &str = "CUDA_VISIBLE_DEVICES";
@@ -248,6 +253,11 @@ pub(super) fn check_ring_env() -> Result<bool> {
 
 /// Checks the NCCL backend's environment, if `MLX_WORLD_SIZE` is set; `Ok(Some(rank))` when
 /// the whole environment is set (MLX will start NCCL), `Ok(None)` when some is missing.
+/// The number of ranks when Open MPI's `mpirun` started this process.
+pub(super) fn mpirun_world_size() -> Option<usize> {
+    std::env::var(OMPI_WORLD_SIZE).ok()?.trim().parse().ok()
+}
+
 pub(super) fn check_nccl_env() -> Result<Option<usize>> {
     let Ok(size) = std::env::var(WORLD_SIZE) else {
         return Ok(None);

@@ -181,14 +181,33 @@ pub fn is_available(backend: impl Into<Option<Backend>>) -> Result<bool> {
 /// wait forever.
 pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> {
     let backend = backend.into().unwrap_or_default();
+    let mut configured = false;
     if matches!(backend, Backend::Any | Backend::Ring) {
-        config::check_ring_env()?;
+        configured |= config::check_ring_env()?;
     }
     if matches!(backend, Backend::Any | Backend::Nccl) {
         // "any" tries NCCL first wherever CUDA is available.
         if let Some(rank) = config::check_nccl_env()? {
+            configured = true;
             let gpus = crate::Device::count(crate::DeviceType::Gpu).unwrap_or(0);
             config::check_nccl_gpu(rank, usize::try_from(gpus).unwrap_or(0))?;
+        }
+    }
+    let mpi = backend == Backend::Mpi || (backend == Backend::Any && !configured);
+    if let Some(ranks) = config::mpirun_world_size().filter(|&n| mpi && n > 1) {
+        // Without its library MLX's MPI backend gives every rank a group of one, and the
+        // ranks would each go on alone.
+        if !is_available(Backend::Mpi)? {
+            return Err(Error::invalid(format!(
+                "[distributed] mpirun started this process as one of {ranks} ranks, but MLX \
+                 could not load Open MPI's libmpi ({}): set {} to its path, as \
+                 `launch --backend mpi` and `mlx.launch` do",
+                std::env::var(config::MPI_LIBNAME).map_or(
+                    "MLX tries libmpi.so".to_string(),
+                    |v| format!("{}={v:?}", config::MPI_LIBNAME)
+                ),
+                config::MPI_LIBNAME
+            )));
         }
     }
     let name = c_string(backend.name(), "backend")?;

@@ -2,10 +2,10 @@
 //!
 //! [`Launch`] starts one process per rank with the environment the backend reads (a
 //! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
-//! folder of its own that keeps MLX's kernel caches warm from one launch to the next),
-//! forwards each process's output line by line with its rank in front, and fails when any
-//! rank fails or the group runs past its time limit. `examples/launch.rs` is the
-//! command-line form.
+//! folder of its own that keeps MLX's kernel caches warm from one launch to the next), or
+//! has Open MPI's `mpirun` start them for the MPI backend ([`mpi`]). It forwards each
+//! rank's output line by line with its rank in front, and fails when any rank fails or the
+//! group runs past its time limit. `examples/launch.rs` is the command-line form.
 //!
 //! ```no_run
 //! use mlx_rs::distributed::{Backend, Launch};
@@ -18,7 +18,7 @@
 //! ```
 
 use std::ffi::{OsStr, OsString};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,6 +30,11 @@ use super::config::{self, RingHostfile};
 use super::scratch;
 use super::Backend;
 use crate::{Error, Result};
+
+mod mpi;
+mod output;
+
+use output::Echo;
 
 /// How one rank ended.
 #[derive(Debug)]
@@ -50,43 +55,75 @@ impl RankReport {
     }
 }
 
+/// How the program that started the ranks ended, when that was not the launcher itself
+/// (`mpirun`, for [`Backend::Mpi`]).
+#[derive(Debug)]
+pub struct LauncherReport {
+    pub name: String,
+    /// Its exit status; `None` when the launcher stopped it.
+    pub status: Option<ExitStatus>,
+    /// What it wrote itself (not its ranks' output), in order.
+    pub output: String,
+}
+
 /// How a group ended: each rank's report, and whether the time limit stopped it.
 #[derive(Debug)]
 pub struct LaunchReport {
     pub ranks: Vec<RankReport>,
     pub timed_out: bool,
+    /// The program that started the ranks, if not the launcher (`mpirun`).
+    pub launcher: Option<LauncherReport>,
 }
 
 impl LaunchReport {
     pub fn succeeded(&self) -> bool {
-        !self.timed_out && self.ranks.iter().all(RankReport::succeeded)
+        !self.timed_out
+            && self.ranks.iter().all(RankReport::succeeded)
+            && self
+                .launcher
+                .as_ref()
+                .map_or(true, |l| l.status.is_some_and(|s| s.success()))
     }
 
-    /// `Err` describing the first rank that failed (with the end of its output), if any did.
+    /// `Err` describing the first rank that failed (with the end of its output), if any did,
+    /// or else the launcher that failed.
     pub fn check(self) -> Result<LaunchReport> {
         if self.succeeded() {
             return Ok(self);
         }
-        let failed = self
-            .ranks
-            .iter()
-            .filter(|r| !r.succeeded())
-            .min_by_key(|r| (r.status.is_none(), r.elapsed))
-            .expect("a failed group has a failed rank");
-        let tail: Vec<&str> = failed.output.lines().rev().take(20).collect();
-        let tail: Vec<&str> = tail.into_iter().rev().collect();
-        let how = match failed.status {
+        let stopped = |status: Option<ExitStatus>| match status {
             Some(s) => format!("exited with {s}"),
             None if self.timed_out => "was stopped at the time limit".to_string(),
             None => "was stopped".to_string(),
         };
-        Err(Error::Io(format!(
-            "[launch] rank {} {how} after {:.1} s; its last output:\n{}",
-            failed.rank,
-            failed.elapsed.as_secs_f64(),
-            tail.join("\n")
-        )))
+        let failed = self
+            .ranks
+            .iter()
+            .filter(|r| !r.succeeded())
+            .min_by_key(|r| (r.status.is_none(), r.elapsed));
+        let msg = match (failed, &self.launcher) {
+            (Some(r), _) => format!(
+                "rank {} {} after {:.1} s; its last output:\n{}",
+                r.rank,
+                stopped(r.status),
+                r.elapsed.as_secs_f64(),
+                last_lines(&r.output)
+            ),
+            (None, Some(l)) => format!(
+                "{} {}; its last output:\n{}",
+                l.name,
+                stopped(l.status),
+                last_lines(&l.output)
+            ),
+            (None, None) => "the group was stopped at the time limit".to_string(),
+        };
+        Err(Error::Io(format!("[launch] {msg}")))
     }
+}
+
+fn last_lines(output: &str) -> String {
+    let tail: Vec<&str> = output.lines().rev().take(20).collect();
+    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
 }
 
 /// A process group to start on this machine: `ranks` copies of a program (or a command of
@@ -143,7 +180,11 @@ impl Launch {
         self
     }
 
-    /// The backend whose environment to set up: `Ring` (the default) or `Nccl`.
+    /// The backend whose environment to set up: `Ring` (the default), `Nccl`, or `Mpi`,
+    /// whose ranks Open MPI's `mpirun` (found on `PATH`) starts. Under `mpirun`, a rank that
+    /// fails ends the group whatever [`Launch::stop_others_on_failure`] says, and the
+    /// launcher passes `MLX_MPI_LIBNAME` (the `libmpi` of Open MPI's own tools) unless it is
+    /// set, as `mlx.launch` does.
     pub fn backend(mut self, backend: Backend) -> Launch {
         self.backend = backend;
         self
@@ -213,6 +254,10 @@ impl Launch {
 
     /// The variables every rank gets, by backend.
     fn group_env(&self, dir: &std::path::Path) -> Result<Vec<(String, String)>> {
+        if self.backend == Backend::Mpi {
+            // mpirun tells its ranks everything; a stray MLX_WORLD_SIZE would read as NCCL's.
+            return Ok(Vec::new());
+        }
         let mut env = vec![(config::WORLD_SIZE.to_string(), self.ranks.to_string())];
         match self.backend {
             Backend::Ring | Backend::Any if self.ranks > 1 => {
@@ -236,13 +281,83 @@ impl Launch {
     }
 
     fn start_and_wait(&mut self, dir: &std::path::Path) -> Result<LaunchReport> {
-        let group_env = self.group_env(dir)?;
         // Held until every rank has ended. Without working locks (a file system without
         // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.
         let slots = scratch::claim_n(&scratch::default_root(), self.ranks).unwrap_or_default();
+        let commands = self.rank_commands(dir, &slots)?;
+        let echo = Echo::new(self.echo);
+        if self.backend == Backend::Mpi {
+            return mpi::run(
+                &commands,
+                &mpi::Options {
+                    dir,
+                    echo: &echo,
+                    timeout: self.timeout,
+                    stop_others_on_failure: self.stop_others_on_failure,
+                },
+            );
+        }
         let start = Instant::now();
-        let out_lock = Arc::new(Mutex::new(()));
         let mut children: Vec<Running> = Vec::with_capacity(self.ranks);
+        for (rank, mut cmd) in commands.into_iter().enumerate() {
+            cmd.stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+            match cmd.spawn() {
+                Ok(child) => children.push(Running::new(rank, child, &echo)),
+                Err(e) => {
+                    for c in &mut children {
+                        c.stop();
+                    }
+                    return Err(Error::Io(format!(
+                        "[launch] starting rank {rank} ({:?}): {e}",
+                        cmd.get_program()
+                    )));
+                }
+            }
+        }
+        let mut timed_out = false;
+        loop {
+            let mut running = 0;
+            let mut failed = false;
+            for c in &mut children {
+                match c.poll(start) {
+                    Some(status) if !status.success() => failed = true,
+                    Some(_) => {}
+                    None => running += 1,
+                }
+            }
+            if running == 0 {
+                break;
+            }
+            if failed && self.stop_others_on_failure {
+                children.iter_mut().for_each(Running::stop);
+                break;
+            }
+            if self.timeout.is_some_and(|t| start.elapsed() >= t) {
+                timed_out = true;
+                children.iter_mut().for_each(Running::stop);
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let ranks = children.into_iter().map(|c| c.finish(start)).collect();
+        Ok(LaunchReport {
+            ranks,
+            timed_out,
+            launcher: None,
+        })
+    }
+
+    /// Each rank's command with its environment: the group's, the caller's, its own
+    /// temporary folder and (NCCL) GPU.
+    fn rank_commands(
+        &mut self,
+        dir: &std::path::Path,
+        slots: &[scratch::Slot],
+    ) -> Result<Vec<Command>> {
+        let group_env = self.group_env(dir)?;
+        let mut commands = Vec::with_capacity(self.ranks);
         for rank in 0..self.ranks {
             let mut cmd = match self.overrides.iter().position(|(r, _)| *r == rank) {
                 Some(i) => self.overrides.swap_remove(i).1,
@@ -282,51 +397,14 @@ impl Launch {
                 cmd.env("TMPDIR", tmp);
             }
             cmd.envs(self.env.iter().map(|(k, v)| (k, v)))
-                .envs(group_env.iter().map(|(k, v)| (k, v)))
-                .env(config::RANK, rank.to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            match cmd.spawn() {
-                Ok(child) => children.push(Running::new(rank, child, self.echo, &out_lock)),
-                Err(e) => {
-                    for c in &mut children {
-                        c.stop();
-                    }
-                    return Err(Error::Io(format!(
-                        "[launch] starting rank {rank} ({:?}): {e}",
-                        cmd.get_program()
-                    )));
-                }
+                .envs(group_env.iter().map(|(k, v)| (k, v)));
+            if self.backend != Backend::Mpi {
+                // Under mpirun the rank is Open MPI's to give.
+                cmd.env(config::RANK, rank.to_string());
             }
+            commands.push(cmd);
         }
-        let mut timed_out = false;
-        loop {
-            let mut running = 0;
-            let mut failed = false;
-            for c in &mut children {
-                match c.poll(start) {
-                    Some(status) if !status.success() => failed = true,
-                    Some(_) => {}
-                    None => running += 1,
-                }
-            }
-            if running == 0 {
-                break;
-            }
-            if failed && self.stop_others_on_failure {
-                children.iter_mut().for_each(Running::stop);
-                break;
-            }
-            if self.timeout.is_some_and(|t| start.elapsed() >= t) {
-                timed_out = true;
-                children.iter_mut().for_each(Running::stop);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let ranks = children.into_iter().map(|c| c.finish(start)).collect();
-        Ok(LaunchReport { ranks, timed_out })
+        Ok(commands)
     }
 }
 
@@ -342,37 +420,16 @@ struct Running {
 }
 
 impl Running {
-    fn new(rank: usize, mut child: Child, echo: bool, out_lock: &Arc<Mutex<()>>) -> Running {
+    fn new(rank: usize, mut child: Child, echo: &Echo) -> Running {
         let output = Arc::new(Mutex::new(String::new()));
         let mut readers = Vec::new();
         let streams: [(Option<Box<dyn Read + Send>>, bool); 2] = [
             (child.stdout.take().map(|s| Box::new(s) as _), false),
             (child.stderr.take().map(|s| Box::new(s) as _), true),
         ];
-        for (stream, is_err) in streams {
+        for (stream, to_stderr) in streams {
             let Some(stream) = stream else { continue };
-            let output = Arc::clone(&output);
-            let lock = Arc::clone(out_lock);
-            readers.push(std::thread::spawn(move || {
-                for line in BufReader::new(stream).split(b'\n') {
-                    let Ok(line) = line else { break };
-                    let line = String::from_utf8_lossy(&line);
-                    let line = line.trim_end_matches('\r');
-                    if let Ok(mut o) = output.lock() {
-                        o.push_str(line);
-                        o.push('\n');
-                    }
-                    if echo {
-                        let _guard = lock.lock();
-                        // A closed terminal must not stop the group; the report keeps it all.
-                        let _ = if is_err {
-                            writeln!(std::io::stderr(), "[rank {rank}] {line}")
-                        } else {
-                            writeln!(std::io::stdout(), "[rank {rank}] {line}")
-                        };
-                    }
-                }
-            }));
+            readers.push(echo.forward(stream, format!("rank {rank}"), to_stderr, &output));
         }
         Running {
             rank,
@@ -415,5 +472,49 @@ impl Running {
             output,
             elapsed: self.elapsed.unwrap_or_else(|| start.elapsed()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::process::ExitStatusExt;
+
+    use super::*;
+
+    fn rank(rank: usize, code: i32, output: &str) -> RankReport {
+        RankReport {
+            rank,
+            status: Some(ExitStatus::from_raw(code << 8)),
+            output: output.into(),
+            elapsed: Duration::from_secs(1),
+        }
+    }
+
+    #[test]
+    fn a_failed_launcher_fails_a_group_whose_ranks_all_succeeded() {
+        let report = |launcher: i32| LaunchReport {
+            ranks: vec![rank(0, 0, "fine\n"), rank(1, 0, "fine\n")],
+            timed_out: false,
+            launcher: Some(LauncherReport {
+                name: "mpirun".into(),
+                status: Some(ExitStatus::from_raw(launcher << 8)),
+                output: "mpirun noticed something\n".into(),
+            }),
+        };
+        assert!(report(0).check().is_ok());
+        let err = report(1).check().unwrap_err().to_string();
+        assert!(
+            err.contains("mpirun exited with exit status: 1")
+                && err.contains("mpirun noticed something"),
+            "{err}"
+        );
+        // A failed rank comes first: it is the cause, mpirun's failure the consequence.
+        let mut r = report(1);
+        r.ranks[1] = rank(1, 3, "the cause\n");
+        let err = r.check().unwrap_err().to_string();
+        assert!(
+            err.contains("rank 1 exited") && err.contains("the cause"),
+            "{err}"
+        );
     }
 }
