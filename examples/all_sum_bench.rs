@@ -4,6 +4,7 @@
 //! ```sh
 //! cargo build --release --example launch --example all_sum_bench
 //! target/release/examples/launch -n 2 -- target/release/examples/all_sum_bench
+//! target/release/examples/launch -n 2 --backend mpi -- target/release/examples/all_sum_bench
 //! target/release/examples/launch -n 2 --backend nccl -- target/release/examples/all_sum_bench
 //! ```
 //!
@@ -14,8 +15,8 @@
 //! carries in a ring all-reduce, comparable across group sizes). Every result is checked:
 //! rank r contributes r + 1, so each element must be n(n+1)/2.
 //!
-//! The collectives run where MLX runs the group's: on the CPU for the ring backend, on the
-//! GPU for NCCL.
+//! The collectives run where MLX runs the group's: on the CPU for the ring and MPI backends,
+//! on the GPU for NCCL.
 
 use std::time::Instant;
 

@@ -2,15 +2,16 @@
 //!
 //! [`init`] joins the process group that a launcher set up: `mlx.launch` (Python's), or
 //! [`Launch`] / `cargo run --example launch` for processes on this machine, both of which
-//! describe the group in the environment [`config`] documents. Run alone, it returns a group
-//! of size 1 in which every collective is the identity, so code written for many processes
-//! also runs on one. Operations take `None` for the global group.
+//! describe the group in the environment [`config`] documents (or, for MPI, have Open MPI's
+//! `mpirun` start it). Run alone, it returns a group of size 1 in which every collective is
+//! the identity, so code written for many processes also runs on one. Operations take
+//! `None` for the global group.
 //!
 //! Like MLX's, the collectives are lazy ops, differentiable where MLX's are (the gradient of
 //! [`all_sum`] is the [`all_sum`] of the cotangent). A peer that dies makes the ring
 //! backend's pending operations fail ("connection to a peer was lost") instead of waiting,
 //! and every collective after that is an `Err` too: MLX's ring cannot run one again, and
-//! would wait forever.
+//! would wait forever. Under MPI, `mpirun` ends the whole group instead.
 //!
 //! ```
 //! use mlx_rs::{distributed, Array};
