@@ -269,9 +269,11 @@ fn child_init_fails() {
 #[test]
 fn nccl_ranks_each_see_one_gpu() {
     // No collective runs, so this holds on a machine without GPUs too: what is checked is
-    // the environment each rank starts with.
+    // the environment each rank starts with. Where MLX has CUDA, the launcher refuses more
+    // ranks than GPUs (NCCL cannot share one), so one rank there.
+    let cuda = mlx_rs::cuda::is_available().unwrap();
     let visible = std::env::var("CUDA_VISIBLE_DEVICES").ok();
-    let report = launch(3, "child_prints_its_gpus")
+    let report = launch(if cuda { 1 } else { 3 }, "child_prints_its_gpus")
         .backend(Backend::Nccl)
         .run()
         .unwrap();
@@ -296,6 +298,14 @@ fn nccl_ranks_each_see_one_gpu() {
         .ranks
         .iter()
         .all(|r| r.output.contains("visible=[7]")));
+    if cuda {
+        let err = launch(1000, "child_prints_its_gpus")
+            .backend(Backend::Nccl)
+            .run()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("1000 NCCL ranks need a GPU each"), "{err}");
+    }
 }
 
 #[test]

@@ -62,14 +62,55 @@ pub fn rank_gpu(rank: usize, visible: Option<String>) -> String {
 
 /// Whether the NCCL backend, which MLX puts on GPU `rank % gpus`, and MLX's own streams,
 /// which run on GPU 0, agree. When they do not, NCCL is handed a stream of another GPU and
-/// the process aborts at its first collective ("unhandled cuda error").
+/// the process aborts at its first collective ("unhandled cuda error"). A rank that sees no
+/// GPU at all would end in MLX's NCCL backend, which calls `exit(1)` on any CUDA error.
+/// For builds whose MLX has a CUDA backend.
 pub(super) fn check_nccl_gpu(rank: usize, gpus: usize) -> Result<()> {
+    if gpus == 0 {
+        return Err(invalid(format!(
+            "rank {rank} of an NCCL group sees no GPU ({CUDA_VISIBLE_DEVICES}={:?}): MLX's \
+             NCCL backend would end the process",
+            std::env::var(CUDA_VISIBLE_DEVICES).unwrap_or_default()
+        )));
+    }
     if gpus > 1 && rank % gpus != 0 {
         return Err(invalid(format!(
             "rank {rank} sees {gpus} GPUs: MLX's NCCL backend would put it on GPU {} while \
              MLX computes on GPU 0, and its first collective would abort the process. Give \
              each rank one GPU with {CUDA_VISIBLE_DEVICES} (the launcher does)",
             rank % gpus
+        )));
+    }
+    Ok(())
+}
+
+/// `Err` unless each of an NCCL group's `ranks` can have a GPU of its own, which NCCL
+/// requires: it refuses two ranks on one GPU, and MLX's NCCL backend ends the process on that
+/// (`exit(1)`), as it does on a rank that sees no GPU. `visible` is the launcher's
+/// `CUDA_VISIBLE_DEVICES` (unset or empty: every GPU), `gpus` how many GPUs MLX sees; `None`
+/// where MLX has no CUDA backend, and nothing is known.
+pub(super) fn check_nccl_ranks(
+    ranks: usize,
+    visible: Option<&str>,
+    gpus: Option<usize>,
+) -> Result<()> {
+    let Some(gpus) = gpus else {
+        return Ok(());
+    };
+    let listed = visible
+        .map(|v| v.split(',').filter(|d| !d.trim().is_empty()).count())
+        .filter(|&n| n > 0);
+    let (have, whose) = match listed {
+        Some(n) => (
+            n,
+            format!("{CUDA_VISIBLE_DEVICES}={:?} lists", visible.unwrap_or("")),
+        ),
+        None => (gpus, "this machine shows".to_string()),
+    };
+    if ranks > have {
+        return Err(Error::invalid(format!(
+            "[launch] {ranks} NCCL ranks need a GPU each, and {whose} {have}: NCCL cannot put \
+             two ranks on one GPU, and MLX's NCCL backend ends the process when they try"
         )));
     }
     Ok(())
@@ -314,12 +355,35 @@ mod tests {
         assert_eq!(rank_gpu(2, Some("GPU-ab12,GPU-cd34".into())), "GPU-ab12");
         assert!(check_nccl_gpu(1, 1).is_ok());
         assert!(check_nccl_gpu(2, 2).is_ok());
-        assert!(check_nccl_gpu(0, 0).is_ok());
+        let err = check_nccl_gpu(0, 0).unwrap_err().to_string();
+        assert!(err.contains("sees no GPU"), "{err}");
         let err = check_nccl_gpu(1, 2).unwrap_err().to_string();
         assert!(
             err.contains("GPU 1") && err.contains(CUDA_VISIBLE_DEVICES),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_nccl_group_needs_a_gpu_per_rank() {
+        assert!(check_nccl_ranks(2, None, Some(2)).is_ok());
+        assert!(check_nccl_ranks(2, Some("3,5"), Some(8)).is_ok());
+        let err = check_nccl_ranks(2, None, Some(1)).unwrap_err().to_string();
+        assert!(
+            err.contains("2 NCCL ranks") && err.contains("shows 1"),
+            "{err}"
+        );
+        let err = check_nccl_ranks(3, Some("3,5"), Some(8))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("\"3,5\" lists 2"), "{err}");
+        // An empty list is no list: every GPU, as for `rank_gpu`.
+        let err = check_nccl_ranks(1, Some(""), Some(0))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("shows 0"), "{err}");
+        // No CUDA backend: nothing known, the ranks' own init reports what fails.
+        assert!(check_nccl_ranks(3, None, None).is_ok());
     }
 
     #[test]

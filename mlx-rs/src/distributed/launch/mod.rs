@@ -281,6 +281,14 @@ impl Launch {
     }
 
     fn start_and_wait(&mut self, dir: &std::path::Path) -> Result<LaunchReport> {
+        let gpus_chosen = self
+            .env
+            .iter()
+            .any(|(k, _)| k == config::CUDA_VISIBLE_DEVICES);
+        if self.backend == Backend::Nccl && !gpus_chosen {
+            let visible = std::env::var(config::CUDA_VISIBLE_DEVICES).ok();
+            config::check_nccl_ranks(self.ranks, visible.as_deref(), super::visible_gpus())?;
+        }
         // Held until every rank has ended. Without working locks (a file system without
         // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.
         let slots = scratch::claim_n(&scratch::default_root(), self.ranks).unwrap_or_default();
