@@ -217,7 +217,9 @@ impl Launch {
     }
 
     /// Runs `command` as rank `rank` instead of the program (a Python MLX rank, say). Its
-    /// environment gets the rank's variables too.
+    /// environment gets the rank's variables too. Under [`Backend::Mpi`] the command's
+    /// program, arguments, working folder and variables reach the rank through a shell
+    /// script, and an `env_clear` does not (a `Command` does not tell it).
     pub fn rank_command(mut self, rank: usize, command: Command) -> Launch {
         self.overrides.retain(|(r, _)| *r != rank);
         self.overrides.push((rank, command));

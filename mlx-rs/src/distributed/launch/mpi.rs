@@ -67,7 +67,7 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
     let mut child = mpirun.spawn().map_err(|e| {
         Error::Io(if e.kind() == std::io::ErrorKind::NotFound {
             "[launch] the mpi backend starts its ranks with Open MPI's mpirun, which is not \
-             on PATH (Debian: apt install openmpi-bin libopenmpi-dev)"
+             on PATH (Debian: apt install openmpi-bin)"
                 .to_string()
         } else {
             format!("[launch] starting mpirun: {e}")
@@ -77,17 +77,16 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
     let ended = Arc::new(AtomicBool::new(false));
     let launcher_output = Arc::new(Mutex::new(String::new()));
     let mut readers: Vec<JoinHandle<()>> = Vec::new();
-    for (stream, to_stderr) in [
-        (child.stdout.take().map(|s| Box::new(s) as Box<_>), false),
-        (child.stderr.take().map(|s| Box::new(s) as Box<_>), true),
-    ] {
-        let stream: Box<dyn std::io::Read + Send> = match stream {
-            Some(s) => s,
-            None => continue,
-        };
+    if let Some(out) = child.stdout.take() {
         readers.push(
             opts.echo
-                .forward(stream, "mpirun".into(), to_stderr, &launcher_output),
+                .forward(out, "mpirun".into(), false, &launcher_output),
+        );
+    }
+    if let Some(err) = child.stderr.take() {
+        readers.push(
+            opts.echo
+                .forward(err, "mpirun".into(), true, &launcher_output),
         );
     }
     let outputs: Vec<Arc<Mutex<String>>> = (0..ranks)
@@ -103,40 +102,27 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
         }
     }
 
+    // Each rank's status and when it was seen.
     let mut ends: Vec<Option<(ExitStatus, Duration)>> = vec![None; ranks];
     let mut timed_out = false;
-    let mut stopped = false;
+    // mpirun's status, or `None` when the launcher stopped it.
     let launcher_status = loop {
         let exited = child.try_wait().ok().flatten();
         // Read after mpirun's status: once it has exited, every rank's status file is final.
-        for (rank, end) in ends.iter_mut().enumerate() {
-            if end.is_none() {
-                *end = read_status(&opts.dir.join(format!("rank-{rank}.status")))
-                    .map(|s| (s, start.elapsed()));
-            }
-        }
-        if let Some(status) = exited {
-            break Some(status);
+        read_statuses(opts.dir, &mut ends, start);
+        if exited.is_some() {
+            break exited;
         }
         let failed = ends.iter().flatten().any(|(s, _)| !s.success());
-        if failed && opts.stop_others_on_failure {
-            stopped = true;
-            break stop(&mut child);
-        }
-        if opts.timeout.is_some_and(|t| start.elapsed() >= t) {
-            timed_out = true;
-            stopped = true;
-            break stop(&mut child);
+        timed_out = opts.timeout.is_some_and(|t| start.elapsed() >= t);
+        if (failed && opts.stop_others_on_failure) || timed_out {
+            stop(&mut child);
+            // Statuses written while mpirun stopped the ranks.
+            read_statuses(opts.dir, &mut ends, start);
+            break None;
         }
         std::thread::sleep(Duration::from_millis(10));
     };
-    // Statuses written while mpirun was being stopped.
-    for (rank, end) in ends.iter_mut().enumerate() {
-        if end.is_none() {
-            *end = read_status(&opts.dir.join(format!("rank-{rank}.status")))
-                .map(|s| (s, start.elapsed()));
-        }
-    }
     ended.store(true, Ordering::Release);
     for r in readers {
         let _ = r.join();
@@ -158,29 +144,38 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
         timed_out,
         launcher: Some(LauncherReport {
             name: "mpirun".into(),
-            status: if stopped { None } else { launcher_status },
+            status: launcher_status,
             output: take(&launcher_output),
         }),
     })
 }
 
+/// Records the status of each rank that has written one since the last look.
+fn read_statuses(dir: &Path, ends: &mut [Option<(ExitStatus, Duration)>], start: Instant) {
+    for (rank, end) in ends.iter_mut().enumerate() {
+        if end.is_none() {
+            *end =
+                read_status(&dir.join(format!("rank-{rank}.status"))).map(|s| (s, start.elapsed()));
+        }
+    }
+}
+
 /// Asks `mpirun` to stop its ranks (`SIGTERM`, which it forwards to them), and kills it if
-/// it has not ended within [`TERM_GRACE`]. Returns mpirun's status.
+/// it has not ended within [`TERM_GRACE`].
 ///
 /// mpirun stays in the launcher's process group, so that Ctrl-C reaches it (and it stops
 /// the ranks) as it reaches ranks the launcher starts itself.
-fn stop(child: &mut Child) -> Option<ExitStatus> {
-    let pid = Pid::from_child(child);
-    let _ = kill_process(pid, Signal::TERM);
+fn stop(child: &mut Child) {
+    let _ = kill_process(Pid::from_child(child), Signal::TERM);
     let asked = Instant::now();
     while asked.elapsed() < TERM_GRACE {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
     let _ = child.kill();
-    child.wait().ok()
+    let _ = child.wait();
 }
 
 /// Whether any rank's command sets `key` itself.
