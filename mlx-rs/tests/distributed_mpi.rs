@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mlx_rs::distributed::{self, Backend, Launch, LaunchReport};
+use mlx_rs::distributed::{self, Backend, Launch};
 use mlx_rs::{ops, Array, Dtype, Result};
 
 #[path = "support/collectives.rs"]
 mod collectives;
-#[path = "support/python.rs"]
-mod python;
-use collectives::as_i64;
+#[path = "support/ranks.rs"]
+mod ranks;
+use ranks::assert_ran;
 
 /// Runs the child test `name` as each of `ranks` processes under mpirun; `None` (after
 /// saying so) where there is no mpirun.
@@ -32,32 +32,7 @@ fn launch(ranks: usize, name: &str) -> Option<Launch> {
         println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
         return None;
     }
-    let exe = std::env::current_exe().unwrap();
-    Some(
-        Launch::new(ranks, exe)
-            .backend(Backend::Mpi)
-            .args([
-                "--ignored",
-                "--exact",
-                name,
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .timeout(Duration::from_secs(120))
-            // Collected in the report; echoed, it would bypass the test harness's capture.
-            .echo(false),
-    )
-}
-
-fn assert_ran(report: &LaunchReport) {
-    for r in &report.ranks {
-        assert!(
-            r.output.contains("1 passed"),
-            "rank {} did not run its test:\n{}",
-            r.rank,
-            r.output
-        );
-    }
+    Some(ranks::launch(ranks, name).backend(Backend::Mpi))
 }
 
 #[test]
@@ -79,11 +54,12 @@ fn collectives_equal_their_single_process_results_with_4_ranks() {
 fn child_collectives() -> Result<()> {
     let group = distributed::init(true, Backend::Mpi)?;
     // MLX's MPI backend has no sum_scatter: an Err at eval, as Python raises, not an abort.
+    // The message is MLX's: "[mpi] sum_scatter ...".
     let err = distributed::sum_scatter(&ops::ones(&[4], Dtype::Float32)?, Some(&group))
         .and_then(|s| s.eval())
         .unwrap_err()
         .to_string();
-    assert!(err.contains("sum_scatter not yet implemented"), "{err}");
+    assert!(err.contains("[mpi] sum_scatter"), "{err}");
     collectives::check(group)
 }
 
@@ -277,58 +253,21 @@ fn child_dies() -> Result<()> {
     );
 }
 
-const PYTHON_RANK: &str = r#"
-import mlx.core as mx
-g = mx.distributed.init(strict=True, backend="mpi")
-x = mx.arange(6, dtype=mx.float32) * (g.rank() + 1) + g.rank()
-s = mx.distributed.all_sum(x, group=g)
-print("python rank", g.rank(), "of", g.size(), "sum", [int(v) for v in s.tolist()])
-"#;
-
 #[test]
 fn a_rust_rank_and_a_python_rank_sum_together() {
-    let Some(python) = python::python() else {
-        println!(
-            "SKIPPED: no Python with MLX 0.32.2 found (set MLX_PYTHON or run scripts/python-venv)"
-        );
+    let Some(py) = ranks::python_rank(Backend::Mpi) else {
         return;
     };
     let Some(l) = launch(2, "child_rust_rank") else {
         return;
     };
-    let mut py = Command::new(python);
-    py.args(["-c", PYTHON_RANK]);
-    let report = l.rank_command(1, py).run().unwrap();
-    let want: Vec<i64> = (0..6).map(|i| i + (2 * i + 1)).collect();
-    let want = format!("sum {want:?}");
-    assert!(
-        report.ranks[0]
-            .output
-            .contains(&format!("rust rank 0 of 2 {want}")),
-        "{}",
-        report.ranks[0].output
-    );
-    assert!(
-        report.ranks[1]
-            .output
-            .contains(&format!("python rank 1 of 2 {want}")),
-        "{}",
-        report.ranks[1].output
-    );
+    ranks::assert_rust_and_python_summed(&l.rank_command(1, py).run().unwrap());
 }
 
 #[test]
 #[ignore = "the Rust rank of a_rust_rank_and_a_python_rank_sum_together"]
 fn child_rust_rank() -> Result<()> {
-    let g = distributed::init(true, Backend::Mpi)?;
-    let r = g.rank();
-    let x = ops::add(
-        &ops::multiply(&ops::arange(0, 6, 1, Dtype::Float32)?, (r + 1) as f32)?,
-        r as f32,
-    )?;
-    let s = distributed::all_sum(&x, Some(&g))?;
-    println!("rust rank {r} of {} sum {:?}", g.size(), as_i64(&s));
-    Ok(())
+    ranks::rust_rank(&distributed::init(true, Backend::Mpi)?)
 }
 
 #[test]

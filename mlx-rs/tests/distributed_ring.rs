@@ -9,42 +9,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use mlx_rs::compile::compile;
-use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_rs::distributed::{self, Backend, Group};
+use mlx_rs::{ops, Array, Result};
 
 #[path = "support/collectives.rs"]
 mod collectives;
-#[path = "support/python.rs"]
-mod python;
-use collectives::as_i64;
-use python::python;
-
-/// Runs the child test `name` as each of `ranks` processes.
-fn launch(ranks: usize, name: &str) -> Launch {
-    let exe = std::env::current_exe().unwrap();
-    Launch::new(ranks, exe)
-        .args([
-            "--ignored",
-            "--exact",
-            name,
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .timeout(Duration::from_secs(120))
-        // Collected in the report; echoed, it would bypass the test harness's capture.
-        .echo(false)
-}
-
-fn assert_ran(report: &LaunchReport) {
-    for r in &report.ranks {
-        assert!(
-            r.output.contains("1 passed"),
-            "rank {} did not run its test:\n{}",
-            r.rank,
-            r.output
-        );
-    }
-}
+#[path = "support/ranks.rs"]
+mod ranks;
+use ranks::{assert_ran, launch};
 
 #[test]
 fn collectives_equal_their_single_process_results_with_2_ranks() {
@@ -164,59 +136,22 @@ fn child_dies() -> Result<()> {
     Ok(())
 }
 
-const PYTHON_RANK: &str = r#"
-import mlx.core as mx
-g = mx.distributed.init(strict=True, backend="ring")
-x = mx.arange(6, dtype=mx.float32) * (g.rank() + 1) + g.rank()
-s = mx.distributed.all_sum(x, group=g)
-print("python rank", g.rank(), "of", g.size(), "sum", [int(v) for v in s.tolist()])
-"#;
-
 #[test]
 fn a_rust_rank_and_a_python_rank_sum_together() {
-    let Some(python) = python() else {
-        println!(
-            "SKIPPED: no Python with MLX 0.32.2 found (set MLX_PYTHON or run scripts/python-venv)"
-        );
+    let Some(py) = ranks::python_rank(Backend::Ring) else {
         return;
     };
-    let mut py = Command::new(python);
-    py.args(["-c", PYTHON_RANK]);
     let report = launch(2, "child_rust_rank")
         .rank_command(1, py)
         .run()
         .unwrap();
-    let want: Vec<i64> = (0..6).map(|i| i + (2 * i + 1)).collect();
-    let want = format!("sum {want:?}");
-    assert!(
-        report.ranks[0]
-            .output
-            .contains(&format!("rust rank 0 of 2 {want}")),
-        "{}",
-        report.ranks[0].output
-    );
-    assert!(
-        report.ranks[1]
-            .output
-            .contains(&format!("python rank 1 of 2 {want}")),
-        "{}",
-        report.ranks[1].output
-    );
+    ranks::assert_rust_and_python_summed(&report);
 }
 
 #[test]
 #[ignore = "the Rust rank of a_rust_rank_and_a_python_rank_sum_together"]
 fn child_rust_rank() -> Result<()> {
-    let g = distributed::init(true, Backend::Ring)?;
-    let r = g.rank();
-    let x = ops::add(
-        &ops::multiply(&ops::arange(0, 6, 1, Dtype::Float32)?, (r + 1) as f32)?,
-        r as f32,
-    )?;
-    let s = distributed::all_sum(&x, Some(&g))?;
-    let v: Vec<i64> = as_i64(&s);
-    println!("rust rank {r} of {} sum {v:?}", g.size());
-    Ok(())
+    ranks::rust_rank(&distributed::init(true, Backend::Ring)?)
 }
 
 #[test]
