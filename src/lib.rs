@@ -55,3 +55,32 @@ pub mod lm {
 /// `docs/porting.md`; its Rust examples run as doctests).
 #[doc = include_str!("../docs/porting.md")]
 pub mod porting {}
+
+/// The user guide: the pages of `docs/` (their Rust examples run as doctests).
+pub mod guide {
+    #[doc = include_str!("../docs/getting-started.md")]
+    pub mod getting_started {}
+    #[doc = include_str!("../docs/trees.md")]
+    pub mod trees {}
+    #[doc = include_str!("../docs/nn.md")]
+    pub mod nn {}
+    #[doc = include_str!("../docs/language-models.md")]
+    pub mod language_models {}
+    #[doc = include_str!("../docs/cuda.md")]
+    pub mod cuda {}
+    #[doc = include_str!("../docs/distributed.md")]
+    pub mod distributed {}
+    #[doc = include_str!("../docs/threads.md")]
+    pub mod threads {}
+    #[doc = include_str!("../docs/reliability.md")]
+    pub mod reliability {}
+    #[doc = include_str!("../docs/testing.md")]
+    pub mod testing {}
+    #[doc = include_str!("../docs/performance.md")]
+    pub mod performance {}
+}
+
+// The README's examples compile and run as doctests; it is not part of the rendered docs.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}
