@@ -13,7 +13,7 @@ use mlx_rs::{Array, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::layers::uniform_init;
-use crate::module::Frozen;
+use crate::Frozen;
 use crate::Activation;
 
 /// Python's `scale = 1.0 / math.sqrt(hidden_size)`: in f64, rounded to f32 once where it meets

@@ -16,7 +16,7 @@ use mlx_tree::{
 };
 
 use super::{invalid, resolve_group, shard_array, ShardGroup, ShardSpec};
-use crate::layers::{Embedding, QuantizedEmbedding};
+use crate::{Embedding, QuantizedEmbedding};
 use crate::{Forward, MaybeQuantizedEmbedding};
 
 /// The struct name a [`FullyShardedModule`] flattens to (Python's class name).
