@@ -5,7 +5,6 @@ use mlx_tree::TreeNode;
 
 use crate::Forward;
 
-
 /// Layers applied in order (Python: `nn.Sequential(*modules)`); its parameters are under
 /// `layers.0`, `layers.1`, ... as in Python. `L` is a tuple of layers (different types) or a
 /// `Vec` of one layer type.

@@ -17,7 +17,11 @@ use crate::Forward;
 
 /// One value per spatial axis (a single value repeats, as a Python `int` does), or an error
 /// naming the layer and the argument.
-pub(super) fn per_axis<const N: usize>(value: &Spatial, layer: &str, what: &str) -> Result<[i32; N]> {
+pub(super) fn per_axis<const N: usize>(
+    value: &Spatial,
+    layer: &str,
+    what: &str,
+) -> Result<[i32; N]> {
     value
         .per_axis(N)
         .and_then(|v| <[i32; N]>::try_from(v).ok())

@@ -5,7 +5,6 @@ use mlx_tree::TreeNode;
 
 use crate::Forward;
 
-
 /// Zeroes entries with probability `p` and scales the rest by `1 / (1 - p)` in training mode;
 /// the identity in evaluation mode (Python: `nn.Dropout(p=0.5)`).
 ///

@@ -10,7 +10,6 @@ use super::quantized::QuantizedEmbedding;
 use crate::kept_transpose::KeptTranspose;
 use crate::Forward;
 
-
 /// A lookup table of `dims`-vectors (Python: `nn.Embedding(num_embeddings, dims)`),
 /// initialized from a normal with scale `sqrt(1 / dims)`.
 #[derive(Debug, Clone, TreeNode)]

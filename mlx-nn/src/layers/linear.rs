@@ -9,7 +9,6 @@ use super::{inv_sqrt, uniform_init};
 use crate::kept_transpose::KeptTranspose;
 use crate::Forward;
 
-
 /// `y = x W^T + b` (Python: `nn.Linear(input_dims, output_dims, bias=True)`). Weights are
 /// `(output_dims, input_dims)`, initialized uniformly in `±sqrt(1 / input_dims)`.
 ///

@@ -61,7 +61,6 @@ fn normalize(x: &Array, mean: &Array, var: &Array, eps: f64) -> Result<Array> {
 // ---------------------------------------------------------------------------------------------
 // RMSNorm and LayerNorm (the fused kernels)
 
-
 /// Root-mean-square normalization over the last axis (Python: `nn.RMSNorm(dims, eps=1e-5)`).
 #[derive(Debug, Clone, TreeNode)]
 pub struct RMSNorm {

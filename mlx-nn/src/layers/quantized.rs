@@ -2,9 +2,7 @@
 //! [`QuantizedEmbedding`] and [`QQLinear`], and [`quantize`], which swaps a model's layers for
 //! them in place.
 
-use mlx_rs::ops::{
-    self, DequantizeOptions, QqmmOptions, QuantizationMode, QuantizedMatmulOptions,
-};
+use mlx_rs::ops::{self, DequantizeOptions, QqmmOptions, QuantizationMode, QuantizedMatmulOptions};
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::{tree_flatten, tree_unflatten, NodeKind, TreeDef, TreeNode};
 
