@@ -7,7 +7,8 @@
 //! parameters())` names them, so weights written by Python load by name.
 //!
 //! - [`Module`] is what every tree of parameters can do — Python's `nn.Module` methods
-//!   `parameters()`, `trainable_parameters()`, `freeze`/`unfreeze`, `train`/`eval`,
+//!   `parameters()`, `trainable_parameters()`, `freeze`/`unfreeze`, `train`/`eval` (as
+//!   [`Module::train`]/[`Module::eval_mode`]: `eval` is what computes arrays),
 //!   `load_weights`/`save_weights`, `update` (as [`Module::update_parameters`]). It is
 //!   implemented for every tree; you never implement it.
 //! - [`Forward`] is the call, Python's `module(x)`: layers implement it and so do your models,
