@@ -223,7 +223,7 @@ fn train_and_eval_modes() -> Result<()> {
     // In training mode dropout zeroes some entries and doubles the rest.
     let zeros = ops::equal(&y, 0.0)?.sum(None, false)?.item::<i32>()?;
     assert!(zeros > 0 && zeros < 256, "{zeros}");
-    net.eval()?;
+    net.eval_mode()?;
     assert!(!net.training()? && !net.drop.training);
     let y = net.drop.forward(&x)?;
     assert!(ops::array_equal(&y, &x, false)?.item::<bool>()?);

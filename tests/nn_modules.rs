@@ -351,7 +351,7 @@ fn training_hooks_run_on_train_and_eval() -> Result<()> {
         };
         2
     ];
-    m.eval()?;
+    m.eval_mode()?;
     m.train(true)?;
     for c in &m {
         assert_eq!(c.hits.item::<f32>()?, 11.0);

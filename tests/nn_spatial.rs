@@ -396,6 +396,42 @@ fn bad_conv_arguments_and_inputs_are_errors() -> Result<()> {
     Ok(())
 }
 
+/// Conv1d and Conv2d are written by the same macro as Conv3d, so they check the same
+/// arguments and inputs (with `groups`, which Python gives them): the input's channels are
+/// the weight's times `groups`.
+#[test]
+fn conv1d_and_conv2d_check_as_conv3d_does() -> Result<()> {
+    let _turn = random_turn();
+    let d = ConvOptions::default;
+    err(nn::Conv1d::new(4, 8, 0, d(), None), "kernel_size");
+    err(nn::Conv1d::new(4, 8, 3, d().stride(0), None), "stride");
+    err(nn::Conv1d::new(4, 8, 3, d().stride((1, 2)), None), "stride");
+    err(nn::Conv1d::new(4, 8, 3, d().groups(3), None), "groups");
+    err(nn::Conv2d::new(3, 4, (3, 3, 3), d(), None), "kernel_size");
+    err(nn::Conv2d::new(0, 4, 3, d(), None), "in_channels");
+    err(nn::Conv2d::new(4, 6, 3, d().groups(4), None), "groups");
+    err(
+        nn::Conv2d::new(4, 4, 3, d().dilation((1, 0)), None),
+        "dilation",
+    );
+
+    // One kernel size for every axis, as Python's `int`.
+    let c2 = nn::Conv2d::new(4, 6, 3, d().groups(2), None)?;
+    assert_eq!(c2.weight.shape(), &[6, 3, 3, 2]);
+    assert_eq!((c2.stride, c2.padding, c2.groups), ((1, 1), (0, 0), 2));
+
+    let zeros = |shape: &[i32]| mlx::core::ops::zeros(shape, None);
+    let c1 = nn::Conv1d::new(4, 8, 3, d().groups(2), None)?;
+    assert_eq!(c1.weight.shape(), &[8, 3, 2]);
+    assert_eq!(c1.forward(&zeros(&[1, 5, 4])?)?.shape(), &[1, 3, 8]);
+    err(c1.forward(&zeros(&[1, 5, 2])?), "Conv1d");
+    err(c1.forward(&zeros(&[5, 4])?), "Conv1d");
+    assert_eq!(c2.forward(&zeros(&[2, 5, 5, 4])?)?.shape(), &[2, 3, 3, 6]);
+    err(c2.forward(&zeros(&[2, 5, 5, 2])?), "Conv2d");
+    err(c2.forward(&zeros(&[5, 5, 4])?), "Conv2d");
+    Ok(())
+}
+
 #[test]
 fn bad_pool_arguments_and_inputs_are_errors() -> Result<()> {
     let p = PoolOptions::default;

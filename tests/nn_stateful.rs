@@ -152,7 +152,7 @@ fn batch_norm_matches_python() -> Result<()> {
                 _ => panic!("{what}: one running statistic without the other"),
             }
         }
-        bn.eval()?;
+        bn.eval_mode()?;
         let x = array(&case["eval"]["input"]);
         let what = format!("{name} eval");
         check(&bn.forward(&x)?, &case["eval"]["output"], &what);
@@ -367,7 +367,7 @@ fn batch_norm_training_matches_python_eager_and_compiled() -> Result<()> {
         assert_eq!(step.stats().traces, 1);
     }
     let (mut model, _) = eager;
-    model.eval()?;
+    model.eval_mode()?;
     let x = array(&t["eval"]["input"]);
     let y = model.layers.1.forward(&model.layers.0.forward(&x)?)?;
     check(&y, &t["eval"]["output"], "eval");
@@ -588,7 +588,7 @@ fn bad_inputs_are_errors() -> Result<()> {
         nn::BatchNorm::new(4, nn::BatchNormOptions::default().eps(0.0)),
         "'eps' must be positive",
     );
-    bn.eval()?;
+    bn.eval_mode()?;
     assert_eq!(bn.forward(&x(&[1, 4]))?.shape(), &[1, 4]); // one value is fine in eval mode
 
     let gn = nn::GroupNorm::new(2, 4, Default::default())?;

@@ -184,7 +184,7 @@ fn encoders_match_python() -> Result<()> {
         let case = &data["cases"][name];
         let mut enc = encoder(case, name)?;
         if case["config"]["eval"].as_bool().unwrap_or(false) {
-            enc.eval()?;
+            enc.eval_mode()?;
         }
         let m = mask(&data, case, "mask");
         check(

@@ -7,7 +7,8 @@
 //! parameters())` names them, so weights written by Python load by name.
 //!
 //! - [`Module`] is what every tree of parameters can do — Python's `nn.Module` methods
-//!   `parameters()`, `trainable_parameters()`, `freeze`/`unfreeze`, `train`/`eval`,
+//!   `parameters()`, `trainable_parameters()`, `freeze`/`unfreeze`, `train`/`eval` (as
+//!   [`Module::train`]/[`Module::eval_mode`]: `eval` is what computes arrays),
 //!   `load_weights`/`save_weights`, `update` (as [`Module::update_parameters`]). It is
 //!   implemented for every tree; you never implement it.
 //! - [`Forward`] is the call, Python's `module(x)`: layers implement it and so do your models,
@@ -63,54 +64,48 @@
 // Pure safe Rust over mlx-rs and mlx-tree: the unsafe code lives in mlx-sys and mlx-rs only.
 #![forbid(unsafe_code)]
 
-mod activations;
-mod bilinear;
-mod conv;
-mod distributed;
+// The file layout follows Python's `mlx/nn/`: `layers/<module>.rs` for each module of
+// `mlx/nn/layers/` (`layers/base/` is `base.py`, `Module`), and `init.rs`, `losses.rs`,
+// `utils.rs` beside them. The other files here are Rust's own: the call trait, the
+// quantized-or-not layer enum and the kept transposed weight.
 mod forward;
 pub mod init;
 mod kept_transpose;
 mod layers;
 pub mod losses;
 mod maybe_quantized;
-mod module;
-mod modules;
-mod normalization;
-mod pooling;
-mod positional;
-mod qq_linear;
-mod quantize;
-mod recurrent;
-mod sharded;
-mod transformer;
-mod upsample;
 pub mod utils;
 
-pub use activations::*;
-pub use bilinear::*;
-pub use conv::*;
-pub use distributed::{average_gradients, AverageGradientsOptions};
 pub use forward::{Apply, Forward};
-pub use layers::*;
-pub use maybe_quantized::{
-    MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
-};
-pub use module::{value_and_grad, Frozen, LoadOptions, Module};
-pub use modules::{register_training_hook, AnyModule, ParameterEntry};
-pub use normalization::*;
-pub use pooling::*;
-pub use positional::*;
-pub use qq_linear::{QQLinear, QQLinearOptions};
-pub use quantize::{quantize, ClassPredicate, QuantizeOptions};
-pub use recurrent::*;
-pub use sharded::{
+pub use layers::activations::*;
+pub use layers::base::any_module::{register_training_hook, AnyModule, ParameterEntry};
+pub use layers::base::{Frozen, LoadOptions, Module};
+pub use layers::containers::*;
+pub use layers::convolution::*;
+pub use layers::convolution_transpose::*;
+pub use layers::distributed::{
     fully_shard, shard_inplace, shard_linear, sum_gradients, AllToShardedLinear,
     FullyShardedModule, MaybeFullySharded, QuantizedAllToShardedLinear,
     QuantizedAllToShardedLinearOptions, QuantizedShardedToAllLinear,
     QuantizedShardedToAllLinearOptions, Segments, ShardPredicate, ShardSpec, ShardableLinear,
     ShardedLinear, ShardedToAllLinear, Sharding, ShardingRule, SumGradients,
 };
-pub use transformer::*;
-pub use upsample::*;
+pub use layers::dropout::*;
+pub use layers::embedding::*;
+pub use layers::linear::*;
+pub use layers::normalization::*;
+pub use layers::pooling::*;
+pub use layers::positional_encoding::*;
+pub use layers::quantized::{
+    quantize, ClassPredicate, QQLinear, QQLinearOptions, QuantizeOptions, QuantizedEmbedding,
+    QuantizedLinear,
+};
+pub use layers::recurrent::*;
+pub use layers::transformer::*;
+pub use layers::upsample::*;
+pub use maybe_quantized::{
+    MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
+};
+pub use utils::{average_gradients, value_and_grad, AverageGradientsOptions};
 // The conv layers take the conv ops' keyword arguments, so one import serves both.
 pub use mlx_rs::ops::ConvOptions;

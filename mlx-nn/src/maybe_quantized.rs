@@ -5,8 +5,7 @@
 use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
-use crate::layers::{Embedding, Linear, QuantizedEmbedding, QuantizedLinear};
-use crate::Forward;
+use crate::{Embedding, Forward, Linear, QuantizedEmbedding, QuantizedLinear};
 
 /// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
 pub trait Quantizable: TreeNode {

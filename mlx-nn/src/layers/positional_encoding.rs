@@ -1,15 +1,77 @@
 //! Positional encodings without parameters (Python: `mlx.nn.layers.positional_encoding`):
-//! [`SinusoidalPositionalEncoding`] and [`ALiBi`]. [`RoPE`](crate::RoPE) lives with the other
-//! layers.
+//! [`RoPE`], [`SinusoidalPositionalEncoding`] and [`ALiBi`].
 //!
 //! The constants Python derives from its floats (log frequencies, `2π`, the default scale,
 //! ALiBi's slopes) are computed in f64 as Python computes them and rounded to f32 once, so
 //! the results are Python's bit for bit.
 
+use mlx_rs::fast::{self, RopeOffset};
 use mlx_rs::{ops, Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::Forward;
+
+// ---------------------------------------------------------------------------------------------
+// RoPE
+
+/// Rotary positional encoding (Python: `nn.RoPE(dims, traditional=False, base=10000,
+/// scale=1.0)`); no parameters.
+#[derive(Debug, Clone, TreeNode)]
+pub struct RoPE {
+    #[tree(static)]
+    pub dims: i32,
+    #[tree(static)]
+    pub traditional: bool,
+    #[tree(static)]
+    pub base: f32,
+    #[tree(static)]
+    pub scale: f32,
+}
+
+impl RoPE {
+    /// Python's defaults (`traditional=False`, `base=10000`, `scale=1.0`); change them with
+    /// the builder methods: `RoPE::new(64).traditional(true).base(500_000.0)`.
+    pub fn new(dims: i32) -> RoPE {
+        RoPE {
+            dims,
+            traditional: false,
+            base: 10000.0,
+            scale: 1.0,
+        }
+    }
+
+    /// Rotates consecutive pairs instead of the two halves (Python: `traditional=False`).
+    pub fn traditional(mut self, traditional: bool) -> Self {
+        self.traditional = traditional;
+        self
+    }
+
+    /// The base of the frequencies (Python: `base=10000`).
+    pub fn base(mut self, base: f32) -> Self {
+        self.base = base;
+        self
+    }
+
+    /// The scale of the positions (Python: `scale=1.0`).
+    pub fn scale(mut self, scale: f32) -> Self {
+        self.scale = scale;
+        self
+    }
+
+    /// Rotates `x` (`[..., length, dims]`) for positions starting at `offset` (an integer, or
+    /// an array so a compiled decode step does not retrace as the position moves).
+    pub fn forward<'o>(&self, x: &Array, offset: impl Into<RopeOffset<'o>>) -> Result<Array> {
+        fast::rope(
+            x,
+            self.dims,
+            self.traditional,
+            Some(self.base),
+            self.scale,
+            offset,
+            None,
+        )
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // SinusoidalPositionalEncoding

@@ -1,5 +1,6 @@
 //! Models split over the processes of a distributed group (Python:
-//! `mlx.nn.layers.distributed` and `mlx.nn.utils.clip_grad_norm_sharded`).
+//! `mlx.nn.layers.distributed`; `clip_grad_norm_sharded` is in [`utils`](crate::utils), as in
+//! Python).
 //!
 //! Two ways to split a model over a [`Group`]:
 //!
@@ -14,7 +15,7 @@
 //! - **Fully sharded data parallelism**: [`fully_shard`] / [`FullyShardedModule`] keep a slice
 //!   (along axis 0) of every parameter on each process, gather the full parameters for each
 //!   call and hand each process the gradient of its slice, averaged over the group, so each
-//!   process stores and updates only its own slice. [`clip_grad_norm_sharded`] clips such
+//!   process stores and updates only its own slice. [`clip_grad_norm_sharded`](crate::utils::clip_grad_norm_sharded) clips such
 //!   gradients by their global norm.
 //!
 //! Where Python takes `group=None` for the global group, these functions take
@@ -38,7 +39,7 @@ use mlx_rs::distributed::{self, Group};
 use mlx_rs::transforms::{custom_vjp, CustomFunction};
 use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::serde_json::Value as Json;
-use mlx_tree::{tree_leaves, tree_map, StaticData, TreeNode};
+use mlx_tree::StaticData;
 
 use crate::{Forward, Module};
 
@@ -540,45 +541,4 @@ pub fn shard_inplace<'a, M: Module>(
         &group,
     )?;
     module.update_named_parameters(sharded)
-}
-
-// ---------------------------------------------------------------------------------------------
-// clip_grad_norm_sharded
-
-/// Clips gradients that are sharded over a group by their global L2 norm; returns the
-/// clipped shards and the global norm (Python: `nn.utils.clip_grad_norm_sharded(gradients,
-/// max_norm, group=None)`).
-///
-/// Each process holds a shard of the gradients (as [`fully_shard`] leaves them), so the
-/// squared norms of the local shards are summed over the group (`all_sum`) before the
-/// square root; every process then scales its shard by `min(max_norm / (norm + 1e-6), 1)`,
-/// the same factor on every process. It is `clip_grad_norm` of the whole gradients, computed
-/// in pieces. As in Python, `max_norm` is not checked (Python's `clip_grad_norm` rejects a
-/// negative one; this function does not).
-///
-/// ```
-/// use mlx_nn::utils::clip_grad_norm_sharded;
-/// use mlx_rs::Array;
-/// let grads = vec![Array::from_slice(&[3.0f32, 4.0], &[2])?];
-/// let (clipped, norm) = clip_grad_norm_sharded(&grads, 1.0, None)?; // one process
-/// assert!((norm.item::<f32>()? - 5.0).abs() < 1e-6);
-/// assert!((clipped[0].to_vec::<f32>()?[1] - 0.8).abs() < 1e-6);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-pub fn clip_grad_norm_sharded<'a, T: TreeNode>(
-    gradients: &T,
-    max_norm: f32,
-    group: impl Into<Option<&'a Group>>,
-) -> Result<(T, Array)> {
-    // Python: tree_reduce(lambda acc, g: acc + g.square().sum(), gradients, 0.0), in flatten
-    // order, as `clip_grad_norm` sums.
-    let mut local = Array::from(0.0f32);
-    for g in tree_leaves(gradients) {
-        local = ops::add(&local, &ops::square(g)?.sum(None, false)?)?;
-    }
-    let global = distributed::all_sum(&local, group.into())?;
-    let norm = ops::sqrt(&global)?;
-    let normalizer = ops::minimum(&ops::divide(max_norm, &ops::add(&norm, 1e-6f32)?)?, 1.0f32)?;
-    let clipped = tree_map(|g| ops::multiply(g, &normalizer), gradients)?;
-    Ok((clipped, norm))
 }

@@ -1,4 +1,5 @@
-//! [`Module`]: what every tree of parameters can do (Python: `mlx.nn.Module`'s methods).
+//! [`Module`]: what every tree of parameters can do (Python: `mlx.nn.Module`'s methods, in
+//! `mlx/nn/layers/base.py`).
 //!
 //! A module is any [`TreeNode`]: a layer, your own `#[derive(TreeNode)]` model, a `Vec` of
 //! layers. There is no second registration mechanism: the parameters are the tree's leaves,
@@ -15,17 +16,19 @@
 //!   innermost enclosing module that has such a field; add one to your own structs to make
 //!   their direct array fields freezable.
 
+pub(crate) mod any_module;
+
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use mlx_rs::{ops, Array, Dtype, Error, Result};
-
-use crate::modules::{self, AnyModule, ParameterEntry};
+use mlx_rs::{Array, Dtype, Error, Result};
 pub use mlx_tree::LoadOptions;
 use mlx_tree::{
     tree_assign_leaves, tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticData, StaticValue,
     TreeDef, TreeNode, Value,
 };
+
+use any_module::{AnyModule, ParameterEntry};
 
 /// The frozen parameters of one module, by their path relative to it (static data).
 #[derive(Debug, Clone, Default, PartialEq, Eq, StaticData)]
@@ -256,11 +259,27 @@ pub trait Module: TreeNode {
             rebuild(self, &new)?;
         }
         // What modules do on a change of mode beyond their flag (QQLinear quantizes).
-        modules::run_training_hooks(self, mode)
+        any_module::run_training_hooks(self, mode)
     }
 
-    /// Evaluation mode (Python: `model.eval()`).
-    fn eval(&mut self) -> Result<()> {
+    /// Sets evaluation mode, `train(false)` (Python: `model.eval()`).
+    ///
+    /// Not named `eval`: in Rust `eval` is what computes arrays
+    /// ([`Array::eval`](mlx_rs::Array::eval), `mlx::core::eval(&tree)`), and this trait is
+    /// implemented for every tree, so with an `eval` here `outputs.eval()` on a `Vec<Array>`
+    /// would compile, compute nothing and set a mode.
+    ///
+    /// ```
+    /// use mlx_nn::{Dropout, Module};
+    /// let mut dropout = Dropout::new(0.5)?;
+    /// dropout.eval_mode()?; // Python: dropout.eval()
+    /// assert!(!dropout.training()?);
+    /// dropout.train(true)?;
+    /// assert!(dropout.training()?);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    #[doc(alias = "eval")]
+    fn eval_mode(&mut self) -> Result<()> {
         self.train(false)
     }
 
@@ -386,7 +405,7 @@ pub trait Module: TreeNode {
     /// `tree_flatten(model.children(), is_leaf=nn.Module.is_module)`). See
     /// [`AnyModule`] for what a module is.
     fn children(&self) -> Result<Vec<(String, AnyModule)>> {
-        modules::children(self)
+        any_module::children(self)
     }
 
     /// Every module with its path, this one (`""`) included, in Python's order: a module,
@@ -400,7 +419,7 @@ pub trait Module: TreeNode {
     /// # Ok::<(), mlx_rs::Error>(())
     /// ```
     fn named_modules(&self) -> Result<Vec<(String, AnyModule)>> {
-        modules::named_modules(self)
+        any_module::named_modules(self)
     }
 
     /// Every module, in [`named_modules`](Self::named_modules)' order (Python:
@@ -412,7 +431,7 @@ pub trait Module: TreeNode {
     /// The modules that hold no other module, with their paths, in flatten order (Python:
     /// `tree_flatten(model.leaf_modules(), is_leaf=nn.Module.is_module)`).
     fn leaf_modules(&self) -> Result<Vec<(String, AnyModule)>> {
-        modules::leaf_modules(self)
+        any_module::leaf_modules(self)
     }
 
     /// Calls `f` with the path of every module of type `T` (this one included), in
@@ -438,7 +457,7 @@ pub trait Module: TreeNode {
         &mut self,
         mut f: impl FnMut(&str, &mut T) -> Result<()>,
     ) -> Result<()> {
-        modules::apply_to_modules(self, &mut f)
+        any_module::apply_to_modules(self, &mut f)
     }
 
     /// Replaces modules by path (Python: `model.update_modules(tree_unflatten(pairs))`).
@@ -447,7 +466,7 @@ pub trait Module: TreeNode {
     /// an enum over both (such as [`MaybeQuantized`](crate::MaybeQuantized)). On an error
     /// the model is left as it was.
     fn update_modules(&mut self, modules: Vec<(String, AnyModule)>) -> Result<()> {
-        modules::update_modules(self, modules)
+        any_module::update_modules(self, modules)
     }
 
     /// The parameters `filter` accepts, each mapped by `map`, as a nested tree (Python:
@@ -459,7 +478,7 @@ pub trait Module: TreeNode {
         mut filter: impl FnMut(&ParameterEntry<'_>) -> bool,
         mut map: impl FnMut(&Array) -> Result<Array>,
     ) -> Result<Value> {
-        Value::from_flat(modules::filter_and_map(self, &mut filter, &mut map)?)
+        Value::from_flat(any_module::filter_and_map(self, &mut filter, &mut map)?)
     }
 
     /// Maps the parameters `filter` accepts (all with `None`) through `map` and keeps the
@@ -482,7 +501,7 @@ pub trait Module: TreeNode {
         filter: Option<&dyn Fn(&ParameterEntry<'_>) -> bool>,
     ) -> Result<()> {
         let mut filter = |p: &ParameterEntry<'_>| filter.map_or(true, |f| f(p));
-        let mapped = modules::filter_and_map(self, &mut filter, &mut map)?;
+        let mapped = any_module::filter_and_map(self, &mut filter, &mut map)?;
         self.update_named_parameters(mapped)
     }
 
@@ -492,7 +511,7 @@ pub trait Module: TreeNode {
     /// optimizer is a tree too, so both traits apply to it.
     #[doc(alias = "state")]
     fn module_state(&self) -> Result<AnyModule> {
-        modules::state(self)
+        any_module::state(self)
     }
 }
 
@@ -555,73 +574,4 @@ fn set_frozen<T: TreeNode>(tree: &mut T, keys: Option<&[&str]>, freeze: bool) ->
             .map(|set| StaticValue::new(&Frozen(set)))
     });
     rebuild(tree, &new)
-}
-
-/// `value_and_grad` with respect to the *trainable* parameters of a model (Python:
-/// `nn.value_and_grad(model, fn)`): [`mlx_tree::value_and_grad`] — same call, same result —
-/// except that frozen parameters are held constant and get zero gradients (optimizers skip
-/// them anyway).
-///
-/// `fun(&model, &args)` returns a tree whose first leaf is the scalar loss (`Array`, or
-/// `(loss, aux)`); the returned function gives `(fun(model, args), grads)` with `grads` of the
-/// model's own type. See the crate docs for which `value_and_grad` to use when.
-///
-/// ```
-/// use mlx_nn::{value_and_grad, Forward, Linear, Module};
-/// use mlx_rs::{ops, Array};
-/// let mut model = Linear::new(3, 2, true)?;
-/// model.freeze(Some(&["bias"]))?;
-/// let x = ops::ones(&[4, 3], None)?;
-/// let loss_fn = |m: &Linear, x: &Array| m.forward(x)?.square()?.mean(None, false);
-/// let (loss, grads) = value_and_grad(loss_fn)(&model, &x)?;
-/// assert_eq!(grads.weight.shape(), &[2, 3]);
-/// assert_eq!(grads.bias.unwrap().abs()?.sum(None, false)?.item::<f32>()?, 0.0); // frozen
-/// assert!(loss.item::<f32>()? >= 0.0);
-/// # Ok::<(), mlx_rs::Error>(())
-/// ```
-pub fn value_and_grad<'f, M, A, O, F>(fun: F) -> impl Fn(&M, &A) -> Result<(O, M)> + 'f
-where
-    M: Module,
-    A: TreeNode,
-    O: TreeNode,
-    F: Fn(&M, &A) -> Result<O> + 'f,
-{
-    move |model: &M, args: &A| {
-        let mask = model.trainable_mask()?;
-        if mask.iter().all(|t| *t) {
-            return mlx_tree::value_and_grad(&fun)(model, args);
-        }
-        let (leaves, def) = tree_flatten(model)?;
-        let leaves: Vec<Array> = leaves.into_iter().cloned().collect();
-        let trainable: Vec<Array> = leaves
-            .iter()
-            .zip(&mask)
-            .filter(|(_, t)| **t)
-            .map(|(a, _)| a.clone())
-            .collect();
-        // Every leaf of the model, taking the trainable ones from `values` in order.
-        let merge = |values: Vec<Array>, frozen: &dyn Fn(&Array) -> Result<Array>| {
-            let mut it = values.into_iter();
-            leaves
-                .iter()
-                .zip(&mask)
-                .map(|(a, t)| match t {
-                    true => it
-                        .next()
-                        .ok_or_else(|| Error::InvalidArgument("missing gradient".into())),
-                    false => frozen(a),
-                })
-                .collect::<Result<Vec<Array>>>()
-        };
-        let zeros = |a: &Array| ops::zeros_like(a, None);
-        if trainable.is_empty() {
-            let out = fun(model, args)?;
-            return Ok((out, tree_unflatten(&def, merge(Vec::new(), &zeros)?)?));
-        }
-        let (out, grads) = mlx_tree::value_and_grad(|t: &Vec<Array>, a: &A| {
-            let m: M = tree_unflatten(&def, merge(t.clone(), &|a| Ok(a.clone()))?)?;
-            fun(&m, a)
-        })(&trainable, args)?;
-        Ok((out, tree_unflatten(&def, merge(grads, &zeros)?)?))
-    }
 }

@@ -11,6 +11,7 @@ use mlx_rs::ops::{self, AsStridedOptions, Spatial};
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::TreeNode;
 
+use super::PerAxis;
 use crate::Forward;
 
 /// The keyword arguments of the pooling layers (Python: `stride=None, padding=0`). Each takes
@@ -264,40 +265,6 @@ macro_rules! pooling_layers {
             }
         }
     )+};
-}
-
-/// The field types of the pooling layers: `i32` for one spatial axis, a tuple for more (as the
-/// conv layers store theirs).
-trait PerAxis<const N: usize>: Copy {
-    fn from_array(v: [i32; N]) -> Self;
-    fn to_array(self) -> [i32; N];
-}
-
-impl PerAxis<1> for i32 {
-    fn from_array([v]: [i32; 1]) -> Self {
-        v
-    }
-    fn to_array(self) -> [i32; 1] {
-        [self]
-    }
-}
-
-impl PerAxis<2> for (i32, i32) {
-    fn from_array(v: [i32; 2]) -> Self {
-        v.into()
-    }
-    fn to_array(self) -> [i32; 2] {
-        self.into()
-    }
-}
-
-impl PerAxis<3> for (i32, i32, i32) {
-    fn from_array(v: [i32; 3]) -> Self {
-        v.into()
-    }
-    fn to_array(self) -> [i32; 3] {
-        self.into()
-    }
 }
 
 pooling_layers! {

@@ -1,16 +1,16 @@
-//! Normalization over a batch, a group of features or one instance (Python:
-//! `mlx.nn.layers.normalization`): [`BatchNorm`], [`GroupNorm`], [`InstanceNorm`].
-//! [`LayerNorm`](crate::LayerNorm) and [`RMSNorm`](crate::RMSNorm) live with the other layers.
+//! Python's `mlx.nn.layers.normalization`: [`LayerNorm`], [`RMSNorm`], [`BatchNorm`],
+//! [`GroupNorm`] and [`InstanceNorm`].
 //!
 //! Every layer computes Python's formula op for op, so the results are Python's bit for bit
-//! when both use the same libmlx. `eps` and `momentum` are Python floats: they are kept in f64
-//! and rounded to f32 once where they meet an array, as Python converts a float (to float32
-//! first, then to a float16 or bfloat16 array's dtype).
+//! when both use the same libmlx. `eps` and `momentum` of the last three are Python floats:
+//! they are kept in f64 and rounded to f32 once where they meet an array, as Python converts a
+//! float (to float32 first, then to a float16 or bfloat16 array's dtype).
 
 use mlx_rs::{fast, ops, Array, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::module::{Frozen, Module};
+use super::base::{Frozen, Module};
+use super::zero_bias;
 use crate::Forward;
 
 /// Python's check of `eps` (`if eps <= 0.0: raise ValueError`).
@@ -56,6 +56,92 @@ fn affine(x: Array, weight: Option<&Array>, bias: Option<&Array>) -> Result<Arra
 fn normalize(x: &Array, mean: &Array, var: &Array, eps: f64) -> Result<Array> {
     let inv_std = ops::rsqrt(&ops::add(var, eps as f32)?)?;
     ops::multiply(&ops::subtract(x, mean)?, &inv_std)
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMSNorm and LayerNorm (the fused kernels)
+
+/// Root-mean-square normalization over the last axis (Python: `nn.RMSNorm(dims, eps=1e-5)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct RMSNorm {
+    pub weight: Array,
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl RMSNorm {
+    /// `eps` defaults to `1e-5`.
+    pub fn new(dims: i32, eps: impl Into<Option<f32>>) -> Result<RMSNorm> {
+        Ok(RMSNorm {
+            weight: ops::ones(&[dims], None)?,
+            eps: eps.into().unwrap_or(1e-5),
+            frozen: Frozen::default(),
+        })
+    }
+}
+
+impl Forward for RMSNorm {
+    /// Applies the layer (Python: `norm(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        fast::rms_norm(x, Some(&self.weight), self.eps)
+    }
+}
+
+/// Layer normalization over the last axis (Python: `nn.LayerNorm(dims, eps=1e-5, affine=True,
+/// bias=True)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct LayerNorm {
+    pub weight: Option<Array>,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub eps: f32,
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+mlx_rs::options! {
+    /// The keyword arguments of [`LayerNorm::new`], with Python's defaults (`eps=1e-5`,
+    /// `affine=True`, `bias=True`). `affine` and `bias` decide which parameters exist, so they are
+    /// given before the layer is built.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct LayerNormOptions {
+        eps: plain f32 = 1e-5,
+        affine: plain bool = true,
+        bias: plain bool = true,
+    }
+}
+
+impl LayerNorm {
+    /// A new layer (weight ones, bias zeros, as Python).
+    ///
+    /// ```
+    /// use mlx_nn::{LayerNorm, LayerNormOptions, Module};
+    /// let ln = LayerNorm::new(8, LayerNormOptions::default().bias(false))?;
+    /// assert_eq!(ln.num_parameters()?, 8);
+    /// # Ok::<(), mlx_rs::Error>(())
+    /// ```
+    pub fn new(dims: i32, options: LayerNormOptions) -> Result<LayerNorm> {
+        let LayerNormOptions { eps, affine, bias } = options;
+        Ok(LayerNorm {
+            weight: if affine {
+                Some(ops::ones(&[dims], None)?)
+            } else {
+                None
+            },
+            bias: zero_bias(affine && bias, dims)?,
+            eps,
+            frozen: Frozen::default(),
+        })
+    }
+}
+
+impl Forward for LayerNorm {
+    /// Applies the layer (Python: `norm(x)`).
+    fn forward(&self, x: &Array) -> Result<Array> {
+        fast::layer_norm(x, self.weight.as_ref(), self.bias.as_ref(), self.eps)
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -289,7 +375,7 @@ impl BatchNorm {
     /// assert!(bn.forward(&x).is_err()); // training mode: the update needs `&mut`
     /// bn.forward_mut(&x)?;
     /// assert_eq!(bn.running_mean.as_ref().unwrap().to_vec::<f32>()?, [0.3, 0.4]);
-    /// bn.eval()?;
+    /// bn.eval_mode()?;
     /// assert_eq!(bn.forward(&x)?.shape(), &[4, 2]); // normalized with the running statistics
     /// # Ok::<(), mlx_rs::Error>(())
     /// ```

@@ -16,8 +16,7 @@ use mlx_tree::{
 };
 
 use super::{invalid, resolve_group, shard_array, ShardGroup, ShardSpec};
-use crate::layers::{Embedding, QuantizedEmbedding};
-use crate::{Forward, MaybeQuantizedEmbedding};
+use crate::{Embedding, Forward, MaybeQuantizedEmbedding, QuantizedEmbedding};
 
 /// The struct name a [`FullyShardedModule`] flattens to (Python's class name).
 const NAME: &str = "FullyShardedModule";

@@ -7,8 +7,8 @@ use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
 use super::{invalid, resolve_group, shard_parameters, Segments, ShardGroup, Sharding};
-use crate::layers::{inv_sqrt, uniform_init, with_bias, Linear, QuantizedLinear};
-use crate::{Forward, Frozen, MaybeQuantizedLinear, Module};
+use crate::layers::{inv_sqrt, uniform_init, with_bias};
+use crate::{Forward, Frozen, Linear, MaybeQuantizedLinear, Module, QuantizedLinear};
 
 /// The arrays of a sharded layer, by Python's parameter names, after [`shard_parameters`].
 struct Parts(Vec<(String, Array)>);

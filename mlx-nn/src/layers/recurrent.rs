@@ -12,9 +12,8 @@ use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::layers::uniform_init;
-use crate::module::Frozen;
-use crate::Activation;
+use super::uniform_init;
+use crate::{Activation, Frozen};
 
 /// Python's `scale = 1.0 / math.sqrt(hidden_size)`: in f64, rounded to f32 once where it meets
 /// the sampler (in f32 it differs in the last bit for some sizes, and so do the samples).

@@ -1,5 +1,5 @@
-//! Transformer encoder and decoder stacks (Python: `mlx.nn.layers.transformer`):
-//! [`TransformerEncoderLayer`], [`TransformerEncoder`], [`TransformerDecoderLayer`],
+//! Attention and the transformer encoder and decoder stacks (Python:
+//! `mlx.nn.layers.transformer`): [`MultiHeadAttention`], [`TransformerEncoderLayer`], [`TransformerEncoder`], [`TransformerDecoderLayer`],
 //! [`TransformerDecoder`] and [`Transformer`].
 //!
 //! The structs hold the same submodules under the same names as Python's, so
@@ -10,14 +10,138 @@
 //!
 //! [`Module::named_parameters`]: crate::Module::named_parameters
 
-use mlx_rs::fast::AttentionMask;
-use mlx_rs::{ops, Array, Error, Result};
+use mlx_rs::fast::{self, AttentionMask};
+use mlx_rs::{ops, Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::{
-    Activation, Dropout, Forward, LayerNorm, LayerNormOptions, Linear, MultiHeadAttention,
-    MultiHeadAttentionOptions,
-};
+use super::inv_sqrt;
+use crate::{Activation, Dropout, Forward, LayerNorm, LayerNormOptions, Linear};
+
+// ---------------------------------------------------------------------------------------------
+// MultiHeadAttention
+
+/// Multi-head attention with input and output projections (Python: `nn.MultiHeadAttention(dims,
+/// num_heads, query_input_dims=None, key_input_dims=None, value_input_dims=None,
+/// value_dims=None, value_output_dims=None, bias=False)`), through
+/// [`fast::scaled_dot_product_attention`].
+///
+/// Beyond Python: [`MultiHeadAttention::with_kv_heads`] makes grouped-query attention (fewer
+/// key/value heads than query heads), which the fused kernel broadcasts.
+#[derive(Debug, Clone, TreeNode)]
+pub struct MultiHeadAttention {
+    pub query_proj: Linear,
+    pub key_proj: Linear,
+    pub value_proj: Linear,
+    pub out_proj: Linear,
+    #[tree(static)]
+    pub num_heads: i32,
+    #[tree(static)]
+    pub num_kv_heads: i32,
+}
+
+mlx_rs::options! {
+    /// Options of [`MultiHeadAttention::new`], with Python's defaults (`None` for the dims:
+    /// `dims`; `bias=False`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct MultiHeadAttentionOptions {
+        /// The feature size of the queries' input.
+        query_input_dims: opt i32 = None,
+        /// The feature size of the keys' input.
+        key_input_dims: opt i32 = None,
+        /// The feature size of the values' input.
+        value_input_dims: opt i32 = None,
+        /// The size of the value projection.
+        value_dims: opt i32 = None,
+        /// The size of the output projection's output.
+        value_output_dims: opt i32 = None,
+        /// Whether the projections have biases.
+        bias: plain bool = false,
+    }
+}
+
+impl MultiHeadAttention {
+    /// A new layer; errors if `dims` is not divisible by `num_heads`.
+    pub fn new(
+        dims: i32,
+        num_heads: i32,
+        options: MultiHeadAttentionOptions,
+    ) -> Result<MultiHeadAttention> {
+        Self::with_kv_heads(dims, num_heads, num_heads, options)
+    }
+
+    /// Grouped-query attention: `num_kv_heads` key/value heads shared by `num_heads` query
+    /// heads (`num_heads` must be a multiple of it).
+    pub fn with_kv_heads(
+        dims: i32,
+        num_heads: i32,
+        num_kv_heads: i32,
+        options: MultiHeadAttentionOptions,
+    ) -> Result<MultiHeadAttention> {
+        if num_heads <= 0 || dims % num_heads != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "The input feature dimensions should be divisible by the number of heads ({dims} % {num_heads}) != 0"
+            )));
+        }
+        if num_kv_heads <= 0 || num_heads % num_kv_heads != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "num_heads ({num_heads}) must be a multiple of num_kv_heads ({num_kv_heads})"
+            )));
+        }
+        let o = options;
+        let q_in = o.query_input_dims.unwrap_or(dims);
+        let k_in = o.key_input_dims.unwrap_or(dims);
+        let v_in = o.value_input_dims.unwrap_or(k_in);
+        let v_dims = o.value_dims.unwrap_or(dims);
+        let v_out = o.value_output_dims.unwrap_or(dims);
+        let kv = |d: i32| d / num_heads * num_kv_heads;
+        Ok(MultiHeadAttention {
+            query_proj: Linear::new(q_in, dims, o.bias)?,
+            key_proj: Linear::new(k_in, kv(dims), o.bias)?,
+            value_proj: Linear::new(v_in, kv(v_dims), o.bias)?,
+            out_proj: Linear::new(v_dims, v_out, o.bias)?,
+            num_heads,
+            num_kv_heads,
+        })
+    }
+
+    fn heads(x: &Array, n: i32) -> Result<Array> {
+        ops::unflatten(x, -1, &[n, -1])?.transpose([0, 2, 1, 3])
+    }
+
+    /// Attends `queries` (`[B, L, dims]`) to `keys`/`values` (Python: `mha(queries, keys,
+    /// values, mask=None)`).
+    pub fn forward<'m>(
+        &self,
+        queries: &Array,
+        keys: &Array,
+        values: &Array,
+        mask: impl Into<AttentionMask<'m>>,
+    ) -> Result<Array> {
+        let q = Self::heads(&self.query_proj.forward(queries)?, self.num_heads)?;
+        let k = Self::heads(&self.key_proj.forward(keys)?, self.num_kv_heads)?;
+        let v = Self::heads(&self.value_proj.forward(values)?, self.num_kv_heads)?;
+        let scale = inv_sqrt(f64::from(q.shape()[3]));
+        let out = fast::scaled_dot_product_attention(&q, &k, &v, scale, mask, None)?;
+        let out = out.transpose([0, 2, 1, 3])?.flatten(-2, -1)?;
+        self.out_proj.forward(&out)
+    }
+
+    /// An additive causal mask of `n x n` (Python:
+    /// `nn.MultiHeadAttention.create_additive_causal_mask(N, dtype=float32)`).
+    pub fn create_additive_causal_mask(n: i32, dtype: impl Into<Option<Dtype>>) -> Result<Array> {
+        let dtype = dtype.into().unwrap_or(Dtype::Float32);
+        let idx = ops::arange_to(n)?;
+        let mask = ops::less(&idx.reshape(&[-1, 1])?, &idx.reshape(&[1, -1])?)?;
+        // Python: `mx.finfo(dtype).min`, the most negative finite value of the dtype.
+        let min = match dtype {
+            Dtype::Float16 => -65504.0,
+            Dtype::Bfloat16 => -3.389_531_4e38,
+            Dtype::Float64 => f64::MIN,
+            _ => f64::from(f32::MIN),
+        };
+        Ok(mask.astype(dtype)? * &ops::full(&[], min, dtype)?)
+    }
+}
 
 // ---------------------------------------------------------------------------------------------
 // Options
