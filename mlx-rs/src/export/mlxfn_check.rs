@@ -38,7 +38,7 @@ use std::rc::Rc;
 
 use crate::{Error, Result};
 
-use prims::{Range, State, ValueUse};
+use prims::{Flow, Prim, Range, State, ValueUse};
 
 /// Element types, numbered as MLX's `Dtype::Val`.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -141,8 +141,8 @@ impl std::fmt::Display for Dt {
 /// strides), so a larger array would wrap them.
 const MAX_BYTES: u128 = i64::MAX as u128;
 
-/// The field types of a primitive's serialized state (see `prims::layout`), named by the C++
-/// type MLX writes.
+/// The field types of a primitive's serialized state (a `prims::Prim`'s layout), named by the
+/// C++ type MLX writes.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Field {
     /// `int` and every enum (MLX writes enums as `int`).
@@ -219,10 +219,10 @@ struct ConstLoc {
 enum Src {
     Input,
     Const(ConstLoc),
-    /// Output of a primitive: its name and its first input, so that value checks can follow
-    /// value-preserving ops back to a constant.
+    /// Output of a primitive: the primitive and its first input, so that value checks can
+    /// follow value-preserving ops back to a constant.
     Op {
-        name: &'static str,
+        prim: &'static Prim,
         input: Option<u64>,
     },
 }
@@ -488,7 +488,7 @@ impl Walker {
 /// A primitive of the tape, kept for the value checks, which run once the whole file is read.
 struct Op {
     entry: u64,
-    name: &'static str,
+    prim: &'static Prim,
     state: State,
     inputs: Vec<u64>,
     outputs: Vec<u64>,
@@ -509,25 +509,6 @@ struct Function {
     ops: Vec<Op>,
 }
 
-/// Ops whose output holds their first input's values, moved or repeated.
-fn moves_values(name: &str) -> bool {
-    // A broadcast's value is its first input's; in a shapeless trace the other inputs only
-    // give the shape.
-    matches!(
-        name,
-        "Broadcast"
-            | "BroadcastAxes"
-            | "Reshape"
-            | "ExpandDims"
-            | "Squeeze"
-            | "Flatten"
-            | "Unflatten"
-            | "Transpose"
-            | "Copy"
-            | "StopGradient"
-    )
-}
-
 impl Function {
     /// Whether array `id` is a function argument, moved or reshaped.
     fn is_argument(&self, mut id: u64) -> bool {
@@ -535,9 +516,9 @@ impl Function {
             match self.nodes.get(&id).map(|n| &n.src) {
                 Some(Src::Input) => return true,
                 Some(Src::Op {
-                    name,
+                    prim,
                     input: Some(input),
-                }) if moves_values(name) => id = *input,
+                }) if prim.flow == Flow::Moves => id = *input,
                 _ => return false,
             }
         }
@@ -556,18 +537,18 @@ impl Function {
                     return Some((*loc, casts));
                 }
                 Src::Input => return None,
-                Src::Op { name, input } => {
+                Src::Op { prim, input } => {
                     let input = (*input)?;
-                    match *name {
-                        name if moves_values(name) => {}
-                        "AsType" => {
+                    match prim.flow {
+                        Flow::Moves => {}
+                        Flow::Casts => {
                             let from = self.nodes.get(&input)?.meta.dtype;
                             if !(from.is_int() || from == Dt::Bool) || !node.meta.dtype.is_int() {
                                 return None;
                             }
                             casts.push(node.meta.dtype);
                         }
-                        _ => return None,
+                        Flow::Computes => return None,
                     }
                     id = input;
                 }
@@ -789,13 +770,14 @@ fn read_tape_entry(
 
     let name_at = w.pos;
     let raw_name = w.string("a primitive name")?;
-    let (name, fields) = prims::layout(&raw_name).ok_or_else(|| {
+    let prim = prims::lookup(&raw_name).ok_or_else(|| {
         w.fail_at(
             name_at,
             format!("unknown primitive {:?}", String::from_utf8_lossy(&raw_name)),
         )
     })?;
-    let state = w.state(name, fields)?;
+    let name = prim.name;
+    let state = w.state(name, prim.layout)?;
 
     let sib_at = w.pos;
     let num_siblings = w.u64("a primitive's sibling count")?;
@@ -844,14 +826,14 @@ fn read_tape_entry(
     };
 
     let in_refs: Vec<&Meta> = ins.iter().collect();
-    let uses = prims::check(name, &state, &in_refs, &outs, gpu)
+    let uses = prims::check(prim, &state, &in_refs, &outs, gpu)
         .map_err(|what| w.fail_at(entry, format!("{name} (array id {id}): {what}")))?;
 
     for (oid, meta) in out_ids.iter().zip(outs) {
         let node = Node {
             meta,
             src: Src::Op {
-                name,
+                prim,
                 input: input_ids.first().copied(),
             },
         };
@@ -861,7 +843,7 @@ fn read_tape_entry(
     }
     func.ops.push(Op {
         entry,
-        name,
+        prim,
         state,
         inputs: input_ids,
         outputs: out_ids,
@@ -886,7 +868,7 @@ impl Values<'_> {
     fn fail(&self, op: &Op, what: impl std::fmt::Display) -> Error {
         Error::Io(format!(
             "[import_function] {}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
-            self.path, op.name, op.entry
+            self.path, op.prim.name, op.entry
         ))
     }
 
@@ -934,10 +916,10 @@ impl Values<'_> {
                 in_vals.push(self.exact(f, &exact, id)?);
             }
             let in_slices: Vec<Option<&[i128]>> = in_vals.iter().map(|v| v.as_deref()).collect();
-            if let Some(vals) = prims::fold(op.name, &op.state, &ins, &in_slices, &outs) {
+            if let Some(vals) = prims::fold(op.prim, &op.state, &ins, &in_slices, &outs) {
                 exact.insert(op.outputs[0], vals.into());
             }
-            if !prims::propagates_range(op.name) {
+            if !op.prim.propagates_range() {
                 continue;
             }
             let mut in_ranges = Vec::with_capacity(op.inputs.len());
@@ -945,7 +927,7 @@ impl Values<'_> {
                 in_ranges.push(self.range(f, &ranges, &exact, id)?);
             }
             let args: Vec<bool> = op.inputs.iter().map(|&id| f.is_argument(id)).collect();
-            let out_ranges = prims::value_range(op.name, &op.state, &ins, &in_ranges, &args, &outs);
+            let out_ranges = prims::value_range(op.prim, &op.state, &ins, &in_ranges, &args, &outs);
             for (&id, r) in op.outputs.iter().zip(out_ranges) {
                 if let Some(r) = r {
                     ranges.insert(id, r);
