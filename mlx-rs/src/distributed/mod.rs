@@ -181,6 +181,7 @@ pub fn is_available(backend: impl Into<Option<Backend>>) -> Result<bool> {
 /// rank that is not one of the group's, is an `Err` where MLX would read out of bounds or
 /// wait forever.
 pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> {
+    lost::watch();
     let backend = backend.into().unwrap_or_default();
     let mut configured = false;
     if matches!(backend, Backend::Any | Backend::Ring) {
