@@ -383,4 +383,3 @@ impl From<&Array> for Array {
         a.clone()
     }
 }
-

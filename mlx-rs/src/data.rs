@@ -39,8 +39,6 @@ impl Array {
         }
     }
 
-
-
     /// The single element of a size-1 array (Python: `a.item()`). Evaluates.
     ///
     /// Like Python's `.item()`, which returns a Python `int`, `float` or `bool` whatever the

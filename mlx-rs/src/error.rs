@@ -85,7 +85,8 @@ extern "C" fn record_error(msg: *const c_char, _data: *mut c_void) {
 /// More than the crate's subsystems need (one), so registering never fails.
 const OBSERVER_SLOTS: usize = 4;
 
-static OBSERVERS: [OnceLock<fn(&str)>; OBSERVER_SLOTS] = [const { OnceLock::new() }; OBSERVER_SLOTS];
+static OBSERVERS: [OnceLock<fn(&str)>; OBSERVER_SLOTS] =
+    [const { OnceLock::new() }; OBSERVER_SLOTS];
 
 /// Hands `observer` every message MLX reports from now on, on the thread that made the
 /// failing call, before the call returns its `Err`. For subsystems that must learn of a
@@ -94,7 +95,10 @@ static OBSERVERS: [OnceLock<fn(&str)>; OBSERVER_SLOTS] = [const { OnceLock::new(
 pub(crate) fn observe(observer: fn(&str)) {
     // Slots fill in order (see `evaluation::guard::register`).
     let free = OBSERVERS.iter().any(|slot| slot.set(observer).is_ok());
-    assert!(free, "more than {OBSERVER_SLOTS} error observers registered");
+    assert!(
+        free,
+        "more than {OBSERVER_SLOTS} error observers registered"
+    );
 }
 
 /// mlx-c appends " at <source file>:<line>" (a path on the machine that built MLX); the

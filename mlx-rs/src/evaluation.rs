@@ -123,7 +123,10 @@ mod tests {
     impl Guard for Probe {
         fn before(&self, targets: &[&Array], mode: Mode) -> Result<()> {
             if self.mine(targets) {
-                self.log.lock().unwrap().push(format!("{} before {mode:?}", self.name));
+                self.log
+                    .lock()
+                    .unwrap()
+                    .push(format!("{} before {mode:?}", self.name));
             }
             Ok(())
         }
@@ -137,9 +140,15 @@ mod tests {
             if !self.mine(targets) {
                 return run();
             }
-            self.log.lock().unwrap().push(format!("{} enter", self.name));
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{} enter", self.name));
             let out = run();
-            self.log.lock().unwrap().push(format!("{} leave", self.name));
+            self.log
+                .lock()
+                .unwrap()
+                .push(format!("{} leave", self.name));
             out
         }
     }

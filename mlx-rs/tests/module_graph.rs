@@ -75,7 +75,9 @@ fn strip(src: &str) -> String {
                 i += 1;
             }
             out.push(' ');
-        } else if at(0) == Some('"') || (at(0) == Some('b') && at(1) == Some('"') && !ident_before(&c, i)) {
+        } else if at(0) == Some('"')
+            || (at(0) == Some('b') && at(1) == Some('"') && !ident_before(&c, i))
+        {
             i += if at(0) == Some('b') { 2 } else { 1 };
             while i < c.len() && c[i] != '"' {
                 i += if c[i] == '\\' { 2 } else { 1 };
@@ -202,7 +204,8 @@ fn path_tree(t: &[String], i: &mut usize, prefix: &[String], out: &mut Vec<Writt
             _ => return,
         }
         if t.get(*i).map(String::as_str) == Some("::")
-            && t.get(*i + 1).is_some_and(|n| n == "{" || n == "*" || is_ident(n))
+            && t.get(*i + 1)
+                .is_some_and(|n| n == "{" || n == "*" || is_ident(n))
         {
             *i += 1;
             continue;
@@ -250,7 +253,10 @@ fn scan(module: &[String], src: &str, children: &BTreeSet<ModPath>) -> File {
         let attribute = |i: usize, words: &[&str]| {
             t.get(i) == Some(&"#".to_string())
                 && t.get(i + 1) == Some(&"[".to_string())
-                && words.iter().enumerate().all(|(k, w)| t.get(i + 2 + k).is_some_and(|x| x == w))
+                && words
+                    .iter()
+                    .enumerate()
+                    .all(|(k, w)| t.get(i + 2 + k).is_some_and(|x| x == w))
         };
         if attribute(i, &["cfg", "(", "test", ")", "]"]) {
             // Test code may use anything: skip the item the attribute is on (to its closing
@@ -559,7 +565,12 @@ fn render(g: &Graph) -> String {
     while placed.len() < g.len() {
         let ready: Vec<ModPath> = g
             .iter()
-            .filter(|(m, deps)| !placed.contains(*m) && deps.iter().all(|d| placed.contains(d) || !g.contains_key(d)))
+            .filter(|(m, deps)| {
+                !placed.contains(*m)
+                    && deps
+                        .iter()
+                        .all(|d| placed.contains(d) || !g.contains_key(d))
+            })
             .map(|(m, _)| m.clone())
             .collect();
         // What is left sits on a cycle: listed as it is.
@@ -628,7 +639,10 @@ fn mlx_rs_modules_import_each_other_without_a_cycle() {
     let krate = Crate::new(&sources);
     let files = krate.file_graph();
     let top = top_level(&files);
-    println!("top-level modules, each after what it uses:\n{}", render(&top));
+    println!(
+        "top-level modules, each after what it uses:\n{}",
+        render(&top)
+    );
     println!("files:\n{}", render(&files));
     let (top_cycles, file_cycles) = (cycles(&top), cycles(&without_ancestor_edges(&files)));
     assert!(
@@ -639,9 +653,24 @@ fn mlx_rs_modules_import_each_other_without_a_cycle() {
         render_cycles(&file_cycles)
     );
     // The low layers stay below the subsystems that build on them.
-    for low in ["error", "handles", "dtype", "device", "stream", "array", "evaluation"] {
+    for low in [
+        "error",
+        "handles",
+        "dtype",
+        "device",
+        "stream",
+        "array",
+        "evaluation",
+    ] {
         let reach = reachable(&top, &vec![low.to_string()], false);
-        for high in ["distributed", "io", "export", "compile", "transforms", "random"] {
+        for high in [
+            "distributed",
+            "io",
+            "export",
+            "compile",
+            "transforms",
+            "random",
+        ] {
             assert!(
                 !reach.contains(&vec![high.to_string()]),
                 "{low} reaches {high}:\n{}",
@@ -691,7 +720,10 @@ mod check {
         let k = krate(&[
             ("crate", "mod a; mod b; pub use a::A;"),
             ("a", "pub struct A;"),
-            ("b", "use crate::A; use super::a; // crate::b::x\nfn f() { \"crate::b\"; }"),
+            (
+                "b",
+                "use crate::A; use super::a; // crate::b::x\nfn f() { \"crate::b\"; }",
+            ),
         ]);
         let g = k.file_graph();
         assert!(cycles(&g).is_empty(), "{}", render(&g));
@@ -736,8 +768,14 @@ mod check {
     fn test_code_is_left_out_and_exported_macros_belong_to_their_file() {
         let k = krate(&[
             ("crate", "mod a; mod b;"),
-            ("a", "pub fn f() {}\n#[cfg(test)]\nmod tests { use crate::b::g; fn t() { g() } }"),
-            ("b", "#[macro_export]\nmacro_rules! m { () => {} }\npub fn g() { crate::a::f() }"),
+            (
+                "a",
+                "pub fn f() {}\n#[cfg(test)]\nmod tests { use crate::b::g; fn t() { g() } }",
+            ),
+            (
+                "b",
+                "#[macro_export]\nmacro_rules! m { () => {} }\npub fn g() { crate::a::f() }",
+            ),
             ("b::c", "crate::m! {}"),
         ]);
         let g = k.file_graph();

@@ -8,7 +8,8 @@
 //! group runs past its time limit. `examples/launch.rs` is the command-line form.
 //!
 //! ```no_run
-//! use mlx_rs::distributed::{Backend, Launch};
+//! use mlx_launch::Launch;
+//! use mlx_rs::distributed::Backend;
 //! let report = Launch::new(2, "target/release/examples/data_parallel")
 //!     .backend(Backend::Ring)
 //!     .timeout(std::time::Duration::from_secs(600))
@@ -26,14 +27,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::config::{self, RingHostfile};
-use super::scratch;
-use super::Backend;
-use crate::{Error, Result};
+use mlx_rs::distributed::{config, Backend};
+use mlx_rs::{Error, Result};
 
+mod gpus;
+mod hostfile;
 mod mpi;
 mod output;
+mod scratch;
 
+pub use gpus::rank_gpu;
+pub use hostfile::loopback_hostfile;
 use output::Echo;
 
 /// How one rank ended.
@@ -234,10 +238,12 @@ impl Launch {
     /// Starts the group and waits for it; the report says how each rank ended.
     pub fn run_report(mut self) -> Result<LaunchReport> {
         if self.ranks == 0 {
-            return Err(Error::invalid("[launch] a group needs at least one rank"));
+            return Err(Error::InvalidArgument(
+                "[launch] a group needs at least one rank".into(),
+            ));
         }
         if let Some((r, _)) = self.overrides.iter().find(|(r, _)| *r >= self.ranks) {
-            return Err(Error::invalid(format!(
+            return Err(Error::InvalidArgument(format!(
                 "[launch] rank {r} is not a rank of a group of {}",
                 self.ranks
             )));
@@ -263,7 +269,7 @@ impl Launch {
         let mut env = vec![(config::WORLD_SIZE.to_string(), self.ranks.to_string())];
         match self.backend {
             Backend::Ring | Backend::Any if self.ranks > 1 => {
-                let hosts = RingHostfile::loopback(self.ranks, self.connections)?;
+                let hosts = loopback_hostfile(self.ranks, self.connections)?;
                 let path: PathBuf = dir.join("hostfile.json");
                 std::fs::write(&path, hosts.to_json())
                     .map_err(|e| Error::Io(format!("[launch] writing {}: {e}", path.display())))?;
@@ -289,7 +295,7 @@ impl Launch {
             .any(|(k, _)| k == config::CUDA_VISIBLE_DEVICES);
         if self.backend == Backend::Nccl && !gpus_chosen {
             let visible = std::env::var(config::CUDA_VISIBLE_DEVICES).ok();
-            config::check_nccl_ranks(self.ranks, visible.as_deref(), super::visible_gpus())?;
+            gpus::check_nccl_ranks(self.ranks, visible.as_deref(), gpus::visible_gpus())?;
         }
         // Held until every rank has ended. Without working locks (a file system without
         // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.
@@ -389,7 +395,7 @@ impl Launch {
             // GPU and aborts at the first collective. Each rank sees one GPU, as `mlx.launch`
             // does it, unless the caller chose.
             let gpu = (self.backend == Backend::Nccl && !chose(config::CUDA_VISIBLE_DEVICES))
-                .then(|| config::rank_gpu(rank, std::env::var(config::CUDA_VISIBLE_DEVICES).ok()));
+                .then(|| rank_gpu(rank, std::env::var(config::CUDA_VISIBLE_DEVICES).ok()));
             if let Some(gpu) = gpu {
                 cmd.env(config::CUDA_VISIBLE_DEVICES, gpu);
             }
