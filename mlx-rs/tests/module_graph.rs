@@ -201,7 +201,7 @@ fn path_tree(t: &[String], i: &mut usize, prefix: &[String], out: &mut Vec<Writt
             }
             Some(s) if is_ident(s) => {
                 // `self` in a braced list names the prefix itself.
-                if !(s == "self" && !segments.is_empty()) {
+                if s != "self" || segments.is_empty() {
                     segments.push(s.to_string());
                 }
                 *i += 1;
