@@ -91,7 +91,8 @@ static OBSERVERS: [OnceLock<fn(&str)>; OBSERVER_SLOTS] =
 /// Hands `observer` every message MLX reports from now on, on the thread that made the
 /// failing call, before the call returns its `Err`. For subsystems that must learn of a
 /// failure whoever made the call (a ring group that lost a peer); call it once per observer.
-/// The list lives here, below every module, because the error handler calls it.
+/// An observer must not panic: it runs inside the error handler, which cannot unwind. The
+/// list lives here, below every module, because the error handler calls it.
 pub(crate) fn observe(observer: fn(&str)) {
     // Slots fill in order (see `evaluation::guard::register`).
     let free = OBSERVERS.iter().any(|slot| slot.set(observer).is_ok());
