@@ -56,8 +56,73 @@ pub mod launch {
     pub use mlx_launch::*;
 }
 
+// The pages of docs/ link to each other as `[text][page.md]`, with definitions at the end of
+// each page that GitHub follows. Markdown takes the first definition of a label, so these,
+// placed before each page, send rustdoc to the page's module instead.
+macro_rules! guide_links {
+    () => {
+        "\n[getting-started.md]: crate::guide::getting_started\n\
+         [porting.md]: crate::porting\n\
+         [trees.md]: crate::guide::trees\n\
+         [nn.md]: crate::guide::nn\n\
+         [language-models.md]: crate::guide::language_models\n\
+         [cuda.md]: crate::guide::cuda\n\
+         [distributed.md]: crate::guide::distributed\n\
+         [threads.md]: crate::guide::threads\n\
+         [reliability.md]: crate::guide::reliability\n\
+         [testing.md]: crate::guide::testing\n\
+         [performance.md]: crate::guide::performance\n\
+         [cuda.md#threads-on-a-cuda-build]: crate::guide::cuda#threads-on-a-cuda-build\n\
+         [distributed.md#performance]: crate::guide::distributed#performance\n\
+         [getting-started.md#prebuilt-mlx-where-a-binary-finds-it]: crate::guide::getting_started#prebuilt-mlx-where-a-binary-finds-it\n\
+         [performance.md#language-models-cpu]: crate::guide::performance#language-models-cpu\n\
+         [reliability.md#fuzzing]: crate::guide::reliability#fuzzing\n\
+         [testing.md#golden-data]: crate::guide::testing#golden-data\n\n"
+    };
+}
+
 /// Porting Python MLX code: the rules (keyword arguments, axes, overloads), `mx.fast`, the
 /// `mlx.nn` constructors, which `value_and_grad`, and every op of `ops.h` (this is
 /// `docs/porting.md`; its Rust examples run as doctests).
+#[doc = guide_links!()]
 #[doc = include_str!("../docs/porting.md")]
 pub mod porting {}
+
+/// The user guide: the pages of `docs/` (their Rust examples run as doctests).
+pub mod guide {
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/getting-started.md")]
+    pub mod getting_started {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/trees.md")]
+    pub mod trees {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/nn.md")]
+    pub mod nn {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/language-models.md")]
+    pub mod language_models {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/cuda.md")]
+    pub mod cuda {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/distributed.md")]
+    pub mod distributed {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/threads.md")]
+    pub mod threads {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/reliability.md")]
+    pub mod reliability {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/testing.md")]
+    pub mod testing {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/performance.md")]
+    pub mod performance {}
+}
+
+// The README's examples compile and run as doctests; it is not part of the rendered docs.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+mod readme {}

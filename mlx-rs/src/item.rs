@@ -21,8 +21,9 @@ pub enum Scalar {
     Complex(Complex32),
 }
 
-/// A Rust type [`Array::item`](crate::Array::item) can return: every [`ArrayElement`] type
-/// plus `usize` and `isize`. See `item` for the conversion rule.
+/// A Rust type [`Array::item`](crate::Array::item) can return: every
+/// [`ArrayElement`](crate::ArrayElement) type plus `usize` and `isize`. See `item` for the
+/// conversion rule.
 pub trait ItemType: Copy + sealed::Sealed + FromScalar + 'static {}
 
 /// The conversion behind [`ItemType`]; private, so no type outside this crate implements it.

@@ -18,7 +18,7 @@ use crate::Array;
 pub(crate) const STREAK: usize = 8;
 
 /// What kept changing between calls of a compiled function, reported once after
-/// [`STREAK`](self) consecutive calls that each traced (see the module docs).
+/// a streak of consecutive calls that each traced (8 calls; see the module docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetraceReport {
     /// Consecutive calls that traced when the report was made (the first call of the

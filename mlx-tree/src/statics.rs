@@ -180,7 +180,7 @@ enum Repr {
     Json(Arc<Json>),
 }
 
-/// One piece of static data inside a [`TreeDef`], kept typed.
+/// One piece of static data inside a [`TreeDef`](crate::TreeDef), kept typed.
 ///
 /// Equality and hashing are those of [`StaticData`] (exact: floats by bit pattern); values of
 /// different types are never equal. A value read from a serialized `TreeDef` is untyped JSON

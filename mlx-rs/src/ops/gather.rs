@@ -698,7 +698,7 @@ pub fn slice(a: &Array, start_indices: &Array, axes: &[i32], slice_size: &[i32])
     )
 }
 
-/// [`slice`] without the bounds guard.
+/// [`slice()`] without the bounds guard.
 ///
 /// # Safety
 /// Every start must lie in `0..=n - k`; MLX reads outside the array otherwise.

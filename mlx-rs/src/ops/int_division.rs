@@ -96,7 +96,7 @@ fn single(mut out: Vec<Array>) -> Array {
 
 /// Element-wise floor division (Python: `mx.floor_divide`, `a // b`). Integer division by
 /// zero gives 0 and `MIN // -1` gives `MIN`, where MLX's CPU kernel would kill the process;
-/// see the [module docs](self). As in Python MLX, an integer quotient truncates toward zero
+/// [`floor_divide_unchecked`] skips that guard. As in Python MLX, an integer quotient truncates toward zero
 /// (`-7 // 2 == -3`; [`divmod`]'s floors).
 ///
 /// ```
@@ -111,7 +111,8 @@ pub fn floor_divide<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Res
 }
 
 /// Element-wise remainder with Python's sign rules (Python: `mx.remainder`, `a % b`). An
-/// integer remainder by zero is 0 (and `MIN % -1` is 0); see the [module docs](self).
+/// integer remainder by zero is 0 (and `MIN % -1` is 0), where MLX's CPU kernel would kill the
+/// process; [`remainder_unchecked`] skips that guard.
 pub fn remainder<'a>(a: impl IntoOperand<'a>, b: impl IntoOperand<'a>) -> Result<Array> {
     guarded(a, b, |a, b| Ok(vec![raw_remainder(a, b)?])).map(single)
 }
