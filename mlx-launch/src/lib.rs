@@ -3,9 +3,10 @@
 //! [`Launch`] starts one process per rank with the environment the backend reads (a
 //! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
 //! folder of its own that keeps MLX's kernel caches warm from one launch to the next), or
-//! has Open MPI's `mpirun` start them for the MPI backend ([`mpi`]). It forwards each
+//! has Open MPI's `mpirun` start them for the MPI backend (`mpi.rs`). It forwards each
 //! rank's output line by line with its rank in front, and fails when any rank fails or the
-//! group runs past its time limit. `examples/launch.rs` is the command-line form.
+//! group runs past its time limit. `examples/launch.rs` is the command-line form; the facade
+//! re-exports this crate as `mlx::launch`.
 //!
 //! ```no_run
 //! use mlx_launch::Launch;
