@@ -14,7 +14,8 @@
 
 use std::time::Duration;
 
-use mlx::core::distributed::{Backend, Launch};
+use mlx::core::distributed::Backend;
+use mlx::launch::Launch;
 
 fn usage() -> ! {
     eprintln!(

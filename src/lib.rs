@@ -9,6 +9,7 @@
 //! | `mlx.nn`        | [`nn`]          | `mlx-nn`   |
 //! | `mlx.optimizers`| [`optimizers`]  | `mlx-optimizers` |
 //! | `mlx_lm`        | [`lm`]          | `mlx-lm`   |
+//! | `mlx.launch`    | [`launch`]      | `mlx-launch` |
 //!
 //! ```
 //! use mlx::core::{ops, Array};
@@ -48,6 +49,11 @@ pub mod optimizers {
 /// Language models: checkpoints, architectures, generation (Python: `mlx_lm`).
 pub mod lm {
     pub use mlx_lm::*;
+}
+
+/// Starting a process group on this machine (Python: `mlx.launch` with local hosts).
+pub mod launch {
+    pub use mlx_launch::*;
 }
 
 // The pages of docs/ link to each other as `[text][page.md]`, with definitions at the end of

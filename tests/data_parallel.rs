@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use mlx::core::distributed::{self, Backend, Launch};
+use mlx::core::distributed::{self, Backend};
 use mlx::core::{Array, Dtype, Result};
+use mlx::launch::Launch;
 use mlx::nn::{average_gradients, AverageGradientsOptions};
 use mlx::utils::TreeNode;
 

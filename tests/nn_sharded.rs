@@ -1,6 +1,6 @@
 //! Layers and models sharded over process groups (`mlx::nn`'s sharded layers, Python's
 //! `mlx.nn.layers.distributed` and `nn.utils.clip_grad_norm_sharded`), on MLX's ring backend
-//! over loopback with 2 and 4 processes started by `distributed::Launch`:
+//! over loopback with 2 and 4 processes started by `mlx::launch::Launch`:
 //!
 //! - tensor parallelism: an MLP of `AllToShardedLinear` -> activation -> `ShardedToAllLinear`
 //!   built from an unsharded MLP gives its output and gradients on every rank (float and
@@ -22,9 +22,10 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use mlx::core::distributed::{self, Backend, Group, Launch, LaunchReport};
+use mlx::core::distributed::{self, Backend, Group};
 use mlx::core::ops::{self, DequantizeOptions, IntoIndex, QuantizeOptions};
 use mlx::core::{eval, random, with_device, Array, Device, Dtype, Result};
+use mlx::launch::{Launch, LaunchReport};
 use mlx::nn::{
     self, fully_shard, gelu, relu, shard_inplace, shard_linear, sum_gradients, utils,
     AllToShardedLinear, Forward, FullyShardedModule, Linear, MaybeFullySharded, Module,

@@ -7,6 +7,8 @@ use num_complex::Complex32;
 
 use mlx_sys as sys;
 
+use crate::item::{sealed, ItemType};
+
 /// The 14 element types of MLX, named as in Python (`mx.float32` is `Dtype::Float32`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Dtype {
@@ -110,15 +112,11 @@ impl fmt::Display for Dtype {
     }
 }
 
-pub(crate) mod sealed {
-    pub trait Sealed {}
-}
-
 /// A Rust type whose values are stored in an MLX array without conversion.
 ///
 /// Implemented for `bool`, the fixed-width integers, `f32`, `f64`, [`half::f16`],
 /// [`half::bf16`] and [`num_complex::Complex32`]; sealed, because the layout must match MLX's.
-pub trait ArrayElement: Copy + Send + Sync + sealed::Sealed + crate::ItemType + 'static {
+pub trait ArrayElement: Copy + Send + Sync + sealed::Sealed + ItemType + 'static {
     /// The dtype of an array holding this type.
     const DTYPE: Dtype;
 }

@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Once;
+use std::sync::{Once, OnceLock};
 
 use crate::Dtype;
 
@@ -75,9 +75,31 @@ extern "C" fn record_error(msg: *const c_char, _data: *mut c_void) {
             .into_owned()
     };
     let text = strip_location(&text).to_string();
-    crate::distributed::lost::note_error(&text);
+    for observer in OBSERVERS.iter().map_while(OnceLock::get) {
+        observer(&text);
+    }
     // `try_with`: during thread teardown the slot may be gone; losing the message then is fine.
     let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(text));
+}
+
+/// More than the crate's subsystems need (one), so registering never fails.
+const OBSERVER_SLOTS: usize = 4;
+
+static OBSERVERS: [OnceLock<fn(&str)>; OBSERVER_SLOTS] =
+    [const { OnceLock::new() }; OBSERVER_SLOTS];
+
+/// Hands `observer` every message MLX reports from now on, on the thread that made the
+/// failing call, before the call returns its `Err`. For subsystems that must learn of a
+/// failure whoever made the call (a ring group that lost a peer); call it once per observer.
+/// An observer must not panic: it runs inside the error handler, which cannot unwind. The
+/// list lives here, below every module, because the error handler calls it.
+pub(crate) fn observe(observer: fn(&str)) {
+    // Slots fill in order (see `evaluation::guard::register`).
+    let free = OBSERVERS.iter().any(|slot| slot.set(observer).is_ok());
+    assert!(
+        free,
+        "more than {OBSERVER_SLOTS} error observers registered"
+    );
 }
 
 /// mlx-c appends " at <source file>:<line>" (a path on the machine that built MLX); the

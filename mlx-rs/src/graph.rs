@@ -7,8 +7,48 @@ use std::ffi::CStr;
 use mlx_sys as sys;
 
 use crate::error::{check, Result};
-use crate::handles::{c_string, VectorArray};
+use crate::handles::{c_string, MlxString, VectorArray};
 use crate::{Array, Error};
+
+/// What the evaluation guards (`distributed::lost`, `io::failed_reads`) read of a graph.
+impl Array {
+    /// Whether MLX has not scheduled the array for evaluation yet (it is part of a graph that
+    /// no eval has reached).
+    pub(crate) fn is_unscheduled(&self) -> Result<bool> {
+        let mut status = 0;
+        // SAFETY: valid handle; writes one integer.
+        check(|| unsafe { sys::_mlx_array_status(&mut status, self.as_raw()) })?;
+        Ok(status == 0)
+    }
+
+    /// The arrays this one is computed from and its sibling outputs (empty once it is
+    /// evaluated and detached from its graph).
+    pub(crate) fn graph_neighbours(&self) -> Result<Vec<Array>> {
+        let mut inputs = VectorArray::new();
+        // SAFETY: valid handles; mlx-c fills the vector we own.
+        check(|| unsafe { sys::_mlx_array_inputs(&mut inputs.0, self.as_raw()) })?;
+        let mut siblings = VectorArray::new();
+        // SAFETY: as above.
+        check(|| unsafe { sys::_mlx_array_siblings(&mut siblings.0, self.as_raw()) })?;
+        let mut out = inputs.to_vec()?;
+        out.extend(siblings.to_vec()?);
+        Ok(out)
+    }
+
+    /// The name of the primitive that computes the array (MLX's `primitive().name()`, e.g.
+    /// `"Sum AllReduce"`); empty once it is evaluated and detached, or for data.
+    pub(crate) fn primitive_name(&self) -> Result<String> {
+        // SAFETY: valid handle; mlx-c fills the string MlxString owns.
+        MlxString::fill(|out| unsafe { sys::_mlx_array_primitive_name(out, self.as_raw()) })
+    }
+
+    /// Drops the array's primitive, inputs and siblings (MLX's `array::detach()`). Only for an
+    /// unscheduled array of this thread's graph: no evaluation is using it.
+    pub(crate) fn detach_unscheduled(&self) -> Result<()> {
+        // SAFETY: valid handle; MLX only resets the array's own graph links.
+        check(|| unsafe { sys::_mlx_array_detach(self.as_raw()) })
+    }
+}
 
 /// Names for arrays in a printed graph (Python: the keyword arguments of `mx.export_to_dot`).
 pub struct NodeNamer {

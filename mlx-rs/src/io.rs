@@ -115,7 +115,7 @@ pub fn load_npy_from_reader<R: Read + Seek + Send + 'static>(reader: R) -> Resul
 /// (Python: `mx.save(file, arr)`). Evaluates the array.
 pub fn save(path: impl AsRef<Path>, a: &Array) -> Result<()> {
     let c = path_cstring(path.as_ref())?;
-    // Evaluated here, so a CUDA build encodes it under the lock (`crate::encode`).
+    // Evaluated here, so a CUDA build encodes it under the lock (`evaluation/encode.rs`).
     a.eval()?;
     // SAFETY: NUL-terminated path; valid array handle.
     check(|| unsafe { sys::mlx_save(c.as_ptr(), a.as_raw()) })

@@ -1,11 +1,15 @@
 //! What [`Array::item`](crate::Array::item) may return, and the value-preserving conversions
-//! between an array's dtype and the requested Rust type.
+//! from an element, as read in its array's dtype, to the requested Rust type. Knows nothing of
+//! arrays: `data.rs` reads the element.
 
 use half::{bf16, f16};
 use num_complex::Complex32;
 
-use crate::dtype::sealed;
-use crate::{Array, Dtype, Error, Result};
+/// Implemented by the element types only (`ArrayElement` requires it), so neither
+/// [`ItemType`] nor `ArrayElement` can be implemented outside this crate.
+pub(crate) mod sealed {
+    pub trait Sealed {}
+}
 
 /// One element as read from the array in its own dtype, before conversion. Public only inside
 /// this private module, so [`ItemType`] stays sealed.
@@ -17,29 +21,9 @@ pub enum Scalar {
     Complex(Complex32),
 }
 
-impl Scalar {
-    fn read(a: &Array) -> Result<Scalar> {
-        Ok(match a.dtype() {
-            Dtype::Bool => Scalar::Bool(a.item_exact::<bool>()?),
-            Dtype::Uint8 => Scalar::Int(a.item_exact::<u8>()?.into()),
-            Dtype::Uint16 => Scalar::Int(a.item_exact::<u16>()?.into()),
-            Dtype::Uint32 => Scalar::Int(a.item_exact::<u32>()?.into()),
-            Dtype::Uint64 => Scalar::Int(a.item_exact::<u64>()?.into()),
-            Dtype::Int8 => Scalar::Int(a.item_exact::<i8>()?.into()),
-            Dtype::Int16 => Scalar::Int(a.item_exact::<i16>()?.into()),
-            Dtype::Int32 => Scalar::Int(a.item_exact::<i32>()?.into()),
-            Dtype::Int64 => Scalar::Int(a.item_exact::<i64>()?.into()),
-            Dtype::Float16 => Scalar::Float(a.item_exact::<f16>()?.into()),
-            Dtype::Bfloat16 => Scalar::Float(a.item_exact::<bf16>()?.into()),
-            Dtype::Float32 => Scalar::Float(a.item_exact::<f32>()?.into()),
-            Dtype::Float64 => Scalar::Float(a.item_exact::<f64>()?),
-            Dtype::Complex64 => Scalar::Complex(a.item_exact::<Complex32>()?),
-        })
-    }
-}
-
 /// A Rust type [`Array::item`](crate::Array::item) can return: every
-/// [`ArrayElement`](crate::ArrayElement) type plus `usize` and `isize`. See `item` for the conversion rule.
+/// [`ArrayElement`](crate::ArrayElement) type plus `usize` and `isize`. See `item` for the
+/// conversion rule.
 pub trait ItemType: Copy + sealed::Sealed + FromScalar + 'static {}
 
 /// The conversion behind [`ItemType`]; private, so no type outside this crate implements it.
@@ -49,24 +33,6 @@ pub trait FromScalar: Sized {
 }
 
 impl<T: Copy + sealed::Sealed + FromScalar + 'static> ItemType for T {}
-
-fn not_representable(a: Dtype, name: &str, s: Scalar) -> Error {
-    let v = match s {
-        Scalar::Bool(b) => b.to_string(),
-        Scalar::Int(i) => i.to_string(),
-        Scalar::Float(f) => f.to_string(),
-        Scalar::Complex(c) => c.to_string(),
-    };
-    Error::invalid(format!(
-        "[item] the {a} value {v} is not exactly representable as {name}; use `astype` to \
-         convert with rounding or wrapping"
-    ))
-}
-
-pub(crate) fn convert<T: ItemType>(a: &Array) -> Result<T> {
-    let s = Scalar::read(a)?;
-    T::from_scalar(s).ok_or_else(|| not_representable(a.dtype(), std::any::type_name::<T>(), s))
-}
 
 macro_rules! int_items {
     ($($ty:ty),*) => {$(

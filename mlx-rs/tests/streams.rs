@@ -108,7 +108,8 @@ fn threads_compute_independently() {
 
 /// Threads evaluating FFTs of the same size at once, each on its own default stream, get the
 /// results one thread alone gets. On MLX's CUDA backend they did not before evaluation was
-/// serialized (`src/encode.rs`): a shared cuFFT plan ran with another thread's work area.
+/// serialized (`src/evaluation/encode.rs`): a shared cuFFT plan ran with another thread's
+/// work area.
 #[test]
 fn concurrent_ffts_on_per_thread_streams_match_one_thread() {
     use mlx_rs::num_complex::Complex32;

@@ -14,8 +14,9 @@
 //! Until a loss is recorded an eval pays one atomic load; after it, a walk of the
 //! unevaluated part of its graph.
 
-use std::sync::OnceLock;
+use std::sync::{Once, OnceLock};
 
+use crate::evaluation::guard::{self, Guard, Mode};
 use crate::graph::walk;
 use crate::{Array, Error, Result};
 
@@ -25,8 +26,30 @@ const RING_LOST: &str = "[ring] connection to a peer was lost";
 /// The first ring error that lost a peer, as the user saw it.
 static LOST: OnceLock<String> = OnceLock::new();
 
+/// Starts watching: every MLX error message for a lost peer, every eval for a collective
+/// after one. Called by whatever can start a ring group or make a collective ([`init`],
+/// [`check_new`]), so it runs before MLX can report a loss.
+///
+/// [`init`]: super::init
+pub(crate) fn watch() {
+    static WATCH: Once = Once::new();
+    WATCH.call_once(|| {
+        crate::error::observe(note_error);
+        guard::register(&RefusePending);
+    });
+}
+
+/// The eval guard: refuses an eval that would run a collective after a loss.
+struct RefusePending;
+
+impl Guard for RefusePending {
+    fn before(&self, targets: &[&Array], _mode: Mode) -> Result<()> {
+        refuse_pending(targets)
+    }
+}
+
 /// Called with every MLX error message (the error handler): records a lost ring peer.
-pub(crate) fn note_error(message: &str) {
+fn note_error(message: &str) {
     if message.contains(RING_LOST) {
         let _ = LOST.set(message.to_string());
     }
@@ -42,6 +65,7 @@ fn lost_error(what: &str) -> Error {
 
 /// `Err` if a peer was lost: `op` would never complete.
 pub(crate) fn check_new(op: &str) -> Result<()> {
+    watch();
     match LOST.get() {
         Some(_) => Err(lost_error(&format!("[{op}] refused"))),
         None => Ok(()),
@@ -56,7 +80,7 @@ fn is_collective(name: &str) -> bool {
 }
 
 /// `Err` if a peer was lost and evaluating `targets` would run a collective.
-pub(crate) fn refuse_pending(targets: &[&Array]) -> Result<()> {
+fn refuse_pending(targets: &[&Array]) -> Result<()> {
     if LOST.get().is_none() {
         return Ok(());
     }

@@ -1,9 +1,9 @@
 //! Collective communication between processes (Python: `mlx.core.distributed`).
 //!
 //! [`init`] joins the process group that a launcher set up: `mlx.launch` (Python's), or
-//! [`Launch`] / `cargo run --example launch` for processes on this machine, both of which
-//! describe the group in the environment [`config`] documents (or, for MPI, have Open MPI's
-//! `mpirun` start it). Run alone, it returns a group of size 1 in which every collective is
+//! `mlx_launch::Launch` / `cargo run --example launch` for processes on this machine, both
+//! of which describe the group in the environment [`config`] documents (or, for MPI, have
+//! Open MPI's `mpirun` start it). Run alone, it returns a group of size 1 in which every collective is
 //! the identity, so code written for many processes also runs on one. Operations take
 //! `None` for the global group.
 //!
@@ -31,12 +31,9 @@ use crate::handles::c_string;
 use crate::{Array, Dtype, Error, Stream};
 
 pub mod config;
-mod launch;
 pub(crate) mod lost;
-mod scratch;
 
 pub use config::RingHostfile;
-pub use launch::{Launch, LaunchReport, RankReport};
 
 /// A distributed backend (Python: the `backend` argument's strings).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -181,6 +178,7 @@ pub fn is_available(backend: impl Into<Option<Backend>>) -> Result<bool> {
 /// rank that is not one of the group's, is an `Err` where MLX would read out of bounds or
 /// wait forever.
 pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> {
+    lost::watch();
     let backend = backend.into().unwrap_or_default();
     let mut configured = false;
     if matches!(backend, Backend::Any | Backend::Ring) {

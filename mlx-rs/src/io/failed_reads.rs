@@ -24,8 +24,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 
+use crate::evaluation::guard::{self, Guard, Mode};
 use crate::graph::walk;
 use crate::{Array, Error, Result};
 
@@ -90,6 +91,9 @@ struct WatchState {
 
 impl LoadWatch {
     pub(super) fn new(label: &str) -> Arc<LoadWatch> {
+        // Before any load can be unread or fail: every eval from now on is guarded.
+        static GUARD: Once = Once::new();
+        GUARD.call_once(|| guard::register(&FailedReads));
         Arc::new(LoadWatch {
             label: label.to_string(),
             state: Mutex::new(WatchState::default()),
@@ -237,10 +241,31 @@ fn check_before(targets: &[&Array]) -> Result<()> {
     Ok(())
 }
 
-/// Runs the eval `run` of `targets` under the record: refused if they depend on a failed
-/// read, and an `Err` (with everything it computed marked failed) if a read fails during it.
-pub(crate) fn guard_eval<R>(targets: &[&Array], run: impl FnOnce() -> Result<R>) -> Result<R> {
-    check_before(targets)?;
+/// The eval guard: refuses an eval of arrays that depend on a failed read, and fails one
+/// during which a read fails (with everything it computed marked failed).
+struct FailedReads;
+
+impl Guard for FailedReads {
+    fn before(&self, targets: &[&Array], _mode: Mode) -> Result<()> {
+        check_before(targets)
+    }
+
+    fn around(
+        &self,
+        targets: &[&Array],
+        mode: Mode,
+        run: &mut dyn FnMut() -> Result<()>,
+    ) -> Result<()> {
+        match mode {
+            Mode::Wait => guard_eval(targets, run),
+            Mode::Async => guard_async_eval(targets, run),
+        }
+    }
+}
+
+/// Runs the eval `run` of `targets`, which [`check_before`] let through, under the record:
+/// an `Err` (with everything it computed marked failed) if a read fails during it.
+fn guard_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     let out = if UNREAD_LOADS.load(Ordering::SeqCst) == 0 {
         run()
     } else {
@@ -266,8 +291,7 @@ pub(crate) fn guard_eval<R>(targets: &[&Array], run: impl FnOnce() -> Result<R>)
 
 /// [`guard_eval`] for an async eval: a read that fails after it returns is found by the
 /// next eval.
-pub(crate) fn guard_async_eval(targets: &[&Array], run: impl FnOnce() -> Result<()>) -> Result<()> {
-    check_before(targets)?;
+fn guard_async_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     if UNREAD_LOADS.load(Ordering::SeqCst) == 0 {
         return run();
     }

@@ -23,6 +23,7 @@ mod int_division;
 mod linear;
 mod logical;
 mod math;
+mod options;
 mod qmm_sm90;
 mod quantize;
 mod reduction;

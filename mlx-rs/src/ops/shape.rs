@@ -629,7 +629,10 @@ pub fn contiguous(a: &Array, allow_col_major: impl Into<Option<bool>>) -> Result
 
 /// Converts to `dtype` (Python: `mx.astype(a, dtype)`, `a.astype(dtype)`).
 pub fn astype(a: &Array, dtype: Dtype) -> Result<Array> {
-    a.astype(dtype)
+    // SAFETY: valid handle; mlx-c writes a new array into `res`.
+    Array::try_from_stream_op(|res, s| unsafe {
+        sys::mlx_astype(res, a.as_raw(), dtype.to_raw(), s)
+    })
 }
 
 /// Reinterprets the bytes as `dtype` (Python: `mx.view(a, dtype)`); `a` may be a scalar.
@@ -656,6 +659,8 @@ array_methods! {
     fn split(indices_or_sections: impl Into<IndicesOrSections>, axis: impl Into<Option<i32>>) -> Result<Vec<Array>>;
     /// Reinterprets the bytes as `dtype` (Python: `a.view(dtype)`).
     fn view(dtype: Dtype);
+    /// A copy converted to `dtype` (Python: `a.astype(dtype)`).
+    fn astype(dtype: Dtype);
 }
 
 impl Array {

@@ -29,7 +29,7 @@ static ENCODING: Mutex<()> = Mutex::new(());
 static EVALUATORS: Evaluators = Evaluators::new();
 
 /// Whether evaluations must be encoded one at a time: MLX was built with CUDA.
-pub(crate) fn serialized() -> bool {
+fn serialized() -> bool {
     static CUDA: OnceLock<bool> = OnceLock::new();
     *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false))
 }

@@ -1,5 +1,5 @@
 //! Process groups on this machine over MLX's ring backend (loopback TCP), started with
-//! `distributed::Launch`: every collective equals its single-process result for several
+//! `mlx_launch::Launch`: every collective equals its single-process result for several
 //! dtypes and shapes, with 2 and 4 processes; send/recv around the ring; gradients through
 //! the collectives; a rank that dies makes the others fail within a bounded time; a Rust
 //! rank and a Python MLX rank in one group. The ranks are this test binary, re-run with
@@ -214,7 +214,7 @@ fn nccl_ranks_each_see_one_gpu() {
         .unwrap();
     assert_ran(&report);
     for r in &report.ranks {
-        let want = distributed::config::rank_gpu(r.rank, visible.clone());
+        let want = mlx_launch::rank_gpu(r.rank, visible.clone());
         assert!(
             r.output.contains(&format!("visible=[{want}]")),
             "rank {}:\n{}",
@@ -246,7 +246,7 @@ fn nccl_ranks_each_see_one_gpu() {
 #[test]
 fn ranks_get_folders_of_their_own_that_outlast_the_launch() {
     let root = std::env::temp_dir().join("mlx-launch-ranks");
-    let tmpdirs = |report: &distributed::LaunchReport| -> Vec<std::path::PathBuf> {
+    let tmpdirs = |report: &mlx_launch::LaunchReport| -> Vec<std::path::PathBuf> {
         report
             .ranks
             .iter()

@@ -1,4 +1,4 @@
-//! Process groups on this machine over MLX's MPI backend, started by `distributed::Launch`
+//! Process groups on this machine over MLX's MPI backend, started by `mlx_launch::Launch`
 //! through Open MPI's `mpirun`: every collective equals its single-process result with 2
 //! and 4 processes (the checks the ring backend passes, `support/collectives.rs`); each
 //! rank's output and exit status reach the report; a failing or dying rank ends the group
@@ -14,7 +14,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use mlx_rs::distributed::{self, Backend, Launch};
+use mlx_launch::Launch;
+use mlx_rs::distributed::{self, Backend};
 use mlx_rs::{ops, Array, Dtype, Result};
 
 #[path = "support/collectives.rs"]

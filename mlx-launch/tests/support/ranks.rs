@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use mlx_rs::distributed::{self, Backend, Group, Launch, LaunchReport};
+use mlx_launch::{Launch, LaunchReport};
+use mlx_rs::distributed::{self, Backend, Group};
 use mlx_rs::{ops, Dtype, Result};
 
 use super::collectives::as_i64;

@@ -3,12 +3,14 @@
 //! [`Launch`] starts one process per rank with the environment the backend reads (a
 //! generated loopback hostfile for the ring backend, rank 0's address for NCCL, a temporary
 //! folder of its own that keeps MLX's kernel caches warm from one launch to the next), or
-//! has Open MPI's `mpirun` start them for the MPI backend ([`mpi`]). It forwards each
+//! has Open MPI's `mpirun` start them for the MPI backend (`mpi.rs`). It forwards each
 //! rank's output line by line with its rank in front, and fails when any rank fails or the
-//! group runs past its time limit. `examples/launch.rs` is the command-line form.
+//! group runs past its time limit. `examples/launch.rs` is the command-line form; the facade
+//! re-exports this crate as `mlx::launch`.
 //!
 //! ```no_run
-//! use mlx_rs::distributed::{Backend, Launch};
+//! use mlx_launch::Launch;
+//! use mlx_rs::distributed::Backend;
 //! let report = Launch::new(2, "target/release/examples/data_parallel")
 //!     .backend(Backend::Ring)
 //!     .timeout(std::time::Duration::from_secs(600))
@@ -26,14 +28,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::config::{self, RingHostfile};
-use super::scratch;
-use super::Backend;
-use crate::{Error, Result};
+use mlx_rs::distributed::{config, Backend};
+use mlx_rs::{Error, Result};
 
+mod gpus;
+mod hostfile;
 mod mpi;
 mod output;
+mod scratch;
 
+pub use gpus::rank_gpu;
+pub use hostfile::loopback_hostfile;
 use output::Echo;
 
 /// How one rank ended.
@@ -234,10 +239,12 @@ impl Launch {
     /// Starts the group and waits for it; the report says how each rank ended.
     pub fn run_report(mut self) -> Result<LaunchReport> {
         if self.ranks == 0 {
-            return Err(Error::invalid("[launch] a group needs at least one rank"));
+            return Err(Error::InvalidArgument(
+                "[launch] a group needs at least one rank".into(),
+            ));
         }
         if let Some((r, _)) = self.overrides.iter().find(|(r, _)| *r >= self.ranks) {
-            return Err(Error::invalid(format!(
+            return Err(Error::InvalidArgument(format!(
                 "[launch] rank {r} is not a rank of a group of {}",
                 self.ranks
             )));
@@ -263,7 +270,7 @@ impl Launch {
         let mut env = vec![(config::WORLD_SIZE.to_string(), self.ranks.to_string())];
         match self.backend {
             Backend::Ring | Backend::Any if self.ranks > 1 => {
-                let hosts = RingHostfile::loopback(self.ranks, self.connections)?;
+                let hosts = loopback_hostfile(self.ranks, self.connections)?;
                 let path: PathBuf = dir.join("hostfile.json");
                 std::fs::write(&path, hosts.to_json())
                     .map_err(|e| Error::Io(format!("[launch] writing {}: {e}", path.display())))?;
@@ -289,7 +296,7 @@ impl Launch {
             .any(|(k, _)| k == config::CUDA_VISIBLE_DEVICES);
         if self.backend == Backend::Nccl && !gpus_chosen {
             let visible = std::env::var(config::CUDA_VISIBLE_DEVICES).ok();
-            config::check_nccl_ranks(self.ranks, visible.as_deref(), super::visible_gpus())?;
+            gpus::check_nccl_ranks(self.ranks, visible.as_deref(), gpus::visible_gpus())?;
         }
         // Held until every rank has ended. Without working locks (a file system without
         // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.
@@ -389,7 +396,7 @@ impl Launch {
             // GPU and aborts at the first collective. Each rank sees one GPU, as `mlx.launch`
             // does it, unless the caller chose.
             let gpu = (self.backend == Backend::Nccl && !chose(config::CUDA_VISIBLE_DEVICES))
-                .then(|| config::rank_gpu(rank, std::env::var(config::CUDA_VISIBLE_DEVICES).ok()));
+                .then(|| rank_gpu(rank, std::env::var(config::CUDA_VISIBLE_DEVICES).ok()));
             if let Some(gpu) = gpu {
                 cmd.env(config::CUDA_VISIBLE_DEVICES, gpu);
             }

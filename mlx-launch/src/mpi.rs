@@ -1,4 +1,4 @@
-//! Ranks started by Open MPI's `mpirun` ([`Backend::Mpi`](super::Backend::Mpi)), as
+//! Ranks started by Open MPI's `mpirun` ([`Backend::Mpi`](mlx_rs::distributed::Backend::Mpi)), as
 //! `mlx.launch --backend mpi` starts them.
 //!
 //! `mpirun` starts the processes, so the launcher cannot hand each rank pipes of its own or
@@ -21,10 +21,11 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
-use super::output::{Echo, Tail};
-use super::{LaunchReport, LauncherReport, RankReport};
-use crate::distributed::config::MPI_LIBNAME;
-use crate::{Error, Result};
+use mlx_rs::distributed::config::MPI_LIBNAME;
+use mlx_rs::{Error, Result};
+
+use crate::output::{Echo, Tail};
+use crate::{LaunchReport, LauncherReport, RankReport};
 
 /// How long `mpirun` gets to stop its ranks after `SIGTERM` before it is killed outright.
 const TERM_GRACE: Duration = Duration::from_secs(10);
@@ -241,7 +242,7 @@ fn script_text(dir: &Path, commands: &[Command]) -> Result<Vec<u8>> {
         }
         for (key, value) in cmd.get_envs() {
             let name = key.to_str().filter(|k| is_shell_name(k)).ok_or_else(|| {
-                Error::invalid(format!(
+                Error::InvalidArgument(format!(
                     "[launch] the mpi backend cannot pass the environment variable {key:?} \
                      to rank {rank}: not a shell variable name"
                 ))
