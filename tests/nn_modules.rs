@@ -119,7 +119,7 @@ fn any_module_is_the_module_detached() -> Result<()> {
         panic!("a float head")
     };
     // The same arrays, not copies.
-    assert_eq!(linear.weight.id(), original.weight.id());
+    assert_eq!(linear.weight.id()?, original.weight.id()?);
     let names: Vec<String> = head
         .named_parameters()
         .into_iter()

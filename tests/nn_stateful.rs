@@ -227,7 +227,8 @@ fn parameter_names_and_saved_keys_match_python() -> Result<()> {
         ));
         m.save_weights(&path)?;
         let (arrays, _) = mlx::core::io::load_safetensors(&path)?;
-        std::fs::remove_file(&path).map_err(|e| mlx::core::Error::Io(e.to_string()))?;
+        std::fs::remove_file(&path)
+            .map_err(|e| mlx::core::Error::io("removing the weights file", e))?;
         let mut keys: Vec<String> = arrays.into_keys().collect();
         keys.sort();
         Ok(keys)

@@ -25,13 +25,13 @@ pub struct BertConfig {
 
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| Error::invalid_data(&shown, e.to_string()))?;
         let int = |k: &str| {
             v[k].as_i64()
-                .ok_or_else(|| Error::Io(format!("{}: missing `{k}`", path.display())))
+                .ok_or_else(|| Error::invalid_data(&shown, format!("missing `{k}`")))
         };
         Ok(BertConfig {
             vocab_size: int("vocab_size")? as i32,
@@ -225,7 +225,7 @@ pub fn token_ids(tokenizer: &mlx::lm::Tokenizer, sentence: &str) -> Result<Vec<i
     const MAX: usize = 256;
     let mut ids = tokenizer
         .encode(sentence, true)
-        .map_err(|e| Error::Io(e.to_string()))?;
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     if ids.len() > MAX {
         let sep = ids[ids.len() - 1];
         ids.truncate(MAX - 1);

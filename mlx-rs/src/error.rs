@@ -8,7 +8,7 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 use crate::Dtype;
 
@@ -16,10 +16,17 @@ use crate::Dtype;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in mlx-rs.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// Where an error wraps another (an OS error, a user closure's own error), the wrapped error
+/// is its [`source`](std::error::Error::source). The wrapped errors sit behind `Arc` so `Error`
+/// stays `Clone`: an exporter keeps the error of its failed trace and reports it on every later
+/// call, and callers that cache a `Result` (an array or its error) hand it to several readers.
+/// Errors are not `PartialEq` (an `io::Error` is not): match on the variant, or compare
+/// messages.
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// MLX rejected the call; the message is MLX's own.
+    /// MLX rejected the call; the message is MLX's own (MLX reports nothing but a string).
     #[error("{0}")]
     Mlx(String),
     /// An element type was requested that does not match the array's dtype.
@@ -34,17 +41,67 @@ pub enum Error {
     /// An argument was invalid before reaching MLX.
     #[error("{0}")]
     InvalidArgument(String),
-    /// A user closure inside a transform failed or panicked.
-    #[error("{0}")]
-    Closure(String),
-    /// Reading or writing a file or stream failed.
-    #[error("{0}")]
-    Io(String),
+    /// A user closure inside a transform failed or panicked. `source` is the closure's own
+    /// error when it returned one through [`Error::closure`]; a panic has none (its message
+    /// is in `message`).
+    #[error("{message}")]
+    Closure {
+        message: String,
+        #[source]
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
+    /// Reading or writing a file or stream failed. `context` says what was being done (and on
+    /// which file); `source` is the OS error, or for a file that opened but is truncated or
+    /// corrupt, an error of kind [`InvalidData`](std::io::ErrorKind::InvalidData) or
+    /// [`UnexpectedEof`](std::io::ErrorKind::UnexpectedEof) saying what is wrong.
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: Arc<std::io::Error>,
+    },
 }
 
 impl Error {
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// [`Error::Io`]: `context` says what was being done, `source` what went wrong.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// [`Error::Io`] for a file that is readable but whose content is wrong (truncated,
+    /// corrupt, not the format it claims): the source is an `InvalidData` error saying what.
+    pub fn invalid_data(context: impl Into<String>, what: impl Into<String>) -> Self {
+        Error::io(
+            context,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, what.into()),
+        )
+    }
+
+    /// [`Error::Closure`] carrying a closure's own error as its source, so code inside a
+    /// transform (`value_and_grad`, `compile`, ...) that fails with another error type can
+    /// return it: `.map_err(Error::closure)?`.
+    pub fn closure(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        let source: Arc<dyn std::error::Error + Send + Sync> = Arc::from(source.into());
+        Error::Closure {
+            message: format!("a Rust closure called by MLX failed: {source}"),
+            source: Some(source),
+        }
+    }
+
+    /// [`Error::Closure`] for a panic inside a closure: there is no error value, only the
+    /// panic's message.
+    pub(crate) fn closure_panicked(message: &str) -> Self {
+        Error::Closure {
+            message: format!("a Rust closure called by MLX panicked: {message}"),
+            source: None,
+        }
     }
 }
 

@@ -240,16 +240,16 @@ struct Walker {
     path: String,
 }
 
-fn io_err(path: &str, e: impl std::fmt::Display) -> Error {
-    Error::Io(format!("[import_function] {path}: {e}"))
+fn io_err(path: &str, e: std::io::Error) -> Error {
+    Error::io(format!("[import_function] {path}"), e)
 }
 
 impl Walker {
     fn fail_at(&self, pos: u64, what: impl std::fmt::Display) -> Error {
-        Error::Io(format!(
-            "[import_function] {}: corrupt or truncated .mlxfn file: {what} (at byte {pos})",
-            self.path
-        ))
+        Error::invalid_data(
+            format!("[import_function] {}", self.path),
+            format!("corrupt or truncated .mlxfn file: {what} (at byte {pos})"),
+        )
     }
 
     fn fail(&self, what: impl std::fmt::Display) -> Error {
@@ -884,10 +884,13 @@ struct Values<'a> {
 
 impl Values<'_> {
     fn fail(&self, op: &Op, what: impl std::fmt::Display) -> Error {
-        Error::Io(format!(
-            "[import_function] {}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
-            self.path, op.name, op.entry
-        ))
+        Error::invalid_data(
+            format!("[import_function] {}", self.path),
+            format!(
+                "corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
+                op.name, op.entry
+            ),
+        )
     }
 
     fn check(&mut self, f: &Function) -> Result<()> {
