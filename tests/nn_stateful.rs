@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use mlx::core::{random, Array, Dtype, Result};
-use mlx::nn::{self, Forward, LoadOptions, Module};
+use mlx::nn::{self, Forward, LoadWeightsOptions, Module};
 use mlx::optimizers::{Optimizer, SGD};
 use mlx::utils::compile_mut;
 use serde_json::Value;
@@ -73,7 +73,7 @@ fn weights(record: &Value) -> HashMap<String, Array> {
 }
 
 fn loaded<M: Module>(mut m: M, params: &Value) -> M {
-    m.load_weights_from(weights(params), LoadOptions::default())
+    m.load_weights_from(weights(params), LoadWeightsOptions::default())
         .unwrap();
     m
 }

@@ -7,7 +7,9 @@ use std::path::Path;
 use mlx::core::fast;
 use mlx::core::ops;
 use mlx::core::{Array, Dtype, Error, Result};
-use mlx::nn::{self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadOptions, Module};
+use mlx::nn::{
+    self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadWeightsOptions, Module,
+};
 use mlx::utils::TreeNode;
 
 /// The fields of `config.json` the model needs.
@@ -160,7 +162,7 @@ impl Bert {
         let (mut weights, _) = mlx::core::io::load_safetensors(&path)?;
         weights.remove("embeddings.position_ids");
         model
-            .load_weights_from(weights, LoadOptions::default())
+            .load_weights_from(weights, LoadWeightsOptions::default())
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
         Ok(model)
     }

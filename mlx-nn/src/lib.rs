@@ -95,13 +95,13 @@ pub use layers::*;
 pub use maybe_quantized::{
     MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
 };
-pub use module::{value_and_grad, Frozen, LoadOptions, Module};
+pub use module::{value_and_grad, Frozen, LoadWeightsOptions, Module};
 pub use modules::{register_training_hook, AnyModule, ParameterEntry};
 pub use normalization::*;
 pub use pooling::*;
 pub use positional::*;
 pub use qq_linear::{QQLinear, QQLinearOptions};
-pub use quantize::{quantize, ClassPredicate, QuantizeOptions};
+pub use quantize::{quantize, ClassPredicate, QuantizeModelOptions};
 pub use recurrent::*;
 pub use sharded::{
     fully_shard, shard_inplace, shard_linear, sum_gradients, AllToShardedLinear,
