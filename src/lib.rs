@@ -36,8 +36,7 @@ pub mod core {
         Stream, ThreadLocalStream,
     };
     pub use mlx_rs::{
-        compile, distributed, export, fast, fft, graph, io, linalg, memory, ops, random,
-        transforms,
+        compile, distributed, export, fast, fft, graph, io, linalg, memory, ops, random, transforms,
     };
     pub use mlx_rs::{half, num_complex, sys};
     pub use mlx_tree::{async_eval, eval, EvalArgs};

@@ -81,7 +81,10 @@ fn core_lists_every_mlx_rs_root_item_and_globs_nothing() {
     assert_eq!(duplicates, 0, "mlx::core names an item twice: {core:?}");
 
     let mlx_rs = public_names(&parse("mlx-rs/src/lib.rs").items);
-    assert!(mlx_rs.len() > 20, "the parser found mlx-rs's items: {mlx_rs:?}");
+    assert!(
+        mlx_rs.len() > 20,
+        "the parser found mlx-rs's items: {mlx_rs:?}"
+    );
     let missing: Vec<&str> = mlx_rs
         .iter()
         .map(|(n, _)| n.as_str())

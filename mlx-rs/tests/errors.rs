@@ -119,3 +119,37 @@ fn errors_do_not_poison_later_calls() {
     assert_eq!(ok.shape(), &[3, 2]);
     assert_eq!(ok.sum(None, false).unwrap().item::<f32>().unwrap(), 6.0);
 }
+
+/// `Error::Io` keeps the OS error as its source (a missing file is `NotFound`, which a caller
+/// can branch on), and a file that opens but is corrupt is `InvalidData`; the message still
+/// names the file.
+#[test]
+fn io_errors_carry_their_source() {
+    use std::error::Error as _;
+    let kind_of = |e: &Error| {
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        e.source()
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .unwrap_or_else(|| panic!("no io::Error source: {e:?}"))
+            .kind()
+    };
+    let dir = std::env::temp_dir().join(format!("mlx-rs-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let missing = dir.join("missing.safetensors");
+    let e = mlx_rs::io::load_safetensors(&missing).unwrap_err();
+    assert_eq!(kind_of(&e), std::io::ErrorKind::NotFound);
+    assert!(e.to_string().contains("missing.safetensors"), "{e}");
+
+    let corrupt = dir.join("corrupt.npy");
+    std::fs::write(&corrupt, b"not an npy file at all").unwrap();
+    let e = mlx_rs::io::load_npy(&corrupt).unwrap_err();
+    assert_eq!(kind_of(&e), std::io::ErrorKind::InvalidData);
+    assert!(e.to_string().contains("corrupt.npy"), "{e}");
+
+    // Clone shares the source rather than dropping it.
+    let copy = e.clone();
+    assert_eq!(kind_of(&copy), std::io::ErrorKind::InvalidData);
+    assert_eq!(copy.to_string(), e.to_string());
+    let _ = std::fs::remove_dir_all(&dir);
+}

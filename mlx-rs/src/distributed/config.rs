@@ -171,14 +171,14 @@ impl RingHostfile {
     pub fn read(path: impl AsRef<Path>) -> Result<RingHostfile> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid(format!("reading the hostfile {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("reading the hostfile {}", path.display()), e))?;
         RingHostfile::parse(&text).map_err(|e| invalid(format!("hostfile {}: {e}", path.display())))
     }
 
     /// `ranks` ranks on this machine, each listening on `connections` free loopback ports.
     pub fn loopback(ranks: usize, connections: usize) -> Result<RingHostfile> {
         let ports = free_loopback_ports(ranks * connections.max(1))
-            .map_err(|e| invalid(format!("finding free loopback ports: {e}")))?;
+            .map_err(|e| Error::io("finding free loopback ports", e))?;
         let per_rank = connections.max(1);
         RingHostfile::new(
             ports
