@@ -132,7 +132,7 @@ fn core_eval_takes_trees_and_arrays() -> Result<()> {
     mlx::core::eval([&a, &b])?;
     assert!(a.is_evaluated() && b.is_evaluated());
 
-    let arrays = vec![lazy(6.0), lazy(7.0)];
+    let arrays = [lazy(6.0), lazy(7.0)];
     mlx::core::eval(&arrays[..])?;
     assert_eq!(arrays[1].item::<f32>()?, 14.0);
 
@@ -140,7 +140,7 @@ fn core_eval_takes_trees_and_arrays() -> Result<()> {
     mlx::core::eval(more.iter().collect::<Vec<_>>())?;
     assert!(more.iter().all(Array::is_evaluated));
 
-    let pending = ops::add(&lazy(1.0), &lazy(1.0))?;
+    let pending = ops::add(lazy(1.0), lazy(1.0))?;
     mlx::core::async_eval(&pending)?;
     assert_eq!(pending.item::<f32>()?, 4.0);
     Ok(())
