@@ -106,11 +106,15 @@ impl Error {
     }
 
     /// [`Error::Io`] for a file that is readable but whose content is wrong (truncated,
-    /// corrupt, not the format it claims): the source is an `InvalidData` error saying what.
-    pub fn invalid_data(context: impl Into<String>, what: impl Into<String>) -> Self {
+    /// corrupt, not the format it claims): the source is an `InvalidData` error saying what,
+    /// which holds `what` (a message, or the parser's error, reachable by `get_ref`).
+    pub fn invalid_data(
+        context: impl Into<String>,
+        what: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         Error::io(
             context,
-            std::io::Error::new(std::io::ErrorKind::InvalidData, what.into()),
+            std::io::Error::new(std::io::ErrorKind::InvalidData, what),
         )
     }
 

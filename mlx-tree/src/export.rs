@@ -112,10 +112,13 @@ pub fn import_function<I: TreeNode, O: TreeNode>(
         )
     })?;
     let sig: Signature = serde_json::from_str(&text).map_err(|e| {
-        error::invalid(format!(
-            "[import_function] {} is not a tree signature: {e}",
-            sig_path.display()
-        ))
+        Error::invalid_data(
+            format!(
+                "[import_function] {} is not a tree signature",
+                sig_path.display()
+            ),
+            e,
+        )
     })?;
     if sig.format != FORMAT || sig.version != VERSION {
         return Err(error::invalid(format!(
