@@ -1,5 +1,5 @@
 //! Builds mlx-c (and, unless `MLX_DIR` names a prebuilt MLX, MLX itself). The raw bindings
-//! are committed (`src/bindings/`), so neither bindgen nor libclang is needed to build.
+//! are committed (`src/bindings.rs`), so neither bindgen nor libclang is needed to build.
 //!
 //! Modes:
 //! - default: vendored MLX + mlx-c from source, static, Release, offline. CPU + OpenBLAS/LAPACK
@@ -16,8 +16,8 @@
 //!   target OS is not the host's (`cargo check --target aarch64-apple-darwin` on Linux): MLX
 //!   cannot be built without the target's SDK, and a type check needs none of it.
 //! - feature `regenerate-bindings`: also runs bindgen over the vendored headers and writes
-//!   `$OUT_DIR/bindings/{generic,aarch64}.rs`; `scripts/bindings` copies them into
-//!   `src/bindings/` or checks that the committed ones match.
+//!   `$OUT_DIR/bindings/bindings.rs` (both architectures in one file); `scripts/bindings`
+//!   copies it to `src/bindings.rs` or checks that the committed one matches.
 
 use std::env;
 use std::fs;
@@ -329,6 +329,8 @@ fn link_cxx_runtime(target_os: &str) {
 /// Both variants are generated on any host: clang's own headers (stdint.h, arm_fp16.h, ...)
 /// plus three one-line stand-ins for the C library's keep the system's libc out, so the
 /// output is the same on Linux and macOS. `FILE` (only used behind a pointer) is opaque.
+/// The two outputs are merged into one file by [`merge`]: items of both stay as bindgen wrote
+/// them, the others get a `#[cfg(target_arch ...)]`.
 #[cfg(feature = "regenerate-bindings")]
 mod regenerate {
     use std::path::Path;
@@ -356,26 +358,67 @@ mod regenerate {
         }
         // clang 14 only accepts `__bf16` on aarch64 with the bf16 extension named; Apple's
         // clang takes it on every arm64 Mac. The flag changes no declaration.
-        for (variant, clang_target, extra) in [
-            ("generic", "x86_64-unknown-linux-gnu", None),
-            (
-                "aarch64",
-                "aarch64-unknown-linux-gnu",
-                Some("-march=armv8.6-a+bf16"),
-            ),
-        ] {
-            let file = dest.join(format!("{variant}.rs"));
-            one(mlx_c_src, &standins, clang_target, extra, &file);
-        }
+        let generic = one(mlx_c_src, &standins, "x86_64-unknown-linux-gnu", None);
+        let aarch64 = one(
+            mlx_c_src,
+            &standins,
+            "aarch64-unknown-linux-gnu",
+            Some("-march=armv8.6-a+bf16"),
+        );
+        std::fs::write(dest.join("bindings.rs"), merge(&generic, &aarch64))
+            .expect("writing bindings");
     }
 
-    fn one(
-        mlx_c_src: &Path,
-        standins: &Path,
-        clang_target: &str,
-        extra: Option<&str>,
-        file: &Path,
-    ) {
+    const AARCH64: &str = "#[cfg(target_arch = \"aarch64\")]\n";
+    const NOT_AARCH64: &str = "#[cfg(not(target_arch = \"aarch64\"))]\n";
+
+    /// One file for both architectures: the generic output in its order (so its line
+    /// numbers do not move), each item aarch64 lacks marked `not(aarch64)`, then the items
+    /// only aarch64 has, marked `aarch64`. Items are compared as bindgen wrote them.
+    pub fn merge(generic: &str, aarch64: &str) -> String {
+        let mut arm_only = items(aarch64);
+        let mut out = String::new();
+        for item in items(generic) {
+            match arm_only.iter().position(|a| *a == item) {
+                Some(i) => {
+                    arm_only.remove(i);
+                }
+                None => out.push_str(NOT_AARCH64),
+            }
+            out.push_str(&item);
+        }
+        if !arm_only.is_empty() {
+            out.push_str("\n// Items only the aarch64 headers declare.\n");
+        }
+        for item in arm_only {
+            out.push_str(AARCH64);
+            out.push_str(item.trim_start_matches('\n'));
+        }
+        out
+    }
+
+    /// Splits bindgen's (rustfmt-formatted) output into top-level items, each with the
+    /// blank lines, comments and attributes before it: an item ends at a line in column 0
+    /// that closes it (`}`, `};`, or a line ending in `;` that is not an attribute).
+    fn items(text: &str) -> Vec<String> {
+        let mut items = Vec::new();
+        let mut current = String::new();
+        for line in text.lines() {
+            current.push_str(line);
+            current.push('\n');
+            let top_level = !line.starts_with(char::is_whitespace);
+            let prefix = line.starts_with("#[") || line.starts_with("//") || line.starts_with("/*");
+            if top_level && !prefix && (line.ends_with(';') || line == "}") {
+                items.push(std::mem::take(&mut current));
+            }
+        }
+        if !current.is_empty() {
+            items.push(current);
+        }
+        items
+    }
+
+    fn one(mlx_c_src: &Path, standins: &Path, clang_target: &str, extra: Option<&str>) -> String {
         let bindings = bindgen::Builder::default()
             .header(mlx_c_src.join("mlx/c/mlx.h").to_string_lossy())
             .clang_arg(format!("--target={clang_target}"))
@@ -401,7 +444,7 @@ mod regenerate {
                     "bindgen failed on the mlx-c headers for {clang_target}: {e}"
                 )])
             });
-        bindings.write_to_file(file).expect("writing bindings");
+        bindings.to_string()
     }
 }
 

@@ -23,11 +23,23 @@
 
 /// Arrays, ops, devices, streams and array-level transforms (Python: `mlx.core`).
 ///
-/// [`core::eval`] and [`core::async_eval`] take trees, as Python's `mx.eval(*trees)` does:
-/// `eval(&model)`, `eval((&y, &cache))` (they are [`mlx_tree::eval`]; the array-only forms
-/// stay at `mlx_rs::eval`).
+/// Everything of `mlx_rs`'s root, listed by name (no glob), with one deliberate difference:
+/// [`core::eval`] and [`core::async_eval`] take trees, as Python's `mx.eval(*trees)` does
+/// (`eval(&model)`, `eval((&y, &cache))`, `eval([&a, &b])`, `eval(&arrays[..])`); they are
+/// [`mlx_tree::eval`] and [`mlx_tree::async_eval`]. `mlx_rs::eval` and `mlx_rs::async_eval`,
+/// which take any iterator of `&Array`, are not re-exported here, so no name is shadowed; an
+/// iterator of arrays is evaluated as `eval(iter.collect::<Vec<_>>())`. `tests/names.rs` checks
+/// that this list stays complete when `mlx_rs` gains an item.
 pub mod core {
-    pub use mlx_rs::*;
+    pub use mlx_rs::{
+        clear_streams, cuda, device_info, metal, synchronize, version, with_device, with_stream,
+        Array, ArrayElement, Device, DeviceInfoValue, DeviceType, Dtype, Error, ItemType, Result,
+        Stream, ThreadLocalStream,
+    };
+    pub use mlx_rs::{
+        compile, distributed, export, fast, fft, graph, io, linalg, memory, ops, random, transforms,
+    };
+    pub use mlx_rs::{half, num_complex, sys};
     pub use mlx_tree::{async_eval, eval, EvalArgs};
 }
 

@@ -65,7 +65,7 @@ fn minilm_weights_mismatch_is_a_clear_error() -> Result<()> {
     let err = mlx::nn::Module::load_weights(
         &mut model,
         dir.join("model.safetensors"),
-        mlx::nn::LoadOptions::default(),
+        mlx::nn::LoadWeightsOptions::default(),
     )
     .unwrap_err()
     .to_string();

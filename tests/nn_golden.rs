@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use mlx::core::{Array, Result};
 use mlx::nn::losses::{self, BinaryCrossEntropyOptions, CrossEntropyOptions, Reduction};
-use mlx::nn::{self, Forward, LoadOptions, Module};
+use mlx::nn::{self, Forward, LoadWeightsOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::TreeNode;
 use serde_json::Value;
@@ -24,7 +24,7 @@ fn weights(record: &Value) -> HashMap<String, Array> {
 }
 
 fn loaded<M: Module>(mut m: M, case: &Value) -> M {
-    m.load_weights_from(weights(&case["params"]), LoadOptions::default())
+    m.load_weights_from(weights(&case["params"]), LoadWeightsOptions::default())
         .unwrap();
     m
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use mlx::core::ops::{self, AllcloseOptions};
 use mlx::core::{random, Array, Result};
-use mlx::nn::{self, losses, Dropout, Forward, LoadOptions, Module};
+use mlx::nn::{self, losses, Dropout, Forward, LoadWeightsOptions, Module};
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::{compile_mut, TreeNode};
 
@@ -46,7 +46,7 @@ fn data(name: &str) -> std::path::PathBuf {
 #[test]
 fn python_written_weights_load_by_name() -> Result<()> {
     let mut m = Mlp::new()?;
-    m.load_weights(data("nn_mlp.safetensors"), LoadOptions::default())?;
+    m.load_weights(data("nn_mlp.safetensors"), LoadWeightsOptions::default())?;
     let (weights, _) = mlx::core::io::load_safetensors(data("nn_mlp.safetensors"))?;
     for (path, a) in m.named_parameters()? {
         let w = &weights[&path];
@@ -58,7 +58,7 @@ fn python_written_weights_load_by_name() -> Result<()> {
 fn load_err(weights: HashMap<String, Array>) -> String {
     Mlp::new()
         .unwrap()
-        .load_weights_from(weights, LoadOptions::default())
+        .load_weights_from(weights, LoadWeightsOptions::default())
         .unwrap_err()
         .to_string()
 }
@@ -101,7 +101,7 @@ fn weight_mismatches_name_the_keys() -> Result<()> {
     let mut m = Mlp::new()?;
     let before = m.layers[0].weight.clone();
     let e = m
-        .load_weights(&file, LoadOptions::default())
+        .load_weights(&file, LoadWeightsOptions::default())
         .unwrap_err()
         .to_string();
     assert!(
@@ -110,7 +110,7 @@ fn weight_mismatches_name_the_keys() -> Result<()> {
     );
     assert!(ops::array_equal(&before, &m.layers[0].weight, false)?.item::<bool>()?);
     // allow_missing loads the rest.
-    let opts = LoadOptions {
+    let opts = LoadWeightsOptions {
         allow_missing: true,
         ..Default::default()
     };
@@ -126,7 +126,7 @@ fn save_and_load_round_trip() -> Result<()> {
     let file = std::env::temp_dir().join(format!("mlx-nn-rt-{}.safetensors", std::process::id()));
     m.save_weights(&file)?;
     let mut n = Mlp::new()?;
-    n.load_weights(&file, LoadOptions::default())?;
+    n.load_weights(&file, LoadWeightsOptions::default())?;
     for ((p, a), (_, b)) in m.named_parameters()?.into_iter().zip(n.named_parameters()?) {
         assert!(ops::array_equal(&a, &b, false)?.item::<bool>()?, "{p}");
     }

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 use mlx::core::ops::QuantizationMode;
 use mlx::core::{ops, Array, Dtype, Result};
 use mlx::nn::{
-    self, AnyModule, Embedding, Forward, LoadOptions, MaybeQuantizedEmbedding,
-    MaybeQuantizedLinear, Module, QQLinear, QQLinearOptions, QuantizeOptions, RMSNorm,
+    self, AnyModule, Embedding, Forward, LoadWeightsOptions, MaybeQuantizedEmbedding,
+    MaybeQuantizedLinear, Module, QQLinear, QQLinearOptions, QuantizeModelOptions, RMSNorm,
 };
 use mlx::utils::TreeNode;
 use serde_json::Value;
@@ -58,8 +58,11 @@ fn model() -> Model {
         blocks: vec![block(), block()],
         head: linear(32, 64, true),
     };
-    m.load_weights(data_file("nn_modules.safetensors"), LoadOptions::default())
-        .unwrap();
+    m.load_weights(
+        data_file("nn_modules.safetensors"),
+        LoadWeightsOptions::default(),
+    )
+    .unwrap();
     m
 }
 
@@ -119,7 +122,7 @@ fn any_module_is_the_module_detached() -> Result<()> {
         panic!("a float head")
     };
     // The same arrays, not copies.
-    assert_eq!(linear.weight.id(), original.weight.id());
+    assert_eq!(linear.weight.id()?, original.weight.id()?);
     let names: Vec<String> = head
         .named_parameters()
         .into_iter()
@@ -195,7 +198,10 @@ fn check_quantized(m: &Model, golden: &Value) -> Result<()> {
 fn quantize_equals_python_nn_quantize() -> Result<()> {
     let golden = load("nn_modules");
     let mut m = model();
-    let done = nn::quantize(&mut m, QuantizeOptions::default().group_size(32).bits(4))?;
+    let done = nn::quantize(
+        &mut m,
+        QuantizeModelOptions::default().group_size(32).bits(4),
+    )?;
     assert_eq!(done.len(), 8);
     assert_eq!(done[0], "embed");
     check_quantized(&m, &golden["quantized"]["all"])?;
@@ -205,7 +211,7 @@ fn quantize_equals_python_nn_quantize() -> Result<()> {
         |path: &str, m: &AnyModule| m.type_name() == "Linear" && path.starts_with("blocks.");
     let done = nn::quantize(
         &mut m,
-        QuantizeOptions::default()
+        QuantizeModelOptions::default()
             .group_size(32)
             .bits(4)
             .class_predicate(&blocks),
@@ -240,7 +246,7 @@ fn quantize_keeps_fixed_fields_and_names_them_when_chosen() -> Result<()> {
     // Without a predicate, a `Linear` field stays in floating point, as a Python module
     // without `to_quantized` does.
     assert_eq!(
-        nn::quantize(&mut m, QuantizeOptions::default().group_size(32))?,
+        nn::quantize(&mut m, QuantizeModelOptions::default().group_size(32))?,
         ["quantizable"]
     );
     assert!(m.quantizable.is_quantized());
@@ -249,7 +255,7 @@ fn quantize_keeps_fixed_fields_and_names_them_when_chosen() -> Result<()> {
     let all = |_: &str, _: &AnyModule| true;
     let e = nn::quantize(
         &mut m,
-        QuantizeOptions::default()
+        QuantizeModelOptions::default()
             .group_size(32)
             .class_predicate(&all),
     )
@@ -260,7 +266,7 @@ fn quantize_keeps_fixed_fields_and_names_them_when_chosen() -> Result<()> {
     // Modes this crate's quantized layers do not hold.
     let e = nn::quantize(
         &mut m,
-        QuantizeOptions::default().mode(QuantizationMode::Nvfp4),
+        QuantizeModelOptions::default().mode(QuantizationMode::Nvfp4),
     );
     assert!(e.unwrap_err().to_string().contains("affine"));
     Ok(())

@@ -11,7 +11,9 @@ use std::sync::{Mutex, MutexGuard};
 
 use mlx::core::ops::{ConvOptions, ConvTransposeOptions, Spatial};
 use mlx::core::{random, Array, Dtype, Result};
-use mlx::nn::{self, Forward, LoadOptions, Module, PoolOptions, ScaleFactor, UpsampleOptions};
+use mlx::nn::{
+    self, Forward, LoadWeightsOptions, Module, PoolOptions, ScaleFactor, UpsampleOptions,
+};
 use serde_json::Value;
 use support::golden::{array, assert_close_tol, load};
 
@@ -61,7 +63,7 @@ fn loaded<M: Module>(mut m: M, case: &Value) -> M {
         .iter()
         .map(|(k, v)| (k.clone(), array(v)))
         .collect();
-    m.load_weights_from(weights, LoadOptions::default())
+    m.load_weights_from(weights, LoadWeightsOptions::default())
         .unwrap();
     m
 }

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 
 use mlx::core::{random, Array, Dtype, Result};
-use mlx::nn::{self, Forward, LoadOptions, Module};
+use mlx::nn::{self, Forward, LoadWeightsOptions, Module};
 use mlx::optimizers::{Optimizer, SGD};
 use mlx::utils::compile_mut;
 use serde_json::Value;
@@ -73,7 +73,7 @@ fn weights(record: &Value) -> HashMap<String, Array> {
 }
 
 fn loaded<M: Module>(mut m: M, params: &Value) -> M {
-    m.load_weights_from(weights(params), LoadOptions::default())
+    m.load_weights_from(weights(params), LoadWeightsOptions::default())
         .unwrap();
     m
 }
@@ -227,7 +227,8 @@ fn parameter_names_and_saved_keys_match_python() -> Result<()> {
         ));
         m.save_weights(&path)?;
         let (arrays, _) = mlx::core::io::load_safetensors(&path)?;
-        std::fs::remove_file(&path).map_err(|e| mlx::core::Error::Io(e.to_string()))?;
+        std::fs::remove_file(&path)
+            .map_err(|e| mlx::core::Error::io("removing the weights file", e))?;
         let mut keys: Vec<String> = arrays.into_keys().collect();
         keys.sort();
         Ok(keys)

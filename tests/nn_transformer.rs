@@ -10,7 +10,8 @@ use std::collections::HashMap;
 use mlx::core::{ops, Array, Result};
 use mlx::nn::losses::{self, CrossEntropyOptions, Reduction};
 use mlx::nn::{
-    self, Activation, Forward, LoadOptions, Module, TransformerLayerOptions, TransformerOptions,
+    self, Activation, Forward, LoadWeightsOptions, Module, TransformerLayerOptions,
+    TransformerOptions,
 };
 use mlx::optimizers::{self as optim, Optimizer};
 use mlx::utils::TreeNode;
@@ -69,7 +70,7 @@ fn loaded<M: Module>(mut m: M, case: &Value, what: &str) -> M {
     names.sort();
     py.sort();
     assert_eq!(names, py, "{what}: parameter names equal Python's");
-    m.load_weights_from(weights(&case["params"]), LoadOptions::default())
+    m.load_weights_from(weights(&case["params"]), LoadWeightsOptions::default())
         .unwrap();
     m
 }
@@ -378,7 +379,7 @@ fn adamw_language_model_steps_match_python() -> Result<()> {
     };
     model.load_weights(
         data_file("nn_transformer_lm.safetensors"),
-        LoadOptions::default(),
+        LoadWeightsOptions::default(),
     )?;
     let batches = array(&lm["batches"]);
     let shape = batches.shape().to_vec();
@@ -414,7 +415,7 @@ fn adamw_language_model_steps_match_python() -> Result<()> {
     let mut want = model.clone();
     want.load_weights(
         data_file("nn_transformer_lm_final.safetensors"),
-        LoadOptions::default(),
+        LoadWeightsOptions::default(),
     )?;
     let want = want.named_parameters()?;
     let (rtol, atol) = if LINKED_TO_WHEEL {

@@ -8,7 +8,7 @@ mod support;
 
 use mlx::core::{ops, Array, Result};
 use mlx::utils::{
-    load_weights, tree_flatten_with_path, tree_map, value_and_grad, LoadOptions, TreeNode,
+    load_weights, tree_flatten_with_path, tree_map, value_and_grad, LoadWeightsOptions, TreeNode,
 };
 use serde_json::Value as Json;
 use support::golden::{array, assert_close, load};
@@ -89,7 +89,7 @@ fn safetensors_written_by_python_loads_into_the_rust_struct() {
     load_weights(
         &mut model,
         data_file("tree_grad_mlp.safetensors"),
-        LoadOptions::default(),
+        LoadWeightsOptions::default(),
     )
     .unwrap();
     let ours = tree_flatten_with_path(&model).unwrap();
@@ -110,7 +110,7 @@ fn value_and_grad_of_an_mlp_struct_equals_python_nn_value_and_grad() {
     load_weights(
         &mut model,
         data_file("tree_grad_mlp.safetensors"),
-        LoadOptions::default(),
+        LoadWeightsOptions::default(),
     )
     .unwrap();
     let batch = (array(&golden["x"]), array(&golden["y"]));

@@ -7,7 +7,9 @@ use std::path::Path;
 use mlx::core::fast;
 use mlx::core::ops;
 use mlx::core::{Array, Dtype, Error, Result};
-use mlx::nn::{self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadOptions, Module};
+use mlx::nn::{
+    self, Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadWeightsOptions, Module,
+};
 use mlx::utils::TreeNode;
 
 /// The fields of `config.json` the model needs.
@@ -25,13 +27,13 @@ pub struct BertConfig {
 
 impl BertConfig {
     pub fn from_file(path: &Path) -> Result<BertConfig> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
-        let v: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| Error::io(&shown, e))?;
+        let v: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| Error::invalid_data(&shown, e.to_string()))?;
         let int = |k: &str| {
             v[k].as_i64()
-                .ok_or_else(|| Error::Io(format!("{}: missing `{k}`", path.display())))
+                .ok_or_else(|| Error::invalid_data(&shown, format!("missing `{k}`")))
         };
         Ok(BertConfig {
             vocab_size: int("vocab_size")? as i32,
@@ -160,7 +162,7 @@ impl Bert {
         let (mut weights, _) = mlx::core::io::load_safetensors(&path)?;
         weights.remove("embeddings.position_ids");
         model
-            .load_weights_from(weights, LoadOptions::default())
+            .load_weights_from(weights, LoadWeightsOptions::default())
             .map_err(|e| Error::InvalidArgument(format!("{}: {e}", path.display())))?;
         Ok(model)
     }
@@ -225,7 +227,7 @@ pub fn token_ids(tokenizer: &mlx::lm::Tokenizer, sentence: &str) -> Result<Vec<i
     const MAX: usize = 256;
     let mut ids = tokenizer
         .encode(sentence, true)
-        .map_err(|e| Error::Io(e.to_string()))?;
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
     if ids.len() > MAX {
         let sep = ids[ids.len() - 1];
         ids.truncate(MAX - 1);

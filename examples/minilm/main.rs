@@ -16,9 +16,9 @@ mod bert;
 
 use std::time::Instant;
 
-use mlx::core::{ops, Result};
+use mlx::core::ops;
 
-fn main() -> Result<()> {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     let arg = std::env::args().nth(1);
     let Some(dir) = bert::find_model_dir(arg.as_deref()) else {
         eprintln!(
@@ -30,8 +30,7 @@ fn main() -> Result<()> {
     println!("weights: {}", dir.display());
     let t = Instant::now();
     let model = bert::Bert::load(&dir)?;
-    let tokenizer =
-        mlx::lm::Tokenizer::load(&dir).map_err(|e| mlx::core::Error::Io(e.to_string()))?;
+    let tokenizer = mlx::lm::Tokenizer::load(&dir)?;
     println!("loaded in {:.2} s", t.elapsed().as_secs_f64());
 
     let sentences = [

@@ -8,9 +8,8 @@ use mlx_rs::{Error, Result};
 /// A ring hostfile for `ranks` ranks on this machine, each listening on `connections` free
 /// loopback ports.
 pub fn loopback_hostfile(ranks: usize, connections: usize) -> Result<RingHostfile> {
-    let ports = free_loopback_ports(ranks * connections.max(1)).map_err(|e| {
-        Error::InvalidArgument(format!("[distributed] finding free loopback ports: {e}"))
-    })?;
+    let ports = free_loopback_ports(ranks * connections.max(1))
+        .map_err(|e| Error::io("[distributed] finding free loopback ports", e))?;
     let per_rank = connections.max(1);
     RingHostfile::new(
         ports

@@ -122,7 +122,7 @@ impl LaunchReport {
             ),
             (None, None) => "the group was stopped at the time limit".to_string(),
         };
-        Err(Error::Io(format!("[launch] {msg}")))
+        Err(Error::io("[launch]", std::io::Error::other(msg)))
     }
 }
 
@@ -255,7 +255,7 @@ impl Launch {
             LAUNCHES.fetch_add(1, Ordering::SeqCst)
         ));
         std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Io(format!("[launch] creating {}: {e}", dir.display())))?;
+            .map_err(|e| Error::io(format!("[launch] creating {}", dir.display()), e))?;
         let result = self.start_and_wait(&dir);
         let _ = std::fs::remove_dir_all(&dir);
         result
@@ -273,13 +273,13 @@ impl Launch {
                 let hosts = loopback_hostfile(self.ranks, self.connections)?;
                 let path: PathBuf = dir.join("hostfile.json");
                 std::fs::write(&path, hosts.to_json())
-                    .map_err(|e| Error::Io(format!("[launch] writing {}: {e}", path.display())))?;
+                    .map_err(|e| Error::io(format!("[launch] writing {}", path.display()), e))?;
                 env.push((config::HOSTFILE.to_string(), path.display().to_string()));
             }
             Backend::Nccl => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")
                     .and_then(|l| l.local_addr())
-                    .map_err(|e| Error::Io(format!("[launch] finding a free port: {e}")))?
+                    .map_err(|e| Error::io("[launch] finding a free port", e))?
                     .port();
                 env.push((config::NCCL_HOST_IP.to_string(), "127.0.0.1".to_string()));
                 env.push((config::NCCL_PORT.to_string(), port.to_string()));
@@ -326,10 +326,10 @@ impl Launch {
                     for c in &mut children {
                         c.stop();
                     }
-                    return Err(Error::Io(format!(
-                        "[launch] starting rank {rank} ({:?}): {e}",
-                        cmd.get_program()
-                    )));
+                    return Err(Error::io(
+                        format!("[launch] starting rank {rank} ({:?})", cmd.get_program()),
+                        e,
+                    ));
                 }
             }
         }
@@ -406,7 +406,7 @@ impl Launch {
                     None => {
                         let tmp = dir.join(format!("rank-{rank}"));
                         std::fs::create_dir_all(&tmp).map_err(|e| {
-                            Error::Io(format!("[launch] creating {}: {e}", tmp.display()))
+                            Error::io(format!("[launch] creating {}", tmp.display()), e)
                         })?;
                         tmp
                     }

@@ -43,7 +43,7 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
     let ranks = commands.len();
     let script = opts.dir.join("rank.sh");
     std::fs::write(&script, script_text(opts.dir, commands)?)
-        .map_err(|e| Error::Io(format!("[launch] writing {}: {e}", script.display())))?;
+        .map_err(|e| Error::io(format!("[launch] writing {}", script.display()), e))?;
     let mut mpirun = Command::new("mpirun");
     mpirun
         .args(["-np", &ranks.to_string()])
@@ -66,13 +66,13 @@ pub(super) fn run(commands: &[Command], opts: &Options<'_>) -> Result<LaunchRepo
     }
     let start = Instant::now();
     let mut child = mpirun.spawn().map_err(|e| {
-        Error::Io(if e.kind() == std::io::ErrorKind::NotFound {
+        let context = if e.kind() == std::io::ErrorKind::NotFound {
             "[launch] the mpi backend starts its ranks with Open MPI's mpirun, which is not \
              on PATH (Debian: apt install openmpi-bin)"
-                .to_string()
         } else {
-            format!("[launch] starting mpirun: {e}")
-        })
+            "[launch] starting mpirun"
+        };
+        Error::io(context, e)
     })?;
 
     let ended = Arc::new(AtomicBool::new(false));

@@ -79,7 +79,7 @@ pub mod utils;
 pub use forward::{Apply, Forward};
 pub use layers::activations::*;
 pub use layers::base::any_module::{register_training_hook, AnyModule, ParameterEntry};
-pub use layers::base::{Frozen, LoadOptions, Module};
+pub use layers::base::{Frozen, LoadWeightsOptions, Module};
 pub use layers::containers::*;
 pub use layers::convolution::*;
 pub use layers::convolution_transpose::*;
@@ -97,7 +97,7 @@ pub use layers::normalization::*;
 pub use layers::pooling::*;
 pub use layers::positional_encoding::*;
 pub use layers::quantized::{
-    quantize, ClassPredicate, QQLinear, QQLinearOptions, QuantizeOptions, QuantizedEmbedding,
+    quantize, ClassPredicate, QQLinear, QQLinearOptions, QuantizeModelOptions, QuantizedEmbedding,
     QuantizedLinear,
 };
 pub use layers::recurrent::*;

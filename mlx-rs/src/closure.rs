@@ -91,10 +91,7 @@ fn guarded(body: impl FnOnce() -> Result<()>) -> c_int {
             1
         }
         Err(panic) => {
-            park_error(Error::Closure(format!(
-                "a Rust closure called by MLX panicked: {}",
-                panic_message(&*panic)
-            )));
+            park_error(Error::closure_panicked(&panic_message(&*panic)));
             1
         }
     }

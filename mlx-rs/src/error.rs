@@ -8,7 +8,8 @@
 
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::{Once, OnceLock};
+use std::fmt;
+use std::sync::{Arc, Once, OnceLock};
 
 use crate::Dtype;
 
@@ -16,35 +17,125 @@ use crate::Dtype;
 pub type Result<T> = std::result::Result<T, Error>;
 
 /// Everything that can go wrong in mlx-rs.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+///
+/// Where an error wraps another (an OS error, a user closure's own error), the wrapped error
+/// is its [`source`](std::error::Error::source), and `source()` hands out that error itself, so
+/// `downcast_ref::<std::io::Error>()` finds it. The wrapped errors sit behind `Arc` so `Error`
+/// stays `Clone`: an exporter keeps the error of its failed trace and reports it on every later
+/// call, and callers that cache a `Result` (an array or its error) hand it to several readers.
+/// Errors are not `PartialEq` (an `io::Error` is not): match on the variant, or compare
+/// messages.
+// `Display` and `Error` are written out rather than derived with thiserror: its `#[source]`
+// on an `Arc<E>` field returns the `Arc` as the source, which hides `E` from `downcast_ref`.
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
-    /// MLX rejected the call; the message is MLX's own.
-    #[error("{0}")]
+    /// MLX rejected the call; the message is MLX's own (MLX reports nothing but a string).
     Mlx(String),
     /// An element type was requested that does not match the array's dtype.
-    #[error("dtype mismatch: the array holds {actual}, but {requested} was requested")]
     DtypeMismatch { actual: Dtype, requested: Dtype },
     /// Borrowing data requires an evaluated array.
-    #[error("the array is not evaluated: call eval() before borrowing its data")]
     NotEvaluated,
     /// Borrowing data as a slice requires a row-contiguous array.
-    #[error("the array is not row-contiguous (shape {shape:?}, strides {strides:?}): use to_vec(), which follows the strides")]
     NotContiguous { shape: Vec<i32>, strides: Vec<i64> },
     /// An argument was invalid before reaching MLX.
-    #[error("{0}")]
     InvalidArgument(String),
-    /// A user closure inside a transform failed or panicked.
-    #[error("{0}")]
-    Closure(String),
-    /// Reading or writing a file or stream failed.
-    #[error("{0}")]
-    Io(String),
+    /// A user closure inside a transform failed or panicked. `source` is the closure's own
+    /// error when it returned one through [`Error::closure`]; a panic has none (its message
+    /// is in `message`).
+    Closure {
+        message: String,
+        source: Option<Arc<dyn std::error::Error + Send + Sync>>,
+    },
+    /// Reading or writing a file or stream failed. `context` says what was being done (and on
+    /// which file); `source` is the OS error, or for a file that opened but is truncated or
+    /// corrupt, an error of kind [`InvalidData`](std::io::ErrorKind::InvalidData) or
+    /// [`UnexpectedEof`](std::io::ErrorKind::UnexpectedEof) saying what is wrong.
+    Io {
+        context: String,
+        source: Arc<std::io::Error>,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Mlx(msg) | Error::InvalidArgument(msg) => f.write_str(msg),
+            Error::DtypeMismatch { actual, requested } => write!(
+                f,
+                "dtype mismatch: the array holds {actual}, but {requested} was requested"
+            ),
+            Error::NotEvaluated => {
+                f.write_str("the array is not evaluated: call eval() before borrowing its data")
+            }
+            Error::NotContiguous { shape, strides } => write!(
+                f,
+                "the array is not row-contiguous (shape {shape:?}, strides {strides:?}): use \
+                 to_vec(), which follows the strides"
+            ),
+            Error::Closure { message, .. } => f.write_str(message),
+            Error::Io { context, source } => write!(f, "{context}: {source}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(&**source),
+            Error::Closure {
+                source: Some(source),
+                ..
+            } => Some(&**source),
+            _ => None,
+        }
+    }
 }
 
 impl Error {
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         Error::InvalidArgument(msg.into())
+    }
+
+    /// [`Error::Io`]: `context` says what was being done, `source` what went wrong.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io {
+            context: context.into(),
+            source: Arc::new(source),
+        }
+    }
+
+    /// [`Error::Io`] for a file that is readable but whose content is wrong (truncated,
+    /// corrupt, not the format it claims): the source is an `InvalidData` error saying what,
+    /// which holds `what` (a message, or the parser's error, reachable by `get_ref`).
+    pub fn invalid_data(
+        context: impl Into<String>,
+        what: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
+        Error::io(
+            context,
+            std::io::Error::new(std::io::ErrorKind::InvalidData, what),
+        )
+    }
+
+    /// [`Error::Closure`] carrying a closure's own error as its source, so code inside a
+    /// transform (`value_and_grad`, `compile`, ...) that fails with another error type can
+    /// return it: `.map_err(Error::closure)?`.
+    pub fn closure(source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        let source: Arc<dyn std::error::Error + Send + Sync> = Arc::from(source.into());
+        Error::Closure {
+            message: format!("a Rust closure called by MLX failed: {source}"),
+            source: Some(source),
+        }
+    }
+
+    /// [`Error::Closure`] for a panic inside a closure: there is no error value, only the
+    /// panic's message.
+    pub(crate) fn closure_panicked(message: &str) -> Self {
+        Error::Closure {
+            message: format!("a Rust closure called by MLX panicked: {message}"),
+            source: None,
+        }
     }
 }
 

@@ -147,7 +147,10 @@ fn render(
     // after fflush/fclose.
     let file = unsafe { libc::open_memstream(&mut buf, &mut len) };
     if file.is_null() {
-        return Err(Error::Io("could not open an in-memory stream".into()));
+        return Err(Error::io(
+            "opening an in-memory stream",
+            std::io::Error::last_os_error(),
+        ));
     }
     let status = check(|| write(file.cast(), namer.raw, vec.0));
     // SAFETY: `file` is the stream opened above, closed exactly once; after fclose `buf`

@@ -85,7 +85,7 @@ fn path_cstring(path: &Path) -> Result<CString> {
 pub fn load_npy(path: impl AsRef<Path>) -> Result<Array> {
     let path = path.as_ref();
     let label = path.display().to_string();
-    let file = CheckedFile::open(path).map_err(|e| Error::Io(format!("[load] {label}: {e}")))?;
+    let file = CheckedFile::open(path).map_err(|e| Error::io(format!("[load] {label}"), e))?;
     npy_check::validate_file(&file.file, &label)?;
     let watch = LoadWatch::new(&label);
     let (io, _) = RawReader::new(file, &label, Some(Arc::clone(&watch)))?;
@@ -144,7 +144,7 @@ pub fn load_safetensors(path: impl AsRef<Path>) -> Result<Safetensors> {
     let label = path.display().to_string();
     // "Failed to open" is MLX's wording for a missing file, kept for callers matching it.
     let file = CheckedFile::open(path)
-        .map_err(|e| Error::Io(format!("[load_safetensors] Failed to open {label}: {e}")))?;
+        .map_err(|e| Error::io(format!("[load_safetensors] Failed to open {label}"), e))?;
     safetensors_check::validate_file(&file.file, &label)?;
     let watch = LoadWatch::new(&label);
     let (io, _) = RawReader::new(file, &label, Some(Arc::clone(&watch)))?;
@@ -181,7 +181,7 @@ pub fn load_safetensors_from_reader<R: Read + Seek + Send + 'static>(
     {
         let mut stream = shared
             .lock()
-            .map_err(|_| Error::Io("the reader panicked while loading".into()))?;
+            .map_err(|_| Error::io("loading", std::io::Error::other("the reader panicked")))?;
         safetensors_check::validate_stream(&mut *stream, "<reader>")?;
     }
     let arrays = a.to_hash_map()?;
@@ -651,20 +651,24 @@ impl Drop for RawWriter {
 fn finish_writer<W: Write>(io: RawWriter, shared: Arc<Mutex<W>>, status: Result<()>) -> Result<W> {
     drop(io);
     status?;
-    let mutex = Arc::try_unwrap(shared)
-        .map_err(|_| Error::Io("MLX still holds the writer after saving".into()))?;
+    let mutex = Arc::try_unwrap(shared).map_err(|_| {
+        Error::io(
+            "saving",
+            std::io::Error::other("MLX still holds the writer"),
+        )
+    })?;
     let mut writer = mutex
         .into_inner()
-        .map_err(|_| Error::Io("the writer panicked while saving".into()))?;
+        .map_err(|_| Error::io("saving", std::io::Error::other("the writer panicked")))?;
     // Flush errors surface here rather than being lost when the writer is dropped.
     writer
         .flush()
-        .map_err(|e| Error::Io(format!("flushing the writer: {e}")))?;
+        .map_err(|e| Error::io("flushing the writer", e))?;
     Ok(writer)
 }
 
 fn reader_err(e: std::io::Error) -> Error {
-    Error::Io(format!("reading the source: {e}"))
+    Error::io("reading the source", e)
 }
 
 /// A stream whose position 0 is where the wrapped stream was when handed over.

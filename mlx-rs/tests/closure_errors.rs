@@ -11,12 +11,17 @@ use mlx_rs::{ops, Array, Error, Result};
 const OK: u8 = 0;
 const ERR: u8 = 1;
 const PANIC: u8 = 2;
+const FOREIGN: u8 = 3;
 
 /// `sum(x^2)`, or an `Err` / a panic, depending on `mode`.
 fn flaky(mode: &AtomicU8, x: &[Array]) -> Result<Vec<Array>> {
     match mode.load(Ordering::SeqCst) {
         ERR => Err(Error::InvalidArgument("user error: bad batch 7".into())),
         PANIC => panic!("user panic: tensor on fire"),
+        FOREIGN => Err(Error::closure(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "batch file 7 is gone",
+        ))),
         _ => Ok(vec![(&x[0] * &x[0]).sum(None, false)?]),
     }
 }
@@ -26,7 +31,8 @@ fn x() -> Vec<Array> {
 }
 
 /// Runs `call` in each mode: Err comes back unchanged, a panic comes back as
-/// `Error::Closure` with its message, and afterwards a normal call succeeds.
+/// `Error::Closure` with its message, a foreign error as `Error::Closure` whose source is that
+/// error, and afterwards a normal call succeeds.
 fn check_modes(what: &str, mode: &AtomicU8, call: impl Fn() -> Result<Vec<Array>>) {
     mode.store(OK, Ordering::SeqCst);
     let good: Vec<Vec<f32>> = call()
@@ -37,19 +43,34 @@ fn check_modes(what: &str, mode: &AtomicU8, call: impl Fn() -> Result<Vec<Array>
 
     mode.store(ERR, Ordering::SeqCst);
     let e = call().expect_err(what);
-    assert_eq!(
-        e,
-        Error::InvalidArgument("user error: bad batch 7".into()),
-        "{what}: the closure's own error comes back"
+    assert!(
+        matches!(&e, Error::InvalidArgument(m) if m == "user error: bad batch 7"),
+        "{what}: the closure's own error comes back: {e:?}"
     );
 
     mode.store(PANIC, Ordering::SeqCst);
     let e = call().expect_err(what);
-    assert!(matches!(e, Error::Closure(_)), "{what}: {e:?}");
+    assert!(matches!(e, Error::Closure { .. }), "{what}: {e:?}");
     assert!(
         e.to_string().contains("user panic: tensor on fire"),
         "{what}: {e}"
     );
+    assert!(
+        std::error::Error::source(&e).is_none(),
+        "{what}: a panic has no source"
+    );
+
+    mode.store(FOREIGN, Ordering::SeqCst);
+    let e = call().expect_err(what);
+    assert!(matches!(e, Error::Closure { .. }), "{what}: {e:?}");
+    assert!(
+        e.to_string().contains("batch file 7 is gone"),
+        "{what}: {e}"
+    );
+    let source = std::error::Error::source(&e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap_or_else(|| panic!("{what}: the io::Error is the source: {e:?}"));
+    assert_eq!(source.kind(), std::io::ErrorKind::NotFound, "{what}");
 
     mode.store(OK, Ordering::SeqCst);
     let again: Vec<Vec<f32>> = call()

@@ -36,7 +36,8 @@ fn reduction_over_an_out_of_range_axis() {
 fn as_slice_of_an_unevaluated_array() {
     let a = ops::ones(&[3], None).unwrap();
     let b = &a + 1.0;
-    assert_eq!(b.as_slice::<f32>().unwrap_err(), Error::NotEvaluated);
+    let e = b.as_slice::<f32>().unwrap_err();
+    assert!(matches!(e, Error::NotEvaluated), "{e:?}");
     b.eval().unwrap();
     assert_eq!(b.as_slice::<f32>().unwrap(), &[2.0, 2.0, 2.0]);
 }
@@ -63,12 +64,15 @@ fn data_of_the_wrong_type() {
     let a = Array::from_slice(&[1i32, 2], &[2]).unwrap();
     a.eval().unwrap();
     let e = a.as_slice::<f32>().unwrap_err();
-    assert_eq!(
-        e,
-        Error::DtypeMismatch {
-            actual: Dtype::Int32,
-            requested: Dtype::Float32
-        }
+    assert!(
+        matches!(
+            e,
+            Error::DtypeMismatch {
+                actual: Dtype::Int32,
+                requested: Dtype::Float32
+            }
+        ),
+        "{e:?}"
     );
     assert_eq!(
         e.to_string(),
@@ -114,4 +118,38 @@ fn errors_do_not_poison_later_calls() {
     let ok = a.reshape(&[3, 2]).unwrap();
     assert_eq!(ok.shape(), &[3, 2]);
     assert_eq!(ok.sum(None, false).unwrap().item::<f32>().unwrap(), 6.0);
+}
+
+/// `Error::Io` keeps the OS error as its source (a missing file is `NotFound`, which a caller
+/// can branch on), and a file that opens but is corrupt is `InvalidData`; the message still
+/// names the file.
+#[test]
+fn io_errors_carry_their_source() {
+    use std::error::Error as _;
+    let kind_of = |e: &Error| {
+        assert!(matches!(e, Error::Io { .. }), "{e:?}");
+        e.source()
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .unwrap_or_else(|| panic!("no io::Error source: {e:?}"))
+            .kind()
+    };
+    let dir = std::env::temp_dir().join(format!("mlx-rs-errors-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+
+    let missing = dir.join("missing.safetensors");
+    let e = mlx_rs::io::load_safetensors(&missing).unwrap_err();
+    assert_eq!(kind_of(&e), std::io::ErrorKind::NotFound);
+    assert!(e.to_string().contains("missing.safetensors"), "{e}");
+
+    let corrupt = dir.join("corrupt.npy");
+    std::fs::write(&corrupt, b"not an npy file at all").unwrap();
+    let e = mlx_rs::io::load_npy(&corrupt).unwrap_err();
+    assert_eq!(kind_of(&e), std::io::ErrorKind::InvalidData);
+    assert!(e.to_string().contains("corrupt.npy"), "{e}");
+
+    // Clone shares the source rather than dropping it.
+    let copy = e.clone();
+    assert_eq!(kind_of(&copy), std::io::ErrorKind::InvalidData);
+    assert_eq!(copy.to_string(), e.to_string());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -624,7 +624,7 @@ fn expect_err(name: &str, bytes: &[u8], wanted: &str) {
         Err(e) => e,
     };
     let text = e.to_string();
-    assert!(matches!(e, mlx_rs::Error::Io(_)), "{name}: {e:?}");
+    assert!(matches!(e, mlx_rs::Error::Io { .. }), "{name}: {e:?}");
     assert!(
         text.contains(&format!("{name}.mlxfn")),
         "{name}: no path in {text}"

@@ -9,14 +9,14 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-/// bindgen's output, unedited and committed (regenerate or check it with `scripts/bindings`),
-/// so that building needs neither bindgen nor libclang. mlx-c's headers differ by
-/// architecture only: aarch64 adds the float16/bfloat16 accessors. Its names follow C and its
-/// `unsafe` blocks (zeroed `Default` impls) carry no comments.
-// rustfmt would restyle them, and then they would no longer match what bindgen writes.
+/// bindgen's output, committed (regenerate or check it with `scripts/bindings`), so that
+/// building needs neither bindgen nor libclang. mlx-c's headers differ by architecture only:
+/// aarch64 adds the float16/bfloat16 accessors, which the one file holds under
+/// `#[cfg(target_arch = "aarch64")]` (the build script merges bindgen's two outputs; nothing
+/// else is edited). Its names follow C and its `unsafe` blocks (zeroed `Default` impls) carry
+/// no comments.
+// rustfmt would restyle it, and then it would no longer match what bindgen writes.
 #[rustfmt::skip]
-#[cfg_attr(target_arch = "aarch64", path = "bindings/aarch64.rs")]
-#[cfg_attr(not(target_arch = "aarch64"), path = "bindings/generic.rs")]
 #[allow(
     non_upper_case_globals,
     non_camel_case_types,

@@ -16,6 +16,16 @@ impl<T: TreeNode> EvalArgs for &T {
     }
 }
 
+/// A slice of trees (`&arrays[..]`, `caches.as_slice()`), as `mlx_rs::eval` takes a slice of
+/// arrays.
+impl<T: TreeNode> EvalArgs for &[T] {
+    fn collect_leaves<'a>(&'a self, out: &mut Vec<&'a Array>) {
+        for t in self.iter() {
+            out.extend(tree_leaves(t));
+        }
+    }
+}
+
 impl<A: EvalArgs> EvalArgs for Vec<A> {
     fn collect_leaves<'a>(&'a self, out: &mut Vec<&'a Array>) {
         for a in self {

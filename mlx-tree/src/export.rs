@@ -79,10 +79,10 @@ where
         .map_err(|e| error::invalid(format!("export_function: {e}")))?;
     let sig_path = tree_signature_path(file);
     std::fs::write(&sig_path, json).map_err(|e| {
-        Error::Io(format!(
-            "[export_function] cannot write {}: {e}",
-            sig_path.display()
-        ))
+        Error::io(
+            format!("[export_function] cannot write {}", sig_path.display()),
+            e,
+        )
     })
 }
 
@@ -103,16 +103,22 @@ pub fn import_function<I: TreeNode, O: TreeNode>(
 ) -> Result<ImportedTreeFunction<I, O>> {
     let sig_path = tree_signature_path(file.as_ref());
     let text = std::fs::read_to_string(&sig_path).map_err(|e| {
-        Error::Io(format!(
-            "[import_function] cannot read the tree signature {}: {e}",
-            sig_path.display()
-        ))
+        Error::io(
+            format!(
+                "[import_function] cannot read the tree signature {}",
+                sig_path.display()
+            ),
+            e,
+        )
     })?;
     let sig: Signature = serde_json::from_str(&text).map_err(|e| {
-        error::invalid(format!(
-            "[import_function] {} is not a tree signature: {e}",
-            sig_path.display()
-        ))
+        Error::invalid_data(
+            format!(
+                "[import_function] {} is not a tree signature",
+                sig_path.display()
+            ),
+            e,
+        )
     })?;
     if sig.format != FORMAT || sig.version != VERSION {
         return Err(error::invalid(format!(

@@ -20,11 +20,14 @@ pub fn save_weights<T: TreeNode>(
     mlx_rs::io::save_safetensors(path, pairs.iter().map(|(k, v)| (k, *v)), metadata)
 }
 
-/// How strictly [`load_weights`] matches file keys to tree paths. The default is strict, as
-/// Python's `load_weights(file, strict=True)`: every leaf of the tree must be in the file and
-/// every array of the file must have a leaf.
+/// How strictly [`load_weights`] (and [`assign_weights`]) match file keys to tree paths. The
+/// default is strict, as Python's `load_weights(file, strict=True)`: every leaf of the tree must
+/// be in the file and every array of the file must have a leaf.
+///
+/// Named after the function it configures: `mlx_lm::LoadOptions` is for loading a whole model
+/// directory (Python: `mlx_lm.load`), which is a different call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LoadOptions {
+pub struct LoadWeightsOptions {
     /// Leaves without an array in the file keep their value.
     pub allow_missing: bool,
     /// Arrays of the file without a leaf in the tree are ignored.
@@ -41,7 +44,7 @@ pub struct LoadOptions {
 pub fn load_weights<T: TreeNode>(
     tree: &mut T,
     path: impl AsRef<Path>,
-    options: LoadOptions,
+    options: LoadWeightsOptions,
 ) -> Result<HashMap<String, String>> {
     let (arrays, metadata) = mlx_rs::io::load_safetensors(path)?;
     assign_weights(tree, arrays, options)?;
@@ -53,7 +56,7 @@ pub fn load_weights<T: TreeNode>(
 pub fn assign_weights<T: TreeNode>(
     tree: &mut T,
     mut weights: HashMap<String, Array>,
-    options: LoadOptions,
+    options: LoadWeightsOptions,
 ) -> Result<()> {
     let paths = tree_structure(&*tree)?.leaf_paths();
     let mut missing = Vec::new();

@@ -121,7 +121,7 @@
 //!   `TreeDef`s in `<file>.tree.json`; [`ImportedTreeFunction::call`] takes and returns the
 //!   same types.
 //! - [`save_weights`] / [`load_weights`] / [`assign_weights`]: safetensors by key path;
-//!   missing, unexpected and wrong-shape keys are one `Err` listing them ([`LoadOptions`]
+//!   missing, unexpected and wrong-shape keys are one `Err` listing them ([`LoadWeightsOptions`]
 //!   relaxes the first two).
 //!
 //! Static data is never traced: it is part of the compile key (a change retraces), copied
@@ -161,7 +161,7 @@ pub use error::{Error, Result};
 pub use eval::{async_eval, eval, EvalArgs};
 pub use export::{export_function, import_function, tree_signature_path, ImportedTreeFunction};
 pub use flatten::{Flattener, Unflattener};
-pub use io::{assign_weights, load_weights, save_weights, LoadOptions};
+pub use io::{assign_weights, load_weights, save_weights, LoadWeightsOptions};
 pub use mlx_rs::Array;
 pub use node::TreeNode;
 pub use registry::{is_registered, register, registered_name, Registered, RegisteredValue};

@@ -11,8 +11,8 @@ use foreign_cache::{KvCache as ForeignKv, SsmState};
 use mlx_rs::ops;
 use mlx_tree::{
     assign_weights, compile, compile_mut, grad, load_weights, save_weights, tree_map,
-    value_and_grad, vmap, Array, CompileStats, LoadOptions, Registered, Result, TreeAxes, TreeNode,
-    Value,
+    value_and_grad, vmap, Array, CompileStats, LoadWeightsOptions, Registered, Result, TreeAxes,
+    TreeNode, Value,
 };
 
 fn arange(n: i32, scale: f32, shape: &[i32]) -> Array {
@@ -698,7 +698,11 @@ fn weights_load_by_path_between_cache_layouts() {
     save_weights(&file, &list, Some(&meta)).unwrap();
 
     // Strict: one error naming every key that differs; nothing is changed.
-    let e = err(load_weights(&mut fields, &file, LoadOptions::default()));
+    let e = err(load_weights(
+        &mut fields,
+        &file,
+        LoadWeightsOptions::default(),
+    ));
     for key in ["keys.0", "keys.1", "values.0", "values.1"] {
         assert!(e.contains(key), "{key} missing from: {e}");
     }
@@ -718,7 +722,7 @@ fn weights_load_by_path_between_cache_layouts() {
     assert_eq!(fields.offset.item::<i32>().unwrap(), 0);
 
     // Lenient: only the matching path (offset) loads.
-    let options = LoadOptions {
+    let options = LoadWeightsOptions {
         allow_missing: true,
         allow_unexpected: true,
     };
@@ -730,7 +734,7 @@ fn weights_load_by_path_between_cache_layouts() {
     // The same layout round-trips.
     let mut copy = list.clone();
     tree_map_zero(&mut copy);
-    load_weights(&mut copy, &file, LoadOptions::default()).unwrap();
+    load_weights(&mut copy, &file, LoadWeightsOptions::default()).unwrap();
     assert_eq!(all_values(&copy), all_values(&list));
 
     // Wrong shapes are always an error, with both shapes.

@@ -106,5 +106,29 @@ fn exported_tree_function_imports_with_the_same_types() {
     wide.1 = arange(15, 0.1, &[5, 3]);
     same(&imported.call(&wide).unwrap(), &forward(&wide).unwrap());
 
+    // A missing or corrupt signature is an Io error whose source says which (the OS error,
+    // or InvalidData holding the JSON parser's error).
+    let sig = tree_signature_path(&file);
+    std::fs::write(&sig, "{ not json").unwrap();
+    let e = import_function::<(Linear, Array), Out>(&file)
+        .err()
+        .unwrap();
+    let source = io_source(&e);
+    assert_eq!(source.kind(), std::io::ErrorKind::InvalidData, "{e}");
+    assert!(source.get_ref().unwrap().is::<serde_json::Error>(), "{e:?}");
+    assert!(e.to_string().contains("is not a tree signature"), "{e}");
+    std::fs::remove_file(&sig).unwrap();
+    let e = import_function::<(Linear, Array), Out>(&file)
+        .err()
+        .unwrap();
+    assert_eq!(io_source(&e).kind(), std::io::ErrorKind::NotFound, "{e}");
+
     std::fs::remove_dir_all(&dir).ok();
+}
+
+fn io_source(e: &mlx_tree::Error) -> &std::io::Error {
+    assert!(matches!(e, mlx_tree::Error::Io { .. }), "{e:?}");
+    std::error::Error::source(e)
+        .and_then(|s| s.downcast_ref::<std::io::Error>())
+        .unwrap_or_else(|| panic!("no io::Error source: {e:?}"))
 }

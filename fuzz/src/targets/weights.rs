@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use mlx_nn::{
-    Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadOptions, Module, RMSNorm,
+    Embedding, Forward, LayerNorm, LayerNormOptions, Linear, LoadWeightsOptions, Module, RMSNorm,
 };
 use mlx_rs::Array;
 use mlx_tree::{tree_leaves, TreeNode, Value};
@@ -75,7 +75,11 @@ fn unchanged(before: &Model, after: &Model) -> Result<bool, String> {
     Ok(true)
 }
 
-fn load(base: &Model, path: &std::path::Path, options: LoadOptions) -> Result<Model, String> {
+fn load(
+    base: &Model,
+    path: &std::path::Path,
+    options: LoadWeightsOptions,
+) -> Result<Model, String> {
     let mut m = base.clone();
     match m.load_weights(path, options) {
         Ok(()) => Ok(m),
@@ -92,8 +96,8 @@ fn load(base: &Model, path: &std::path::Path, options: LoadOptions) -> Result<Mo
 pub fn run(ctx: &mut Ctx, data: &[u8]) -> Outcome {
     let base = model(ctx)?;
     let file = ctx.write("safetensors", data)?;
-    let strict = load(&base, &file.0, LoadOptions::default());
-    let lenient_options = LoadOptions {
+    let strict = load(&base, &file.0, LoadWeightsOptions::default());
+    let lenient_options = LoadWeightsOptions {
         allow_missing: true,
         allow_unexpected: true,
     };

@@ -37,11 +37,14 @@ pub(crate) fn defaults_for_mode(
 /// Which modules [`quantize`] quantizes: given a module's path and the module.
 pub type ClassPredicate<'a> = &'a dyn Fn(&str, &AnyModule) -> bool;
 
-/// The keyword arguments of [`quantize`], with Python's defaults (`group_size=None`,
-/// `bits=None`: the mode's; `mode="affine"`; `class_predicate=None`: every layer that has
-/// a quantized form).
+/// The keyword arguments of [`quantize`] (Python: `nn.quantize(model, ...)`), with Python's
+/// defaults (`group_size=None`, `bits=None`: the mode's; `mode="affine"`;
+/// `class_predicate=None`: every layer that has a quantized form).
+///
+/// Not [`mlx_rs::ops::QuantizeOptions`], which configures the array op `mx.quantize`: this one
+/// says which layers of a model to quantize, and how.
 #[derive(Clone, Copy)]
-pub struct QuantizeOptions<'a> {
+pub struct QuantizeModelOptions<'a> {
     pub group_size: Option<i32>,
     pub bits: Option<i32>,
     /// Only `Affine`: the quantized layers of this crate hold affine quantization.
@@ -52,9 +55,9 @@ pub struct QuantizeOptions<'a> {
     pub class_predicate: Option<ClassPredicate<'a>>,
 }
 
-impl Default for QuantizeOptions<'_> {
+impl Default for QuantizeModelOptions<'_> {
     fn default() -> Self {
-        QuantizeOptions {
+        QuantizeModelOptions {
             group_size: None,
             bits: None,
             mode: QuantizationMode::Affine,
@@ -63,7 +66,7 @@ impl Default for QuantizeOptions<'_> {
     }
 }
 
-impl<'a> QuantizeOptions<'a> {
+impl<'a> QuantizeModelOptions<'a> {
     pub fn group_size(mut self, group_size: i32) -> Self {
         self.group_size = Some(group_size);
         self
@@ -96,7 +99,7 @@ impl<'a> QuantizeOptions<'a> {
 /// [`QQLinear::from_linear`](crate::QQLinear::from_linear).
 ///
 /// ```
-/// use mlx_nn::{quantize, Linear, MaybeQuantizedLinear, Module, QuantizeOptions};
+/// use mlx_nn::{quantize, Linear, MaybeQuantizedLinear, Module, QuantizeModelOptions};
 /// use mlx_tree::TreeNode;
 ///
 /// #[derive(Clone, TreeNode)]
@@ -110,12 +113,12 @@ impl<'a> QuantizeOptions<'a> {
 ///     down: Linear::new(128, 64, false)?.into(),
 ///     gate: Linear::new(64, 2, false)?,
 /// };
-/// let done = quantize(&mut mlp, QuantizeOptions::default().group_size(32).bits(4))?;
+/// let done = quantize(&mut mlp, QuantizeModelOptions::default().group_size(32).bits(4))?;
 /// assert_eq!(done, ["up", "down"]);
 /// assert!(mlp.up.is_quantized() && mlp.down.is_quantized());
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
-pub fn quantize<M: Module>(model: &mut M, options: QuantizeOptions<'_>) -> Result<Vec<String>> {
+pub fn quantize<M: Module>(model: &mut M, options: QuantizeModelOptions<'_>) -> Result<Vec<String>> {
     if options.mode != QuantizationMode::Affine {
         return Err(Error::InvalidArgument(format!(
             "[quantize] mode {:?}: mlx_nn's QuantizedLinear and QuantizedEmbedding hold affine \

@@ -115,7 +115,7 @@ impl RingHostfile {
     pub fn read(path: impl AsRef<Path>) -> Result<RingHostfile> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path)
-            .map_err(|e| invalid(format!("reading the hostfile {}: {e}", path.display())))?;
+            .map_err(|e| Error::io(format!("reading the hostfile {}", path.display()), e))?;
         RingHostfile::parse(&text).map_err(|e| invalid(format!("hostfile {}: {e}", path.display())))
     }
 

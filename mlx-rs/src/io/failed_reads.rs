@@ -159,10 +159,11 @@ impl Drop for LoadWatch {
 }
 
 fn failed_error(message: &str) -> Error {
-    Error::Io(format!(
+    Error::io(
         "a lazy read failed, so the arrays it was to fill and everything computed from them \
-         are unusable: {message}"
-    ))
+         are unusable",
+        std::io::Error::other(message.to_string()),
+    )
 }
 
 /// The arrays of the targets' graphs that an eval would compute.

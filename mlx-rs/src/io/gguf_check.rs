@@ -31,10 +31,13 @@ struct Walker<R> {
 
 impl<R: Read> Walker<R> {
     fn fail(&self, what: impl std::fmt::Display) -> Error {
-        Error::Io(format!(
-            "[load_gguf] {}: corrupt or truncated GGUF file: {what} (at byte {})",
-            self.path, self.pos
-        ))
+        Error::invalid_data(
+            format!("[load_gguf] {}", self.path),
+            format!(
+                "corrupt or truncated GGUF file: {what} (at byte {})",
+                self.pos
+            ),
+        )
     }
 
     fn need(&self, n: u64, what: &str) -> Result<()> {
@@ -52,7 +55,7 @@ impl<R: Read> Walker<R> {
         let mut buf = vec![0u8; n as usize];
         self.r
             .read_exact(&mut buf)
-            .map_err(|e| Error::Io(format!("[load_gguf] {}: {e}", self.path)))?;
+            .map_err(|e| Error::io(format!("[load_gguf] {}", self.path), e))?;
         self.pos += n;
         Ok(buf)
     }
@@ -60,7 +63,7 @@ impl<R: Read> Walker<R> {
     fn skip(&mut self, n: u64, what: &str) -> Result<()> {
         self.need(n, what)?;
         let copied = std::io::copy(&mut (&mut self.r).take(n), &mut std::io::sink())
-            .map_err(|e| Error::Io(format!("[load_gguf] {}: {e}", self.path)))?;
+            .map_err(|e| Error::io(format!("[load_gguf] {}", self.path), e))?;
         if copied != n {
             return Err(self.fail(format!("{what} is cut short")));
         }
@@ -210,10 +213,10 @@ fn block(ty: u32) -> Option<(u64, u64)> {
 /// metadata keys in file order.
 pub(super) fn validate(path: &Path) -> Result<Vec<String>> {
     let shown = path.display().to_string();
-    let file = File::open(path).map_err(|e| Error::Io(format!("[load_gguf] {shown}: {e}")))?;
+    let file = File::open(path).map_err(|e| Error::io(format!("[load_gguf] {shown}"), e))?;
     let len = file
         .metadata()
-        .map_err(|e| Error::Io(format!("[load_gguf] {shown}: {e}")))?
+        .map_err(|e| Error::io(format!("[load_gguf] {shown}"), e))?
         .len();
     let mut w = Walker {
         r: BufReader::new(file),

@@ -39,11 +39,14 @@ pub(super) fn validate_stream<R: Read + Seek>(r: &mut R, label: &str) -> Result<
 }
 
 fn io_error(label: &str, e: std::io::Error) -> Error {
-    Error::Io(format!("[load] {label}: {e}"))
+    Error::io(format!("[load] {label}"), e)
 }
 
 fn header_error(label: &str, what: impl std::fmt::Display) -> Error {
-    Error::Io(format!("[load] {label}: invalid .npy header: {what}"))
+    Error::invalid_data(
+        format!("[load] {label}"),
+        format!("invalid .npy header: {what}"),
+    )
 }
 
 fn validate(r: &mut impl Read, total: u64, label: &str, trailing_ok: bool) -> Result<()> {
@@ -148,11 +151,14 @@ fn validate(r: &mut impl Read, total: u64, label: &str, trailing_ok: bool) -> Re
         } else {
             "corrupt .npy file (bytes after the data)"
         };
-        return Err(Error::Io(format!(
-            "[load] {label}: {what}: shape ({}) of {} needs {nbytes} data bytes but {present} follow the header",
-            h.shape.join(", "),
-            h.descr
-        )));
+        return Err(Error::invalid_data(
+            format!("[load] {label}"),
+            format!(
+                "{what}: shape ({}) of {} needs {nbytes} data bytes but {present} follow the header",
+                h.shape.join(", "),
+                h.descr
+            ),
+        ));
     }
     Ok(())
 }

@@ -41,13 +41,14 @@ pub(super) fn validate_stream<R: Read + Seek>(r: &mut R, label: &str) -> Result<
 }
 
 fn io_error(label: &str, e: std::io::Error) -> Error {
-    Error::Io(format!("[load_safetensors] {label}: {e}"))
+    Error::io(format!("[load_safetensors] {label}"), e)
 }
 
 fn header_error(label: &str, what: impl std::fmt::Display) -> Error {
-    Error::Io(format!(
-        "[load_safetensors] {label}: invalid safetensors header: {what}"
-    ))
+    Error::invalid_data(
+        format!("[load_safetensors] {label}"),
+        format!("invalid safetensors header: {what}"),
+    )
 }
 
 /// Reads the length and JSON header from `r` (positioned at the start of data `total` bytes
@@ -109,8 +110,12 @@ fn validate(r: &mut impl Read, total: u64, label: &str) -> Result<()> {
             check_metadata(value).map_err(|e| header_error(label, format!("__metadata__ {e}")))?;
             continue;
         }
-        let span = check_tensor(value, data_len)
-            .map_err(|e| Error::Io(format!("[load_safetensors] {label}: tensor {name:?} {e}")))?;
+        let span = check_tensor(value, data_len).map_err(|e| {
+            Error::invalid_data(
+                format!("[load_safetensors] {label}"),
+                format!("tensor {name:?} {e}"),
+            )
+        })?;
         spans.push((span, name.as_str()));
     }
     check_disjoint(&mut spans).map_err(|e| header_error(label, e))

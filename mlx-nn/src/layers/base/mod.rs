@@ -22,7 +22,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
 use mlx_rs::{Array, Dtype, Error, Result};
-pub use mlx_tree::LoadOptions;
+pub use mlx_tree::LoadWeightsOptions;
 use mlx_tree::{
     tree_assign_leaves, tree_flatten, tree_unflatten, NodeKind, NodeRef, StaticData, StaticValue,
     TreeDef, TreeNode, Value,
@@ -341,14 +341,14 @@ pub trait Module: TreeNode {
     fn load_weights_from(
         &mut self,
         weights: HashMap<String, Array>,
-        options: LoadOptions,
+        options: LoadWeightsOptions,
     ) -> Result<()> {
         mlx_tree::assign_weights(self, weights, options)
     }
 
     /// Loads a `.safetensors` file whose tensor names are the parameter paths (Python:
     /// `model.load_weights("model.safetensors")`); the error names the file and the keys.
-    fn load_weights(&mut self, path: impl AsRef<Path>, options: LoadOptions) -> Result<()> {
+    fn load_weights(&mut self, path: impl AsRef<Path>, options: LoadWeightsOptions) -> Result<()> {
         let path = path.as_ref();
         mlx_tree::load_weights(self, path, options)
             .map(|_| ())

@@ -27,10 +27,13 @@ pub(super) struct Values<'a> {
 
 impl Values<'_> {
     fn fail(&self, op: &Op, what: impl std::fmt::Display) -> Error {
-        Error::Io(format!(
-            "[import_function] {}: corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
-            self.path, op.prim.name, op.entry
-        ))
+        Error::invalid_data(
+            format!("[import_function] {}", self.path),
+            format!(
+                "corrupt or truncated .mlxfn file: {} (tape entry at byte {}) {what}",
+                op.prim.name, op.entry
+            ),
+        )
     }
 
     pub(super) fn check(&mut self, f: &Function) -> Result<()> {

@@ -17,16 +17,16 @@ pub(super) struct Walker {
     pub(super) path: String,
 }
 
-pub(super) fn io_err(path: &str, e: impl std::fmt::Display) -> Error {
-    Error::Io(format!("[import_function] {path}: {e}"))
+pub(super) fn io_err(path: &str, e: std::io::Error) -> Error {
+    Error::io(format!("[import_function] {path}"), e)
 }
 
 impl Walker {
     pub(super) fn fail_at(&self, pos: u64, what: impl std::fmt::Display) -> Error {
-        Error::Io(format!(
-            "[import_function] {}: corrupt or truncated .mlxfn file: {what} (at byte {pos})",
-            self.path
-        ))
+        Error::invalid_data(
+            format!("[import_function] {}", self.path),
+            format!("corrupt or truncated .mlxfn file: {what} (at byte {pos})"),
+        )
     }
 
     pub(super) fn fail(&self, what: impl std::fmt::Display) -> Error {

@@ -5537,3 +5537,29 @@ unsafe extern "C" {
 unsafe extern "C" {
     pub fn mlx_version(str_: *mut mlx_string) -> ::std::os::raw::c_int;
 }
+
+// Items only the aarch64 headers declare.
+#[cfg(target_arch = "aarch64")]
+#[derive(PartialEq, Copy, Clone, Hash, Debug, Default)]
+#[repr(transparent)]
+pub struct __BindgenFloat16(pub u16);
+#[cfg(target_arch = "aarch64")]
+pub type float16_t = __BindgenFloat16;
+#[cfg(target_arch = "aarch64")]
+pub type bfloat16_t = u16;
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    pub fn mlx_array_item_float16(res: *mut float16_t, arr: mlx_array) -> ::std::os::raw::c_int;
+}
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    pub fn mlx_array_item_bfloat16(res: *mut bfloat16_t, arr: mlx_array) -> ::std::os::raw::c_int;
+}
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    pub fn mlx_array_data_float16(arr: mlx_array) -> *const float16_t;
+}
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    pub fn mlx_array_data_bfloat16(arr: mlx_array) -> *const bfloat16_t;
+}
