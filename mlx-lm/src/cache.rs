@@ -11,7 +11,7 @@
 //! the masked-out entries add exact zeros, so the result equals attention over the written
 //! prefix up to the order of float additions. On a CUDA GPU a decode step instead attends
 //! over exactly the written slots in one kernel that reads the offset on the device
-//! ([`decode_attention`](crate::models::decode_attention)), and a generation's caches write
+//! ([`decode_attention`](crate::kernels::decode_attention)), and a generation's caches write
 //! each step's slots into their buffers in place ([`KvCache::set_writes_in_place`]).
 
 use mlx_rs::ops;
@@ -370,3 +370,31 @@ impl LayerCache {
 
 /// A model's cache: one entry per layer (Python: the list `make_prompt_cache` returns).
 pub type Cache = Vec<LayerCache>;
+
+/// Buffer slots for `positions` positions, in mlx_lm's steps of 256.
+pub fn cache_slots(positions: usize) -> crate::Result<i32> {
+    i32::try_from(positions.div_ceil(256) * 256).map_err(|_| {
+        crate::Error::InvalidArgument(format!("{positions} positions do not fit a cache"))
+    })
+}
+
+/// Makes every key/value layer write decode steps into its buffers in place (see
+/// [`KvCache::set_writes_in_place`]): what generation does with the cache it owns.
+pub fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_writes_in_place(true)?;
+        }
+    }
+    Ok(())
+}
+
+/// Grows every key/value buffer to `capacity` positions.
+pub fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.reserve(capacity)?;
+        }
+    }
+    Ok(())
+}
