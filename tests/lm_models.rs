@@ -6,12 +6,9 @@
 mod support;
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use mlx::core::{io, Array, Dtype};
-use mlx::lm::{
-    generate_step, load_model, set_fused_gated_delta, GenerateOptions, LoadOptions, Model,
-};
+use mlx::lm::{generate_step, load_model, GenerateOptions, KernelOptions, LoadOptions, Model};
 use serde_json::Value;
 use support::golden::{data_dir, on_cuda};
 
@@ -66,10 +63,24 @@ fn golden(name: &str) -> Golden {
     }
 }
 
-fn load(name: &str) -> Model {
-    load_model(model_dir(name), LoadOptions::default())
+/// The model `name`, with our one-kernel gated delta rule (CUDA only) on or off: a choice of
+/// the model, so the tests that differ in it run side by side.
+fn load_with(name: &str, fused_gated_delta: bool) -> Model {
+    let options = LoadOptions {
+        kernels: KernelOptions {
+            fused_gated_delta,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    load_model(model_dir(name), options)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .0
+}
+
+/// The model `name` as it loads by default.
+fn load(name: &str) -> Model {
+    load_with(name, true)
 }
 
 fn prompt_array(prompt: &[i32]) -> Array {
@@ -91,19 +102,6 @@ fn logit_tolerance() -> f32 {
     } else {
         1e-5
     }
-}
-
-/// The global switch of our one-kernel gated delta rule (CUDA only), held by each test that
-/// reads it: the tests of this binary run on parallel threads.
-static GATED_DELTA_SWITCH: Mutex<()> = Mutex::new(());
-
-/// Sets the one-kernel gated delta rule for as long as the guard lives; on again after.
-fn fused_gated_delta(on: bool) -> MutexGuard<'static, ()> {
-    let guard = GATED_DELTA_SWITCH
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner);
-    set_fused_gated_delta(on);
-    guard
 }
 
 /// How many of `ours` differ from `theirs` by more than `tol` (by their bits when `tol` is 0),
@@ -133,10 +131,9 @@ fn compare(ours: &Array, theirs: &Array, tol: f32) -> (usize, f32) {
 /// off (mlx_lm runs the recurrence as compiled array ops there, and so do we then).
 #[test]
 fn prompt_logits_equal_mlx_lm() {
-    let _switch = fused_gated_delta(false);
     for name in MODELS {
         let g = golden(name);
-        let model = load(name);
+        let model = load_with(name, false);
         let logits = model.forward(&prompt_array(&g.prompt), None).unwrap();
         assert_eq!(logits.shape(), g.logits.shape(), "{name}");
         let tol = logit_tolerance();
@@ -159,7 +156,6 @@ fn prompt_logits_equal_mlx_lm() {
 /// and the logits are the ops' own.
 #[test]
 fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
-    let _switch = fused_gated_delta(true);
     for name in MODELS.iter().filter(|n| n.starts_with("qwen3_5")) {
         let g = golden(name);
         let model = load(name);
@@ -177,7 +173,6 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
 #[test]
 fn greedy_generation_equals_mlx_lm() {
     // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule.
-    let _switch = fused_gated_delta(true);
     for name in MODELS {
         let g = golden(name);
         let model = load(name);
@@ -228,7 +223,6 @@ fn greedy_generation_equals_mlx_lm() {
 /// 256-token generation and computes what the same model computes eagerly, step by step.
 #[test]
 fn qwen3_5_compiled_decode_is_traced_once_and_equals_eager() {
-    let _switch = fused_gated_delta(true);
     let model = load("qwen3_5");
     let prompt: Vec<u32> = golden("qwen3_5").prompt.iter().map(|t| *t as u32).collect();
     let n = 256;

@@ -317,8 +317,8 @@ impl LayerCache {
     /// Checks that this cache (loaded from a file, say) fits the layer `fresh` was made for:
     /// the same kind, and arrays of the same dtypes and shapes but for a key/value buffer's
     /// length. The error says which layer and array differ.
-    pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> Result<()> {
-        let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> Result<()> {
+    pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> crate::Result<()> {
+        let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> crate::Result<()> {
             let (sa, sb) = (a.shape(), b.shape());
             let fits = sa.len() == sb.len()
                 && sa
@@ -330,7 +330,7 @@ impl LayerCache {
             if fits {
                 Ok(())
             } else {
-                Err(mlx_rs::Error::InvalidArgument(format!(
+                Err(crate::Error::InvalidArgument(format!(
                     "cache layer {layer}: {name} is {:?} {sa:?} but the model's layer needs {:?} {sb:?}",
                     a.dtype(),
                     b.dtype()
@@ -350,7 +350,7 @@ impl LayerCache {
                 same("conv", &a.conv, &b.conv, false)?;
                 same("recurrent", &a.recurrent, &b.recurrent, false)
             }
-            _ => Err(mlx_rs::Error::InvalidArgument(format!(
+            _ => Err(crate::Error::InvalidArgument(format!(
                 "cache layer {layer} is a {} but the model's layer needs a {}",
                 self.class_name(),
                 fresh.class_name()
