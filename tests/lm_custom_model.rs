@@ -49,7 +49,10 @@ fn eager_greedy(model: &dyn LanguageModel, prompt: &[u32], n: usize) -> Vec<u32>
     let mut tokens = Vec::new();
     for _ in 0..n {
         let last = logits.index((0, -1)).unwrap();
-        let token = ops::argmax(&last, -1, false).unwrap().item::<u32>().unwrap();
+        let token = ops::argmax(&last, -1, false)
+            .unwrap()
+            .item::<u32>()
+            .unwrap();
         tokens.push(token);
         let next = Array::from_slice(&[token], &[1, 1]).unwrap();
         logits = model.forward(&next, Some(&mut cache)).unwrap();
@@ -172,7 +175,10 @@ fn an_unknown_model_type_lists_the_registered_ones() {
     assert!(matches!(e, Error::UnsupportedModel { .. }), "{e}");
     let message = e.to_string();
     for registered in registered_models() {
-        assert!(message.contains(&registered), "{message} lacks {registered}");
+        assert!(
+            message.contains(&registered),
+            "{message} lacks {registered}"
+        );
     }
     assert!(message.contains("no_such_arch") && message.contains(arch::MODEL_TYPE));
     std::fs::remove_dir_all(dir).unwrap();

@@ -267,3 +267,26 @@ fn qwen3_5_compiled_decode_is_traced_once_and_equals_eager() {
     // bit differently from the separate ops; the graph is the same.
     assert!(worst <= 1e-5, "compiled decode off by {worst}");
 }
+
+/// Kernel choices belong to a model, not to the process: a model loaded with the one-kernel
+/// gated delta rule off keeps computing mlx_lm's logits beside one loaded with it on (on a
+/// CUDA GPU the fused one's move in their last bits; elsewhere no kernel runs), and the choice
+/// is part of each model's tree structure, so a step compiled for one is never reused for
+/// the other.
+#[test]
+fn two_models_in_one_process_keep_their_own_kernel_choices() {
+    let g = golden("qwen3_5");
+    let plain = load_with("qwen3_5", false);
+    let fused = load_with("qwen3_5", true);
+    let prompt = prompt_array(&g.prompt);
+    let fused_logits = fused.forward(&prompt, None).unwrap();
+    let plain_logits = plain.forward(&prompt, None).unwrap();
+    let (differing, worst) = compare(&plain_logits, &g.logits, logit_tolerance());
+    assert_eq!(differing, 0, "the unfused model moved by {worst}");
+    let tol = if on_cuda() { 2e-4 } else { logit_tolerance() };
+    assert_eq!(compare(&fused_logits, &g.logits, tol).0, 0);
+    assert_ne!(
+        mlx::utils::tree_structure(&plain).unwrap(),
+        mlx::utils::tree_structure(&fused).unwrap()
+    );
+}

@@ -154,17 +154,32 @@ pub fn write_random_model(
     };
     let ones = |n: i32| mlx::core::ops::ones(&[n], Dtype::Float32);
     let mut weights: Vec<(String, Array)> = vec![
-        ("transformer.embed_tokens.weight".into(), normal(&[vocab, d], 1.0)?),
+        (
+            "transformer.embed_tokens.weight".into(),
+            normal(&[vocab, d], 1.0)?,
+        ),
         ("transformer.norm.weight".into(), ones(d)?),
     ];
     for i in 0..layers {
         let p = format!("transformer.layers.{i}");
         let s = 1.0 / (d as f32).sqrt();
         weights.extend([
-            (format!("{p}.self_attn.q_proj.weight"), normal(&[heads * head_dim, d], s)?),
-            (format!("{p}.self_attn.k_proj.weight"), normal(&[kv_heads * head_dim, d], s)?),
-            (format!("{p}.self_attn.v_proj.weight"), normal(&[kv_heads * head_dim, d], s)?),
-            (format!("{p}.self_attn.o_proj.weight"), normal(&[d, heads * head_dim], s)?),
+            (
+                format!("{p}.self_attn.q_proj.weight"),
+                normal(&[heads * head_dim, d], s)?,
+            ),
+            (
+                format!("{p}.self_attn.k_proj.weight"),
+                normal(&[kv_heads * head_dim, d], s)?,
+            ),
+            (
+                format!("{p}.self_attn.v_proj.weight"),
+                normal(&[kv_heads * head_dim, d], s)?,
+            ),
+            (
+                format!("{p}.self_attn.o_proj.weight"),
+                normal(&[d, heads * head_dim], s)?,
+            ),
             (format!("{p}.self_attn.q_norm.weight"), ones(head_dim)?),
             (format!("{p}.self_attn.k_norm.weight"), ones(head_dim)?),
             (format!("{p}.mlp.gate_proj.weight"), normal(&[d_ff, d], s)?),

@@ -121,7 +121,8 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
         return Err(invalid("the batch has no prompts".into()));
     }
     for (i, p) in prompts.iter().enumerate() {
-        check_prompt(p.as_ref(), model.vocab_size()).map_err(|e| invalid(format!("prompt {i}: {e}")))?;
+        check_prompt(p.as_ref(), model.vocab_size())
+            .map_err(|e| invalid(format!("prompt {i}: {e}")))?;
     }
     options.sampler.validate(model.vocab_size())?;
     options.processors.validate(model.vocab_size())?;

@@ -14,8 +14,8 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
-use clap::Parser;
 use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
+use clap::Parser;
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
 ///

@@ -98,9 +98,7 @@ impl Model {
     pub fn new<T: LanguageModel + TreeNode + Clone>(model: T) -> Model {
         if let Ok(def) = tree_structure(&model) {
             if let NodeKind::Struct(name) = def.root().kind() {
-                let known = rebuilders()
-                    .read()
-                    .map_or(false, |r| r.contains_key(name));
+                let known = rebuilders().read().map_or(false, |r| r.contains_key(name));
                 if !known {
                     if let Ok(mut r) = rebuilders().write() {
                         r.insert(name.to_string(), rebuild::<T>);
@@ -195,10 +193,7 @@ impl TreeNode for Model {
     /// before in this process).
     fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
         let rebuild = match u.peek_kind()? {
-            NodeKind::Struct(name) => rebuilders()
-                .read()
-                .ok()
-                .and_then(|r| r.get(name).copied()),
+            NodeKind::Struct(name) => rebuilders().read().ok().and_then(|r| r.get(name).copied()),
             _ => None,
         };
         match rebuild {

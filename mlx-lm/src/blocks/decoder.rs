@@ -188,7 +188,9 @@ impl<M: TokenMixer, C: Forward> DecoderLayer<M, C> {
             .mixer
             .forward(&self.input_layernorm.forward(h)?, ctx, cache)?;
         let h = ops::add(h, &r)?;
-        let r = self.mlp.forward(&self.post_attention_layernorm.forward(&h)?)?;
+        let r = self
+            .mlp
+            .forward(&self.post_attention_layernorm.forward(&h)?)?;
         ops::add(&h, &r)
     }
 }

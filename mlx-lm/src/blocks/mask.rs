@@ -42,7 +42,10 @@ impl PlainMask {
 
     /// The mask every full-attention key/value layer of `cache` shares for `n` new positions
     /// (from the first such layer), or `PlainMask::None` when no layer has one.
-    pub fn shared<'c>(cache: impl IntoIterator<Item = &'c LayerCache>, n: i32) -> Result<PlainMask> {
+    pub fn shared<'c>(
+        cache: impl IntoIterator<Item = &'c LayerCache>,
+        n: i32,
+    ) -> Result<PlainMask> {
         let kv = cache.into_iter().find_map(|c| match c {
             LayerCache::Kv(kv) => Some(kv),
             _ => None,
@@ -73,11 +76,7 @@ pub struct Masks {
 impl Masks {
     /// The masks for `n` new positions of layers with these windows (`None`: full
     /// attention; linear-attention layers count as full and ignore it), continuing `cache`.
-    pub fn new(
-        windows: &[Option<i32>],
-        cache: Option<&[LayerCache]>,
-        n: i32,
-    ) -> Result<Masks> {
+    pub fn new(windows: &[Option<i32>], cache: Option<&[LayerCache]>, n: i32) -> Result<Masks> {
         let window = windows.iter().flatten().next().copied();
         Ok(match (cache, window) {
             (Some(c), _) => {

@@ -14,7 +14,9 @@ pub mod rope;
 pub mod rows;
 
 pub use attention::{Attention, AttentionConfig};
-pub use decoder::{load_lm_head, DecoderLayer, DecoderModel, Hybrid, LayerContext, StackConfig, TokenMixer};
+pub use decoder::{
+    load_lm_head, DecoderLayer, DecoderModel, Hybrid, LayerContext, StackConfig, TokenMixer,
+};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};
 pub use mask::{Masks, PlainMask};
 pub use mlp::Mlp;

@@ -39,7 +39,8 @@ impl Llama {
         )?;
         let attention_bias = c.bool_or("attention_bias", false)?;
         let layers = args.num_hidden_layers;
-        let layer_types_error = |message: String| invalid(c.path(), &c.key("layer_types"), &message);
+        let layer_types_error =
+            |message: String| invalid(c.path(), &c.key("layer_types"), &message);
         let sliding = match c.get("layer_types") {
             None | Some(Value::Null) => vec![false; layers as usize],
             Some(Value::Array(types)) => {

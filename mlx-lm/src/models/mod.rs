@@ -24,9 +24,17 @@ pub(crate) type Builtin = fn(&mut Checkpoint, &ModelConfig, &LoadOptions) -> cra
 /// This crate's architectures by `model_type`: what the registry starts with.
 pub(crate) fn builtins() -> [(&'static str, Builtin); 4] {
     [
-        ("llama", |ck, c, o| Ok(Model::new(Llama::from_checkpoint(ck, c, o)?))),
-        ("qwen2", |ck, c, o| Ok(Model::new(Qwen2::from_checkpoint(ck, c, o)?))),
-        ("qwen3", |ck, c, o| Ok(Model::new(Qwen3::from_checkpoint(ck, c, o)?))),
-        ("qwen3_5", |ck, c, o| Ok(Model::new(Qwen3_5::from_checkpoint(ck, c, o)?))),
+        ("llama", |ck, c, o| {
+            Ok(Model::new(Llama::from_checkpoint(ck, c, o)?))
+        }),
+        ("qwen2", |ck, c, o| {
+            Ok(Model::new(Qwen2::from_checkpoint(ck, c, o)?))
+        }),
+        ("qwen3", |ck, c, o| {
+            Ok(Model::new(Qwen3::from_checkpoint(ck, c, o)?))
+        }),
+        ("qwen3_5", |ck, c, o| {
+            Ok(Model::new(Qwen3_5::from_checkpoint(ck, c, o)?))
+        }),
     ]
 }

@@ -193,12 +193,7 @@ impl Qwen3_5 {
             },
             |ck, path, _| Mlp::load(ck, path, a.stack.hidden_size, a.intermediate_size, false),
         )?;
-        let lm_head = load_lm_head(
-            ck,
-            "language_model.lm_head",
-            a.stack,
-            a.tie_word_embeddings,
-        )?;
+        let lm_head = load_lm_head(ck, "language_model.lm_head", a.stack, a.tie_word_embeddings)?;
         Ok(Qwen3_5 {
             language_model: Qwen3_5Text { model, lm_head },
         })
