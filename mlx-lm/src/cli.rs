@@ -5,10 +5,8 @@
 //! command loads its model directories like any other.
 //!
 //! ```no_run
-//! fn main() {
-//!     // mlx_lm::register_model("my_arch", ...);
-//!     mlx_lm::cli::main();
-//! }
+//! // In a binary's `main`, after `mlx_lm::register_model("my_arch", ...)`:
+//! mlx_lm::cli::main();
 //! ```
 
 use std::io::{Read, Write};

@@ -98,7 +98,7 @@ impl Model {
     pub fn new<T: LanguageModel + TreeNode + Clone>(model: T) -> Model {
         if let Ok(def) = tree_structure(&model) {
             if let NodeKind::Struct(name) = def.root().kind() {
-                let known = rebuilders().read().map_or(false, |r| r.contains_key(name));
+                let known = rebuilders().read().is_ok_and(|r| r.contains_key(name));
                 if !known {
                     if let Ok(mut r) = rebuilders().write() {
                         r.insert(name.to_string(), rebuild::<T>);

@@ -112,7 +112,8 @@ impl DecoderArgs {
     pub fn sanitize(&self, ck: &mut Checkpoint) {
         let tied = self.tie_word_embeddings;
         ck.weights_mut().retain(|k, _| {
-            !k.contains("self_attn.rotary_emb.inv_freq") && !(tied && k == "lm_head.weight")
+            let rotary = k.contains("self_attn.rotary_emb.inv_freq");
+            !(rotary || tied && k == "lm_head.weight")
         });
     }
 
