@@ -290,3 +290,27 @@ fn two_models_in_one_process_keep_their_own_kernel_choices() {
         mlx::utils::tree_structure(&fused).unwrap()
     );
 }
+
+/// A loaded model rebuilds from its leaves as its own architecture (`tree_map`, which
+/// unflattens): a hybrid model's layers come back as the mixer each one held, by the field
+/// its parameters sit under (`linear_attn` or `self_attn`), and compute the same logits.
+#[test]
+fn models_rebuild_from_their_leaves() {
+    for name in ["llama3", "qwen3_5", "qwen3_5-4bit"] {
+        let g = golden(name);
+        let model = load(name);
+        let rebuilt: Model = mlx::utils::tree_map(|x| Ok(x.clone()), &model).unwrap();
+        assert_eq!(rebuilt.model_type(), model.model_type(), "{name}");
+        assert_eq!(
+            mlx::utils::tree_structure(&rebuilt).unwrap(),
+            mlx::utils::tree_structure(&model).unwrap(),
+            "{name}"
+        );
+        let prompt = prompt_array(&g.prompt);
+        let (a, b) = (
+            model.forward(&prompt, None).unwrap(),
+            rebuilt.forward(&prompt, None).unwrap(),
+        );
+        assert_eq!(compare(&a, &b, 0.0).0, 0, "{name}");
+    }
+}
