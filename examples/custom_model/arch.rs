@@ -56,12 +56,12 @@ impl TinyLm {
                 o_bias: false,
                 qk_norm: Some(eps),
                 output_gate: false,
-                rope: RotaryEmbedding::from_config(
+                rope: Some(RotaryEmbedding::from_config(
                     c,
                     rotary,
                     c.float_or("rope_base", 10000.0)?,
                     false,
-                )?,
+                )?),
                 sliding_window: None,
             },
             d_ff: c.dim("d_ff")?,

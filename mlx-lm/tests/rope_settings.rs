@@ -81,7 +81,7 @@ fn qwen3_5_reads_partial_rotary_at_the_top_level_when_rope_parameters_lack_it() 
         ),
     );
     let a = Qwen3_5::args(&load_config(&dir).unwrap()).unwrap();
-    assert_eq!(a.attention.rope.dims, 8);
-    assert_eq!(a.attention.rope.base, Some(1000.0));
+    assert_eq!(a.attention.rope.as_ref().unwrap().dims, 8);
+    assert_eq!(a.attention.rope.as_ref().unwrap().base, Some(1000.0));
     std::fs::remove_dir_all(dir).unwrap();
 }

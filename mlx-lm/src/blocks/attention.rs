@@ -33,8 +33,9 @@ pub struct AttentionConfig {
     /// sigmoid(gate))` (Qwen3.5's `Qwen3NextAttention`).
     pub output_gate: bool,
     /// The rotary embedding; its `dims` below `head_dim` rotate only the first features
-    /// (partial rotary).
-    pub rope: RotaryEmbedding,
+    /// (partial rotary). `None`: a layer without positional embedding (SmolLM3's NoPE
+    /// layers).
+    pub rope: Option<RotaryEmbedding>,
     /// Attend to only the last this many positions (a sliding-window layer).
     pub sliding_window: Option<i32>,
 }
@@ -49,7 +50,7 @@ pub struct Attention {
     pub o_proj: MaybeQuantizedLinear,
     pub q_norm: Option<RMSNorm>,
     pub k_norm: Option<RMSNorm>,
-    pub rope: RotaryEmbedding,
+    pub rope: Option<RotaryEmbedding>,
     #[tree(static)]
     pub n_heads: i32,
     #[tree(static)]
@@ -129,7 +130,7 @@ impl Attention {
             queries,
             keys,
             values,
-            &self.rope,
+            self.rope.as_ref(),
             self.scale,
             mask,
             self.window,
@@ -188,23 +189,31 @@ impl TokenMixer for Attention {
 }
 
 /// Rope at the cache's position (or 0), the cache update, and attention: what every
-/// attention layer of mlx_lm does between its projections. `fused` allows the one-kernel
-/// decode attention where it applies.
+/// attention layer of mlx_lm does between its projections (no rope: Python's `NoPE`, the
+/// identity). `fused` allows the one-kernel decode attention where it applies.
 #[allow(clippy::too_many_arguments)]
 pub fn attend(
     queries: Array,
     keys: Array,
     values: Array,
-    rope: &RotaryEmbedding,
+    rope: Option<&RotaryEmbedding>,
     scale: f32,
     plain_mask: &PlainMask,
     window: Option<i32>,
     fused: bool,
     cache: Option<&mut LayerCache>,
 ) -> Result<Array> {
+    let rotate_at = |x: &Array, offset: &Array| -> Result<Array> {
+        match rope {
+            Some(rope) => rope.forward(x, offset),
+            None => Ok(x.clone()),
+        }
+    };
     let Some(cache) = cache else {
-        let queries = rope.forward(&queries, 0)?;
-        let keys = rope.forward(&keys, 0)?;
+        let (queries, keys) = match rope {
+            Some(rope) => (rope.forward(&queries, 0)?, rope.forward(&keys, 0)?),
+            None => (queries, keys),
+        };
         return fast::scaled_dot_product_attention(
             &queries,
             &keys,
@@ -215,10 +224,7 @@ pub fn attend(
         );
     };
     let rotate = |offset: &Array| -> Result<(Array, Array)> {
-        Ok((
-            rope.forward(&queries, offset)?,
-            rope.forward(&keys, offset)?,
-        ))
+        Ok((rotate_at(&queries, offset)?, rotate_at(&keys, offset)?))
     };
     let (queries, (keys, values, mask)) = match cache {
         LayerCache::Kv(c) => {

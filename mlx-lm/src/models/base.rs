@@ -33,6 +33,8 @@ pub struct DecoderArgs {
     pub rope: RotaryEmbedding,
     /// Per layer: a sliding-window layer (llama's `layer_types`).
     pub sliding: Vec<bool>,
+    /// Per layer: no positional embedding (SmolLM3's NoPE layers).
+    pub no_rope: Vec<bool>,
     pub sliding_window: Option<i32>,
 }
 
@@ -76,6 +78,7 @@ impl DecoderArgs {
             tie_word_embeddings: true,
             rope: rope(head_dim)?,
             sliding: vec![false; layers as usize],
+            no_rope: vec![false; layers as usize],
             sliding_window: None,
         })
     }
@@ -93,6 +96,7 @@ impl DecoderArgs {
     /// The attention of layer `i`.
     pub fn attention(&self, i: i32) -> AttentionConfig {
         let sliding = self.sliding.get(i as usize).copied().unwrap_or(false);
+        let no_rope = self.no_rope.get(i as usize).copied().unwrap_or(false);
         AttentionConfig {
             hidden_size: self.hidden_size,
             num_heads: self.num_attention_heads,
@@ -102,7 +106,7 @@ impl DecoderArgs {
             o_bias: self.o_bias,
             qk_norm: self.qk_norm.then_some(self.rms_norm_eps),
             output_gate: false,
-            rope: self.rope.clone(),
+            rope: (!no_rope).then(|| self.rope.clone()),
             sliding_window: if sliding { self.sliding_window } else { None },
         }
     }

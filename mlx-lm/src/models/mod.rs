@@ -8,11 +8,13 @@ pub mod llama;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
+pub mod smollm3;
 
 pub use llama::Llama;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
+pub use smollm3::SmolLM3;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::ModelConfig;
@@ -21,20 +23,20 @@ use crate::model::Model;
 /// Builds a model from a checkpoint (see [`ModelConstructor`](crate::ModelConstructor)).
 pub(crate) type Builtin = fn(&mut Checkpoint, &ModelConfig, &LoadOptions) -> crate::Result<Model>;
 
+/// An architecture's constructor: its `from_checkpoint`, boxed into a [`Model`].
+macro_rules! builtin {
+    ($arch:ty) => {
+        |ck, config, options| Ok(Model::new(<$arch>::from_checkpoint(ck, config, options)?))
+    };
+}
+
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 4] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 5] {
     [
-        ("llama", |ck, c, o| {
-            Ok(Model::new(Llama::from_checkpoint(ck, c, o)?))
-        }),
-        ("qwen2", |ck, c, o| {
-            Ok(Model::new(Qwen2::from_checkpoint(ck, c, o)?))
-        }),
-        ("qwen3", |ck, c, o| {
-            Ok(Model::new(Qwen3::from_checkpoint(ck, c, o)?))
-        }),
-        ("qwen3_5", |ck, c, o| {
-            Ok(Model::new(Qwen3_5::from_checkpoint(ck, c, o)?))
-        }),
+        ("llama", builtin!(Llama)),
+        ("qwen2", builtin!(Qwen2)),
+        ("qwen3", builtin!(Qwen3)),
+        ("qwen3_5", builtin!(Qwen3_5)),
+        ("smollm3", builtin!(SmolLM3)),
     ]
 }

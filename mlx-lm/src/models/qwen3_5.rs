@@ -86,7 +86,7 @@ impl Qwen3_5 {
                 o_bias: attention_bias,
                 qk_norm: Some(rms_norm_eps),
                 output_gate: true,
-                rope: RotaryEmbedding::from_config(&c, rope_dims, theta, false)?,
+                rope: Some(RotaryEmbedding::from_config(&c, rope_dims, theta, false)?),
                 sliding_window: None,
             },
             linear: GatedDeltaNetConfig {
