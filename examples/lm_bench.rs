@@ -43,8 +43,8 @@ use std::time::Instant;
 use clap::Parser;
 use mlx::core::{graph, ops, Array};
 use mlx::lm::{
-    batch_generate_step, generate_step, load, Cache, GenerateOptions, LayerCache, LoadOptions,
-    Model,
+    batch_generate_step, generate_step, load, Cache, GenerateOptions, KernelOptions, LayerCache,
+    LoadOptions, Model,
 };
 use mlx::utils::{async_eval, compile_mut, eval};
 use serde_json::{json, Value};
@@ -73,16 +73,16 @@ struct Args {
     #[arg(long)]
     breakdown: Option<usize>,
     /// Decode attention as MLX's masked attention over the whole cache buffer, not the
-    /// one-kernel attention over the written slots (`mlx::lm::set_fused_decode_attention`;
+    /// one-kernel attention over the written slots (`KernelOptions::fused_decode_attention`;
     /// CUDA only).
     #[arg(long)]
     no_fused_attention: bool,
     /// Qwen3.5's linear-attention recurrence as array ops step by step, not one kernel
-    /// (`mlx::lm::set_fused_gated_delta`; CUDA only).
+    /// (`KernelOptions::fused_gated_delta`; CUDA only).
     #[arg(long)]
     no_fused_gated_delta: bool,
     /// Key/value caches updated functionally each step, not written in place
-    /// (`mlx::lm::set_cache_writes_in_place`; matters on CUDA only).
+    /// (`GenerateOptions::cache_writes_in_place`; matters on CUDA only).
     #[arg(long)]
     no_in_place_cache: bool,
 }
@@ -125,12 +125,18 @@ impl Run {
     }
 }
 
-fn run_once(model: &Model, prompts: &[Vec<u32>], max_tokens: usize) -> Result<Run, Box<dyn Error>> {
+fn run_once(
+    model: &Model,
+    prompts: &[Vec<u32>],
+    max_tokens: usize,
+    in_place: bool,
+) -> Result<Run, Box<dyn Error>> {
     if max_tokens < 2 {
         return Err("--max-tokens must be at least 2".into());
     }
     let options = GenerateOptions {
         max_tokens,
+        cache_writes_in_place: in_place,
         ..Default::default()
     };
     let start = Instant::now();
@@ -235,7 +241,12 @@ fn greedy_step(model: &Model, cache: &mut Cache, token: &Array) -> mlx::core::Re
 }
 
 /// A fresh cache holding the prompt but its last token, with room for `steps` more.
-fn prefilled(model: &Model, prompt: &[u32], steps: usize) -> Result<Cache, Box<dyn Error>> {
+fn prefilled(
+    model: &Model,
+    prompt: &[u32],
+    steps: usize,
+    in_place: bool,
+) -> Result<Cache, Box<dyn Error>> {
     let capacity = (prompt.len() + steps + 1).div_ceil(256) * 256;
     let mut cache = model.make_cache(1, capacity as i32)?;
     let head = &prompt[..prompt.len() - 1];
@@ -247,7 +258,7 @@ fn prefilled(model: &Model, prompt: &[u32], steps: usize) -> Result<Cache, Box<d
     // As generation decodes: each step writes into the buffers in place.
     for layer in cache.iter_mut() {
         if let LayerCache::Kv(kv) = layer {
-            kv.set_writes_in_place(mlx::lm::cache_writes_in_place())?;
+            kv.set_writes_in_place(in_place)?;
         }
     }
     Ok(cache)
@@ -261,12 +272,17 @@ fn us(from: Instant, to: Instant) -> f64 {
     (to - from).as_secs_f64() * 1e6
 }
 
-fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<dyn Error>> {
+fn breakdown(
+    model: &Model,
+    prompt: &[u32],
+    steps: usize,
+    in_place: bool,
+) -> Result<Value, Box<dyn Error>> {
     if steps < 2 {
         return Err("--breakdown needs at least 2 steps".into());
     }
     // Eager: build the graph, then evaluate it, one step at a time.
-    let mut cache = prefilled(model, prompt, steps)?;
+    let mut cache = prefilled(model, prompt, steps, in_place)?;
     let mut token = last_token(prompt)?;
     let (mut build, mut run) = (Vec::new(), Vec::new());
     let mut eager_primitives = BTreeMap::new();
@@ -291,7 +307,7 @@ fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<d
         |cache: &mut Cache, token: &Array| greedy_step(model, cache, token),
         None,
     );
-    let mut cache = prefilled(model, prompt, steps)?;
+    let mut cache = prefilled(model, prompt, steps, in_place)?;
     let mut token = last_token(prompt)?;
     let (mut build, mut run) = (Vec::new(), Vec::new());
     let mut compiled_primitives = BTreeMap::new();
@@ -315,7 +331,7 @@ fn breakdown(model: &Model, prompt: &[u32], steps: usize) -> Result<Value, Box<d
     let compiled = json!({"build_us": median(build), "eval_us": median(run)});
 
     // Compiled, pipelined as generate_step runs it.
-    let mut cache = prefilled(model, prompt, steps + 1)?;
+    let mut cache = prefilled(model, prompt, steps + 1, in_place)?;
     let mut pending = step.call(&mut cache, &last_token(prompt)?)?;
     async_eval(&pending)?;
     let mut stamps = Vec::with_capacity(steps);
@@ -399,18 +415,23 @@ fn main() -> Result<(), Box<dyn Error>> {
         return Err("--reps must be at least 1".into());
     }
     let prompts = read_prompts(&args.prompt)?;
-    mlx::lm::set_fused_decode_attention(!args.no_fused_attention);
-    mlx::lm::set_fused_gated_delta(!args.no_fused_gated_delta);
-    mlx::lm::set_cache_writes_in_place(!args.no_in_place_cache);
+    let in_place = !args.no_in_place_cache;
+    let options = LoadOptions {
+        kernels: KernelOptions {
+            fused_decode_attention: !args.no_fused_attention,
+            fused_gated_delta: !args.no_fused_gated_delta,
+        },
+        ..Default::default()
+    };
     let t = Instant::now();
-    let (model, _tokenizer, _config) = load(&args.model, LoadOptions::default())?;
+    let (model, _tokenizer, _config) = load(&args.model, options)?;
     let load_s = t.elapsed().as_secs_f64();
     let weight_bytes: usize = mlx::utils::tree_leaves(&model)
         .iter()
         .map(|a| a.nbytes())
         .sum();
     if let Some(steps) = args.breakdown {
-        let mut out = breakdown(&model, &prompts[0], steps)?;
+        let mut out = breakdown(&model, &prompts[0], steps, in_place)?;
         out["weight_bytes"] = json!(weight_bytes);
         out["caches"] = json!(model
             .make_cache(1, 1)?
@@ -427,12 +448,13 @@ fn main() -> Result<(), Box<dyn Error>> {
             &model,
             &prompts,
             args.warmup_tokens.unwrap_or(args.max_tokens),
+            in_place,
         )?;
         traces.push(run.traces);
     }
     let mut runs = Vec::with_capacity(args.reps);
     for _ in 0..args.reps {
-        runs.push(run_once(&model, &prompts, args.max_tokens)?);
+        runs.push(run_once(&model, &prompts, args.max_tokens, in_place)?);
     }
     traces.extend(runs.iter().map(|r| r.traces));
     // A GPU's reductions need not be deterministic, and a random-weight model has near-ties

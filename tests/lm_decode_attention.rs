@@ -1,11 +1,11 @@
-//! The one-kernel decode attention of `mlx_lm::models::decode_attention` (CUDA only) against
+//! The one-kernel decode attention of `mlx_lm::kernels::decode_attention` (CUDA only) against
 //! attention computed on the host in f64 over exactly the written slots. The slots it must not
 //! read hold NaN, so reading one shows up as a NaN in the output. And a cache that writes in
 //! place against one that updates functionally.
 
 use std::path::PathBuf;
 
-use mlx_lm::models::decode_attention::{decode_attention, is_supported};
+use mlx_lm::kernels::decode_attention::{decode_attention, is_supported};
 use mlx_lm::{Cache, LayerCache};
 use mlx_rs::{ops, random, with_device, Array, Device, Dtype, Result};
 use mlx_tree::{async_eval, compile_mut, eval};

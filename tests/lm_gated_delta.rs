@@ -1,7 +1,7 @@
-//! The one-kernel gated delta rule of `mlx_lm::models::gated_delta` (CUDA only) against the
+//! The one-kernel gated delta rule of `mlx_lm::kernels::gated_delta` (CUDA only) against the
 //! recurrence computed on the host in f64.
 
-use mlx_lm::models::gated_delta::{gated_delta_kernel, is_supported};
+use mlx_lm::kernels::gated_delta::{gated_delta_kernel, is_supported};
 use mlx_rs::{ops, random, Array, Dtype, Result};
 
 struct Case {

@@ -6,16 +6,13 @@
 
 mod support;
 
-#[path = "../examples/generate/cli.rs"]
-mod cli;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use mlx::core::{io, ops, with_device, Array, Device, Dtype};
 use mlx::lm::{
-    self, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
+    self, cli, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
     save_prompt_cache, stream_generate, ChatOptions, ChatTemplate, Error, FinishReason,
     GenerateOptions, LayerCache, LoadOptions, LogitsProcessors, Model, QuantParams, SamplerOptions,
     Tokenizer,

@@ -10,17 +10,9 @@
 //! peak memory) go to stderr. `--temp 0` (the default) is greedy and prints what
 //! `mlx_lm.generate --temp 0` prints for the same model and prompt (`tests/lm_generate.rs`
 //! checks it). Unlike mlx_lm, which applies the chat template unless told not to, the prompt
-//! is used as it is unless `--chat` is given.
-
-mod cli;
-
-use clap::Parser;
+//! is used as it is unless `--chat` is given. The command is `mlx::lm::cli`, which a crate
+//! with an architecture of its own calls from its binary after registering it.
 
 fn main() {
-    let args = cli::Args::parse();
-    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    if let Err(e) = cli::run(&args, &mut out, &mut err) {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    mlx::lm::cli::main();
 }

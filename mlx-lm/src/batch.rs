@@ -16,12 +16,10 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::LayerCache;
-use crate::error::Result;
-use crate::generate::{
-    cache_slots, check_prompt, reserve, sampling_key, write_in_place, FinishReason, GenerateOptions,
-};
-use crate::models::Model;
+use crate::cache::{cache_slots, reserve, write_in_place, LayerCache};
+use crate::error::{Error, Result};
+use crate::generate::{check_prompt, sampling_key, FinishReason, GenerateOptions};
+use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
 use crate::tokenizer::Tokenizer;
 
@@ -38,8 +36,8 @@ type BatchStepFn<'m> =
 
 /// Tokens `[batch]` in, the next tokens `[batch]` and their log-probabilities `[batch,
 /// vocab]` out (Python: `GenerationBatch._step`).
-fn batch_step<'m>(
-    model: &'m Model,
+fn batch_step<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
     sampler: SamplerOptions,
     processors: LogitsProcessors,
 ) -> BatchStepFn<'m> {
@@ -113,12 +111,12 @@ pub struct BatchTokenGenerator<'m> {
 /// strings are not supported in a batch (an error); logit bias and every sampler are.
 /// Prompts of different lengths need key/value or linear-attention layers: a model with
 /// sliding-window layers takes a batch of equal lengths only (an error otherwise).
-pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
-    model: &'m Model,
+pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
+    model: &'m M,
     prompts: &[P],
     options: &GenerateOptions,
 ) -> Result<BatchTokenGenerator<'m>> {
-    let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
+    let invalid = Error::InvalidArgument;
     if prompts.is_empty() {
         return Err(invalid("the batch has no prompts".into()));
     }
@@ -203,7 +201,9 @@ pub fn batch_generate_step<'m, P: AsRef<[u32]>>(
     }
     // As in `generate_step`: the buffers grow once to every position the steps write.
     reserve(&mut cache, cache_slots(longest + 1 + max_tokens + 1)?)?;
-    write_in_place(&mut cache)?;
+    if options.cache_writes_in_place {
+        write_in_place(&mut cache)?;
+    }
     let key = sampling_key(options)?;
     let last: Vec<u32> = prompts
         .iter()
@@ -244,7 +244,7 @@ impl BatchTokenGenerator<'_> {
     /// Sets each sequence's token limit (Python: `batch_generate(max_tokens=[...])`); none
     /// may exceed the `max_tokens` the generation started with, which sized the cache.
     pub fn set_max_tokens(&mut self, max_tokens: &[usize]) -> Result<()> {
-        let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
+        let invalid = Error::InvalidArgument;
         if max_tokens.len() != self.max_tokens.len() {
             return Err(invalid(format!(
                 "{} limits for a batch of {}",
@@ -376,8 +376,8 @@ pub struct BatchResponse {
 /// Generates from every prompt at once and returns each sequence's text (Python:
 /// `batch_generate(model, tokenizer, prompts, return_token_ids=True)`). See
 /// [`batch_generate_step`] for what a batch supports.
-pub fn batch_generate<P: AsRef<[u32]>>(
-    model: &Model,
+pub fn batch_generate<M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
+    model: &M,
     tokenizer: &Tokenizer,
     prompts: &[P],
     options: &GenerateOptions,

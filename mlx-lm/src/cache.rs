@@ -11,7 +11,7 @@
 //! the masked-out entries add exact zeros, so the result equals attention over the written
 //! prefix up to the order of float additions. On a CUDA GPU a decode step instead attends
 //! over exactly the written slots in one kernel that reads the offset on the device
-//! ([`decode_attention`](crate::models::decode_attention)), and a generation's caches write
+//! ([`decode_attention`](crate::kernels::decode_attention)), and a generation's caches write
 //! each step's slots into their buffers in place ([`KvCache::set_writes_in_place`]).
 
 use mlx_rs::ops;
@@ -317,8 +317,8 @@ impl LayerCache {
     /// Checks that this cache (loaded from a file, say) fits the layer `fresh` was made for:
     /// the same kind, and arrays of the same dtypes and shapes but for a key/value buffer's
     /// length. The error says which layer and array differ.
-    pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> Result<()> {
-        let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> Result<()> {
+    pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> crate::Result<()> {
+        let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> crate::Result<()> {
             let (sa, sb) = (a.shape(), b.shape());
             let fits = sa.len() == sb.len()
                 && sa
@@ -330,7 +330,7 @@ impl LayerCache {
             if fits {
                 Ok(())
             } else {
-                Err(mlx_rs::Error::InvalidArgument(format!(
+                Err(crate::Error::InvalidArgument(format!(
                     "cache layer {layer}: {name} is {:?} {sa:?} but the model's layer needs {:?} {sb:?}",
                     a.dtype(),
                     b.dtype()
@@ -350,7 +350,7 @@ impl LayerCache {
                 same("conv", &a.conv, &b.conv, false)?;
                 same("recurrent", &a.recurrent, &b.recurrent, false)
             }
-            _ => Err(mlx_rs::Error::InvalidArgument(format!(
+            _ => Err(crate::Error::InvalidArgument(format!(
                 "cache layer {layer} is a {} but the model's layer needs a {}",
                 self.class_name(),
                 fresh.class_name()
@@ -370,3 +370,31 @@ impl LayerCache {
 
 /// A model's cache: one entry per layer (Python: the list `make_prompt_cache` returns).
 pub type Cache = Vec<LayerCache>;
+
+/// Buffer slots for `positions` positions, in mlx_lm's steps of 256.
+pub fn cache_slots(positions: usize) -> crate::Result<i32> {
+    i32::try_from(positions.div_ceil(256) * 256).map_err(|_| {
+        crate::Error::InvalidArgument(format!("{positions} positions do not fit a cache"))
+    })
+}
+
+/// Makes every key/value layer write decode steps into its buffers in place (see
+/// [`KvCache::set_writes_in_place`]): what generation does with the cache it owns.
+pub fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_writes_in_place(true)?;
+        }
+    }
+    Ok(())
+}
+
+/// Grows every key/value buffer to `capacity` positions.
+pub fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.reserve(capacity)?;
+        }
+    }
+    Ok(())
+}

@@ -13,8 +13,24 @@ use mlx_rs::{Array, Dtype};
 
 use crate::config::invalid;
 use crate::error::{Error, Result};
+use crate::kernels::KernelOptions;
 use crate::quantization::{LayerQuantization, QuantParams, Quantization};
 use crate::weights::Weights;
+
+/// How to load a model.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct LoadOptions {
+    /// Cast floating-point parameters to this dtype (Python: `mlx_lm.convert --dtype`).
+    /// Parameters an architecture keeps in float32 (qwen3_5's `A_log`) stay so.
+    pub dtype: Option<Dtype>,
+    /// Quantize a float checkpoint's linear and embedding layers as they load (Python:
+    /// `mlx_lm.convert -q --q-group-size G --q-bits B`): every layer whose input size the group
+    /// size divides.
+    pub quantize: Option<QuantParams>,
+    /// The custom kernels the model may use (all by default): the model's own choice, kept
+    /// for its whole life, whatever other models in the process chose.
+    pub kernels: KernelOptions,
+}
 
 /// A checkpoint's tensors being handed to a model under construction.
 #[derive(Debug)]

@@ -26,13 +26,17 @@ pub enum Error {
     /// The model has a parameter the checkpoint lacks.
     #[error("{dir}: the checkpoint has no tensor {key}")]
     MissingWeight { dir: PathBuf, key: String },
-    /// `config.json` names an architecture this crate does not have.
-    #[error("{path}: model_type {model_type:?} is not supported (supported: {supported})")]
+    /// `config.json` names an architecture that is not registered.
+    #[error("{path}: model_type {model_type:?} is not supported (registered: {supported})")]
     UnsupportedModel {
         path: PathBuf,
         model_type: String,
         supported: String,
     },
+    /// The caller's arguments do not fit: an empty prompt, a token outside the vocabulary,
+    /// a cache of another model, sampling options out of range.
+    #[error("{0}")]
+    InvalidArgument(String),
     /// MLX failed while running a model.
     #[error(transparent)]
     Run(#[from] mlx_rs::Error),

@@ -10,10 +10,10 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::{Cache, LayerCache};
+use crate::cache::{cache_slots, reserve, write_in_place, Cache, LayerCache};
 use crate::detokenizer::StreamingDetokenizer;
-use crate::error::Result;
-use crate::models::Model;
+use crate::error::{Error, Result};
+use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
 use crate::tokenizer::Tokenizer;
 
@@ -33,6 +33,12 @@ pub struct GenerateOptions {
     pub stop_tokens: Vec<u32>,
     /// Text that ends the generation (cut from the output).
     pub stop_strings: Vec<String>,
+    /// Whether the generation's key/value caches write each decode step into their buffers
+    /// in place (default: on; see
+    /// [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)); off,
+    /// every step updates them functionally, to measure the difference. Matters on a CUDA
+    /// GPU only, where the one-kernel decode attention runs.
+    pub cache_writes_in_place: bool,
 }
 
 impl Default for GenerateOptions {
@@ -45,6 +51,7 @@ impl Default for GenerateOptions {
             prefill_step_size: 2048,
             stop_tokens: Vec::new(),
             stop_strings: Vec::new(),
+            cache_writes_in_place: true,
         }
     }
 }
@@ -63,8 +70,8 @@ type StepFn<'m> = Box<dyn Fn(&mut DecodeState, &Array) -> mlx_rs::Result<(Array,
 
 /// The decode step: tokens `[L]` in, the next token `[1]` and its log-probabilities `[vocab]`
 /// out (Python: `generate_step`'s `_step`).
-fn decode_step<'m>(
-    model: &'m Model,
+fn decode_step<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
     sampler: SamplerOptions,
     processors: LogitsProcessors,
 ) -> StepFn<'m> {
@@ -120,8 +127,8 @@ pub struct TokenGenerator<'m> {
 
 /// Starts generating from `prompt` (Python: `generate_step(prompt, model, ...)`): prefills all
 /// but the last prompt token in chunks, then queues the first decode step.
-pub fn generate_step<'m>(
-    model: &'m Model,
+pub fn generate_step<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
     prompt: &[u32],
     options: &GenerateOptions,
 ) -> Result<TokenGenerator<'m>> {
@@ -133,8 +140,8 @@ pub fn generate_step<'m>(
 /// [`load_prompt_cache`](crate::load_prompt_cache), or the cache of an earlier generation
 /// ([`TokenGenerator::into_cache`]), for the next turn of a chat. `prompt` holds only the new
 /// tokens. The cache must fit the model (checked); its buffers grow as the generation needs.
-pub fn generate_step_with_cache<'m>(
-    model: &'m Model,
+pub fn generate_step_with_cache<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
     prompt: &[u32],
     cache: Cache,
     options: &GenerateOptions,
@@ -142,15 +149,15 @@ pub fn generate_step_with_cache<'m>(
     generate_step_inner(model, prompt, Some(cache), options)
 }
 
-fn generate_step_inner<'m>(
-    model: &'m Model,
+fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
     prompt: &[u32],
     cache: Option<Cache>,
     options: &GenerateOptions,
 ) -> Result<TokenGenerator<'m>> {
-    let invalid = |m: String| crate::Error::Run(mlx_rs::Error::InvalidArgument(m));
+    let invalid = Error::InvalidArgument;
     let vocab = model.vocab_size();
-    check_prompt(prompt, vocab).map_err(invalid)?;
+    check_prompt(prompt, vocab)?;
     options.sampler.validate(vocab)?;
     options.processors.validate(vocab)?;
     if options.prefill_step_size == 0 {
@@ -201,7 +208,9 @@ fn generate_step_inner<'m>(
         eval(&cache)?;
     }
     reserve(&mut cache, capacity)?;
-    write_in_place(&mut cache)?;
+    if options.cache_writes_in_place {
+        write_in_place(&mut cache)?;
+    }
     let history = if options.processors.needs_history() {
         let n = options.processors.repetition_context_size;
         let recent = &head[head.len().saturating_sub(n)..];
@@ -241,27 +250,17 @@ fn generate_step_inner<'m>(
     Ok(generator)
 }
 
-/// Why `prompt` cannot be generated from, if it cannot: empty, or a token outside the
-/// vocabulary.
-pub(crate) fn check_prompt(prompt: &[u32], vocab: i32) -> std::result::Result<(), String> {
+/// An error unless `prompt` can be generated from: not empty, every token in the vocabulary.
+pub(crate) fn check_prompt(prompt: &[u32], vocab: i32) -> Result<()> {
     if prompt.is_empty() {
-        return Err("the prompt is empty".into());
+        return Err(Error::InvalidArgument("the prompt is empty".into()));
     }
     match prompt.iter().find(|t| **t as i64 >= vocab as i64) {
-        Some(t) => Err(format!(
+        Some(t) => Err(Error::InvalidArgument(format!(
             "prompt token {t} is outside the vocabulary of {vocab}"
-        )),
+        ))),
         None => Ok(()),
     }
-}
-
-/// Buffer slots for `positions` positions, in mlx_lm's steps of 256.
-pub(crate) fn cache_slots(positions: usize) -> Result<i32> {
-    i32::try_from(positions.div_ceil(256) * 256).map_err(|_| {
-        crate::Error::Run(mlx_rs::Error::InvalidArgument(format!(
-            "{positions} positions do not fit a cache"
-        )))
-    })
 }
 
 /// The key a random sampler starts from: the seed's, or the clock's without one.
@@ -275,31 +274,6 @@ pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
             .map_or(0, |d| d.as_nanos() as u64)
     });
     Ok(Some(random::key(seed)?))
-}
-
-/// Makes every key/value layer write decode steps into its buffers in place (see
-/// [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)): generation
-/// owns the cache it decodes with.
-pub(crate) fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
-    if !crate::models::decode_attention::cache_writes_in_place() {
-        return Ok(());
-    }
-    for layer in cache {
-        if let LayerCache::Kv(kv) = layer {
-            kv.set_writes_in_place(true)?;
-        }
-    }
-    Ok(())
-}
-
-/// Grows every key/value buffer to `capacity` positions.
-pub(crate) fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
-    for layer in cache {
-        if let LayerCache::Kv(kv) = layer {
-            kv.reserve(capacity)?;
-        }
-    }
-    Ok(())
 }
 
 impl TokenGenerator<'_> {
@@ -417,8 +391,8 @@ pub struct TextStream<'m, 't> {
 }
 
 /// Starts a text generation from prompt token ids.
-pub fn stream_generate<'m, 't>(
-    model: &'m Model,
+pub fn stream_generate<'m, 't, M: LanguageModel + ?Sized>(
+    model: &'m M,
     tokenizer: &'t Tokenizer,
     prompt: &[u32],
     options: &GenerateOptions,
@@ -431,8 +405,8 @@ pub fn stream_generate<'m, 't>(
 }
 
 /// [`stream_generate`] continuing from a cache (see [`generate_step_with_cache`]).
-pub fn stream_generate_with_cache<'m, 't>(
-    model: &'m Model,
+pub fn stream_generate_with_cache<'m, 't, M: LanguageModel + ?Sized>(
+    model: &'m M,
     tokenizer: &'t Tokenizer,
     prompt: &[u32],
     cache: Cache,
@@ -551,8 +525,8 @@ impl Iterator for TextStream<'_, '_> {
 }
 
 /// Generates and returns the whole text (Python: `mlx_lm.generate`).
-pub fn generate(
-    model: &Model,
+pub fn generate<M: LanguageModel + ?Sized>(
+    model: &M,
     tokenizer: &Tokenizer,
     prompt: &[u32],
     options: &GenerateOptions,

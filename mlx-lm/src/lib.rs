@@ -28,18 +28,22 @@
 //! ```
 
 mod batch;
+pub mod blocks;
 pub mod cache;
 mod chat_template;
 mod checkpoint;
+pub mod cli;
 mod config;
 mod detokenizer;
 mod error;
 mod generate;
+pub mod kernels;
 mod load;
+mod model;
 pub mod models;
 mod prompt_cache;
 mod quantization;
-mod rope;
+mod registry;
 mod sample;
 mod tokenizer;
 mod weights;
@@ -50,7 +54,7 @@ pub use batch::{
 };
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use chat_template::{ChatOptions, ChatTemplate};
-pub use checkpoint::Checkpoint;
+pub use checkpoint::{Checkpoint, LoadOptions};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
 pub use error::{Error, Result};
@@ -59,16 +63,12 @@ pub use generate::{
     DecodeState, FinishReason, GenerateOptions, GenerationResponse, GenerationStats, TextStream,
     TokenGenerator,
 };
-pub use load::{load, load_model, LoadOptions};
-pub use models::decode_attention::{
-    cache_writes_in_place, fused_decode_attention, set_cache_writes_in_place,
-    set_fused_decode_attention,
-};
-pub use models::gated_delta::{fused_gated_delta, set_fused_gated_delta};
-pub use models::Model;
+pub use kernels::KernelOptions;
+pub use load::{load, load_model};
+pub use model::{LanguageModel, Model, ModelTree};
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
-pub use rope::Rope;
+pub use registry::{register_model, registered_models, ModelConstructor};
 pub use sample::{LogitsProcessors, SamplerOptions};
 pub use tokenizer::Tokenizer;
 pub use weights::{load_weights, WeightFiles, Weights};

@@ -45,6 +45,12 @@ pub fn save_prompt_cache(
     }
     let mut scalars: Vec<(String, &str)> = Vec::new();
     for (i, layer) in cache.iter().enumerate() {
+        if matches!(layer, LayerCache::Kv(c) if c.left_padding.is_some()) {
+            return Err(Error::InvalidArgument(format!(
+                "cache layer {i}: a left-padded (batch) key/value cache cannot be saved as a \
+                 prompt cache"
+            )));
+        }
         let (class, state) = layer_state(layer).map_err(mlx)?;
         meta.insert(format!("1.{i}"), class.to_string());
         for (key, entry) in state {
@@ -227,11 +233,6 @@ enum Entry {
 /// A layer's mlx_lm class and state entries.
 fn layer_state(layer: &LayerCache) -> mlx_rs::Result<(&'static str, Vec<(&'static str, Entry)>)> {
     Ok(match layer {
-        LayerCache::Kv(c) if c.left_padding.is_some() => {
-            return Err(mlx_rs::Error::InvalidArgument(
-                "a left-padded (batch) key/value cache cannot be saved as a prompt cache".into(),
-            ))
-        }
         LayerCache::Kv(c) => {
             let offset = c.offset.item::<i32>()?;
             let end =

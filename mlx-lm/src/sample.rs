@@ -45,8 +45,8 @@ impl SamplerOptions {
     }
 
     /// Checks the values as mlx_lm does, before anything is traced.
-    pub fn validate(&self, vocab_size: i32) -> Result<()> {
-        let bad = |m: String| Err(mlx_rs::Error::InvalidArgument(m));
+    pub fn validate(&self, vocab_size: i32) -> crate::Result<()> {
+        let bad = |m: String| Err(crate::Error::InvalidArgument(m));
         if !self.temperature.is_finite() || self.temperature < 0.0 {
             return bad(format!(
                 "temperature must be a finite number >= 0, got {}",
@@ -175,10 +175,10 @@ impl LogitsProcessors {
     }
 
     /// Checks the values as mlx_lm does.
-    pub fn validate(&self, vocab_size: i32) -> Result<()> {
+    pub fn validate(&self, vocab_size: i32) -> crate::Result<()> {
         if let Some(p) = self.repetition_penalty {
             if p.is_nan() || p < 0.0 {
-                return Err(mlx_rs::Error::InvalidArgument(format!(
+                return Err(crate::Error::InvalidArgument(format!(
                     "penalty must be a non-negative float, got {p}"
                 )));
             }
@@ -188,7 +188,7 @@ impl LogitsProcessors {
             .iter()
             .find(|(t, _)| *t as i64 >= vocab_size as i64)
         {
-            return Err(mlx_rs::Error::InvalidArgument(format!(
+            return Err(crate::Error::InvalidArgument(format!(
                 "logit_bias names token {t}, but the vocabulary has {vocab_size}"
             )));
         }

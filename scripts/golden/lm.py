@@ -62,7 +62,8 @@ BASE = {
 
 # name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
 # biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
-# sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, bf16 weights.
+# sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, SmolLM3's layers
+# without positional embedding (NoPE), bf16 weights.
 CONFIGS = {
     # A Mistral-style config: mlx_lm maps model_type mistral onto llama.
     "mistral": (
@@ -104,6 +105,12 @@ CONFIGS = {
                                 "partial_rotary_factor": 0.25}}},
         mx.float32, 5,
     ),
+    # SmolLM3: llama with NoPE layers (no_rope_layers[i] == 0), untied embeddings.
+    "smollm3": (
+        {**BASE, "model_type": "smollm3", "tie_word_embeddings": False, "num_hidden_layers": 4,
+         "rope_theta": 2e6, "no_rope_layers": [1, 0, 1, 0]},
+        mx.float32, 6,
+    ),
 }
 
 # name of the float model -> quantization of its 4-bit version: (group_size, bits, predicate)
@@ -115,6 +122,7 @@ QUANTIZED = {
     "qwen2": (32, 4, None),
     "qwen3": (32, 4, None),
     "qwen3_5": (32, 4, None),
+    "smollm3": (32, 4, None),
 }
 
 CHAT_TEMPLATE = (

@@ -20,30 +20,16 @@
 //! and where `mask[t]` is false the state stays as it was (the output at that step is not
 //! used). The sums over `Dk` run in another order than the ops' reductions, so the result
 //! differs from theirs in the last bits; eager and compiled steps both use the kernel where it
-//! applies, so they agree with each other. It runs where MLX's default device is a CUDA GPU;
-//! [`set_fused_gated_delta`] turns it off.
+//! applies, so they agree with each other. It runs where MLX's default device is a CUDA GPU
+//! and the model's [`KernelOptions::fused_gated_delta`](crate::KernelOptions) is on.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
+use mlx_rs::compile::CompiledFn;
 use mlx_rs::fast::{CudaKernel, KernelLaunch, TemplateArg};
-use mlx_rs::{Array, Dtype, Error, Result};
+use mlx_rs::{ops, Array, Dtype, Error, Result};
 
-use crate::models::decode_attention::on_cuda;
-
-static ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Whether Qwen3.5's linear-attention layers on a CUDA GPU use the one-kernel recurrence
-/// (default: on). Off, they run it as array ops, step by step, as on other devices. Affects
-/// steps built after the call (a compiled step keeps what it traced).
-pub fn set_fused_gated_delta(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether [`set_fused_gated_delta`] has it on.
-pub fn fused_gated_delta() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
+use crate::kernels::on_cuda;
 
 /// Threads per block: four warps, four state rows.
 const THREADS: i32 = 128;
@@ -146,8 +132,7 @@ fn is_float(d: Dtype) -> bool {
 /// Whether [`gated_delta_kernel`] takes these arguments: `q`, `k` `[B, S, Hk, Dk]` and `v`
 /// `[B, S, Hv, Dv]` of one float dtype, `g` and `beta` `[B, S, Hv]` of float dtypes, the state
 /// `[B, Hv, Dv, Dk]` in float32, `mask` (if any) `bool [B, S]`, `Dk` a multiple of 32 up to
-/// 256, `Hv` a multiple of `Hk`, the current stream on a CUDA GPU, and
-/// [`set_fused_gated_delta`] on.
+/// 256, `Hv` a multiple of `Hk`, and the current stream on a CUDA GPU.
 pub fn is_supported(
     q: &Array,
     k: &Array,
@@ -177,7 +162,7 @@ pub fn is_supported(
         && is_float(beta.dtype())
         && state.dtype() == Dtype::Float32
         && mask.map_or(true, |m| m.dtype() == Dtype::Bool);
-    Ok(fused_gated_delta() && shapes && dtypes && on_cuda()?)
+    Ok(shapes && dtypes && on_cuda()?)
 }
 
 /// Runs the gated delta rule over the `S` steps of the inputs (shapes as
@@ -196,7 +181,7 @@ pub fn gated_delta_kernel(
         let described = |a: &Array| format!("{:?} {:?}", a.shape(), a.dtype());
         return Err(Error::InvalidArgument(format!(
             "gated_delta_kernel: unsupported arguments (q {}, k {}, v {}, g {}, beta {}, state \
-             {}, mask {}), fused gated delta {}, or not on a CUDA GPU",
+             {}, mask {}), or not on a CUDA GPU",
             described(q),
             described(k),
             described(v),
@@ -204,7 +189,6 @@ pub fn gated_delta_kernel(
             described(beta),
             described(state),
             mask.map_or("none".into(), described),
-            if fused_gated_delta() { "on" } else { "off" },
         )));
     }
     apply_unchecked(q, k, v, g, beta, state, mask)
@@ -244,4 +228,136 @@ pub(crate) fn apply_unchecked(
             "gated_delta_kernel: expected two outputs".into(),
         )),
     }
+}
+
+/// Calls `f` compiled in `slot`, as mlx_lm calls its `@mx.compile`d helpers. On a GPU a compiled
+/// chain of element-wise ops is one fused kernel, which may contract a multiply and an add
+/// into one rounding; only the same compiled graph gives mlx_lm's bits there.
+fn compiled(
+    slot: &'static OnceLock<CompiledFn>,
+    shapeless: bool,
+    inputs: &[&Array],
+    f: &dyn Fn(&[Array]) -> Result<Vec<Array>>,
+) -> Result<Vec<Array>> {
+    slot.get_or_init(|| CompiledFn::new(shapeless))
+        .call_with_refs(inputs, &[], f)
+}
+
+/// Python: `compute_g`: `exp(-exp(A_log) * softplus(a + dt_bias))`, in float32, compiled
+/// shapeless as mlx_lm compiles it.
+pub fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
+    static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+    let g = compiled(&SLOT, true, &[a_log, a, dt_bias], &|xs| {
+        let softplus = ops::logaddexp(&ops::add(&xs[1], &xs[2])?, 0.0f32)?;
+        let decay = ops::multiply(
+            &ops::negative(&ops::exp(&xs[0].astype(Dtype::Float32)?)?)?,
+            &softplus,
+        )?;
+        Ok(vec![ops::exp(&decay)?])
+    })?;
+    Ok(g.into_iter().next().expect("one output"))
+}
+
+/// Python: `_gated_delta_step_ops`, one step of the recurrence (`q`, `k` `[B, H, Dk]`, `v`
+/// `[B, H, Dv]`, `g`, `beta` `[B, H]`, `state` `[B, H, Dv, Dk]`, `mask` `[B]`): the step's
+/// output in `q`'s dtype and the new state, compiled as mlx_lm compiles it (shapes part of
+/// the trace: one trace per prompt shape, then cache hits for every step).
+fn gated_delta_step(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    g: &Array,
+    beta: &Array,
+    state: &Array,
+    mask: Option<&Array>,
+) -> Result<(Array, Array)> {
+    static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+    let mut inputs = vec![q, k, v, g, beta, state];
+    inputs.extend(mask);
+    let out = compiled(&SLOT, false, &inputs, &|xs| {
+        let (q, k, v, g, beta, old_state) = (&xs[0], &xs[1], &xs[2], &xs[3], &xs[4], &xs[5]);
+        let state = ops::multiply(old_state, &ops::expand_dims(g, [-1, -2])?)?;
+        let k_row = ops::expand_dims(k, -2)?;
+        let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
+        let delta = ops::multiply(&ops::subtract(v, &kv_mem)?, &ops::expand_dims(beta, -1)?)?;
+        let state = ops::add(
+            &state,
+            &ops::multiply(&k_row, &ops::expand_dims(&delta, -1)?)?,
+        )?;
+        let y = ops::sum(
+            &ops::multiply(&state, &ops::expand_dims(q, -2)?)?,
+            -1,
+            false,
+        )?;
+        let state = match xs.get(6) {
+            Some(mask) => ops::where_(&ops::expand_dims(mask, [1, 2, 3])?, &state, old_state)?,
+            None => state,
+        };
+        Ok(vec![y.astype(q.dtype())?, state])
+    })?;
+    let [y, state]: [Array; 2] = out.try_into().map_err(|_| {
+        mlx_rs::Error::Mlx("the gated delta step returned other than 2 arrays".into())
+    })?;
+    Ok((y, state))
+}
+
+/// Python: `gated_delta_update`: the gate and the write strength from the projections
+/// (`beta = sigmoid(b)`, `g = compute_g(A_log, a, dt_bias)`), then the recurrence over the
+/// sequence, as one kernel where it applies and `use_kernel` allows it, else as ops.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_update(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    a: &Array,
+    b: &Array,
+    a_log: &Array,
+    dt_bias: &Array,
+    state: Array,
+    mask: Option<&Array>,
+    use_kernel: bool,
+) -> Result<(Array, Array)> {
+    let beta = ops::sigmoid(b)?;
+    let g = compute_g(a_log, a, dt_bias)?;
+    if use_kernel && is_supported(q, k, v, &g, &beta, &state, mask)? {
+        return apply_unchecked(q, k, v, &g, &beta, &state, mask);
+    }
+    gated_delta_ops(q, k, v, &g, &beta, state, mask)
+}
+
+/// Python: `gated_delta_ops`, the recurrence step by step (what mlx_lm runs on every device
+/// but Metal).
+pub fn gated_delta_ops(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    g: &Array,
+    beta: &Array,
+    mut state: Array,
+    mask: Option<&Array>,
+) -> Result<(Array, Array)> {
+    let (hk, hv) = (q.shape()[2], v.shape()[2]);
+    let (q, k) = if hv / hk > 1 {
+        (ops::repeat(q, hv / hk, -2)?, ops::repeat(k, hv / hk, -2)?)
+    } else {
+        (q.clone(), k.clone())
+    };
+    let steps = q.shape()[1];
+    let mut ys = Vec::with_capacity(steps as usize);
+    for t in 0..steps {
+        let at = |x: &Array| x.index((.., t));
+        let mask_t = mask.map(at).transpose()?;
+        let (y, next) = gated_delta_step(
+            &at(&q)?,
+            &at(&k)?,
+            &at(v)?,
+            &at(g)?,
+            &at(beta)?,
+            &state,
+            mask_t.as_ref(),
+        )?;
+        state = next;
+        ys.push(y);
+    }
+    Ok((ops::stack(&ys, 1)?, state))
 }

@@ -15,48 +15,20 @@
 //! which on a CPU equals mlx_lm's result bit for bit. The kernel accumulates in float32 (as
 //! MLX's vector kernel does), so on a GPU its result differs from the masked path's in the
 //! last bits; eager and compiled steps both use it, so they agree with each other.
-//! [`set_fused_decode_attention`] turns it off (to measure it, or to compare).
+//! Whether a model uses it is its own option
+//! ([`KernelOptions::fused_decode_attention`](crate::KernelOptions)), set at load.
 //!
 //! Beside it, a write kernel writes a step's keys and values into a cache's buffers
 //! without making new ones, for caches that [write in
 //! place](crate::cache::KvCache::set_writes_in_place): the attention takes the offset the
 //! write returns, which orders it after the write.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
-use mlx_rs::cuda;
 use mlx_rs::fast::{CudaKernel, KernelLaunch, TemplateArg};
-use mlx_rs::{Array, DeviceType, Dtype, Error, Result, Stream};
+use mlx_rs::{Array, Dtype, Error, Result};
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
-
-/// Whether decode steps on a CUDA GPU use the one-kernel attention over the written cache
-/// slots (default: on). Off, they use MLX's masked attention over the whole buffer, as on
-/// other devices. Affects steps built after the call (a compiled step keeps what it traced).
-pub fn set_fused_decode_attention(on: bool) {
-    ENABLED.store(on, Ordering::Relaxed);
-}
-
-/// Whether [`set_fused_decode_attention`] has it on.
-pub fn fused_decode_attention() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
-
-static IN_PLACE: AtomicBool = AtomicBool::new(true);
-
-/// Whether generation makes its key/value caches write decode steps in place (default: on;
-/// see [`KvCache::set_writes_in_place`](crate::cache::KvCache::set_writes_in_place)). Off,
-/// every step updates the buffers functionally, as before, to measure the difference.
-/// Affects generations started after the call.
-pub fn set_cache_writes_in_place(on: bool) {
-    IN_PLACE.store(on, Ordering::Relaxed);
-}
-
-/// Whether [`set_cache_writes_in_place`] has it on.
-pub fn cache_writes_in_place() -> bool {
-    IN_PLACE.load(Ordering::Relaxed)
-}
+use crate::kernels::on_cuda;
 
 /// Threads per block: 32 lanes share one key's head dimension, each warp takes every
 /// `THREADS / 32`-th key.
@@ -314,17 +286,9 @@ fn kernel() -> Result<&'static CudaKernel> {
     Ok(KERNEL.get_or_init(|| k))
 }
 
-/// Whether MLX runs on a CUDA GPU here (asked once: neither changes while a process runs).
-pub(crate) fn on_cuda() -> Result<bool> {
-    static CUDA: OnceLock<bool> = OnceLock::new();
-    let available = *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false));
-    Ok(available && Stream::current()?.device().device_type() == DeviceType::Gpu)
-}
-
 /// Whether [`decode_attention`] takes these arguments: one query position, a head dimension
 /// of 32 to 256 in steps of 32, query heads a multiple of key heads, one float dtype, `int32`
-/// positions, a positive finite scale, the current stream on a CUDA GPU, and
-/// [`set_fused_decode_attention`] on.
+/// positions, a positive finite scale, and the current stream on a CUDA GPU.
 pub fn is_supported(
     queries: &Array,
     scale: f32,
@@ -353,7 +317,7 @@ pub fn is_supported(
         && left_padding.map_or(true, |p| p.dtype() == Dtype::Int32 && p.shape() == [q[0]]);
     // Positive: the scale's bits become part of the kernel's name, which a sign would break.
     let scale = scale.is_finite() && scale > 0.0;
-    Ok(fused_decode_attention() && shapes && dtypes && scale && on_cuda()?)
+    Ok(shapes && dtypes && scale && on_cuda()?)
 }
 
 /// Attention of `queries` (`[B, Hq, 1, D]`, scaled by `scale`) over the slots
@@ -363,7 +327,7 @@ pub fn is_supported(
 /// [`is_supported`] says no.
 ///
 /// ```
-/// use mlx_lm::models::decode_attention::{decode_attention, is_supported};
+/// use mlx_lm::kernels::decode_attention::{decode_attention, is_supported};
 /// use mlx_rs::{ops, Array, Dtype};
 /// let q = ops::ones(&[1, 4, 1, 64], Dtype::Bfloat16)?;
 /// let kv = ops::ones(&[1, 2, 16, 64], Dtype::Bfloat16)?;
@@ -388,7 +352,7 @@ pub fn decode_attention(
     if !is_supported(queries, scale, keys, values, end, left_padding)? {
         return Err(Error::InvalidArgument(format!(
             "decode_attention: unsupported arguments (queries {:?} {:?}, keys {:?} {:?}, values \
-             {:?} {:?}, end {:?} {:?}, scale {scale}), fused attention {}, or not on a CUDA GPU",
+             {:?} {:?}, end {:?} {:?}, scale {scale}), or not on a CUDA GPU",
             queries.shape(),
             queries.dtype(),
             keys.shape(),
@@ -397,11 +361,6 @@ pub fn decode_attention(
             values.dtype(),
             end.shape(),
             end.dtype(),
-            if fused_decode_attention() {
-                "on"
-            } else {
-                "off"
-            },
         )));
     }
     attend_unchecked(queries, keys, values, scale, end, left_padding, window)

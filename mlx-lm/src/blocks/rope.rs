@@ -1,5 +1,11 @@
 //! Rotary position embeddings as mlx_lm's `initialize_rope` builds them from a config's
-//! `rope_scaling` / `rope_parameters`: `default`, `linear`, `llama3` and `yarn`.
+//! `rope_scaling` / `rope_parameters`: `default`, `linear`, `llama3` and `yarn`; and the RoPE
+//! settings of a config read in one place, at the top level or under transformers 5's
+//! `rope_parameters` ([`rope_theta`]).
+//!
+//! [`RotaryEmbedding`] is not `mlx_nn::RoPE` (the plain layer): it is whichever RoPE variant
+//! a config asks for, as Python's `initialize_rope` returns `nn.RoPE`, `Llama3RoPE` or
+//! `YarnRoPE`.
 //!
 //! Frequencies that Python computes with MLX ops at construction (llama3, yarn) are computed
 //! here with the same MLX ops on the same float32 values, then kept as static data (exact
@@ -18,7 +24,7 @@ use crate::error::Result;
 
 /// A rotary embedding over the first `dims` features of each head.
 #[derive(Debug, Clone, PartialEq, TreeNode)]
-pub struct Rope {
+pub struct RotaryEmbedding {
     #[tree(static)]
     pub dims: i32,
     #[tree(static)]
@@ -37,6 +43,35 @@ pub struct Rope {
     pub input_scale: Option<f32>,
 }
 
+/// Python: `initialize_rope(dims, base, traditional, scaling_config)` with the scaling read from
+/// `config` ([`RotaryEmbedding::from_config`]).
+pub fn initialize_rope(
+    config: &ModelConfig,
+    dims: i32,
+    base: f64,
+    traditional: bool,
+) -> Result<RotaryEmbedding> {
+    RotaryEmbedding::from_config(config, dims, base, traditional)
+}
+
+/// A config's `rope_theta`: at the top level, else under transformers 5's `rope_parameters`,
+/// else `default` (`None`: required). transformers 5 writes it under `rope_parameters` only;
+/// mlx_lm reads the top level only for most architectures and silently takes its default.
+pub fn rope_theta(config: &ModelConfig, default: Option<f64>) -> Result<f64> {
+    let nested = || -> Result<Option<f64>> {
+        match config.section("rope_parameters") {
+            Some(p) => p.float("rope_theta"),
+            None => Ok(None),
+        }
+    };
+    match config.float("rope_theta")? {
+        Some(theta) => Ok(theta),
+        None => nested()?
+            .or(default)
+            .ok_or_else(|| invalid(config.path(), &config.key("rope_theta"), "missing")),
+    }
+}
+
 /// The rope parameters of a config and their key: `rope_scaling`, or transformers 5's
 /// `rope_parameters`.
 fn scaling_config(config: &ModelConfig) -> Option<(&'static str, &Map<String, Value>)> {
@@ -45,7 +80,7 @@ fn scaling_config(config: &ModelConfig) -> Option<(&'static str, &Map<String, Va
         .find_map(|key| Some((key, config.get(key)?.as_object()?)))
 }
 
-impl Rope {
+impl RotaryEmbedding {
     /// Python: `initialize_rope(dims, base, traditional, scaling_config,
     /// max_position_embeddings)`, with the scaling read from `config`'s `rope_scaling` or
     /// `rope_parameters`.
@@ -54,7 +89,7 @@ impl Rope {
         dims: i32,
         base: f64,
         traditional: bool,
-    ) -> Result<Rope> {
+    ) -> Result<RotaryEmbedding> {
         let path = config.path();
         let (key, scaling) = match scaling_config(config) {
             Some((key, map)) => (config.key(key), Some(map)),
@@ -76,7 +111,7 @@ impl Rope {
                 None => default.ok_or_else(|| invalid(path, &format!("{key}.{name}"), "missing")),
             }
         };
-        let plain = Rope {
+        let plain = RotaryEmbedding {
             dims,
             traditional,
             base: Some(base as f32),
@@ -91,7 +126,7 @@ impl Rope {
         match rope_type {
             // mlx_lm serves mrope configs of text models with the plain rope.
             "default" | "mrope" => Ok(plain),
-            "linear" => Ok(Rope {
+            "linear" => Ok(RotaryEmbedding {
                 scale: (1.0 / number("factor", None)?) as f32,
                 ..plain
             }),
@@ -105,7 +140,7 @@ impl Rope {
                     number("original_max_position_embeddings", Some(8192.0))?,
                 )
                 .map_err(mlx)?;
-                Ok(Rope {
+                Ok(RotaryEmbedding {
                     base: None,
                     freqs: Some(freqs),
                     ..plain
@@ -126,7 +161,7 @@ impl Rope {
                 };
                 let mscale = yarn_mscale(factor, number("mscale", Some(1.0))?)
                     / yarn_mscale(factor, number("mscale_all_dim", Some(0.0))?);
-                Ok(Rope {
+                Ok(RotaryEmbedding {
                     base: None,
                     freqs: Some(yarn.freqs().map_err(mlx)?),
                     input_scale: (mscale != 1.0).then_some(mscale as f32),

@@ -1,11 +1,19 @@
-//! The `generate` command (Python: `mlx_lm.generate`), as a function over its arguments and
-//! output streams so that tests run it in-process (`tests/lm_generate.rs`).
+//! The `generate` command (Python: `mlx_lm.generate`), as a library: [`main`] is the whole
+//! program, [`run`] the command over its arguments and output streams (tests run it
+//! in-process). A crate with an architecture of its own registers it
+//! ([`register_model`](crate::register_model)) and then calls [`main`] from its binary: the
+//! command loads its model directories like any other.
+//!
+//! ```no_run
+//! // In a binary's `main`, after `mlx_lm::register_model("my_arch", ...)`:
+//! mlx_lm::cli::main();
+//! ```
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 
+use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
 use clap::Parser;
-use mlx::lm::{self, ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
 ///
@@ -53,7 +61,7 @@ type Error = Box<dyn std::error::Error>;
 /// Runs the command: loads the model, builds the prompt, streams the text to `out` and the
 /// statistics to `err`.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
-    let (model, tokenizer, _) = lm::load(&args.model, LoadOptions::default())?;
+    let (model, tokenizer, _) = crate::load(&args.model, LoadOptions::default())?;
     let prompt = if args.prompt == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text)?;
@@ -100,7 +108,7 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), 
         ..Default::default()
     };
     let mut last = None;
-    for response in lm::stream_generate(&model, &tokenizer, &ids, &options)? {
+    for response in crate::stream_generate(&model, &tokenizer, &ids, &options)? {
         let response = response?;
         out.write_all(response.text.as_bytes())?;
         out.flush()?;
@@ -121,4 +129,15 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), 
         writeln!(err, "Peak memory: {:.3} GB", stats.peak_memory as f64 / 1e9)?;
     }
     Ok(())
+}
+
+/// The program (Python: `mlx_lm.generate.main`): parses the process's arguments, runs the
+/// command, and on failure prints the error and exits with status 1.
+pub fn main() {
+    let args = Args::parse();
+    let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+    if let Err(e) = run(&args, &mut out, &mut err) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
 }

@@ -1,0 +1,283 @@
+//! Attention with a cache, the token mixer of every transformer layer: grouped-query heads,
+//! optional biases, per-head RMSNorm of queries and keys (qwen3), RoPE over all or the first
+//! features of each head, a sliding window, and a sigmoid output gate (Qwen3.5 / Qwen3-Next).
+//! Parameter paths are mlx_lm's (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `q_norm`, `k_norm`).
+
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::fast;
+use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::decoder::{LayerContext, TokenMixer};
+use crate::blocks::mask::PlainMask;
+use crate::blocks::rope::RotaryEmbedding;
+use crate::blocks::rows::{heads, heads_first, merge_heads, wrong_input, Rows};
+use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::checkpoint::Checkpoint;
+use crate::kernels::decode_attention;
+
+/// What an [`Attention`] layer is, read from a config by each architecture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttentionConfig {
+    pub hidden_size: i32,
+    pub num_heads: i32,
+    pub num_kv_heads: i32,
+    pub head_dim: i32,
+    /// Biases of the q/k/v projections (qwen2; llama's `attention_bias`).
+    pub qkv_bias: bool,
+    /// The bias of the output projection (llama's `attention_bias`).
+    pub o_bias: bool,
+    /// Per-head RMSNorm of queries and keys with this eps (qwen3, Qwen3.5).
+    pub qk_norm: Option<f32>,
+    /// The query projection also yields a gate: the output is `o_proj(attention *
+    /// sigmoid(gate))` (Qwen3.5's `Qwen3NextAttention`).
+    pub output_gate: bool,
+    /// The rotary embedding; its `dims` below `head_dim` rotate only the first features
+    /// (partial rotary). `None`: a layer without positional embedding (SmolLM3's NoPE
+    /// layers).
+    pub rope: Option<RotaryEmbedding>,
+    /// Attend to only the last this many positions (a sliding-window layer).
+    pub sliding_window: Option<i32>,
+}
+
+/// Python: `Attention` of llama / qwen2 / qwen3, and `Qwen3NextAttention` with
+/// [`AttentionConfig::output_gate`].
+#[derive(Debug, Clone, TreeNode)]
+pub struct Attention {
+    pub q_proj: MaybeQuantizedLinear,
+    pub k_proj: MaybeQuantizedLinear,
+    pub v_proj: MaybeQuantizedLinear,
+    pub o_proj: MaybeQuantizedLinear,
+    pub q_norm: Option<RMSNorm>,
+    pub k_norm: Option<RMSNorm>,
+    pub rope: Option<RotaryEmbedding>,
+    #[tree(static)]
+    pub n_heads: i32,
+    #[tree(static)]
+    pub n_kv_heads: i32,
+    #[tree(static)]
+    pub head_dim: i32,
+    #[tree(static)]
+    pub scale: f32,
+    #[tree(static)]
+    pub window: Option<i32>,
+    #[tree(static)]
+    pub output_gate: bool,
+}
+
+impl Attention {
+    /// Takes the layer's tensors under `path` from the checkpoint.
+    pub fn load(ck: &mut Checkpoint, path: &str, a: &AttentionConfig) -> crate::Result<Attention> {
+        let (d, h, kv, hd) = (a.hidden_size, a.num_heads, a.num_kv_heads, a.head_dim);
+        let p = |name: &str| format!("{path}.{name}");
+        let norm = |ck: &mut Checkpoint, name: &str| -> crate::Result<Option<RMSNorm>> {
+            a.qk_norm
+                .map(|eps| ck.rms_norm(&p(name), hd, eps))
+                .transpose()
+        };
+        let q_out = if a.output_gate { h * hd * 2 } else { h * hd };
+        Ok(Attention {
+            q_proj: ck.linear(&p("q_proj"), d, q_out, a.qkv_bias)?,
+            k_proj: ck.linear(&p("k_proj"), d, kv * hd, a.qkv_bias)?,
+            v_proj: ck.linear(&p("v_proj"), d, kv * hd, a.qkv_bias)?,
+            o_proj: ck.linear(&p("o_proj"), h * hd, d, a.o_bias)?,
+            q_norm: norm(ck, "q_norm")?,
+            k_norm: norm(ck, "k_norm")?,
+            rope: a.rope.clone(),
+            n_heads: h,
+            n_kv_heads: kv,
+            head_dim: hd,
+            // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
+            scale: (hd as f64).powf(-0.5) as f32,
+            window: a.sliding_window,
+            output_gate: a.output_gate,
+        })
+    }
+
+    /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
+    pub fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        mask: &PlainMask,
+        fused: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let (queries, gate) = if self.output_gate {
+            let q = ops::reshape(
+                &self.q_proj.forward(x)?,
+                &[rows.batch, rows.len, self.n_heads, -1],
+            )?;
+            let halves = ops::split(&q, 2, -1)?;
+            let gate = ops::reshape(&halves[1], &[rows.batch * rows.len, -1])?;
+            let q = match &self.q_norm {
+                Some(norm) => norm.forward(&halves[0])?,
+                None => halves[0].clone(),
+            };
+            (heads_first(&q)?, Some(gate))
+        } else {
+            let q = self.q_proj.forward(x)?;
+            (heads(&q, rows, self.n_heads, self.q_norm.as_ref())?, None)
+        };
+        let keys = heads(
+            &self.k_proj.forward(x)?,
+            rows,
+            self.n_kv_heads,
+            self.k_norm.as_ref(),
+        )?;
+        let values = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
+        let out = attend(
+            queries,
+            keys,
+            values,
+            self.rope.as_ref(),
+            self.scale,
+            mask,
+            self.window,
+            fused,
+            cache,
+        )?;
+        let out = merge_heads(&out)?;
+        match gate {
+            Some(gate) => self
+                .o_proj
+                .forward(&ops::multiply(&out, &ops::sigmoid(&gate)?)?),
+            None => self.o_proj.forward(&out),
+        }
+    }
+}
+
+impl TokenMixer for Attention {
+    fn key(&self) -> &'static str {
+        "self_attn"
+    }
+
+    fn accepts(key: &str) -> bool {
+        key == "self_attn"
+    }
+
+    fn forward(
+        &self,
+        x: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let mask = ctx.masks.for_window(self.window);
+        Attention::forward(
+            self,
+            x,
+            ctx.rows,
+            mask,
+            ctx.kernels.fused_decode_attention,
+            cache,
+        )
+    }
+
+    /// A rotating cache of the window for a sliding-window layer (Python: llama's
+    /// `make_cache`), else a key/value cache of `capacity`.
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        let (kv, hd) = (self.n_kv_heads, self.head_dim);
+        Ok(match self.window {
+            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
+            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
+        })
+    }
+
+    fn window(&self) -> Option<i32> {
+        self.window
+    }
+}
+
+/// Rope at the cache's position (or 0), the cache update, and attention: what every
+/// attention layer of mlx_lm does between its projections (no rope: Python's `NoPE`, the
+/// identity). `fused` allows the one-kernel decode attention where it applies.
+#[allow(clippy::too_many_arguments)]
+pub fn attend(
+    queries: Array,
+    keys: Array,
+    values: Array,
+    rope: Option<&RotaryEmbedding>,
+    scale: f32,
+    plain_mask: &PlainMask,
+    window: Option<i32>,
+    fused: bool,
+    cache: Option<&mut LayerCache>,
+) -> Result<Array> {
+    let rotate_at = |x: &Array, offset: &Array| -> Result<Array> {
+        match rope {
+            Some(rope) => rope.forward(x, offset),
+            None => Ok(x.clone()),
+        }
+    };
+    let Some(cache) = cache else {
+        let (queries, keys) = match rope {
+            Some(rope) => (rope.forward(&queries, 0)?, rope.forward(&keys, 0)?),
+            None => (queries, keys),
+        };
+        return fast::scaled_dot_product_attention(
+            &queries,
+            &keys,
+            &values,
+            scale,
+            plain_mask.as_mask(),
+            None,
+        );
+    };
+    let rotate = |offset: &Array| -> Result<(Array, Array)> {
+        Ok((rotate_at(&queries, offset)?, rotate_at(&keys, offset)?))
+    };
+    let (queries, (keys, values, mask)) = match cache {
+        LayerCache::Kv(c) => {
+            let (q, k) = rotate(&c.rope_offset()?)?;
+            let padding = c.left_padding.clone();
+            if fused
+                && decode_attention::is_supported(
+                    &q,
+                    scale,
+                    &c.keys,
+                    &c.values,
+                    &c.offset,
+                    padding.as_ref(),
+                )?
+            {
+                if c.writes_in_place {
+                    c.offset = decode_attention::write_in_place(
+                        &c.keys, &c.values, &k, &values, &c.offset,
+                    )?;
+                } else {
+                    c.update(&k, &values)?;
+                }
+                // The new offset comes out of the write: attention after it.
+                return decode_attention::attend_unchecked(
+                    &q,
+                    &c.keys,
+                    &c.values,
+                    scale,
+                    &c.offset,
+                    padding.as_ref(),
+                    window,
+                );
+            }
+            match plain_mask {
+                // A mask made for every layer, when its buffer is this layer's size.
+                PlainMask::Cached(m)
+                    if window.is_none() && m.shape().last() == Some(&c.capacity()) =>
+                {
+                    let (keys, values) = c.update(&k, &values)?;
+                    (q, (keys, values, m.clone()))
+                }
+                _ => (q, c.update_and_fetch(&k, &values, window)?),
+            }
+        }
+        LayerCache::Rotating(c) => {
+            let (q, k) = rotate(&c.offset)?;
+            (q, c.update_and_fetch(&k, &values)?)
+        }
+        LayerCache::Arrays(_) => {
+            return Err(wrong_input(
+                "an attention layer got a linear-attention cache",
+            ))
+        }
+    };
+    fast::scaled_dot_product_attention(&queries, &keys, &values, scale, &mask, None)
+}

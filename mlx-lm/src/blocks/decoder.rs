@@ -1,0 +1,340 @@
+//! The decoder stack every architecture is built from: embedding, layers of a token mixer
+//! (attention, linear attention, ...) and a channel mixer (an MLP, ...) each behind a
+//! pre-norm and a residual, a final norm, and the output head. An architecture chooses its
+//! mixers by type ([`DecoderModel<M, C>`]); a hybrid model's mixer is a [`Hybrid`] of two.
+//! Parameter paths are mlx_lm's (`embed_tokens`, `layers.0.self_attn...`, `norm`).
+
+use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_tree::{Flattener, TreeNode, Unflattener};
+
+use crate::blocks::mask::Masks;
+use crate::blocks::rows::Rows;
+use crate::cache::LayerCache;
+use crate::checkpoint::Checkpoint;
+use crate::kernels::KernelOptions;
+
+/// What a token mixer gets besides its input: the call's rows and masks, and the model's
+/// kernel choices.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerContext<'a> {
+    pub rows: Rows,
+    pub masks: &'a Masks,
+    pub kernels: KernelOptions,
+}
+
+/// A layer's token mixer: what mixes information across positions (attention, linear
+/// attention, a state-space scan), with the cache it carries between calls.
+pub trait TokenMixer: TreeNode {
+    /// The layer's field that holds this mixer (`self_attn`, `linear_attn`): the path of its
+    /// parameters, as mlx_lm names the attribute.
+    fn key(&self) -> &'static str;
+
+    /// Whether a mixer of this type may sit under the layer's field `key`.
+    fn accepts(key: &str) -> bool;
+
+    /// Reads the mixer under the layer's field `key` (one that [`accepts`](Self::accepts)).
+    fn unflatten_field(key: &str, u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        u.field(key)
+    }
+
+    /// Rows `x` `[B * L, hidden]` (already normed) to rows, continuing `cache`.
+    fn forward(
+        &self,
+        x: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array>;
+
+    /// This layer's cache for `batch` sequences of up to `capacity` positions.
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache>;
+
+    /// The sliding window of an attention layer that has one.
+    fn window(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// One of two token mixers, per layer: a hybrid model's layers (Qwen3.5: linear attention
+/// with full attention every few layers). Transparent in paths: the layer's field is the
+/// chosen mixer's [`key`](TokenMixer::key).
+#[derive(Debug, Clone)]
+pub enum Hybrid<A, B> {
+    First(A),
+    Second(B),
+}
+
+impl<A: TokenMixer, B: TokenMixer> TreeNode for Hybrid<A, B> {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        match self {
+            Hybrid::First(a) => a.flatten(f),
+            Hybrid::Second(b) => b.flatten(f),
+        }
+    }
+
+    /// Alone (not under a layer's field) the variant is not known: only a layer reads one.
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        Err(u.mismatch("a hybrid token mixer, which only a decoder layer's field can rebuild"))
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            Hybrid::First(a) => a.leaves_mut(f),
+            Hybrid::Second(b) => b.leaves_mut(f),
+        }
+    }
+}
+
+impl<A: TokenMixer, B: TokenMixer> TokenMixer for Hybrid<A, B> {
+    fn key(&self) -> &'static str {
+        match self {
+            Hybrid::First(a) => a.key(),
+            Hybrid::Second(b) => b.key(),
+        }
+    }
+
+    fn accepts(key: &str) -> bool {
+        A::accepts(key) || B::accepts(key)
+    }
+
+    fn unflatten_field(key: &str, u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        if A::accepts(key) {
+            A::unflatten_field(key, u).map(Hybrid::First)
+        } else {
+            B::unflatten_field(key, u).map(Hybrid::Second)
+        }
+    }
+
+    fn forward(
+        &self,
+        x: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        match self {
+            Hybrid::First(a) => a.forward(x, ctx, cache),
+            Hybrid::Second(b) => b.forward(x, ctx, cache),
+        }
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        match self {
+            Hybrid::First(a) => a.make_cache(batch, capacity, dtype),
+            Hybrid::Second(b) => b.make_cache(batch, capacity, dtype),
+        }
+    }
+
+    fn window(&self) -> Option<i32> {
+        match self {
+            Hybrid::First(a) => a.window(),
+            Hybrid::Second(b) => b.window(),
+        }
+    }
+}
+
+/// Python: `TransformerBlock` / `DecoderLayer`: `h + mixer(norm(h))`, then
+/// `h + mlp(norm(h))`.
+#[derive(Debug, Clone)]
+pub struct DecoderLayer<M, C> {
+    /// Under the field the mixer names ([`TokenMixer::key`]).
+    pub mixer: M,
+    pub mlp: C,
+    pub input_layernorm: RMSNorm,
+    pub post_attention_layernorm: RMSNorm,
+}
+
+impl<M: TokenMixer, C: TreeNode> TreeNode for DecoderLayer<M, C> {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        f.struct_node("DecoderLayer", |f| {
+            f.field(self.mixer.key(), &self.mixer);
+            f.field("mlp", &self.mlp);
+            f.field("input_layernorm", &self.input_layernorm);
+            f.field("post_attention_layernorm", &self.post_attention_layernorm);
+        });
+    }
+
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        u.struct_node("DecoderLayer", |u| {
+            let key = u.peek_node()?.key().unwrap_or_default();
+            if !M::accepts(key) {
+                return Err(u.mismatch("a token mixer's field (self_attn, linear_attn, ...)"));
+            }
+            Ok(DecoderLayer {
+                mixer: M::unflatten_field(key, u)?,
+                mlp: u.field("mlp")?,
+                input_layernorm: u.field("input_layernorm")?,
+                post_attention_layernorm: u.field("post_attention_layernorm")?,
+            })
+        })
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        self.mixer.leaves_mut(f)?;
+        self.mlp.leaves_mut(f)?;
+        self.input_layernorm.leaves_mut(f)?;
+        self.post_attention_layernorm.leaves_mut(f)
+    }
+}
+
+impl<M: TokenMixer, C: Forward> DecoderLayer<M, C> {
+    /// The layer over rows `h`.
+    pub fn forward(
+        &self,
+        h: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let r = self
+            .mixer
+            .forward(&self.input_layernorm.forward(h)?, ctx, cache)?;
+        let h = ops::add(h, &r)?;
+        let r = self
+            .mlp
+            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+        ops::add(&h, &r)
+    }
+}
+
+/// Python: `LlamaModel` / `Qwen3Model` / `Qwen3_5TextModel`: embedding, layers, final norm.
+#[derive(Debug, Clone, TreeNode)]
+#[tree(bound = "M: TokenMixer, C: TreeNode")]
+pub struct DecoderModel<M, C> {
+    pub embed_tokens: MaybeQuantizedEmbedding,
+    pub layers: Vec<DecoderLayer<M, C>>,
+    pub norm: RMSNorm,
+    /// The custom kernels this model may use.
+    #[tree(static)]
+    pub kernels: KernelOptions,
+}
+
+impl<M: TokenMixer, C: Forward> DecoderModel<M, C> {
+    /// The final hidden states as rows `[B * L, hidden]`.
+    pub fn forward_rows(
+        &self,
+        inputs: &Array,
+        rows: Rows,
+        mut cache: Option<&mut [LayerCache]>,
+    ) -> Result<Array> {
+        if let Some(c) = cache.as_deref() {
+            if c.len() != self.layers.len() {
+                return Err(crate::blocks::rows::wrong_input(&format!(
+                    "a cache of {} layers for a model of {}",
+                    c.len(),
+                    self.layers.len()
+                )));
+            }
+        }
+        let mut h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
+        let windows: Vec<Option<i32>> = self.layers.iter().map(|l| l.mixer.window()).collect();
+        let masks = Masks::new(&windows, cache.as_deref(), rows.len)?;
+        let ctx = LayerContext {
+            rows,
+            masks: &masks,
+            kernels: self.kernels,
+        };
+        for (i, layer) in self.layers.iter().enumerate() {
+            let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
+            h = layer.forward(&h, &ctx, c)?;
+        }
+        self.norm.forward(&h)
+    }
+
+    /// One cache per layer, in the model's dtype.
+    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
+        let dtype = self.dtype();
+        self.layers
+            .iter()
+            .map(|l| l.mixer.make_cache(batch, capacity, dtype))
+            .collect()
+    }
+
+    /// The dtype the model computes in: its embedding table's (the scales' when quantized).
+    pub fn dtype(&self) -> Dtype {
+        match &self.embed_tokens {
+            mlx_nn::MaybeQuantized::Float(e) => e.weight.dtype(),
+            mlx_nn::MaybeQuantized::Quantized(q) => q.scales.dtype(),
+        }
+    }
+
+    /// The vocabulary size: the embedding table's rows.
+    pub fn vocab_size(&self) -> i32 {
+        match &self.embed_tokens {
+            mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
+            mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
+        }
+    }
+
+    /// Logits `[B, L, vocab]` for token ids `[B, L]`, through `lm_head` or, tied, the
+    /// embedding table.
+    pub fn logits(
+        &self,
+        inputs: &Array,
+        cache: Option<&mut [LayerCache]>,
+        lm_head: Option<&MaybeQuantizedLinear>,
+    ) -> Result<Array> {
+        let rows = Rows::of(inputs)?;
+        let h = self.forward_rows(inputs, rows, cache)?;
+        let logits = match lm_head {
+            Some(head) => head.forward(&h)?,
+            None => self.embed_tokens.as_linear(&h)?,
+        };
+        rows.unfold(&logits)
+    }
+}
+
+/// The sizes of a decoder stack.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct StackConfig {
+    pub vocab_size: i32,
+    pub hidden_size: i32,
+    pub num_hidden_layers: i32,
+    pub rms_norm_eps: f32,
+}
+
+impl<M: TokenMixer, C: TreeNode> DecoderModel<M, C> {
+    /// Takes the stack's tensors under `prefix` (`model`, `language_model.model`): the
+    /// embedding, the layers, whose token mixer and MLP `mixer` and `mlp` take from the
+    /// layer's path and index, and the final norm.
+    pub fn load(
+        ck: &mut Checkpoint,
+        prefix: &str,
+        s: StackConfig,
+        kernels: KernelOptions,
+        mut mixer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+        mut mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<C>,
+    ) -> crate::Result<DecoderModel<M, C>> {
+        let (d, eps) = (s.hidden_size, s.rms_norm_eps);
+        let mut layers = Vec::with_capacity(s.num_hidden_layers.max(0) as usize);
+        for i in 0..s.num_hidden_layers {
+            let path = format!("{prefix}.layers.{i}");
+            layers.push(DecoderLayer {
+                mixer: mixer(ck, &path, i)?,
+                mlp: mlp(ck, &format!("{path}.mlp"), i)?,
+                input_layernorm: ck.rms_norm(&format!("{path}.input_layernorm"), d, eps)?,
+                post_attention_layernorm: ck.rms_norm(
+                    &format!("{path}.post_attention_layernorm"),
+                    d,
+                    eps,
+                )?,
+            });
+        }
+        Ok(DecoderModel {
+            embed_tokens: ck.embedding(&format!("{prefix}.embed_tokens"), s.vocab_size, d)?,
+            layers,
+            norm: ck.rms_norm(&format!("{prefix}.norm"), d, eps)?,
+            kernels,
+        })
+    }
+}
+
+/// The output projection at `path` (`lm_head`), or `None` when the embeddings are tied.
+pub fn load_lm_head(
+    ck: &mut Checkpoint,
+    path: &str,
+    s: StackConfig,
+    tied: bool,
+) -> crate::Result<Option<MaybeQuantizedLinear>> {
+    (!tied)
+        .then(|| ck.linear(path, s.hidden_size, s.vocab_size, false))
+        .transpose()
+}

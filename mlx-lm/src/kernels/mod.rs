@@ -1,0 +1,56 @@
+//! Custom kernels of the language models, each beside the pure-ops path it replaces: the
+//! kernel runs where it applies (a CUDA GPU, supported shapes) and the model's
+//! [`KernelOptions`] allow it; everywhere else the ops run, as mlx_lm runs them.
+//!
+//! Whether a model uses a kernel is its own option, fixed when it loads
+//! ([`LoadOptions::kernels`](crate::LoadOptions)), never a process-wide switch: two models in
+//! one process may differ, and a compiled step traced for one model keeps what that model
+//! chose.
+
+pub mod decode_attention;
+pub mod gated_delta;
+
+use std::sync::OnceLock;
+
+use mlx_rs::{cuda, DeviceType, Result, Stream};
+use mlx_tree::StaticData;
+
+/// Which custom kernels a model uses where they apply (all on by default). Off, the model
+/// computes with MLX's ops as mlx_lm does, to measure a kernel or to get mlx_lm's last bits on
+/// a GPU. Kernels change a result's last bits only (they sum in another order), never what
+/// it means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, StaticData)]
+pub struct KernelOptions {
+    /// One-token decode attention over the written cache slots as one CUDA kernel
+    /// ([`decode_attention`]); off: MLX's masked attention over the whole buffer.
+    pub fused_decode_attention: bool,
+    /// The gated delta rule of linear-attention layers (Qwen3.5) as one CUDA kernel
+    /// ([`gated_delta`]); off: the recurrence as array ops, step by step.
+    pub fused_gated_delta: bool,
+}
+
+impl Default for KernelOptions {
+    fn default() -> Self {
+        KernelOptions {
+            fused_decode_attention: true,
+            fused_gated_delta: true,
+        }
+    }
+}
+
+impl KernelOptions {
+    /// Every kernel off: the model computes with MLX's ops only, as mlx_lm does.
+    pub fn none() -> KernelOptions {
+        KernelOptions {
+            fused_decode_attention: false,
+            fused_gated_delta: false,
+        }
+    }
+}
+
+/// Whether MLX runs on a CUDA GPU here (asked once: neither changes while a process runs).
+pub(crate) fn on_cuda() -> Result<bool> {
+    static CUDA: OnceLock<bool> = OnceLock::new();
+    let available = *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false));
+    Ok(available && Stream::current()?.device().device_type() == DeviceType::Gpu)
+}

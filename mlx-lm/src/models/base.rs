@@ -1,0 +1,145 @@
+//! What the dense decoders (`llama`, `qwen2`, `qwen3`, and the many mlx_lm architectures of
+//! their shape) share: their arguments, read by each architecture's file from its config,
+//! and the stack of [`Attention`] and [`Mlp`] layers those arguments build (Python: the
+//! `ModelArgs` fields the dataclasses share, and `mlx_lm.models.base`).
+
+use mlx_nn::MaybeQuantizedLinear;
+
+use crate::blocks::{
+    load_lm_head, Attention, AttentionConfig, DecoderModel, Mlp, RotaryEmbedding, StackConfig,
+};
+use crate::checkpoint::Checkpoint;
+use crate::config::{invalid, ModelConfig};
+use crate::kernels::KernelOptions;
+
+/// A dense decoder, as a config describes it.
+#[derive(Debug, Clone)]
+pub struct DecoderArgs {
+    pub hidden_size: i32,
+    pub intermediate_size: i32,
+    pub num_attention_heads: i32,
+    pub num_key_value_heads: i32,
+    pub head_dim: i32,
+    pub num_hidden_layers: i32,
+    pub vocab_size: i32,
+    pub rms_norm_eps: f32,
+    /// Biases of q/k/v (qwen2: true) and of o (llama's `attention_bias` covers all four).
+    pub qkv_bias: bool,
+    pub o_bias: bool,
+    pub mlp_bias: bool,
+    /// qwen3's per-head RMSNorm of queries and keys.
+    pub qk_norm: bool,
+    pub tie_word_embeddings: bool,
+    pub rope: RotaryEmbedding,
+    /// Per layer: a sliding-window layer (llama's `layer_types`).
+    pub sliding: Vec<bool>,
+    /// Per layer: no positional embedding (SmolLM3's NoPE layers).
+    pub no_rope: Vec<bool>,
+    pub sliding_window: Option<i32>,
+}
+
+/// The dense decoder's layers and its output head (`None` when tied).
+pub type DenseParts = (DecoderModel<Attention, Mlp>, Option<MaybeQuantizedLinear>);
+
+impl DecoderArgs {
+    /// What every dense config has (`hidden_size`, `intermediate_size`,
+    /// `num_attention_heads`, `num_hidden_layers`, `vocab_size`, `rms_norm_eps`), with no
+    /// biases, no q/k norms, tied embeddings and full attention in every layer; a reader
+    /// overrides what its architecture changes.
+    pub fn common(
+        c: &ModelConfig,
+        head_dim: impl FnOnce(i32, i32) -> crate::Result<i32>,
+        rope: impl FnOnce(i32) -> crate::Result<RotaryEmbedding>,
+        num_key_value_heads: impl FnOnce(i32) -> crate::Result<i32>,
+    ) -> crate::Result<DecoderArgs> {
+        let hidden = c.dim("hidden_size")?;
+        let intermediate = c.dim("intermediate_size")?;
+        let heads = c.dim("num_attention_heads")?;
+        let layers = c.dim("num_hidden_layers")?;
+        let vocab = c.dim("vocab_size")?;
+        let rms_norm_eps = c
+            .float("rms_norm_eps")?
+            .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?
+            as f32;
+        let head_dim = head_dim(hidden, heads)?;
+        Ok(DecoderArgs {
+            hidden_size: hidden,
+            intermediate_size: intermediate,
+            num_attention_heads: heads,
+            num_key_value_heads: num_key_value_heads(heads)?,
+            head_dim,
+            num_hidden_layers: layers,
+            vocab_size: vocab,
+            rms_norm_eps,
+            qkv_bias: false,
+            o_bias: false,
+            mlp_bias: false,
+            qk_norm: false,
+            tie_word_embeddings: true,
+            rope: rope(head_dim)?,
+            sliding: vec![false; layers as usize],
+            no_rope: vec![false; layers as usize],
+            sliding_window: None,
+        })
+    }
+
+    /// The sizes of the stack.
+    pub fn stack(&self) -> StackConfig {
+        StackConfig {
+            vocab_size: self.vocab_size,
+            hidden_size: self.hidden_size,
+            num_hidden_layers: self.num_hidden_layers,
+            rms_norm_eps: self.rms_norm_eps,
+        }
+    }
+
+    /// The attention of layer `i`.
+    pub fn attention(&self, i: i32) -> AttentionConfig {
+        let sliding = self.sliding.get(i as usize).copied().unwrap_or(false);
+        let no_rope = self.no_rope.get(i as usize).copied().unwrap_or(false);
+        AttentionConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.num_attention_heads,
+            num_kv_heads: self.num_key_value_heads,
+            head_dim: self.head_dim,
+            qkv_bias: self.qkv_bias,
+            o_bias: self.o_bias,
+            qk_norm: self.qk_norm.then_some(self.rms_norm_eps),
+            output_gate: false,
+            rope: (!no_rope).then(|| self.rope.clone()),
+            sliding_window: if sliding { self.sliding_window } else { None },
+        }
+    }
+
+    /// Python: `Model.sanitize` of the dense decoders: drops precomputed rotary frequencies
+    /// and, with tied embeddings, `lm_head.weight`.
+    pub fn sanitize(&self, ck: &mut Checkpoint) {
+        let tied = self.tie_word_embeddings;
+        ck.weights_mut().retain(|k, _| {
+            let rotary = k.contains("self_attn.rotary_emb.inv_freq");
+            !(rotary || tied && k == "lm_head.weight")
+        });
+    }
+
+    /// Takes the layers (`model.*`) and the output head (`lm_head`) from the checkpoint.
+    pub fn load(&self, ck: &mut Checkpoint, kernels: KernelOptions) -> crate::Result<DenseParts> {
+        let model = DecoderModel::load(
+            ck,
+            "model",
+            self.stack(),
+            kernels,
+            |ck, path, i| Attention::load(ck, &format!("{path}.self_attn"), &self.attention(i)),
+            |ck, path, _| {
+                Mlp::load(
+                    ck,
+                    path,
+                    self.hidden_size,
+                    self.intermediate_size,
+                    self.mlp_bias,
+                )
+            },
+        )?;
+        let lm_head = load_lm_head(ck, "lm_head", self.stack(), self.tie_word_embeddings)?;
+        Ok((model, lm_head))
+    }
+}
