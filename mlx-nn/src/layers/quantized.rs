@@ -118,7 +118,10 @@ impl<'a> QuantizeModelOptions<'a> {
 /// assert!(mlp.up.is_quantized() && mlp.down.is_quantized());
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
-pub fn quantize<M: Module>(model: &mut M, options: QuantizeModelOptions<'_>) -> Result<Vec<String>> {
+pub fn quantize<M: Module>(
+    model: &mut M,
+    options: QuantizeModelOptions<'_>,
+) -> Result<Vec<String>> {
     if options.mode != QuantizationMode::Affine {
         return Err(Error::InvalidArgument(format!(
             "[quantize] mode {:?}: mlx_nn's QuantizedLinear and QuantizedEmbedding hold affine \
