@@ -247,7 +247,7 @@ fn packs<'a>(leaves: &[&'a Array], itemsize: i64, limit: i64) -> Vec<Vec<&'a Arr
 /// clipped shards and the global norm (Python: `nn.utils.clip_grad_norm_sharded(gradients,
 /// max_norm, group=None)`).
 ///
-/// Each process holds a shard of the gradients (as [`fully_shard`] leaves them), so the
+/// Each process holds a shard of the gradients (as [`fully_shard`](crate::fully_shard) leaves them), so the
 /// squared norms of the local shards are summed over the group (`all_sum`) before the
 /// square root; every process then scales its shard by `min(max_norm / (norm + 1e-6), 1)`,
 /// the same factor on every process. It is `clip_grad_norm` of the whole gradients, computed

@@ -1,7 +1,7 @@
 //! The architectures, one file each (as mlx_lm's `mlx_lm/models/`), written on the shared
 //! [`blocks`](crate::blocks). Adding one: a file here with its config reader, its model
 //! struct and its [`LanguageModel`](crate::LanguageModel) impl, plus its line in
-//! [`builtins`]; outside this crate, [`register_model`](crate::register_model) instead.
+//! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
 pub mod llama;

@@ -46,7 +46,7 @@ impl Embedding {
     }
 
     /// Keeps the table's transpose for [`as_linear`](Self::as_linear), as
-    /// [`Linear::keep_transposed_weight`] does.
+    /// [`Linear::keep_transposed_weight`](crate::Linear::keep_transposed_weight) does.
     pub fn keep_transposed_weight(&mut self) -> Result<()> {
         self.kept = KeptTranspose::of(&self.weight)?;
         Ok(())
