@@ -215,11 +215,12 @@ fn chat_templates_render_as_transformers_does() {
     };
     assert!(tokenizer.apply_chat_template(&messages, &both).is_err());
     let broken = ChatTemplate::new("{% for m in messages %}", "broken.jinja");
-    let e = broken
-        .apply(&messages, &[], &options)
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("broken.jinja"), "{e}");
+    let e = broken.apply(&messages, &[], &options).unwrap_err();
+    assert!(e.to_string().contains("broken.jinja"), "{e}");
+    // minijinja's own error (kind, line) stays reachable; a caller's mistake has none.
+    assert!(std::error::Error::source(&e).is_some(), "{e:?}");
+    let e = tokenizer.apply_chat_template(&messages, &both).unwrap_err();
+    assert!(std::error::Error::source(&e).is_none(), "{e:?}");
 }
 
 #[test]

@@ -54,13 +54,25 @@ pub enum Error {
         shard: PathBuf,
         key: String,
     },
-    /// `tokenizer.json` does not parse, or the tokenizer failed on an input.
+    /// `tokenizer.json` does not parse, the tokenizer failed on an input (`source`: the
+    /// `tokenizers` error), or a token is outside its vocabulary (no source).
     #[error("{path}: {message}")]
-    Tokenizer { path: PathBuf, message: String },
+    Tokenizer {
+        path: PathBuf,
+        message: String,
+        #[source]
+        source: Option<tokenizers::Error>,
+    },
     /// A chat template that does not parse, fails while rendering (`raise_exception`
-    /// included), or gets a conversation it cannot take.
+    /// included; `source`: the `minijinja` error), or gets a conversation it cannot take (no
+    /// source).
     #[error("{path}: chat template: {message}")]
-    Template { path: PathBuf, message: String },
+    Template {
+        path: PathBuf,
+        message: String,
+        #[source]
+        source: Option<minijinja::Error>,
+    },
     /// MLX refused a file or an array in it.
     #[error("{path}: {source}")]
     Mlx {
