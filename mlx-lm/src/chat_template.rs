@@ -191,7 +191,7 @@ fn cut_at_tag(text: String, final_message: &str, origin: &Path) -> Result<String
         return Err(conversation_error(
             origin,
             format!(
-            "continue_final_message is set but the final message does not appear in the chat \
+                "continue_final_message is set but the final message does not appear in the chat \
              after applying the chat template: {:?}",
                 final_message.trim()
             ),
