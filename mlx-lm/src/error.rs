@@ -39,7 +39,7 @@ pub enum Error {
     InvalidArgument(String),
     /// MLX failed while running a model.
     #[error(transparent)]
-    Run(#[from] mlx_rs::Error),
+    Run(mlx_rs::Error),
     #[error("no safetensors found in {dir} (looked for model*.safetensors)")]
     NoWeights { dir: PathBuf },
     #[error("{index}: shard {shard} (holding {key}) does not exist")]
@@ -79,6 +79,18 @@ pub enum Error {
         path: PathBuf,
         source: mlx_rs::Error,
     },
+}
+
+/// An mlx-rs error met while running a model is [`Error::Run`], except a rejected argument
+/// (`mlx_rs::Error::InvalidArgument`, raised before MLX runs anything: a token batch of the
+/// wrong rank, a cache of another model), which is the caller's mistake.
+impl From<mlx_rs::Error> for Error {
+    fn from(e: mlx_rs::Error) -> Self {
+        match e {
+            mlx_rs::Error::InvalidArgument(message) => Error::InvalidArgument(message),
+            e => Error::Run(e),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
