@@ -5,7 +5,7 @@
 //! `strftime_now`, and `tojson` as Python's `json.dumps` writes it (`", "` and `": "`
 //! separators, non-ASCII kept, Python's float repr) rather than Jinja's HTML-safe one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use minijinja::value::{Kwargs, Value as JValue, ValueKind};
 use minijinja::{Environment, ErrorKind};
@@ -38,7 +38,7 @@ const CONTINUE_TAG: &str = "CONTINUE_FINAL_MESSAGE_TAG ";
 pub struct ChatTemplate {
     source: String,
     origin: PathBuf,
-    env: std::result::Result<Environment<'static>, String>,
+    env: std::result::Result<Environment<'static>, minijinja::Error>,
 }
 
 impl Clone for ChatTemplate {
@@ -53,7 +53,7 @@ impl ChatTemplate {
     /// a model loads whatever its template.
     pub fn new(source: impl Into<String>, origin: impl Into<PathBuf>) -> ChatTemplate {
         let source = source.into();
-        let env = environment(&source).map_err(|e| describe(&e));
+        let env = environment(&source);
         ChatTemplate {
             source,
             origin: origin.into(),
@@ -79,16 +79,22 @@ impl ChatTemplate {
         special_tokens: &[(String, String)],
         options: &ChatOptions,
     ) -> Result<String> {
-        let fail = |message: String| Error::Template {
+        let fail = |message: String| conversation_error(&self.origin, message);
+        let jinja = |e: minijinja::Error| Error::Template {
             path: self.origin.clone(),
-            message,
+            message: describe(&e),
+            source: Some(e),
         };
         if options.add_generation_prompt && options.continue_final_message {
             return Err(fail(
                 "continue_final_message and add_generation_prompt are not compatible".into(),
             ));
         }
-        let env = self.env.as_ref().map_err(|e| fail(e.clone()))?;
+        // minijinja's errors are not Clone: each call gets one of the same kind and text.
+        let env = self
+            .env
+            .as_ref()
+            .map_err(|e| jinja(minijinja::Error::new(e.kind(), describe(e))))?;
         let mut messages = match serde_json::to_value(messages) {
             Ok(Value::Array(m)) => m,
             Ok(_) => return Err(fail("messages must be a list of objects".into())),
@@ -101,7 +107,7 @@ impl ChatTemplate {
             m.retain(|_, v| !v.is_null());
         }
         let continued = if options.continue_final_message {
-            Some(mark_final_message(&mut messages).map_err(fail)?)
+            Some(mark_final_message(&mut messages, &self.origin)?)
         } else {
             None
         };
@@ -126,23 +132,34 @@ impl ChatTemplate {
             "add_generation_prompt".into(),
             Value::Bool(options.add_generation_prompt),
         );
-        let template = env.get_template("chat").map_err(|e| fail(describe(&e)))?;
+        let template = env.get_template("chat").map_err(jinja)?;
         let text = template
             .render(JValue::from_serialize(&vars))
-            .map_err(|e| fail(describe(&e)))?;
+            .map_err(jinja)?;
         match continued {
             None => Ok(text),
-            Some(final_message) => cut_at_tag(text, &final_message).map_err(fail),
+            Some(final_message) => cut_at_tag(text, &final_message, &self.origin),
         }
+    }
+}
+
+/// A conversation the template at `origin` cannot take: the caller's mistake, not the
+/// template's, so there is no `minijinja` error behind it.
+fn conversation_error(origin: &Path, message: impl Into<String>) -> Error {
+    Error::Template {
+        path: origin.to_path_buf(),
+        message: message.into(),
+        source: None,
     }
 }
 
 /// Appends the continue tag to the last message's content (the last text block of a list),
 /// returning the content as it was.
-fn mark_final_message(messages: &mut [Value]) -> std::result::Result<String, String> {
+fn mark_final_message(messages: &mut [Value], origin: &Path) -> Result<String> {
+    let fail = |message: &str| conversation_error(origin, message);
     let last = messages
         .last_mut()
-        .ok_or("continue_final_message is set but the conversation is empty")?;
+        .ok_or_else(|| fail("continue_final_message is set but the conversation is empty"))?;
     let text = match last.get_mut("content") {
         Some(Value::String(s)) => s,
         Some(Value::Array(blocks)) => blocks
@@ -152,9 +169,13 @@ fn mark_final_message(messages: &mut [Value]) -> std::result::Result<String, Str
                 Some(Value::String(s)) => Some(s),
                 _ => None,
             })
-            .ok_or("continue_final_message is set but the final message has no text to continue")?,
+            .ok_or_else(|| {
+                fail("continue_final_message is set but the final message has no text to continue")
+            })?,
         _ => {
-            return Err("continue_final_message is set but the final message has no content".into())
+            return Err(fail(
+                "continue_final_message is set but the final message has no content",
+            ))
         }
     };
     let original = text.clone();
@@ -164,13 +185,16 @@ fn mark_final_message(messages: &mut [Value]) -> std::result::Result<String, Str
 
 /// Python: the text up to the tag; if the template trimmed the tag's trailing space, up to
 /// the tag with trailing whitespace removed.
-fn cut_at_tag(text: String, final_message: &str) -> std::result::Result<String, String> {
+fn cut_at_tag(text: String, final_message: &str, origin: &Path) -> Result<String> {
     let tag = CONTINUE_TAG.trim();
     if !text.contains(final_message.trim()) || !text.contains(tag) {
-        return Err(format!(
-            "continue_final_message is set but the final message does not appear in the chat \
+        return Err(conversation_error(
+            origin,
+            format!(
+                "continue_final_message is set but the final message does not appear in the chat \
              after applying the chat template: {:?}",
-            final_message.trim()
+                final_message.trim()
+            ),
         ));
     }
     let at = text.rfind(tag).unwrap_or(0);

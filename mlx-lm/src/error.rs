@@ -39,7 +39,7 @@ pub enum Error {
     InvalidArgument(String),
     /// MLX failed while running a model.
     #[error(transparent)]
-    Run(#[from] mlx_rs::Error),
+    Run(mlx_rs::Error),
     #[error("no safetensors found in {dir} (looked for model*.safetensors)")]
     NoWeights { dir: PathBuf },
     #[error("{index}: shard {shard} (holding {key}) does not exist")]
@@ -54,19 +54,43 @@ pub enum Error {
         shard: PathBuf,
         key: String,
     },
-    /// `tokenizer.json` does not parse, or the tokenizer failed on an input.
+    /// `tokenizer.json` does not parse, the tokenizer failed on an input (`source`: the
+    /// `tokenizers` error), or a token is outside its vocabulary (no source).
     #[error("{path}: {message}")]
-    Tokenizer { path: PathBuf, message: String },
+    Tokenizer {
+        path: PathBuf,
+        message: String,
+        #[source]
+        source: Option<tokenizers::Error>,
+    },
     /// A chat template that does not parse, fails while rendering (`raise_exception`
-    /// included), or gets a conversation it cannot take.
+    /// included; `source`: the `minijinja` error), or gets a conversation it cannot take (no
+    /// source).
     #[error("{path}: chat template: {message}")]
-    Template { path: PathBuf, message: String },
+    Template {
+        path: PathBuf,
+        message: String,
+        #[source]
+        source: Option<minijinja::Error>,
+    },
     /// MLX refused a file or an array in it.
     #[error("{path}: {source}")]
     Mlx {
         path: PathBuf,
         source: mlx_rs::Error,
     },
+}
+
+/// An mlx-rs error met while running a model is [`Error::Run`], except a rejected argument
+/// (`mlx_rs::Error::InvalidArgument`, raised before MLX runs anything: a token batch of the
+/// wrong rank, a cache of another model), which is the caller's mistake.
+impl From<mlx_rs::Error> for Error {
+    fn from(e: mlx_rs::Error) -> Self {
+        match e {
+            mlx_rs::Error::InvalidArgument(message) => Error::InvalidArgument(message),
+            e => Error::Run(e),
+        }
+    }
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -75,18 +75,18 @@ impl Tokenizer {
             path: path.clone(),
             source,
         })?;
-        let invalid = |message: String| Error::Tokenizer {
+        let invalid = |source: tokenizers::Error| Error::Tokenizer {
             path: path.clone(),
-            message,
+            message: source.to_string(),
+            source: Some(source),
         };
-        let json: Value = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
-        let mut inner: tokenizers::Tokenizer = text
-            .parse()
-            .map_err(|e: tokenizers::Error| invalid(e.to_string()))?;
+        let json: Value = serde_json::from_str(&text).map_err(|source| Error::Json {
+            path: path.clone(),
+            source,
+        })?;
+        let mut inner: tokenizers::Tokenizer = text.parse().map_err(invalid)?;
         inner.with_padding(None);
-        inner
-            .with_truncation(None)
-            .map_err(|e| invalid(e.to_string()))?;
+        inner.with_truncation(None).map_err(invalid)?;
 
         let mut special_tokens = Vec::new();
         let mut clean_up_tokenization_spaces = false;
@@ -247,6 +247,7 @@ impl Tokenizer {
             message: "the tokenizer has no chat template (tokenizer_config.json's chat_template \
                       or chat_template.jinja)"
                 .into(),
+            source: None,
         })?;
         template.apply(messages, &self.special_tokens, options)
     }
@@ -277,6 +278,7 @@ impl Tokenizer {
                 "token {token} is outside the vocabulary of {}",
                 self.vocab_size()
             ),
+            source: None,
         }
     }
 
@@ -284,6 +286,7 @@ impl Tokenizer {
         Error::Tokenizer {
             path: self.path.clone(),
             message: e.to_string(),
+            source: Some(e),
         }
     }
 }

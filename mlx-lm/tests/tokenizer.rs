@@ -60,5 +60,13 @@ fn a_missing_or_broken_file_is_named() {
         matches!(e, Error::Tokenizer { .. }) && e.to_string().contains("tokenizer.json"),
         "{e}"
     );
+    // The tokenizers crate's own error stays reachable.
+    assert!(std::error::Error::source(&e).is_some(), "{e:?}");
+    std::fs::write(d.join("tokenizer.json"), "{not json").unwrap();
+    let e = Tokenizer::load(&d).unwrap_err();
+    assert!(
+        matches!(e, Error::Json { .. }) && e.to_string().contains("tokenizer.json"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -10,6 +10,9 @@ Two outputs:
    `mlx_lm.utils.quantize_model`; a Hugging Face-layout copy of the Qwen3.5 model
    (`qwen3_5-hf`: the prefix, conv1d axis order and norm offsets that mlx_lm's sanitize
    undoes); and a small byte-level BPE tokenizer trained here, with a ChatML chat template.
+   Not these: the Llama checkpoints of `TRANSFORMERS_MODELS`, saved by transformers 5 itself
+   (`torch/lm_transformers.py`, run where PyTorch is, with transformers' logits); this script
+   only adds the tokenizer to them and records mlx_lm's logits of them.
 2. `tests/data/[cuda/]lm/<name>.safetensors` + `.json`: the prompt's logits
    (`model(prompt[None])`, no cache), and 64 greedy tokens from `mlx_lm.generate.generate_step`
    with its default (greedy) sampler and each step's log-probabilities (random-weight models
@@ -18,7 +21,8 @@ Two outputs:
    log-probability (how close a tie was: a comparison that fails on a tiny margin is a
    rounding question, not a wrong model).
 
-Run: scripts/gen-golden lm
+Run: scripts/gen-golden lm; for TRANSFORMERS_MODELS alone, after `torch/lm_transformers.py`:
+`lm.py llama-rope-parameters llama3-rope-parameters`.
 """
 import contextlib
 import json
@@ -113,6 +117,12 @@ CONFIGS = {
     ),
 }
 
+# Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
+# under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
+# them with base 10000, so the reference of mlx-lm is transformers' logits
+# (`<name>.transformers.*`); mlx_lm's own record shows how far off that base is.
+TRANSFORMERS_MODELS = ["llama-rope-parameters", "llama3-rope-parameters"]
+
 # name of the float model -> quantization of its 4-bit version: (group_size, bits, predicate)
 QUANTIZED = {
     "mistral": (32, 4, None),
@@ -178,7 +188,9 @@ def perturb_norms(model, key):
 
 def make_models():
     if MODELS.exists():
-        shutil.rmtree(MODELS)
+        for folder in MODELS.iterdir():
+            if folder.name not in TRANSFORMERS_MODELS:
+                shutil.rmtree(folder)
     tokenizer = MODELS / "_tokenizer"
     tokenizer.mkdir(parents=True)
     train_tokenizer(tokenizer)
@@ -194,6 +206,7 @@ def make_models():
         qmodel, qconfig = quantize_model(model, dict(config), gs, bits, quant_predicate=predicate)
         save(MODELS / f"{name}-4bit", qmodel, qconfig)
     hf_layout_qwen3_5()
+    add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
 
@@ -203,6 +216,13 @@ def save(folder, model, config):
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
+
+
+def add_tokenizer(names):
+    """The tokenizer of `MODELS/_tokenizer` into the transformers-saved models `names`."""
+    for name in names:
+        for f in (MODELS / "_tokenizer").iterdir():
+            shutil.copy(f, MODELS / name / f.name)
 
 
 def hf_layout_qwen3_5():
@@ -281,8 +301,13 @@ def single_groups_padded(model):
 
 def golden(name):
     model, _ = load_model(MODELS / name)
-    # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one.
-    prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
+    # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
+    # a transformers-saved model sees the one transformers ran.
+    reference = OUT / f"{name}.transformers.json"
+    if name in TRANSFORMERS_MODELS:
+        prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
+    else:
+        prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
     with single_groups_padded(model) as padded:
         logits = model(prompt[None]).astype(mx.float32)
         mx.eval(logits)
@@ -310,6 +335,21 @@ def golden(name):
 
 
 def main():
+    only = sys.argv[1:]
+    if only:
+        # The transformers-saved models alone, the others left as they are; they get the
+        # tokenizer of the others (one trained now would differ: it learns from this file).
+        assert set(only) <= set(TRANSFORMERS_MODELS), f"not in TRANSFORMERS_MODELS: {only}"
+        if common.device_folder() == "":
+            tokenizer = MODELS / "_tokenizer"
+            tokenizer.mkdir(parents=True)
+            for f in ("tokenizer.json", "tokenizer_config.json"):
+                shutil.copy(MODELS / "mistral" / f, tokenizer / f)
+            add_tokenizer(only)
+            shutil.rmtree(tokenizer)
+        for name in only:
+            golden(name)
+        return
     if common.device_folder() == "":
         make_models()
     for name in sorted(p.name for p in MODELS.iterdir()):

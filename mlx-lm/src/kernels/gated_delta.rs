@@ -222,12 +222,10 @@ pub(crate) fn apply_unchecked(
         &[(vs, q.dtype()), (state.shape(), Dtype::Float32)],
         &launch,
     )?;
-    match (outs.pop(), outs.pop()) {
-        (Some(state), Some(out)) => Ok((out, state)),
-        _ => Err(Error::Mlx(
-            "gated_delta_kernel: expected two outputs".into(),
-        )),
-    }
+    // Two output shapes were declared above, so MLX hands back two arrays.
+    let state = outs.pop().expect("the kernel declares two outputs");
+    let out = outs.pop().expect("the kernel declares two outputs");
+    Ok((out, state))
 }
 
 /// Calls `f` compiled in `slot`, as mlx_lm calls its `@mx.compile`d helpers. On a GPU a compiled
@@ -295,9 +293,10 @@ fn gated_delta_step(
         };
         Ok(vec![y.astype(q.dtype())?, state])
     })?;
-    let [y, state]: [Array; 2] = out.try_into().map_err(|_| {
-        mlx_rs::Error::Mlx("the gated delta step returned other than 2 arrays".into())
-    })?;
+    // The traced closure above returns exactly these two arrays.
+    let [y, state]: [Array; 2] = out
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("the gated delta step returns two arrays"));
     Ok((y, state))
 }
 
