@@ -143,3 +143,65 @@ impl DecoderArgs {
         Ok((model, lm_head))
     }
 }
+
+/// Writes a dense decoder architecture around the `args` reader its file defines: the model
+/// struct (`model`, `lm_head`: mlx_lm's parameter paths), `from_checkpoint` and the
+/// [`LanguageModel`](crate::LanguageModel) impl. Llama-shaped architectures differ only in how
+/// they read their config, so that reader is all their file has to say.
+macro_rules! dense_decoder {
+    ($(#[$doc:meta])* $name:ident, $model_type:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, mlx_tree::TreeNode)]
+        pub struct $name {
+            pub model: $crate::blocks::DecoderModel<$crate::blocks::Attention, $crate::blocks::Mlp>,
+            /// The output projection; `None` with tied embeddings.
+            pub lm_head: Option<mlx_nn::MaybeQuantizedLinear>,
+        }
+
+        impl $name {
+            /// Reads the config, sanitizes and casts the tensors, builds the model.
+            pub fn from_checkpoint(
+                ck: &mut $crate::Checkpoint,
+                config: &$crate::ModelConfig,
+                options: &$crate::LoadOptions,
+            ) -> $crate::Result<$name> {
+                let args = Self::args(config)?;
+                args.sanitize(ck);
+                ck.cast(options.dtype, |_| false)?;
+                let (model, lm_head) = args.load(ck, options.kernels)?;
+                Ok($name { model, lm_head })
+            }
+        }
+
+        impl $crate::LanguageModel for $name {
+            fn forward(
+                &self,
+                inputs: &mlx_rs::Array,
+                cache: Option<&mut [$crate::LayerCache]>,
+            ) -> mlx_rs::Result<mlx_rs::Array> {
+                self.model.logits(inputs, cache, self.lm_head.as_ref())
+            }
+
+            fn make_cache(
+                &self,
+                batch: i32,
+                capacity: i32,
+            ) -> mlx_rs::Result<Vec<$crate::LayerCache>> {
+                self.model.make_cache(batch, capacity)
+            }
+
+            fn dtype(&self) -> mlx_rs::Dtype {
+                self.model.dtype()
+            }
+
+            fn vocab_size(&self) -> i32 {
+                self.model.vocab_size()
+            }
+
+            fn model_type(&self) -> &str {
+                $model_type
+            }
+        }
+    };
+}
+pub(crate) use dense_decoder;

@@ -1,24 +1,16 @@
 //! `llama` (Python: `mlx_lm.models.llama`), which also serves `mistral`-style configs.
 
-use mlx_nn::MaybeQuantizedLinear;
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::{rope_theta, Attention, DecoderModel, Mlp, RotaryEmbedding};
-use crate::cache::LayerCache;
-use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::blocks::{rope_theta, RotaryEmbedding};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
-use crate::models::base::DecoderArgs;
+use crate::models::base::{dense_decoder, DecoderArgs};
 
-/// Python: `mlx_lm.models.llama.Model`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct Llama {
-    pub model: DecoderModel<Attention, Mlp>,
-    /// The output projection; `None` with tied embeddings.
-    pub lm_head: Option<MaybeQuantizedLinear>,
-}
+dense_decoder!(
+    /// Python: `mlx_lm.models.llama.Model`.
+    Llama,
+    "llama"
+);
 
 impl Llama {
     /// Python: llama's `ModelArgs` (`head_dim` defaults to hidden/heads,
@@ -82,40 +74,5 @@ impl Llama {
             sliding_window,
             ..args
         })
-    }
-
-    /// Reads the config, sanitizes and casts the tensors, builds the model.
-    pub fn from_checkpoint(
-        ck: &mut Checkpoint,
-        config: &ModelConfig,
-        options: &LoadOptions,
-    ) -> crate::Result<Llama> {
-        let args = Self::args(config)?;
-        args.sanitize(ck);
-        ck.cast(options.dtype, |_| false)?;
-        let (model, lm_head) = args.load(ck, options.kernels)?;
-        Ok(Llama { model, lm_head })
-    }
-}
-
-impl LanguageModel for Llama {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, self.lm_head.as_ref())
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "llama"
     }
 }

@@ -1,26 +1,17 @@
 //! `smollm3` (Python: `mlx_lm.models.smollm3`): llama with no positional embedding in some
 //! layers (NoPE: `no_rope_layers[i] == 0`, by default every fourth).
 
-use mlx_nn::MaybeQuantizedLinear;
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::{Attention, DecoderModel, Mlp};
-use crate::cache::LayerCache;
-use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
-use crate::models::base::DecoderArgs;
+use crate::models::base::{dense_decoder, DecoderArgs};
 use crate::models::Llama;
 
-/// Python: `mlx_lm.models.smollm3.Model`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct SmolLM3 {
-    pub model: DecoderModel<Attention, Mlp>,
-    /// The output projection; `None` with tied embeddings.
-    pub lm_head: Option<MaybeQuantizedLinear>,
-}
+dense_decoder!(
+    /// Python: `mlx_lm.models.smollm3.Model`.
+    SmolLM3,
+    "smollm3"
+);
 
 impl SmolLM3 {
     /// Python: smollm3's `ModelArgs`: llama's, plus `no_rope_layers` (1: the layer uses
@@ -50,40 +41,5 @@ impl SmolLM3 {
             }
         };
         Ok(DecoderArgs { no_rope, ..args })
-    }
-
-    /// Reads the config, sanitizes and casts the tensors, builds the model.
-    pub fn from_checkpoint(
-        ck: &mut Checkpoint,
-        config: &ModelConfig,
-        options: &LoadOptions,
-    ) -> crate::Result<SmolLM3> {
-        let args = Self::args(config)?;
-        args.sanitize(ck);
-        ck.cast(options.dtype, |_| false)?;
-        let (model, lm_head) = args.load(ck, options.kernels)?;
-        Ok(SmolLM3 { model, lm_head })
-    }
-}
-
-impl LanguageModel for SmolLM3 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, self.lm_head.as_ref())
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "smollm3"
     }
 }
