@@ -58,16 +58,6 @@ pub(crate) fn check_nccl_ranks(
     Ok(())
 }
 
-/// How many GPUs MLX sees, where it has a CUDA backend (`None` elsewhere); a failed count,
-/// as with no CUDA device at all, is none.
-pub(crate) fn visible_gpus() -> Option<usize> {
-    if !mlx_rs::cuda::is_available().unwrap_or(false) {
-        return None;
-    }
-    let n = mlx_rs::Device::count(mlx_rs::DeviceType::Gpu).unwrap_or(0);
-    Some(usize::try_from(n).unwrap_or(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

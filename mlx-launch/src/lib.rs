@@ -296,7 +296,7 @@ impl Launch {
             .any(|(k, _)| k == config::CUDA_VISIBLE_DEVICES);
         if self.backend == Backend::Nccl && !gpus_chosen {
             let visible = std::env::var(config::CUDA_VISIBLE_DEVICES).ok();
-            gpus::check_nccl_ranks(self.ranks, visible.as_deref(), gpus::visible_gpus())?;
+            gpus::check_nccl_ranks(self.ranks, visible.as_deref(), mlx_rs::cuda::visible_gpus())?;
         }
         // Held until every rank has ended. Without working locks (a file system without
         // `flock`, say), each rank gets a fresh folder in `dir`: correct, only cold.

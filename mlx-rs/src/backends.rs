@@ -58,4 +58,15 @@ pub mod cuda {
         check(|| unsafe { sys::mlx_cuda_is_available(&mut avail) })?;
         Ok(avail)
     }
+
+    /// How many GPUs MLX sees, where it has a CUDA backend (`None` elsewhere); a failed count,
+    /// as with no CUDA device at all, is none. An NCCL rank and its launcher check it before
+    /// MLX's NCCL backend would `exit(1)`.
+    pub fn visible_gpus() -> Option<usize> {
+        if !is_available().unwrap_or(false) {
+            return None;
+        }
+        let n = crate::Device::count(crate::DeviceType::Gpu).unwrap_or(0);
+        Some(usize::try_from(n).unwrap_or(0))
+    }
 }

@@ -188,7 +188,7 @@ pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> 
         // "any" tries NCCL first wherever CUDA is available.
         if let Some(rank) = config::check_nccl_env()? {
             configured = true;
-            if let Some(gpus) = visible_gpus() {
+            if let Some(gpus) = crate::cuda::visible_gpus() {
                 config::check_nccl_gpu(rank, gpus)?;
             }
         }
@@ -215,16 +215,6 @@ pub fn init(strict: bool, backend: impl Into<Option<Backend>>) -> Result<Group> 
         // SAFETY: NUL-terminated backend name; mlx-c fills the group we own.
         check(|| unsafe { sys::mlx_distributed_init(g, strict, name.as_ptr()) })
     })
-}
-
-/// How many GPUs MLX sees, where it has a CUDA backend (`None` elsewhere); a failed count,
-/// as with no CUDA device at all, is none.
-fn visible_gpus() -> Option<usize> {
-    if !crate::cuda::is_available().unwrap_or(false) {
-        return None;
-    }
-    let n = crate::Device::count(crate::DeviceType::Gpu).unwrap_or(0);
-    Some(usize::try_from(n).unwrap_or(0))
 }
 
 /// The rank and size of `group`, or of the global group for `None` (initialized as [`init`]
