@@ -5,7 +5,7 @@
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
-//!     [--no-fused-gated-delta] [--no-in-place-cache]
+//!     [--no-fused-gated-delta] [--no-in-place-cache] [--no-compile]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -85,6 +85,10 @@ struct Args {
     /// (`GenerateOptions::cache_writes_in_place`; matters on CUDA only).
     #[arg(long)]
     no_in_place_cache: bool,
+    /// The decode step op by op, as mlx_lm runs it (`GenerateOptions::compile` off; a batch
+    /// of one only): what mlx_lm's exact tokens cost.
+    #[arg(long)]
+    no_compile: bool,
 }
 
 struct Run {
@@ -130,13 +134,18 @@ fn run_once(
     prompts: &[Vec<u32>],
     max_tokens: usize,
     in_place: bool,
+    compile: bool,
 ) -> Result<Run, Box<dyn Error>> {
     if max_tokens < 2 {
         return Err("--max-tokens must be at least 2".into());
     }
+    if !compile && prompts.len() > 1 {
+        return Err("--no-compile runs a batch of one only".into());
+    }
     let options = GenerateOptions {
         max_tokens,
         cache_writes_in_place: in_place,
+        compile,
         ..Default::default()
     };
     let start = Instant::now();
@@ -167,9 +176,10 @@ fn run_once(
         let stats = json!({"prompt_tps": s.prompt_tps, "generation_tps": s.generation_tps});
         (generator.traces(), s.peak_memory, stats)
     };
-    if traces != 1 {
+    if traces != u64::from(compile) {
         return Err(format!(
-            "the decode step was traced {traces} times in one generation, not once"
+            "the decode step was traced {traces} times in one generation, not {}",
+            u64::from(compile)
         )
         .into());
     }
@@ -449,12 +459,19 @@ fn main() -> Result<(), Box<dyn Error>> {
             &prompts,
             args.warmup_tokens.unwrap_or(args.max_tokens),
             in_place,
+            !args.no_compile,
         )?;
         traces.push(run.traces);
     }
     let mut runs = Vec::with_capacity(args.reps);
     for _ in 0..args.reps {
-        runs.push(run_once(&model, &prompts, args.max_tokens, in_place)?);
+        runs.push(run_once(
+            &model,
+            &prompts,
+            args.max_tokens,
+            in_place,
+            !args.no_compile,
+        )?);
     }
     traces.extend(runs.iter().map(|r| r.traces));
     // A GPU's reductions need not be deterministic, and a random-weight model has near-ties

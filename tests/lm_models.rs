@@ -8,7 +8,9 @@ mod support;
 use std::path::PathBuf;
 
 use mlx::core::{io, Array, Dtype};
-use mlx::lm::{generate_step, load_model, GenerateOptions, KernelOptions, LoadOptions, Model};
+use mlx::lm::{
+    generate_step, load_model, GenerateOptions, KernelOptions, LayerCache, LoadOptions, Model,
+};
 use serde_json::Value;
 use support::golden::{data_dir, on_cuda};
 
@@ -27,7 +29,14 @@ const MODELS: &[&str] = &[
     "qwen3_5-hf",
     "smollm3",
     "smollm3-4bit",
+    "smollm2-bf16",
 ];
+
+/// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
+/// shape): the compiled step may pick another token there than mlx_lm's separate ops
+/// (`compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`), where the other
+/// models' greedy tokens must equal mlx_lm's.
+const NEAR_TIES: &[&str] = &["smollm2-bf16"];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
 /// fails the test); the CUDA golden data of the architectures added since it was last
@@ -193,7 +202,7 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
 #[test]
 fn greedy_generation_equals_mlx_lm() {
     // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule.
-    for name in models() {
+    for name in models().into_iter().filter(|n| !NEAR_TIES.contains(n)) {
         let g = golden(name);
         let model = load(name);
         let prompt: Vec<u32> = g.prompt.iter().map(|t| *t as u32).collect();
@@ -234,6 +243,137 @@ fn greedy_generation_equals_mlx_lm() {
         assert!(
             worst <= tolerance,
             "{name}: log-probabilities off by {worst}"
+        );
+    }
+}
+
+/// Greedy generation as mlx_lm's `generate_step` runs it, and all of it: 64 tokens and each
+/// step's log-probabilities.
+fn generate_all(
+    model: &Model,
+    prompt: &[i32],
+    options: GenerateOptions,
+) -> (Vec<u32>, Vec<Array>, u64) {
+    let prompt: Vec<u32> = prompt.iter().map(|t| *t as u32).collect();
+    let mut steps = generate_step(model, &prompt, &options).unwrap();
+    let (mut tokens, mut logprobs) = (Vec::new(), Vec::new());
+    for step in steps.by_ref() {
+        let (token, lp) = step.unwrap();
+        tokens.push(token);
+        logprobs.push(lp);
+    }
+    (tokens, logprobs, steps.traces())
+}
+
+/// The rows of a `[steps, vocab]` record.
+fn rows(a: &Array) -> Vec<Array> {
+    (0..a.shape()[0]).map(|i| a.index(i).unwrap()).collect()
+}
+
+/// The best log-probability's lead over the second best: how near a tie the greedy pick was.
+fn margin(logprobs: &[f32]) -> f32 {
+    let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for &x in logprobs {
+        if x > first {
+            (first, second) = (x, first);
+        } else if x > second {
+            second = x;
+        }
+    }
+    first - second
+}
+
+/// With `compile: false` the decode step runs op by op and the key/value caches attend over
+/// their written prefix with mlx_lm's masks: mlx_lm's `generate_step`, op for op. Linked to
+/// the wheel's libmlx, every model's tokens and log-probabilities are mlx_lm's bit for bit,
+/// the bfloat16 ones through exact ties included (with the model's kernels off: mlx_lm has
+/// none on a CUDA GPU). Our source build of MLX rounds some float32 kernels differently (see
+/// `logit_tolerance`); there the tokens may differ only where mlx_lm's pick was a tie to
+/// that tolerance. Sliding-window layers keep their ring buffer, whose slots hold the
+/// positions in another order than mlx_lm's `RotatingKVCache`: models with such layers are
+/// left out.
+#[test]
+fn eager_generation_equals_mlx_lm_bit_for_bit() {
+    for name in models() {
+        let g = golden(name);
+        let model = load_with(name, false);
+        let cache = model.make_cache(1, 1).unwrap();
+        if cache.iter().any(|c| matches!(c, LayerCache::Rotating(_))) {
+            eprintln!("{name}: sliding-window layers, left out");
+            continue;
+        }
+        let options = GenerateOptions {
+            max_tokens: g.greedy.len(),
+            compile: false,
+            ..Default::default()
+        };
+        let (tokens, logprobs, traces) = generate_all(&model, &g.prompt, options);
+        assert_eq!(traces, 0, "{name}: the eager step was compiled");
+        let tol = logit_tolerance();
+        for (i, (ours, theirs)) in logprobs.iter().zip(rows(&g.greedy_logprobs)).enumerate() {
+            let (differing, worst) = compare(ours, &theirs, tol);
+            assert_eq!(
+                differing, 0,
+                "{name}, step {i}: {differing} log-probabilities differ from mlx_lm's by more than {tol} (worst by {worst})"
+            );
+            if tokens[i] != g.greedy[i] {
+                let m = margin(&floats(&theirs));
+                assert!(
+                    m <= tol,
+                    "{name}, step {i}: token {} where mlx_lm's {} led by {m}",
+                    tokens[i],
+                    g.greedy[i]
+                );
+                eprintln!("{name}: a tie to {tol} at step {i}, the rest not compared");
+                break;
+            }
+        }
+    }
+}
+
+/// The compiled step in bfloat16 (SmolLM2's layer shape, unsharpened logits): MLX's fused
+/// kernels keep intermediates of element-wise chains (SiLU times the up projection, the
+/// residual adds, the log-softmax) in float32 where mlx_lm's separate ops round each to
+/// bfloat16, so the log-probabilities move by bfloat16 roundings. Along mlx_lm's greedy path
+/// they stay within `BOUND` of mlx_lm's, and the tokens may depart from mlx_lm's only at a
+/// step whose pick mlx_lm made by a margin within that bound. Which of the two is closer to
+/// a float32 run is measured over many prompts by bench/lm/bf16_study.sh
+/// (docs/language-models.md).
+#[test]
+fn compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties() {
+    // One bfloat16 rounding step of a log-probability near -8 is 0.0625; two bound the
+    // compiled step's (measured on the CPU: 0 for this layer, mlx_lm's bits exactly). A
+    // wrong op or position moves them by whole units.
+    const BOUND: f32 = 0.125;
+    for name in models().into_iter().filter(|n| NEAR_TIES.contains(n)) {
+        let g = golden(name);
+        let model = load(name);
+        let options = GenerateOptions {
+            max_tokens: g.greedy.len(),
+            ..Default::default()
+        };
+        let (tokens, logprobs, traces) = generate_all(&model, &g.prompt, options);
+        assert_eq!(traces, 1, "{name}");
+        let mut worst = 0.0f32;
+        let mut departed = None;
+        for (i, (ours, theirs)) in logprobs.iter().zip(rows(&g.greedy_logprobs)).enumerate() {
+            worst = worst.max(compare(ours, &theirs, 0.0).1);
+            if tokens[i] != g.greedy[i] {
+                let m = margin(&floats(&theirs));
+                assert!(
+                    m <= BOUND,
+                    "{name}, step {i}: token {} where mlx_lm's {} led by {m}",
+                    tokens[i],
+                    g.greedy[i]
+                );
+                departed = Some((i, m));
+                break;
+            }
+        }
+        eprintln!("{name}: compiled log-probabilities within {worst} of mlx_lm's; departed from its tokens at (step, mlx_lm's margin) {departed:?}");
+        assert!(
+            worst <= BOUND,
+            "{name}: compiled log-probabilities off by {worst}"
         );
     }
 }
@@ -333,4 +473,21 @@ fn models_rebuild_from_their_leaves() {
         );
         assert_eq!(compare(&a, &b, 0.0).0, 0, "{name}");
     }
+}
+
+/// A cache in prefix mode reads its offset on the host, which a compiled function cannot:
+/// tracing a step with one is an error (never a step that silently attends elsewhere).
+#[test]
+fn a_prefix_attention_cache_cannot_be_traced() {
+    let model = load("mistral");
+    let mut cache = model.make_cache(1, 256).unwrap();
+    mlx::lm::cache::set_prefix_attention(&mut cache, true);
+    let step = mlx::utils::compile_mut(
+        |c: &mut mlx::lm::Cache, t: &Array| model.forward(t, Some(c)),
+        None,
+    );
+    let token = Array::from_slice(&[1i32], &[1, 1]).unwrap();
+    let error = step.call(&mut cache, &token).unwrap_err().to_string();
+    eprintln!("{error}");
+    assert!(error.contains("eval"), "{error}");
 }

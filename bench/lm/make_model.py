@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A random-weight model directory shaped like Qwen3-0.6B or Qwen3.5-0.8B, written by mlx_lm
+"""A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B or SmolLM2-135M, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -10,7 +10,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5] [--out DIR] [--dtype bfloat16|float32]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2] [--out DIR] [--dtype bfloat16|float32]
                            [--quantize BITS] [--seed S]
 
 Default output: /tmp/qwen3-0.6b-random (about 1.2 GB in bfloat16, not committed).
@@ -73,10 +73,29 @@ QWEN3_5 = {
     "tie_word_embeddings": True,
 }
 
+# HuggingFaceTB/SmolLM2-135M-Instruct's config.json (the fields mlx_lm's llama reads): 30
+# layers, hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, vocabulary 49152, tied.
+SMOLLM2 = {
+    "model_type": "llama",
+    "hidden_size": 576,
+    "intermediate_size": 1536,
+    "num_hidden_layers": 30,
+    "num_attention_heads": 9,
+    "num_key_value_heads": 3,
+    "head_dim": 64,
+    "vocab_size": 49152,
+    "rms_norm_eps": 1e-5,
+    "rope_theta": 100000.0,
+    "max_position_embeddings": 8192,
+    "tie_word_embeddings": True,
+}
+
+ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2}
+
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--arch", default="qwen3", choices=["qwen3", "qwen3_5"])
+    p.add_argument("--arch", default="qwen3", choices=sorted(ARCHS))
     p.add_argument("--out", default="/tmp/qwen3-0.6b-random")
     p.add_argument("--quantize", type=int, metavar="BITS")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
@@ -88,7 +107,7 @@ def main():
     out.mkdir(parents=True)
 
     mx.random.seed(a.seed)
-    config = dict(QWEN3 if a.arch == "qwen3" else QWEN3_5, torch_dtype=a.dtype)
+    config = dict(ARCHS[a.arch], torch_dtype=a.dtype)
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
     model.set_dtype(getattr(mx, a.dtype))

@@ -51,6 +51,8 @@ SWEEP = [
     ("Rust --no-fused-attention", {}, ["--no-fused-attention"]),
     ("Rust --no-fused-gated-delta", {}, ["--no-fused-gated-delta"]),
     ("Rust --no-in-place-cache", {}, ["--no-in-place-cache"]),
+    # The eager step with mlx_lm's exact numbers (GenerateOptions::compile off).
+    ("Rust --no-compile", {}, ["--no-compile"]),
     ("MLX_USE_CUDA_GRAPHS=0", {"MLX_USE_CUDA_GRAPHS": "0"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=60", {"MLX_MAX_OPS_PER_BUFFER": "60"}, []),
     ("MLX_MAX_OPS_PER_BUFFER=120", {"MLX_MAX_OPS_PER_BUFFER": "120"}, []),

@@ -45,6 +45,10 @@ pub struct KvCache {
     /// Whether one-token steps on a CUDA GPU write into the buffers in place.
     #[tree(static)]
     pub(crate) writes_in_place: bool,
+    /// Whether attention reads only the written prefix of the buffers, as mlx_lm's
+    /// `KVCache` returns it (see [`set_prefix_attention`](Self::set_prefix_attention)).
+    #[tree(static)]
+    pub(crate) prefix_attention: bool,
 }
 
 /// A clone shares the buffers, so it never writes into them in place: it is the snapshot an
@@ -57,6 +61,7 @@ impl Clone for KvCache {
             offset: self.offset.clone(),
             left_padding: self.left_padding.clone(),
             writes_in_place: false,
+            prefix_attention: self.prefix_attention,
         }
     }
 }
@@ -76,6 +81,7 @@ impl KvCache {
             offset: Array::from_scalar(0i32),
             left_padding: None,
             writes_in_place: false,
+            prefix_attention: false,
         })
     }
 
@@ -104,6 +110,28 @@ impl KvCache {
         }
         self.writes_in_place = on;
         Ok(())
+    }
+
+    /// Whether attention reads only the written prefix of the buffers (see
+    /// [`set_prefix_attention`](Self::set_prefix_attention)).
+    pub fn prefix_attention(&self) -> bool {
+        self.prefix_attention
+    }
+
+    /// Makes attention read only the positions written so far, with mlx_lm's masks (none
+    /// for one new position, `"causal"` for several), as mlx_lm's `KVCache.update_and_fetch`
+    /// returns `keys[..., :offset, :]`; off (the default), it reads the whole buffer with a
+    /// mask of the written positions.
+    ///
+    /// The sums then run over exactly mlx_lm's operands in mlx_lm's order, so a model
+    /// computes mlx_lm's numbers bit for bit when linked to the same libmlx, also in
+    /// bfloat16, where the whole-buffer form may round the last bit of a sum otherwise. What
+    /// it costs: the slice needs the offset on the host, read back at every call, so a cache
+    /// in this mode cannot serve a compiled function (the trace fails with an error saying
+    /// so); the generation that wants mlx_lm's exact numbers runs eagerly anyway
+    /// ([`GenerateOptions::compile`](crate::GenerateOptions::compile)).
+    pub fn set_prefix_attention(&mut self, on: bool) {
+        self.prefix_attention = on;
     }
 
     /// The position of the next token, where rotary embeddings start: the offset, less each
@@ -387,6 +415,15 @@ pub fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Sets [`KvCache::set_prefix_attention`] on every key/value layer.
+pub fn set_prefix_attention(cache: &mut [LayerCache], on: bool) {
+    for layer in cache {
+        if let LayerCache::Kv(kv) = layer {
+            kv.set_prefix_attention(on);
+        }
+    }
 }
 
 /// Grows every key/value buffer to `capacity` positions.

@@ -10,7 +10,7 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::{cache_slots, reserve, write_in_place, Cache, LayerCache};
+use crate::cache::{cache_slots, reserve, set_prefix_attention, write_in_place, Cache, LayerCache};
 use crate::detokenizer::StreamingDetokenizer;
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
@@ -39,6 +39,16 @@ pub struct GenerateOptions {
     /// every step updates them functionally, to measure the difference. Matters on a CUDA
     /// GPU only, where the one-kernel decode attention runs.
     pub cache_writes_in_place: bool,
+    /// Whether the decode step runs compiled (default: on). Off, the step runs op by op,
+    /// with the key/value caches attending over their written prefix
+    /// ([`KvCache::set_prefix_attention`](crate::cache::KvCache::set_prefix_attention)):
+    /// the ops of mlx_lm's `generate_step`, so tokens and log-probabilities equal mlx_lm's
+    /// bit for bit when linked to the same libmlx (with the model's kernels off,
+    /// [`KernelOptions`](crate::KernelOptions), on a CUDA GPU). It matters in bfloat16, where
+    /// the compiled step's fused kernels round fewer intermediates than mlx_lm's separate
+    /// ops, and near-ties may then pick other tokens; `docs/language-models.md` says by how
+    /// much, which side is closer to float32, and what the eager step costs.
+    pub compile: bool,
 }
 
 impl Default for GenerateOptions {
@@ -52,6 +62,7 @@ impl Default for GenerateOptions {
             stop_tokens: Vec::new(),
             stop_strings: Vec::new(),
             cache_writes_in_place: true,
+            compile: true,
         }
     }
 }
@@ -112,9 +123,15 @@ pub struct GenerationStats {
     pub peak_memory: usize,
 }
 
+/// The decode step, compiled (traced once per generation) or op by op as mlx_lm runs it.
+enum Step<'m> {
+    Compiled(CompiledMut<DecodeState, Array, (Array, Array), StepFn<'m>>),
+    Eager(StepFn<'m>),
+}
+
 /// Generated tokens with their log-probabilities (Python: the generator `generate_step`).
 pub struct TokenGenerator<'m> {
-    step: CompiledMut<DecodeState, Array, (Array, Array), StepFn<'m>>,
+    step: Step<'m>,
     state: DecodeState,
     pending: Option<(Array, Array)>,
     produced: usize,
@@ -200,6 +217,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         }
     };
     reserve(&mut cache, prefill_capacity)?;
+    set_prefix_attention(&mut cache, !options.compile);
 
     let (head, tail) = prompt.split_at(prompt.len() - 1);
     for chunk in head.chunks(options.prefill_step_size) {
@@ -208,7 +226,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         eval(&cache)?;
     }
     reserve(&mut cache, capacity)?;
-    if options.cache_writes_in_place {
+    if options.cache_writes_in_place && options.compile {
         write_in_place(&mut cache)?;
     }
     let history = if options.processors.needs_history() {
@@ -225,10 +243,14 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
     };
     let key = sampling_key(options)?;
     let mut generator = TokenGenerator {
-        step: compile_mut(
-            decode_step(model, options.sampler, options.processors.clone()),
-            None,
-        ),
+        step: {
+            let step = decode_step(model, options.sampler, options.processors.clone());
+            if options.compile {
+                Step::Compiled(compile_mut(step, None))
+            } else {
+                Step::Eager(step)
+            }
+        },
         state: DecodeState {
             cache,
             key,
@@ -278,14 +300,21 @@ pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
 
 impl TokenGenerator<'_> {
     fn call(&mut self, tokens: &Array) -> Result<(Array, Array)> {
-        let out = self.step.call(&mut self.state, tokens)?;
+        let out = match &self.step {
+            Step::Compiled(step) => step.call(&mut self.state, tokens)?,
+            Step::Eager(step) => step(&mut self.state, tokens)?,
+        };
         async_eval(&out)?;
         Ok(out)
     }
 
-    /// How often the decode step was traced (compiled): 1 for a whole generation.
+    /// How often the decode step was traced (compiled): 1 for a whole generation, 0 for an
+    /// eager one ([`GenerateOptions::compile`] off).
     pub fn traces(&self) -> u64 {
-        self.step.stats().traces
+        match &self.step {
+            Step::Compiled(step) => step.stats().traces,
+            Step::Eager(_) => 0,
+        }
     }
 
     /// The statistics so far.

@@ -165,6 +165,7 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                     offset: Array::from_scalar(offset),
                     left_padding: None,
                     writes_in_place: false,
+                    prefix_attention: false,
                 })
             }
             "RotatingKVCache" => {

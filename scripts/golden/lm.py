@@ -21,8 +21,8 @@ Two outputs:
    log-probability (how close a tie was: a comparison that fails on a tiny margin is a
    rounding question, not a wrong model).
 
-Run: scripts/gen-golden lm; for TRANSFORMERS_MODELS alone, after `torch/lm_transformers.py`:
-`lm.py llama-rope-parameters llama3-rope-parameters`.
+Run: scripts/gen-golden lm (every model); `lm.py NAME ...` for some (say, a new one), e.g.
+after `torch/lm_transformers.py`: `lm.py llama-rope-parameters llama3-rope-parameters`.
 """
 import contextlib
 import json
@@ -115,6 +115,19 @@ CONFIGS = {
          "rope_theta": 2e6, "no_rope_layers": [1, 0, 1, 0]},
         mx.float32, 6,
     ),
+    # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
+    # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
+    # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
+    # (the whole model is 270 MB; bench/lm/bf16_study.sh measures that one). Logits as mlx_lm's
+    # initialization makes them, not sharpened: the bfloat16 near-ties of a real model, where
+    # a compiled step's fused kernels may pick another token than mlx_lm's separate ops.
+    "smollm2-bf16": (
+        {"model_type": "llama", "hidden_size": 576, "intermediate_size": 1536,
+         "num_attention_heads": 9, "num_key_value_heads": 3, "head_dim": 64,
+         "num_hidden_layers": 1, "rms_norm_eps": 1e-5, "vocab_size": 2048,
+         "max_position_embeddings": 8192, "rope_theta": 100000.0, "tie_word_embeddings": True},
+        mx.bfloat16, 7,
+    ),
 }
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
@@ -123,7 +136,8 @@ CONFIGS = {
 # (`<name>.transformers.*`); mlx_lm's own record shows how far off that base is.
 TRANSFORMERS_MODELS = ["llama-rope-parameters", "llama3-rope-parameters"]
 
-# name of the float model -> quantization of its 4-bit version: (group_size, bits, predicate)
+# name of the float model -> quantization of its 4-bit version: (group_size, bits, predicate),
+# or None for no 4-bit version.
 QUANTIZED = {
     "mistral": (32, 4, None),
     # Per-layer overrides: the embedding at 8 bits, one projection left in float.
@@ -133,6 +147,7 @@ QUANTIZED = {
     "qwen3": (32, 4, None),
     "qwen3_5": (32, 4, None),
     "smollm3": (32, 4, None),
+    "smollm2-bf16": None,
 }
 
 CHAT_TEMPLATE = (
@@ -186,15 +201,26 @@ def perturb_norms(model, key):
     model.update(tree_map_with_path(f, model.parameters()))
 
 
-def make_models():
-    if MODELS.exists():
-        for folder in MODELS.iterdir():
-            if folder.name not in TRANSFORMERS_MODELS:
-                shutil.rmtree(folder)
+def make_models(names):
+    """Writes the models `names` of CONFIGS (each with its 4-bit and Hugging Face-layout
+    versions) and gives TRANSFORMERS_MODELS the tokenizer. The tokenizer is the committed one
+    (every model directory has a copy) when there is one, so that adding a model changes no
+    other; it is trained only for a first generation."""
     tokenizer = MODELS / "_tokenizer"
-    tokenizer.mkdir(parents=True)
-    train_tokenizer(tokenizer)
-    for name, (config, dtype, seed) in CONFIGS.items():
+    committed = MODELS / "mistral"
+    if (committed / "tokenizer.json").exists():
+        tokenizer.mkdir(parents=True)
+        for f in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(committed / f, tokenizer / f)
+    for name in names:
+        for folder in (MODELS / name, MODELS / f"{name}-4bit", MODELS / f"{name}-hf"):
+            if folder.exists():
+                shutil.rmtree(folder)
+    if not tokenizer.exists():
+        tokenizer.mkdir(parents=True)
+        train_tokenizer(tokenizer)
+    for name in names:
+        config, dtype, seed = CONFIGS[name]
         mx.random.seed(seed)
         model_class, args_class = model_classes(config)
         model = model_class(args_class.from_dict(config))
@@ -202,10 +228,13 @@ def make_models():
         model.set_dtype(dtype)
         mx.eval(model.parameters())
         save(MODELS / name, model, config)
-        gs, bits, predicate = QUANTIZED[name]
-        qmodel, qconfig = quantize_model(model, dict(config), gs, bits, quant_predicate=predicate)
-        save(MODELS / f"{name}-4bit", qmodel, qconfig)
-    hf_layout_qwen3_5()
+        if QUANTIZED[name] is not None:
+            gs, bits, predicate = QUANTIZED[name]
+            qmodel, qconfig = quantize_model(model, dict(config), gs, bits,
+                                             quant_predicate=predicate)
+            save(MODELS / f"{name}-4bit", qmodel, qconfig)
+        if name == "qwen3_5":
+            hf_layout_qwen3_5()
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -335,25 +364,21 @@ def golden(name):
 
 
 def main():
+    """`lm.py [NAME ...]`: the models NAME of CONFIGS or TRANSFORMERS_MODELS (default: all)
+    and their golden data; the other models and their data stay as they are."""
     only = sys.argv[1:]
-    if only:
-        # The transformers-saved models alone, the others left as they are; they get the
-        # tokenizer of the others (one trained now would differ: it learns from this file).
-        assert set(only) <= set(TRANSFORMERS_MODELS), f"not in TRANSFORMERS_MODELS: {only}"
-        if common.device_folder() == "":
-            tokenizer = MODELS / "_tokenizer"
-            tokenizer.mkdir(parents=True)
-            for f in ("tokenizer.json", "tokenizer_config.json"):
-                shutil.copy(MODELS / "mistral" / f, tokenizer / f)
-            add_tokenizer(only)
-            shutil.rmtree(tokenizer)
-        for name in only:
-            golden(name)
-        return
+    unknown = set(only) - set(CONFIGS) - set(TRANSFORMERS_MODELS)
+    assert not unknown, f"not in CONFIGS or TRANSFORMERS_MODELS: {sorted(unknown)}"
+    names = [n for n in CONFIGS if n in only] if only else list(CONFIGS)
     if common.device_folder() == "":
-        make_models()
-    for name in sorted(p.name for p in MODELS.iterdir()):
-        golden(name)
+        make_models(names)
+    written = {p.name for p in MODELS.iterdir()}
+    chosen = set(names) | (set(only) & set(TRANSFORMERS_MODELS) if only else
+                           set(TRANSFORMERS_MODELS))
+    for name in sorted(written):
+        base = name.removesuffix("-4bit").removesuffix("-hf")
+        if base in chosen or name in chosen:
+            golden(name)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,9 @@
 //! Parameter paths are mlx_lm's (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `q_norm`, `k_norm`).
 
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::fast;
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_rs::fast::{self, AttentionMask};
+use mlx_rs::ops::{self, Ellipsis};
+use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::decoder::{LayerContext, TokenMixer};
@@ -227,6 +228,10 @@ pub fn attend(
         Ok((rotate_at(&queries, offset)?, rotate_at(&keys, offset)?))
     };
     let (queries, (keys, values, mask)) = match cache {
+        LayerCache::Kv(c) if c.prefix_attention => {
+            let (q, k) = rotate(&c.rope_offset()?)?;
+            return attend_prefix(&q, &k, &values, scale, window, c);
+        }
         LayerCache::Kv(c) => {
             let (q, k) = rotate(&c.rope_offset()?)?;
             let padding = c.left_padding.clone();
@@ -280,4 +285,34 @@ pub fn attend(
         }
     };
     fast::scaled_dot_product_attention(&queries, &keys, &values, scale, &mask, None)
+}
+
+/// Attention over the written prefix of a cache in
+/// [prefix mode](crate::cache::KvCache::set_prefix_attention): mlx_lm's own operands and masks
+/// (`create_attention_mask`: none for one new position, `"causal"` for several, an explicit
+/// mask where a window or padding cuts in).
+fn attend_prefix(
+    queries: &Array,
+    keys: &Array,
+    values: &Array,
+    scale: f32,
+    window: Option<i32>,
+    cache: &mut KvCache,
+) -> Result<Array> {
+    let length = keys.shape().get(2).copied().unwrap_or(0);
+    let end = cache.offset.item::<i32>()? + length;
+    let explicit = if window.is_some() || cache.left_padding.is_some() {
+        Some(cache.mask(length, window)?.index((Ellipsis, ..end))?)
+    } else {
+        None
+    };
+    cache.update(keys, values)?;
+    let keys = cache.keys.index((.., .., ..end))?;
+    let values = cache.values.index((.., .., ..end))?;
+    let mask = match &explicit {
+        Some(m) => AttentionMask::Array(m),
+        None if length == 1 => AttentionMask::None,
+        None => AttentionMask::Causal,
+    };
+    fast::scaled_dot_product_attention(queries, &keys, &values, scale, mask, None)
 }
