@@ -224,8 +224,9 @@ fn summary(side: &Side, steps: usize) -> serde_json::Value {
         "kl_max": percentile(&side.kl, 1.0),
         "top10_logprob_diff_mean": mean(&side.top_diff),
         "top10_logprob_diff_max": percentile(&side.top_diff, 1.0),
-        "greedy_prompts_departed": departed.len(),
-        "greedy_departure_steps": side.departures,
+        // The whole-buffer eager step is no way users generate: no greedy runs.
+        "greedy_prompts_departed": (!side.departures.is_empty()).then_some(departed.len()),
+        "greedy_departure_steps": (!side.departures.is_empty()).then_some(&side.departures),
     })
 }
 
