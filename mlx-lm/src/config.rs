@@ -370,7 +370,9 @@ impl ModelConfig {
     pub fn unread_keys(&self) -> Vec<String> {
         let record = self.record();
         let mut unread = Vec::new();
-        collect_unread(&self.values, &self.prefix, true, &record, &mut unread);
+        let config =
+            self.prefix.is_empty() || self.prefix.trim_end_matches('.').ends_with("_config");
+        collect_unread(&self.values, &self.prefix, config, &record, &mut unread);
         unread
     }
 

@@ -238,20 +238,24 @@ fn a_clone_copies_the_record_and_a_section_shares_it() {
     send_sync::<ModelConfig>();
     let dir = config_dir(
         "record",
-        &json!({"model_type": "llama", "a": 1, "b": 2, "sub": {"c": 3, "d": 4}}),
+        &json!({"model_type": "llama", "a": 1, "b": 2, "sub": {"c": 3, "d": 4, "use_cache": true},
+            "text_config": {"use_cache": true}}),
     );
     let c = load_config(&dir).unwrap();
-    assert_eq!(c.unread_keys(), ["a", "b", "sub"]);
+    assert_eq!(c.unread_keys(), ["a", "b", "sub", "text_config"]);
     c.usize("a").unwrap();
     let copy = c.clone();
     copy.usize("b").unwrap();
-    assert_eq!(c.unread_keys(), ["b", "sub"]);
-    assert_eq!(copy.unread_keys(), ["sub"]);
+    assert_eq!(c.unread_keys(), ["b", "sub", "text_config"]);
+    assert_eq!(copy.unread_keys(), ["sub", "text_config"]);
+    // In a sub-config (`*_config`), PreTrainedConfig's keys are accounted for; elsewhere not.
+    let text = c.section("text_config").unwrap();
+    assert!(text.unread_keys().is_empty());
     let sub = c.section("sub").unwrap();
-    assert_eq!(c.unread_keys(), ["b", "sub.c", "sub.d"]);
+    assert_eq!(c.unread_keys(), ["b", "sub.c", "sub.d", "sub.use_cache"]);
     sub.usize("c").unwrap();
-    assert_eq!(c.unread_keys(), ["b", "sub.d"]);
-    assert_eq!(sub.unread_keys(), ["sub.d"]);
+    assert_eq!(c.unread_keys(), ["b", "sub.d", "sub.use_cache"]);
+    assert_eq!(sub.unread_keys(), ["sub.d", "sub.use_cache"]);
     // A raw `get` accounts for the whole object.
     c.get("sub");
     c.declare_neutral(&["b"]);
