@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use mlx::core::{io, Array, Dtype};
 use mlx::lm::{
     generate_step, load_model, GenerateOptions, KernelOptions, LayerCache, LoadOptions, Model,
+    UnreadKeys,
 };
 use serde_json::Value;
 use support::golden::{data_dir, on_cuda};
@@ -105,6 +106,28 @@ fn load_with(name: &str, fused_gated_delta: bool) -> Model {
     load_model(model_dir(name), options)
         .unwrap_or_else(|e| panic!("{name}: {e}"))
         .0
+}
+
+/// Every committed model directory, this file's and `lm_transformers.rs`' alike, loads with
+/// every config key read or accounted for: no warning, and no error under the strict policy.
+#[test]
+fn committed_models_leave_no_config_key_unread() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lm-models");
+    let mut names: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert!(MODELS.iter().all(|m| names.iter().any(|n| n == m)));
+    for name in names {
+        let options = LoadOptions {
+            unread_keys: UnreadKeys::Error,
+            ..Default::default()
+        };
+        let (_, config) =
+            load_model(root.join(&name), options).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(config.unread_keys().is_empty(), "{name}");
+    }
 }
 
 /// The model `name` as it loads by default.

@@ -10,7 +10,7 @@ mod support;
 use std::path::PathBuf;
 
 use mlx::core::{io, with_device, Array, Device, Dtype};
-use mlx::lm::{load, LoadOptions};
+use mlx::lm::{load, LoadOptions, UnreadKeys};
 use serde_json::Value;
 
 /// A default rope with base 100000, and a llama3-scaled one with base 500000.
@@ -61,8 +61,12 @@ fn rope_parameters_checkpoints_give_transformers_logits() {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("tests/data/lm-models")
             .join(name);
-        let (model, _, config) =
-            load(&dir, LoadOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // transformers' `save_pretrained` config: every key accounted for.
+        let options = LoadOptions {
+            unread_keys: UnreadKeys::Error,
+            ..Default::default()
+        };
+        let (model, _, config) = load(&dir, options).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(
             config.float("rope_theta").unwrap().is_none(),
             "{name}: the checkpoint must keep rope_theta under rope_parameters only"

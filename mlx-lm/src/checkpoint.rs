@@ -30,6 +30,26 @@ pub struct LoadOptions {
     /// The custom kernels the model may use (all by default): the model's own choice, kept
     /// for its whole life, whatever other models in the process chose.
     pub kernels: KernelOptions,
+    /// What loading does when config.json has keys the architecture does not read
+    /// ([`ModelConfig::unread_keys`](crate::ModelConfig::unread_keys)): by default a warning.
+    pub unread_keys: UnreadKeys,
+}
+
+/// What [`load_model`](crate::load_model) does with config.json keys that the architecture
+/// neither reads nor declares harmless: each may change the numerics (a scaling factor, an
+/// activation, a window the model would then not apply), so none passes in silence unless
+/// asked.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum UnreadKeys {
+    /// One line on stderr naming the file, the architecture and every such key; the model
+    /// loads.
+    #[default]
+    Warn,
+    /// [`Error::UnreadConfigKeys`]: the model does not load.
+    Error,
+    /// Nothing; [`ModelConfig::unread_keys`](crate::ModelConfig::unread_keys) still lists
+    /// them.
+    Allow,
 }
 
 /// A checkpoint's tensors being handed to a model under construction.

@@ -1,7 +1,10 @@
 //! `config.json` (plus `generation_config.json`'s stop tokens), read as `mlx_lm.utils.load_config`
-//! reads it.
+//! reads it, with a record of the keys an architecture's reader accounted for: a key that
+//! may change the numerics must not be dropped without a word ([`ModelConfig::unread_keys`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value};
 
@@ -15,12 +18,113 @@ const MODEL_REMAPPING: &[(&str, &str)] = &[
     ("xverse", "llama"),
 ];
 
+/// transformers' `PreTrainedConfig` keys (5.23, plus those 4.x wrote, plus the generation
+/// settings it pops from a model config): names, output and implementation switches, task
+/// heads, encoder-decoder wiring, token ids and sampling defaults. None changes a decoder's
+/// logits, so they are accounted for at the top level and in every sub-config (`*_config`)
+/// without an architecture naming them. `tie_word_embeddings`, per-architecture in
+/// transformers 5, is each architecture's to read.
+const PRETRAINED_CONFIG_KEYS: &[&str] = &[
+    // What the checkpoint is and where it came from. `dtype` is the stored tensors' dtype,
+    // which the loader takes from the tensors themselves (or `LoadOptions::dtype`).
+    "architectures",
+    "model_type",
+    "transformers_version",
+    "_name_or_path",
+    "name_or_path",
+    "_commit_hash",
+    "dtype",
+    "torch_dtype",
+    // What a forward call returns and how it is run, not what it computes.
+    "output_hidden_states",
+    "output_attentions",
+    "return_dict",
+    "use_return_dict",
+    "torchscript",
+    "use_cache",
+    "use_bfloat16",
+    "tf_legacy_loss",
+    "gradient_checkpointing",
+    "chunk_size_feed_forward",
+    "attn_implementation",
+    "_attn_implementation",
+    "_attn_implementation_internal",
+    "_attn_implementation_autoset",
+    "experts_implementation",
+    "_experts_implementation_internal",
+    // Classification heads, fine-tuning tasks, encoder-decoder wiring: not in a decoder.
+    "id2label",
+    "label2id",
+    "num_labels",
+    "problem_type",
+    "finetuning_task",
+    "task_specific_params",
+    "prefix",
+    "pruned_heads",
+    "is_encoder_decoder",
+    "is_decoder",
+    "add_cross_attention",
+    "cross_attention_hidden_size",
+    "tie_encoder_decoder",
+    // Token ids and the tokenizer's class: the tokenizer's business (`eos_token_id` gives
+    // stop tokens, `ModelConfig::eos_token_ids`).
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "sep_token_id",
+    "decoder_start_token_id",
+    "tokenizer_class",
+    // Generation defaults (`GenerationConfig._get_default_generation_params`): sampling is
+    // `GenerateOptions`', the logits are the same.
+    "max_length",
+    "min_length",
+    "do_sample",
+    "early_stopping",
+    "num_beams",
+    "num_beam_groups",
+    "diversity_penalty",
+    "temperature",
+    "top_k",
+    "top_p",
+    "typical_p",
+    "repetition_penalty",
+    "length_penalty",
+    "no_repeat_ngram_size",
+    "encoder_no_repeat_ngram_size",
+    "bad_words_ids",
+    "num_return_sequences",
+    "output_scores",
+    "return_dict_in_generate",
+    "forced_bos_token_id",
+    "forced_eos_token_id",
+    "remove_invalid_values",
+    "exponential_decay_length_penalty",
+    "suppress_tokens",
+    "begin_suppress_tokens",
+    "epsilon_cutoff",
+    "eta_cutoff",
+    "encoder_repetition_penalty",
+    "num_assistant_tokens",
+    "num_assistant_tokens_schedule",
+    "assistant_confidence_threshold",
+    "assistant_lookbehind",
+    "target_lookbehind",
+];
+
 /// mlx_lm writes non-finite floats in a config as `{"__float__": "Infinity"}`, so the file
 /// stays valid JSON.
 const FLOAT_TAG: &str = "__float__";
 
 /// A model's configuration: `config.json` as JSON values, with `generation_config.json`'s
 /// `eos_token_id` taking precedence as in mlx_lm.
+///
+/// Every accessor ([`get`](Self::get), [`float`](Self::float), [`dim`](Self::dim), ...,
+/// [`section`](Self::section) for the keys of a nested object) records the key it was asked
+/// for; an architecture's reader also accounts for the keys it deliberately leaves alone
+/// ([`declare_neutral`](Self::declare_neutral), [`require_value`](Self::require_value)). What
+/// is left ([`unread_keys`](Self::unread_keys)) is what the loader reports
+/// ([`LoadOptions::unread_keys`](crate::LoadOptions::unread_keys)). A section shares the
+/// record of the config it came from; a clone starts with a copy of it.
 ///
 /// ```
 /// # let dir = std::env::temp_dir().join(format!("mlx-lm-doc-{}", std::process::id()));
@@ -32,13 +136,36 @@ const FLOAT_TAG: &str = "__float__";
 /// # std::fs::remove_dir_all(&dir).unwrap();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ModelConfig {
     path: PathBuf,
     values: Map<String, Value>,
     model_type: String,
     /// Where these values sit in the file (`text_config.`), for error messages.
     prefix: String,
+    accounted: Arc<Mutex<Accounted>>,
+}
+
+/// The keys a reader accounted for, by their path in the file (`text_config.hidden_size`).
+#[derive(Debug, Clone, Default)]
+struct Accounted {
+    /// Read, declared neutral or checked: the whole value is accounted for.
+    keys: BTreeSet<String>,
+    /// Objects opened with `section`: accounted for key by key.
+    sections: BTreeSet<String>,
+}
+
+impl Clone for ModelConfig {
+    /// A copy whose record starts as this one's and then goes its own way.
+    fn clone(&self) -> Self {
+        ModelConfig {
+            path: self.path.clone(),
+            values: self.values.clone(),
+            model_type: self.model_type.clone(),
+            prefix: self.prefix.clone(),
+            accounted: Arc::new(Mutex::new(self.record().clone())),
+        }
+    }
 }
 
 /// Reads `<dir>/config.json` and, when present, `<dir>/generation_config.json` (Python:
@@ -72,6 +199,7 @@ pub fn load_config(dir: impl AsRef<Path>) -> Result<ModelConfig> {
         values,
         model_type,
         prefix: String::new(),
+        accounted: Arc::default(),
     })
 }
 
@@ -86,19 +214,36 @@ impl ModelConfig {
         &self.path
     }
 
-    /// A raw value (`None` when absent).
+    /// A raw value (`None` when absent), recorded as read whole (an object included: to read
+    /// its keys one by one, take its [`section`](Self::section)).
     pub fn get(&self, key: &str) -> Option<&Value> {
+        self.mark(key);
         self.values.get(key)
     }
 
-    /// All values, `eos_token_id` from `generation_config.json` included.
+    /// All values, `eos_token_id` from `generation_config.json` included. Looking here records
+    /// nothing: a reader that takes its values from this map accounts for the keys it uses
+    /// with [`get`](Self::get).
     pub fn values(&self) -> &Map<String, Value> {
         &self.values
     }
 
+    /// A string (`None` when absent or null).
+    pub fn string(&self, key: &str) -> Result<Option<&str>> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(invalid(
+                &self.path,
+                &self.key(key),
+                &format!("expected a string, found {v}"),
+            )),
+        }
+    }
+
     /// A number (`None` when absent or null), mlx_lm's tagged non-finite floats included.
     pub fn float(&self, key: &str) -> Result<Option<f64>> {
-        match self.values.get(key) {
+        match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => as_float(v).map(Some).ok_or_else(|| {
                 invalid(
@@ -112,7 +257,7 @@ impl ModelConfig {
 
     /// A non-negative integer (`None` when absent or null).
     pub fn usize(&self, key: &str) -> Result<Option<usize>> {
-        match self.values.get(key) {
+        match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(v) => v
                 .as_u64()
@@ -130,7 +275,7 @@ impl ModelConfig {
 
     /// A boolean (`None` when absent or null).
     pub fn bool(&self, key: &str) -> Result<Option<bool>> {
-        match self.values.get(key) {
+        match self.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
             Some(v) => Err(invalid(
@@ -147,17 +292,109 @@ impl ModelConfig {
     }
 
     /// The object under `key` (`text_config`) as a config of its own, errors naming
-    /// `key.<name>`; `model_type` is this config's.
+    /// `key.<name>`; `model_type` is this config's. Its reads are recorded here, key by key
+    /// (`text_config.hidden_size`): opening it accounts for none of them.
     pub fn section(&self, key: &str) -> Option<ModelConfig> {
         match self.values.get(key) {
-            Some(Value::Object(values)) => Some(ModelConfig {
-                path: self.path.clone(),
-                values: values.clone(),
-                model_type: self.model_type.clone(),
-                prefix: format!("{}{key}.", self.prefix),
-            }),
+            Some(Value::Object(values)) => {
+                self.record().sections.insert(self.key(key));
+                Some(ModelConfig {
+                    path: self.path.clone(),
+                    values: values.clone(),
+                    model_type: self.model_type.clone(),
+                    prefix: format!("{}{key}.", self.prefix),
+                    accounted: Arc::clone(&self.accounted),
+                })
+            }
             _ => None,
         }
+    }
+
+    /// Accounts for keys this architecture leaves unread because they do not change its
+    /// numerics (training settings such as `attention_dropout`, a size only a cache it does
+    /// not have would use); say why at the call site. Absent keys are fine.
+    pub fn declare_neutral(&self, keys: &[&str]) {
+        for key in keys {
+            self.mark(key);
+        }
+    }
+
+    /// A key this architecture supports at one value only: absent, null or `supported` passes;
+    /// any other value is an error naming the key, the value, the architecture and
+    /// `supported`.
+    ///
+    /// ```
+    /// # let dir = std::env::temp_dir().join(format!("mlx-lm-doc-req-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir).unwrap();
+    /// std::fs::write(dir.join("config.json"), r#"{"model_type": "qwen2", "use_sliding_window": true}"#)?;
+    /// let config = mlx_lm::load_config(&dir)?;
+    /// let e = config.require_value("use_sliding_window", false).unwrap_err().to_string();
+    /// assert!(e.contains("use_sliding_window") && e.contains("qwen2"), "{e}");
+    /// assert!(config.unread_keys().is_empty());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn require_value(&self, key: &str, supported: impl Into<Value>) -> Result<()> {
+        let supported = supported.into();
+        self.require(key, &supported.to_string(), |v| *v == supported)
+    }
+
+    /// A key this architecture supports at some values only: absent or null passes, and a
+    /// value `ok` accepts; any other is an error naming the key, the value, the architecture
+    /// and `supported` (what it accepts, in words).
+    pub fn require(
+        &self,
+        key: &str,
+        supported: &str,
+        ok: impl FnOnce(&Value) -> bool,
+    ) -> Result<()> {
+        match self.get(key) {
+            None | Some(Value::Null) => Ok(()),
+            Some(v) if ok(v) => Ok(()),
+            Some(v) => Err(invalid(
+                &self.path,
+                &self.key(key),
+                &format!(
+                    "{v} is not supported by {} (supported: {supported})",
+                    self.architecture()
+                ),
+            )),
+        }
+    }
+
+    /// The keys no reader accounted for, by their path in the file (`foo_multiplier`,
+    /// `rope_scaling.truncate`), in file order: each may change the numerics of the model
+    /// built from this config. `PreTrainedConfig`'s own keys (names, token ids, output
+    /// switches, sampling defaults) never count. A whole config answers for its sections; a
+    /// section answers for its own keys.
+    pub fn unread_keys(&self) -> Vec<String> {
+        let record = self.record();
+        let mut unread = Vec::new();
+        let config =
+            self.prefix.is_empty() || self.prefix.trim_end_matches('.').ends_with("_config");
+        collect_unread(&self.values, &self.prefix, config, &record, &mut unread);
+        unread
+    }
+
+    /// The architecture, as errors name it: `llama`, or `llama (serving mistral)` after
+    /// mlx_lm's remapping.
+    fn architecture(&self) -> String {
+        match self.values.get("model_type").and_then(Value::as_str) {
+            Some(t) if self.prefix.is_empty() && t != self.model_type => {
+                format!("{} (serving {t})", self.model_type)
+            }
+            _ => self.model_type.clone(),
+        }
+    }
+
+    fn mark(&self, key: &str) {
+        self.record().keys.insert(self.key(key));
+    }
+
+    fn record(&self) -> std::sync::MutexGuard<'_, Accounted> {
+        self.accounted
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A required positive integer that fits an `i32` (array dimensions).
@@ -197,10 +434,35 @@ impl ModelConfig {
                 .and_then(|n| u32::try_from(n).ok())
                 .ok_or_else(|| bad(v))
         };
-        match self.values.get("eos_token_id") {
+        match self.get("eos_token_id") {
             None | Some(Value::Null) => Ok(Vec::new()),
             Some(Value::Array(ids)) => ids.iter().map(id).collect(),
             Some(v) => Ok(vec![id(v)?]),
+        }
+    }
+}
+
+/// The keys of `values` (at `prefix`) that `record` does not account for; `config` says that
+/// `values` is a (sub-)config, where `PreTrainedConfig`'s keys are accounted for.
+fn collect_unread(
+    values: &Map<String, Value>,
+    prefix: &str,
+    config: bool,
+    record: &Accounted,
+    unread: &mut Vec<String>,
+) {
+    for (key, value) in values {
+        let path = format!("{prefix}{key}");
+        if record.keys.contains(&path) || config && PRETRAINED_CONFIG_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        match value {
+            Value::Object(inner) if record.sections.contains(&path) => {
+                // transformers' sub-configs (`text_config`, `vision_config`) are named so.
+                let sub_config = key.ends_with("_config");
+                collect_unread(inner, &format!("{path}."), sub_config, record, unread);
+            }
+            _ => unread.push(path),
         }
     }
 }

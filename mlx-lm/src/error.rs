@@ -26,6 +26,17 @@ pub enum Error {
     /// The model has a parameter the checkpoint lacks.
     #[error("{dir}: the checkpoint has no tensor {key}")]
     MissingWeight { dir: PathBuf, key: String },
+    /// `config.json` has keys the architecture neither reads nor declares harmless, which may
+    /// change the numerics (under [`UnreadKeys::Error`](crate::UnreadKeys::Error)).
+    #[error(
+        "{path}: {model_type} does not read {}, which may change the numerics",
+        keys.join(", ")
+    )]
+    UnreadConfigKeys {
+        path: PathBuf,
+        model_type: String,
+        keys: Vec<String>,
+    },
     /// `config.json` names an architecture that is not registered.
     #[error("{path}: model_type {model_type:?} is not supported (registered: {supported})")]
     UnsupportedModel {

@@ -54,7 +54,7 @@ pub use batch::{
 };
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use chat_template::{ChatOptions, ChatTemplate};
-pub use checkpoint::{Checkpoint, LoadOptions};
+pub use checkpoint::{Checkpoint, LoadOptions, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
 pub use error::{Error, Result};

@@ -2,9 +2,9 @@
 
 use std::path::Path;
 
-use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::checkpoint::{Checkpoint, LoadOptions, UnreadKeys};
 use crate::config::{load_config, ModelConfig};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::model::Model;
 use crate::quantization::Quantization;
 use crate::registry;
@@ -16,6 +16,8 @@ use crate::weights::load_weights;
 /// registered ones when there is none), which sanitizes the tensors and builds itself from
 /// the checkpoint, float or quantized layer by layer as the checkpoint holds them. Every
 /// tensor must be used and have the shape the config implies; the errors name file and key.
+/// Config keys that the architecture neither reads nor declares harmless are reported as
+/// `options.unread_keys` says (by default a warning on stderr).
 pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model, ModelConfig)> {
     let dir = dir.as_ref();
     let config = load_config(dir)?;
@@ -28,9 +30,27 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
         options.quantize,
     );
     let model = constructor(&mut ck, &config, &options)?;
+    report_unread(&config, options.unread_keys)?;
     ck.finish()?;
     mlx_tree::eval(&model)?;
     Ok((model, config))
+}
+
+fn report_unread(config: &ModelConfig, policy: UnreadKeys) -> Result<()> {
+    let keys = config.unread_keys();
+    if keys.is_empty() || policy == UnreadKeys::Allow {
+        return Ok(());
+    }
+    let error = Error::UnreadConfigKeys {
+        path: config.path().to_path_buf(),
+        model_type: config.model_type().to_string(),
+        keys,
+    };
+    if policy == UnreadKeys::Error {
+        return Err(error);
+    }
+    eprintln!("warning: {error} (LoadOptions::unread_keys sets what happens)");
+    Ok(())
 }
 
 /// Loads the model and the tokenizer of `dir` (Python: `mlx_lm.load(path)`); the

@@ -41,18 +41,23 @@ impl Quantization {
     pub fn from_config(config: &ModelConfig) -> Result<Option<Quantization>> {
         let path = config.path();
         let Some(q) = config.get("quantization").filter(|v| !v.is_null()) else {
-            if let Some(method) = config
-                .get("quantization_config")
-                .and_then(|q| q.get("quant_method"))
-            {
+            let foreign = config.values().get("quantization_config");
+            if let Some(method) = foreign.and_then(|q| q.get("quant_method")) {
                 return Err(invalid(
                     path,
                     "quantization_config.quant_method",
                     &format!("{method} checkpoints are not supported (MLX affine only)"),
                 ));
             }
+            if foreign.is_some_and(Value::is_null) {
+                config.declare_neutral(&["quantization_config"]);
+            }
+            // Another `quantization_config` stays unread: a float checkpoint with one is
+            // not what it claims to be.
             return Ok(None);
         };
+        // mlx_lm writes its `quantization` here too, for transformers' sake: the same entries.
+        config.declare_neutral(&["quantization_config"]);
         let Value::Object(map) = q else {
             return Err(invalid(path, "quantization", "expected an object"));
         };

@@ -1,7 +1,9 @@
 //! Rotary position embeddings as mlx_lm's `initialize_rope` builds them from a config's
 //! `rope_scaling` / `rope_parameters`: `default`, `linear`, `llama3` and `yarn`; and the RoPE
 //! settings of a config read in one place, at the top level or under transformers 5's
-//! `rope_parameters` ([`rope_theta`]).
+//! `rope_parameters` ([`rope_theta`]). Every key of the scaling object a type takes is read
+//! (where transformers and mlx_lm differ on one, as transformers reads it: see
+//! [`RotaryEmbedding::from_config`]); any other is left unread for the loader to report.
 //!
 //! [`RotaryEmbedding`] is not `mlx_nn::RoPE` (the plain layer): it is whichever RoPE variant
 //! a config asks for, as Python's `initialize_rope` returns `nn.RoPE`, `Llama3RoPE` or
@@ -17,7 +19,7 @@ use mlx_rs::fast::{self, RopeOffset};
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype};
 use mlx_tree::TreeNode;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::config::{invalid, ModelConfig};
 use crate::error::Result;
@@ -54,36 +56,89 @@ pub fn initialize_rope(
     RotaryEmbedding::from_config(config, dims, base, traditional)
 }
 
-/// A config's `rope_theta`: at the top level, else under transformers 5's `rope_parameters`,
-/// else `default` (`None`: required). transformers 5 writes it under `rope_parameters` only;
-/// mlx_lm reads the top level only for most architectures and silently takes its default.
+/// A config's `rope_theta`: at the top level, under transformers 5's `rope_parameters` or in
+/// `rope_scaling`, else `default` (`None`: required). transformers 5 writes it under
+/// `rope_parameters` only; mlx_lm reads the top level only for most architectures and
+/// silently takes its default. Where two places disagree, transformers takes the nested value
+/// and mlx_lm the top-level one, so a config that says both is an error naming them.
 pub fn rope_theta(config: &ModelConfig, default: Option<f64>) -> Result<f64> {
-    let nested = || -> Result<Option<f64>> {
-        match config.section("rope_parameters") {
-            Some(p) => p.float("rope_theta"),
-            None => Ok(None),
+    let mut found: Vec<(String, f64)> = Vec::new();
+    if let Some(theta) = config.float("rope_theta")? {
+        found.push((config.key("rope_theta"), theta));
+    }
+    for section in ["rope_parameters", "rope_scaling"] {
+        if let Some(s) = config.section(section) {
+            if let Some(theta) = s.float("rope_theta")? {
+                found.push((s.key("rope_theta"), theta));
+            }
         }
-    };
-    match config.float("rope_theta")? {
-        Some(theta) => Ok(theta),
-        None => nested()?
-            .or(default)
-            .ok_or_else(|| invalid(config.path(), &config.key("rope_theta"), "missing")),
+    }
+    match found.as_slice() {
+        [] => default.ok_or_else(|| invalid(config.path(), &config.key("rope_theta"), "missing")),
+        [(key, theta), rest @ ..] => match rest.iter().find(|(_, t)| t != theta) {
+            None => Ok(*theta),
+            Some((other, t)) => Err(invalid(
+                config.path(),
+                key,
+                &format!("{theta}, but {other} is {t}: which one applies is ambiguous"),
+            )),
+        },
     }
 }
 
-/// The rope parameters of a config and their key: `rope_scaling`, or transformers 5's
-/// `rope_parameters`.
-fn scaling_config(config: &ModelConfig) -> Option<(&'static str, &Map<String, Value>)> {
-    ["rope_scaling", "rope_parameters"]
-        .into_iter()
-        .find_map(|key| Some((key, config.get(key)?.as_object()?)))
+/// The rope parameters of a config: `rope_scaling`, else transformers 5's `rope_parameters`
+/// (transformers' `rope_scaling or rope_parameters`), as a section whose keys are recorded as
+/// they are read. A null or empty one means no scaling.
+fn scaling_section(config: &ModelConfig) -> Result<Option<ModelConfig>> {
+    let mut chosen = None;
+    for key in ["rope_scaling", "rope_parameters"] {
+        match config.values().get(key) {
+            None => {}
+            Some(Value::Object(map)) if !map.is_empty() && chosen.is_none() => {
+                chosen = config.section(key);
+            }
+            // Beside a `rope_scaling`, which transformers takes instead: left unread.
+            Some(Value::Object(map)) if !map.is_empty() => {}
+            Some(Value::Null | Value::Object(_)) => config.declare_neutral(&[key]),
+            Some(v) => {
+                return Err(invalid(
+                    config.path(),
+                    &config.key(key),
+                    &format!("expected an object, found {v}"),
+                ))
+            }
+        }
+    }
+    Ok(chosen)
+}
+
+/// The rope type of a scaling section: `type` or `rope_type` (mlx_lm reads the first,
+/// transformers the second; they must agree where both are given).
+fn rope_type(s: &ModelConfig) -> Result<String> {
+    match (s.string("type")?, s.string("rope_type")?) {
+        (Some(a), Some(b)) if a != b => Err(invalid(
+            s.path(),
+            &s.key("type"),
+            &format!("{a:?}, but rope_type is {b:?}"),
+        )),
+        (Some(t), _) | (None, Some(t)) => Ok(t.to_string()),
+        (None, None) => Ok("default".to_string()),
+    }
 }
 
 impl RotaryEmbedding {
     /// Python: `initialize_rope(dims, base, traditional, scaling_config,
     /// max_position_embeddings)`, with the scaling read from `config`'s `rope_scaling` or
-    /// `rope_parameters`.
+    /// `rope_parameters`. Every key of that object is read here except `rope_theta` (read by
+    /// [`rope_theta`]) and `partial_rotary_factor` (the architecture's, which gives `dims`):
+    /// one this code does not know is left unread, for the loader to report.
+    ///
+    /// Where transformers 5.23 and mlx_lm 0.32.2 compute a type differently, this follows
+    /// transformers: a llama3 or yarn `original_max_position_embeddings` defaults to the
+    /// config's `max_position_embeddings` (mlx_lm: 8192, 4096); yarn's `attention_factor`
+    /// is the scale when given, `mscale` / `mscale_all_dim` count only together (mlx_lm uses
+    /// either alone), and `truncate: false` leaves the correction range unrounded. mlx_lm's
+    /// own `deepseek_yarn` and `telechat3-yarn` keep mlx_lm's rules.
     pub fn from_config(
         config: &ModelConfig,
         dims: i32,
@@ -91,26 +146,6 @@ impl RotaryEmbedding {
         traditional: bool,
     ) -> Result<RotaryEmbedding> {
         let path = config.path();
-        let (key, scaling) = match scaling_config(config) {
-            Some((key, map)) => (config.key(key), Some(map)),
-            None => (config.key("rope_scaling"), None),
-        };
-        let rope_type = scaling
-            .and_then(|s| s.get("type").or_else(|| s.get("rope_type")))
-            .and_then(Value::as_str)
-            .unwrap_or("default");
-        let number = |name: &str, default: Option<f64>| -> Result<f64> {
-            match scaling.and_then(|s| s.get(name)) {
-                Some(v) => v.as_f64().ok_or_else(|| {
-                    invalid(
-                        path,
-                        &format!("{key}.{name}"),
-                        &format!("not a number: {v}"),
-                    )
-                }),
-                None => default.ok_or_else(|| invalid(path, &format!("{key}.{name}"), "missing")),
-            }
-        };
         let plain = RotaryEmbedding {
             dims,
             traditional,
@@ -119,12 +154,24 @@ impl RotaryEmbedding {
             freqs: None,
             input_scale: None,
         };
+        let Some(s) = scaling_section(config)? else {
+            return Ok(plain);
+        };
+        // Multimodal RoPE: text positions are equal along every section, where it is the
+        // plain rope (mlx_lm serves text models so).
+        s.declare_neutral(&["mrope_section", "mrope_interleaved"]);
+        let number = |name: &str, default: Option<f64>| -> Result<f64> {
+            s.float(name)?
+                .or(default)
+                .ok_or_else(|| invalid(path, &s.key(name), "missing"))
+        };
+        let max_position_embeddings = || config.float("max_position_embeddings");
         let mlx = |source| crate::Error::Mlx {
             path: path.to_path_buf(),
             source,
         };
-        match rope_type {
-            // mlx_lm serves mrope configs of text models with the plain rope.
+        let rope_type = rope_type(&s)?;
+        match rope_type.as_str() {
             "default" | "mrope" => Ok(plain),
             "linear" => Ok(RotaryEmbedding {
                 scale: (1.0 / number("factor", None)?) as f32,
@@ -137,7 +184,10 @@ impl RotaryEmbedding {
                     number("factor", None)?,
                     number("low_freq_factor", Some(1.0))?,
                     number("high_freq_factor", Some(4.0))?,
-                    number("original_max_position_embeddings", Some(8192.0))?,
+                    number(
+                        "original_max_position_embeddings",
+                        max_position_embeddings()?,
+                    )?,
                 )
                 .map_err(mlx)?;
                 Ok(RotaryEmbedding {
@@ -147,20 +197,45 @@ impl RotaryEmbedding {
                 })
             }
             "yarn" | "deepseek_yarn" | "telechat3-yarn" => {
+                let transformers = rope_type == "yarn";
                 let factor = number("factor", None)?;
+                let original = if transformers {
+                    max_position_embeddings()?
+                } else {
+                    Some(4096.0)
+                };
+                // transformers: `rope_parameters.get("beta_fast") or 32`.
+                let beta = |name: &str, default: f64| -> Result<f64> {
+                    let v = number(name, Some(default))?;
+                    Ok(if transformers && v == 0.0 { default } else { v })
+                };
                 let yarn = Yarn {
                     dims,
                     base,
                     factor,
                     original_max_position_embeddings: number(
                         "original_max_position_embeddings",
-                        Some(4096.0),
+                        original,
                     )?,
-                    beta_fast: number("beta_fast", Some(32.0))?,
-                    beta_slow: number("beta_slow", Some(1.0))?,
+                    beta_fast: beta("beta_fast", 32.0)?,
+                    beta_slow: beta("beta_slow", 1.0)?,
+                    truncate: !transformers || s.bool("truncate")?.unwrap_or(true),
                 };
-                let mscale = yarn_mscale(factor, number("mscale", Some(1.0))?)
-                    / yarn_mscale(factor, number("mscale_all_dim", Some(0.0))?);
+                let mscale = s.float("mscale")?;
+                let mscale_all_dim = s.float("mscale_all_dim")?;
+                let mscale = if !transformers {
+                    yarn_mscale(factor, mscale.unwrap_or(1.0))
+                        / yarn_mscale(factor, mscale_all_dim.unwrap_or(0.0))
+                } else if let Some(a) = s.float("attention_factor")? {
+                    a
+                } else {
+                    match (mscale, mscale_all_dim) {
+                        (Some(m), Some(a)) if m != 0.0 && a != 0.0 => {
+                            yarn_mscale(factor, m) / yarn_mscale(factor, a)
+                        }
+                        _ => yarn_mscale(factor, 1.0),
+                    }
+                };
                 Ok(RotaryEmbedding {
                     base: None,
                     freqs: Some(yarn.freqs().map_err(mlx)?),
@@ -170,7 +245,7 @@ impl RotaryEmbedding {
             }
             other => Err(invalid(
                 path,
-                &format!("{key}.type"),
+                &s.key("type"),
                 &format!("rope type {other:?} is not supported (default, linear, llama3, yarn)"),
             )),
         }
@@ -271,6 +346,8 @@ struct Yarn {
     original_max_position_embeddings: f64,
     beta_fast: f64,
     beta_slow: f64,
+    /// Round the correction range outwards (transformers' `truncate`, mlx_lm always).
+    truncate: bool,
 }
 
 impl Yarn {
@@ -283,8 +360,16 @@ impl Yarn {
 
     /// Python: `YarnRoPE.__init__`'s `_freqs`.
     fn freqs(&self) -> mlx_rs::Result<Vec<f32>> {
-        let low = (self.correction_dim(self.beta_fast).floor()).max(0.0);
-        let high = (self.correction_dim(self.beta_slow).ceil()).min((self.dims - 1) as f64);
+        let (low, high) = (
+            self.correction_dim(self.beta_fast),
+            self.correction_dim(self.beta_slow),
+        );
+        let (low, high) = if self.truncate {
+            (low.floor(), high.ceil())
+        } else {
+            (low, high)
+        };
+        let (low, high) = (low.max(0.0), high.min((self.dims - 1) as f64));
         // Python: `if min_val == max_val: max_val += 0.001`.
         let high = if low == high { high + 0.001 } else { high };
         let ramp = ops::clip(

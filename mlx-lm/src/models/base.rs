@@ -45,13 +45,26 @@ impl DecoderArgs {
     /// What every dense config has (`hidden_size`, `intermediate_size`,
     /// `num_attention_heads`, `num_hidden_layers`, `vocab_size`, `rms_norm_eps`), with no
     /// biases, no q/k norms, tied embeddings and full attention in every layer; a reader
-    /// overrides what its architecture changes.
+    /// overrides what its architecture changes. Also accounts for the keys every dense
+    /// transformers config has and none of these readers uses: `hidden_act` (SwiGLU's SiLU
+    /// is the only activation the MLP has), `attention_dropout`, `initializer_range` and
+    /// `max_position_embeddings`.
     pub fn common(
         c: &ModelConfig,
         head_dim: impl FnOnce(i32, i32) -> crate::Result<i32>,
         rope: impl FnOnce(i32) -> crate::Result<RotaryEmbedding>,
         num_key_value_heads: impl FnOnce(i32) -> crate::Result<i32>,
     ) -> crate::Result<DecoderArgs> {
+        // transformers' ACT2FN: "swish" is SiLU too.
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
+        // Dropout is off at inference; initializer_range only draws weights a checkpoint
+        // replaces; max_position_embeddings sizes transformers' rope cache, and where a llama3
+        // or yarn rope needs it, `RotaryEmbedding::from_config` reads it.
+        c.declare_neutral(&[
+            "attention_dropout",
+            "initializer_range",
+            "max_position_embeddings",
+        ]);
         let hidden = c.dim("hidden_size")?;
         let intermediate = c.dim("intermediate_size")?;
         let heads = c.dim("num_attention_heads")?;
@@ -81,6 +94,20 @@ impl DecoderArgs {
             no_rope: vec![false; layers as usize],
             sliding_window: None,
         })
+    }
+
+    /// Qwen2Config's and Qwen3Config's sliding window: transformers slides the attention of
+    /// the layers from `max_window_layers` on when `use_sliding_window` is true (the window
+    /// `sliding_window`), or of the layers `layer_types` marks; mlx_lm never does. Supported:
+    /// off, where transformers drops `sliding_window` and `max_window_layers` is unused.
+    pub fn no_sliding_window(c: &ModelConfig) -> crate::Result<()> {
+        c.require_value("use_sliding_window", false)?;
+        c.require("layer_types", r#"every layer "full_attention""#, |v| {
+            v.as_array()
+                .is_some_and(|types| types.iter().all(|t| t == "full_attention"))
+        })?;
+        c.declare_neutral(&["sliding_window", "max_window_layers"]);
+        Ok(())
     }
 
     /// The sizes of the stack.

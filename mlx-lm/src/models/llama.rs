@@ -14,8 +14,16 @@ dense_decoder!(
 
 impl Llama {
     /// Python: llama's `ModelArgs` (`head_dim` defaults to hidden/heads,
-    /// `num_key_value_heads` to the head count, `layer_types` to all full attention).
+    /// `num_key_value_heads` to the head count, `layer_types` to all full attention), over
+    /// every key of transformers' `LlamaConfig` and `MistralConfig`.
+    ///
+    /// One difference from mlx_lm, after transformers: a `mistral` config's `sliding_window`
+    /// without `layer_types` slides every layer (transformers' `MistralModel`; mlx_lm ignores
+    /// it, which changes the logits past the window).
     pub fn args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
+        // transformers 4 split the projections into this many slices and summed them: the
+        // same product. transformers 5 no longer reads it.
+        c.declare_neutral(&["pretraining_tp"]);
         let args = DecoderArgs::common(
             c,
             |hidden, heads| c.dim_or("head_dim", Some(hidden / heads)),
@@ -33,8 +41,13 @@ impl Llama {
         let layers = args.num_hidden_layers;
         let layer_types_error =
             |message: String| invalid(c.path(), &c.key("layer_types"), &message);
+        let sliding_window = c
+            .usize("sliding_window")?
+            .map(|_| c.dim("sliding_window"))
+            .transpose()?;
+        let mistral = c.get("model_type").and_then(Value::as_str) == Some("mistral");
         let sliding = match c.get("layer_types") {
-            None | Some(Value::Null) => vec![false; layers as usize],
+            None | Some(Value::Null) => vec![mistral && sliding_window.is_some(); layers as usize],
             Some(Value::Array(types)) => {
                 let sliding = types
                     .iter()
@@ -54,10 +67,6 @@ impl Llama {
             }
             Some(v) => return Err(layer_types_error(format!("not a list: {v}"))),
         };
-        let sliding_window = c
-            .usize("sliding_window")?
-            .map(|_| c.dim("sliding_window"))
-            .transpose()?;
         if sliding.iter().any(|s| *s) && sliding_window.is_none() {
             return Err(invalid(
                 c.path(),

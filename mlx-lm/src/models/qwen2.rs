@@ -11,11 +11,15 @@ dense_decoder!(
 );
 
 impl Qwen2 {
-    /// Python: qwen2's `ModelArgs` (q/k/v biases, `head_dim` = hidden/heads).
+    /// Python: qwen2's `ModelArgs` (q/k/v biases, `head_dim` = hidden/heads), over every key
+    /// of transformers' `Qwen2Config`. After transformers, a `head_dim` key is read (its
+    /// attention takes `getattr(config, "head_dim", hidden // heads)`; mlx_lm ignores it); the
+    /// sliding window must be off ([`DecoderArgs::no_sliding_window`]).
     pub fn args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
+        DecoderArgs::no_sliding_window(c)?;
         let args = DecoderArgs::common(
             c,
-            |hidden, heads| Ok(hidden / heads),
+            |hidden, heads| c.dim_or("head_dim", Some(hidden / heads)),
             |head_dim| {
                 RotaryEmbedding::from_config(
                     c,

@@ -12,8 +12,13 @@ dense_decoder!(
 
 impl Qwen3 {
     /// Python: qwen3's `ModelArgs` (q/k norms, explicit `head_dim`, `rope_theta` required,
-    /// also under transformers 5's `rope_parameters`).
+    /// also under transformers 5's `rope_parameters`), over every key of transformers'
+    /// `Qwen3Config`. After transformers, `attention_bias` gives q/k/v/o biases (mlx_lm has
+    /// none whatever it says); the sliding window must be off
+    /// ([`DecoderArgs::no_sliding_window`]).
     pub fn args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
+        DecoderArgs::no_sliding_window(c)?;
+        let attention_bias = c.bool_or("attention_bias", false)?;
         let args = DecoderArgs::common(
             c,
             |_, _| c.dim("head_dim"),
@@ -22,6 +27,8 @@ impl Qwen3 {
         )?;
         Ok(DecoderArgs {
             qk_norm: true,
+            qkv_bias: attention_bias,
+            o_bias: attention_bias,
             tie_word_embeddings: c
                 .bool("tie_word_embeddings")?
                 .ok_or_else(|| invalid(c.path(), &c.key("tie_word_embeddings"), "missing"))?,

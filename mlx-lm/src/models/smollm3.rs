@@ -15,16 +15,25 @@ dense_decoder!(
 
 impl SmolLM3 {
     /// Python: smollm3's `ModelArgs`: llama's, plus `no_rope_layers` (1: the layer uses
-    /// rope), by default `(i + 1) % no_rope_layer_interval != 0`.
+    /// rope), by default `(i + 1) % no_rope_layer_interval != 0`; over every key of
+    /// transformers' `SmolLM3Config`. Its sliding window must be off: transformers slides
+    /// `layer_types`' sliding layers only with `use_sliding_window`, mlx_lm always.
     pub fn args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
+        c.require_value("use_sliding_window", false)?;
         let args = Llama::args(c)?;
+        if args.sliding.iter().any(|s| *s) {
+            return Err(invalid(
+                c.path(),
+                &c.key("layer_types"),
+                "sliding_attention layers are not supported by smollm3 (supported: every layer \"full_attention\")",
+            ));
+        }
         let layers = args.num_hidden_layers as usize;
         let key = c.key("no_rope_layers");
+        // Only the default of `no_rope_layers`: transformers writes both.
+        let interval = c.dim_or("no_rope_layer_interval", Some(4))? as usize;
         let no_rope = match c.get("no_rope_layers") {
-            None | Some(Value::Null) => {
-                let interval = c.dim_or("no_rope_layer_interval", Some(4))? as usize;
-                (0..layers).map(|i| (i + 1) % interval == 0).collect()
-            }
+            None | Some(Value::Null) => (0..layers).map(|i| (i + 1) % interval == 0).collect(),
             Some(Value::Array(flags)) if flags.len() == layers => flags
                 .iter()
                 .map(|f| match f.as_i64() {

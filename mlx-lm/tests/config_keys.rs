@@ -1,0 +1,438 @@
+//! The config-key audit: every key of the configs transformers 5.23 writes for the builtin
+//! architectures is read, declared harmless or checked (data: `scripts/golden/config_keys.py`);
+//! a value the architecture does not compute with is an error naming the key; any other key
+//! is reported, and refused under `UnreadKeys::Error`.
+
+use std::path::{Path, PathBuf};
+
+use mlx_lm::blocks::RotaryEmbedding;
+use mlx_lm::models::{Llama, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
+use serde_json::{json, Value};
+
+/// `XConfig(<small sizes>).to_dict()` by name (`llama`, `qwen2-yarn`, ...).
+fn transformers_configs() -> serde_json::Map<String, Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/transformers_configs.json");
+    let data: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    assert_eq!(data["transformers_version"], "5.23.0");
+    data["configs"].as_object().unwrap().clone()
+}
+
+fn transformers_config(name: &str) -> Value {
+    transformers_configs()[name].clone()
+}
+
+/// A directory holding `config` as config.json, unique to the test and the case.
+fn config_dir(test: &str, config: &Value) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("mlx-lm-keys-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    dir
+}
+
+/// Runs the architecture's config reader, as its constructor does first.
+fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
+    match c.model_type() {
+        "llama" => Llama::args(c).map(drop),
+        "qwen2" => Qwen2::args(c).map(drop),
+        "qwen3" => Qwen3::args(c).map(drop),
+        "smollm3" => SmolLM3::args(c).map(drop),
+        "qwen3_5" => Qwen3_5::args(c).map(drop),
+        other => panic!("no reader for {other}"),
+    }
+}
+
+/// `config` loaded and read: the reader's result and what it left unread.
+fn read_config(test: &str, config: &Value) -> (mlx_lm::Result<()>, Vec<String>) {
+    let dir = config_dir(test, config);
+    let c = load_config(&dir).unwrap();
+    let result = read(&c);
+    std::fs::remove_dir_all(dir).unwrap();
+    (result, c.unread_keys())
+}
+
+/// The object a text model's keys sit in: `text_config` where there is one.
+fn text(config: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if config.get("text_config").is_some() {
+        config["text_config"].as_object_mut().unwrap()
+    } else {
+        config.as_object_mut().unwrap()
+    }
+}
+
+#[test]
+fn every_key_of_transformers_configs_is_accounted_for() {
+    let configs = transformers_configs();
+    let mut covered = Vec::new();
+    for (name, config) in &configs {
+        let (result, unread) = read_config(name, config);
+        result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(unread.is_empty(), "{name}: unread {unread:?}");
+        covered.push(config["model_type"].as_str().unwrap().to_string());
+    }
+    for builtin in ["llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5"] {
+        assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
+    }
+}
+
+#[test]
+fn an_activation_other_than_silu_is_an_error_naming_it() {
+    for (name, mut config) in transformers_configs() {
+        text(&mut config).insert("hidden_act".into(), json!("gelu_pytorch_tanh"));
+        let (result, _) = read_config(&format!("act-{name}"), &config);
+        let e = result.expect_err(&name).to_string();
+        assert!(
+            e.contains("hidden_act") && e.contains("gelu_pytorch_tanh") && e.contains("silu"),
+            "{name}: {e}"
+        );
+        // "swish" is SiLU in transformers too.
+        text(&mut config).insert("hidden_act".into(), json!("swish"));
+        let (result, unread) = read_config(&format!("swish-{name}"), &config);
+        result.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(unread.is_empty(), "{name}: {unread:?}");
+    }
+    let mut mistral = transformers_config("mistral");
+    mistral["hidden_act"] = json!("gelu");
+    let (result, _) = read_config("act-arch", &mistral);
+    let e = result.unwrap_err().to_string();
+    assert!(e.contains("llama (serving mistral)"), "{e}");
+}
+
+#[test]
+fn an_unknown_key_is_reported_with_its_path() {
+    let mut llama = transformers_config("llama");
+    llama["foo_multiplier"] = json!(2.0);
+    let (result, unread) = read_config("unknown", &llama);
+    result.unwrap();
+    assert_eq!(unread, ["foo_multiplier"]);
+
+    let mut qwen3_5 = transformers_config("qwen3_5");
+    qwen3_5["text_config"]["foo_multiplier"] = json!(2.0);
+    qwen3_5["per_layer_config"] = json!({"0": {"hidden_size": 32}});
+    let (result, unread) = read_config("unknown-nested", &qwen3_5);
+    result.unwrap();
+    assert_eq!(unread, ["text_config.foo_multiplier", "per_layer_config"]);
+}
+
+#[test]
+fn unread_rope_keys_are_reported() {
+    // transformers' yarn rotates `partial_rotary_factor` of each head; llama's reader does
+    // not read it.
+    let mut yarn = transformers_config("qwen2-yarn");
+    yarn["rope_parameters"]["partial_rotary_factor"] = json!(0.5);
+    yarn["rope_parameters"]["foo"] = json!(1);
+    let (result, unread) = read_config("rope-yarn", &yarn);
+    result.unwrap();
+    assert_eq!(
+        unread,
+        [
+            "rope_parameters.partial_rotary_factor",
+            "rope_parameters.foo"
+        ]
+    );
+    // mlx_lm's own yarn variant keeps mlx_lm's rules, which have no `truncate`.
+    let mut deepseek = transformers_config("qwen2-yarn");
+    deepseek["rope_parameters"]["rope_type"] = json!("deepseek_yarn");
+    let (result, unread) = read_config("rope-deepseek", &deepseek);
+    result.unwrap();
+    assert_eq!(
+        unread,
+        [
+            "rope_parameters.attention_factor",
+            "rope_parameters.truncate"
+        ]
+    );
+    // A key a rope type does not take: linear scaling has no `low_freq_factor`.
+    let mut linear = transformers_config("llama-linear");
+    linear["rope_parameters"]["low_freq_factor"] = json!(1.0);
+    let (result, unread) = read_config("rope-linear", &linear);
+    result.unwrap();
+    assert_eq!(unread, ["rope_parameters.low_freq_factor"]);
+}
+
+#[test]
+fn values_the_architecture_does_not_compute_with_are_errors() {
+    let cases = [
+        ("qwen2", "use_sliding_window", json!(true)),
+        ("qwen3", "use_sliding_window", json!(true)),
+        ("smollm3", "use_sliding_window", json!(true)),
+        (
+            "qwen2",
+            "layer_types",
+            json!([
+                "full_attention",
+                "sliding_attention",
+                "full_attention",
+                "full_attention"
+            ]),
+        ),
+        (
+            "smollm3",
+            "layer_types",
+            json!([
+                "full_attention",
+                "sliding_attention",
+                "full_attention",
+                "full_attention"
+            ]),
+        ),
+        ("qwen3_5", "mamba_ssm_dtype", json!("bfloat16")),
+    ];
+    for (name, key, value) in cases {
+        let mut config = transformers_config(name);
+        if name == "smollm3" && key == "layer_types" {
+            config["sliding_window"] = json!(2);
+        }
+        text(&mut config).insert(key.into(), value.clone());
+        let (result, _) = read_config(&format!("value-{name}-{key}"), &config);
+        let e = result.expect_err(name).to_string();
+        assert!(e.contains(key) && e.contains(name), "{name}.{key}: {e}");
+    }
+}
+
+#[test]
+fn load_model_reports_unread_keys_as_the_options_say() {
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/lm-models/qwen3");
+    let dir = std::env::temp_dir().join(format!("mlx-lm-keys-load-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&models).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let options = |unread_keys| LoadOptions {
+        unread_keys,
+        ..Default::default()
+    };
+    // The committed model has nothing unread, even under the strictest policy.
+    load_model(&dir, options(UnreadKeys::Error)).unwrap();
+
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    config["foo_multiplier"] = json!(2.0);
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    match load_model(&dir, options(UnreadKeys::Error)) {
+        Err(Error::UnreadConfigKeys {
+            path,
+            model_type,
+            keys,
+        }) => {
+            assert_eq!(path, dir.join("config.json"));
+            assert_eq!(model_type, "qwen3");
+            assert_eq!(keys, ["foo_multiplier"]);
+        }
+        other => panic!("expected UnreadConfigKeys, got {:?}", other.map(|_| ())),
+    }
+    assert_eq!(LoadOptions::default().unread_keys, UnreadKeys::Warn);
+    let (_, c) = load_model(&dir, options(UnreadKeys::Warn)).unwrap();
+    assert_eq!(c.unread_keys(), ["foo_multiplier"]);
+    let (_, c) = load_model(&dir, options(UnreadKeys::Allow)).unwrap();
+    assert_eq!(c.unread_keys(), ["foo_multiplier"]);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn a_clone_copies_the_record_and_a_section_shares_it() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<ModelConfig>();
+    let dir = config_dir(
+        "record",
+        &json!({"model_type": "llama", "a": 1, "b": 2, "sub": {"c": 3, "d": 4, "use_cache": true},
+            "text_config": {"use_cache": true}}),
+    );
+    let c = load_config(&dir).unwrap();
+    assert_eq!(c.unread_keys(), ["a", "b", "sub", "text_config"]);
+    c.usize("a").unwrap();
+    let copy = c.clone();
+    copy.usize("b").unwrap();
+    assert_eq!(c.unread_keys(), ["b", "sub", "text_config"]);
+    assert_eq!(copy.unread_keys(), ["sub", "text_config"]);
+    // In a sub-config (`*_config`), PreTrainedConfig's keys are accounted for; elsewhere not.
+    let text = c.section("text_config").unwrap();
+    assert!(text.unread_keys().is_empty());
+    let sub = c.section("sub").unwrap();
+    assert_eq!(c.unread_keys(), ["b", "sub.c", "sub.d", "sub.use_cache"]);
+    sub.usize("c").unwrap();
+    assert_eq!(c.unread_keys(), ["b", "sub.d", "sub.use_cache"]);
+    assert_eq!(sub.unread_keys(), ["sub.d", "sub.use_cache"]);
+    // A raw `get` accounts for the whole object.
+    c.get("sub");
+    c.declare_neutral(&["b"]);
+    assert!(c.unread_keys().is_empty());
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// transformers' `_compute_yarn_parameters` in f64: the inverse frequencies and the
+/// attention factor.
+fn transformers_yarn(
+    dim: usize,
+    base: f64,
+    factor: f64,
+    original: f64,
+    beta_fast: f64,
+    beta_slow: f64,
+    truncate: bool,
+) -> Vec<f64> {
+    let correction = |rotations: f64| {
+        dim as f64 * (original / (rotations * 2.0 * std::f64::consts::PI)).ln() / (2.0 * base.ln())
+    };
+    let (mut low, mut high) = (correction(beta_fast), correction(beta_slow));
+    if truncate {
+        (low, high) = (low.floor(), high.ceil());
+    }
+    let (low, high) = (low.max(0.0), high.min(dim as f64 - 1.0));
+    (0..dim / 2)
+        .map(|i| {
+            let pos = base.powf((2 * i) as f64 / dim as f64);
+            let ramp = ((i as f64 - low) / (high - low)).clamp(0.0, 1.0);
+            let extrapolation = 1.0 - ramp;
+            1.0 / (factor * pos) * (1.0 - extrapolation) + 1.0 / pos * extrapolation
+        })
+        .collect()
+}
+
+fn rope(test: &str, config: &Value, dims: i32) -> RotaryEmbedding {
+    let dir = config_dir(test, config);
+    let c = load_config(&dir).unwrap();
+    let theta = mlx_lm::blocks::rope_theta(&c, None).unwrap();
+    let r = RotaryEmbedding::from_config(&c, dims, theta, false).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    r
+}
+
+fn assert_inverse_freqs(r: &RotaryEmbedding, expected: &[f64]) {
+    // `freqs` are the periods MLX's rope divides by: the inverse of transformers' inv_freq.
+    let freqs = r.freqs.as_ref().unwrap();
+    assert_eq!(freqs.len(), expected.len());
+    for (i, (f, e)) in freqs.iter().zip(expected).enumerate() {
+        let inv = 1.0 / *f as f64;
+        assert!((inv - e).abs() <= 1e-5 * e.abs(), "{i}: {inv} vs {e}");
+    }
+}
+
+#[test]
+fn yarn_follows_transformers() {
+    let base = transformers_config("qwen2-yarn");
+    let scaling = |entries: Value| {
+        let mut c = base.clone();
+        c["rope_parameters"] = entries;
+        c
+    };
+    let yarn = json!({"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+        "original_max_position_embeddings": 64});
+    let factor_mscale = 0.1 * 4f64.ln() + 1.0;
+
+    // truncate: false leaves the correction range unrounded.
+    for truncate in [true, false] {
+        let mut entries = yarn.clone();
+        entries["truncate"] = json!(truncate);
+        let r = rope(&format!("truncate-{truncate}"), &scaling(entries), 16);
+        let expected = transformers_yarn(16, 10000.0, 4.0, 64.0, 32.0, 1.0, truncate);
+        assert_inverse_freqs(&r, &expected);
+        assert_eq!(r.input_scale, Some(factor_mscale as f32));
+    }
+    // attention_factor, when given, is the scale.
+    let mut entries = yarn.clone();
+    entries["attention_factor"] = json!(1.5);
+    assert_eq!(
+        rope("attention-factor", &scaling(entries), 16).input_scale,
+        Some(1.5)
+    );
+    // mscale alone does not count (mlx_lm would scale by 0.1 * 0.5 * ln 4 + 1).
+    let mut entries = yarn.clone();
+    entries["mscale"] = json!(0.5);
+    assert_eq!(
+        rope("mscale-alone", &scaling(entries), 16).input_scale,
+        Some(factor_mscale as f32)
+    );
+    // Without original_max_position_embeddings, max_position_embeddings is the original.
+    let mut entries = yarn.clone();
+    entries
+        .as_object_mut()
+        .unwrap()
+        .remove("original_max_position_embeddings");
+    let mut config = scaling(entries);
+    config["max_position_embeddings"] = json!(256);
+    let expected = transformers_yarn(16, 10000.0, 4.0, 256.0, 32.0, 1.0, true);
+    assert_inverse_freqs(&rope("original-default", &config, 16), &expected);
+}
+
+#[test]
+fn transformers_numerics_where_mlx_lm_differs() {
+    let dir_of = |test: &str, config: &Value| {
+        let dir = config_dir(test, config);
+        let c = load_config(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+        c
+    };
+
+    // mistral's sliding_window slides every layer (transformers' MistralModel).
+    let mistral = transformers_config("mistral");
+    let args = Llama::args(&dir_of("mistral", &mistral)).unwrap();
+    assert_eq!(args.sliding, [true; 4]);
+    assert_eq!(args.sliding_window, Some(4096));
+    let mut llama = transformers_config("llama");
+    llama["sliding_window"] = json!(4096);
+    assert_eq!(
+        Llama::args(&dir_of("llama-window", &llama))
+            .unwrap()
+            .sliding,
+        [false; 4]
+    );
+
+    // qwen3's attention_bias gives q/k/v/o biases.
+    let mut qwen3 = transformers_config("qwen3");
+    qwen3["attention_bias"] = json!(true);
+    let args = Qwen3::args(&dir_of("qwen3-bias", &qwen3)).unwrap();
+    assert!(args.qkv_bias && args.o_bias);
+
+    // qwen2's head_dim is read.
+    let mut qwen2 = transformers_config("qwen2");
+    qwen2["head_dim"] = json!(32);
+    assert_eq!(
+        Qwen2::args(&dir_of("qwen2-head", &qwen2)).unwrap().head_dim,
+        32
+    );
+
+    // qwen3_5's layer_types say which layers are full attention.
+    let mut qwen3_5 = transformers_config("qwen3_5");
+    let a = Qwen3_5::args(&dir_of("qwen3_5-types", &qwen3_5)).unwrap();
+    assert_eq!(a.full_attention, [false, false, false, true]);
+    qwen3_5["text_config"]["layer_types"] = json!([
+        "linear_attention",
+        "full_attention",
+        "linear_attention",
+        "full_attention"
+    ]);
+    let a = Qwen3_5::args(&dir_of("qwen3_5-types2", &qwen3_5)).unwrap();
+    assert_eq!(a.full_attention, [false, true, false, true]);
+    // Tying: the top level counts, and the two levels must agree.
+    qwen3_5["tie_word_embeddings"] = json!(true);
+    let e = Qwen3_5::args(&dir_of("qwen3_5-tie", &qwen3_5))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("text_config.tie_word_embeddings"), "{e}");
+    qwen3_5["text_config"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tie_word_embeddings");
+    assert!(
+        Qwen3_5::args(&dir_of("qwen3_5-tie-top", &qwen3_5))
+            .unwrap()
+            .tie_word_embeddings
+    );
+
+    // rope_theta at the top level and under rope_parameters must agree.
+    let mut llama = transformers_config("llama");
+    llama["rope_theta"] = json!(500000.0);
+    let e = Llama::args(&dir_of("theta", &llama))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("rope_theta") && e.contains("rope_parameters.rope_theta"),
+        "{e}"
+    );
+    llama["rope_theta"] = json!(10000.0);
+    Llama::args(&dir_of("theta-same", &llama)).unwrap();
+}

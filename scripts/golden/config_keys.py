@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""config.json files as transformers 5.23 writes them, for the config-key audit of mlx-lm's
+architectures (`mlx-lm/tests/config_keys.rs`).
+
+Each entry is `XConfig(<small sizes>).to_dict()`: every key of the configuration class,
+`PreTrainedConfig`'s own included, at its default unless given here. The test runs each
+architecture's config reader on it and expects no key left unaccounted for; the variants
+cover the keys inside `rope_parameters` of every rope type mlx-lm supports.
+
+Writes `mlx-lm/tests/data/transformers_configs.json`. No PyTorch needed.
+Run: scripts/gen-golden config_keys
+"""
+import json
+import pathlib
+import sys
+
+# This folder holds random.py (the MLX generator), which would shadow the standard library:
+# search it last (for common.py).
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import transformers  # noqa: E402
+from transformers import (  # noqa: E402
+    LlamaConfig,
+    MistralConfig,
+    Qwen2Config,
+    Qwen3_5Config,
+    Qwen3Config,
+    SmolLM3Config,
+)
+
+import common  # noqa: E402
+
+assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
+
+OUT = common.ROOT / "mlx-lm" / "tests" / "data" / "transformers_configs.json"
+
+SIZES = {
+    "vocab_size": 384,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+}
+
+LLAMA3_ROPE = {
+    "rope_type": "llama3",
+    "rope_theta": 500000.0,
+    "factor": 8.0,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "original_max_position_embeddings": 1024,
+}
+
+# Every key transformers' yarn reads.
+YARN_ROPE = {
+    "rope_type": "yarn",
+    "rope_theta": 1000000.0,
+    "factor": 4.0,
+    "original_max_position_embeddings": 1024,
+    "attention_factor": 1.2,
+    "beta_fast": 16.0,
+    "beta_slow": 2.0,
+    "mscale": 1.0,
+    "mscale_all_dim": 1.0,
+    "truncate": False,
+}
+
+
+def configs():
+    qwen3_5_text = dict(
+        SIZES,
+        head_dim=32,
+        linear_num_value_heads=4,
+        linear_num_key_heads=2,
+        linear_key_head_dim=16,
+        linear_value_head_dim=16,
+        # As Qwen3.5 checkpoints write it: multimodal rope sections for the vision inputs.
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000000.0,
+            "partial_rotary_factor": 0.25,
+            "mrope_section": [2, 1, 1],
+            "mrope_interleaved": True,
+        },
+    )
+    vision = {"depth": 1, "hidden_size": 16, "intermediate_size": 32, "num_heads": 2, "out_hidden_size": 64}
+    return {
+        "llama": LlamaConfig(**SIZES, head_dim=16),
+        "llama-llama3": LlamaConfig(**SIZES, rope_parameters=dict(LLAMA3_ROPE)),
+        "llama-linear": LlamaConfig(**SIZES, rope_parameters={"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}),
+        "mistral": MistralConfig(**SIZES, head_dim=16),
+        "qwen2": Qwen2Config(**SIZES),
+        # max_position_embeddings / original_max_position_embeddings is the factor, as
+        # transformers checks.
+        "qwen2-yarn": Qwen2Config(**SIZES, max_position_embeddings=4096, rope_parameters=dict(YARN_ROPE)),
+        "qwen3": Qwen3Config(**SIZES, head_dim=16),
+        "smollm3": SmolLM3Config(**SIZES),
+        "qwen3_5": Qwen3_5Config(text_config=qwen3_5_text, vision_config=vision),
+    }
+
+
+def main():
+    out = {
+        "transformers_version": transformers.__version__,
+        "configs": {name: c.to_dict() for name, c in configs().items()},
+    }
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {OUT.relative_to(common.ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
