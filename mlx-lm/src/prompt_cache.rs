@@ -71,7 +71,10 @@ pub fn save_prompt_cache(
                 Entry::String(text) => {
                     let codes: Vec<i32> = text.chars().map(|c| c as i32).collect();
                     let n = codes.len() as i32;
-                    (Array::from_slice(&codes, &[n]).map_err(mlx)?, Some("string"))
+                    (
+                        Array::from_slice(&codes, &[n]).map_err(mlx)?,
+                        Some("string"),
+                    )
                 }
                 Entry::None => (
                     Array::from_slice::<f32>(&[], &[0]).map_err(mlx)?,

@@ -85,11 +85,7 @@ pub fn causal_conv1d(
     activation: ConvActivation,
 ) -> Result<Array> {
     let x = match mask {
-        Some(m) => ops::where_(
-            &ops::expand_dims(m, -1)?,
-            x,
-            &ops::zeros(&[], x.dtype())?,
-        )?,
+        Some(m) => ops::where_(&ops::expand_dims(m, -1)?, x, &ops::zeros(&[], x.dtype())?)?,
         None => x.clone(),
     };
     let n_keep = kernel_size(conv) - 1;

@@ -11,8 +11,7 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
 
 use crate::blocks::layer::{
-    embedding_dtype, embedding_vocab_size, forward_layers, make_layer_caches, Layer,
-    LayerContext,
+    embedding_dtype, embedding_vocab_size, forward_layers, make_layer_caches, Layer, LayerContext,
 };
 use crate::blocks::rows::Rows;
 use crate::cache::LayerCache;

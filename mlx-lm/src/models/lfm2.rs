@@ -326,13 +326,7 @@ impl Lfm2DecoderLayer {
                 .transpose()?,
             conv: (!attention)
                 .then(|| {
-                    ShortConv::load(
-                        ck,
-                        &format!("{path}.conv"),
-                        d,
-                        a.conv_l_cache,
-                        a.conv_bias,
-                    )
+                    ShortConv::load(ck, &format!("{path}.conv"), d, a.conv_l_cache, a.conv_bias)
                 })
                 .transpose()?,
             feed_forward: Lfm2Mlp::load(ck, &format!("{path}.feed_forward"), a)?,
