@@ -48,6 +48,9 @@ impl Lfm2Args {
     /// width from `block_ff_dim`, else `intermediate_size`; the attention layers from
     /// `full_attn_idxs`, else the `"full_attention"` entries of `layer_types`; `rope_theta`
     /// under `rope_parameters` (which wins, as in mlx_lm), else at the top level, else 1e6.
+    /// A RoPE scaling in `rope_scaling` / `rope_parameters` applies as transformers applies
+    /// it, where mlx_lm's lfm2 runs plain RoPE whatever the config says (no released LFM2
+    /// has one).
     pub fn from_config(c: &ModelConfig) -> crate::Result<Lfm2Args> {
         let required_float = |key: &str| -> crate::Result<f64> {
             c.float(key)?
