@@ -13,6 +13,11 @@
 //! over exactly the written slots in one kernel that reads the offset on the device
 //! ([`decode_attention`](crate::kernels::decode_attention)), and a generation's caches write
 //! each step's slots into their buffers in place ([`KvCache::set_writes_in_place`]).
+//!
+//! A recurrent layer (a convolution's last inputs, an SSM or delta-rule state) keeps its
+//! state in an [`ArraysCache`], whose arrays are allocated up front too, and a layer that
+//! runs several mixers keeps a [`LayerCache::List`] of their caches: leaves of the same tree,
+//! through the same compiled step.
 
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
