@@ -18,10 +18,11 @@ use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::kernels::gated_delta::gated_delta_update;
 
-/// The slots of its [`ArraysCache`] (Python: `cache[0]`, `cache[1]`): the convolution's
-/// last inputs `[batch, kernel - 1, conv_dim]` and the recurrent state `[batch, value_heads,
-/// v_head_dim, k_head_dim]` (float32).
+/// The slot of its [`ArraysCache`] holding the convolution's last inputs (Python:
+/// `cache[0]`), `[batch, kernel - 1, conv_dim]`.
 const CONV: usize = 0;
+/// The slot holding the recurrent state (Python: `cache[1]`), `[batch, value_heads,
+/// v_head_dim, k_head_dim]`, float32.
 const STATE: usize = 1;
 
 /// The sizes of a [`GatedDeltaNet`] (Python: `TextModelArgs`' `linear_*` fields).
