@@ -72,17 +72,21 @@ pub fn forward_layers<L: Layer>(
     kernels: KernelOptions,
     mut cache: Option<&mut [LayerCache]>,
 ) -> Result<Array> {
-    let cached: Vec<&L> = layers.iter().filter(|l| l.has_cache()).collect();
+    // One window per cache entry, so the masks pair them with the entries.
+    let windows: Vec<Option<i32>> = layers
+        .iter()
+        .filter(|l| l.has_cache())
+        .map(|l| l.window())
+        .collect();
     if let Some(c) = cache.as_deref() {
-        if c.len() != cached.len() {
+        if c.len() != windows.len() {
             return Err(wrong_input(&format!(
                 "a cache of {} layers for a model of {}",
                 c.len(),
-                cached.len()
+                windows.len()
             )));
         }
     }
-    let windows: Vec<Option<i32>> = cached.iter().map(|l| l.window()).collect();
     let masks = Masks::new(&windows, cache.as_deref(), rows.len)?;
     let ctx = LayerContext {
         rows,
