@@ -1,7 +1,7 @@
 //! `lfm2` (Python: `mlx_lm.models.lfm2`): Liquid AI's LFM2, gated short-convolution layers
-//! ([`ShortConv`]) with attention layers (per-head q/k RMSNorm) at `full_attn_idxs`, a SwiGLU
-//! `feed_forward` in every layer, the final norm named `embedding_norm`, and the output head
-//! always tied to the embeddings.
+//! ([`ShortConv`]) with attention layers (per-head q/k RMSNorm) where `layer_types` (or
+//! `full_attn_idxs`) puts them, a SwiGLU `feed_forward` in every layer, the final norm named
+//! `embedding_norm`, and the output head always tied to the embeddings.
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
@@ -29,13 +29,13 @@ pub struct Lfm2Args {
     pub num_hidden_layers: i32,
     pub num_attention_heads: i32,
     pub num_key_value_heads: i32,
+    /// The width of an attention head: `head_dim`, else hidden size / heads.
+    pub head_dim: i32,
     pub norm_eps: f32,
     /// Biases of the short convolutions and their projections.
     pub conv_bias: bool,
     /// The short convolution's taps.
     pub conv_l_cache: i32,
-    /// The MLP's width (`block_dim`, the hidden size in every LFM2).
-    pub block_dim: i32,
     /// The MLP's hidden width, after `block_auto_adjust_ff_dim`.
     pub ff_dim: i32,
     /// The attention layers; the others are short-convolution layers.
@@ -44,13 +44,26 @@ pub struct Lfm2Args {
 }
 
 impl Lfm2Args {
-    /// Reads the config (Python: `ModelArgs.from_dict` and its `__post_init__`): the MLP
-    /// width from `block_ff_dim`, else `intermediate_size`; the attention layers from
-    /// `full_attn_idxs`, else the `"full_attention"` entries of `layer_types`; `rope_theta`
-    /// under `rope_parameters` (which wins, as in mlx_lm), else at the top level, else 1e6.
-    /// A RoPE scaling in `rope_scaling` / `rope_parameters` applies as transformers applies
-    /// it, where mlx_lm's lfm2 runs plain RoPE whatever the config says (no released LFM2
-    /// has one).
+    /// Reads the config (Python: `ModelArgs.from_dict` and its `__post_init__`), over every
+    /// key of transformers 5.23's `Lfm2Config` and of the configs Liquid AI publishes: the MLP
+    /// width from `block_ff_dim`, else `intermediate_size`; `rope_theta` nested (see below),
+    /// else at the top level, else 1e6. The output head is the embeddings: a config that
+    /// unties it (`tie_word_embeddings` or transformers 4's `tie_embedding` false) is an error.
+    ///
+    /// Where transformers and mlx_lm differ, this follows transformers:
+    /// - `layer_types`, where given, places the attention layers, `full_attn_idxs` only
+    ///   where it is not (mlx_lm takes `full_attn_idxs` first);
+    /// - `block_dim` may be absent, as transformers writes a config (mlx_lm requires it);
+    /// - `head_dim`, where given, is the heads' width (mlx_lm: hidden size / heads);
+    /// - with `block_ffn_dim_multiplier` null, the auto-adjusted MLP width is not rounded up to
+    ///   `block_multiple_of` (mlx_lm rounds it either way);
+    /// - a RoPE scaling in `rope_scaling` / `rope_parameters` applies (mlx_lm's lfm2 runs plain
+    ///   RoPE whatever the config says), and the nested `rope_theta` is `rope_scaling`'s where
+    ///   there is one (mlx_lm: `rope_parameters`' only).
+    ///
+    /// Liquid AI's configs also carry their training code's copies of some settings
+    /// (`block_dim`, `conv_dim`, `num_heads`, `block_norm_eps`, `block_use_swiglu`,
+    /// `use_pos_enc`, ...): each must say what the model is built from, else it is an error.
     pub fn from_config(c: &ModelConfig) -> crate::Result<Lfm2Args> {
         let required_float = |key: &str| -> crate::Result<f64> {
             c.float(key)?
@@ -60,10 +73,49 @@ impl Lfm2Args {
             c.bool(key)?
                 .ok_or_else(|| invalid(c.path(), &c.key(key), "missing"))
         };
+        // transformers' Lfm2MLP and mlx_lm's MLP compute SiLU whatever the config says (and
+        // ACT2FN's "swish" is SiLU); another activation describes a model neither computes.
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
+        // Initialisation settings (transformers' and Liquid's training code's) only draw
+        // weights a checkpoint replaces; max_position_embeddings sizes transformers' rope cache,
+        // and a llama3 or yarn rope that needs it reads it itself.
+        c.declare_neutral(&[
+            "initializer_range",
+            "block_mlp_init_scale",
+            "block_out_init_scale",
+            "block_use_xavier_init",
+            "conv_use_xavier_init",
+            "max_position_embeddings",
+        ]);
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
         let layers = c.dim("num_hidden_layers")?;
+        let norm_eps = required_float("norm_eps")?;
+        // Liquid's training code's names for settings both transformers and mlx_lm take
+        // elsewhere: every width is hidden_size (mlx_lm's MLP takes block_dim, which must be
+        // it for the residual sum to exist), the heads num_attention_heads, every norm's
+        // epsilon norm_eps, the MLP SwiGLU, RoPE in every attention layer. A copy that says
+        // otherwise describes a model neither computes.
+        let same = |key: &str, name: &str, value: f64| {
+            c.require(key, &format!("{value}, as {name}"), |v| {
+                v.as_f64() == Some(value)
+            })
+        };
+        for key in ["block_dim", "conv_dim", "conv_dim_out"] {
+            same(key, "hidden_size", f64::from(hidden))?;
+        }
+        same("num_heads", "num_attention_heads", f64::from(heads))?;
+        same("block_norm_eps", "norm_eps", norm_eps)?;
+        c.require_value("block_use_swiglu", true)?;
+        c.require_value("use_pos_enc", true)?;
+        // transformers unties the output head where tie_word_embeddings (or transformers 4's
+        // tie_embedding, which wins) is false; mlx_lm's lfm2 has no output head, and no
+        // released LFM2 checkpoint has one.
+        c.require_value("tie_embedding", true)?;
+        c.require_value("tie_word_embeddings", true)?;
         let ff_key = if c.usize("block_ff_dim")?.is_some() {
+            // Both take block_ff_dim over it (transformers moves it into intermediate_size).
+            c.declare_neutral(&["intermediate_size"]);
             "block_ff_dim"
         } else if c.usize("intermediate_size")?.is_some() {
             "intermediate_size"
@@ -80,25 +132,30 @@ impl Lfm2Args {
             required_bool("block_auto_adjust_ff_dim")?,
             c.float("block_ffn_dim_multiplier")?,
         );
-        let head_dim = hidden / heads;
-        let theta = match c.section("rope_parameters") {
-            Some(p) => p.float("rope_theta")?,
+        let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
+        // transformers' rope settings are `rope_scaling or rope_parameters` (the same object
+        // `RotaryEmbedding::from_config` reads the scaling from), its rope_theta defaulting to
+        // the top level's, then to Lfm2Config.default_theta.
+        let nested = ["rope_scaling", "rope_parameters"]
+            .into_iter()
+            .find(|key| matches!(c.values().get(*key), Some(Value::Object(m)) if !m.is_empty()));
+        let nested_theta = match nested.and_then(|key| c.section(key)) {
+            Some(s) => s.float("rope_theta")?,
             None => None,
         };
-        let theta = match theta {
-            Some(t) => t,
-            None => c.float_or("rope_theta", 1_000_000.0)?,
-        };
+        let theta = nested_theta
+            .or(c.float("rope_theta")?)
+            .unwrap_or(1_000_000.0);
         Ok(Lfm2Args {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
             num_hidden_layers: layers,
             num_attention_heads: heads,
             num_key_value_heads: c.dim_or("num_key_value_heads", Some(heads))?,
-            norm_eps: required_float("norm_eps")? as f32,
+            head_dim,
+            norm_eps: norm_eps as f32,
             conv_bias: required_bool("conv_bias")?,
             conv_l_cache: c.dim("conv_L_cache")?,
-            block_dim: c.dim("block_dim")?,
             ff_dim,
             full_attn_idxs: full_attn_idxs(c, layers)?,
             rope: RotaryEmbedding::from_config(c, head_dim, theta, false)?,
@@ -106,9 +163,10 @@ impl Lfm2Args {
     }
 }
 
-/// Python: lfm2's `MLP.__init__` width: with `auto_adjust`, two thirds of `ff_dim`, times
-/// the multiplier, rounded up to a multiple of `multiple_of` (Python's float arithmetic and
-/// `int` truncation, in f64 as Python computes them).
+/// The MLP's width (transformers' `Lfm2MLP.__init__`): with `auto_adjust`, two thirds of
+/// `ff_dim`, and with a multiplier, that times the multiplier rounded up to a multiple of
+/// `multiple_of` (Python's float arithmetic and `int` truncation, in f64 as Python computes
+/// them). mlx_lm rounds without a multiplier too.
 fn feed_forward_dim(
     ff_dim: i32,
     multiple_of: i32,
@@ -118,59 +176,64 @@ fn feed_forward_dim(
     if !auto_adjust {
         return ff_dim;
     }
-    let mut ff = (2.0 * f64::from(ff_dim) / 3.0) as i64;
-    if let Some(m) = multiplier {
-        ff = (m * ff as f64) as i64;
-    }
+    let ff = (2.0 * f64::from(ff_dim) / 3.0) as i64;
+    let Some(m) = multiplier else {
+        return ff as i32;
+    };
+    let ff = (m * ff as f64) as i64;
     let multiple = i64::from(multiple_of);
     (multiple * ((ff + multiple - 1) / multiple)) as i32
 }
 
-/// The attention layers: `full_attn_idxs`, else those `layer_types` calls `"full_attention"`
-/// (the others are `"conv"`).
+/// The attention layers: those `layer_types` calls `"full_attention"` (the others are
+/// `"conv"`), else `full_attn_idxs`. transformers builds the layers from `layer_types` and
+/// derives it from `full_attn_idxs` only where it is absent; mlx_lm takes `full_attn_idxs`
+/// first. With neither, an error (mlx_lm fails too; transformers makes every layer attention).
 fn full_attn_idxs(c: &ModelConfig, layers: i32) -> crate::Result<Vec<i32>> {
     let error = |key: &str, message: String| invalid(c.path(), &c.key(key), &message);
-    match c.get("full_attn_idxs") {
-        Some(Value::Array(idxs)) => idxs
-            .iter()
-            .map(|v| match v.as_i64() {
-                Some(i) if (0..i64::from(layers)).contains(&i) => Ok(i as i32),
-                _ => Err(error(
-                    "full_attn_idxs",
-                    format!("{v} is not a layer of {layers}"),
-                )),
-            })
-            .collect(),
-        None | Some(Value::Null) => match c.get("layer_types") {
-            Some(Value::Array(types)) => {
-                if types.len() != layers as usize {
-                    return Err(error(
-                        "layer_types",
-                        format!("{} entries for {layers} layers", types.len()),
-                    ));
-                }
-                let mut idxs = Vec::new();
-                for (i, t) in types.iter().enumerate() {
-                    match t.as_str() {
-                        Some("full_attention") => idxs.push(i as i32),
-                        Some("conv") => {}
-                        _ => {
-                            return Err(error(
-                                "layer_types",
-                                format!("unknown layer type {t} (expected conv or full_attention)"),
-                            ))
-                        }
+    match c.get("layer_types") {
+        Some(Value::Array(types)) => {
+            // transformers' Lfm2Config derives it from layer_types or leaves it unused.
+            c.declare_neutral(&["full_attn_idxs"]);
+            if types.len() != layers as usize {
+                return Err(error(
+                    "layer_types",
+                    format!("{} entries for {layers} layers", types.len()),
+                ));
+            }
+            let mut idxs = Vec::new();
+            for (i, t) in types.iter().enumerate() {
+                match t.as_str() {
+                    Some("full_attention") => idxs.push(i as i32),
+                    Some("conv") => {}
+                    _ => {
+                        return Err(error(
+                            "layer_types",
+                            format!("unknown layer type {t} (expected conv or full_attention)"),
+                        ))
                     }
                 }
-                Ok(idxs)
             }
-            Some(v) => Err(error("layer_types", format!("not a list: {v}"))),
-            None => Err(error(
+            Ok(idxs)
+        }
+        None | Some(Value::Null) => match c.get("full_attn_idxs") {
+            Some(Value::Array(idxs)) => idxs
+                .iter()
+                .map(|v| match v.as_i64() {
+                    Some(i) if (0..i64::from(layers)).contains(&i) => Ok(i as i32),
+                    _ => Err(error(
+                        "full_attn_idxs",
+                        format!("{v} is not a layer of {layers}"),
+                    )),
+                })
+                .collect(),
+            None | Some(Value::Null) => Err(error(
                 "layer_types",
                 "missing, and so is full_attn_idxs".into(),
             )),
+            Some(v) => Err(error("full_attn_idxs", format!("not a list: {v}"))),
         },
-        Some(v) => Err(error("full_attn_idxs", format!("not a list: {v}"))),
+        Some(v) => Err(error("layer_types", format!("not a list: {v}"))),
     }
 }
 
@@ -199,7 +262,7 @@ impl Lfm2Attention {
     /// Takes the layer's tensors under `path`.
     pub fn load(ck: &mut Checkpoint, path: &str, a: &Lfm2Args) -> crate::Result<Lfm2Attention> {
         let (d, h, kv) = (a.hidden_size, a.num_attention_heads, a.num_key_value_heads);
-        let hd = d / h;
+        let hd = a.head_dim;
         let p = |name: &str| format!("{path}.{name}");
         Ok(Lfm2Attention {
             q_proj: ck.linear(&p("q_proj"), d, h * hd, false)?,
@@ -278,7 +341,7 @@ pub struct Lfm2Mlp {
 impl Lfm2Mlp {
     /// Takes the layer's tensors under `path`.
     pub fn load(ck: &mut Checkpoint, path: &str, a: &Lfm2Args) -> crate::Result<Lfm2Mlp> {
-        let (d, ff) = (a.block_dim, a.ff_dim);
+        let (d, ff) = (a.hidden_size, a.ff_dim);
         Ok(Lfm2Mlp {
             w1: ck.linear(&format!("{path}.w1"), d, ff, false)?,
             w3: ck.linear(&format!("{path}.w3"), d, ff, false)?,
