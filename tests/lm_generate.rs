@@ -314,12 +314,101 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
     }
 }
 
+/// The arrays of a safetensors file, sorted by key.
+fn file_arrays(path: &Path) -> (Vec<(String, Array)>, BTreeMap<String, String>) {
+    let (arrays, meta) = io::load_safetensors(path).unwrap();
+    let mut arrays: Vec<(String, Array)> = arrays.into_iter().collect();
+    arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    (arrays, meta.into_iter().collect())
+}
+
+/// mlx_lm's nested cache kinds that no model here has yet (a `CacheList` of an
+/// `ArraysCache` and a `KVCache`, falcon_h1's; an `ArraysCache` of three arrays, rwkv7's):
+/// mlx_lm's file loads as those caches, and saved again it is mlx_lm's file, key for key,
+/// bit for bit.
+#[test]
+fn cache_lists_and_arrays_caches_move_between_mlx_lm_and_rust() {
+    let Some(case) = golden().get("cache_list").cloned() else {
+        assert!(on_cuda(), "generate.json has no cache_list record");
+        eprintln!("no cache_list record in the CUDA golden data yet, skipped");
+        return;
+    };
+    let python_file = data_dir().join("lm").join(case["file"].as_str().unwrap());
+    let (cache, metadata) = load_prompt_cache(&python_file).unwrap();
+    assert_eq!(metadata.get("kinds").map(String::as_str), Some("CacheList"));
+    let (their_arrays, their_meta) = file_arrays(&python_file);
+    let array = |key: &str| -> &Array { &their_arrays.iter().find(|(k, _)| k == key).unwrap().1 };
+    let same = |a: &Array, b: &Array| {
+        a.shape() == b.shape()
+            && a.dtype() == b.dtype()
+            && ops::array_equal(a, b, false)
+                .unwrap()
+                .item::<bool>()
+                .unwrap()
+    };
+    let offset = case["offset"].as_i64().unwrap() as i32;
+    match &cache[..] {
+        [LayerCache::List(list), LayerCache::Arrays(three)] => {
+            match &list[..] {
+                [LayerCache::Arrays(arrays), LayerCache::Kv(kv)] => {
+                    assert_eq!(arrays.cache.len(), 2);
+                    assert!(same(&arrays[0], array("0.0.0.0.0")));
+                    assert!(same(&arrays[1], array("0.0.0.0.1")));
+                    assert!(same(&kv.keys, array("0.1.0.0")));
+                    assert!(same(&kv.values, array("0.1.0.1")));
+                    assert_eq!(kv.offset.item::<i32>().unwrap(), offset);
+                }
+                other => panic!("the CacheList holds {other:?}"),
+            }
+            assert_eq!(three.cache.len(), 3);
+            for j in 0..3 {
+                assert!(same(&three[j], array(&format!("1.0.{j}"))));
+                assert_eq!(three[j].dtype(), Dtype::Bfloat16);
+            }
+        }
+        other => panic!("loaded {other:?}"),
+    }
+    // A cache fits a layer of its own kind and sizes only, inside a list too.
+    cache[0].check_fits(&cache[0], 0).unwrap();
+    let e = cache[1].check_fits(&cache[0], 1).unwrap_err().to_string();
+    assert!(e.contains("layer 1") && e.contains("CacheList"), "{e}");
+    let LayerCache::List(list) = &cache[0] else {
+        unreachable!()
+    };
+    let swapped = LayerCache::List(vec![list[1].clone(), list[0].clone()]);
+    let e = swapped.check_fits(&cache[0], 0).unwrap_err().to_string();
+    assert!(
+        e.contains("layer 0, cache 0") && e.contains("ArraysCache"),
+        "{e}"
+    );
+    let e = cache[1]
+        .check_fits(&LayerCache::Arrays(mlx::lm::ArraysCache::new(vec![])), 1)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("3 arrays") && e.contains("needs 0"), "{e}");
+
+    let dir = temp_dir("cache-list");
+    let ours = dir.join("cache.safetensors");
+    let meta = BTreeMap::from([("kinds".to_string(), "CacheList".to_string())]);
+    save_prompt_cache(&ours, &cache, &meta).unwrap();
+    let (our_arrays, our_meta) = file_arrays(&ours);
+    assert_eq!(our_meta, their_meta);
+    assert_eq!(
+        our_arrays.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+        their_arrays.iter().map(|(k, _)| k).collect::<Vec<_>>()
+    );
+    for ((key, a), (_, b)) in our_arrays.iter().zip(&their_arrays) {
+        assert!(same(a, b), "{key}: {a:?} against mlx_lm's {b:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn a_generation_continues_from_its_own_cache() {
     // A generation of 8 tokens, then one of 16 from its cache, equals one of 24: the cache
     // holds the prompt and the first 7 tokens (the 8th was not fed back), so the second turn
     // starts from the 8th token.
-    for name in ["qwen3_5", "llama3"] {
+    for name in ["qwen3_5", "llama3", "lfm2"] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
         let whole = greedy(&model, &prompt, None, 24);
@@ -422,7 +511,7 @@ fn stop_strings_cut_the_text_after_multibyte_characters() {
 fn quantizing_at_load_equals_mlx_lm_quantize() {
     // mlx_lm's quantize_model(model, group_size=32, bits=4) wrote the -4bit directories; the
     // float directory quantized as it loads must give the same model: the same logits.
-    for name in ["mistral", "qwen2", "qwen3", "qwen3_5"] {
+    for name in ["mistral", "qwen2", "qwen3", "qwen3_5", "lfm2"] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
                 group_size: 32,
@@ -558,12 +647,82 @@ fn broken_checkpoints_are_errors_naming_file_and_key() {
     }
 }
 
+/// lfm2's config readers and sanitize: a Hugging Face checkpoint (convolution weights `[C, 1,
+/// K]`) is the same model; a layer layout that does not fit, or none, is an error naming the
+/// config file and key.
+#[test]
+fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("lfm2"));
+    let dir = copy_model("lfm2", "lfm2-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("conv.conv.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["layer_types"][3] = "mamba".into());
+    assert!(
+        e.contains("config.json") && e.contains("layer_types") && e.contains("mamba"),
+        "{e}"
+    );
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["conv", "full_attention"]));
+    assert!(
+        e.contains("layer_types") && e.contains("2 entries for 16 layers"),
+        "{e}"
+    );
+    let e = err(&|j| {
+        j.as_object_mut().unwrap().remove("layer_types");
+    });
+    assert!(
+        e.contains("layer_types") && e.contains("full_attn_idxs"),
+        "{e}"
+    );
+    let e = err(&|j| {
+        j.as_object_mut().unwrap().remove("layer_types");
+        j["full_attn_idxs"] = serde_json::json!([2, 16]);
+    });
+    assert!(
+        e.contains("full_attn_idxs") && e.contains("16 is not a layer"),
+        "{e}"
+    );
+    let e = err(&|j| {
+        j.as_object_mut().unwrap().remove("block_ff_dim");
+    });
+    assert!(
+        e.contains("block_ff_dim") && e.contains("intermediate_size"),
+        "{e}"
+    );
+    // An attention layer where the checkpoint has a short convolution.
+    let e = err(&|j| j["layer_types"][0] = "full_attention".into());
+    assert!(e.contains("model.layers.0.self_attn.q_proj.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // The golden tokens came from one prefill chunk; chunks shorter and longer than llama3's
-    // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state across,
-    // must give the same tokens.
-    for name in ["llama3", "qwen3_5", "mistral-4bit"] {
+    // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state and lfm2's
+    // short-convolution state (two inputs, longer than a chunk of one) across, must give the
+    // same tokens.
+    for name in ["llama3", "qwen3_5", "mistral-4bit", "lfm2"] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let prompt = ids(&json["prompt"]);

@@ -155,7 +155,7 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     let padded = padding.iter().any(|p| *p > 0);
     let max_tokens = options.max_tokens;
     let mut cache = model.make_cache(batch, cache_slots(longest + 1)?)?;
-    if padded && cache.iter().any(|c| matches!(c, LayerCache::Rotating(_))) {
+    if padded && cache.iter().any(LayerCache::has_rotating) {
         return Err(invalid(
             "prompts of different lengths need a model without sliding-window layers; \
              this one has some (give prompts of one length)"
@@ -174,10 +174,9 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
         let ids = Array::from_slice(&ids, &[batch, longest as i32])?;
         if padded {
             let lengths: Vec<i32> = heads.iter().map(|h| h.len() as i32).collect();
+            let lengths = Array::from_slice(&lengths, &[batch])?;
             for layer in cache.iter_mut() {
-                if let LayerCache::Arrays(c) = layer {
-                    c.lengths = Some(Array::from_slice(&lengths, &[batch])?);
-                }
+                layer.prepare(&lengths);
             }
         }
         let mut start = 0;
@@ -191,11 +190,7 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
         if padded {
             let padding = Array::from_slice(&padding, &[batch])?;
             for layer in cache.iter_mut() {
-                match layer {
-                    LayerCache::Kv(c) => c.roll_padding(&padding)?,
-                    LayerCache::Arrays(c) => c.lengths = None,
-                    LayerCache::Rotating(_) => {}
-                }
+                layer.finalize(&padding)?;
             }
         }
     }

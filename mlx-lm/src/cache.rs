@@ -13,6 +13,11 @@
 //! over exactly the written slots in one kernel that reads the offset on the device
 //! ([`decode_attention`](crate::kernels::decode_attention)), and a generation's caches write
 //! each step's slots into their buffers in place ([`KvCache::set_writes_in_place`]).
+//!
+//! A recurrent layer (a convolution's last inputs, an SSM or delta-rule state) keeps its
+//! state in an [`ArraysCache`], whose arrays are allocated up front too, and a layer that
+//! runs several mixers keeps a [`LayerCache::List`] of their caches: leaves of the same tree,
+//! through the same compiled step.
 
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
@@ -310,18 +315,66 @@ impl RotatingKvCache {
     }
 }
 
-/// The state of a linear-attention (gated delta net) layer (Python: `ArraysCache(size=2)`):
-/// the last `kernel - 1` inputs of its causal convolution and its recurrent state.
+/// The state of a recurrent layer (Python: `ArraysCache(size)`): a fixed list of arrays whose
+/// meaning the layer gives (a convolution's last inputs, an SSM or delta-rule state, ...),
+/// plus the `lengths` of a right-padded batch's prefill.
+///
+/// mlx_lm starts every slot as `None` and lets the layer create it on its first call; here
+/// the layer's `make_cache` allocates each slot up front, as zeros of mlx_lm's shape and
+/// dtype (what the layer would have created), so a compiled step sees the same shapes from
+/// its first call on. Indexing (`cache[j]`) is Python's `cache[j]`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct ArraysCache {
-    /// `[batch, kernel - 1, conv_dim]`.
-    pub conv: Array,
-    /// `[batch, value_heads, v_head_dim, k_head_dim]`, float32.
-    pub recurrent: Array,
+    /// The slots: `cache[j]` is Python's `cache[j]`.
+    pub cache: Vec<Array>,
     /// While a right-padded batch is prefilled, each sequence's tokens still to come
     /// (`int32 [batch]`): later inputs are padding, which must not reach the state (Python:
     /// `ArraysCache.lengths`); `None` otherwise.
     pub lengths: Option<Array>,
+}
+
+impl ArraysCache {
+    /// A cache of these slots, no padding.
+    pub fn new(slots: Vec<Array>) -> ArraysCache {
+        ArraysCache {
+            cache: slots,
+            lengths: None,
+        }
+    }
+
+    /// Python: `make_mask(N)`: which of `n` new positions of each sequence are real tokens
+    /// (`bool [batch, n]`), while a right-padded batch is prefilled; `None` otherwise.
+    pub fn make_mask(&self, n: i32) -> Result<Option<Array>> {
+        match &self.lengths {
+            Some(lengths) => Ok(Some(ops::less(
+                &ops::arange(0, n, 1, Dtype::Int32)?,
+                &ops::expand_dims(lengths, 1)?,
+            )?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Python: `advance(N)`: `n` positions were consumed (the lengths count down).
+    pub fn advance(&mut self, n: i32) -> Result<()> {
+        if let Some(lengths) = &self.lengths {
+            self.lengths = Some(ops::subtract(lengths, n)?);
+        }
+        Ok(())
+    }
+}
+
+impl std::ops::Index<usize> for ArraysCache {
+    type Output = Array;
+
+    fn index(&self, slot: usize) -> &Array {
+        &self.cache[slot]
+    }
+}
+
+impl std::ops::IndexMut<usize> for ArraysCache {
+    fn index_mut(&mut self, slot: usize) -> &mut Array {
+        &mut self.cache[slot]
+    }
 }
 
 /// One layer's cache.
@@ -330,6 +383,9 @@ pub enum LayerCache {
     Kv(KvCache),
     Rotating(RotatingKvCache),
     Arrays(ArraysCache),
+    /// Several caches for one layer (Python: `CacheList`), for layers that run several
+    /// mixers side by side (falcon_h1's SSM and attention).
+    List(Vec<LayerCache>),
 }
 
 impl LayerCache {
@@ -339,13 +395,54 @@ impl LayerCache {
             LayerCache::Kv(_) => "KVCache",
             LayerCache::Rotating(_) => "RotatingKVCache",
             LayerCache::Arrays(_) => "ArraysCache",
+            LayerCache::List(_) => "CacheList",
         }
+    }
+
+    /// Calls `f` on every cache this one is made of: itself, or each of a list's (in order,
+    /// depth first).
+    pub fn for_each(&self, f: &mut impl FnMut(&LayerCache)) {
+        match self {
+            LayerCache::List(caches) => caches.iter().for_each(|c| c.for_each(f)),
+            c => f(c),
+        }
+    }
+
+    /// [`for_each`](Self::for_each), mutably; stops at the first error.
+    pub fn try_for_each_mut<E>(
+        &mut self,
+        f: &mut impl FnMut(&mut LayerCache) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        match self {
+            LayerCache::List(caches) => caches.iter_mut().try_for_each(|c| c.try_for_each_mut(f)),
+            c => f(c),
+        }
+    }
+
+    /// Whether this cache is, or holds, a sliding-window cache.
+    pub fn has_rotating(&self) -> bool {
+        let mut found = false;
+        self.for_each(&mut |c| found |= matches!(c, LayerCache::Rotating(_)));
+        found
+    }
+
+    /// Whether this cache is, or holds, state other than keys and values (a recurrent
+    /// layer's).
+    pub fn has_arrays(&self) -> bool {
+        let mut found = false;
+        self.for_each(&mut |c| found |= matches!(c, LayerCache::Arrays(_)));
+        found
     }
 
     /// Checks that this cache (loaded from a file, say) fits the layer `fresh` was made for:
     /// the same kind, and arrays of the same dtypes and shapes but for a key/value buffer's
     /// length. The error says which layer and array differ.
     pub fn check_fits(&self, fresh: &LayerCache, layer: usize) -> crate::Result<()> {
+        self.check_fits_at(fresh, &format!("cache layer {layer}"))
+    }
+
+    fn check_fits_at(&self, fresh: &LayerCache, at: &str) -> crate::Result<()> {
+        let invalid = |message: String| crate::Error::InvalidArgument(format!("{at}: {message}"));
         let same = |name: &str, a: &Array, b: &Array, any_length: bool| -> crate::Result<()> {
             let (sa, sb) = (a.shape(), b.shape());
             let fits = sa.len() == sb.len()
@@ -358,8 +455,8 @@ impl LayerCache {
             if fits {
                 Ok(())
             } else {
-                Err(crate::Error::InvalidArgument(format!(
-                    "cache layer {layer}: {name} is {:?} {sa:?} but the model's layer needs {:?} {sb:?}",
+                Err(invalid(format!(
+                    "{name} is {:?} {sa:?} but the model's layer needs {:?} {sb:?}",
                     a.dtype(),
                     b.dtype()
                 )))
@@ -375,24 +472,82 @@ impl LayerCache {
                 same("values", &a.values, &b.values, false)
             }
             (LayerCache::Arrays(a), LayerCache::Arrays(b)) => {
-                same("conv", &a.conv, &b.conv, false)?;
-                same("recurrent", &a.recurrent, &b.recurrent, false)
+                if a.cache.len() != b.cache.len() {
+                    return Err(invalid(format!(
+                        "an ArraysCache of {} arrays but the model's layer needs {}",
+                        a.cache.len(),
+                        b.cache.len()
+                    )));
+                }
+                for (j, (x, y)) in a.cache.iter().zip(&b.cache).enumerate() {
+                    same(&format!("array {j}"), x, y, false)?;
+                }
+                Ok(())
             }
-            _ => Err(crate::Error::InvalidArgument(format!(
-                "cache layer {layer} is a {} but the model's layer needs a {}",
+            (LayerCache::List(a), LayerCache::List(b)) => {
+                if a.len() != b.len() {
+                    return Err(invalid(format!(
+                        "a CacheList of {} caches but the model's layer needs {}",
+                        a.len(),
+                        b.len()
+                    )));
+                }
+                for (j, (x, y)) in a.iter().zip(b).enumerate() {
+                    x.check_fits_at(y, &format!("{at}, cache {j}"))?;
+                }
+                Ok(())
+            }
+            _ => Err(invalid(format!(
+                "a {} but the model's layer needs a {}",
                 self.class_name(),
                 fresh.class_name()
             ))),
         }
     }
 
-    /// The number of positions written, for the layers that count them.
+    /// The number of positions written, for the caches that count them (a list: its first
+    /// cache that does).
     pub fn offset(&self) -> Option<&Array> {
         match self {
             LayerCache::Kv(c) => Some(&c.offset),
             LayerCache::Rotating(c) => Some(&c.offset),
             LayerCache::Arrays(_) => None,
+            LayerCache::List(caches) => caches.iter().find_map(LayerCache::offset),
         }
+    }
+
+    /// The first key/value cache this one is or holds.
+    pub fn first_kv(&self) -> Option<&KvCache> {
+        match self {
+            LayerCache::Kv(c) => Some(c),
+            LayerCache::List(caches) => caches.iter().find_map(LayerCache::first_kv),
+            _ => None,
+        }
+    }
+
+    /// Starts a right-padded batch's prefill (Python: `prepare(lengths=...)`): each
+    /// recurrent cache learns how many of the coming positions of each sequence
+    /// (`int32 [batch]`) are real tokens, so the padding after them never reaches its state.
+    pub fn prepare(&mut self, lengths: &Array) {
+        match self {
+            LayerCache::Arrays(a) => a.lengths = Some(lengths.clone()),
+            LayerCache::List(caches) => caches.iter_mut().for_each(|c| c.prepare(lengths)),
+            _ => {}
+        }
+    }
+
+    /// Ends a right-padded batch's prefill (Python: `finalize()`): key/value caches roll
+    /// each sequence's `right_padding` (`int32 [batch]`) into left padding
+    /// ([`KvCache::roll_padding`]), recurrent caches forget the lengths.
+    pub fn finalize(&mut self, right_padding: &Array) -> Result<()> {
+        self.try_for_each_mut(&mut |c| match c {
+            LayerCache::Kv(kv) => kv.roll_padding(right_padding),
+            LayerCache::Arrays(a) => {
+                a.lengths = None;
+                Ok(())
+            }
+            _ => Ok(()),
+        })
     }
 }
 
@@ -409,29 +564,33 @@ pub fn cache_slots(positions: usize) -> crate::Result<i32> {
 /// Makes every key/value layer write decode steps into its buffers in place (see
 /// [`KvCache::set_writes_in_place`]): what generation does with the cache it owns.
 pub fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
-    for layer in cache {
-        if let LayerCache::Kv(kv) = layer {
-            kv.set_writes_in_place(true)?;
-        }
-    }
-    Ok(())
+    for_each_kv(cache, |kv| kv.set_writes_in_place(true))
 }
 
 /// Sets [`KvCache::set_prefix_attention`] on every key/value layer.
 pub fn set_prefix_attention(cache: &mut [LayerCache], on: bool) {
-    for layer in cache {
-        if let LayerCache::Kv(kv) = layer {
-            kv.set_prefix_attention(on);
-        }
-    }
+    // Setting a flag cannot fail.
+    let _ = for_each_kv(cache, |kv| {
+        kv.set_prefix_attention(on);
+        Ok(())
+    });
 }
 
 /// Grows every key/value buffer to `capacity` positions.
 pub fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
+    for_each_kv(cache, |kv| kv.reserve(capacity))
+}
+
+/// Calls `f` on every key/value cache of `cache`, inside lists too.
+fn for_each_kv(
+    cache: &mut [LayerCache],
+    mut f: impl FnMut(&mut KvCache) -> Result<()>,
+) -> Result<()> {
     for layer in cache {
-        if let LayerCache::Kv(kv) = layer {
-            kv.reserve(capacity)?;
-        }
+        layer.try_for_each_mut(&mut |c| match c {
+            LayerCache::Kv(kv) => f(kv),
+            _ => Ok(()),
+        })?;
     }
     Ok(())
 }

@@ -125,7 +125,8 @@ pub struct GenerationStats {
 
 /// The decode step, compiled (traced once per generation) or op by op as mlx_lm runs it.
 enum Step<'m> {
-    Compiled(CompiledMut<DecodeState, Array, (Array, Array), StepFn<'m>>),
+    // Boxed: the compiled function is some 300 bytes, the eager one a pointer.
+    Compiled(Box<CompiledMut<DecodeState, Array, (Array, Array), StepFn<'m>>>),
     Eager(StepFn<'m>),
 }
 
@@ -246,7 +247,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         step: {
             let step = decode_step(model, options.sampler, options.processors.clone());
             if options.compile {
-                Step::Compiled(compile_mut(step, None))
+                Step::Compiled(Box::new(compile_mut(step, None)))
             } else {
                 Step::Eager(step)
             }

@@ -11,7 +11,12 @@
 //! |---|---|
 //! | `KVCache` | keys, values (buffers, 256-position steps), offset |
 //! | `RotatingKVCache` | keys, values, offset, keep, max_size, idx (ring position) |
-//! | `ArraysCache` | [conv, recurrent], left_padding, lengths |
+//! | `ArraysCache` | [its arrays], left_padding, lengths |
+//! | `CacheList` | [(state, class name) of each cache] |
+//!
+//! So a layer's keys are `"<layer>.0"`.. for a key/value cache, `"<layer>.0.<j>"` for an
+//! `ArraysCache`'s arrays, and `"<layer>.<j>.0.<...>"` with the class name at
+//! `"<layer>.<j>.1"` (a `"string"` scalar: its code points) for a `CacheList`'s caches.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -45,30 +50,41 @@ pub fn save_prompt_cache(
     }
     let mut scalars: Vec<(String, &str)> = Vec::new();
     for (i, layer) in cache.iter().enumerate() {
-        if matches!(layer, LayerCache::Kv(c) if c.left_padding.is_some()) {
+        let mut padded = false;
+        layer.for_each(&mut |c| {
+            padded |= matches!(c, LayerCache::Kv(kv) if kv.left_padding.is_some())
+        });
+        if padded {
             return Err(Error::InvalidArgument(format!(
                 "cache layer {i}: a left-padded (batch) key/value cache cannot be saved as a \
                  prompt cache"
             )));
         }
-        let (class, state) = layer_state(layer).map_err(mlx)?;
-        meta.insert(format!("1.{i}"), class.to_string());
+        meta.insert(format!("1.{i}"), layer.class_name().to_string());
+        let mut state = Vec::new();
+        layer_state(layer, &i.to_string(), &mut state).map_err(mlx)?;
         for (key, entry) in state {
-            let key = format!("{i}.{key}");
-            match entry {
-                Entry::Array(a) => arrays.push((key, a)),
-                Entry::Scalar(v) => {
-                    arrays.push((key.clone(), Array::from_scalar(v)));
-                    scalars.push((key, "scalar"));
+            let (array, kind) = match entry {
+                Entry::Array(a) => (a, None),
+                Entry::Scalar(v) => (Array::from_scalar(v), Some("scalar")),
+                // Python: `mx.array([ord(c) for c in s])`.
+                Entry::String(text) => {
+                    let codes: Vec<i32> = text.chars().map(|c| c as i32).collect();
+                    let n = codes.len() as i32;
+                    (
+                        Array::from_slice(&codes, &[n]).map_err(mlx)?,
+                        Some("string"),
+                    )
                 }
-                Entry::None => {
-                    arrays.push((
-                        key.clone(),
-                        Array::from_slice::<f32>(&[], &[0]).map_err(mlx)?,
-                    ));
-                    scalars.push((key, "none"));
-                }
+                Entry::None => (
+                    Array::from_slice::<f32>(&[], &[0]).map_err(mlx)?,
+                    Some("none"),
+                ),
+            };
+            if let Some(kind) = kind {
+                scalars.push((key.clone(), kind));
             }
+            arrays.push((key, array));
         }
     }
     meta.insert("2.0".into(), String::new());
@@ -85,7 +101,7 @@ pub fn save_prompt_cache(
 /// model and makes room for the generation.
 pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<String, String>)> {
     let path = path.as_ref();
-    let (mut arrays, meta) = mlx_rs::io::load_safetensors(path).map_err(|source| Error::Mlx {
+    let (arrays, meta) = mlx_rs::io::load_safetensors(path).map_err(|source| Error::Mlx {
         path: path.to_path_buf(),
         source,
     })?;
@@ -133,31 +149,109 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
             "no cache classes in the metadata: not a prompt cache of mlx_lm 0.32's format".into(),
         ));
     }
+    let mut reader = Reader {
+        path,
+        arrays,
+        scalar_kinds,
+    };
     let mut cache = Vec::with_capacity(classes.len());
     for (n, (i, class)) in classes.iter().enumerate() {
         if *i != n {
             return Err(invalid(&format!("1.{n}"), "missing layer class".into()));
         }
-        let mut take = |name: &str| -> Result<Option<Array>> {
-            let key = format!("{i}.{name}");
-            let array = arrays
-                .remove(&key)
-                .ok_or_else(|| invalid(&key, format!("the {class} state has no entry {key}")))?;
-            Ok(match scalar_kinds.get(&key).map(String::as_str) {
-                Some("none") => None,
-                _ => Some(array),
-            })
-        };
-        let layer = match class.as_str() {
+        cache.push(reader.layer(class, &i.to_string(), &format!("1.{i}"))?);
+    }
+    if let Some(key) = reader.arrays.keys().min() {
+        return Err(invalid(key, "an array no layer's state uses".into()));
+    }
+    Ok((cache, metadata))
+}
+
+/// The arrays of a prompt-cache file not yet taken by a layer, and which of them stand for
+/// scalars.
+struct Reader<'p> {
+    path: &'p Path,
+    arrays: HashMap<String, Array>,
+    scalar_kinds: HashMap<String, String>,
+}
+
+impl Reader<'_> {
+    fn invalid(&self, key: &str, message: String) -> Error {
+        Error::Invalid {
+            path: self.path.to_path_buf(),
+            key: key.to_string(),
+            message,
+        }
+    }
+
+    fn mlx(&self, source: mlx_rs::Error) -> Error {
+        Error::Mlx {
+            path: self.path.to_path_buf(),
+            source,
+        }
+    }
+
+    fn has(&self, key: &str) -> bool {
+        self.arrays.contains_key(key)
+    }
+
+    /// The entry `key` of a `class` state; `None` where Python saved `None`.
+    fn take(&mut self, key: &str, class: &str) -> Result<Option<Array>> {
+        let array = self
+            .arrays
+            .remove(key)
+            .ok_or_else(|| self.invalid(key, format!("the {class} state has no entry {key}")))?;
+        Ok(match self.scalar_kinds.get(key).map(String::as_str) {
+            Some("none") => None,
+            _ => Some(array),
+        })
+    }
+
+    /// The scalar entry `key`.
+    fn number(&mut self, key: &str, class: &str) -> Result<i32> {
+        let a = self
+            .take(key, class)?
+            .ok_or_else(|| self.invalid(key, "missing".into()))?;
+        scalar(self.path, key, &a)
+    }
+
+    /// The string entry `key` (Python: its code points).
+    fn string(&mut self, key: &str, class: &str) -> Result<String> {
+        if self.scalar_kinds.get(key).map(String::as_str) != Some("string") {
+            return Err(self.invalid(key, "expected a string (a cache's class name)".into()));
+        }
+        let a = self
+            .take(key, class)?
+            .ok_or_else(|| self.invalid(key, "missing".into()))?;
+        let codes = a
+            .astype(Dtype::Int32)
+            .and_then(|a| a.to_vec::<i32>())
+            .map_err(|e| self.mlx(e))?;
+        codes
+            .into_iter()
+            .map(|c| u32::try_from(c).ok().and_then(char::from_u32))
+            .collect::<Option<String>>()
+            .ok_or_else(|| self.invalid(key, "not a string's code points".into()))
+    }
+
+    /// The cache of `class` whose state entries sit under `prefix` (`class_key` names where
+    /// the class came from, for errors).
+    fn layer(&mut self, class: &str, prefix: &str, class_key: &str) -> Result<LayerCache> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        Ok(match class {
             "KVCache" => {
-                let (keys, values, offset) = (take("0")?, take("1")?, take("2")?);
+                let (keys, values, offset) = (
+                    self.take(&key("0"), class)?,
+                    self.take(&key("1"), class)?,
+                    self.take(&key("2"), class)?,
+                );
                 let (Some(keys), Some(values), Some(offset)) = (keys, values, offset) else {
-                    return Err(invalid(&format!("{i}.0"), "an empty KVCache (no prompt was processed)".into()));
+                    return Err(self.invalid(&key("0"), "an empty KVCache (no prompt was processed)".into()));
                 };
-                let offset = scalar(path, &format!("{i}.2"), &offset)?;
-                check_rank4(path, &format!("{i}.0"), &keys, &values)?;
+                let offset = scalar(self.path, &key("2"), &offset)?;
+                check_rank4(self.path, &key("0"), &keys, &values)?;
                 if offset < 0 || offset > keys.shape()[2] {
-                    return Err(invalid(&format!("{i}.2"), format!("offset {offset} outside a buffer of {}", keys.shape()[2])));
+                    return Err(self.invalid(&key("2"), format!("offset {offset} outside a buffer of {}", keys.shape()[2])));
                 }
                 LayerCache::Kv(KvCache {
                     keys,
@@ -169,83 +263,95 @@ pub fn load_prompt_cache(path: impl AsRef<Path>) -> Result<(Cache, BTreeMap<Stri
                 })
             }
             "RotatingKVCache" => {
-                let entries = ["0", "1", "2", "3", "4", "5"].map(&mut take);
-                let [keys, values, offset, keep, max_size, idx] = entries;
-                let (Some(keys), Some(values)) = (keys?, values?) else {
-                    return Err(invalid(&format!("{i}.0"), "an empty RotatingKVCache (no prompt was processed)".into()));
+                let (keys, values) = (self.take(&key("0"), class)?, self.take(&key("1"), class)?);
+                let (Some(keys), Some(values)) = (keys, values) else {
+                    return Err(self.invalid(&key("0"), "an empty RotatingKVCache (no prompt was processed)".into()));
                 };
-                let number = |k: &str, a: Result<Option<Array>>| -> Result<i32> {
-                    let a = a?.ok_or_else(|| invalid(&format!("{i}.{k}"), "missing".into()))?;
-                    scalar(path, &format!("{i}.{k}"), &a)
-                };
-                let (offset, keep, max_size, idx) =
-                    (number("2", offset)?, number("3", keep)?, number("4", max_size)?, number("5", idx)?);
-                check_rank4(path, &format!("{i}.0"), &keys, &values)?;
+                let offset = self.number(&key("2"), class)?;
+                let keep = self.number(&key("3"), class)?;
+                let max_size = self.number(&key("4"), class)?;
+                let idx = self.number(&key("5"), class)?;
+                check_rank4(self.path, &key("0"), &keys, &values)?;
                 if keep != 0 {
-                    return Err(invalid(&format!("{i}.3"), format!(
+                    return Err(self.invalid(&key("3"), format!(
                         "a rotating cache that keeps its first {keep} positions (mlx_lm's --max-kv-size) is not supported; sliding-window layers keep none"
                     )));
                 }
                 let length = keys.shape()[2];
                 if max_size < 1 || offset < 0 || idx < 0 || idx > length {
-                    return Err(invalid(&format!("{i}.2"), format!(
+                    return Err(self.invalid(&key("2"), format!(
                         "inconsistent rotating cache: offset {offset}, max_size {max_size}, idx {idx}, {length} slots"
                     )));
                 }
-                LayerCache::Rotating(rotating_from_python(&keys, &values, offset, max_size, idx).map_err(|source| Error::Mlx { path: path.to_path_buf(), source })?)
+                let ring = rotating_from_python(&keys, &values, offset, max_size, idx)
+                    .map_err(|e| self.mlx(e))?;
+                LayerCache::Rotating(ring)
             }
             "ArraysCache" => {
-                let conv = take("0.0")?;
-                let recurrent = take("0.1")?;
-                let (Some(conv), Some(recurrent)) = (conv, recurrent) else {
-                    return Err(invalid(&format!("{i}.0"), "an empty ArraysCache (no prompt was processed)".into()));
-                };
-                for extra in ["1", "2"] {
-                    if take(extra)?.is_some() {
-                        return Err(invalid(&format!("{i}.{extra}"), "batched (left-padded) ArraysCache states are not supported".into()));
+                let mut slots = Vec::new();
+                while self.has(&key(&format!("0.{}", slots.len()))) {
+                    let at = key(&format!("0.{}", slots.len()));
+                    match self.take(&at, class)? {
+                        Some(a) => slots.push(a),
+                        None => {
+                            return Err(self.invalid(&at, "an empty ArraysCache slot (its layer never ran: no prompt was processed)".into()))
+                        }
                     }
                 }
-                LayerCache::Arrays(ArraysCache {
-                    conv,
-                    recurrent,
-                    lengths: None,
-                })
+                if slots.is_empty() {
+                    return Err(self.invalid(&key("0.0"), "an ArraysCache without arrays".into()));
+                }
+                for extra in ["1", "2"] {
+                    if self.take(&key(extra), class)?.is_some() {
+                        return Err(self.invalid(&key(extra), "batched (left-padded) ArraysCache states are not supported".into()));
+                    }
+                }
+                LayerCache::Arrays(ArraysCache::new(slots))
+            }
+            "CacheList" => {
+                let mut caches = Vec::new();
+                while self.has(&key(&format!("{}.1", caches.len()))) {
+                    let j = caches.len();
+                    let name_key = key(&format!("{j}.1"));
+                    let inner = self.string(&name_key, class)?;
+                    caches.push(self.layer(&inner, &key(&format!("{j}.0")), &name_key)?);
+                }
+                if caches.is_empty() {
+                    return Err(self.invalid(&key("0.1"), "a CacheList without caches".into()));
+                }
+                LayerCache::List(caches)
             }
             other => {
-                return Err(invalid(&format!("1.{i}"), format!(
-                    "cache class {other} is not supported (supported: KVCache, RotatingKVCache, ArraysCache)"
+                return Err(self.invalid(class_key, format!(
+                    "cache class {other} is not supported (supported: KVCache, RotatingKVCache, ArraysCache, CacheList)"
                 )))
             }
-        };
-        cache.push(layer);
+        })
     }
-    if let Some(key) = arrays.keys().min() {
-        return Err(invalid(key, "an array no layer's state uses".into()));
-    }
-    Ok((cache, metadata))
 }
 
 enum Entry {
     Array(Array),
     Scalar(i32),
+    String(String),
     None,
 }
 
-/// A layer's mlx_lm class and state entries.
-fn layer_state(layer: &LayerCache) -> mlx_rs::Result<(&'static str, Vec<(&'static str, Entry)>)> {
-    Ok(match layer {
+/// A layer's state entries, as mlx_lm flattens its `state` under `prefix`.
+fn layer_state(
+    layer: &LayerCache,
+    prefix: &str,
+    out: &mut Vec<(String, Entry)>,
+) -> mlx_rs::Result<()> {
+    let mut push = |key: &str, entry: Entry| out.push((format!("{prefix}.{key}"), entry));
+    match layer {
         LayerCache::Kv(c) => {
             let offset = c.offset.item::<i32>()?;
             let end =
                 ((offset + STEP - 1) / STEP * STEP).clamp(STEP.min(c.capacity()), c.capacity());
-            (
-                "KVCache",
-                vec![
-                    ("0", Entry::Array(c.keys.index((.., .., ..end))?)),
-                    ("1", Entry::Array(c.values.index((.., .., ..end))?)),
-                    ("2", Entry::Scalar(offset)),
-                ],
-            )
+            push("0", Entry::Array(c.keys.index((.., .., ..end))?));
+            push("1", Entry::Array(c.values.index((.., .., ..end))?));
+            push("2", Entry::Scalar(offset));
         }
         LayerCache::Rotating(c) => {
             let offset = c.offset.item::<i32>()?;
@@ -254,28 +360,31 @@ fn layer_state(layer: &LayerCache) -> mlx_rs::Result<(&'static str, Vec<(&'stati
             // Temporal order: positions offset-n .. offset-1, each in slot p % window.
             let slots: Vec<i32> = (offset - n..offset).map(|p| p % window).collect();
             let slots = Array::from_slice(&slots, &[n])?;
-            (
-                "RotatingKVCache",
-                vec![
-                    ("0", Entry::Array(ops::take(&c.keys, &slots, 2)?)),
-                    ("1", Entry::Array(ops::take(&c.values, &slots, 2)?)),
-                    ("2", Entry::Scalar(offset)),
-                    ("3", Entry::Scalar(0)),
-                    ("4", Entry::Scalar(window)),
-                    ("5", Entry::Scalar(n)),
-                ],
-            )
+            push("0", Entry::Array(ops::take(&c.keys, &slots, 2)?));
+            push("1", Entry::Array(ops::take(&c.values, &slots, 2)?));
+            push("2", Entry::Scalar(offset));
+            push("3", Entry::Scalar(0));
+            push("4", Entry::Scalar(window));
+            push("5", Entry::Scalar(n));
         }
-        LayerCache::Arrays(c) => (
-            "ArraysCache",
-            vec![
-                ("0.0", Entry::Array(c.conv.clone())),
-                ("0.1", Entry::Array(c.recurrent.clone())),
-                ("1", Entry::None),
-                ("2", Entry::None),
-            ],
-        ),
-    })
+        LayerCache::Arrays(c) => {
+            for (j, a) in c.cache.iter().enumerate() {
+                push(&format!("0.{j}"), Entry::Array(a.clone()));
+            }
+            push("1", Entry::None);
+            push("2", Entry::None);
+        }
+        LayerCache::List(caches) => {
+            for (j, c) in caches.iter().enumerate() {
+                layer_state(c, &format!("{prefix}.{j}.0"), out)?;
+                out.push((
+                    format!("{prefix}.{j}.1"),
+                    Entry::String(c.class_name().to_string()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A Python `RotatingKVCache` state as a ring of `max_size` slots (position `p` in slot

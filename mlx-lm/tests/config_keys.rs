@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
+use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{Llama, Qwen2, Qwen3, Qwen3_5, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -39,6 +40,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen3" => Qwen3::args(c).map(drop),
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
+        "lfm2" => Lfm2Args::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -71,7 +73,9 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         assert!(unread.is_empty(), "{name}: unread {unread:?}");
         covered.push(config["model_type"].as_str().unwrap().to_string());
     }
-    for builtin in ["llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5"] {
+    for builtin in [
+        "llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5", "lfm2",
+    ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
 }
@@ -435,4 +439,100 @@ fn transformers_numerics_where_mlx_lm_differs() {
     );
     llama["rope_theta"] = json!(10000.0);
     Llama::args(&dir_of("theta-same", &llama)).unwrap();
+}
+
+/// `config` written to a directory and loaded (the directory is gone again).
+fn loaded(test: &str, config: &Value) -> ModelConfig {
+    let dir = config_dir(test, config);
+    let c = load_config(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    c
+}
+
+#[test]
+fn lfm2_follows_transformers_where_mlx_lm_differs() {
+    let args = |test: &str, config: &Value| {
+        let c = loaded(test, config);
+        let a = Lfm2Args::from_config(&c).unwrap_or_else(|e| panic!("{test}: {e}"));
+        assert!(c.unread_keys().is_empty(), "{test}: {:?}", c.unread_keys());
+        a
+    };
+    let lfm2 = transformers_config("lfm2");
+    let a = args("lfm2", &lfm2);
+    assert_eq!(a.full_attn_idxs, [1, 3]);
+    assert_eq!((a.head_dim, a.rope.dims), (16, 16));
+    assert_eq!(a.rope.base, Some(1e6));
+    // int(2 * 128 / 3) = 85, times 1.0, rounded up to a multiple of 256.
+    assert_eq!(a.ff_dim, 256);
+
+    // layer_types places the attention layers; full_attn_idxs only without it.
+    let mut c = lfm2.clone();
+    c["full_attn_idxs"] = json!([0]);
+    assert_eq!(args("lfm2-types", &c).full_attn_idxs, [1, 3]);
+    c["layer_types"] = Value::Null;
+    assert_eq!(args("lfm2-idxs", &c).full_attn_idxs, [0]);
+
+    // Without a multiplier, transformers leaves 2/3 of the width unrounded (mlx_lm: 256).
+    let mut c = lfm2.clone();
+    c["block_ffn_dim_multiplier"] = Value::Null;
+    assert_eq!(args("lfm2-no-multiplier", &c).ff_dim, 85);
+    // block_ff_dim wins over intermediate_size: int(2 * 600 / 3) = 400, rounded to 512.
+    c["block_ffn_dim_multiplier"] = json!(1.0);
+    c["block_ff_dim"] = json!(600);
+    assert_eq!(args("lfm2-block-ff", &c).ff_dim, 512);
+
+    // head_dim, where given, is the heads' width and the rope's.
+    let mut c = lfm2.clone();
+    c["head_dim"] = json!(32);
+    let a = args("lfm2-head-dim", &c);
+    assert_eq!((a.head_dim, a.rope.dims), (32, 32));
+
+    // A scaled rope applies (mlx_lm's lfm2 would run plain RoPE).
+    let a = args("lfm2-linear", &transformers_config("lfm2-linear"));
+    assert_eq!((a.rope.scale, a.rope.base), (0.5, Some(1e6)));
+
+    // rope_theta: the nested one wins over the top level's (in mlx_lm too), and the nested
+    // object is rope_scaling where there is one (transformers' `rope_scaling or
+    // rope_parameters`), with the top level's theta as its default.
+    let mut c = lfm2.clone();
+    c["rope_theta"] = json!(500000.0);
+    assert_eq!(args("lfm2-theta", &c).rope.base, Some(1e6));
+    c.as_object_mut().unwrap().remove("rope_parameters");
+    c["rope_scaling"] = json!({"rope_type": "linear", "factor": 4.0});
+    let a = args("lfm2-scaling", &c);
+    assert_eq!((a.rope.scale, a.rope.base), (0.25, Some(500000.0)));
+    c["rope_scaling"]["rope_theta"] = json!(250000.0);
+    assert_eq!(args("lfm2-scaling-theta", &c).rope.base, Some(250000.0));
+}
+
+#[test]
+fn lfm2_settings_it_does_not_compute_with_are_errors_naming_the_key() {
+    let liquid = transformers_config("lfm2-liquid");
+    let cases = [
+        ("block_dim", json!(32)),
+        ("conv_dim", json!(32)),
+        ("conv_dim_out", json!(32)),
+        ("num_heads", json!(8)),
+        ("block_norm_eps", json!(1e-6)),
+        ("block_use_swiglu", json!(false)),
+        ("use_pos_enc", json!(false)),
+        ("tie_word_embeddings", json!(false)),
+        ("tie_embedding", json!(false)),
+    ];
+    for (key, value) in cases {
+        let mut c = liquid.clone();
+        c[key] = value.clone();
+        let e = Lfm2Args::from_config(&loaded("lfm2-value", &c))
+            .expect_err(key)
+            .to_string();
+        assert!(
+            e.contains(&format!("{key}: {value} is not supported by lfm2")),
+            "{key}: {e}"
+        );
+    }
+    // The values transformers and mlx_lm build the model from pass.
+    let mut c = liquid.clone();
+    c["tie_embedding"] = json!(true);
+    c["hidden_act"] = json!("silu");
+    Lfm2Args::from_config(&loaded("lfm2-same", &c)).unwrap();
 }

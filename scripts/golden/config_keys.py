@@ -21,6 +21,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    Lfm2Config,
     LlamaConfig,
     MistralConfig,
     Qwen2Config,
@@ -67,6 +68,22 @@ YARN_ROPE = {
     "truncate": False,
 }
 
+# What Liquid AI's published LFM2 configs add: their training code's copies of settings
+# (LFM2-1.2B's, at these sizes), which transformers keeps as it keeps any key it does not know.
+LFM2_LIQUID_KEYS = {
+    "block_dim": 64,
+    "block_mlp_init_scale": 1.0,
+    "block_norm_eps": 1e-05,
+    "block_out_init_scale": 1.0,
+    "block_use_swiglu": True,
+    "block_use_xavier_init": True,
+    "conv_dim": 64,
+    "conv_dim_out": 64,
+    "conv_use_xavier_init": True,
+    "num_heads": 4,
+    "use_pos_enc": True,
+}
+
 
 def configs():
     qwen3_5_text = dict(
@@ -98,6 +115,14 @@ def configs():
         "qwen3": Qwen3Config(**SIZES, head_dim=16),
         "smollm3": SmolLM3Config(**SIZES),
         "qwen3_5": Qwen3_5Config(text_config=qwen3_5_text, vision_config=vision),
+        # Convolution layers 0 and 2, attention layers 1 and 3 (`layer_types` derived).
+        "lfm2": Lfm2Config(**SIZES, full_attn_idxs=[1, 3]),
+        "lfm2-liquid": Lfm2Config(**SIZES, full_attn_idxs=[1, 3], **LFM2_LIQUID_KEYS),
+        "lfm2-linear": Lfm2Config(
+            **SIZES,
+            full_attn_idxs=[1, 3],
+            rope_parameters={"rope_type": "linear", "rope_theta": 1000000.0, "factor": 2.0},
+        ),
     }
 
 

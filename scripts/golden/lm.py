@@ -19,7 +19,10 @@ Two outputs:
    soon repeat one token, so the tokens alone would say little about the decode path), plus
    each step's margin between the best and second-best
    log-probability (how close a tie was: a comparison that fails on a tiny margin is a
-   rounding question, not a wrong model).
+   rounding question, not a wrong model). For a model with recurrent state (an
+   `ArraysCache`), also `mx_compile`: what Python's `mx.compile` does with its decode step
+   (`compile_attempts`), the seed problem mlx-lm's compiled step with the cache as state
+   solves.
 
 Run: scripts/gen-golden lm (every model); `lm.py NAME ...` for some (say, a new one), e.g.
 after `torch/lm_transformers.py`: `lm.py llama-rope-parameters llama3-rope-parameters`.
@@ -41,6 +44,7 @@ from mlx.utils import tree_flatten, tree_map_with_path  # noqa: E402
 
 import mlx_lm  # noqa: E402
 from mlx_lm.generate import generate_step  # noqa: E402
+from mlx_lm.models.cache import ArraysCache, CacheList, make_prompt_cache  # noqa: E402
 from mlx_lm.utils import load_model, quantize_model, save_config, save_model  # noqa: E402
 
 import common  # noqa: E402
@@ -67,7 +71,8 @@ BASE = {
 # name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
 # biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
 # sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, SmolLM3's layers
-# without positional embedding (NoPE), bf16 weights.
+# without positional embedding (NoPE), LFM2's short-convolution/attention layer mix, bf16
+# weights.
 CONFIGS = {
     # A Mistral-style config: mlx_lm maps model_type mistral onto llama.
     "mistral": (
@@ -115,6 +120,34 @@ CONFIGS = {
          "rope_theta": 2e6, "no_rope_layers": [1, 0, 1, 0]},
         mx.float32, 6,
     ),
+    # LFM2 (LFM2-350M's layer mix: its 16 layers, attention at 2, 5, 8, 10, 12, 14, the
+    # others gated short convolutions; 4 query / 2 key-value heads as its 16 / 8): MLP width
+    # auto-adjusted from block_ff_dim (200 -> 133 -> 144, a multiple of 16). LFM2 always ties
+    # its embeddings.
+    "lfm2": (
+        {"model_type": "lfm2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 16,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "norm_eps": 1e-5, "conv_bias": False, "conv_L_cache": 3, "block_dim": 64,
+         "block_multiple_of": 16, "block_ffn_dim_multiplier": 1.0,
+         "block_auto_adjust_ff_dim": True, "block_ff_dim": 200, "rope_theta": 1e6,
+         "layer_types": ["conv", "conv", "full_attention"] * 2 + ["conv", "conv"]
+                        + ["full_attention", "conv"] * 4},
+        mx.float32, 8,
+    ),
+    # LFM2-1.2B's layer mix (the same 16 layers, as `full_attn_idxs`; 8 query / 2 key-value
+    # heads as its 32 / 8) in bfloat16, with what the config readers must also take: the MLP
+    # width from intermediate_size with a multiplier (200 -> 133 -> 146 -> 160), rope_theta
+    # only under rope_parameters, and biases on the convolutions (conv_bias).
+    "lfm2-1.2b": (
+        {"model_type": "lfm2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 16,
+         "num_attention_heads": 8, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "norm_eps": 1e-5, "conv_bias": True, "conv_L_cache": 3, "block_dim": 64,
+         "block_multiple_of": 32, "block_ffn_dim_multiplier": 1.1,
+         "block_auto_adjust_ff_dim": True, "intermediate_size": 200,
+         "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+         "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
+        mx.bfloat16, 9,
+    ),
     # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
     # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
     # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
@@ -148,7 +181,14 @@ QUANTIZED = {
     "qwen3_5": (32, 4, None),
     "smollm3": (32, 4, None),
     "smollm2-bf16": None,
+    "lfm2": (32, 4, None),
+    "lfm2-1.2b": None,
 }
+
+# Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
+# biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
+# go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
+PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b"}
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -201,6 +241,18 @@ def perturb_norms(model, key):
     model.update(tree_map_with_path(f, model.parameters()))
 
 
+def perturb_constants(model, key):
+    """Every parameter that starts as one repeated value (norm weights at one, biases at
+    zero), moved by 0.1 N(0, 1) per element."""
+    def f(path, x):
+        nonlocal key
+        if x.size > 0 and mx.all(x == x.reshape(-1)[0]).item():
+            key, sub = mx.random.split(key)
+            return x + 0.1 * mx.random.normal(x.shape, key=sub).astype(x.dtype)
+        return x
+    model.update(tree_map_with_path(f, model.parameters()))
+
+
 def make_models(names):
     """Writes the models `names` of CONFIGS (each with its 4-bit and Hugging Face-layout
     versions) and gives TRANSFORMERS_MODELS the tokenizer. The tokenizer is the committed one
@@ -224,7 +276,10 @@ def make_models(names):
         mx.random.seed(seed)
         model_class, args_class = model_classes(config)
         model = model_class(args_class.from_dict(config))
-        perturb_norms(model, mx.random.key(seed + 100))
+        if name in PERTURB_CONSTANTS:
+            perturb_constants(model, mx.random.key(seed + 100))
+        else:
+            perturb_norms(model, mx.random.key(seed + 100))
         model.set_dtype(dtype)
         mx.eval(model.parameters())
         save(MODELS / name, model, config)
@@ -328,6 +383,61 @@ def single_groups_padded(model):
             del m.as_linear
 
 
+def compile_attempts(model, prompt):
+    """Python's `mx.compile` on one decode step after an eager prefill of all but the
+    prompt's last token, the three ways one would write it; the error text of each, or None
+    where it worked.
+
+    - `closure`: the step closes over the cache. The logits evaluate, but the cache now holds
+      the trace's placeholders, and evaluating its state raises.
+    - `cache_argument`: the cache passed as an argument. Rejected: mx.compile takes trees of
+      arrays only, not cache objects.
+    - `state_in_out`: the caches' state arrays declared as implicit inputs and outputs.
+      Rejected for a model with key/value caches (their state is fresh slices, so the outputs
+      are not captured); it works only for caches that are all `ArraysCache`s (mamba, rwkv7).
+    """
+    out = {}
+
+    def fresh():
+        cache = make_prompt_cache(model)
+        model(prompt[None, :-1], cache=cache)
+        mx.eval([c.state for c in cache])
+        return cache
+
+    y = prompt[None, -1:]
+    cache = fresh()
+    try:
+        mx.eval(mx.compile(lambda t: model(t, cache=cache))(y))
+        mx.eval([c.state for c in cache])
+        out["closure"] = None
+    except Exception as e:  # noqa: BLE001  (the error is the record)
+        out["closure"] = f"{type(e).__name__}: {e}"
+    cache = fresh()
+    try:
+        mx.eval(mx.compile(lambda t, c: model(t, cache=c))(y, cache))
+        out["cache_argument"] = None
+    except Exception as e:  # noqa: BLE001
+        out["cache_argument"] = f"{type(e).__name__}: {e}"
+    cache = fresh()
+    state = [c.state for c in cache]
+    try:
+        mx.eval(mx.compile(lambda t: model(t, cache=cache), inputs=state, outputs=state)(y))
+        out["state_in_out"] = None
+    except Exception as e:  # noqa: BLE001
+        out["state_in_out"] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def has_recurrent_state(model):
+    """Whether the model's cache holds more than keys and values (an `ArraysCache`, alone or
+    in a `CacheList`)."""
+    def recurrent(c):
+        if isinstance(c, CacheList):
+            return any(recurrent(x) for x in c.caches)
+        return isinstance(c, ArraysCache)
+    return any(recurrent(c) for c in make_prompt_cache(model))
+
+
 def golden(name):
     model, _ = load_model(MODELS / name)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
@@ -352,13 +462,17 @@ def golden(name):
     OUT.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(OUT / f"{name}.safetensors"),
                         {"logits": logits, "greedy_logprobs": mx.stack(steps)})
-    (OUT / f"{name}.json").write_text(json.dumps({
+    record = {
         "mlx_version": mx.__version__,
         "mlx_lm_version": mlx_lm.__version__,
         "prompt": prompt.tolist(),
         "greedy": tokens,
         "min_greedy_margin": min(margins),
-    }, indent=1) + "\n")
+    }
+    if has_recurrent_state(model):
+        # For every such model here all three forms fail (each has key/value layers).
+        record["mx_compile"] = compile_attempts(model, prompt)
+    (OUT / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "
           f"(min margin {min(margins):.3g})")
 

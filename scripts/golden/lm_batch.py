@@ -51,6 +51,14 @@ CASES = [
     {"model": "qwen3_5-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 5,
      "temp": 1.0, "top_k": 20},
     {"model": "qwen3-4bit", "lengths": [6, 18], "max_tokens": [10, 20]},
+    # LFM2's short-convolution state beside key/value caches: equal and different lengths,
+    # 4-bit with sampling, and (bfloat16, biases) prompts longer than one prefill chunk, so the
+    # padding's lengths count down across chunks.
+    {"model": "lfm2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "lfm2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "lfm2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 6, "temp": 1.0,
+     "top_k": 20},
+    {"model": "lfm2-1.2b", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     # Sliding-window layers (rotating caches), prompts longer than one prefill chunk.
     {"model": "llama3", "lengths": [40, 40], "max_tokens": 12, "prefill_step_size": 16},
 ]

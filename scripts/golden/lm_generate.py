@@ -15,9 +15,12 @@ Writes `tests/data/[cuda/]lm/generate.json` and `tests/data/[cuda/]lm/prompt-cac
   directories' ChatML template and for templates written here that use what real templates
   use (tools through `tojson`, namespaces, loop controls, Python string methods,
   `raise_exception`, special-token variables, `continue_final_message`).
-- `prompt_cache`: for each cache kind (key/value, rotating, conv + recurrent), a prompt
-  prefix's cache saved with `save_prompt_cache`, and the greedy tokens that continue it with
-  the rest of the prompt.
+- `prompt_cache`: for each cache kind (key/value, rotating, conv + recurrent, conv beside
+  key/value), a prompt prefix's cache saved with `save_prompt_cache`, and the greedy tokens
+  that continue it with the rest of the prompt.
+- `cache_list`: a file of mlx_lm's nested cache kinds no model here uses yet (a `CacheList`
+  of an `ArraysCache` and a `KVCache`, as falcon_h1's layers have, and an `ArraysCache` of
+  three arrays), saved with `save_prompt_cache`.
 
 Run: scripts/gen-golden lm_generate (after lm, whose model directories it reads)
 """
@@ -34,7 +37,8 @@ import transformers  # noqa: E402
 
 import mlx_lm  # noqa: E402
 from mlx_lm.generate import generate_step, stream_generate  # noqa: E402
-from mlx_lm.models.cache import make_prompt_cache, save_prompt_cache  # noqa: E402
+from mlx_lm.models.cache import (  # noqa: E402
+    ArraysCache, CacheList, KVCache, make_prompt_cache, save_prompt_cache)
 from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
 from mlx_lm.utils import load  # noqa: E402
 
@@ -415,6 +419,7 @@ PROMPT_CACHE = [
     ("mistral", 16),
     ("llama3", 16),
     ("qwen3_5", 16),
+    ("lfm2", 16),
 ]
 CONTINUE_TOKENS = 16
 
@@ -437,6 +442,25 @@ def prompt_cache():
     return cases
 
 
+def cache_list():
+    """Seeded arrays in a `CacheList(ArraysCache(2), KVCache())` (a conv state and a float32
+    SSM state beside keys and values written up to offset 5) and an `ArraysCache(3)`."""
+    keys = mx.random.split(mx.random.key(35), 7)
+    arrays = ArraysCache(2)
+    arrays[0] = mx.random.normal((1, 3, 8), key=keys[0])
+    arrays[1] = mx.random.normal((1, 2, 4, 4), key=keys[1])
+    kv = KVCache()
+    kv.update_and_fetch(mx.random.normal((1, 2, 5, 4), key=keys[2]),
+                        mx.random.normal((1, 2, 5, 4), key=keys[3]))
+    three = ArraysCache(3)
+    for j in range(3):
+        three[j] = mx.random.normal((1, 1, 6), key=keys[4 + j]).astype(mx.bfloat16)
+    path = OUT / "prompt-cache-cache-list.safetensors"
+    save_prompt_cache(str(path), [CacheList(arrays, kv), three], {"kinds": "CacheList"})
+    print(f"cache list: {path.name}")
+    return {"file": path.name, "offset": kv.offset}
+
+
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
     data = {
@@ -448,6 +472,7 @@ def main():
         "detokenizer": detokenizer(),
         "chat_templates": chat_templates(),
         "prompt_cache": prompt_cache(),
+        "cache_list": cache_list(),
     }
     (OUT / "generate.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {(OUT / 'generate.json').relative_to(common.ROOT)}")

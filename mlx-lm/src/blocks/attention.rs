@@ -9,7 +9,8 @@ use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::{LayerContext, TokenMixer};
+use crate::blocks::decoder::TokenMixer;
+use crate::blocks::layer::LayerContext;
 use crate::blocks::mask::PlainMask;
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, heads_first, merge_heads, wrong_input, Rows};
@@ -95,6 +96,60 @@ impl Attention {
         })
     }
 
+    /// The layer's parts, as [`AttentionParts`] borrows them.
+    pub fn parts(&self) -> AttentionParts<'_> {
+        AttentionParts {
+            q_proj: &self.q_proj,
+            k_proj: &self.k_proj,
+            v_proj: &self.v_proj,
+            o_proj: &self.o_proj,
+            q_norm: self.q_norm.as_ref(),
+            k_norm: self.k_norm.as_ref(),
+            rope: self.rope.as_ref(),
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            scale: self.scale,
+            window: self.window,
+            output_gate: self.output_gate,
+        }
+    }
+
+    /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
+    pub fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        mask: &PlainMask,
+        fused: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        self.parts().forward(x, rows, mask, fused, cache)
+    }
+}
+
+/// An attention layer's parameters and settings, borrowed from the layer whatever mlx_lm
+/// calls them there (`o_proj` or `out_proj`, `q_norm` or `q_layernorm`, ...): what an
+/// architecture whose attention has other parameter names computes with, so the
+/// computation is written once.
+#[derive(Debug, Clone, Copy)]
+pub struct AttentionParts<'a> {
+    pub q_proj: &'a MaybeQuantizedLinear,
+    pub k_proj: &'a MaybeQuantizedLinear,
+    pub v_proj: &'a MaybeQuantizedLinear,
+    pub o_proj: &'a MaybeQuantizedLinear,
+    /// Per-head RMSNorm of queries and keys.
+    pub q_norm: Option<&'a RMSNorm>,
+    pub k_norm: Option<&'a RMSNorm>,
+    pub rope: Option<&'a RotaryEmbedding>,
+    pub n_heads: i32,
+    pub n_kv_heads: i32,
+    pub scale: f32,
+    pub window: Option<i32>,
+    /// The query projection also yields a sigmoid gate of the output.
+    pub output_gate: bool,
+}
+
+impl AttentionParts<'_> {
     /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
     pub fn forward(
         &self,
@@ -111,27 +166,22 @@ impl Attention {
             )?;
             let halves = ops::split(&q, 2, -1)?;
             let gate = ops::reshape(&halves[1], &[rows.batch * rows.len, -1])?;
-            let q = match &self.q_norm {
+            let q = match self.q_norm {
                 Some(norm) => norm.forward(&halves[0])?,
                 None => halves[0].clone(),
             };
             (heads_first(&q)?, Some(gate))
         } else {
             let q = self.q_proj.forward(x)?;
-            (heads(&q, rows, self.n_heads, self.q_norm.as_ref())?, None)
+            (heads(&q, rows, self.n_heads, self.q_norm)?, None)
         };
-        let keys = heads(
-            &self.k_proj.forward(x)?,
-            rows,
-            self.n_kv_heads,
-            self.k_norm.as_ref(),
-        )?;
+        let keys = heads(&self.k_proj.forward(x)?, rows, self.n_kv_heads, self.k_norm)?;
         let values = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
         let out = attend(
             queries,
             keys,
             values,
-            self.rope.as_ref(),
+            self.rope,
             self.scale,
             mask,
             self.window,
@@ -278,10 +328,11 @@ pub fn attend(
             let (q, k) = rotate(&c.offset)?;
             (q, c.update_and_fetch(&k, &values)?)
         }
-        LayerCache::Arrays(_) => {
-            return Err(wrong_input(
-                "an attention layer got a linear-attention cache",
-            ))
+        other => {
+            return Err(wrong_input(&format!(
+                "an attention layer got a {} (a recurrent layer's cache)",
+                other.class_name()
+            )))
         }
     };
     fast::scaled_dot_product_attention(&queries, &keys, &values, scale, &mask, None)

@@ -1,27 +1,22 @@
-//! The decoder stack every architecture is built from: embedding, layers of a token mixer
-//! (attention, linear attention, ...) and a channel mixer (an MLP, ...) each behind a
+//! The dense decoder stack most architectures are built from: embedding, layers of a token
+//! mixer (attention, linear attention, ...) and a channel mixer (an MLP, ...) each behind a
 //! pre-norm and a residual, a final norm, and the output head. An architecture chooses its
 //! mixers by type ([`DecoderModel<M, C>`]); a hybrid model's mixer is a [`Hybrid`] of two.
 //! Parameter paths are mlx_lm's (`embed_tokens`, `layers.0.self_attn...`, `norm`).
+//! Architectures whose layers look otherwise implement [`Layer`] for a layer of their own
+//! ([`layer`](crate::blocks::layer)).
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
 
-use crate::blocks::mask::Masks;
+use crate::blocks::layer::{
+    embedding_dtype, embedding_vocab_size, forward_layers, make_layer_caches, Layer, LayerContext,
+};
 use crate::blocks::rows::Rows;
 use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
 use crate::kernels::KernelOptions;
-
-/// What a token mixer gets besides its input: the call's rows and masks, and the model's
-/// kernel choices.
-#[derive(Debug, Clone, Copy)]
-pub struct LayerContext<'a> {
-    pub rows: Rows,
-    pub masks: &'a Masks,
-    pub kernels: KernelOptions,
-}
 
 /// A layer's token mixer: what mixes information across positions (attention, linear
 /// attention, a state-space scan), with the cache it carries between calls.
@@ -176,11 +171,13 @@ impl<M: TokenMixer, C: TreeNode> TreeNode for DecoderLayer<M, C> {
     }
 }
 
-impl<M: TokenMixer, C: Forward> DecoderLayer<M, C> {
-    /// The layer over rows `h`.
-    pub fn forward(
+impl<M: TokenMixer, C: Forward + TreeNode> Layer for DecoderLayer<M, C> {
+    type Carry = ();
+
+    fn forward(
         &self,
         h: &Array,
+        _carry: &mut (),
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
@@ -192,6 +189,14 @@ impl<M: TokenMixer, C: Forward> DecoderLayer<M, C> {
             .mlp
             .forward(&self.post_attention_layernorm.forward(&h)?)?;
         ops::add(&h, &r)
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        self.mixer.make_cache(batch, capacity, dtype)
+    }
+
+    fn window(&self) -> Option<i32> {
+        self.mixer.window()
     }
 }
 
@@ -207,61 +212,32 @@ pub struct DecoderModel<M, C> {
     pub kernels: KernelOptions,
 }
 
-impl<M: TokenMixer, C: Forward> DecoderModel<M, C> {
+impl<M: TokenMixer, C: Forward + TreeNode> DecoderModel<M, C> {
     /// The final hidden states as rows `[B * L, hidden]`.
     pub fn forward_rows(
         &self,
         inputs: &Array,
         rows: Rows,
-        mut cache: Option<&mut [LayerCache]>,
+        cache: Option<&mut [LayerCache]>,
     ) -> Result<Array> {
-        if let Some(c) = cache.as_deref() {
-            if c.len() != self.layers.len() {
-                return Err(crate::blocks::rows::wrong_input(&format!(
-                    "a cache of {} layers for a model of {}",
-                    c.len(),
-                    self.layers.len()
-                )));
-            }
-        }
-        let mut h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
-        let windows: Vec<Option<i32>> = self.layers.iter().map(|l| l.mixer.window()).collect();
-        let masks = Masks::new(&windows, cache.as_deref(), rows.len)?;
-        let ctx = LayerContext {
-            rows,
-            masks: &masks,
-            kernels: self.kernels,
-        };
-        for (i, layer) in self.layers.iter().enumerate() {
-            let c = cache.as_deref_mut().and_then(|c| c.get_mut(i));
-            h = layer.forward(&h, &ctx, c)?;
-        }
+        let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
+        let h = forward_layers(&self.layers, h, rows, self.kernels, cache)?;
         self.norm.forward(&h)
     }
 
     /// One cache per layer, in the model's dtype.
     pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        let dtype = self.dtype();
-        self.layers
-            .iter()
-            .map(|l| l.mixer.make_cache(batch, capacity, dtype))
-            .collect()
+        make_layer_caches(&self.layers, batch, capacity, self.dtype())
     }
 
     /// The dtype the model computes in: its embedding table's (the scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        match &self.embed_tokens {
-            mlx_nn::MaybeQuantized::Float(e) => e.weight.dtype(),
-            mlx_nn::MaybeQuantized::Quantized(q) => q.scales.dtype(),
-        }
+        embedding_dtype(&self.embed_tokens)
     }
 
     /// The vocabulary size: the embedding table's rows.
     pub fn vocab_size(&self) -> i32 {
-        match &self.embed_tokens {
-            mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
-            mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
-        }
+        embedding_vocab_size(&self.embed_tokens)
     }
 
     /// Logits `[B, L, vocab]` for token ids `[B, L]`, through `lm_head` or, tied, the

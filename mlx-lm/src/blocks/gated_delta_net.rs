@@ -9,13 +9,21 @@ use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::{LayerContext, TokenMixer};
-use crate::blocks::mlp::silu;
+use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
+use crate::blocks::decoder::TokenMixer;
+use crate::blocks::layer::LayerContext;
 use crate::blocks::norm::RmsNormGated;
 use crate::blocks::rows::{wrong_input, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::kernels::gated_delta::gated_delta_update;
+
+/// The slot of its [`ArraysCache`] holding the convolution's last inputs (Python:
+/// `cache[0]`), `[batch, kernel - 1, conv_dim]`.
+const CONV: usize = 0;
+/// The slot holding the recurrent state (Python: `cache[1]`), `[batch, value_heads,
+/// v_head_dim, k_head_dim]`, float32.
+const STATE: usize = 1;
 
 /// The sizes of a [`GatedDeltaNet`] (Python: `TextModelArgs`' `linear_*` fields).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,10 +67,6 @@ impl GatedDeltaNet {
         self.num_k_heads * self.head_k_dim
     }
 
-    fn conv_dim(&self) -> i32 {
-        2 * self.key_dim() + self.num_v_heads * self.head_v_dim
-    }
-
     /// Takes the layer's tensors under `path`.
     pub fn load(
         ck: &mut Checkpoint,
@@ -79,15 +83,7 @@ impl GatedDeltaNet {
         );
         let p = |name: &str| format!("{path}.{name}");
         Ok(GatedDeltaNet {
-            conv1d: Conv1d {
-                weight: ck.array(&p("conv1d.weight"), &[conv_dim, k, 1])?,
-                bias: None,
-                stride: 1,
-                padding: 0,
-                dilation: 1,
-                groups: conv_dim,
-                frozen: Default::default(),
-            },
+            conv1d: load_depthwise_conv1d(ck, &p("conv1d"), conv_dim, k, false)?,
             in_proj_qkv: ck.linear(&p("in_proj_qkv"), d, conv_dim, false)?,
             in_proj_z: ck.linear(&p("in_proj_z"), d, value_dim, false)?,
             in_proj_b: ck.linear(&p("in_proj_b"), d, hv, false)?,
@@ -117,13 +113,14 @@ impl GatedDeltaNet {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let (b, s) = (rows.batch, rows.len);
-        let cache = match cache {
+        let mut cache = match cache {
             None => None,
             Some(LayerCache::Arrays(c)) => Some(c),
-            Some(_) => {
-                return Err(wrong_input(
-                    "a linear-attention layer got a key/value cache",
-                ))
+            Some(other) => {
+                return Err(wrong_input(&format!(
+                    "a linear-attention layer got a {}",
+                    other.class_name()
+                )))
             }
         };
         let qkv = rows.unfold(&self.in_proj_qkv.forward(inputs)?)?;
@@ -136,28 +133,18 @@ impl GatedDeltaNet {
 
         // A right-padded batch's prefill: the padding after each sequence's tokens must not
         // reach the convolution's or the recurrence's state (Python: `ArraysCache.make_mask`).
-        let mask = match cache.as_ref().and_then(|c| c.lengths.as_ref()) {
-            Some(lengths) => Some(ops::less(
-                &ops::arange(0, s, 1, Dtype::Int32)?,
-                &ops::expand_dims(lengths, 1)?,
-            )?),
+        let mask = match &cache {
+            Some(c) => c.make_mask(s)?,
             None => None,
         };
-        let qkv = match &mask {
-            Some(m) => ops::where_(
-                &ops::expand_dims(m, -1)?,
-                &qkv,
-                &ops::zeros(&[], qkv.dtype())?,
-            )?,
-            None => qkv,
-        };
-        let n_keep = self.conv_kernel_size - 1;
-        let conv_state = match &cache {
-            Some(c) => c.conv.clone(),
-            None => ops::zeros(&[b, n_keep, self.conv_dim()], inputs.dtype())?,
-        };
-        let conv_input = ops::concatenate(&[conv_state, qkv], 1)?;
-        let conv_out = silu(&self.conv1d.forward(&conv_input)?)?;
+        let conv_out = causal_conv1d(
+            &self.conv1d,
+            &qkv,
+            mask.as_ref(),
+            cache.as_deref_mut(),
+            CONV,
+            ConvActivation::Silu,
+        )?;
         let kd = self.key_dim();
         let parts = ops::split(&conv_out, vec![kd, 2 * kd], -1)?;
         let q = ops::reshape(&parts[0], &[b, s, self.num_k_heads, self.head_k_dim])?;
@@ -166,7 +153,7 @@ impl GatedDeltaNet {
 
         let (q, k) = normalize_qk(&q, &k, (self.head_k_dim as f64).powf(-0.5), 1e-6)?;
         let state = match &cache {
-            Some(c) => c.recurrent.clone(),
+            Some(c) => c[STATE].clone(),
             None => ops::zeros(
                 &[b, self.num_v_heads, self.head_v_dim, self.head_k_dim],
                 Dtype::Float32,
@@ -185,24 +172,8 @@ impl GatedDeltaNet {
             use_kernel,
         )?;
         if let Some(c) = cache {
-            match c.lengths.take() {
-                // Each sequence's last `n_keep` real inputs.
-                Some(lengths) => {
-                    let ends = ops::clip(&lengths, 0, s)?;
-                    let positions = ops::add(
-                        &ops::expand_dims(&ends, 1)?,
-                        &ops::arange(0, n_keep, 1, Dtype::Int32)?,
-                    )?;
-                    let positions = ops::expand_dims(&positions, -1)?;
-                    c.conv = ops::take_along_axis(&conv_input, &positions, 1)?;
-                    c.lengths = Some(ops::subtract(&lengths, s)?);
-                }
-                None => {
-                    let len = conv_input.shape()[1];
-                    c.conv = ops::contiguous(&conv_input.index((.., len - n_keep..))?, None)?;
-                }
-            }
-            c.recurrent = state;
+            c[STATE] = state;
+            c.advance(s)?;
         }
         let out = self.norm.forward(&out, &z)?;
         self.out_proj.forward(&ops::reshape(&out, &[b * s, -1])?)
@@ -242,13 +213,12 @@ impl TokenMixer for GatedDeltaNet {
     /// The convolution state and the float32 recurrent state (Python: `ArraysCache(2)`,
     /// allocated up front).
     fn make_cache(&self, batch: i32, _capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        Ok(LayerCache::Arrays(ArraysCache {
-            conv: ops::zeros(&[batch, self.conv_kernel_size - 1, self.conv_dim()], dtype)?,
-            recurrent: ops::zeros(
+        Ok(LayerCache::Arrays(ArraysCache::new(vec![
+            conv_state(&self.conv1d, batch, dtype)?,
+            ops::zeros(
                 &[batch, self.num_v_heads, self.head_v_dim, self.head_k_dim],
                 Dtype::Float32,
             )?,
-            lengths: None,
-        }))
+        ])))
     }
 }

@@ -46,10 +46,7 @@ impl PlainMask {
         cache: impl IntoIterator<Item = &'c LayerCache>,
         n: i32,
     ) -> Result<PlainMask> {
-        let kv = cache.into_iter().find_map(|c| match c {
-            LayerCache::Kv(kv) => Some(kv),
-            _ => None,
-        });
+        let kv = cache.into_iter().find_map(LayerCache::first_kv);
         Ok(match kv {
             Some(kv) => PlainMask::Cached(kv.mask(n, None)?),
             None => PlainMask::None,

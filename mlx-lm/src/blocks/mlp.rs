@@ -11,6 +11,12 @@ pub fn silu(x: &Array) -> Result<Array> {
     ops::multiply(x, &ops::sigmoid(x)?)
 }
 
+/// Python: `swiglu(gate, x)`: `silu(gate) * x` (mlx_lm compiles it; on the same libmlx the
+/// separate ops give the same values).
+pub fn swiglu(gate: &Array, x: &Array) -> Result<Array> {
+    ops::multiply(&silu(gate)?, x)
+}
+
 /// Python: `MLP` of llama / qwen2 / qwen3 / Qwen3.5: SwiGLU,
 /// `down_proj(silu(gate_proj(x)) * up_proj(x))`.
 #[derive(Debug, Clone, TreeNode)]
@@ -39,8 +45,7 @@ impl Mlp {
 
 impl Forward for Mlp {
     fn forward(&self, x: &Array) -> Result<Array> {
-        let gate = silu(&self.gate_proj.forward(x)?)?;
-        self.down_proj
-            .forward(&ops::multiply(&gate, &self.up_proj.forward(x)?)?)
+        let hidden = swiglu(&self.gate_proj.forward(x)?, &self.up_proj.forward(x)?)?;
+        self.down_proj.forward(&hidden)
     }
 }

@@ -1,25 +1,31 @@
 //! The building blocks architectures are written on, each written once: attention with a
-//! cache ([`attention`]), the gated delta net of linear attention ([`gated_delta_net`]),
-//! MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]), masks ([`mask`]), the
-//! rows/heads reshapes ([`rows`]), and the decoder stack generic over its token and channel
-//! mixers ([`decoder`]).
+//! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
+//! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
+//! convolution, [`short_conv`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]),
+//! masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's stack of layers is
+//! made of ([`layer`]: the [`Layer`] trait and the loop over layers), and the dense decoder
+//! layer generic over its token and channel mixers ([`decoder`]).
 
 pub mod attention;
+pub mod conv;
 pub mod decoder;
 pub mod gated_delta_net;
+pub mod layer;
 pub mod mask;
 pub mod mlp;
 pub mod norm;
 pub mod rope;
 pub mod rows;
+pub mod short_conv;
 
-pub use attention::{Attention, AttentionConfig};
-pub use decoder::{
-    load_lm_head, DecoderLayer, DecoderModel, Hybrid, LayerContext, StackConfig, TokenMixer,
-};
+pub use attention::{Attention, AttentionConfig, AttentionParts};
+pub use conv::{causal_conv1d, ConvActivation};
+pub use decoder::{load_lm_head, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};
+pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
 pub use mlp::Mlp;
 pub use norm::RmsNormGated;
 pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
+pub use short_conv::ShortConv;

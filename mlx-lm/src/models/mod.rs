@@ -4,12 +4,14 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
+pub mod lfm2;
 pub mod llama;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
 pub mod smollm3;
 
+pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
@@ -31,8 +33,9 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 5] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 6] {
     [
+        ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),

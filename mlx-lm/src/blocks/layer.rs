@@ -1,0 +1,138 @@
+//! What a model's stack of layers is made of, whatever its layers look like: the [`Layer`]
+//! trait and the loop over layers that every architecture runs ([`forward_layers`],
+//! [`make_layer_caches`]).
+//!
+//! mlx_lm's architectures differ in their layers far more than in their stacks: a dense
+//! decoder's layer is `input_layernorm → mixer → post_attention_layernorm → mlp`
+//! ([`DecoderLayer`](crate::blocks::DecoderLayer)), lfm2's is `operator_norm → conv or
+//! self_attn → ffn_norm → feed_forward`, mamba's a single `norm → mixer`, falcon_h1's runs
+//! two mixers side by side, rwkv7's hands a value on to the next layer. So each architecture
+//! declares its own layer struct with mlx_lm's field names (its parameter paths) and
+//! implements [`Layer`] for it; the stack around the layers (embedding, masks, the cache
+//! entry of each layer, the final norm) is the same loop for all of them.
+
+use mlx_nn::MaybeQuantizedEmbedding;
+use mlx_rs::{Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::mask::Masks;
+use crate::blocks::rows::{wrong_input, Rows};
+use crate::cache::LayerCache;
+use crate::kernels::KernelOptions;
+
+/// What a layer gets besides its input: the call's rows and masks, and the model's kernel
+/// choices.
+#[derive(Debug, Clone, Copy)]
+pub struct LayerContext<'a> {
+    pub rows: Rows,
+    pub masks: &'a Masks,
+    pub kernels: KernelOptions,
+}
+
+/// One layer of a model's stack (Python: the module each entry of `model.layers` is).
+pub trait Layer: TreeNode {
+    /// What a layer hands the next besides the hidden states (rwkv7's `v_first`, made by
+    /// the first layer and read by the others); `()` for layers that hand on nothing. The
+    /// stack starts it at its default.
+    type Carry: Default;
+
+    /// Rows `h` `[B * L, hidden]` to rows, continuing this layer's entry of the cache.
+    fn forward(
+        &self,
+        h: &Array,
+        carry: &mut Self::Carry,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array>;
+
+    /// Whether the layer has an entry in the model's cache (default: yes). A layer without
+    /// state (nemotron_h's MLP blocks) has none, as in mlx_lm's cache list, which is then
+    /// shorter than the layers.
+    fn has_cache(&self) -> bool {
+        true
+    }
+
+    /// This layer's cache for `batch` sequences of up to `capacity` positions (asked only of
+    /// a layer that [`has_cache`](Self::has_cache)).
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache>;
+
+    /// The sliding window of the layer's attention, if it has one.
+    fn window(&self) -> Option<i32> {
+        None
+    }
+}
+
+/// Runs `layers` over the embedded rows `h`, each layer with its entry of `cache` (Python:
+/// the loop of every `Model.__call__`, with the masks `create_attention_mask` makes once per
+/// call); the final norm is the caller's.
+pub fn forward_layers<L: Layer>(
+    layers: &[L],
+    mut h: Array,
+    rows: Rows,
+    kernels: KernelOptions,
+    mut cache: Option<&mut [LayerCache]>,
+) -> Result<Array> {
+    // One window per cache entry, so the masks pair them with the entries.
+    let windows: Vec<Option<i32>> = layers
+        .iter()
+        .filter(|l| l.has_cache())
+        .map(|l| l.window())
+        .collect();
+    if let Some(c) = cache.as_deref() {
+        if c.len() != windows.len() {
+            return Err(wrong_input(&format!(
+                "a cache of {} layers for a model of {}",
+                c.len(),
+                windows.len()
+            )));
+        }
+    }
+    let masks = Masks::new(&windows, cache.as_deref(), rows.len)?;
+    let ctx = LayerContext {
+        rows,
+        masks: &masks,
+        kernels,
+    };
+    let mut carry = L::Carry::default();
+    let mut entry = 0;
+    for layer in layers {
+        let c = if layer.has_cache() {
+            entry += 1;
+            cache.as_deref_mut().and_then(|c| c.get_mut(entry - 1))
+        } else {
+            None
+        };
+        h = layer.forward(&h, &mut carry, &ctx, c)?;
+    }
+    Ok(h)
+}
+
+/// The cache of a stack: one entry per layer that has one, in the model's dtype.
+pub fn make_layer_caches<L: Layer>(
+    layers: &[L],
+    batch: i32,
+    capacity: i32,
+    dtype: Dtype,
+) -> Result<Vec<LayerCache>> {
+    layers
+        .iter()
+        .filter(|l| l.has_cache())
+        .map(|l| l.make_cache(batch, capacity, dtype))
+        .collect()
+}
+
+/// The dtype a model computes in: its embedding table's (the scales' when quantized).
+pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding) -> Dtype {
+    match embedding {
+        mlx_nn::MaybeQuantized::Float(e) => e.weight.dtype(),
+        mlx_nn::MaybeQuantized::Quantized(q) => q.scales.dtype(),
+    }
+}
+
+/// The vocabulary size: the embedding table's rows.
+pub fn embedding_vocab_size(embedding: &MaybeQuantizedEmbedding) -> i32 {
+    match embedding {
+        mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
+        mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
+    }
+}
