@@ -2,7 +2,9 @@
 //! prompts of one length and of different lengths (right-padded prefill rolled into left
 //! padding, the linear-attention state kept clear of the padding), chunked prefill, sliding
 //! windows, samplers, logit bias, per-sequence limits and stop tokens; one trace per
-//! generation; the errors of what a batch does not support.
+//! generation; the errors of what a batch does not support. Where mlx_lm's batch lets the
+//! padding into a recurrent state (mamba), the reference is each prompt generated alone
+//! (the case's `alone`), which the batch must reproduce.
 
 mod support;
 

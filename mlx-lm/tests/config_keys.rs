@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
-use mlx_lm::models::{Llama, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::models::{Llama, Mamba, Qwen2, Qwen3, Qwen3_5, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -39,6 +39,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen3" => Qwen3::args(c).map(drop),
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
+        "mamba" => Mamba::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -71,7 +72,16 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         assert!(unread.is_empty(), "{name}: unread {unread:?}");
         covered.push(config["model_type"].as_str().unwrap().to_string());
     }
-    for builtin in ["llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5"] {
+    for builtin in [
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "smollm3",
+        "qwen3_5",
+        "mamba",
+        "falcon_mamba",
+    ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
 }
@@ -178,6 +188,8 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             ]),
         ),
         ("qwen3_5", "mamba_ssm_dtype", json!("bfloat16")),
+        ("mamba", "hidden_act", json!("gelu")),
+        ("falcon_mamba", "time_step_rank", json!("full")),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);

@@ -21,7 +21,9 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    FalconMambaConfig,
     LlamaConfig,
+    MambaConfig,
     MistralConfig,
     Qwen2Config,
     Qwen3_5Config,
@@ -98,6 +100,9 @@ def configs():
         "qwen3": Qwen3Config(**SIZES, head_dim=16),
         "smollm3": SmolLM3Config(**SIZES),
         "qwen3_5": Qwen3_5Config(text_config=qwen3_5_text, vision_config=vision),
+        "mamba": MambaConfig(vocab_size=384, hidden_size=64, state_size=16, num_hidden_layers=4),
+        "falcon_mamba": FalconMambaConfig(vocab_size=384, hidden_size=64, state_size=16,
+                                          num_hidden_layers=4),
     }
 
 

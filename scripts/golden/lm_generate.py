@@ -420,6 +420,9 @@ PROMPT_CACHE = [
     ("llama3", 16),
     ("qwen3_5", 16),
     ("lfm2", 16),
+    # Mamba-1: conv and SSM state only, in float32 and (as mlx_lm keeps them) bfloat16.
+    ("falcon_mamba", 16),
+    ("mamba-bf16", 16),
 ]
 CONTINUE_TOKENS = 16
 

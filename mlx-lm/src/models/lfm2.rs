@@ -81,6 +81,9 @@ impl Lfm2Args {
             c.float("block_ffn_dim_multiplier")?,
         );
         let head_dim = hidden / heads;
+        // It sizes transformers' rope cache; where a llama3 or yarn rope needs it,
+        // `RotaryEmbedding::from_config` reads it.
+        c.declare_neutral(&["max_position_embeddings"]);
         let theta = match c.section("rope_parameters") {
             Some(p) => p.float("rope_theta")?,
             None => None,
