@@ -40,6 +40,9 @@ const MODELS: &[&str] = &[
     "mamba-bf16",
     "falcon_mamba",
     "falcon_mamba-4bit",
+    "recurrent_gemma",
+    "recurrent_gemma-4bit",
+    "recurrent_gemma-bf16",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -626,6 +629,11 @@ fn falcon_mamba_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("falcon_mamba");
 }
 
+#[test]
+fn recurrent_gemma_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("recurrent_gemma");
+}
+
 /// Kernel choices belong to a model, not to the process: a model loaded with the one-kernel
 /// gated delta rule off keeps computing mlx_lm's logits beside one loaded with it on (on a
 /// CUDA GPU the fused one's move in their last bits; elsewhere no kernel runs), and the choice
@@ -663,6 +671,8 @@ fn models_rebuild_from_their_leaves() {
         "lfm2-4bit",
         "mamba-4bit",
         "falcon_mamba",
+        "recurrent_gemma",
+        "recurrent_gemma-bf16",
     ] {
         let g = golden(name);
         let model = load(name);

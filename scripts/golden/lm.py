@@ -195,6 +195,33 @@ CONFIGS = {
          "mixer_rms_eps": 1e-6, "tie_word_embeddings": False},
         mx.float32, 12,
     ),
+    # RecurrentGemma-2B's block pattern (recurrent, recurrent, attention; 26 layers of 2560:
+    # here 6 of 64), its MLP of 3x the width (intermediate_size 6x), one key/value head, RoPE
+    # on half of each head, logits soft-capped at 30, tied embeddings, rms_norm_eps 1e-6; a
+    # window of 8 (2048 there) so the prompt passes it.
+    "recurrent_gemma": (
+        {"model_type": "recurrent_gemma", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 384, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "attention_bias": False, "conv1d_width": 4,
+         "logits_soft_cap": 30.0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "partial_rotary_factor": 0.5, "attention_window_size": 8,
+         "block_types": ["recurrent", "recurrent", "attention"], "lru_width": 64,
+         "hidden_activation": "gelu_pytorch_tanh", "embeddings_scale_by_sqrt_dim": True,
+         "tie_word_embeddings": True},
+        mx.float32, 13,
+    ),
+    # The same in bfloat16 with an untied output head (`lm_head`).
+    "recurrent_gemma-bf16": (
+        {"model_type": "recurrent_gemma", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 384, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "attention_bias": False, "conv1d_width": 4,
+         "logits_soft_cap": 30.0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "partial_rotary_factor": 0.5, "attention_window_size": 8,
+         "block_types": ["recurrent", "recurrent", "attention"], "lru_width": 64,
+         "hidden_activation": "gelu_pytorch_tanh", "embeddings_scale_by_sqrt_dim": True,
+         "tie_word_embeddings": False},
+        mx.bfloat16, 14,
+    ),
 }
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
@@ -220,12 +247,15 @@ QUANTIZED = {
     "mamba": (32, 4, None),
     "mamba-bf16": None,
     "falcon_mamba": (32, 4, None),
+    "recurrent_gemma": (32, 4, None),
+    "recurrent_gemma-bf16": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
-PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba"}
+PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
+                     "recurrent_gemma", "recurrent_gemma-bf16"}
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -317,6 +347,10 @@ def make_models(names):
             perturb_constants(model, mx.random.key(seed + 100))
         else:
             perturb_norms(model, mx.random.key(seed + 100))
+        if config["model_type"] == "recurrent_gemma" and config.get("tie_word_embeddings"):
+            # mlx_lm's recurrent_gemma always builds `lm_head` and drops it at load when the
+            # checkpoint has none: a tied checkpoint is one without it.
+            model.pop("lm_head")
         model.set_dtype(dtype)
         mx.eval(model.parameters())
         save(MODELS / name, model, config)
@@ -475,8 +509,23 @@ def has_recurrent_state(model):
     return any(recurrent(c) for c in make_prompt_cache(model))
 
 
+def transformers_fixes(model):
+    """mlx_lm changed to compute what transformers computes where mlx-lm follows
+    transformers against mlx_lm (the reference is then mlx_lm's ops with transformers'
+    constants): recurrent_gemma's two pre-norms take the config's `rms_norm_eps`, not
+    `nn.RMSNorm`'s default 1e-5. Returns what it changed, for the record."""
+    fixes = []
+    if model.model_type == "recurrent_gemma":
+        for layer in model.layers:
+            layer.temporal_pre_norm.eps = model.args.rms_norm_eps
+            layer.channel_pre_norm.eps = model.args.rms_norm_eps
+        fixes.append("temporal_pre_norm and channel_pre_norm eps = rms_norm_eps")
+    return fixes
+
+
 def golden(name):
     model, _ = load_model(MODELS / name)
+    fixes = transformers_fixes(model)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
     # a transformers-saved model sees the one transformers ran.
     reference = OUT / f"{name}.transformers.json"
@@ -506,6 +555,8 @@ def golden(name):
         "greedy": tokens,
         "min_greedy_margin": min(margins),
     }
+    if fixes:
+        record["transformers_fixes"] = fixes
     if has_recurrent_state(model):
         # All three forms fail for a model with key/value layers; `state_in_out` works
         # where every cache is an ArraysCache (mamba).

@@ -1,8 +1,8 @@
 //! The building blocks architectures are written on, each written once: attention with a
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
-//! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]), MLPs
-//! ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]), masks ([`mask`]), the rows/heads
+//! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Griffin's
+//! RG-LRU block, [`rglru`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]), masks ([`mask`]), the rows/heads
 //! reshapes ([`rows`]), what a model's stack of layers is made of ([`layer`]: the [`Layer`]
 //! trait and the loop over layers), and the dense decoder layer generic over its token and
 //! channel mixers ([`decoder`]).
@@ -15,6 +15,7 @@ pub mod layer;
 pub mod mask;
 pub mod mlp;
 pub mod norm;
+pub mod rglru;
 pub mod rope;
 pub mod rows;
 pub mod selective_scan;

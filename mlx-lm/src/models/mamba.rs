@@ -78,7 +78,8 @@ impl MambaArgs {
             c.declare_neutral(&["mixer_rms_eps"]);
             BcdtNorm::None
         };
-        c.require_value("hidden_act", "silu")?;
+        // The mixer's activation (transformers' ACT2FN: "swish" is SiLU too).
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         // Accepted as mlx_lm accepts it; the module doc says what it changes in transformers.
         c.bool("residual_in_fp32")?;
         // Initialization and training switches, and which of transformers' implementations

@@ -10,6 +10,7 @@ pub mod mamba;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
+pub mod recurrent_gemma;
 pub mod smollm3;
 
 pub use lfm2::Lfm2;
@@ -18,6 +19,7 @@ pub use mamba::Mamba;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
+pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -35,7 +37,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 7] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 8] {
     [
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
@@ -43,6 +45,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 7] {
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
+        ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
     ]
 }
