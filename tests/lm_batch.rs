@@ -150,6 +150,9 @@ fn what_a_batch_does_not_support_is_an_error() {
     assert!(err(&qwen3, &[vec![5], vec![]], &plain).contains("prompt 1: the prompt is empty"));
     assert!(err(&qwen3, &[vec![5, 100_000]], &plain).contains("outside the vocabulary"));
     assert!(err(&llama3, &[vec![5, 6, 7], vec![8, 9]], &plain).contains("sliding-window"));
+    // recurrent_gemma's local attention keeps a rotating cache too.
+    let recurrent_gemma = load_named("recurrent_gemma");
+    assert!(err(&recurrent_gemma, &[vec![5, 6, 7], vec![8, 9]], &plain).contains("sliding-window"));
     let penalty = GenerateOptions {
         processors: LogitsProcessors {
             repetition_penalty: Some(1.3),

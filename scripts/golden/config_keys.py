@@ -28,6 +28,7 @@ from transformers import (  # noqa: E402
     Qwen2Config,
     Qwen3_5Config,
     Qwen3Config,
+    RecurrentGemmaConfig,
     SmolLM3Config,
 )
 
@@ -103,6 +104,10 @@ def configs():
         "mamba": MambaConfig(vocab_size=384, hidden_size=64, state_size=16, num_hidden_layers=4),
         "falcon_mamba": FalconMambaConfig(vocab_size=384, hidden_size=64, state_size=16,
                                           num_hidden_layers=4),
+        # One key/value head, as every RecurrentGemma (transformers' default is one per head).
+        "recurrent_gemma": RecurrentGemmaConfig(vocab_size=384, hidden_size=64,
+                                                intermediate_size=192, num_hidden_layers=6,
+                                                num_attention_heads=4, num_key_value_heads=1),
     }
 
 

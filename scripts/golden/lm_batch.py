@@ -26,6 +26,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+from lm import transformers_fixes  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
@@ -72,11 +73,17 @@ CASES = [
     {"model": "mamba", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
     {"model": "falcon_mamba-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
+    # recurrent_gemma (RG-LRU state beside rotating caches): prompts of one length only (its
+    # rotating caches cannot take a padded batch here), longer than the window and than one
+    # prefill chunk, so the RG-LRU's position-0 reset must not recur in later chunks.
+    {"model": "recurrent_gemma", "lengths": [20, 20, 20], "max_tokens": 16,
+     "prefill_step_size": 8},
 ]
 
 
 def case_tokens(case):
     model, tokenizer = load(str(MODELS / case["model"]))
+    transformers_fixes(model)
     ps = prompts(case["model"], case["lengths"])
     kwargs = {}
     if "temp" in case:

@@ -132,7 +132,9 @@ impl Layer for MambaResidualBlock {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let y = self.mixer.forward(&self.norm.forward(x)?, ctx.rows, cache)?;
+        let y = self
+            .mixer
+            .forward(&self.norm.forward(x)?, ctx.rows, cache)?;
         ops::add(&y, x)
     }
 

@@ -95,7 +95,18 @@ impl RecurrentGemmaArgs {
         c.require_value("num_key_value_heads", 1)?;
         // transformers' "gelu_pytorch_tanh": the tanh approximation (mlx's `gelu_approx`).
         c.require_value("hidden_activation", "gelu_pytorch_tanh")?;
-        let head_dim = hidden / heads;
+        // transformers writes `hidden_size // num_attention_heads` here, as mlx_lm computes it.
+        let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
+        if head_dim != hidden / heads {
+            return Err(invalid(
+                c.path(),
+                &c.key("head_dim"),
+                &format!(
+                    "{head_dim}, not hidden_size / num_attention_heads = {}",
+                    hidden / heads
+                ),
+            ));
+        }
         let params = c.section("rope_parameters");
         let partial = match params.as_ref().map(|p| p.float("partial_rotary_factor")) {
             Some(Ok(Some(f))) => f,
@@ -106,7 +117,8 @@ impl RecurrentGemmaArgs {
             p.declare_neutral(&["rope_type"]);
         }
         let theta = rope_theta(c, Some(10_000.0))?;
-        let rope = RotaryEmbedding::from_config(c, (head_dim as f64 * partial) as i32, theta, false)?;
+        let rope =
+            RotaryEmbedding::from_config(c, (head_dim as f64 * partial) as i32, theta, false)?;
         // Weight initialization and dropout: not a loaded model's business.
         c.declare_neutral(&[
             "w_init_variance_scale",
