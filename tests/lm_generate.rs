@@ -796,7 +796,7 @@ fn mamba_hf_layout_loads_and_config_keys_are_read() {
         load_model(&dir, LoadOptions::default()).map(|(m, _)| m)
     };
     let max_diff = |model: &Model| {
-        let d = ops::abs(&ops::subtract(&logits(model), &reference).unwrap()).unwrap();
+        let d = ops::abs(&ops::subtract(logits(model), &reference).unwrap()).unwrap();
         ops::max(&d, None, false).unwrap().item::<f32>().unwrap()
     };
     // Without the dt/B/C norms the same weights are another model.
