@@ -14,12 +14,13 @@
 //! ```
 //!
 //! mlx_lm runs the scan one position at a time, projections included, as a Python loop of
-//! small ops: a prefill of `T` tokens is `T` rounds of ~15 ops per layer. The loop here is
-//! that loop, op for op, so the logits are mlx_lm's bit for bit; a decode step (`T = 1`) is
-//! one round, and compiled it is one graph. Hoisting `x_proj`/`dt_proj` out of the loop (one
-//! matmul over all positions) would cut the prefill's ops by two thirds, but a matmul of `T`
-//! rows need not round each row as a matmul of one does, so it would not be mlx_lm's bits;
-//! a scan kernel (the notes' K1) is where a faster prefill belongs, behind this block's
+//! small ops: a prefill of `T` tokens is `T` rounds of some 20 ops per layer (23 with
+//! falcon_mamba's norms), each a separate dispatch. The loop here is that loop, op for op,
+//! so the logits are mlx_lm's bit for bit; a decode step (`T = 1`) is one round, and
+//! compiled it is one graph. Hoisting `x_proj`/`dt_proj`/softplus out of the loop (one
+//! matmul over all positions) would remove a quarter of those ops, but a matmul of `T` rows
+//! need not round each row as a matmul of one does, so it would not be mlx_lm's bits; a scan
+//! kernel (the notes' K1) is where a faster prefill belongs, behind this block's
 //! [`MambaMixer::scan`].
 //!
 //! The state stays in the model's dtype, as mlx_lm keeps it (transformers keeps it in
