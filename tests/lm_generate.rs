@@ -408,7 +408,13 @@ fn a_generation_continues_from_its_own_cache() {
     // A generation of 8 tokens, then one of 16 from its cache, equals one of 24: the cache
     // holds the prompt and the first 7 tokens (the 8th was not fed back), so the second turn
     // starts from the 8th token.
-    for name in ["qwen3_5", "llama3", "lfm2"] {
+    for name in [
+        "qwen3_5",
+        "llama3",
+        "lfm2",
+        "falcon_mamba",
+        "recurrent_gemma",
+    ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
         let whole = greedy(&model, &prompt, None, 24);
@@ -511,7 +517,15 @@ fn stop_strings_cut_the_text_after_multibyte_characters() {
 fn quantizing_at_load_equals_mlx_lm_quantize() {
     // mlx_lm's quantize_model(model, group_size=32, bits=4) wrote the -4bit directories; the
     // float directory quantized as it loads must give the same model: the same logits.
-    for name in ["mistral", "qwen2", "qwen3", "qwen3_5", "lfm2"] {
+    for name in [
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "qwen3_5",
+        "lfm2",
+        "mamba",
+        "falcon_mamba",
+    ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
                 group_size: 32,
@@ -720,9 +734,17 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
 fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // The golden tokens came from one prefill chunk; chunks shorter and longer than llama3's
     // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state and lfm2's
-    // short-convolution state (two inputs, longer than a chunk of one) across, must give the
-    // same tokens.
-    for name in ["llama3", "qwen3_5", "mistral-4bit", "lfm2"] {
+    // short-convolution state (two inputs, longer than a chunk of one), falcon_mamba's conv
+    // and SSM state and recurrent_gemma's (whose RG-LRU resets at position 0 only, not at a
+    // chunk's start) across, must give the same tokens.
+    for name in [
+        "llama3",
+        "qwen3_5",
+        "mistral-4bit",
+        "lfm2",
+        "falcon_mamba",
+        "recurrent_gemma",
+    ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let prompt = ids(&json["prompt"]);
@@ -741,4 +763,143 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
             assert_eq!(tokens, expected, "{name}, chunks of {chunk}");
         }
     }
+}
+
+/// mamba's config reader and sanitize: a Hugging Face checkpoint (convolution weights `[C, 1,
+/// K]`, the width given as `expand` alone) is the same model; `falcon_mamba` is mamba with
+/// its dt/B/C norms (the same weights read as `mamba` give other logits); the norms' eps is
+/// `layer_norm_epsilon`, as transformers reads it (mlx_lm: always 1e-5); a config that does
+/// not fit is an error naming the key.
+#[test]
+fn mamba_hf_layout_loads_and_config_keys_are_read() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("falcon_mamba"));
+    let dir = copy_model("falcon_mamba", "falcon-mamba-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("mixer.conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let mut json = original.clone();
+    json.as_object_mut().unwrap().remove("intermediate_size");
+    std::fs::write(&config, json.to_string()).unwrap();
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default()).map(|(m, _)| m)
+    };
+    let max_diff = |model: &Model| {
+        let d = ops::abs(&ops::subtract(logits(model), &reference).unwrap()).unwrap();
+        ops::max(&d, None, false).unwrap().item::<f32>().unwrap()
+    };
+    // Without the dt/B/C norms the same weights are another model.
+    let plain = with(&|j| j["model_type"] = "mamba".into()).unwrap();
+    assert!(max_diff(&plain) > 1e-2, "{}", max_diff(&plain));
+    let normed = with(&|j| {
+        j["model_type"] = "mamba".into();
+        j["use_bcdt_rms"] = true.into();
+    })
+    .unwrap();
+    assert_eq!(max_diff(&normed), 0.0);
+    let eps = with(&|j| j["layer_norm_epsilon"] = 0.5.into()).unwrap();
+    assert!(max_diff(&eps) > 1e-2, "{}", max_diff(&eps));
+
+    let err = |change: &dyn Fn(&mut Value)| with(change).err().unwrap().to_string();
+    let e = err(&|j| j["time_step_rank"] = "full".into());
+    assert!(
+        e.contains("config.json") && e.contains("time_step_rank") && e.contains("full"),
+        "{e}"
+    );
+    let e = err(&|j| j["time_step_rank"] = 3.into());
+    assert!(e.contains("mixer.x_proj.weight"), "{e}");
+    let e = err(&|j| {
+        j.as_object_mut().unwrap().remove("use_conv_bias");
+    });
+    assert!(e.contains("use_conv_bias") && e.contains("missing"), "{e}");
+    let e = err(&|j| j["hidden_act"] = "gelu".into());
+    assert!(e.contains("hidden_act") && e.contains("gelu"), "{e}");
+    let e = err(&|j| j["tie_word_embeddings"] = true.into());
+    assert!(e.contains("lm_head.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// recurrent_gemma's config reader and sanitize: a Hugging Face checkpoint (convolution
+/// weights `[C, 1, K]`, `rope_theta` under `rope_parameters`) is the same model; the RG-LRU
+/// resets at the sequence's position 0, also when the sequence starts in a cache that
+/// already holds other positions' state; a config that does not fit is an error naming the
+/// key.
+#[test]
+fn recurrent_gemma_hf_layout_loads_and_config_keys_are_read() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let model = load("recurrent_gemma");
+    let reference = logits(&model);
+    let dir = copy_model("recurrent_gemma", "recurrent-gemma-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("conv_1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let mut json = original.clone();
+    let top = json.as_object_mut().unwrap();
+    top.remove("rope_theta");
+    top.remove("partial_rotary_factor");
+    top.insert(
+        "rope_parameters".into(),
+        serde_json::json!({"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}),
+    );
+    std::fs::write(&config, json.to_string()).unwrap();
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    // Chunks after the first continue the recurrence: the same logits for the last chunk
+    // whether the first 16 positions came through the cache or not.
+    let mut cache = model.make_cache(1, 256).unwrap();
+    let head = Array::from_slice(&(3..19).collect::<Vec<i32>>(), &[1, 16]).unwrap();
+    model.forward(&head, Some(&mut cache)).unwrap();
+    let tail = Array::from_slice(&(19..27).collect::<Vec<i32>>(), &[1, 8]).unwrap();
+    let chunked = model.forward(&tail, Some(&mut cache)).unwrap();
+    let whole = reference.index((.., 16..)).unwrap();
+    let d = ops::abs(&ops::subtract(&chunked, &whole).unwrap()).unwrap();
+    let d = ops::max(&d, None, false).unwrap().item::<f32>().unwrap();
+    // The window's attention sums over another key order in the rotating cache; a reset
+    // at the chunk's start moves them by 1e-1 and more.
+    assert!(d < 1e-4, "{d}");
+
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["block_types"] = serde_json::json!(["recurrent"]));
+    assert!(
+        e.contains("config.json") && e.contains("block_types") && e.contains("no attention"),
+        "{e}"
+    );
+    let e = err(&|j| j["block_types"] = serde_json::json!(["recurrent", "mamba"]));
+    assert!(e.contains("block_types") && e.contains("mamba"), "{e}");
+    let e = err(&|j| j["num_key_value_heads"] = 2.into());
+    assert!(e.contains("num_key_value_heads"), "{e}");
+    let e = err(&|j| j["attention_bias"] = true.into());
+    assert!(e.contains("temporal_block.q_proj.bias"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -16,6 +16,7 @@ const MODEL_REMAPPING: &[(&str, &str)] = &[
     ("mistral", "llama"),
     ("iquestcoder", "llama"),
     ("xverse", "llama"),
+    ("falcon_mamba", "mamba"),
 ];
 
 /// transformers' `PreTrainedConfig` keys (5.23, plus those 4.x wrote, plus the generation

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
-use mlx_lm::models::{Llama, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::models::{Llama, Mamba, Qwen2, Qwen3, Qwen3_5, RecurrentGemma, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -41,6 +41,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
         "lfm2" => Lfm2Args::from_config(c).map(drop),
+        "mamba" => Mamba::args(c).map(drop),
+        "recurrent_gemma" => RecurrentGemma::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -74,7 +76,16 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         covered.push(config["model_type"].as_str().unwrap().to_string());
     }
     for builtin in [
-        "llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5", "lfm2",
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "smollm3",
+        "qwen3_5",
+        "lfm2",
+        "mamba",
+        "falcon_mamba",
+        "recurrent_gemma",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -83,6 +94,11 @@ fn every_key_of_transformers_configs_is_accounted_for() {
 #[test]
 fn an_activation_other_than_silu_is_an_error_naming_it() {
     for (name, mut config) in transformers_configs() {
+        if name == "recurrent_gemma" {
+            // Its activation is GELU, under `hidden_activation`
+            // (`values_the_architecture_does_not_compute_with_are_errors`).
+            continue;
+        }
         text(&mut config).insert("hidden_act".into(), json!("gelu_pytorch_tanh"));
         let (result, _) = read_config(&format!("act-{name}"), &config);
         let e = result.expect_err(&name).to_string();
@@ -182,6 +198,11 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             ]),
         ),
         ("qwen3_5", "mamba_ssm_dtype", json!("bfloat16")),
+        ("mamba", "hidden_act", json!("gelu")),
+        ("falcon_mamba", "time_step_rank", json!("full")),
+        ("recurrent_gemma", "num_key_value_heads", json!(4)),
+        ("recurrent_gemma", "hidden_activation", json!("gelu")),
+        ("recurrent_gemma", "head_dim", json!(32)),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);

@@ -22,11 +22,14 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     Lfm2Config,
+    FalconMambaConfig,
     LlamaConfig,
+    MambaConfig,
     MistralConfig,
     Qwen2Config,
     Qwen3_5Config,
     Qwen3Config,
+    RecurrentGemmaConfig,
     SmolLM3Config,
 )
 
@@ -123,6 +126,13 @@ def configs():
             full_attn_idxs=[1, 3],
             rope_parameters={"rope_type": "linear", "rope_theta": 1000000.0, "factor": 2.0},
         ),
+        "mamba": MambaConfig(vocab_size=384, hidden_size=64, state_size=16, num_hidden_layers=4),
+        "falcon_mamba": FalconMambaConfig(vocab_size=384, hidden_size=64, state_size=16,
+                                          num_hidden_layers=4),
+        # One key/value head, as every RecurrentGemma (transformers' default is one per head).
+        "recurrent_gemma": RecurrentGemmaConfig(vocab_size=384, hidden_size=64,
+                                                intermediate_size=192, num_hidden_layers=6,
+                                                num_attention_heads=4, num_key_value_heads=1),
     }
 
 

@@ -71,7 +71,8 @@ BASE = {
 # name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
 # biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
 # sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, SmolLM3's layers
-# without positional embedding (NoPE), LFM2's short-convolution/attention layer mix, bf16
+# without positional embedding (NoPE), LFM2's short-convolution/attention layer mix, Mamba-1's
+# selective-scan stacks (falcon_mamba's dt/B/C norms), bf16
 # weights.
 CONFIGS = {
     # A Mistral-style config: mlx_lm maps model_type mistral onto llama.
@@ -161,6 +162,66 @@ CONFIGS = {
          "max_position_embeddings": 8192, "rope_theta": 100000.0, "tie_word_embeddings": True},
         mx.bfloat16, 7,
     ),
+    # Mamba-130M's shape (selective-scan layers only, expand 2, state 16, conv 4,
+    # time_step_rank "auto" = ceil(hidden / 16), no projection biases, tied embeddings) at
+    # hidden 64 and 4 of its 24 layers, with the keys transformers' MambaConfig writes.
+    "mamba": (
+        {"model_type": "mamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "expand": 2, "state_size": 16, "num_hidden_layers": 4, "conv_kernel": 4,
+         "use_bias": False, "use_conv_bias": True, "time_step_rank": "auto",
+         "layer_norm_epsilon": 1e-5, "residual_in_fp32": True, "hidden_act": "silu",
+         "tie_word_embeddings": True},
+        mx.float32, 10,
+    ),
+    # Mamba-370M's depth-to-width (48 layers of 1024: here 6 of 64) in bfloat16, as
+    # `mlx_lm.convert --dtype bfloat16` writes it, with what the other config leaves out: an
+    # untied output head, projection biases, an explicit time_step_rank.
+    "mamba-bf16": (
+        {"model_type": "mamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "expand": 2, "state_size": 16, "num_hidden_layers": 6, "conv_kernel": 4,
+         "use_bias": True, "use_conv_bias": True, "time_step_rank": 8,
+         "layer_norm_epsilon": 1e-5, "residual_in_fp32": True, "hidden_act": "silu",
+         "tie_word_embeddings": False},
+        mx.bfloat16, 11,
+    ),
+    # FalconMamba-7B's shape (mlx_lm serves model_type falcon_mamba with mamba's code and
+    # use_bcdt_rms: weightless RMSNorm of dt, B and C, eps mixer_rms_eps; untied head) at
+    # hidden 64, 4 of its 64 layers.
+    "falcon_mamba": (
+        {"model_type": "falcon_mamba", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "expand": 2, "state_size": 16, "num_hidden_layers": 4,
+         "conv_kernel": 4, "use_bias": False, "use_conv_bias": True, "time_step_rank": "auto",
+         "layer_norm_epsilon": 1e-5, "residual_in_fp32": True, "hidden_act": "silu",
+         "mixer_rms_eps": 1e-6, "tie_word_embeddings": False},
+        mx.float32, 12,
+    ),
+    # RecurrentGemma-2B's block pattern (recurrent, recurrent, attention; 26 layers of 2560:
+    # here 6 of 64), its MLP of 3x the width (intermediate_size 6x), one key/value head, RoPE
+    # on half of each head, logits soft-capped at 30, tied embeddings, rms_norm_eps 1e-6; a
+    # window of 8 (2048 there) so the prompt passes it.
+    "recurrent_gemma": (
+        {"model_type": "recurrent_gemma", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 384, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "attention_bias": False, "conv1d_width": 4,
+         "logits_soft_cap": 30.0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "partial_rotary_factor": 0.5, "attention_window_size": 8,
+         "block_types": ["recurrent", "recurrent", "attention"], "lru_width": 64,
+         "hidden_activation": "gelu_pytorch_tanh", "embeddings_scale_by_sqrt_dim": True,
+         "tie_word_embeddings": True},
+        mx.float32, 13,
+    ),
+    # The same in bfloat16 with an untied output head (`lm_head`).
+    "recurrent_gemma-bf16": (
+        {"model_type": "recurrent_gemma", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 384, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "attention_bias": False, "conv1d_width": 4,
+         "logits_soft_cap": 30.0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "partial_rotary_factor": 0.5, "attention_window_size": 8,
+         "block_types": ["recurrent", "recurrent", "attention"], "lru_width": 64,
+         "hidden_activation": "gelu_pytorch_tanh", "embeddings_scale_by_sqrt_dim": True,
+         "tie_word_embeddings": False},
+        mx.bfloat16, 14,
+    ),
 }
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
@@ -183,12 +244,18 @@ QUANTIZED = {
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
+    "mamba": (32, 4, None),
+    "mamba-bf16": None,
+    "falcon_mamba": (32, 4, None),
+    "recurrent_gemma": (32, 4, None),
+    "recurrent_gemma-bf16": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
-PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b"}
+PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
+                     "recurrent_gemma", "recurrent_gemma-bf16"}
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -280,6 +347,10 @@ def make_models(names):
             perturb_constants(model, mx.random.key(seed + 100))
         else:
             perturb_norms(model, mx.random.key(seed + 100))
+        if config["model_type"] == "recurrent_gemma" and config.get("tie_word_embeddings"):
+            # mlx_lm's recurrent_gemma always builds `lm_head` and drops it at load when the
+            # checkpoint has none: a tied checkpoint is one without it.
+            model.pop("lm_head")
         model.set_dtype(dtype)
         mx.eval(model.parameters())
         save(MODELS / name, model, config)
@@ -438,8 +509,23 @@ def has_recurrent_state(model):
     return any(recurrent(c) for c in make_prompt_cache(model))
 
 
+def transformers_fixes(model):
+    """mlx_lm changed to compute what transformers computes where mlx-lm follows
+    transformers against mlx_lm (the reference is then mlx_lm's ops with transformers'
+    constants): recurrent_gemma's two pre-norms take the config's `rms_norm_eps`, not
+    `nn.RMSNorm`'s default 1e-5. Returns what it changed, for the record."""
+    fixes = []
+    if model.model_type == "recurrent_gemma":
+        for layer in model.layers:
+            layer.temporal_pre_norm.eps = model.args.rms_norm_eps
+            layer.channel_pre_norm.eps = model.args.rms_norm_eps
+        fixes.append("temporal_pre_norm and channel_pre_norm eps = rms_norm_eps")
+    return fixes
+
+
 def golden(name):
     model, _ = load_model(MODELS / name)
+    fixes = transformers_fixes(model)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
     # a transformers-saved model sees the one transformers ran.
     reference = OUT / f"{name}.transformers.json"
@@ -469,8 +555,11 @@ def golden(name):
         "greedy": tokens,
         "min_greedy_margin": min(margins),
     }
+    if fixes:
+        record["transformers_fixes"] = fixes
     if has_recurrent_state(model):
-        # For every such model here all three forms fail (each has key/value layers).
+        # All three forms fail for a model with key/value layers; `state_in_out` works
+        # where every cache is an ArraysCache (mamba).
         record["mx_compile"] = compile_attempts(model, prompt)
     (OUT / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "

@@ -43,6 +43,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+from lm import transformers_fixes  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
@@ -420,6 +421,11 @@ PROMPT_CACHE = [
     ("llama3", 16),
     ("qwen3_5", 16),
     ("lfm2", 16),
+    # Mamba-1: conv and SSM state only, in float32 and (as mlx_lm keeps them) bfloat16.
+    ("falcon_mamba", 16),
+    ("mamba-bf16", 16),
+    # RG-LRU and conv state beside a rotating cache (window 8) past its window.
+    ("recurrent_gemma", 16),
 ]
 CONTINUE_TOKENS = 16
 
@@ -428,6 +434,7 @@ def prompt_cache():
     cases = []
     for name, prefix in PROMPT_CACHE:
         model, _ = load(str(MODELS / name))
+        transformers_fixes(model)
         prompt = prompt_ids(name)
         cache = make_prompt_cache(model)
         model(prompt[None, :prefix], cache=cache)

@@ -27,6 +27,11 @@ pub struct LayerContext<'a> {
     pub rows: Rows,
     pub masks: &'a Masks,
     pub kernels: KernelOptions,
+    /// The positions the model's cache held before this call (the first key/value or
+    /// rotating cache's offset, an `int32` scalar): where a layer without such a cache of
+    /// its own needs the position (recurrent_gemma's RG-LRU resets at position 0). `None`
+    /// without a cache, or with one of recurrent state only.
+    pub offset: Option<&'a Array>,
 }
 
 /// One layer of a model's stack (Python: the module each entry of `model.layers` is).
@@ -88,10 +93,14 @@ pub fn forward_layers<L: Layer>(
         }
     }
     let masks = Masks::new(&windows, cache.as_deref(), rows.len)?;
+    let offset = cache
+        .as_deref()
+        .and_then(|c| c.iter().find_map(LayerCache::offset).cloned());
     let ctx = LayerContext {
         rows,
         masks: &masks,
         kernels,
+        offset: offset.as_ref(),
     };
     let mut carry = L::Carry::default();
     let mut entry = 0;

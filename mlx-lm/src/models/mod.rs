@@ -6,16 +6,20 @@
 pub mod base;
 pub mod lfm2;
 pub mod llama;
+pub mod mamba;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
+pub mod recurrent_gemma;
 pub mod smollm3;
 
 pub use lfm2::Lfm2;
 pub use llama::Llama;
+pub use mamba::Mamba;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
+pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -33,13 +37,15 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 6] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 8] {
     [
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
+        ("mamba", builtin!(Mamba)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
+        ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
     ]
 }
