@@ -504,3 +504,39 @@ fn cancelling_frees_the_slot_for_the_next_request() {
     assert!(engine.is_idle());
     assert_eq!(engine.traces(), 1);
 }
+
+#[test]
+fn a_cache_with_row_offsets_writes_and_masks_each_row_at_its_own_position() {
+    use mlx::core::{ops, Array, Dtype};
+    use mlx::lm::KvCache;
+    let mut cache = KvCache::new(2, 1, 6, (2, 2), Dtype::Float32).unwrap();
+    cache.set_row_offsets().unwrap();
+    cache.offset = Array::from_slice(&[3i32, 1], &[2]).unwrap();
+    // Two new positions per row: row 0 at 3 and 4, row 1 at 1 and 2.
+    let new = ops::reshape(
+        &ops::arange(1, 9, 1, Dtype::Float32).unwrap(),
+        &[2, 1, 2, 2],
+    )
+    .unwrap();
+    let (keys, _, mask) = cache.update_and_fetch(&new, &new, None).unwrap();
+    assert_eq!(cache.offset.to_vec::<i32>().unwrap(), vec![5, 3]);
+    let keys = keys.to_vec::<f32>().unwrap();
+    let row = |b: usize| keys[b * 12..(b + 1) * 12].to_vec();
+    assert_eq!(row(0), vec![0., 0., 0., 0., 0., 0., 1., 2., 3., 4., 0., 0.]);
+    assert_eq!(row(1), vec![0., 0., 5., 6., 7., 8., 0., 0., 0., 0., 0., 0.]);
+    assert_eq!(mask.shape(), &[2, 1, 2, 6]);
+    let mask = mask.to_vec::<bool>().unwrap();
+    let written = |m: &[bool]| m.iter().filter(|x| **x).count();
+    // Each query sees the slots up to its own position.
+    assert_eq!(
+        mask.chunks(6).map(written).collect::<Vec<_>>(),
+        vec![4, 5, 2, 3]
+    );
+    // An idle row past the end keeps writing its last slot instead of failing.
+    cache.offset = Array::from_slice(&[6i32, 0], &[2]).unwrap();
+    let one = ops::full(&[2, 1, 1, 2], 9.0f32, None).unwrap();
+    let (keys, _) = cache.update(&one, &one).unwrap();
+    let keys = keys.to_vec::<f32>().unwrap();
+    assert_eq!(&keys[10..12], &[9., 9.]);
+    assert_eq!(&keys[12..14], &[9., 9.]);
+}
