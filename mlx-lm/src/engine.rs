@@ -546,10 +546,9 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
     /// and writes it into its slot once the whole prompt but its last token is in.
     fn advance_prefill(&mut self) -> Result<()> {
-        if self.prefill.is_none() {
-            let free = self.slots.iter().position(Option::is_none);
-            if let (Some(slot), false) = (free, self.queue.is_empty()) {
-                let request = self.queue.pop_front().expect("checked non-empty");
+        let free = self.slots.iter().position(Option::is_none);
+        if let (None, Some(slot)) = (&self.prefill, free) {
+            if let Some(request) = self.queue.pop_front() {
                 // As `generate_step` prefills: a buffer of the prompt's size in steps of
                 // 256, grown to the slot's capacity afterwards, so the prefill computes
                 // what `generate_step`'s does.
@@ -590,8 +589,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             }
             p.done = end;
         }
-        if p.done == head {
-            let p = self.prefill.take().expect("checked above");
+        if p.done < head {
+            return Ok(());
+        }
+        if let Some(p) = self.prefill.take() {
             let id = p.request.id;
             self.install(p).map_err(|e| failed_prefill(id, e))?;
         }
