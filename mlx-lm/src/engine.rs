@@ -3,7 +3,8 @@
 //! step, traced once for the life of the [`Engine`], serves every mix of requests.
 //!
 //! The batch is a fixed number of slots, each a row of one cache of fixed capacity. Every
-//! key/value layer keeps one offset per row ([`KvCache::set_row_offsets`]): rotary
+//! key/value layer keeps one offset per row
+//! ([`KvCache::set_row_offsets`](crate::cache::KvCache::set_row_offsets)): rotary
 //! embeddings, the attention mask and the cache writes follow each row's own position, so a
 //! request at position 3 and one at position 900 decode in the same call. mlx_lm's batch
 //! instead shares one write position and left-pads the shorter sequences, filters rows out
@@ -20,6 +21,10 @@
 //!
 //! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
 //! random key, a dense logit bias), so requests with different settings share the batch.
+//!
+//! Each step reads its tokens back before the next one is built: the finish checks and the
+//! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
+//! a batch of one here does not match yet (about half its tokens per second on the CPU).
 
 use std::collections::{HashSet, VecDeque};
 
