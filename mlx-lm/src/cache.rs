@@ -166,6 +166,17 @@ impl KvCache {
         Ok(())
     }
 
+    /// Gives every row of the batch its own offset (`int32 [batch]`, all zero): the layout
+    /// of a continuous-batching slot batch ([`Engine`](crate::Engine)), where each row holds
+    /// another request at another position. Rotary embeddings, the mask and the writes then
+    /// follow each row's offset; the one-kernel decode attention, which reads one scalar
+    /// offset, is not used for such a cache.
+    pub fn set_row_offsets(&mut self) -> Result<()> {
+        let batch = self.keys.shape().first().copied().unwrap_or(0);
+        self.offset = ops::zeros(&[batch], Dtype::Int32)?;
+        Ok(())
+    }
+
     /// How many positions the buffers hold.
     pub fn capacity(&self) -> i32 {
         self.keys.shape().get(2).copied().unwrap_or(0)
@@ -193,8 +204,18 @@ impl KvCache {
     /// of the padding. Every key/value layer of a model's cache is at the same position, so
     /// the model makes this once per call for all of them (as mlx_lm's
     /// `create_attention_mask` does from the first layer's cache).
+    ///
+    /// With [per-row offsets](Self::set_row_offsets), each row's queries sit at its own
+    /// offset: `[batch, 1, length, capacity]`.
     pub fn mask(&self, length: i32, window: Option<i32>) -> Result<Array> {
-        let queries = ops::expand_dims(&new_positions(&self.offset, length)?, 1)?;
+        let queries = if self.offset.ndim() == 1 {
+            ops::add(
+                &ops::reshape(&self.offset, &[-1, 1, 1, 1])?,
+                &ops::reshape(&ops::arange(0, length, 1, Dtype::Int32)?, &[length, 1])?,
+            )?
+        } else {
+            ops::expand_dims(&new_positions(&self.offset, length)?, 1)?
+        };
         let slots = ops::arange(0, self.capacity(), 1, Dtype::Int32)?;
         let mut mask = ops::less_equal(&slots, &queries)?;
         if let Some(w) = window {
@@ -209,8 +230,30 @@ impl KvCache {
 
     /// Writes `keys`/`values` (`[batch, kv_heads, length, dim]`) at the offset and advances
     /// it. Returns the whole buffers.
+    ///
+    /// With [per-row offsets](Self::set_row_offsets), each row writes at its own offset; a
+    /// row whose offset has run past the buffer (an idle row of a slot batch, whose values
+    /// nobody reads) keeps writing its last slot instead of indexing out of bounds.
     pub fn update(&mut self, keys: &Array, values: &Array) -> Result<(Array, Array)> {
         let length = keys.shape().get(2).copied().unwrap_or(0);
+        if self.offset.ndim() == 1 {
+            let index = ops::add(
+                &ops::reshape(&self.offset, &[-1, 1, 1, 1])?,
+                &ops::reshape(
+                    &ops::arange(0, length, 1, Dtype::Int32)?,
+                    &[1, 1, length, 1],
+                )?,
+            )?;
+            let index = ops::minimum(&index, self.capacity() - 1)?;
+            let write = |buffer: &Array, new: &Array| -> Result<Array> {
+                let index = ops::broadcast_to(&index, new.shape())?;
+                ops::put_along_axis(buffer, &index, new, 2)
+            };
+            self.keys = write(&self.keys, keys)?;
+            self.values = write(&self.values, values)?;
+            self.offset = ops::add(&self.offset, length)?;
+            return Ok((self.keys.clone(), self.values.clone()));
+        }
         let start = ops::reshape(&self.offset, &[1])?;
         self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
         self.values = ops::slice_update(&self.values, values, &start, &[2])?;

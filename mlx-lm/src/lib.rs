@@ -35,6 +35,7 @@ mod checkpoint;
 pub mod cli;
 mod config;
 mod detokenizer;
+mod engine;
 mod error;
 mod generate;
 pub mod kernels;
@@ -57,6 +58,7 @@ pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
+pub use engine::{write_row, Engine, EngineOptions, RequestId, RequestOptions, TokenEvent};
 pub use error::{Error, Result};
 pub use generate::{
     generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,

@@ -1,0 +1,651 @@
+//! Continuous batching (Python: `mlx_lm.generate.BatchGenerator`, as `mlx_lm.server` drives
+//! it): requests join and leave a running batch at token granularity, and one compiled decode
+//! step, traced once for the life of the [`Engine`], serves every mix of requests.
+//!
+//! The batch is a fixed number of slots, each a row of one cache of fixed capacity. Every
+//! key/value layer keeps one offset per row
+//! ([`KvCache::set_row_offsets`](crate::cache::KvCache::set_row_offsets)): rotary
+//! embeddings, the attention mask and the cache writes follow each row's own position, so a
+//! request at position 3 and one at position 900 decode in the same call. mlx_lm's batch
+//! instead shares one write position and left-pads the shorter sequences, filters rows out
+//! as they finish and extends the batch as others arrive: every step is a new shape, and its
+//! step is not compiled at all. Here the shapes never change: an idle slot decodes a dummy
+//! token whose results nobody reads (rows never mix: every op of a decode step is per row).
+//!
+//! A new request is prefilled on its own, batch 1, in chunks of `prefill_step_size`, one
+//! chunk per [`Engine::step`] while the running requests keep decoding, so a long prompt
+//! delays each of their tokens by one chunk, not by the whole prompt. Its cache is then
+//! written into its slot row, every leaf of it (keys, values, offset, a recurrent layer's
+//! state), which is also what resets a reused slot. Any cache of the model's layout can be
+//! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
+//!
+//! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
+//! random key, a dense logit bias), so requests with different settings share the batch.
+//!
+//! Each step reads its tokens back before the next one is built: the finish checks and the
+//! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
+//! a batch of one here does not match yet (about half its tokens per second on the CPU).
+
+use std::collections::{HashSet, VecDeque};
+
+use mlx_rs::ops::{self, CumsumOptions};
+use mlx_rs::{random, Array, Dtype};
+use mlx_tree::{compile_mut, eval, tree_leaves, CompiledMut, TreeNode};
+
+use crate::cache::{cache_slots, reserve, Cache, LayerCache};
+use crate::error::{Error, Result};
+use crate::generate::{check_prompt, FinishReason};
+use crate::model::LanguageModel;
+use crate::sample::{LogitsProcessors, SamplerOptions};
+
+/// The shape of an [`Engine`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// Slots: requests decoded together (Python's `completion_batch_size`).
+    pub max_batch: usize,
+    /// Positions each slot holds: a request's prompt and generated tokens together.
+    pub capacity: usize,
+    /// Prompt tokens prefilled per step (Python's `prefill_step_size`).
+    pub prefill_step_size: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            max_batch: 8,
+            capacity: 4096,
+            prefill_step_size: 2048,
+        }
+    }
+}
+
+/// What one request asks for. Everything here may differ between the requests of a batch
+/// but `sampler.min_tokens_to_keep`, which must be 1 (the default).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestOptions {
+    /// The most tokens to generate; fewer when the slot's capacity ends first (then the
+    /// finish reason is [`FinishReason::Length`] too).
+    pub max_tokens: usize,
+    pub sampler: SamplerOptions,
+    /// The seed of this request's sampling key; `None`: from the clock.
+    pub seed: Option<u64>,
+    /// Added to the logits of these tokens.
+    pub logit_bias: Vec<(u32, f64)>,
+    /// Tokens that end the request; the stop token is reported, with
+    /// [`FinishReason::Stop`].
+    pub stop_tokens: Vec<u32>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        RequestOptions {
+            max_tokens: 256,
+            sampler: SamplerOptions::default(),
+            seed: None,
+            logit_bias: Vec::new(),
+            stop_tokens: Vec::new(),
+        }
+    }
+}
+
+/// A request's handle, unique for the life of its engine.
+pub type RequestId = u64;
+
+/// One generated token of one request.
+#[derive(Debug, Clone)]
+pub struct TokenEvent {
+    pub id: RequestId,
+    pub token: u32,
+    /// The token's log-probability.
+    pub logprob: f32,
+    /// The log-probabilities it was sampled from (`[vocab]`, after the logit bias), for a
+    /// server's `top_logprobs`.
+    pub logprobs: Array,
+    /// Set on the request's last token; its slot is free from the next step on.
+    pub finish_reason: Option<FinishReason>,
+}
+
+/// The state the compiled step reads and writes.
+#[derive(Debug, Clone, TreeNode)]
+struct EngineState {
+    cache: Vec<LayerCache>,
+    /// Each row's sampling key (`uint32 [batch, 2]`).
+    keys: Array,
+    /// Each row's logit bias (`float32 [batch, vocab]`).
+    bias: Array,
+}
+
+/// Per row: the token to feed and the sampling settings.
+#[derive(Debug, Clone, TreeNode)]
+struct StepInputs {
+    tokens: Array,
+    /// `1 / temperature`, `1` for a greedy row (`[batch, 1]`).
+    inv_temperature: Array,
+    /// Whether the row samples (`bool [batch]`); else it takes the argmax.
+    random: Array,
+    /// `[batch, 1]`, off outside `(0, 1)`.
+    top_p: Array,
+    /// `log(min_p)`, `-inf` when off (`[batch, 1]`).
+    log_min_p: Array,
+    /// `int32 [batch, 1]`, `0`: off.
+    top_k: Array,
+}
+
+#[derive(Debug, Clone, TreeNode)]
+struct StepOutputs {
+    tokens: Array,
+    /// Each row's token's log-probability (`[batch]`).
+    chosen: Array,
+    logprobs: Array,
+}
+
+type EngineStepFn<'m> =
+    Box<dyn Fn(&mut EngineState, &StepInputs) -> mlx_rs::Result<StepOutputs> + 'm>;
+
+fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> {
+    Box::new(move |s: &mut EngineState, x: &StepInputs| {
+        let inputs = ops::expand_dims(&x.tokens, 1)?;
+        let logits = model.forward(&inputs, Some(&mut s.cache))?;
+        let logits = logits.index((.., -1, ..))?;
+        // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
+        let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
+        let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, -1, true)?)?;
+        let tokens = sample_rows(&logprobs, x, &mut s.keys)?;
+        let chosen = ops::take_along_axis(&logprobs, &ops::expand_dims(&tokens, 1)?, -1)?;
+        Ok(StepOutputs {
+            tokens,
+            chosen: ops::reshape(&chosen, &[-1])?,
+            logprobs,
+        })
+    })
+}
+
+/// mlx_lm's `make_sampler` with per-row settings: top-p, then min-p, then top-k, then a
+/// categorical draw at the row's temperature with the row's key (split each step as
+/// `generate_step` splits its key). Greedy rows take the argmax. Top-k keeps ties of the
+/// k-th value (mlx_lm's `argpartition` keeps exactly k).
+fn sample_rows(logprobs: &Array, x: &StepInputs, keys: &mut Array) -> mlx_rs::Result<Array> {
+    let greedy = ops::argmax(logprobs, -1, false)?;
+    let vocab = logprobs.shape()[1];
+    let batch = logprobs.shape()[0];
+    let neg_inf = Array::from_scalar(f32::NEG_INFINITY).astype(logprobs.dtype())?;
+    let mut v = logprobs.clone();
+
+    let sorted = ops::sort(&v, -1)?;
+    let probs = ops::exp(&sorted.astype(Dtype::Float32)?)?;
+    let above = ops::cumsum(
+        &probs,
+        -1,
+        CumsumOptions::default().reverse(true).inclusive(false),
+    )?;
+    let total = ops::add(&above.index((.., ..1))?, &probs.index((.., ..1))?)?;
+    let dropped = ops::sum(
+        &ops::greater_equal(&above, &ops::multiply(&total, &x.top_p)?)?,
+        -1,
+        true,
+    )?;
+    // A row with top-p off may count every token; its threshold is not used.
+    let dropped = ops::minimum(&dropped, vocab - 1)?;
+    let threshold = ops::take_along_axis(&sorted, &dropped, -1)?;
+    let top_p_on = ops::logical_and(
+        &ops::greater(&x.top_p, 0.0f32)?,
+        &ops::less(&x.top_p, 1.0f32)?,
+    )?;
+    v = ops::where_(
+        &ops::logical_and(&top_p_on, &ops::less(&v, &threshold)?)?,
+        &neg_inf,
+        &v,
+    )?;
+
+    let top = ops::max(&v, -1, true)?;
+    let floor = ops::add(&top, &x.log_min_p.astype(v.dtype())?)?;
+    v = ops::where_(&ops::less(&v, &floor)?, &neg_inf, &v)?;
+
+    let descending = ops::sort(&ops::negative(&v)?, -1)?;
+    let kth_index = ops::maximum(&ops::subtract(&x.top_k, 1)?, 0)?;
+    let kth = ops::negative(&ops::take_along_axis(&descending, &kth_index, -1)?)?;
+    let top_k_on = ops::greater(&x.top_k, 0)?;
+    v = ops::where_(
+        &ops::logical_and(&top_k_on, &ops::less(&v, &kth)?)?,
+        &neg_inf,
+        &v,
+    )?;
+
+    let scaled = ops::multiply(&v, &x.inv_temperature.astype(v.dtype())?)?;
+    let mut next_keys = Vec::with_capacity(batch as usize);
+    let mut drawn = Vec::with_capacity(batch as usize);
+    for b in 0..batch {
+        let (next, now) = random::split_pair(&keys.index(b)?)?;
+        next_keys.push(next);
+        drawn.push(random::categorical(&scaled.index(b..b + 1)?, -1, &now)?);
+    }
+    *keys = ops::stack(&next_keys, 0)?;
+    let sampled = ops::concatenate(&drawn, 0)?;
+    ops::where_(&x.random, &sampled, &greedy)
+}
+
+/// Writes a one-sequence cache (`single`, of the layout `model.make_cache(1, capacity)`
+/// gives, buffers of the slot's capacity) into row `row` of a slot batch's cache: every
+/// leaf, so keys, values, offset and a recurrent layer's state all become the sequence's,
+/// and nothing of the row's earlier request survives. The shapes are checked leaf by leaf.
+pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
+    let sources: Vec<Array> = tree_leaves(single).into_iter().cloned().collect();
+    let start = Array::from_slice(&[row as i32], &[1])?;
+    let mut count = 0usize;
+    let mut failure: Option<Error> = None;
+    batch.leaves_mut(&mut |dst: &mut Array| {
+        let i = count;
+        count += 1;
+        if failure.is_some() {
+            return;
+        }
+        let Some(src) = sources.get(i) else {
+            return;
+        };
+        let result = (|| -> Result<Array> {
+            let update = if src.ndim() + 1 == dst.ndim() {
+                ops::expand_dims(src, 0)?
+            } else {
+                src.clone()
+            };
+            let (u, d) = (update.shape(), dst.shape());
+            if u.len() != d.len() || u.first() != Some(&1) || u[1..] != d[1..] {
+                return Err(Error::InvalidArgument(format!(
+                    "cache leaf {i}: a sequence's {:?} does not fit a row of the slot batch's {:?}",
+                    src.shape(),
+                    d
+                )));
+            }
+            Ok(ops::slice_update(
+                dst,
+                &update.astype(dst.dtype())?,
+                &start,
+                &[0],
+            )?)
+        })();
+        match result {
+            Ok(a) => *dst = a,
+            Err(e) => failure = Some(e),
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if count != sources.len() {
+        return Err(Error::InvalidArgument(format!(
+            "the sequence's cache has {} arrays but the slot batch's {count}",
+            sources.len()
+        )));
+    }
+    Ok(())
+}
+
+#[derive(Debug)]
+struct Waiting {
+    id: RequestId,
+    prompt: Vec<u32>,
+    options: RequestOptions,
+    max_tokens: usize,
+}
+
+#[derive(Debug)]
+struct Prefill {
+    request: Waiting,
+    slot: usize,
+    cache: Cache,
+    /// Prompt tokens prefilled so far.
+    done: usize,
+}
+
+#[derive(Debug)]
+struct Running {
+    id: RequestId,
+    /// The token the next step feeds.
+    next: u32,
+    produced: usize,
+    max_tokens: usize,
+    stop_tokens: HashSet<u32>,
+    sampler: SamplerOptions,
+}
+
+/// A continuous-batching generator over a fixed set of slots (Python: `BatchGenerator`).
+///
+/// [`insert`](Self::insert) queues a request, [`step`](Self::step) advances the prefill of
+/// the next waiting request by one chunk and decodes one token of every running request,
+/// [`cancel`](Self::cancel) drops a request wherever it is. A finished or cancelled request
+/// frees its slot for the next waiting one.
+pub struct Engine<'m, M: LanguageModel + ?Sized> {
+    model: &'m M,
+    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    state: EngineState,
+    slots: Vec<Option<Running>>,
+    queue: VecDeque<Waiting>,
+    prefill: Option<Prefill>,
+    next_id: RequestId,
+    options: EngineOptions,
+    vocab: i32,
+}
+
+impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
+    /// An engine of `options.max_batch` empty slots of `options.capacity` positions. Models
+    /// with sliding-window layers are refused: their ring buffers keep one position list
+    /// for the whole batch, not one per row.
+    pub fn new(model: &'m M, options: EngineOptions) -> Result<Self> {
+        let invalid = Error::InvalidArgument;
+        if options.max_batch == 0 {
+            return Err(invalid("max_batch must be positive".into()));
+        }
+        if options.capacity == 0 {
+            return Err(invalid("capacity must be positive".into()));
+        }
+        if options.prefill_step_size == 0 {
+            return Err(invalid("prefill_step_size must be positive".into()));
+        }
+        let batch = i32::try_from(options.max_batch)
+            .map_err(|_| invalid(format!("{} slots do not fit a batch", options.max_batch)))?;
+        let capacity = i32::try_from(options.capacity)
+            .map_err(|_| invalid(format!("{} positions do not fit a cache", options.capacity)))?;
+        let mut cache = model.make_cache(batch, capacity)?;
+        if cache.iter().any(LayerCache::has_rotating) {
+            return Err(invalid(
+                "continuous batching needs a model without sliding-window layers; this one \
+                 has some (their ring buffers keep one position list for the whole batch)"
+                    .into(),
+            ));
+        }
+        for layer in cache.iter_mut() {
+            layer.try_for_each_mut(&mut |c| match c {
+                LayerCache::Kv(kv) => kv.set_row_offsets(),
+                _ => Ok(()),
+            })?;
+        }
+        let vocab = model.vocab_size();
+        let state = EngineState {
+            cache,
+            keys: ops::broadcast_to(&random::key(0)?, &[batch, 2])?,
+            bias: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+        };
+        Ok(Engine {
+            model,
+            step: compile_mut(engine_step(model), None),
+            state,
+            slots: (0..options.max_batch).map(|_| None).collect(),
+            queue: VecDeque::new(),
+            prefill: None,
+            next_id: 0,
+            options,
+            vocab,
+        })
+    }
+
+    /// Queues a request; it starts when a slot is free. Bad input is an `Err` here, and
+    /// nothing else changes: an empty prompt, a token outside the vocabulary, a prompt
+    /// longer than a slot's capacity, sampler settings mlx_lm refuses, a logit bias for a
+    /// token outside the vocabulary, `max_tokens` of 0, `min_tokens_to_keep` other than 1.
+    pub fn insert(&mut self, prompt: &[u32], options: RequestOptions) -> Result<RequestId> {
+        let invalid = Error::InvalidArgument;
+        check_prompt(prompt, self.vocab)?;
+        if prompt.len() > self.options.capacity {
+            return Err(invalid(format!(
+                "the prompt has {} tokens but a slot holds {}",
+                prompt.len(),
+                self.options.capacity
+            )));
+        }
+        options.sampler.validate(self.vocab)?;
+        if options.sampler.min_tokens_to_keep != 1 {
+            return Err(invalid(format!(
+                "min_tokens_to_keep must be 1 in a continuous batch, got {}",
+                options.sampler.min_tokens_to_keep
+            )));
+        }
+        LogitsProcessors {
+            logit_bias: options.logit_bias.clone(),
+            ..LogitsProcessors::none()
+        }
+        .validate(self.vocab)?;
+        if options.max_tokens == 0 {
+            return Err(invalid("max_tokens must be positive".into()));
+        }
+        // The prompt's last token sits at position len - 1 and each generated token but the
+        // last is fed back after it.
+        let max_tokens = options
+            .max_tokens
+            .min(self.options.capacity + 1 - prompt.len());
+        let id = self.next_id;
+        self.next_id += 1;
+        self.queue.push_back(Waiting {
+            id,
+            prompt: prompt.to_vec(),
+            options,
+            max_tokens,
+        });
+        Ok(id)
+    }
+
+    /// Drops a request, queued, prefilling or running; its slot is free for the next step.
+    /// Whether the engine still had it (a finished request is gone already).
+    pub fn cancel(&mut self, id: RequestId) -> bool {
+        if let Some(i) = self.queue.iter().position(|w| w.id == id) {
+            self.queue.remove(i);
+            return true;
+        }
+        if self.prefill.as_ref().is_some_and(|p| p.request.id == id) {
+            self.prefill = None;
+            return true;
+        }
+        for slot in self.slots.iter_mut() {
+            if slot.as_ref().is_some_and(|r| r.id == id) {
+                *slot = None;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether nothing is queued, prefilling or running.
+    pub fn is_idle(&self) -> bool {
+        self.queue.is_empty() && self.prefill.is_none() && self.slots.iter().all(Option::is_none)
+    }
+
+    /// Requests decoding now.
+    pub fn running(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+
+    /// Requests waiting for a slot (the one prefilling not counted).
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// How often the decode step was traced: 1 for the life of the engine once it decoded.
+    pub fn traces(&self) -> u64 {
+        self.step.stats().traces
+    }
+
+    /// The slot batch's cache (one row per slot).
+    pub fn cache(&self) -> &[LayerCache] {
+        &self.state.cache
+    }
+
+    /// One step: a prefill chunk of the next waiting request, then one token of every
+    /// running request (those whose prefill just ended included). Empty when idle.
+    ///
+    /// An `Err` from a prefill drops that request (its id is in the message) and leaves the
+    /// others as they were; an `Err` of the decode step itself means the engine's state is
+    /// no longer usable.
+    pub fn step(&mut self) -> Result<Vec<TokenEvent>> {
+        self.advance_prefill()?;
+        if self.slots.iter().all(Option::is_none) {
+            return Ok(Vec::new());
+        }
+        let inputs = self.inputs()?;
+        let out = self.step.call(&mut self.state, &inputs)?;
+        eval(&out)?;
+        let tokens = out.tokens.to_vec::<u32>()?;
+        let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
+        let mut events = Vec::new();
+        for (b, slot) in self.slots.iter_mut().enumerate() {
+            let Some(r) = slot else { continue };
+            let token = tokens[b];
+            r.produced += 1;
+            let finish_reason = if r.stop_tokens.contains(&token) {
+                Some(FinishReason::Stop)
+            } else if r.produced >= r.max_tokens {
+                Some(FinishReason::Length)
+            } else {
+                None
+            };
+            events.push(TokenEvent {
+                id: r.id,
+                token,
+                logprob: chosen[b],
+                logprobs: out.logprobs.index(b as i32)?,
+                finish_reason,
+            });
+            r.next = token;
+            if finish_reason.is_some() {
+                *slot = None;
+            }
+        }
+        Ok(events)
+    }
+
+    fn inputs(&self) -> Result<StepInputs> {
+        let batch = self.slots.len() as i32;
+        let mut tokens = Vec::with_capacity(self.slots.len());
+        let mut inv_temperature = Vec::with_capacity(self.slots.len());
+        let mut random = Vec::with_capacity(self.slots.len());
+        let mut top_p = Vec::with_capacity(self.slots.len());
+        let mut log_min_p = Vec::with_capacity(self.slots.len());
+        let mut top_k = Vec::with_capacity(self.slots.len());
+        for slot in &self.slots {
+            // An idle row decodes token 0 greedily; nobody reads it.
+            let s = slot.as_ref().map(|r| r.sampler).unwrap_or_default();
+            tokens.push(slot.as_ref().map_or(0, |r| r.next));
+            random.push(s.is_random());
+            // Python: logits * (1 / temp), the reciprocal a Python float rounded once.
+            inv_temperature.push(if s.is_random() {
+                (1.0 / s.temperature) as f32
+            } else {
+                1.0
+            });
+            top_p.push(s.top_p as f32);
+            log_min_p.push(if s.min_p == 0.0 {
+                f32::NEG_INFINITY
+            } else {
+                s.min_p.ln() as f32
+            });
+            top_k.push(s.top_k);
+        }
+        Ok(StepInputs {
+            tokens: Array::from_slice(&tokens, &[batch])?,
+            inv_temperature: Array::from_slice(&inv_temperature, &[batch, 1])?,
+            random: Array::from_slice(&random, &[batch])?,
+            top_p: Array::from_slice(&top_p, &[batch, 1])?,
+            log_min_p: Array::from_slice(&log_min_p, &[batch, 1])?,
+            top_k: Array::from_slice(&top_k, &[batch, 1])?,
+        })
+    }
+
+    /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
+    /// and writes it into its slot once the whole prompt but its last token is in.
+    fn advance_prefill(&mut self) -> Result<()> {
+        let free = self.slots.iter().position(Option::is_none);
+        if let (None, Some(slot)) = (&self.prefill, free) {
+            if let Some(request) = self.queue.pop_front() {
+                // As `generate_step` prefills: a buffer of the prompt's size in steps of
+                // 256, grown to the slot's capacity afterwards, so the prefill computes
+                // what `generate_step`'s does.
+                let positions =
+                    cache_slots(request.prompt.len())?.min(self.options.capacity as i32);
+                match self.model.make_cache(1, positions) {
+                    Ok(cache) => {
+                        self.prefill = Some(Prefill {
+                            request,
+                            slot,
+                            cache,
+                            done: 0,
+                        })
+                    }
+                    Err(e) => return Err(failed_prefill(request.id, e.into())),
+                }
+            }
+        }
+        let Some(p) = self.prefill.as_mut() else {
+            return Ok(());
+        };
+        let head = p.request.prompt.len() - 1;
+        if p.done < head {
+            let end = (p.done + self.options.prefill_step_size).min(head);
+            let chunk = &p.request.prompt[p.done..end];
+            let model = self.model;
+            let cache = &mut p.cache;
+            let result = (|| -> Result<()> {
+                let ids = Array::from_slice(chunk, &[1, chunk.len() as i32])?;
+                model.forward(&ids, Some(cache))?;
+                eval(&*cache)?;
+                Ok(())
+            })();
+            if let Err(e) = result {
+                let id = p.request.id;
+                self.prefill = None;
+                return Err(failed_prefill(id, e));
+            }
+            p.done = end;
+        }
+        if p.done < head {
+            return Ok(());
+        }
+        if let Some(p) = self.prefill.take() {
+            let id = p.request.id;
+            self.install(p).map_err(|e| failed_prefill(id, e))?;
+        }
+        Ok(())
+    }
+
+    fn install(&mut self, p: Prefill) -> Result<()> {
+        let Prefill {
+            request,
+            slot,
+            mut cache,
+            ..
+        } = p;
+        reserve(&mut cache, self.options.capacity as i32)?;
+        // Written into copies first, so a failure leaves the running rows untouched.
+        let mut rows = self.state.cache.clone();
+        write_row(&mut rows, slot, &cache)?;
+        let start = Array::from_slice(&[slot as i32], &[1])?;
+        let seed = request.options.seed.unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        });
+        let key = ops::expand_dims(&random::key(seed)?, 0)?;
+        let keys = ops::slice_update(&self.state.keys, &key, &start, &[0])?;
+        let mut bias = vec![0.0f32; self.vocab as usize];
+        for (t, v) in &request.options.logit_bias {
+            // Python: mx.array of Python floats, float32; a repeated token adds up.
+            bias[*t as usize] += *v as f32;
+        }
+        let bias = Array::from_slice(&bias, &[1, self.vocab])?;
+        let bias = ops::slice_update(&self.state.bias, &bias, &start, &[0])?;
+        self.state.cache = rows;
+        self.state.keys = keys;
+        self.state.bias = bias;
+        let prompt = &request.prompt;
+        self.slots[slot] = Some(Running {
+            id: request.id,
+            next: prompt[prompt.len() - 1],
+            produced: 0,
+            max_tokens: request.max_tokens,
+            stop_tokens: request.options.stop_tokens.iter().copied().collect(),
+            sampler: request.options.sampler,
+        });
+        Ok(())
+    }
+}
+
+fn failed_prefill(id: RequestId, e: Error) -> Error {
+    Error::InvalidArgument(format!("request {id} dropped: its prefill failed: {e}"))
+}

@@ -1,0 +1,542 @@
+//! Continuous batching ([`Engine`]) against `generate_step` of each request alone: staggered
+//! arrivals, different prompt lengths, more requests than slots, cancellations, slot reuse,
+//! chunked long prompts, per-request sampling, logit bias and stop tokens; one trace of the
+//! decode step for the engine's whole life; bad input refused without disturbing the others.
+//!
+//! Tolerance: the tokens must be equal, bit for bit. The log-probabilities are not computed
+//! by the same sums: the engine decodes a batch of slots (matrix products over several rows)
+//! over a buffer of the slot's capacity, `generate_step` one row over a buffer of its own
+//! size, so the order of float additions differs; the measured difference is printed and
+//! bounded per model.
+
+mod support;
+
+use std::collections::HashMap;
+
+use mlx::lm::{
+    generate_step, load_model, Engine, EngineOptions, FinishReason, GenerateOptions, LoadOptions,
+    LogitsProcessors, Model, RequestOptions, SamplerOptions, TokenEvent,
+};
+use support::lm::model_dir;
+
+fn load_named(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap()
+        .0
+}
+
+/// Deterministic tokens in `0..384` (the test models' vocabulary).
+fn prompt(seed: u64, len: usize) -> Vec<u32> {
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) % 384) as u32
+        })
+        .collect()
+}
+
+struct Req {
+    prompt: Vec<u32>,
+    options: RequestOptions,
+    /// The step before which it is inserted.
+    arrive: usize,
+    /// Cancelled after this many tokens.
+    cancel_after: Option<usize>,
+}
+
+fn greedy(max_tokens: usize) -> RequestOptions {
+    RequestOptions {
+        max_tokens,
+        ..Default::default()
+    }
+}
+
+/// Runs the requests through an engine; each request's events, the steps taken and the
+/// engine's trace count.
+fn run(model: &Model, options: EngineOptions, reqs: &[Req]) -> (Vec<Vec<TokenEvent>>, usize, u64) {
+    let mut engine = Engine::new(model, options).unwrap();
+    let mut events: Vec<Vec<TokenEvent>> = reqs.iter().map(|_| Vec::new()).collect();
+    let mut index = HashMap::new();
+    let last_arrival = reqs.iter().map(|r| r.arrive).max().unwrap_or(0);
+    let mut step = 0;
+    while step <= last_arrival || !engine.is_idle() {
+        for (i, r) in reqs.iter().enumerate().filter(|(_, r)| r.arrive == step) {
+            let id = engine.insert(&r.prompt, r.options.clone()).unwrap();
+            index.insert(id, i);
+        }
+        for e in engine.step().unwrap() {
+            let i = index[&e.id];
+            events[i].push(e);
+            if reqs[i].cancel_after == Some(events[i].len()) {
+                assert!(engine.cancel(events[i][0].id));
+                assert!(!engine.cancel(events[i][0].id), "cancelled twice");
+            }
+        }
+        step += 1;
+        assert!(step < 10_000, "the engine never went idle");
+    }
+    (events, step, engine.traces())
+}
+
+/// `generate_step` of one request alone: its tokens and their log-probabilities.
+fn alone(
+    model: &Model,
+    prompt: &[u32],
+    r: &RequestOptions,
+    prefill: usize,
+) -> Vec<(u32, Vec<f32>)> {
+    let options = GenerateOptions {
+        max_tokens: r.max_tokens,
+        sampler: r.sampler,
+        seed: r.seed,
+        prefill_step_size: prefill,
+        processors: LogitsProcessors {
+            logit_bias: r.logit_bias.clone(),
+            ..LogitsProcessors::none()
+        },
+        ..Default::default()
+    };
+    generate_step(model, prompt, &options)
+        .unwrap()
+        .map(|s| {
+            let (t, lp) = s.unwrap();
+            (
+                t,
+                lp.astype(mlx::core::Dtype::Float32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// Checks each request's tokens against `generate_step`'s; the largest log-probability
+/// difference over every token of every request.
+fn check_against_alone(
+    model: &Model,
+    name: &str,
+    reqs: &[Req],
+    events: &[Vec<TokenEvent>],
+    prefill: usize,
+) -> f32 {
+    let mut worst = 0.0f32;
+    for (i, (r, got)) in reqs.iter().zip(events).enumerate() {
+        let want = alone(model, &r.prompt, &r.options, prefill);
+        let tokens: Vec<u32> = got.iter().map(|e| e.token).collect();
+        let expected: Vec<u32> = want.iter().map(|(t, _)| *t).take(tokens.len()).collect();
+        assert_eq!(
+            tokens,
+            expected,
+            "{name} request {i} (prompt of {})",
+            r.prompt.len()
+        );
+        for (e, (t, lp)) in got.iter().zip(&want) {
+            let row = e
+                .logprobs
+                .astype(mlx::core::Dtype::Float32)
+                .unwrap()
+                .to_vec::<f32>()
+                .unwrap();
+            assert_eq!(row.len(), lp.len());
+            for (a, b) in row.iter().zip(lp) {
+                worst = worst.max((a - b).abs());
+            }
+            assert_eq!(e.logprob, row[*t as usize]);
+        }
+    }
+    worst
+}
+
+#[test]
+fn greedy_tokens_equal_generate_step_alone_under_continuous_batching() {
+    // Three slots, eight requests: queueing, slot reuse, staggered arrivals, prompts from
+    // one token to several prefill chunks, two cancellations while running.
+    let prefill = 16;
+    for name in ["qwen3", "qwen3_5", "lfm2", "qwen3-4bit"] {
+        let model = load_named(name);
+        let lens = [1usize, 5, 40, 100, 23, 70, 2, 33];
+        let max = [10usize, 20, 8, 15, 12, 6, 9, 11];
+        let arrive = [0usize, 0, 2, 3, 3, 9, 12, 12];
+        let cancel = [None, Some(7), None, None, None, Some(3), None, None];
+        let reqs: Vec<Req> = (0..lens.len())
+            .map(|i| Req {
+                prompt: prompt(i as u64 + 1, lens[i]),
+                options: greedy(max[i]),
+                arrive: arrive[i],
+                cancel_after: cancel[i],
+            })
+            .collect();
+        let options = EngineOptions {
+            max_batch: 3,
+            capacity: 512,
+            prefill_step_size: prefill,
+        };
+        let (events, steps, traces) = run(&model, options, &reqs);
+        assert_eq!(traces, 1, "{name}: one trace for the engine's life");
+        for (i, got) in events.iter().enumerate() {
+            let n = cancel[i].unwrap_or(max[i]);
+            assert_eq!(got.len(), n, "{name} request {i}: tokens");
+            let last = got.last().unwrap().finish_reason;
+            match cancel[i] {
+                Some(_) => assert_eq!(last, None),
+                None => assert_eq!(last, Some(FinishReason::Length)),
+            }
+            assert!(got[..n - 1].iter().all(|e| e.finish_reason.is_none()));
+        }
+        let worst = check_against_alone(&model, name, &reqs, &events, prefill);
+        println!("{name}: {steps} steps, largest log-probability difference {worst:e}");
+        assert!(worst < 1e-3, "{name}: log-probabilities differ by {worst}");
+    }
+}
+
+#[test]
+fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
+    let model = load_named("qwen3_5");
+    let prefill = 32;
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            max_batch: 2,
+            capacity: 512,
+            prefill_step_size: prefill,
+        },
+    )
+    .unwrap();
+    let short = engine.insert(&prompt(7, 3), greedy(40)).unwrap();
+    // Its two-token head is one chunk: the first step prefills it and decodes.
+    let first = engine.step().unwrap();
+    assert_eq!(first.len(), 1);
+    let long_prompt = prompt(8, 300);
+    let long = engine.insert(&long_prompt, greedy(5)).unwrap();
+    // 299 tokens before the last one: 10 chunks of at most 32, one per step, while the short
+    // request gets a token every step.
+    let chunks = 299usize.div_ceil(prefill);
+    for s in 0..chunks {
+        let events = engine.step().unwrap();
+        let ids: Vec<_> = events.iter().map(|e| e.id).collect();
+        if s + 1 < chunks {
+            assert_eq!(
+                ids,
+                vec![short],
+                "step {s}: the short request alone decodes"
+            );
+        } else {
+            assert_eq!(
+                ids,
+                vec![short, long],
+                "the prefill ended at its tenth chunk"
+            );
+        }
+    }
+    let mut long_tokens = Vec::new();
+    while !engine.is_idle() {
+        for e in engine.step().unwrap() {
+            if e.id == long {
+                long_tokens.push(e.token);
+            }
+        }
+    }
+    let want: Vec<u32> = alone(&model, &long_prompt, &greedy(5), prefill)
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
+    assert_eq!(long_tokens.len(), 4);
+    assert_eq!(long_tokens[..], want[1..]);
+    assert_eq!(engine.traces(), 1);
+}
+
+#[test]
+fn sampling_settings_logit_bias_and_stop_tokens_are_per_request() {
+    let model = load_named("qwen3");
+    let prefill = 2048;
+    let p = prompt(11, 12);
+    let reference = alone(&model, &p, &greedy(8), prefill);
+    let stop = reference[3].0;
+    let sampled = RequestOptions {
+        max_tokens: 8,
+        sampler: SamplerOptions {
+            temperature: 0.8,
+            ..Default::default()
+        },
+        seed: Some(42),
+        ..Default::default()
+    };
+    let filtered = RequestOptions {
+        sampler: SamplerOptions {
+            temperature: 1.0,
+            top_p: 0.9,
+            min_p: 0.05,
+            top_k: 5,
+            ..Default::default()
+        },
+        seed: Some(3),
+        ..sampled.clone()
+    };
+    let biased = RequestOptions {
+        logit_bias: vec![(17, 100.0)],
+        ..greedy(6)
+    };
+    let stopping = RequestOptions {
+        stop_tokens: vec![stop],
+        ..greedy(8)
+    };
+    let reqs = vec![
+        Req {
+            prompt: p.clone(),
+            options: sampled.clone(),
+            arrive: 0,
+            cancel_after: None,
+        },
+        Req {
+            prompt: p.clone(),
+            options: biased.clone(),
+            arrive: 0,
+            cancel_after: None,
+        },
+        Req {
+            prompt: p.clone(),
+            options: stopping,
+            arrive: 1,
+            cancel_after: None,
+        },
+        Req {
+            prompt: p.clone(),
+            options: greedy(8),
+            arrive: 2,
+            cancel_after: None,
+        },
+        Req {
+            prompt: prompt(12, 30),
+            options: filtered.clone(),
+            arrive: 2,
+            cancel_after: None,
+        },
+    ];
+    let options = EngineOptions {
+        max_batch: 4,
+        capacity: 256,
+        prefill_step_size: prefill,
+    };
+    let (events, _, traces) = run(&model, options, &reqs);
+    assert_eq!(traces, 1);
+    // The sampled request draws with its own key exactly as `generate_step` does with that
+    // seed, whatever shares the batch.
+    let tokens = |i: usize| events[i].iter().map(|e| e.token).collect::<Vec<_>>();
+    let want: Vec<u32> = alone(&model, &p, &sampled, prefill)
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(tokens(0), want);
+    assert_ne!(tokens(0), tokens(3), "the sampled request is not greedy");
+    assert_eq!(tokens(1), vec![17; 6]);
+    let upto = reference.iter().position(|(t, _)| *t == stop).unwrap();
+    assert_eq!(
+        tokens(2),
+        reference[..=upto]
+            .iter()
+            .map(|(t, _)| *t)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        events[2].last().unwrap().finish_reason,
+        Some(FinishReason::Stop)
+    );
+    assert_eq!(
+        tokens(3),
+        reference.iter().map(|(t, _)| *t).collect::<Vec<_>>()
+    );
+    // Top-k 5 after top-p and min-p: every token among the 5 most likely of its row.
+    for e in &events[4] {
+        let row = e
+            .logprobs
+            .astype(mlx::core::Dtype::Float32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        let above = row.iter().filter(|v| **v > row[e.token as usize]).count();
+        assert!(above < 5, "token {} has {above} more likely ones", e.token);
+    }
+    // The same seed, the same draws.
+    let (again, _, _) = run(&model, options, &reqs);
+    assert_eq!(
+        again[4].iter().map(|e| e.token).collect::<Vec<_>>(),
+        tokens(4)
+    );
+}
+
+#[test]
+fn bad_input_is_an_error_and_leaves_the_others_running() {
+    let model = load_named("lfm2");
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            max_batch: 2,
+            capacity: 64,
+            prefill_step_size: 8,
+        },
+    )
+    .unwrap();
+    let p = prompt(21, 10);
+    let id = engine.insert(&p, greedy(12)).unwrap();
+    let mut got = Vec::new();
+    for e in engine.step().unwrap() {
+        got.push(e.token);
+    }
+    let err = |engine: &mut Engine<'_, Model>, prompt: &[u32], options: RequestOptions| {
+        engine.insert(prompt, options).unwrap_err().to_string()
+    };
+    assert!(err(&mut engine, &[], greedy(4)).contains("the prompt is empty"));
+    assert!(err(&mut engine, &[3, 384], greedy(4)).contains("outside the vocabulary"));
+    assert!(err(&mut engine, &prompt(22, 65), greedy(4)).contains("a slot holds 64"));
+    assert!(err(&mut engine, &[3], greedy(0)).contains("max_tokens"));
+    let top_k = RequestOptions {
+        sampler: SamplerOptions {
+            temperature: 1.0,
+            top_k: 384,
+            ..Default::default()
+        },
+        ..greedy(4)
+    };
+    assert!(err(&mut engine, &[3], top_k).contains("top_k"));
+    let keep = RequestOptions {
+        sampler: SamplerOptions {
+            min_tokens_to_keep: 2,
+            ..Default::default()
+        },
+        ..greedy(4)
+    };
+    assert!(err(&mut engine, &[3], keep).contains("min_tokens_to_keep"));
+    let bias = RequestOptions {
+        logit_bias: vec![(500, 1.0)],
+        ..greedy(4)
+    };
+    assert!(err(&mut engine, &[3], bias).contains("logit_bias"));
+    assert_eq!(engine.queued(), 0);
+    while !engine.is_idle() {
+        for e in engine.step().unwrap() {
+            assert_eq!(e.id, id);
+            got.push(e.token);
+        }
+    }
+    let want: Vec<u32> = alone(&model, &p, &greedy(12), 8)
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(got, want);
+    // A request longer than what is left of the slot ends at the slot's end.
+    let id = engine.insert(&prompt(23, 60), greedy(100)).unwrap();
+    let mut n = 0;
+    while !engine.is_idle() {
+        let events = engine.step().unwrap();
+        n += events.len();
+        if let Some(e) = events.iter().find(|e| e.finish_reason.is_some()) {
+            assert_eq!((e.id, e.finish_reason), (id, Some(FinishReason::Length)));
+        }
+    }
+    assert_eq!(
+        n, 5,
+        "positions 59..64 hold the last prompt token and 4 fed back"
+    );
+    assert_eq!(engine.traces(), 1);
+    // Sliding-window layers keep one position list per batch: refused.
+    let llama3 = load_named("llama3");
+    let refused = Engine::new(&llama3, EngineOptions::default())
+        .err()
+        .unwrap();
+    assert!(refused.to_string().contains("sliding-window"));
+}
+
+#[test]
+fn cancelling_frees_the_slot_for_the_next_request() {
+    let model = load_named("qwen3");
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            max_batch: 1,
+            capacity: 128,
+            prefill_step_size: 4,
+        },
+    )
+    .unwrap();
+    let a = engine.insert(&prompt(31, 9), greedy(50)).unwrap();
+    let b = engine.insert(&prompt(32, 20), greedy(50)).unwrap();
+    let c = engine.insert(&prompt(33, 6), greedy(5)).unwrap();
+    // 8 prompt tokens in chunks of 4: the second step decodes a's first token.
+    assert!(engine.step().unwrap().is_empty());
+    assert_eq!(
+        engine
+            .step()
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect::<Vec<_>>(),
+        vec![a]
+    );
+    assert_eq!((engine.running(), engine.queued()), (1, 2));
+    assert!(engine.cancel(b), "cancelled while queued");
+    assert!(engine.cancel(a), "cancelled while running");
+    assert!(!engine.cancel(a));
+    let mut got = Vec::new();
+    while !engine.is_idle() {
+        for e in engine.step().unwrap() {
+            assert_eq!(e.id, c);
+            got.push(e.token);
+        }
+    }
+    let want: Vec<u32> = alone(&model, &prompt(33, 6), &greedy(5), 4)
+        .iter()
+        .map(|(t, _)| *t)
+        .collect();
+    assert_eq!(
+        got, want,
+        "the reused slot holds nothing of the cancelled request"
+    );
+    // Cancelled while prefilling: the slot is free at once.
+    let d = engine.insert(&prompt(34, 30), greedy(3)).unwrap();
+    assert!(engine.step().unwrap().is_empty());
+    assert!(engine.cancel(d));
+    assert!(engine.is_idle());
+    assert_eq!(engine.traces(), 1);
+}
+
+#[test]
+fn a_cache_with_row_offsets_writes_and_masks_each_row_at_its_own_position() {
+    use mlx::core::{ops, Array, Dtype};
+    use mlx::lm::KvCache;
+    let mut cache = KvCache::new(2, 1, 6, (2, 2), Dtype::Float32).unwrap();
+    cache.set_row_offsets().unwrap();
+    cache.offset = Array::from_slice(&[3i32, 1], &[2]).unwrap();
+    // Two new positions per row: row 0 at 3 and 4, row 1 at 1 and 2.
+    let new = ops::reshape(
+        &ops::arange(1, 9, 1, Dtype::Float32).unwrap(),
+        &[2, 1, 2, 2],
+    )
+    .unwrap();
+    let (keys, _, mask) = cache.update_and_fetch(&new, &new, None).unwrap();
+    assert_eq!(cache.offset.to_vec::<i32>().unwrap(), vec![5, 3]);
+    let keys = keys.to_vec::<f32>().unwrap();
+    let row = |b: usize| keys[b * 12..(b + 1) * 12].to_vec();
+    assert_eq!(row(0), vec![0., 0., 0., 0., 0., 0., 1., 2., 3., 4., 0., 0.]);
+    assert_eq!(row(1), vec![0., 0., 5., 6., 7., 8., 0., 0., 0., 0., 0., 0.]);
+    assert_eq!(mask.shape(), &[2, 1, 2, 6]);
+    let mask = mask.to_vec::<bool>().unwrap();
+    let written = |m: &[bool]| m.iter().filter(|x| **x).count();
+    // Each query sees the slots up to its own position.
+    assert_eq!(
+        mask.chunks(6).map(written).collect::<Vec<_>>(),
+        vec![4, 5, 2, 3]
+    );
+    // An idle row past the end keeps writing its last slot instead of failing.
+    cache.offset = Array::from_slice(&[6i32, 0], &[2]).unwrap();
+    let one = ops::full(&[2, 1, 1, 2], 9.0f32, None).unwrap();
+    let (keys, _) = cache.update(&one, &one).unwrap();
+    let keys = keys.to_vec::<f32>().unwrap();
+    assert_eq!(&keys[10..12], &[9., 9.]);
+    assert_eq!(&keys[12..14], &[9., 9.]);
+}
