@@ -467,7 +467,7 @@ fn collect_unread(
     }
 }
 
-fn as_float(v: &Value) -> Option<f64> {
+pub(crate) fn as_float(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::Object(o) if o.len() == 1 => match o.get(FLOAT_TAG)?.as_str()? {

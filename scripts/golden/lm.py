@@ -148,6 +148,32 @@ CONFIGS = {
          "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
         mx.bfloat16, 9,
     ),
+    # Mamba2-2.7B's shape (its Hugging Face config, state-spaces/mamba2-2.7b converted): one
+    # group of B/C for all heads, tied embeddings, time_step_limit (0, inf), expand 2; 4 of its
+    # 64 layers, 4 heads of 32 (its 80 of 64), state 16 (its 128).
+    "mamba2": (
+        {"model_type": "mamba2", "vocab_size": VOCAB, "hidden_size": 64, "expand": 2,
+         "intermediate_size": 128, "num_heads": 4, "head_dim": 32, "state_size": 16,
+         "num_hidden_layers": 4, "layer_norm_epsilon": 1e-5, "conv_kernel": 4, "n_groups": 1,
+         "use_bias": False, "use_conv_bias": True, "tie_word_embeddings": True,
+         "time_step_limit": [0.0, float("inf")], "time_step_rank": "auto",
+         "hidden_act": "silu", "residual_in_fp32": True, "chunk_size": 256},
+        mx.float32, 10,
+    ),
+    # Mamba-Codestral-7B's shape in bfloat16: 8 groups of B/C (here 4 groups of 2 heads, its
+    # 8 of 16), untied head, 4 of its 64 layers; layer_norm_epsilon 1e-6 (its 1e-5) so that
+    # the block norms' epsilon shows. transformers' gated norm normalizes each group on its
+    # own and its block norms use layer_norm_epsilon, where mlx_lm's mamba2 normalizes the
+    # whole width and uses 1e-5: the reference is mlx_lm's model with those two fixed
+    # (`transformers_mamba2`), and the record keeps how far mlx_lm's own logits are.
+    "mamba2-codestral": (
+        {"model_type": "mamba2", "vocab_size": VOCAB, "hidden_size": 64, "expand": 2,
+         "intermediate_size": 128, "num_heads": 8, "head_dim": 16, "state_size": 16,
+         "num_hidden_layers": 4, "layer_norm_epsilon": 1e-6, "conv_kernel": 4, "n_groups": 4,
+         "use_bias": False, "use_conv_bias": True, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")], "time_step_rank": "auto"},
+        mx.bfloat16, 11,
+    ),
     # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
     # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
     # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
@@ -183,12 +209,18 @@ QUANTIZED = {
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
+    "mamba2": (32, 4, None),
+    "mamba2-codestral": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
-PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b"}
+PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba2", "mamba2-codestral"}
+
+# Models whose reference is mlx_lm's model with its departures from transformers fixed
+# (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
+TRANSFORMERS_FIXES = {}
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -438,6 +470,25 @@ def has_recurrent_state(model):
     return any(recurrent(c) for c in make_prompt_cache(model))
 
 
+def transformers_mamba2(model):
+    """mlx_lm's mamba2 made transformers' `Mamba2`: each block's pre-norm with the config's
+    `layer_norm_epsilon` (mlx_lm: `nn.RMSNorm`'s default 1e-5), and the gated norm per group
+    of `intermediate / n_groups` features with the weight applied after it (transformers'
+    `MambaRMSNormGated`; mlx_lm's nemotron_h has it as its `MambaRMSNormGated`)."""
+    from mlx_lm.models import nemotron_h
+    args = model.args
+    width = args.num_heads * args.head_dim
+    for layer in model.layers:
+        layer.norm.eps = args.layer_norm_epsilon
+        norm = nemotron_h.MambaRMSNormGated(width, eps=args.layer_norm_epsilon,
+                                            group_size=width // args.n_groups)
+        norm.weight = layer.mixer.norm.weight
+        layer.mixer.norm = norm
+
+
+TRANSFORMERS_FIXES["mamba2-codestral"] = transformers_mamba2
+
+
 def golden(name):
     model, _ = load_model(MODELS / name)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
@@ -447,9 +498,16 @@ def golden(name):
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
         prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
+    base = name.removesuffix("-4bit").removesuffix("-hf")
+    mlx_lm_differs_by = None
+    if base in TRANSFORMERS_FIXES:
+        unfixed = model(prompt[None]).astype(mx.float32)
+        TRANSFORMERS_FIXES[base](model)
     with single_groups_padded(model) as padded:
         logits = model(prompt[None]).astype(mx.float32)
         mx.eval(logits)
+    if base in TRANSFORMERS_FIXES:
+        mlx_lm_differs_by = mx.max(mx.abs(unfixed - logits)).item()
     if padded:
         print(f"{name}: prompt logits with {padded} one-group layers padded (MLX's qmm_sm90)")
     tokens, margins, steps = [], [], []
@@ -469,8 +527,11 @@ def golden(name):
         "greedy": tokens,
         "min_greedy_margin": min(margins),
     }
+    if mlx_lm_differs_by is not None:
+        record["mlx_lm_unfixed_max_logit_diff"] = mlx_lm_differs_by
     if has_recurrent_state(model):
-        # For every such model here all three forms fail (each has key/value layers).
+        # The first two forms always fail; the third works for models whose caches are all
+        # ArraysCaches (mamba2).
         record["mx_compile"] = compile_attempts(model, prompt)
     (OUT / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "

@@ -1,7 +1,7 @@
 //! The building blocks architectures are written on, each written once: attention with a
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
-//! convolution, [`short_conv`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]),
+//! convolution, [`short_conv`]; Mamba-2's SSD, [`ssd`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]),
 //! masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's stack of layers is
 //! made of ([`layer`]: the [`Layer`] trait and the loop over layers), and the dense decoder
 //! layer generic over its token and channel mixers ([`decoder`]).
@@ -17,6 +17,7 @@ pub mod norm;
 pub mod rope;
 pub mod rows;
 pub mod short_conv;
+pub mod ssd;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
 pub use conv::{causal_conv1d, ConvActivation};
@@ -29,3 +30,4 @@ pub use norm::RmsNormGated;
 pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use short_conv::ShortConv;
+pub use ssd::{Mamba2Config, Mamba2Mixer};

@@ -6,6 +6,7 @@
 pub mod base;
 pub mod lfm2;
 pub mod llama;
+pub mod mamba2;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
@@ -13,6 +14,7 @@ pub mod smollm3;
 
 pub use lfm2::Lfm2;
 pub use llama::Llama;
+pub use mamba2::Mamba2;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
@@ -33,10 +35,11 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 6] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 7] {
     [
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
+        ("mamba2", builtin!(Mamba2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
