@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
-use mlx_lm::models::{Llama, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::models::{Llama, Mamba2, Qwen2, Qwen3, Qwen3_5, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -39,6 +39,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen3" => Qwen3::args(c).map(drop),
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
+        "mamba2" => Mamba2::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -71,7 +72,9 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         assert!(unread.is_empty(), "{name}: unread {unread:?}");
         covered.push(config["model_type"].as_str().unwrap().to_string());
     }
-    for builtin in ["llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5"] {
+    for builtin in [
+        "llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5", "mamba2",
+    ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
 }
@@ -178,6 +181,8 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             ]),
         ),
         ("qwen3_5", "mamba_ssm_dtype", json!("bfloat16")),
+        // hidden_size * expand must be num_heads * head_dim (transformers' check).
+        ("mamba2", "expand", json!(3)),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);
@@ -435,4 +440,31 @@ fn transformers_numerics_where_mlx_lm_differs() {
     );
     llama["rope_theta"] = json!(10000.0);
     Llama::args(&dir_of("theta-same", &llama)).unwrap();
+}
+
+/// transformers writes a non-finite float as Python's json does, a bare `Infinity` (Mamba-2's
+/// `time_step_limit` is `[0.0, Infinity]` by default), which is not JSON: the loader reads it
+/// as mlx_lm's tagged float, and leaves strings that spell it alone.
+#[test]
+fn a_bare_infinity_as_transformers_writes_it_loads() {
+    let dir = std::env::temp_dir().join(format!("mlx-lm-keys-infinity-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = transformers_config("mamba2");
+    config["time_step_limit"] = json!("@LIMIT@");
+    config["_name_or_path"] = json!("a \"NaN\" Infinity");
+    let text = config
+        .to_string()
+        .replace("\"@LIMIT@\"", "[0.001, Infinity]");
+    assert!(text.contains(", Infinity]"), "{text}");
+    std::fs::write(dir.join("config.json"), text).unwrap();
+    let c = load_config(&dir).unwrap();
+    let a = Mamba2::args(&c).unwrap();
+    assert_eq!(a.mixer.time_step_limit, (0.001, f32::INFINITY));
+    assert_eq!(
+        c.string("_name_or_path").unwrap(),
+        Some("a \"NaN\" Infinity")
+    );
+    assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
+    std::fs::remove_dir_all(dir).unwrap();
 }

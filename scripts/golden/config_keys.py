@@ -11,6 +11,7 @@ Writes `mlx-lm/tests/data/transformers_configs.json`. No PyTorch needed.
 Run: scripts/gen-golden config_keys
 """
 import json
+import math
 import pathlib
 import sys
 
@@ -22,6 +23,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     LlamaConfig,
+    Mamba2Config,
     MistralConfig,
     Qwen2Config,
     Qwen3_5Config,
@@ -98,13 +100,29 @@ def configs():
         "qwen3": Qwen3Config(**SIZES, head_dim=16),
         "smollm3": SmolLM3Config(**SIZES),
         "qwen3_5": Qwen3_5Config(text_config=qwen3_5_text, vision_config=vision),
+        # hidden_size * expand (2) == num_heads * head_dim, as transformers checks.
+        "mamba2": Mamba2Config(vocab_size=384, hidden_size=64, num_heads=4, head_dim=32, n_groups=2,
+                               state_size=16, num_hidden_layers=4),
     }
+
+
+def tag_non_finite(value):
+    """Non-finite floats as mlx_lm's `save_config` writes them (`{"__float__": "Infinity"}`), so
+    the file stays JSON; transformers writes a bare `Infinity` (Mamba2Config's
+    `time_step_limit`), which config_keys.rs reads in a test of its own."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"__float__": repr(value).replace("inf", "Infinity").replace("nan", "NaN")}
+    if isinstance(value, dict):
+        return {k: tag_non_finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [tag_non_finite(v) for v in value]
+    return value
 
 
 def main():
     out = {
         "transformers_version": transformers.__version__,
-        "configs": {name: c.to_dict() for name, c in configs().items()},
+        "configs": {name: tag_non_finite(c.to_dict()) for name, c in configs().items()},
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -60,6 +60,8 @@ impl Lfm2Args {
             c.bool(key)?
                 .ok_or_else(|| invalid(c.path(), &c.key(key), "missing"))
         };
+        // Sizes transformers' rope cache only; no rope scaling here reads it.
+        c.declare_neutral(&["max_position_embeddings"]);
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
         let layers = c.dim("num_hidden_layers")?;

@@ -203,6 +203,11 @@ pub struct Mamba2 {
 }
 
 impl Mamba2 {
+    /// Reads the config ([`Mamba2Args::from_config`]).
+    pub fn args(config: &ModelConfig) -> crate::Result<Mamba2Args> {
+        Mamba2Args::from_config(config)
+    }
+
     /// Python: `Model.sanitize`: a Hugging Face checkpoint's convolution weights `[C, 1, K]`
     /// become `[C, K, 1]`.
     pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
