@@ -25,6 +25,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+from lm import TRANSFORMERS_FIXES  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
@@ -59,6 +60,17 @@ CASES = [
     {"model": "lfm2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 6, "temp": 1.0,
      "top_k": 20},
     {"model": "lfm2-1.2b", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # Mamba-2's convolution and SSM state only: equal and different lengths, 4-bit with
+    # sampling, the 8-group bfloat16 model (as transformers computes it, `lm.TRANSFORMERS_FIXES`),
+    # and prompts longer than the SSD's 256-position chunk, so a padded sequence's lengths
+    # run out inside a chunk and before the last one.
+    {"model": "mamba2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "mamba2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "mamba2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 7, "temp": 1.0,
+     "top_k": 20},
+    {"model": "mamba2-codestral", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    {"model": "mamba2", "lengths": [300, 41, 270], "max_tokens": 8},
     # Sliding-window layers (rotating caches), prompts longer than one prefill chunk.
     {"model": "llama3", "lengths": [40, 40], "max_tokens": 12, "prefill_step_size": 16},
 ]
@@ -66,6 +78,9 @@ CASES = [
 
 def case_tokens(case):
     model, tokenizer = load(str(MODELS / case["model"]))
+    fix = TRANSFORMERS_FIXES.get(case["model"].removesuffix("-4bit"))
+    if fix is not None:
+        fix(model)
     ps = prompts(case["model"], case["lengths"])
     kwargs = {}
     if "temp" in case:
