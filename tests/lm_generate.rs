@@ -408,7 +408,7 @@ fn a_generation_continues_from_its_own_cache() {
     // A generation of 8 tokens, then one of 16 from its cache, equals one of 24: the cache
     // holds the prompt and the first 7 tokens (the 8th was not fed back), so the second turn
     // starts from the 8th token.
-    for name in ["qwen3_5", "llama3", "lfm2"] {
+    for name in ["qwen3_5", "llama3", "lfm2", "mamba2", "mamba2-codestral"] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
         let whole = greedy(&model, &prompt, None, 24);
@@ -511,7 +511,7 @@ fn stop_strings_cut_the_text_after_multibyte_characters() {
 fn quantizing_at_load_equals_mlx_lm_quantize() {
     // mlx_lm's quantize_model(model, group_size=32, bits=4) wrote the -4bit directories; the
     // float directory quantized as it loads must give the same model: the same logits.
-    for name in ["mistral", "qwen2", "qwen3", "qwen3_5", "lfm2"] {
+    for name in ["mistral", "qwen2", "qwen3", "qwen3_5", "lfm2", "mamba2"] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
                 group_size: 32,
@@ -713,13 +713,60 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// mamba2's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C,
+/// 1, K]`, `time_step_limit` with a bare `Infinity` as transformers writes it) is the same
+/// model; sizes that do not fit the checkpoint or each other are errors naming the key.
+#[test]
+fn mamba2_hf_layout_loads_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("mamba2"));
+    let dir = copy_model("mamba2", "mamba2-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("mixer.conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let mut hf = original.clone();
+    hf["time_step_limit"] = "@LIMIT@".into();
+    let text = hf.to_string().replace("\"@LIMIT@\"", "[0.0, Infinity]");
+    std::fs::write(&config, text).unwrap();
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["n_groups"] = 3.into());
+    assert!(e.contains("config.json") && e.contains("n_groups"), "{e}");
+    let e = err(&|j| j["expand"] = 4.into());
+    assert!(e.contains("expand") && e.contains("num_heads * head_dim"), "{e}");
+    let e = err(&|j| j["time_step_limit"] = serde_json::json!([0.0]));
+    assert!(e.contains("time_step_limit"), "{e}");
+    // Two groups of B and C where the checkpoint's in_proj has one.
+    let e = err(&|j| j["n_groups"] = 2.into());
+    assert!(e.contains("backbone.layers.0.mixer.in_proj.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // The golden tokens came from one prefill chunk; chunks shorter and longer than llama3's
     // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state and lfm2's
     // short-convolution state (two inputs, longer than a chunk of one) across, must give the
     // same tokens.
-    for name in ["llama3", "qwen3_5", "mistral-4bit", "lfm2"] {
+    for name in ["llama3", "qwen3_5", "mistral-4bit", "lfm2", "mamba2"] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let prompt = ids(&json["prompt"]);

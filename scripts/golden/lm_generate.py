@@ -43,6 +43,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+from lm import TRANSFORMERS_FIXES  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
@@ -420,6 +421,10 @@ PROMPT_CACHE = [
     ("llama3", 16),
     ("qwen3_5", 16),
     ("lfm2", 16),
+    # Mamba-2: the convolution's and the float32 SSM state only (ArraysCache(2) per layer),
+    # float and bfloat16 (the latter as transformers computes it, lm.TRANSFORMERS_FIXES).
+    ("mamba2", 16),
+    ("mamba2-codestral", 16),
 ]
 CONTINUE_TOKENS = 16
 
@@ -428,6 +433,9 @@ def prompt_cache():
     cases = []
     for name, prefix in PROMPT_CACHE:
         model, _ = load(str(MODELS / name))
+        fix = TRANSFORMERS_FIXES.get(name)
+        if fix is not None:
+            fix(model)
         prompt = prompt_ids(name)
         cache = make_prompt_cache(model)
         model(prompt[None, :prefix], cache=cache)
