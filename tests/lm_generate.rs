@@ -751,7 +751,10 @@ fn mamba2_hf_layout_loads_and_bad_configs_are_errors_naming_the_key() {
     let e = err(&|j| j["n_groups"] = 3.into());
     assert!(e.contains("config.json") && e.contains("n_groups"), "{e}");
     let e = err(&|j| j["expand"] = 4.into());
-    assert!(e.contains("expand") && e.contains("num_heads * head_dim"), "{e}");
+    assert!(
+        e.contains("expand") && e.contains("num_heads * head_dim"),
+        "{e}"
+    );
     let e = err(&|j| j["time_step_limit"] = serde_json::json!([0.0]));
     assert!(e.contains("time_step_limit"), "{e}");
     // Two groups of B and C where the checkpoint's in_proj has one.

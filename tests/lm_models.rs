@@ -38,6 +38,9 @@ const MODELS: &[&str] = &[
     "mamba2",
     "mamba2-4bit",
     "mamba2-codestral",
+    "nemotron_h",
+    "nemotron_h-4bit",
+    "nemotron_h-nano",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -610,6 +613,11 @@ fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn nemotron_h_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("nemotron_h", false);
+}
+
+#[test]
 fn mamba2_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("mamba2", true);
 }
@@ -643,7 +651,17 @@ fn two_models_in_one_process_keep_their_own_kernel_choices() {
 /// and compute the same logits.
 #[test]
 fn models_rebuild_from_their_leaves() {
-    for name in ["llama3", "qwen3_5", "qwen3_5-4bit", "lfm2", "lfm2-4bit"] {
+    for name in [
+        "llama3",
+        "qwen3_5",
+        "qwen3_5-4bit",
+        "lfm2",
+        "lfm2-4bit",
+        "mamba2",
+        "mamba2-codestral",
+        "nemotron_h",
+        "nemotron_h-4bit",
+    ] {
         let g = golden(name);
         let model = load(name);
         let rebuilt: Model = mlx::utils::tree_map(|x| Ok(x.clone()), &model).unwrap();
@@ -659,6 +677,31 @@ fn models_rebuild_from_their_leaves() {
             rebuilt.forward(&prompt, None).unwrap(),
         );
         assert_eq!(compare(&a, &b, 0.0).0, 0, "{name}");
+    }
+}
+
+/// The single-sublayer architectures name their parameters as mlx_lm does (`backbone.layers.i.
+/// {norm, mixer.*}`, the mixer's parameters directly under `mixer` whichever kind it is): the
+/// loaded model's leaves are exactly the tensors mlx_lm saved, by the same paths.
+#[test]
+fn parameter_paths_are_mlx_lm_s() {
+    for name in [
+        "mamba2",
+        "mamba2-codestral",
+        "nemotron_h",
+        "nemotron_h-4bit",
+    ] {
+        let model = load(name);
+        let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        ours.sort();
+        let (saved, _) = io::load_safetensors(model_dir(name).join("model.safetensors")).unwrap();
+        let mut theirs: Vec<String> = saved.into_keys().collect();
+        theirs.sort();
+        assert_eq!(ours, theirs, "{name}");
     }
 }
 

@@ -174,6 +174,34 @@ CONFIGS = {
          "time_step_limit": [0.0, float("inf")], "time_step_rank": "auto"},
         mx.bfloat16, 11,
     ),
+    # Nemotron-H-8B's block pattern, its first 10 blocks (Mamba-2 `M`, ReLU² MLP `-`, NoPE
+    # attention `*`) as the string its config gives; 8 groups of B/C (here 4 groups of 2 heads,
+    # its 128 heads of 64 in 8), 4 query / 2 key-value heads of 16 (its 32 / 8 of 128), untied.
+    "nemotron_h": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 16, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 4, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "hybrid_override_pattern": "M-M-M-M*-M", "mlp_hidden_act": "relu2",
+         "mamba_hidden_act": "silu", "residual_in_fp32": False, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")]},
+        mx.float32, 12,
+    ),
+    # NVIDIA-Nemotron-Nano-9B-v2's first 16 blocks in bfloat16, as transformers 5 writes the
+    # pattern (`layers_block_type`); 2 groups, attention heads of 16 with 1 key-value head.
+    "nemotron_h-nano": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 8, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 2, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "layers_block_type": [{"M": "linear_attention", "-": "mlp", "*": "full_attention"}[c]
+                               for c in "M-M-M-MM-M-M-M*-"]},
+        mx.bfloat16, 13,
+    ),
     # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
     # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
     # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
@@ -211,12 +239,15 @@ QUANTIZED = {
     "lfm2-1.2b": None,
     "mamba2": (32, 4, None),
     "mamba2-codestral": None,
+    "nemotron_h": (32, 4, None),
+    "nemotron_h-nano": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
-PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba2", "mamba2-codestral"}
+PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba2", "mamba2-codestral", "nemotron_h",
+                     "nemotron_h-nano"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

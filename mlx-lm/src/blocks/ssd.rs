@@ -60,7 +60,10 @@ pub fn compute_dt(dt: &Array, dt_bias: &Array, limit: (f32, f32)) -> Result<Arra
             Ok(vec![ops::clip(&dt, lo, hi)?])
         },
     )?;
-    Ok(out.into_iter().next().expect("compute_dt returns one array"))
+    Ok(out
+        .into_iter()
+        .next()
+        .expect("compute_dt returns one array"))
 }
 
 /// Python: `segsum(x, mask)`: for `x` `[..., T]`, `out[..., i, j] = x[j+1] + ... + x[i]` for
@@ -124,10 +127,14 @@ pub fn ssm_attn(
         time_step_limit,
     } = *inputs;
     let &[b, l, h, dh] = x.shape() else {
-        return Err(wrong_input("ssm_attn: x must be [batch, length, heads, head_dim]"));
+        return Err(wrong_input(
+            "ssm_attn: x must be [batch, length, heads, head_dim]",
+        ));
     };
     let &[_, _, g, n] = b_in.shape() else {
-        return Err(wrong_input("ssm_attn: B must be [batch, length, groups, state]"));
+        return Err(wrong_input(
+            "ssm_attn: B must be [batch, length, groups, state]",
+        ));
     };
     let dt = compute_dt(dt, dt_bias, time_step_limit)?;
     let repeats = h / g;
@@ -220,7 +227,10 @@ fn ssd_chunk(
     if let Some(state) = state {
         let exp_cumsum = ops::exp(&ops::cumsum(dt_a, -2, CumsumOptions::default())?)?;
         let last = exp_cumsum.index((.., -1))?;
-        next = ops::add(&next, &ops::multiply(&ops::expand_dims(&last, [-1, -2])?, state)?)?;
+        next = ops::add(
+            &next,
+            &ops::multiply(&ops::expand_dims(&last, [-1, -2])?, state)?,
+        )?;
         let c = ops::reshape(c, &[batch, s, g, 1, n, 1])?;
         let prev = ops::matmul(&ops::reshape(state, &[batch, 1, g, repeats, dh, n])?, &c)?;
         let prev = ops::flatten(&prev.squeeze(-1)?, 2, 3)?;
@@ -329,7 +339,6 @@ pub struct Mamba2Mixer {
     #[tree(static)]
     pub config: Mamba2Config,
 }
-
 
 impl Mamba2Mixer {
     /// Takes the mixer's tensors under `path`.

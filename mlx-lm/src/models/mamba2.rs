@@ -125,7 +125,7 @@ impl Mamba2Args {
 }
 
 /// `time_step_limit` `[lo, hi]` (transformers' default `(0.0, inf)`), each as float32.
-fn time_step_limit(c: &ModelConfig) -> crate::Result<(f32, f32)> {
+pub(crate) fn time_step_limit(c: &ModelConfig) -> crate::Result<(f32, f32)> {
     let error = |message: String| invalid(c.path(), &c.key("time_step_limit"), &message);
     match c.get("time_step_limit") {
         None | Some(Value::Null) => Ok((0.0, f32::INFINITY)),
@@ -153,11 +153,7 @@ impl ResidualBlock {
     pub fn load(ck: &mut Checkpoint, path: &str, a: &Mamba2Args) -> crate::Result<ResidualBlock> {
         Ok(ResidualBlock {
             mixer: Mamba2Mixer::load(ck, &format!("{path}.mixer"), &a.mixer)?,
-            norm: ck.rms_norm(
-                &format!("{path}.norm"),
-                a.hidden_size,
-                a.layer_norm_epsilon,
-            )?,
+            norm: ck.rms_norm(&format!("{path}.norm"), a.hidden_size, a.layer_norm_epsilon)?,
         })
     }
 }

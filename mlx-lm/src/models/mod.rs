@@ -7,6 +7,7 @@ pub mod base;
 pub mod lfm2;
 pub mod llama;
 pub mod mamba2;
+pub mod nemotron_h;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
@@ -15,6 +16,7 @@ pub mod smollm3;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba2::Mamba2;
+pub use nemotron_h::NemotronH;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
@@ -35,11 +37,12 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 7] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 8] {
     [
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba2", builtin!(Mamba2)),
+        ("nemotron_h", builtin!(NemotronH)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
