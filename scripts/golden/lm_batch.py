@@ -20,7 +20,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 import mlx.core as mx  # noqa: E402
 
 import mlx_lm  # noqa: E402
-from mlx_lm.generate import batch_generate  # noqa: E402
+from mlx_lm.generate import batch_generate, generate_step  # noqa: E402
 from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
 from mlx_lm.utils import load  # noqa: E402
 
@@ -71,6 +71,14 @@ CASES = [
     {"model": "mamba2-codestral", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
     {"model": "mamba2", "lengths": [300, 41, 270], "max_tokens": 8},
+    # Nemotron-H: mlx_lm's batch leaks the padding into the SSM state (its mixer does not
+    # pass the lengths), so the reference is each prompt generated alone ("alone"), and the
+    # record keeps mlx_lm's batch tokens beside it ("mlx_lm_batch_tokens"). Greedy only: a
+    # sampled batch draws its keys for all rows at once, which generating alone cannot repeat.
+    {"model": "nemotron_h", "lengths": [10, 10, 10], "max_tokens": 24, "alone": True},
+    {"model": "nemotron_h", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "nemotron_h-nano", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
     # Sliding-window layers (rotating caches), prompts longer than one prefill chunk.
     {"model": "llama3", "lengths": [40, 40], "max_tokens": 12, "prefill_step_size": 16},
 ]
@@ -94,8 +102,47 @@ def case_tokens(case):
     mx.random.seed(case.get("seed", 0))
     response = batch_generate(model, tokenizer, ps, max_tokens=case["max_tokens"],
                               return_token_ids=True, **kwargs)
-    return {**case, "prompts": ps, "eos": sorted(tokenizer.eos_token_ids),
-            "tokens": response.token_ids}
+    out = {**case, "prompts": ps, "eos": sorted(tokenizer.eos_token_ids),
+           "tokens": response.token_ids}
+    if case.get("alone"):
+        assert not kwargs.get("sampler") and not kwargs.get("logits_processors")
+        out["mlx_lm_batch_tokens"] = response.token_ids
+        out["mlx_lm_batch_first_logits_max_diff"] = batch_first_logits_diff(model, ps)
+        out["tokens"] = [alone(model, p, case["max_tokens"], tokenizer.eos_token_ids,
+                               case.get("prefill_step_size", 2048)) for p in ps]
+    return out
+
+
+def batch_first_logits_diff(model, ps):
+    """How far mlx_lm's batch is from each prompt alone where it goes wrong: the logits of
+    the prompts' last tokens after a right-padded batch prefill of the rest (as
+    `BatchGenerator` prefills: merged caches, `prepare(lengths, right_padding)`, `finalize`)
+    against each prompt's own forward pass; the largest difference."""
+    from mlx_lm.generate import _merge_caches, _right_pad_prompts
+    from mlx_lm.models.cache import make_prompt_cache
+    heads = [p[:-1] for p in ps]
+    lengths = [len(h) for h in heads]
+    cache = _merge_caches([make_prompt_cache(model) for _ in ps])
+    for c in cache:
+        c.prepare(lengths=lengths, right_padding=[max(lengths) - n for n in lengths])
+    model(_right_pad_prompts(heads), cache=cache)
+    for c in cache:
+        c.finalize()
+    batch = model(mx.array([[p[-1]] for p in ps]), cache=cache)[:, -1].astype(mx.float32)
+    single = mx.stack([model(mx.array(p)[None])[0, -1] for p in ps]).astype(mx.float32)
+    return mx.max(mx.abs(batch - single)).item()
+
+
+def alone(model, prompt, max_tokens, eos, prefill_step_size):
+    """Greedy tokens of one prompt generated alone, up to (not including) a stop token, as
+    batch_generate reports a sequence."""
+    tokens = []
+    for token, _ in generate_step(mx.array(prompt), model, max_tokens=max_tokens,
+                                  prefill_step_size=prefill_step_size):
+        if token in eos:
+            break
+        tokens.append(token)
+    return tokens
 
 
 def main():
