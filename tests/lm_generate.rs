@@ -408,7 +408,14 @@ fn a_generation_continues_from_its_own_cache() {
     // A generation of 8 tokens, then one of 16 from its cache, equals one of 24: the cache
     // holds the prompt and the first 7 tokens (the 8th was not fed back), so the second turn
     // starts from the 8th token.
-    for name in ["qwen3_5", "llama3", "lfm2", "mamba2", "mamba2-codestral"] {
+    for name in [
+        "qwen3_5",
+        "llama3",
+        "lfm2",
+        "mamba2",
+        "mamba2-codestral",
+        "nemotron_h",
+    ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
         let whole = greedy(&model, &prompt, None, 24);
@@ -511,7 +518,15 @@ fn stop_strings_cut_the_text_after_multibyte_characters() {
 fn quantizing_at_load_equals_mlx_lm_quantize() {
     // mlx_lm's quantize_model(model, group_size=32, bits=4) wrote the -4bit directories; the
     // float directory quantized as it loads must give the same model: the same logits.
-    for name in ["mistral", "qwen2", "qwen3", "qwen3_5", "lfm2", "mamba2"] {
+    for name in [
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "qwen3_5",
+        "lfm2",
+        "mamba2",
+        "nemotron_h",
+    ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
                 group_size: 32,
@@ -769,7 +784,14 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state and lfm2's
     // short-convolution state (two inputs, longer than a chunk of one) across, must give the
     // same tokens.
-    for name in ["llama3", "qwen3_5", "mistral-4bit", "lfm2", "mamba2"] {
+    for name in [
+        "llama3",
+        "qwen3_5",
+        "mistral-4bit",
+        "lfm2",
+        "mamba2",
+        "nemotron_h",
+    ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let prompt = ids(&json["prompt"]);

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
-use mlx_lm::models::{Llama, Mamba2, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::models::{Llama, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -40,6 +40,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
         "mamba2" => Mamba2::args(c).map(drop),
+        "nemotron_h" => NemotronH::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -73,7 +74,14 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         covered.push(config["model_type"].as_str().unwrap().to_string());
     }
     for builtin in [
-        "llama", "mistral", "qwen2", "qwen3", "smollm3", "qwen3_5", "mamba2",
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "smollm3",
+        "qwen3_5",
+        "mamba2",
+        "nemotron_h",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -82,15 +90,21 @@ fn every_key_of_transformers_configs_is_accounted_for() {
 #[test]
 fn an_activation_other_than_silu_is_an_error_naming_it() {
     for (name, mut config) in transformers_configs() {
-        text(&mut config).insert("hidden_act".into(), json!("gelu_pytorch_tanh"));
+        // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
+        let key = if name == "nemotron_h" {
+            "mamba_hidden_act"
+        } else {
+            "hidden_act"
+        };
+        text(&mut config).insert(key.into(), json!("gelu_pytorch_tanh"));
         let (result, _) = read_config(&format!("act-{name}"), &config);
         let e = result.expect_err(&name).to_string();
         assert!(
-            e.contains("hidden_act") && e.contains("gelu_pytorch_tanh") && e.contains("silu"),
+            e.contains(key) && e.contains("gelu_pytorch_tanh") && e.contains("silu"),
             "{name}: {e}"
         );
         // "swish" is SiLU in transformers too.
-        text(&mut config).insert("hidden_act".into(), json!("swish"));
+        text(&mut config).insert(key.into(), json!("swish"));
         let (result, unread) = read_config(&format!("swish-{name}"), &config);
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(unread.is_empty(), "{name}: {unread:?}");
@@ -183,6 +197,16 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5", "mamba_ssm_dtype", json!("bfloat16")),
         // hidden_size * expand must be num_heads * head_dim (transformers' check).
         ("mamba2", "expand", json!(3)),
+        ("nemotron_h", "residual_in_fp32", json!(true)),
+        ("nemotron_h", "mamba_ssm_cache_dtype", json!("bfloat16")),
+        ("nemotron_h", "sliding_window", json!(1024)),
+        ("nemotron_h", "mlp_hidden_act", json!("silu")),
+        // Mixture-of-experts blocks are not supported yet.
+        (
+            "nemotron_h",
+            "layers_block_type",
+            json!(["linear_attention", "moe", "full_attention", "mlp"]),
+        ),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);

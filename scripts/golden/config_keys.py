@@ -24,6 +24,7 @@ import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     LlamaConfig,
     Mamba2Config,
+    NemotronHConfig,
     MistralConfig,
     Qwen2Config,
     Qwen3_5Config,
@@ -103,6 +104,11 @@ def configs():
         # hidden_size * expand (2) == num_heads * head_dim, as transformers checks.
         "mamba2": Mamba2Config(vocab_size=384, hidden_size=64, num_heads=4, head_dim=32, n_groups=2,
                                state_size=16, num_hidden_layers=4),
+        # The pattern as older configs give it; transformers writes it as layers_block_type.
+        "nemotron_h": NemotronHConfig(vocab_size=384, hidden_size=64, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=16, intermediate_size=128,
+                                      mamba_num_heads=8, mamba_head_dim=16, n_groups=4,
+                                      ssm_state_size=16, hybrid_override_pattern="M-M*-"),
     }
 
 

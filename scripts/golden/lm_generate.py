@@ -425,6 +425,8 @@ PROMPT_CACHE = [
     # float and bfloat16 (the latter as transformers computes it, lm.TRANSFORMERS_FIXES).
     ("mamba2", 16),
     ("mamba2-codestral", 16),
+    # Nemotron-H: entries for the Mamba-2 and attention blocks only (none for the MLP blocks).
+    ("nemotron_h", 16),
 ]
 CONTINUE_TOKENS = 16
 
