@@ -202,6 +202,40 @@ CONFIGS = {
                                for c in "M-M-M-MM-M-M-M*-"]},
         mx.bfloat16, 13,
     ),
+    # A Granite 4.0-H layer mix: Mamba-2 layers with an attention layer among them (NoPE,
+    # scale attention_multiplier), one group of B/C, the multipliers of µP (embedding,
+    # residual, logits), tied embeddings, the dense MLP (no experts: Granite-4.0-H-Micro's).
+    "granitemoehybrid": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "shared_intermediate_size": 128, "num_hidden_layers": 8,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0, "attention_multiplier": 0.0625,
+         "logits_scaling": 4.0, "residual_multiplier": 0.22,
+         "layer_types": ["mamba"] * 3 + ["attention"] + ["mamba"] * 3 + ["attention"],
+         "rms_norm_eps": 1e-5, "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_expand": 2,
+         "mamba_proj_bias": False, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
+         "mamba_conv_bias": True, "position_embedding_type": "nope", "num_local_experts": 0,
+         "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")],
+         "hidden_act": "silu"},
+        mx.float32, 14,
+    ),
+    # The same kind in bfloat16 with what the reader must also take: RoPE layers
+    # (position_embedding_type "rope", rope_theta under rope_parameters), an untied head, two
+    # groups of B/C (transformers' grouped gated norm: `transformers_mamba2_norms`).
+    "granitemoehybrid-rope": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "shared_intermediate_size": 96, "num_hidden_layers": 4,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0, "attention_multiplier": 0.25,
+         "logits_scaling": 8.0, "residual_multiplier": 0.5,
+         "layer_types": ["mamba", "attention", "mamba", "attention"], "rms_norm_eps": 1e-6,
+         "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_proj_bias": False, "mamba_d_state": 16,
+         "mamba_d_conv": 4, "mamba_n_groups": 2, "mamba_conv_bias": True,
+         "position_embedding_type": "rope", "rope_parameters": {"rope_type": "default",
+                                                                  "rope_theta": 10000.0},
+         "tie_word_embeddings": False, "time_step_limit": [0.0, float("inf")]},
+        mx.bfloat16, 15,
+    ),
     # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
     # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
     # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
@@ -241,13 +275,15 @@ QUANTIZED = {
     "mamba2-codestral": None,
     "nemotron_h": (32, 4, None),
     "nemotron_h-nano": None,
+    "granitemoehybrid": (32, 4, None),
+    "granitemoehybrid-rope": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
 PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba2", "mamba2-codestral", "nemotron_h",
-                     "nemotron_h-nano"}
+                     "nemotron_h-nano", "granitemoehybrid", "granitemoehybrid-rope"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -518,6 +554,25 @@ def transformers_mamba2(model):
 
 
 TRANSFORMERS_FIXES["mamba2-codestral"] = transformers_mamba2
+
+
+def transformers_mamba2_norms(model):
+    """mlx_lm's granitemoehybrid made transformers' `GraniteMoeHybrid` where they differ for
+    this config: the gated norm per group of `intermediate / mamba_n_groups` features
+    (transformers' `GraniteMoeHybridRMSNormGated(group_size=...)`)."""
+    from mlx_lm.models import nemotron_h
+    args = model.args
+    width = args.mamba_n_heads * args.mamba_d_head
+    for layer in model.layers:
+        if layer.layer_type != "mamba":
+            continue
+        norm = nemotron_h.MambaRMSNormGated(width, eps=args.rms_norm_eps,
+                                            group_size=width // args.mamba_n_groups)
+        norm.weight = layer.mamba.norm.weight
+        layer.mamba.norm = norm
+
+
+TRANSFORMERS_FIXES["granitemoehybrid-rope"] = transformers_mamba2_norms
 
 
 def golden(name):

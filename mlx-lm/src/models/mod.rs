@@ -4,6 +4,7 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
+pub mod granitemoehybrid;
 pub mod lfm2;
 pub mod llama;
 pub mod mamba2;
@@ -13,6 +14,7 @@ pub mod qwen3;
 pub mod qwen3_5;
 pub mod smollm3;
 
+pub use granitemoehybrid::GraniteMoeHybrid;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba2::Mamba2;
@@ -37,8 +39,9 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 8] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 9] {
     [
+        ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba2", builtin!(Mamba2)),
