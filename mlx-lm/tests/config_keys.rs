@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
-use mlx_lm::models::{Llama, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5, SmolLM3};
+use mlx_lm::models::{GraniteMoeHybrid, Llama, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5, SmolLM3};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -41,6 +41,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen3_5" => Qwen3_5::args(c).map(drop),
         "mamba2" => Mamba2::args(c).map(drop),
         "nemotron_h" => NemotronH::args(c).map(drop),
+        "granitemoehybrid" => GraniteMoeHybrid::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -201,6 +202,13 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("nemotron_h", "mamba_ssm_cache_dtype", json!("bfloat16")),
         ("nemotron_h", "sliding_window", json!(1024)),
         ("nemotron_h", "mlp_hidden_act", json!("silu")),
+        ("granitemoehybrid", "num_local_experts", json!(8)),
+        (
+            "granitemoehybrid",
+            "position_embedding_type",
+            json!("alibi"),
+        ),
+        ("granitemoehybrid", "mamba_d_head", json!(8)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

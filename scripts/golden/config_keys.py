@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    GraniteMoeHybridConfig,
     LlamaConfig,
     Mamba2Config,
     NemotronHConfig,
@@ -46,6 +47,9 @@ SIZES = {
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
 }
+
+GRANITE = dict(SIZES, shared_intermediate_size=128, num_local_experts=0, mamba_n_heads=4,
+               mamba_d_state=16, layer_types=["mamba", "attention", "mamba", "mamba"])
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -109,6 +113,9 @@ def configs():
                                       num_key_value_heads=2, head_dim=16, intermediate_size=128,
                                       mamba_num_heads=8, mamba_head_dim=16, n_groups=4,
                                       ssm_state_size=16, hybrid_override_pattern="M-M*-"),
+        # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
+        "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
+        "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
     }
 
 

@@ -71,6 +71,14 @@ CASES = [
     {"model": "mamba2-codestral", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
     {"model": "mamba2", "lengths": [300, 41, 270], "max_tokens": 8},
+    # Granite 4.0-H: Mamba-2 and attention layers with the µP multipliers; the bfloat16 RoPE
+    # model with two groups (as transformers computes it) and chunked prefill.
+    {"model": "granitemoehybrid", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "granitemoehybrid", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "granitemoehybrid-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 8,
+     "temp": 1.0, "top_k": 20},
+    {"model": "granitemoehybrid-rope", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     # Nemotron-H: mlx_lm's batch leaks the padding into the SSM state (its mixer does not
     # pass the lengths), so the reference is each prompt generated alone ("alone"), and the
     # record keeps mlx_lm's batch tokens beside it ("mlx_lm_batch_tokens"). Greedy only: a

@@ -427,6 +427,7 @@ PROMPT_CACHE = [
     ("mamba2-codestral", 16),
     # Nemotron-H: entries for the Mamba-2 and attention blocks only (none for the MLP blocks).
     ("nemotron_h", 16),
+    ("granitemoehybrid", 16),
 ]
 CONTINUE_TOKENS = 16
 
