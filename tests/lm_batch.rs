@@ -239,8 +239,8 @@ fn padding_never_reaches_the_ssm_state_where_mlx_lm_s_batch_leaks_it() {
             let diff = ops::max(
                 &ops::abs(
                     &ops::subtract(
-                        &row.astype(Dtype::Float32).unwrap(),
-                        &alone.astype(Dtype::Float32).unwrap(),
+                        row.astype(Dtype::Float32).unwrap(),
+                        alone.astype(Dtype::Float32).unwrap(),
                     )
                     .unwrap(),
                 )

@@ -85,7 +85,7 @@ fn segsum(x: &Array, mask: Option<&Array>) -> Result<Array> {
     match mask {
         Some(m) => {
             let pairs = ops::multiply(&ops::expand_dims(&m, -2)?, &ops::expand_dims(&m, -1)?)?;
-            ops::where_(&pairs, &x_segsum, &Array::from_scalar(f32::NEG_INFINITY))
+            ops::where_(&pairs, &x_segsum, Array::from_scalar(f32::NEG_INFINITY))
         }
         None => Ok(x_segsum),
     }
@@ -419,7 +419,7 @@ impl Mamba2Mixer {
             dt_bias: &self.dt_bias,
             time_step_limit: c.time_step_limit,
         };
-        let y = match cache.as_deref_mut() {
+        let y = match cache {
             Some(cache) => {
                 let (y, state) = ssm_update(
                     &inputs,

@@ -254,8 +254,8 @@ impl Forward for NemotronHMlp {
 /// under `mixer`, as in mlx_lm); a rebuild tells the kinds apart by the struct each holds.
 #[derive(Debug, Clone)]
 pub enum NemotronHMixer {
-    Mamba(Mamba2Mixer),
-    Attention(Attention),
+    Mamba(Box<Mamba2Mixer>),
+    Attention(Box<Attention>),
     Mlp(NemotronHMlp),
 }
 
@@ -270,8 +270,12 @@ impl TreeNode for NemotronHMixer {
 
     fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
         match u.peek_kind()? {
-            NodeKind::Struct("Mamba2Mixer") => Mamba2Mixer::unflatten(u).map(NemotronHMixer::Mamba),
-            NodeKind::Struct("Attention") => Attention::unflatten(u).map(NemotronHMixer::Attention),
+            NodeKind::Struct("Mamba2Mixer") => {
+                Mamba2Mixer::unflatten(u).map(|m| NemotronHMixer::Mamba(Box::new(m)))
+            }
+            NodeKind::Struct("Attention") => {
+                Attention::unflatten(u).map(|a| NemotronHMixer::Attention(Box::new(a)))
+            }
             NodeKind::Struct("NemotronHMlp") => NemotronHMlp::unflatten(u).map(NemotronHMixer::Mlp),
             _ => Err(u.mismatch("a nemotron_h mixer (Mamba2Mixer, Attention or NemotronHMlp)")),
         }
@@ -307,9 +311,11 @@ impl NemotronHBlock {
         Ok(NemotronHBlock {
             norm: ck.rms_norm(&format!("{path}.norm"), d, a.layer_norm_epsilon)?,
             mixer: match block {
-                BlockType::Mamba => NemotronHMixer::Mamba(Mamba2Mixer::load(ck, &mixer, &a.mixer)?),
+                BlockType::Mamba => {
+                    NemotronHMixer::Mamba(Box::new(Mamba2Mixer::load(ck, &mixer, &a.mixer)?))
+                }
                 BlockType::Attention => {
-                    NemotronHMixer::Attention(Attention::load(ck, &mixer, &a.attention)?)
+                    NemotronHMixer::Attention(Box::new(Attention::load(ck, &mixer, &a.attention)?))
                 }
                 BlockType::Mlp => NemotronHMixer::Mlp(NemotronHMlp {
                     up_proj: ck.linear(&p("up_proj"), d, ff, a.mlp_bias)?,
@@ -333,7 +339,7 @@ impl Layer for NemotronHBlock {
         let h = self.norm.forward(x)?;
         let h = match &self.mixer {
             NemotronHMixer::Mamba(m) => m.forward(&h, ctx.rows, cache)?,
-            NemotronHMixer::Attention(a) => TokenMixer::forward(a, &h, ctx, cache)?,
+            NemotronHMixer::Attention(a) => TokenMixer::forward(a.as_ref(), &h, ctx, cache)?,
             NemotronHMixer::Mlp(m) => m.forward(&h)?,
         };
         ops::add(x, &h)
