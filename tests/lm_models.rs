@@ -440,7 +440,7 @@ fn last_logprobs(logits: &Array) -> Array {
 /// chains into generated kernels, which round the last bit of some results differently from
 /// the separate ops; the graph is the same. In float32 that moves them by a few units of
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
-/// lfm2 and lfm2-4bit), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
+/// lfm2 and lfm2-4bit, 0 for the Mamba-2 family), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
 /// of a log-probability near -8 is 0.0625 (measured: lfm2-1.2b, exactly that), two bound
@@ -455,7 +455,7 @@ fn compiled_tolerance(model: &Model) -> f32 {
 }
 
 /// Every model with recurrent state (qwen3_5's gated-delta-net conv and recurrent state,
-/// lfm2's short-convolution state), its decode step compiled with that state beside the
+/// lfm2's short-convolution state, the Mamba-2 family's convolution and float32 SSM state), its decode step compiled with that state beside the
 /// key/value buffers: traced once for a 256-token generation, and what the same model
 /// computes eagerly, step by step, through its forward with the cache. The tokens may part
 /// only where the eager pick was a near tie (within the tolerance); the rest is not compared
