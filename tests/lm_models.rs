@@ -719,6 +719,56 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
     }
 }
 
+/// The SSD runs a prompt in chunks of 256 positions, carrying the state from one to the next
+/// (mlx_lm's `ssm_attn`): a 300-token prompt in one call crosses a chunk boundary inside it,
+/// and the same prompt through the cache in calls of 290 (across it too), 2, 7 and 1 carries
+/// the state from call to call. The SSM states after the last position agree up to the
+/// regrouped sums (measured on the CPU: within 7.5e-9; with the carried state's decay term
+/// dropped, 7.9e-3), and so do the logits (within 1.2e-6). The logits alone would say little
+/// here: in these random models the carried state moves them by ~1e-6.
+#[test]
+fn prompts_longer_than_an_ssd_chunk_carry_the_state() {
+    let ssm_states = |cache: &[LayerCache]| -> Vec<Array> {
+        cache
+            .iter()
+            .filter_map(|c| match c {
+                LayerCache::Arrays(a) => Some(a.cache[1].clone()),
+                _ => None,
+            })
+            .collect()
+    };
+    for name in ["mamba2", "nemotron_h", "granitemoehybrid"] {
+        let model = load(name);
+        let ids: Vec<i32> = (0..300).map(|i| 3 + (i * 37) % 380).collect();
+        let mut whole_cache = model.make_cache(1, 512).unwrap();
+        let whole = model
+            .forward(&prompt_array(&ids), Some(&mut whole_cache))
+            .unwrap();
+        let whole = whole.index((0, -1)).unwrap();
+        let mut cache = model.make_cache(1, 512).unwrap();
+        for piece in [&ids[..290], &ids[290..292], &ids[292..299]] {
+            model
+                .forward(&prompt_array(piece), Some(&mut cache))
+                .unwrap();
+        }
+        let pieces = model
+            .forward(&prompt_array(&ids[299..]), Some(&mut cache))
+            .unwrap();
+        let pieces = pieces.index((0, -1)).unwrap();
+        let (differing, worst) = compare(&pieces, &whole, 1e-5);
+        assert_eq!(differing, 0, "{name}: logits off by {worst}");
+        let mut worst_state = 0.0f32;
+        for (a, b) in ssm_states(&cache).iter().zip(ssm_states(&whole_cache)) {
+            worst_state = worst_state.max(compare(a, &b, 0.0).1);
+        }
+        eprintln!("{name}: 300 tokens in one call and in four: logits within {worst}, SSM states within {worst_state}");
+        assert!(
+            worst_state <= 1e-5,
+            "{name}: SSM states off by {worst_state}"
+        );
+    }
+}
+
 /// The single-sublayer architectures name their parameters as mlx_lm does (`backbone.layers.i.
 /// {norm, mixer.*}`, the mixer's parameters directly under `mixer` whichever kind it is): the
 /// loaded model's leaves are exactly the tensors mlx_lm saved, by the same paths.
