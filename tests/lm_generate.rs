@@ -414,6 +414,10 @@ fn a_generation_continues_from_its_own_cache() {
         "lfm2",
         "falcon_mamba",
         "recurrent_gemma",
+        "mamba2",
+        "mamba2-codestral",
+        "nemotron_h",
+        "granitemoehybrid",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -525,6 +529,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "lfm2",
         "mamba",
         "falcon_mamba",
+        "mamba2",
+        "nemotron_h",
+        "granitemoehybrid",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -730,13 +737,110 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// mamba2's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C,
+/// 1, K]`, `time_step_limit` with a bare `Infinity` as transformers writes it) is the same
+/// model; sizes that do not fit the checkpoint or each other are errors naming the key.
+#[test]
+fn mamba2_hf_layout_loads_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("mamba2"));
+    let dir = copy_model("mamba2", "mamba2-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("mixer.conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let mut hf = original.clone();
+    hf["time_step_limit"] = "@LIMIT@".into();
+    let text = hf.to_string().replace("\"@LIMIT@\"", "[0.0, Infinity]");
+    std::fs::write(&config, text).unwrap();
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["n_groups"] = 3.into());
+    assert!(e.contains("config.json") && e.contains("n_groups"), "{e}");
+    let e = err(&|j| j["expand"] = 4.into());
+    assert!(
+        e.contains("expand") && e.contains("num_heads * head_dim"),
+        "{e}"
+    );
+    let e = err(&|j| j["time_step_limit"] = serde_json::json!([0.0]));
+    assert!(e.contains("time_step_limit"), "{e}");
+    // Two groups of B and C where the checkpoint's in_proj has one.
+    let e = err(&|j| j["n_groups"] = 2.into());
+    assert!(e.contains("backbone.layers.0.mixer.in_proj.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// granitemoehybrid's sanitize: a Hugging Face checkpoint (the dense MLP as `shared_mlp`, gate
+/// and up stacked in `input_linear`; convolution weights `[C, 1, K]`; a redundant `lm_head`
+/// beside tied embeddings) is the same model; experts are an error naming the key.
+#[test]
+fn granitemoehybrid_hf_layout_loads_and_experts_are_an_error() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("granitemoehybrid"));
+    let dir = copy_model("granitemoehybrid", "granitemoehybrid-hf");
+    rewrite_weights(&dir, |w| {
+        for l in 0..8 {
+            let mlp = format!("model.layers.{l}.mlp");
+            let shared = format!("model.layers.{l}.shared_mlp");
+            let gate = w.remove(&format!("{mlp}.gate_proj.weight")).unwrap();
+            let up = w.remove(&format!("{mlp}.up_proj.weight")).unwrap();
+            let stacked = ops::concatenate(&[gate, up], 0).unwrap();
+            w.insert(format!("{shared}.input_linear.weight"), stacked);
+            let down = w.remove(&format!("{mlp}.down_proj.weight")).unwrap();
+            w.insert(format!("{shared}.output_linear.weight"), down);
+        }
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+        let head = w["model.embed_tokens.weight"].clone();
+        w.insert("lm_head.weight".into(), head);
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    json["num_local_experts"] = 8.into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    let e = load_model(&dir, LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("config.json") && e.contains("num_local_experts") && e.contains("not supported"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // The golden tokens came from one prefill chunk; chunks shorter and longer than llama3's
     // sliding window (8), and chunks that carry qwen3_5's conv and recurrent state and lfm2's
     // short-convolution state (two inputs, longer than a chunk of one), falcon_mamba's conv
-    // and SSM state and recurrent_gemma's (whose RG-LRU resets at position 0 only, not at a
-    // chunk's start) across, must give the same tokens.
+    // and SSM state, recurrent_gemma's (whose RG-LRU resets at position 0 only, not at a
+    // chunk's start) and the Mamba-2 family's across, must give the same tokens.
     for name in [
         "llama3",
         "qwen3_5",
@@ -744,6 +848,9 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "lfm2",
         "falcon_mamba",
         "recurrent_gemma",
+        "mamba2",
+        "nemotron_h",
+        "granitemoehybrid",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -468,7 +468,7 @@ fn collect_unread(
     }
 }
 
-fn as_float(v: &Value) -> Option<f64> {
+pub(crate) fn as_float(v: &Value) -> Option<f64> {
     match v {
         Value::Number(n) => n.as_f64(),
         Value::Object(o) if o.len() == 1 => match o.get(FLOAT_TAG)?.as_str()? {
@@ -497,10 +497,48 @@ pub(crate) fn read_json(path: &Path) -> Result<Value> {
         path: path.to_path_buf(),
         source,
     })?;
-    serde_json::from_str(&text).map_err(|source| Error::Json {
-        path: path.to_path_buf(),
-        source,
-    })
+    serde_json::from_str(&text)
+        .or_else(|e| match tag_non_finite(&text) {
+            // Python's json writes non-finite floats as bare `Infinity` / `NaN` (transformers'
+            // Mamba2Config's `time_step_limit` is `[0.0, Infinity]`), which is not JSON.
+            Some(tagged) => serde_json::from_str(&tagged).map_err(|_| e),
+            None => Err(e),
+        })
+        .map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// `text` with Python's bare `Infinity`, `-Infinity` and `NaN` (outside strings) written as
+/// mlx_lm's tagged floats (`{"__float__": "Infinity"}`), or `None` when it has none.
+fn tag_non_finite(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if let Some(token) = ["-Infinity", "Infinity", "NaN"]
+            .into_iter()
+            .find(|t| rest.starts_with(t))
+        {
+            out.push_str(&format!("{{\"{FLOAT_TAG}\": \"{token}\"}}"));
+            rest = &rest[token.len()..];
+            changed = true;
+            continue;
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    changed.then_some(out)
 }
 
 pub(crate) fn invalid(path: &Path, key: &str, message: &str) -> Error {

@@ -7,7 +7,10 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
-use mlx_lm::models::{Llama, Mamba, Qwen2, Qwen3, Qwen3_5, RecurrentGemma, SmolLM3};
+use mlx_lm::models::{
+    GraniteMoeHybrid, Llama, Mamba, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5, RecurrentGemma,
+    SmolLM3,
+};
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
 
@@ -43,6 +46,9 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "lfm2" => Lfm2Args::from_config(c).map(drop),
         "mamba" => Mamba::args(c).map(drop),
         "recurrent_gemma" => RecurrentGemma::args(c).map(drop),
+        "mamba2" => Mamba2::args(c).map(drop),
+        "nemotron_h" => NemotronH::args(c).map(drop),
+        "granitemoehybrid" => GraniteMoeHybrid::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -86,6 +92,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "mamba",
         "falcon_mamba",
         "recurrent_gemma",
+        "mamba2",
+        "nemotron_h",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -99,15 +107,21 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
             // (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
-        text(&mut config).insert("hidden_act".into(), json!("gelu_pytorch_tanh"));
+        // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
+        let key = if name == "nemotron_h" {
+            "mamba_hidden_act"
+        } else {
+            "hidden_act"
+        };
+        text(&mut config).insert(key.into(), json!("gelu_pytorch_tanh"));
         let (result, _) = read_config(&format!("act-{name}"), &config);
         let e = result.expect_err(&name).to_string();
         assert!(
-            e.contains("hidden_act") && e.contains("gelu_pytorch_tanh") && e.contains("silu"),
+            e.contains(key) && e.contains("gelu_pytorch_tanh") && e.contains("silu"),
             "{name}: {e}"
         );
         // "swish" is SiLU in transformers too.
-        text(&mut config).insert("hidden_act".into(), json!("swish"));
+        text(&mut config).insert(key.into(), json!("swish"));
         let (result, unread) = read_config(&format!("swish-{name}"), &config);
         result.unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(unread.is_empty(), "{name}: {unread:?}");
@@ -203,6 +217,25 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("recurrent_gemma", "num_key_value_heads", json!(4)),
         ("recurrent_gemma", "hidden_activation", json!("gelu")),
         ("recurrent_gemma", "head_dim", json!(32)),
+        // hidden_size * expand must be num_heads * head_dim (transformers' check).
+        ("mamba2", "expand", json!(3)),
+        ("nemotron_h", "residual_in_fp32", json!(true)),
+        ("nemotron_h", "mamba_ssm_cache_dtype", json!("bfloat16")),
+        ("nemotron_h", "sliding_window", json!(1024)),
+        ("nemotron_h", "mlp_hidden_act", json!("silu")),
+        ("granitemoehybrid", "num_local_experts", json!(8)),
+        (
+            "granitemoehybrid",
+            "position_embedding_type",
+            json!("alibi"),
+        ),
+        ("granitemoehybrid", "mamba_d_head", json!(8)),
+        // Mixture-of-experts blocks are not supported yet.
+        (
+            "nemotron_h",
+            "layers_block_type",
+            json!(["linear_attention", "moe", "full_attention", "mlp"]),
+        ),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);
@@ -556,4 +589,31 @@ fn lfm2_settings_it_does_not_compute_with_are_errors_naming_the_key() {
     c["tie_embedding"] = json!(true);
     c["hidden_act"] = json!("silu");
     Lfm2Args::from_config(&loaded("lfm2-same", &c)).unwrap();
+}
+
+/// transformers writes a non-finite float as Python's json does, a bare `Infinity` (Mamba-2's
+/// `time_step_limit` is `[0.0, Infinity]` by default), which is not JSON: the loader reads it
+/// as mlx_lm's tagged float, and leaves strings that spell it alone.
+#[test]
+fn a_bare_infinity_as_transformers_writes_it_loads() {
+    let dir = std::env::temp_dir().join(format!("mlx-lm-keys-infinity-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut config = transformers_config("mamba2");
+    config["time_step_limit"] = json!("@LIMIT@");
+    config["_name_or_path"] = json!("a \"NaN\" Infinity");
+    let text = config
+        .to_string()
+        .replace("\"@LIMIT@\"", "[0.001, Infinity]");
+    assert!(text.contains(", Infinity]"), "{text}");
+    std::fs::write(dir.join("config.json"), text).unwrap();
+    let c = load_config(&dir).unwrap();
+    let a = Mamba2::args(&c).unwrap();
+    assert_eq!(a.mixer.time_step_limit, (0.001, f32::INFINITY));
+    assert_eq!(
+        c.string("_name_or_path").unwrap(),
+        Some("a \"NaN\" Infinity")
+    );
+    assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
+    std::fs::remove_dir_all(dir).unwrap();
 }

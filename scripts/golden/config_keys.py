@@ -11,6 +11,7 @@ Writes `mlx-lm/tests/data/transformers_configs.json`. No PyTorch needed.
 Run: scripts/gen-golden config_keys
 """
 import json
+import math
 import pathlib
 import sys
 
@@ -21,11 +22,14 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
-    Lfm2Config,
     FalconMambaConfig,
+    GraniteMoeHybridConfig,
+    Lfm2Config,
     LlamaConfig,
+    Mamba2Config,
     MambaConfig,
     MistralConfig,
+    NemotronHConfig,
     Qwen2Config,
     Qwen3_5Config,
     Qwen3Config,
@@ -47,6 +51,9 @@ SIZES = {
     "num_attention_heads": 4,
     "num_key_value_heads": 2,
 }
+
+GRANITE = dict(SIZES, shared_intermediate_size=128, num_local_experts=0, mamba_n_heads=4,
+               mamba_d_state=16, layer_types=["mamba", "attention", "mamba", "mamba"])
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -133,13 +140,37 @@ def configs():
         "recurrent_gemma": RecurrentGemmaConfig(vocab_size=384, hidden_size=64,
                                                 intermediate_size=192, num_hidden_layers=6,
                                                 num_attention_heads=4, num_key_value_heads=1),
+        # hidden_size * expand (2) == num_heads * head_dim, as transformers checks.
+        "mamba2": Mamba2Config(vocab_size=384, hidden_size=64, num_heads=4, head_dim=32, n_groups=2,
+                               state_size=16, num_hidden_layers=4),
+        # The pattern as older configs give it; transformers writes it as layers_block_type.
+        "nemotron_h": NemotronHConfig(vocab_size=384, hidden_size=64, num_attention_heads=4,
+                                      num_key_value_heads=2, head_dim=16, intermediate_size=128,
+                                      mamba_num_heads=8, mamba_head_dim=16, n_groups=4,
+                                      ssm_state_size=16, hybrid_override_pattern="M-M*-"),
+        # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
+        "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
+        "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
     }
+
+
+def tag_non_finite(value):
+    """Non-finite floats as mlx_lm's `save_config` writes them (`{"__float__": "Infinity"}`), so
+    the file stays JSON; transformers writes a bare `Infinity` (Mamba2Config's
+    `time_step_limit`), which config_keys.rs reads in a test of its own."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"__float__": repr(value).replace("inf", "Infinity").replace("nan", "NaN")}
+    if isinstance(value, dict):
+        return {k: tag_non_finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [tag_non_finite(v) for v in value]
+    return value
 
 
 def main():
     out = {
         "transformers_version": transformers.__version__,
-        "configs": {name: c.to_dict() for name, c in configs().items()},
+        "configs": {name: tag_non_finite(c.to_dict()) for name, c in configs().items()},
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -149,6 +149,94 @@ CONFIGS = {
          "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
         mx.bfloat16, 9,
     ),
+    # Mamba2-2.7B's shape (its Hugging Face config, state-spaces/mamba2-2.7b converted): one
+    # group of B/C for all heads, tied embeddings, time_step_limit (0, inf), expand 2; 4 of its
+    # 64 layers, 4 heads of 32 (its 80 of 64), state 16 (its 128).
+    "mamba2": (
+        {"model_type": "mamba2", "vocab_size": VOCAB, "hidden_size": 64, "expand": 2,
+         "intermediate_size": 128, "num_heads": 4, "head_dim": 32, "state_size": 16,
+         "num_hidden_layers": 4, "layer_norm_epsilon": 1e-5, "conv_kernel": 4, "n_groups": 1,
+         "use_bias": False, "use_conv_bias": True, "tie_word_embeddings": True,
+         "time_step_limit": [0.0, float("inf")], "time_step_rank": "auto",
+         "hidden_act": "silu", "residual_in_fp32": True, "chunk_size": 256},
+        mx.float32, 10,
+    ),
+    # Mamba-Codestral-7B's shape in bfloat16: 8 groups of B/C (here 4 groups of 2 heads, its
+    # 8 of 16), untied head, 4 of its 64 layers; layer_norm_epsilon 1e-6 (its 1e-5) so that
+    # the block norms' epsilon shows. transformers' gated norm normalizes each group on its
+    # own and its block norms use layer_norm_epsilon, where mlx_lm's mamba2 normalizes the
+    # whole width and uses 1e-5: the reference is mlx_lm's model with those two fixed
+    # (`transformers_mamba2`), and the record keeps how far mlx_lm's own logits are.
+    "mamba2-codestral": (
+        {"model_type": "mamba2", "vocab_size": VOCAB, "hidden_size": 64, "expand": 2,
+         "intermediate_size": 128, "num_heads": 8, "head_dim": 16, "state_size": 16,
+         "num_hidden_layers": 4, "layer_norm_epsilon": 1e-6, "conv_kernel": 4, "n_groups": 4,
+         "use_bias": False, "use_conv_bias": True, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")], "time_step_rank": "auto"},
+        mx.bfloat16, 11,
+    ),
+    # Nemotron-H-8B's block pattern, its first 10 blocks (Mamba-2 `M`, ReLU² MLP `-`, NoPE
+    # attention `*`) as the string its config gives; 8 groups of B/C (here 4 groups of 2 heads,
+    # its 128 heads of 64 in 8), 4 query / 2 key-value heads of 16 (its 32 / 8 of 128), untied.
+    "nemotron_h": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 16, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 4, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "hybrid_override_pattern": "M-M-M-M*-M", "mlp_hidden_act": "relu2",
+         "mamba_hidden_act": "silu", "residual_in_fp32": False, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")]},
+        mx.float32, 12,
+    ),
+    # NVIDIA-Nemotron-Nano-9B-v2's first 16 blocks in bfloat16, as transformers 5 writes the
+    # pattern (`layers_block_type`); 2 groups, attention heads of 16 with 1 key-value head.
+    "nemotron_h-nano": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 8, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 2, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "layers_block_type": [{"M": "linear_attention", "-": "mlp", "*": "full_attention"}[c]
+                               for c in "M-M-M-MM-M-M-M*-"]},
+        mx.bfloat16, 13,
+    ),
+    # A Granite 4.0-H layer mix: Mamba-2 layers with an attention layer among them (NoPE,
+    # scale attention_multiplier), one group of B/C, the multipliers of µP (embedding,
+    # residual, logits), tied embeddings, the dense MLP (no experts: Granite-4.0-H-Micro's).
+    "granitemoehybrid": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "shared_intermediate_size": 128, "num_hidden_layers": 8,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0, "attention_multiplier": 0.0625,
+         "logits_scaling": 4.0, "residual_multiplier": 0.22,
+         "layer_types": ["mamba"] * 3 + ["attention"] + ["mamba"] * 3 + ["attention"],
+         "rms_norm_eps": 1e-5, "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_expand": 2,
+         "mamba_proj_bias": False, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
+         "mamba_conv_bias": True, "position_embedding_type": "nope", "num_local_experts": 0,
+         "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")],
+         "hidden_act": "silu"},
+        mx.float32, 14,
+    ),
+    # The same kind in bfloat16 with what the reader must also take: RoPE layers
+    # (position_embedding_type "rope", rope_theta under rope_parameters), an untied head, two
+    # groups of B/C (transformers' grouped gated norm: `transformers_mamba2_norms`).
+    "granitemoehybrid-rope": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "shared_intermediate_size": 96, "num_hidden_layers": 4,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0, "attention_multiplier": 0.25,
+         "logits_scaling": 8.0, "residual_multiplier": 0.5,
+         "layer_types": ["mamba", "attention", "mamba", "attention"], "rms_norm_eps": 1e-6,
+         "mamba_n_heads": 8, "mamba_d_head": 16, "mamba_proj_bias": False, "mamba_d_state": 16,
+         "mamba_d_conv": 4, "mamba_n_groups": 2, "mamba_conv_bias": True,
+         "position_embedding_type": "rope", "rope_parameters": {"rope_type": "default",
+                                                                  "rope_theta": 10000.0},
+         "tie_word_embeddings": False, "time_step_limit": [0.0, float("inf")]},
+        mx.bfloat16, 15,
+    ),
     # SmolLM2-135M's layers in bfloat16, as `mlx_lm.convert --dtype bfloat16` writes them:
     # hidden 576, 9 query / 3 key-value heads of 64, MLP 1536, tied embeddings, rope base
     # 1e5; 1 layer of its 30 and a vocabulary of 2048 of its 49152 keep the files at 9 MB
@@ -249,13 +337,25 @@ QUANTIZED = {
     "falcon_mamba": (32, 4, None),
     "recurrent_gemma": (32, 4, None),
     "recurrent_gemma-bf16": None,
+    "mamba2": (32, 4, None),
+    "mamba2-codestral": None,
+    "nemotron_h": (32, 4, None),
+    "nemotron_h-nano": None,
+    "granitemoehybrid": (32, 4, None),
+    "granitemoehybrid-rope": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
 # go unseen. (The older models keep `perturb_norms` alone, so their data stays as committed.)
 PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
-                     "recurrent_gemma", "recurrent_gemma-bf16"}
+                     "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
+                     "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
+                     "granitemoehybrid-rope"}
+
+# Models whose reference is mlx_lm's model with its departures from transformers fixed
+# (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
+TRANSFORMERS_FIXES = {}
 
 CHAT_TEMPLATE = (
     "{% for message in messages %}"
@@ -521,6 +621,42 @@ def transformers_fixes(model):
             layer.channel_pre_norm.eps = model.args.rms_norm_eps
         fixes.append("temporal_pre_norm and channel_pre_norm eps = rms_norm_eps")
     return fixes
+def transformers_mamba2(model):
+    """mlx_lm's mamba2 made transformers' `Mamba2`: each block's pre-norm with the config's
+    `layer_norm_epsilon` (mlx_lm: `nn.RMSNorm`'s default 1e-5), and the gated norm per group
+    of `intermediate / n_groups` features with the weight applied after it (transformers'
+    `MambaRMSNormGated`; mlx_lm's nemotron_h has it as its `MambaRMSNormGated`)."""
+    from mlx_lm.models import nemotron_h
+    args = model.args
+    width = args.num_heads * args.head_dim
+    for layer in model.layers:
+        layer.norm.eps = args.layer_norm_epsilon
+        norm = nemotron_h.MambaRMSNormGated(width, eps=args.layer_norm_epsilon,
+                                            group_size=width // args.n_groups)
+        norm.weight = layer.mixer.norm.weight
+        layer.mixer.norm = norm
+
+
+TRANSFORMERS_FIXES["mamba2-codestral"] = transformers_mamba2
+
+
+def transformers_mamba2_norms(model):
+    """mlx_lm's granitemoehybrid made transformers' `GraniteMoeHybrid` where they differ for
+    this config: the gated norm per group of `intermediate / mamba_n_groups` features
+    (transformers' `GraniteMoeHybridRMSNormGated(group_size=...)`)."""
+    from mlx_lm.models import nemotron_h
+    args = model.args
+    width = args.mamba_n_heads * args.mamba_d_head
+    for layer in model.layers:
+        if layer.layer_type != "mamba":
+            continue
+        norm = nemotron_h.MambaRMSNormGated(width, eps=args.rms_norm_eps,
+                                            group_size=width // args.mamba_n_groups)
+        norm.weight = layer.mamba.norm.weight
+        layer.mamba.norm = norm
+
+
+TRANSFORMERS_FIXES["granitemoehybrid-rope"] = transformers_mamba2_norms
 
 
 def golden(name):
@@ -533,9 +669,16 @@ def golden(name):
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
         prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
+    base = name.removesuffix("-4bit").removesuffix("-hf")
+    mlx_lm_differs_by = None
+    if base in TRANSFORMERS_FIXES:
+        unfixed = model(prompt[None]).astype(mx.float32)
+        TRANSFORMERS_FIXES[base](model)
     with single_groups_padded(model) as padded:
         logits = model(prompt[None]).astype(mx.float32)
         mx.eval(logits)
+    if base in TRANSFORMERS_FIXES:
+        mlx_lm_differs_by = mx.max(mx.abs(unfixed - logits)).item()
     if padded:
         print(f"{name}: prompt logits with {padded} one-group layers padded (MLX's qmm_sm90)")
     tokens, margins, steps = [], [], []
@@ -557,9 +700,11 @@ def golden(name):
     }
     if fixes:
         record["transformers_fixes"] = fixes
+    if mlx_lm_differs_by is not None:
+        record["mlx_lm_unfixed_max_logit_diff"] = mlx_lm_differs_by
     if has_recurrent_state(model):
-        # All three forms fail for a model with key/value layers; `state_in_out` works
-        # where every cache is an ArraysCache (mamba).
+        # The first two forms always fail; the third works for models whose caches are all
+        # ArraysCaches (mamba, mamba2) and fails where there are key/value layers.
         record["mx_compile"] = compile_attempts(model, prompt)
     (OUT / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "

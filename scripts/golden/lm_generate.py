@@ -44,6 +44,7 @@ from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
 from lm import transformers_fixes  # noqa: E402
+from lm import TRANSFORMERS_FIXES  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
@@ -426,6 +427,13 @@ PROMPT_CACHE = [
     ("mamba-bf16", 16),
     # RG-LRU and conv state beside a rotating cache (window 8) past its window.
     ("recurrent_gemma", 16),
+    # Mamba-2: the convolution's and the float32 SSM state only (ArraysCache(2) per layer),
+    # float and bfloat16 (the latter as transformers computes it, lm.TRANSFORMERS_FIXES).
+    ("mamba2", 16),
+    ("mamba2-codestral", 16),
+    # Nemotron-H: entries for the Mamba-2 and attention blocks only (none for the MLP blocks).
+    ("nemotron_h", 16),
+    ("granitemoehybrid", 16),
 ]
 CONTINUE_TOKENS = 16
 
@@ -435,6 +443,9 @@ def prompt_cache():
     for name, prefix in PROMPT_CACHE:
         model, _ = load(str(MODELS / name))
         transformers_fixes(model)
+        fix = TRANSFORMERS_FIXES.get(name)
+        if fix is not None:
+            fix(model)
         prompt = prompt_ids(name)
         cache = make_prompt_cache(model)
         model(prompt[None, :prefix], cache=cache)

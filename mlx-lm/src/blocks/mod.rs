@@ -1,11 +1,11 @@
 //! The building blocks architectures are written on, each written once: attention with a
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
-//! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Griffin's
-//! RG-LRU block, [`rglru`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE variants ([`rope`]), masks ([`mask`]), the rows/heads
-//! reshapes ([`rows`]), what a model's stack of layers is made of ([`layer`]: the [`Layer`]
-//! trait and the loop over layers), and the dense decoder layer generic over its token and
-//! channel mixers ([`decoder`]).
+//! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE
+//! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
+//! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
+//! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
 
 pub mod attention;
 pub mod conv;
@@ -20,6 +20,7 @@ pub mod rope;
 pub mod rows;
 pub mod selective_scan;
 pub mod short_conv;
+pub mod ssd;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
 pub use conv::{causal_conv1d, ConvActivation};
@@ -33,3 +34,4 @@ pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
+pub use ssd::{Mamba2Config, Mamba2Mixer};

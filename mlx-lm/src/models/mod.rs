@@ -4,18 +4,24 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
+pub mod granitemoehybrid;
 pub mod lfm2;
 pub mod llama;
 pub mod mamba;
+pub mod mamba2;
+pub mod nemotron_h;
 pub mod qwen2;
 pub mod qwen3;
 pub mod qwen3_5;
 pub mod recurrent_gemma;
 pub mod smollm3;
 
+pub use granitemoehybrid::GraniteMoeHybrid;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba::Mamba;
+pub use mamba2::Mamba2;
+pub use nemotron_h::NemotronH;
 pub use qwen2::Qwen2;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
@@ -37,11 +43,14 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 8] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 11] {
     [
+        ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
+        ("mamba2", builtin!(Mamba2)),
+        ("nemotron_h", builtin!(NemotronH)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),

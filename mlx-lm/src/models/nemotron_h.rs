@@ -1,0 +1,466 @@
+//! `nemotron_h` (Python: `mlx_lm.models.nemotron_h`): NVIDIA's Nemotron-H, single-sublayer
+//! blocks `h + mixer(norm(h))` whose mixer is, per the block pattern, a Mamba-2 SSD (`M`,
+//! [`Mamba2Mixer`] with the gated norm per group), attention without positional embedding
+//! (`*`), or a ReLU² MLP (`-`); parameters under `backbone.*` (`embeddings`, `layers.i.{norm,
+//! mixer}`, `norm_f`) and `lm_head`.
+//!
+//! Only the `M` and `*` blocks have a cache entry (`ArraysCache(2)` / `KVCache`), as in mlx_lm,
+//! whose cache list is then shorter than the layers ([`Layer::has_cache`]). Mixture-of-experts
+//! blocks (`E`, Nemotron-3 Nano) are not supported yet: a config with one is an error.
+//!
+//! Where mlx_lm 0.32.2 is wrong: its mixer does not pass a right-padded batch's `lengths` to
+//! the SSD, so a padded sequence's prefill leaves the SSM state empty (its batch generation
+//! departs from generating each prompt alone). This port passes them, as mamba2 does: a batch
+//! generates what each prompt generates alone.
+
+use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
+use serde_json::Value;
+
+use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
+use crate::blocks::{
+    forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Rows,
+    TokenMixer,
+};
+use crate::cache::LayerCache;
+use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::config::{invalid, ModelConfig};
+use crate::kernels::KernelOptions;
+use crate::model::LanguageModel;
+
+/// A block's kind, as mlx_lm's `hybrid_override_pattern` spells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockType {
+    /// `M`: the Mamba-2 mixer.
+    Mamba,
+    /// `*`: attention.
+    Attention,
+    /// `-`: the MLP.
+    Mlp,
+}
+
+/// Python: nemotron_h's `ModelArgs`, as the blocks use it.
+#[derive(Debug, Clone)]
+pub struct NemotronHArgs {
+    pub vocab_size: i32,
+    pub hidden_size: i32,
+    pub layer_norm_epsilon: f32,
+    pub intermediate_size: i32,
+    pub mlp_bias: bool,
+    pub tie_word_embeddings: bool,
+    pub blocks: Vec<BlockType>,
+    pub attention: AttentionConfig,
+    pub mixer: Mamba2Config,
+}
+
+impl NemotronHArgs {
+    /// Reads the config against transformers' `NemotronHConfig` (its defaults where a key is
+    /// absent) and mlx_lm's `ModelArgs`: the blocks from `hybrid_override_pattern` (a string
+    /// or a list of characters), else `layers_block_type` / `layer_types` (transformers'
+    /// names, mapped as mlx_lm maps them).
+    pub fn from_config(c: &ModelConfig) -> crate::Result<NemotronHArgs> {
+        let hidden = c.dim_or("hidden_size", Some(4096))?;
+        let heads = c.dim_or("num_attention_heads", Some(32))?;
+        let mamba_heads = c.dim_or("mamba_num_heads", Some(128))?;
+        let n_groups = c.dim_or("n_groups", Some(8))?;
+        let eps = c.float_or("layer_norm_epsilon", 1e-5)? as f32;
+        if mamba_heads % n_groups != 0 {
+            return Err(invalid(
+                c.path(),
+                &c.key("mamba_num_heads"),
+                &format!("{mamba_heads} heads do not split into {n_groups} groups (n_groups)"),
+            ));
+        }
+        c.require("mlp_hidden_act", r#""relu2""#, |v| v == "relu2")?;
+        c.require("mamba_hidden_act", r#""silu""#, |v| {
+            v == "silu" || v == "swish"
+        })?;
+        // transformers' NemotronH keeps the residual in the model's dtype by default; a
+        // float32 residual is not what this port (or mlx_lm) computes.
+        c.require_value("residual_in_fp32", false)?;
+        c.require_value("mamba_ssm_cache_dtype", "float32")?;
+        c.require_value("sliding_window", Value::Null)?;
+        // Initialization, training and kernel choices: a checkpoint replaces the weights, and
+        // dropout is off at inference; the SSD's chunk only regroups the same sums (mlx_lm
+        // chunks by 256); the mixer's width is mamba_num_heads * mamba_head_dim (transformers
+        // too), whatever `expand` says; max_position_embeddings sizes nothing without RoPE.
+        c.declare_neutral(&[
+            "initializer_range",
+            "rescale_prenorm_residual",
+            "time_step_min",
+            "time_step_max",
+            "time_step_floor",
+            "use_mamba_kernels",
+            "attention_dropout",
+            "hidden_dropout",
+            "chunk_size",
+            "expand",
+            "max_position_embeddings",
+            "num_logits_to_keep",
+            "use_bias",
+            "num_hidden_layers",
+        ]);
+        // The multi-token-prediction layers: not part of the forward pass (sanitize drops
+        // their `mtp.` tensors).
+        c.declare_neutral(&["num_nextn_predict_layers", "mtp_layers_block_type"]);
+        let blocks = block_types(c)?;
+        // The mixture-of-experts settings, unused without `E` blocks.
+        c.declare_neutral(&[
+            "n_routed_experts",
+            "n_shared_experts",
+            "moe_intermediate_size",
+            "moe_shared_expert_intermediate_size",
+            "moe_latent_size",
+            "moe_shared_expert_overlap",
+            "num_experts_per_tok",
+            "routed_scaling_factor",
+            "n_group",
+            "topk_group",
+            "norm_topk_prob",
+            "output_router_logits",
+        ]);
+        let attention_bias = c.bool_or("attention_bias", false)?;
+        let head_dim = match c.usize("head_dim")? {
+            Some(_) => c.dim("head_dim")?,
+            None => hidden / heads,
+        };
+        Ok(NemotronHArgs {
+            vocab_size: c.dim_or("vocab_size", Some(131072))?,
+            hidden_size: hidden,
+            layer_norm_epsilon: eps,
+            intermediate_size: c.dim_or("intermediate_size", Some(21504))?,
+            mlp_bias: c.bool_or("mlp_bias", false)?,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+            blocks,
+            attention: AttentionConfig {
+                hidden_size: hidden,
+                num_heads: heads,
+                num_kv_heads: c.dim_or("num_key_value_heads", Some(8))?,
+                head_dim,
+                qkv_bias: attention_bias,
+                o_bias: attention_bias,
+                qk_norm: None,
+                output_gate: false,
+                rope: None,
+                sliding_window: None,
+            },
+            mixer: Mamba2Config {
+                hidden_size: hidden,
+                num_heads: mamba_heads,
+                head_dim: c.dim_or("mamba_head_dim", Some(64))?,
+                n_groups,
+                state_size: c.dim_or("ssm_state_size", Some(128))?,
+                conv_kernel: c.dim_or("conv_kernel", Some(4))?,
+                use_bias: c.bool_or("mamba_proj_bias", false)?,
+                use_conv_bias: c.bool_or("use_conv_bias", true)?,
+                time_step_limit: super::mamba2::time_step_limit(c)?,
+                norm_eps: eps,
+                grouped_norm: true,
+                cast_d: true,
+            },
+        })
+    }
+}
+
+/// The block list: `hybrid_override_pattern` (characters `M * - E`), else `layers_block_type`
+/// or `layer_types` (mlx_lm's `_block_type_to_char`, legacy spellings included).
+fn block_types(c: &ModelConfig) -> crate::Result<Vec<BlockType>> {
+    let error = |key: &str, message: String| invalid(c.path(), &c.key(key), &message);
+    let moe = |key: &str| {
+        error(
+            key,
+            "mixture-of-experts blocks (E / moe) are not supported yet".into(),
+        )
+    };
+    if let Some(pattern) = c.get("hybrid_override_pattern").filter(|v| !v.is_null()) {
+        let chars: Vec<String> = match pattern {
+            Value::String(s) => s.chars().map(String::from).collect(),
+            Value::Array(v) => v
+                .iter()
+                .map(|x| x.as_str().map(String::from))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    error(
+                        "hybrid_override_pattern",
+                        format!("not a pattern: {pattern}"),
+                    )
+                })?,
+            v => {
+                return Err(error(
+                    "hybrid_override_pattern",
+                    format!("not a pattern: {v}"),
+                ))
+            }
+        };
+        // Read (and left alone by mlx_lm when the pattern is given).
+        c.declare_neutral(&["layers_block_type", "layer_types"]);
+        return chars
+            .iter()
+            .map(|ch| match ch.as_str() {
+                "M" => Ok(BlockType::Mamba),
+                "*" => Ok(BlockType::Attention),
+                "-" => Ok(BlockType::Mlp),
+                "E" => Err(moe("hybrid_override_pattern")),
+                other => Err(error(
+                    "hybrid_override_pattern",
+                    format!("unknown block {other:?} (expected M, *, - or E)"),
+                )),
+            })
+            .collect();
+    }
+    let key = if c.get("layers_block_type").is_some_and(|v| !v.is_null()) {
+        "layers_block_type"
+    } else {
+        "layer_types"
+    };
+    match c.get(key) {
+        Some(Value::Array(types)) => types
+            .iter()
+            .map(|t| match t.as_str() {
+                Some("linear_attention" | "mamba" | "conv") => Ok(BlockType::Mamba),
+                Some("full_attention" | "attention") => Ok(BlockType::Attention),
+                Some("mlp") => Ok(BlockType::Mlp),
+                Some("moe") => Err(moe(key)),
+                _ => Err(error(key, format!("unknown block type {t}"))),
+            })
+            .collect(),
+        Some(v) if !v.is_null() => Err(error(key, format!("not a list: {v}"))),
+        _ => Err(error(
+            "layers_block_type",
+            "missing, and so are hybrid_override_pattern and layer_types".into(),
+        )),
+    }
+}
+
+/// Python: `NemotronHMLP`: `down_proj(relu²(up_proj(x)))`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct NemotronHMlp {
+    pub up_proj: MaybeQuantizedLinear,
+    pub down_proj: MaybeQuantizedLinear,
+}
+
+impl Forward for NemotronHMlp {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let h = self.up_proj.forward(x)?;
+        // Python: nn.relu2, `square(maximum(x, 0))` (the 0 takes x's dtype).
+        let h = ops::square(&ops::maximum(&h, &ops::zeros(&[], h.dtype())?)?)?;
+        self.down_proj.forward(&h)
+    }
+}
+
+/// A block's `mixer`, whichever it is. Transparent in key paths (its parameters sit directly
+/// under `mixer`, as in mlx_lm); a rebuild tells the kinds apart by the struct each holds.
+#[derive(Debug, Clone)]
+pub enum NemotronHMixer {
+    Mamba(Box<Mamba2Mixer>),
+    Attention(Box<Attention>),
+    Mlp(NemotronHMlp),
+}
+
+impl TreeNode for NemotronHMixer {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        match self {
+            NemotronHMixer::Mamba(m) => m.flatten(f),
+            NemotronHMixer::Attention(a) => a.flatten(f),
+            NemotronHMixer::Mlp(m) => m.flatten(f),
+        }
+    }
+
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        match u.peek_kind()? {
+            NodeKind::Struct("Mamba2Mixer") => {
+                Mamba2Mixer::unflatten(u).map(|m| NemotronHMixer::Mamba(Box::new(m)))
+            }
+            NodeKind::Struct("Attention") => {
+                Attention::unflatten(u).map(|a| NemotronHMixer::Attention(Box::new(a)))
+            }
+            NodeKind::Struct("NemotronHMlp") => NemotronHMlp::unflatten(u).map(NemotronHMixer::Mlp),
+            _ => Err(u.mismatch("a nemotron_h mixer (Mamba2Mixer, Attention or NemotronHMlp)")),
+        }
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            NemotronHMixer::Mamba(m) => m.leaves_mut(f),
+            NemotronHMixer::Attention(a) => a.leaves_mut(f),
+            NemotronHMixer::Mlp(m) => m.leaves_mut(f),
+        }
+    }
+}
+
+/// Python: `NemotronHBlock`: `x + mixer(norm(x))`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct NemotronHBlock {
+    pub norm: RMSNorm,
+    pub mixer: NemotronHMixer,
+}
+
+impl NemotronHBlock {
+    /// Takes block `i`'s tensors under `path`.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        block: BlockType,
+        a: &NemotronHArgs,
+    ) -> crate::Result<NemotronHBlock> {
+        let mixer = format!("{path}.mixer");
+        let p = |name: &str| format!("{mixer}.{name}");
+        let (d, ff) = (a.hidden_size, a.intermediate_size);
+        Ok(NemotronHBlock {
+            norm: ck.rms_norm(&format!("{path}.norm"), d, a.layer_norm_epsilon)?,
+            mixer: match block {
+                BlockType::Mamba => {
+                    NemotronHMixer::Mamba(Box::new(Mamba2Mixer::load(ck, &mixer, &a.mixer)?))
+                }
+                BlockType::Attention => {
+                    NemotronHMixer::Attention(Box::new(Attention::load(ck, &mixer, &a.attention)?))
+                }
+                BlockType::Mlp => NemotronHMixer::Mlp(NemotronHMlp {
+                    up_proj: ck.linear(&p("up_proj"), d, ff, a.mlp_bias)?,
+                    down_proj: ck.linear(&p("down_proj"), ff, d, a.mlp_bias)?,
+                }),
+            },
+        })
+    }
+}
+
+impl Layer for NemotronHBlock {
+    type Carry = ();
+
+    fn forward(
+        &self,
+        x: &Array,
+        _carry: &mut (),
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let h = self.norm.forward(x)?;
+        let h = match &self.mixer {
+            NemotronHMixer::Mamba(m) => m.forward(&h, ctx.rows, cache)?,
+            NemotronHMixer::Attention(a) => TokenMixer::forward(a.as_ref(), &h, ctx, cache)?,
+            NemotronHMixer::Mlp(m) => m.forward(&h)?,
+        };
+        ops::add(x, &h)
+    }
+
+    /// The MLP blocks have no state, and no entry in the cache (as in mlx_lm).
+    fn has_cache(&self) -> bool {
+        !matches!(self.mixer, NemotronHMixer::Mlp(_))
+    }
+
+    /// Python: `ArraysCache(size=2)` for a Mamba-2 block, `KVCache()` for attention.
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        match &self.mixer {
+            NemotronHMixer::Mamba(m) => m.make_cache(batch, dtype),
+            NemotronHMixer::Attention(a) => a.make_cache(batch, capacity, dtype),
+            NemotronHMixer::Mlp(_) => Err(crate::blocks::rows::wrong_input(
+                "an MLP block of nemotron_h has no cache",
+            )),
+        }
+    }
+}
+
+/// Python: `NemotronHModel` (the `backbone`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct NemotronHBackbone {
+    pub embeddings: MaybeQuantizedEmbedding,
+    pub layers: Vec<NemotronHBlock>,
+    pub norm_f: RMSNorm,
+    /// The custom kernels this model may use.
+    #[tree(static)]
+    pub kernels: KernelOptions,
+}
+
+/// Python: `mlx_lm.models.nemotron_h.Model`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct NemotronH {
+    pub backbone: NemotronHBackbone,
+    /// `None` when the config ties the head to the embeddings (transformers ties them then;
+    /// mlx_lm always builds an `lm_head`, which such a checkpoint does not have).
+    pub lm_head: Option<MaybeQuantizedLinear>,
+}
+
+impl NemotronH {
+    /// Reads the config ([`NemotronHArgs::from_config`]).
+    pub fn args(config: &ModelConfig) -> crate::Result<NemotronHArgs> {
+        NemotronHArgs::from_config(config)
+    }
+
+    /// Python: `Model.sanitize` (for dense models): the multi-token-prediction tensors
+    /// (`mtp.*`) dropped; convolution weights `[C, 1, K]` become `[C, K, 1]`.
+    pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
+        ck.weights_mut().retain(|k, _| !k.starts_with("mtp."));
+        ck.weights_mut().map(|k, v| {
+            let s = v.shape();
+            if k.contains("conv1d.weight") && s.len() == 3 && s[2] != 1 {
+                return ops::swapaxes(v, 1, 2).map(Some);
+            }
+            Ok(None)
+        })
+    }
+
+    /// Reads the config, sanitizes and casts the tensors, builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<NemotronH> {
+        let a = NemotronHArgs::from_config(config)?;
+        Self::sanitize(ck)?;
+        // Python's cast_predicate: A_log stays float32.
+        ck.cast(options.dtype, |k| k.contains("A_log"))?;
+        let mut layers = Vec::with_capacity(a.blocks.len());
+        for (i, block) in a.blocks.iter().enumerate() {
+            layers.push(NemotronHBlock::load(
+                ck,
+                &format!("backbone.layers.{i}"),
+                *block,
+                &a,
+            )?);
+        }
+        Ok(NemotronH {
+            backbone: NemotronHBackbone {
+                embeddings: ck.embedding("backbone.embeddings", a.vocab_size, a.hidden_size)?,
+                layers,
+                norm_f: ck.rms_norm("backbone.norm_f", a.hidden_size, a.layer_norm_epsilon)?,
+                kernels: options.kernels,
+            },
+            lm_head: (!a.tie_word_embeddings)
+                .then(|| ck.linear("lm_head", a.hidden_size, a.vocab_size, false))
+                .transpose()?,
+        })
+    }
+}
+
+impl LanguageModel for NemotronH {
+    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+        let m = &self.backbone;
+        let rows = Rows::of(inputs)?;
+        let h = m.embeddings.forward(&rows.fold(inputs)?)?;
+        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
+        let h = m.norm_f.forward(&h)?;
+        let logits = match &self.lm_head {
+            Some(head) => head.forward(&h)?,
+            None => m.embeddings.as_linear(&h)?,
+        };
+        rows.unfold(&logits)
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
+        make_layer_caches(&self.backbone.layers, batch, capacity, self.dtype())
+    }
+
+    fn dtype(&self) -> Dtype {
+        embedding_dtype(&self.backbone.embeddings)
+    }
+
+    fn vocab_size(&self) -> i32 {
+        embedding_vocab_size(&self.backbone.embeddings)
+    }
+
+    fn model_type(&self) -> &str {
+        "nemotron_h"
+    }
+}
