@@ -191,6 +191,10 @@ fn greedy_tokens_equal_generate_step_alone_under_continuous_batching() {
         }
         let worst = check_against_alone(&model, name, &reqs, &events, prefill);
         println!("{name}: {steps} steps, largest log-probability difference {worst:e}");
+        // Measured 0 on the CPU (wheel and source builds): each row is the single request's
+        // ops. On a GPU, batched matmuls and the whole-buffer attention may sum in another
+        // order (the greedy test measured up to 7.7e-4 on an H100 for that); 1e-3 bounds it,
+        // where a wrong row, position or reset moves log-probabilities by 1e-2 and more.
         assert!(worst < 1e-3, "{name}: log-probabilities differ by {worst}");
     }
 }

@@ -8,6 +8,7 @@
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
 
 pub mod attention;
+pub mod backbone;
 pub mod conv;
 pub mod decoder;
 pub mod gated_delta_net;
@@ -23,6 +24,7 @@ pub mod short_conv;
 pub mod ssd;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
+pub use backbone::Backbone;
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{load_lm_head, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};

@@ -232,3 +232,41 @@ macro_rules! dense_decoder {
     };
 }
 pub(crate) use dense_decoder;
+
+/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a
+/// [`Backbone`](crate::blocks::Backbone) under `backbone`, with its output head under
+/// `lm_head` (`None`: tied): mamba, mamba2, nemotron_h.
+macro_rules! backbone_language_model {
+    ($name:ident, $model_type:literal) => {
+        impl $crate::LanguageModel for $name {
+            fn forward(
+                &self,
+                inputs: &mlx_rs::Array,
+                cache: Option<&mut [$crate::LayerCache]>,
+            ) -> mlx_rs::Result<mlx_rs::Array> {
+                self.backbone.logits(inputs, cache, self.lm_head.as_ref())
+            }
+
+            fn make_cache(
+                &self,
+                batch: i32,
+                capacity: i32,
+            ) -> mlx_rs::Result<Vec<$crate::LayerCache>> {
+                self.backbone.make_cache(batch, capacity)
+            }
+
+            fn dtype(&self) -> mlx_rs::Dtype {
+                self.backbone.dtype()
+            }
+
+            fn vocab_size(&self) -> i32 {
+                self.backbone.vocab_size()
+            }
+
+            fn model_type(&self) -> &str {
+                $model_type
+            }
+        }
+    };
+}
+pub(crate) use backbone_language_model;

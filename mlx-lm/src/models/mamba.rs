@@ -10,19 +10,18 @@
 //! dtype (transformers adds it in float32: the same numbers for a float32 model; a
 //! reduced-precision model's logits move by its roundings).
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
-use crate::blocks::{forward_layers, make_layer_caches, Layer, LayerContext, Rows};
+use crate::blocks::Backbone;
+use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::backbone_language_model;
 
 /// Python: mamba's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -144,16 +143,8 @@ impl Layer for MambaResidualBlock {
     }
 }
 
-/// Python: `Mamba`, the model's `backbone`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct MambaBackbone {
-    pub embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<MambaResidualBlock>,
-    pub norm_f: RMSNorm,
-    /// The custom kernels this model may use (none of mamba's yet).
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+/// Python: `mamba`'s `backbone` ([`Backbone`]).
+pub type MambaBackbone = Backbone<MambaResidualBlock>;
 
 /// Python: `mlx_lm.models.mamba.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -213,33 +204,4 @@ impl Mamba {
     }
 }
 
-impl LanguageModel for Mamba {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.backbone;
-        let rows = Rows::of(inputs)?;
-        let h = m.embeddings.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.norm_f.forward(&h)?;
-        let logits = match &self.lm_head {
-            Some(head) => head.forward(&h)?,
-            None => m.embeddings.as_linear(&h)?,
-        };
-        rows.unfold(&logits)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.backbone.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.backbone.embeddings)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.backbone.embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "mamba"
-    }
-}
+backbone_language_model!(Mamba, "mamba");

@@ -13,19 +13,18 @@
 //! - each block's pre-norm uses `layer_norm_epsilon` (transformers' `Mamba2RMSNorm`); mlx_lm's
 //!   uses `nn.RMSNorm`'s default 1e-5, the same for configs at transformers' default.
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
-use crate::blocks::{forward_layers, make_layer_caches, Layer, LayerContext, Rows};
+use crate::blocks::Backbone;
+use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::backbone_language_model;
 
 /// Python: mamba2's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -180,16 +179,8 @@ impl Layer for ResidualBlock {
     }
 }
 
-/// Python: `Mamba2` (the `backbone`).
-#[derive(Debug, Clone, TreeNode)]
-pub struct Mamba2Backbone {
-    pub embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<ResidualBlock>,
-    pub norm_f: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+/// Python: `mamba2`'s `backbone` ([`Backbone`]).
+pub type Mamba2Backbone = Backbone<ResidualBlock>;
 
 /// Python: `mlx_lm.models.mamba2.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -248,33 +239,4 @@ impl Mamba2 {
     }
 }
 
-impl LanguageModel for Mamba2 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.backbone;
-        let rows = Rows::of(inputs)?;
-        let h = m.embeddings.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.norm_f.forward(&h)?;
-        let logits = match &self.lm_head {
-            Some(head) => head.forward(&h)?,
-            None => m.embeddings.as_linear(&h)?,
-        };
-        rows.unfold(&logits)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.backbone.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.backbone.embeddings)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.backbone.embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "mamba2"
-    }
-}
+backbone_language_model!(Mamba2, "mamba2");

@@ -13,22 +13,18 @@
 //! departs from generating each prompt alone). This port passes them, as mamba2 does: a batch
 //! generates what each prompt generates alone.
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 use serde_json::Value;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
-use crate::blocks::{
-    forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Rows,
-    TokenMixer,
-};
+use crate::blocks::Backbone;
+use crate::blocks::{Attention, AttentionConfig, Layer, LayerContext, TokenMixer};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::backbone_language_model;
 
 /// A block's kind, as mlx_lm's `hybrid_override_pattern` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -362,16 +358,8 @@ impl Layer for NemotronHBlock {
     }
 }
 
-/// Python: `NemotronHModel` (the `backbone`).
-#[derive(Debug, Clone, TreeNode)]
-pub struct NemotronHBackbone {
-    pub embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<NemotronHBlock>,
-    pub norm_f: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+/// Python: `nemotron_h`'s `backbone` ([`Backbone`]).
+pub type NemotronHBackbone = Backbone<NemotronHBlock>;
 
 /// Python: `mlx_lm.models.nemotron_h.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -434,33 +422,4 @@ impl NemotronH {
     }
 }
 
-impl LanguageModel for NemotronH {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.backbone;
-        let rows = Rows::of(inputs)?;
-        let h = m.embeddings.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.norm_f.forward(&h)?;
-        let logits = match &self.lm_head {
-            Some(head) => head.forward(&h)?,
-            None => m.embeddings.as_linear(&h)?,
-        };
-        rows.unfold(&logits)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.backbone.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.backbone.embeddings)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.backbone.embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "nemotron_h"
-    }
-}
+backbone_language_model!(NemotronH, "nemotron_h");
