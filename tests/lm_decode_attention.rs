@@ -3,8 +3,6 @@
 //! read hold NaN, so reading one shows up as a NaN in the output. And a cache that writes in
 //! place against one that updates functionally.
 
-use std::path::PathBuf;
-
 use mlx_lm::kernels::decode_attention::{decode_attention, is_supported};
 use mlx_lm::{Cache, LayerCache};
 use mlx_rs::{ops, random, with_device, Array, Device, Dtype, Result};
@@ -315,9 +313,7 @@ fn fused_models() -> std::result::Result<Vec<(&'static str, mlx_lm::Model)>, mlx
     ["llama3", "qwen3_5"]
         .into_iter()
         .map(|name| {
-            let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("tests/data/lm-models")
-                .join(name);
+            let dir = golden_models::model_dir(name);
             Ok((name, mlx_lm::load(&dir, Default::default())?.0))
         })
         .collect()

@@ -487,8 +487,8 @@ fn a_cache_that_does_not_fit_the_model_is_an_error() {
 
 #[test]
 fn stop_strings_cut_the_text_after_multibyte_characters() {
-    // qwen3's greedy text for this prompt starts "c\u{11})\u{FFFD}okenRsR$": a three-byte
-    // replacement character right before the stop string.
+    // A random model's greedy text is full of multibyte characters (U+FFFD for the byte
+    // tokens that end mid-character): the stop string is the text right after the first one.
     let (model, tokenizer, _) = lm::load(model_dir("qwen3"), LoadOptions::default()).unwrap();
     let prompt = tokenizer.encode("def golden(name):", true).unwrap();
     let run = |stops: &[&str]| {
@@ -508,9 +508,18 @@ fn stop_strings_cut_the_text_after_multibyte_characters() {
     };
     let (full, finish) = run(&[]);
     assert_eq!(finish, Some(FinishReason::Length));
-    let at = full.find("okenR").unwrap();
-    assert!(full[..at].ends_with('\u{FFFD}'), "{full:?}");
-    let (cut, finish) = run(&["okenR", "never"]);
+    let (i, c) = full
+        .char_indices()
+        .find(|(_, c)| c.len_utf8() > 1)
+        .unwrap_or_else(|| panic!("no multibyte character in {full:?}"));
+    let at = i + c.len_utf8();
+    let stop: String = full[at..].chars().take(4).collect();
+    assert_eq!(
+        (stop.chars().count(), full.find(&stop)),
+        (4, Some(at)),
+        "{full:?}"
+    );
+    let (cut, finish) = run(&[&stop, "never"]);
     assert_eq!(
         (cut.as_str(), finish),
         (&full[..at], Some(FinishReason::Stop))

@@ -5,8 +5,6 @@
 
 mod support;
 
-use std::path::PathBuf;
-
 use mlx::core::{io, Array, Dtype};
 use mlx::lm::cache::{cache_slots, reserve};
 use mlx::lm::{
@@ -83,11 +81,7 @@ fn models() -> Vec<&'static str> {
         .collect()
 }
 
-fn model_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/lm-models")
-        .join(name)
-}
+use golden_models::model_dir;
 
 struct Golden {
     prompt: Vec<i32>,
@@ -138,12 +132,7 @@ fn load_with(name: &str, fused_gated_delta: bool) -> Model {
 /// every config key read or accounted for: no warning, and no error under the strict policy.
 #[test]
 fn committed_models_leave_no_config_key_unread() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lm-models");
-    let mut names: Vec<_> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
+    let names = golden_models::all_models();
     assert!(MODELS.iter().all(|m| names.iter().any(|n| n == m)));
     for name in names {
         let options = LoadOptions {
@@ -151,7 +140,7 @@ fn committed_models_leave_no_config_key_unread() {
             ..Default::default()
         };
         let (_, config) =
-            load_model(root.join(&name), options).unwrap_or_else(|e| panic!("{name}: {e}"));
+            load_model(model_dir(&name), options).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert!(config.unread_keys().is_empty(), "{name}");
     }
 }

@@ -58,9 +58,7 @@ const TOLERANCE: f32 = 1e-4;
 fn rope_parameters_checkpoints_give_transformers_logits() {
     let tol = TOLERANCE;
     for name in MODELS {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/lm-models")
-            .join(name);
+        let dir = golden_models::model_dir(name);
         // transformers' `save_pretrained` config: every key accounted for.
         let options = LoadOptions {
             unread_keys: UnreadKeys::Error,

@@ -251,7 +251,7 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
 
 #[test]
 fn load_model_reports_unread_keys_as_the_options_say() {
-    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/lm-models/qwen3");
+    let models = golden_models::model_dir("qwen3");
     let dir = std::env::temp_dir().join(format!("mlx-lm-keys-load-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

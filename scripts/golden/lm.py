@@ -48,6 +48,7 @@ from mlx_lm.models.cache import ArraysCache, CacheList, make_prompt_cache  # noq
 from mlx_lm.utils import load_model, quantize_model, save_config, save_model  # noqa: E402
 
 import common  # noqa: E402
+import weights_recipe  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
@@ -458,16 +459,18 @@ def make_models(names):
             gs, bits, predicate = QUANTIZED[name]
             qmodel, qconfig = quantize_model(model, dict(config), gs, bits,
                                              quant_predicate=predicate)
-            save(MODELS / f"{name}-4bit", qmodel, qconfig)
+            save(MODELS / f"{name}-4bit", qmodel, qconfig, like=MODELS / name)
         if name == "qwen3_5":
             hf_layout_qwen3_5()
+            weights_recipe.write(MODELS / "qwen3_5-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
 
-def save(folder, model, config):
+def save(folder, model, config, like=None):
     save_model(folder, model)
     save_config(dict(config), folder / "config.json")
+    weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
@@ -660,6 +663,7 @@ TRANSFORMERS_FIXES["granitemoehybrid-rope"] = transformers_mamba2_norms
 
 
 def golden(name):
+    weights_recipe.materialize(MODELS / name)
     model, _ = load_model(MODELS / name)
     fixes = transformers_fixes(model)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;

@@ -26,6 +26,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+import weights_recipe  # noqa: E402
 from lm import transformers_fixes  # noqa: E402
 from lm import TRANSFORMERS_FIXES  # noqa: E402
 
@@ -173,6 +174,7 @@ def alone(model, prompt, max_tokens, eos, prefill_step_size):
 
 
 def main():
+    weights_recipe.materialize_all(MODELS)
     OUT.mkdir(parents=True, exist_ok=True)
     cases = []
     for case in CASES:

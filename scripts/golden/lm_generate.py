@@ -43,6 +43,7 @@ from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E4
 from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
+import weights_recipe  # noqa: E402
 from lm import transformers_fixes  # noqa: E402
 from lm import TRANSFORMERS_FIXES  # noqa: E402
 
@@ -480,6 +481,7 @@ def cache_list():
 
 
 def main():
+    weights_recipe.materialize_all(MODELS)
     OUT.mkdir(parents=True, exist_ok=True)
     data = {
         "mlx_version": mx.__version__,

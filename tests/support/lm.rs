@@ -6,11 +6,9 @@ use serde_json::Value;
 
 use super::golden::data_dir;
 
-/// A model directory of `tests/data/lm-models`.
+/// A model directory of `tests/data/lm-models`, its weights written from their recipe.
 pub fn model_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/lm-models")
-        .join(name)
+    golden_models::model_dir(name)
 }
 
 /// `tests/data/[cuda/]lm/<file>`, written by mlx_lm 0.32.2.
