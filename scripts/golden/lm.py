@@ -668,7 +668,7 @@ def golden(name):
     fixes = transformers_fixes(model)
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
     # a transformers-saved model sees the one transformers ran.
-    reference = OUT / f"{name}.transformers.json"
+    reference = common.ROOT / "tests" / "data" / "lm" / f"{name}.transformers.json"
     if name in TRANSFORMERS_MODELS:
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
