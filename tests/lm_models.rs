@@ -276,8 +276,9 @@ fn greedy_generation_equals_mlx_lm() {
         // in another order, so even linked to the wheel the last bits may move (measured:
         // <= 3e-6 here). MLX's CUDA attention splits the key axis into blocks by its length,
         // so there the two lengths sum in other groupings: measured up to 7.7e-4 (qwen2,
-        // H100; 2.6e-4 to 7.7e-4 over the eleven models). A wrong cache position or mask moves them by 1e-2 and more.
-        let tolerance = if on_cuda() { 1e-3 } else { 1e-5 };
+        // H100; 2.6e-4 to 7.7e-4 over the eleven models; up to 1.6e-3 for lfm2's 16 layers on
+        // an H200). A wrong cache position or mask moves them by 1e-2 and more.
+        let tolerance = if on_cuda() { 2e-3 } else { 1e-5 };
         assert!(
             worst <= tolerance,
             "{name}: log-probabilities off by {worst}"
@@ -443,10 +444,15 @@ fn last_logprobs(logits: &Array) -> Array {
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
 /// of a log-probability near -8 is 0.0625 (measured: lfm2-1.2b, exactly that), two bound
 /// it. A wrong cache position, mask or state moves them by 1e-2 and more in float32, by
-/// whole units in bfloat16.
+/// whole units in bfloat16. On a CUDA GPU the compiled step attends over the whole buffer
+/// where the eager one attends over the written prefix, and MLX's CUDA attention groups the
+/// key axis by its length (as in `greedy_generation_equals_mlx_lm`): measured up to 2.5e-4
+/// (recurrent_gemma, H200), so 1e-3 there.
 fn compiled_tolerance(model: &Model) -> f32 {
     if model.dtype() == Dtype::Bfloat16 {
         0.125
+    } else if on_cuda() {
+        1e-3
     } else {
         1e-5
     }
@@ -749,9 +755,15 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
 /// the state from call to call. The SSM states after the last position agree up to the
 /// regrouped sums (measured on the CPU: within 7.5e-9; with the carried state's decay term
 /// dropped, 7.9e-3), and so do the logits (within 1.2e-6). The logits alone would say little
-/// here: in these random models the carried state moves them by ~1e-6.
+/// here: in these random models the carried state moves them by ~1e-6. The CPU runs it on
+/// every machine: what this checks is the algorithm, and a GPU's matmuls of 300 and of 290
+/// rows group their sums differently by far more than that (logits 1.8e-3 apart on an H200).
 #[test]
 fn prompts_longer_than_an_ssd_chunk_carry_the_state() {
+    mlx::core::with_device(&mlx::core::Device::cpu(), ssd_chunks_carry_the_state).unwrap();
+}
+
+fn ssd_chunks_carry_the_state() {
     let ssm_states = |cache: &[LayerCache]| -> Vec<Array> {
         cache
             .iter()
