@@ -468,7 +468,8 @@ fn compiled_tolerance(model: &Model) -> f32 {
 
 /// Every model with recurrent state (qwen3_5's gated-delta-net conv and recurrent state,
 /// lfm2's short-convolution state, mamba's conv and SSM state, recurrent_gemma's conv and
-/// RG-LRU state, the Mamba-2 family's convolution and float32 SSM state), its decode step
+/// RG-LRU state, the Mamba-2 family's convolution and float32 SSM state, falcon_h1's beside
+/// its key/value caches in one `CacheList` per layer), its decode step
 /// compiled with that state beside the key/value buffers: traced once for a 256-token
 /// generation, and what the same model
 /// computes eagerly, step by step, through its forward with the cache. The tokens may part
@@ -750,7 +751,11 @@ fn models_rebuild_from_their_leaves() {
 /// record keeps how far mlx_lm's own logits are, far beyond any rounding: the fix matters.
 #[test]
 fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
-    for name in ["mamba2-codestral", "granitemoehybrid-rope", "falcon_h1-deep"] {
+    for name in [
+        "mamba2-codestral",
+        "granitemoehybrid-rope",
+        "falcon_h1-deep",
+    ] {
         let path = data_dir().join("lm").join(format!("{name}.json"));
         if on_cuda() && !path.exists() {
             eprintln!("{name}: no CUDA golden data yet, skipped");

@@ -250,13 +250,7 @@ impl FalconH1DecoderLayer {
         let p = |name: &str| format!("{path}.{name}");
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
         Ok(FalconH1DecoderLayer {
-            feed_forward: Mlp::load(
-                ck,
-                &p("feed_forward"),
-                d,
-                a.intermediate_size,
-                a.mlp_bias,
-            )?,
+            feed_forward: Mlp::load(ck, &p("feed_forward"), d, a.intermediate_size, a.mlp_bias)?,
             mamba: Mamba2Mixer::load(ck, &p("mamba"), &a.mixer)?,
             self_attn: Attention::load(ck, &p("self_attn"), &a.attention)?,
             input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
@@ -292,7 +286,9 @@ impl Layer for FalconH1DecoderLayer {
         let mamba = self.mamba.forward(&normed, ctx.rows, mamba_cache)?;
         let attention = TokenMixer::forward(&self.self_attn, &normed, ctx, attention_cache)?;
         let h = ops::add(&ops::add(x, &mamba)?, &attention)?;
-        let out = self.feed_forward.forward(&self.pre_ff_layernorm.forward(&h)?)?;
+        let out = self
+            .feed_forward
+            .forward(&self.pre_ff_layernorm.forward(&h)?)?;
         ops::add(&h, &out)
     }
 
@@ -343,7 +339,10 @@ impl FalconH1 {
         let w = ck.weights_mut();
         let Some(conv) = w.get(key) else {
             return Err(crate::Error::MissingWeight {
-                dir: w.file_of(key).map(std::path::Path::to_path_buf).unwrap_or_default(),
+                dir: w
+                    .file_of(key)
+                    .map(std::path::Path::to_path_buf)
+                    .unwrap_or_default(),
                 key: key.into(),
             });
         };
@@ -445,7 +444,11 @@ impl FalconH1 {
             model: FalconH1Model {
                 embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, a.hidden_size)?,
                 layers,
-                final_layernorm: ck.rms_norm("model.final_layernorm", a.hidden_size, a.rms_norm_eps)?,
+                final_layernorm: ck.rms_norm(
+                    "model.final_layernorm",
+                    a.hidden_size,
+                    a.rms_norm_eps,
+                )?,
                 kernels: options.kernels,
             },
             lm_head: (!a.tie_word_embeddings)
