@@ -767,7 +767,7 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
             .unwrap_or_else(|| panic!("{name}: no record of mlx_lm's own logits"));
         eprintln!("{name}: mlx_lm's own logits are {off} from transformers' model");
         // Measured: 0.97 (mamba2-codestral), 0.017 (granitemoehybrid-rope, whose logits
-        // logits_scaling divides by 8), 0.0125 (falcon_h1-deep, whose logits
+        // logits_scaling divides by 8), 0.0126 (falcon_h1-deep, bfloat16, whose logits
         // lm_head_multiplier scales by 0.039), where ours equal the fixed reference's bits.
         assert!(off > 0.01, "{name}: mlx_lm's logits within {off}");
     }

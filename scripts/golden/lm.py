@@ -335,8 +335,9 @@ CONFIGS = {
          "mlp_multipliers": [0.8838834764831844, 0.5859375]},
         mx.float32, 16,
     ),
-    # A Hugging Face checkpoint (convolution weights [C, 1, K], no multiplier folded: mlx_lm's
-    # sanitize folds them at load) with what the other leaves out: the gated norm
+    # A Hugging Face checkpoint in bfloat16, as Falcon-H1's are (convolution weights [C, 1, K],
+    # no multiplier folded: mlx_lm's sanitize folds them at load, in bfloat16) with what the
+    # other leaves out: the gated norm
     # (mamba_rms_norm) normalizing before the gate, two groups of B/C, an untied head,
     # attention_in_multiplier != 1. The reference is transformers' computation
     # (`transformers_falcon_h1`: keys times key_multiplier, values times
@@ -358,7 +359,7 @@ CONFIGS = {
          "ssm_multipliers": [0.3535533905932738, 0.25, 0.3535533905932738, 0.5,
                              0.3535533905932738],
          "mlp_multipliers": [0.8838834764831844, 0.5859375]},
-        mx.float32, 17,
+        mx.bfloat16, 17,
     ),
 }
 
