@@ -904,11 +904,16 @@ fn falcon_h1_hf_checkpoint_biases_take_transformers_multipliers() {
         for l in 0..c["num_hidden_layers"].as_i64().unwrap() {
             for (j, p) in projections.iter().enumerate() {
                 let key = format!("model.layers.{l}.{p}");
-                let rows = w[&format!("{key}.weight")].shape()[0];
+                let weight = &w[&format!("{key}.weight")];
+                let (rows, dtype) = (weight.shape()[0], weight.dtype());
                 let x = ops::arange(0, rows, 1, Dtype::Float32).unwrap();
                 let x =
                     ops::add(ops::multiply(&x, 0.37f32).unwrap(), (l as f32) + j as f32).unwrap();
-                let bias = ops::multiply(ops::sin(&x).unwrap(), 0.1f32).unwrap();
+                // In the checkpoint's dtype, as its other tensors.
+                let bias = ops::multiply(ops::sin(&x).unwrap(), 0.1f32)
+                    .unwrap()
+                    .astype(dtype)
+                    .unwrap();
                 biases.insert(format!("{key}.bias"), bias.clone());
                 w.insert(format!("{key}.bias"), bias);
             }
@@ -934,11 +939,13 @@ fn falcon_h1_hf_checkpoint_biases_take_transformers_multipliers() {
                 "out_proj" => times(v, f("ssm_out_multiplier")),
                 "gate_proj" => times(v, mlp[0]),
                 "down_proj" => times(v, mlp[1]),
+                // The µP vector in the tensor's dtype, as mlx_lm casts it.
                 "in_proj" if weight => {
+                    let mup = mup.astype(v.dtype()).unwrap();
                     let factor = times(&ops::expand_dims(&mup, 1).unwrap(), f("ssm_in_multiplier"));
                     ops::multiply(&*v, &factor).unwrap()
                 }
-                "in_proj" => ops::multiply(&*v, &mup).unwrap(),
+                "in_proj" => ops::multiply(&*v, &mup.astype(v.dtype()).unwrap()).unwrap(),
                 "conv1d" if weight => ops::swapaxes(v, 1, 2).unwrap(),
                 _ => continue,
             };
