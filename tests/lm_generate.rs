@@ -945,7 +945,7 @@ fn falcon_h1_hf_checkpoint_biases_take_transformers_multipliers() {
                     let factor = times(&ops::expand_dims(&mup, 1).unwrap(), f("ssm_in_multiplier"));
                     ops::multiply(&*v, &factor).unwrap()
                 }
-                "in_proj" => ops::multiply(&*v, &mup.astype(v.dtype()).unwrap()).unwrap(),
+                "in_proj" => ops::multiply(&*v, mup.astype(v.dtype()).unwrap()).unwrap(),
                 "conv1d" if weight => ops::swapaxes(v, 1, 2).unwrap(),
                 _ => continue,
             };
