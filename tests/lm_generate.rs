@@ -418,6 +418,7 @@ fn a_generation_continues_from_its_own_cache() {
         "mamba2-codestral",
         "nemotron_h",
         "granitemoehybrid",
+        "falcon_h1",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -541,6 +542,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "mamba2",
         "nemotron_h",
         "granitemoehybrid",
+        "falcon_h1",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -843,6 +845,142 @@ fn granitemoehybrid_hf_layout_loads_and_experts_are_an_error() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// falcon_h1's sanitize where it goes beyond mlx_lm's (which scales weights only): in a
+/// Hugging Face checkpoint with biases, a bias takes the multiplier transformers applies to
+/// its layer's output (k_proj: key_multiplier; o_proj, out_proj, gate_proj, down_proj: theirs;
+/// in_proj: the µP vector), and keeps its value where transformers scales the layer's input
+/// only (q_proj, v_proj: attention_in_multiplier; in_proj's weight: ssm_in_multiplier). The
+/// reference is the same model as an MLX checkpoint with transformers' folding written out
+/// (which the loader leaves as it is), multiplied in the same order, so the logits are equal.
+#[test]
+fn falcon_h1_hf_checkpoint_biases_take_transformers_multipliers() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let config_of = |dir: &Path| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap()
+    };
+    let with_biases = |dir: &Path| {
+        let mut json = config_of(dir);
+        for key in [
+            "attention_bias",
+            "mlp_bias",
+            "mamba_proj_bias",
+            "projectors_bias",
+        ] {
+            json[key] = true.into();
+        }
+        std::fs::write(dir.join("config.json"), json.to_string()).unwrap();
+    };
+    let hf = copy_model("falcon_h1-deep", "falcon_h1-bias-hf");
+    with_biases(&hf);
+    let c = config_of(&hf);
+    let f = |key: &str| c[key].as_f64().unwrap() as f32;
+    let list = |key: &str| -> Vec<f32> {
+        c[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap() as f32)
+            .collect()
+    };
+    let (ssm, mlp) = (list("ssm_multipliers"), list("mlp_multipliers"));
+    let (d_ssm, heads) = (
+        c["mamba_d_ssm"].as_i64().unwrap() as i32,
+        c["mamba_n_heads"].as_i64().unwrap() as i32,
+    );
+    let gn = (c["mamba_n_groups"].as_i64().unwrap() * c["mamba_d_state"].as_i64().unwrap()) as i32;
+    let mup = ops::concatenate(
+        &[d_ssm, d_ssm, gn, gn, heads]
+            .iter()
+            .zip(&ssm)
+            .map(|(&n, &m)| ops::full(&[n], m, Dtype::Float32).unwrap())
+            .collect::<Vec<_>>(),
+        0,
+    )
+    .unwrap();
+    let projections = [
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.o_proj",
+        "mamba.in_proj",
+        "mamba.out_proj",
+        "feed_forward.gate_proj",
+        "feed_forward.up_proj",
+        "feed_forward.down_proj",
+    ];
+    let mut biases = std::collections::HashMap::new();
+    rewrite_weights(&hf, |w| {
+        for l in 0..c["num_hidden_layers"].as_i64().unwrap() {
+            for (j, p) in projections.iter().enumerate() {
+                let key = format!("model.layers.{l}.{p}");
+                let weight = &w[&format!("{key}.weight")];
+                let (rows, dtype) = (weight.shape()[0], weight.dtype());
+                let x = ops::arange(0, rows, 1, Dtype::Float32).unwrap();
+                let x =
+                    ops::add(ops::multiply(&x, 0.37f32).unwrap(), (l as f32) + j as f32).unwrap();
+                // In the checkpoint's dtype, as its other tensors.
+                let bias = ops::multiply(ops::sin(&x).unwrap(), 0.1f32)
+                    .unwrap()
+                    .astype(dtype)
+                    .unwrap();
+                biases.insert(format!("{key}.bias"), bias.clone());
+                w.insert(format!("{key}.bias"), bias);
+            }
+        }
+    });
+    let mlx_dir = copy_model("falcon_h1-deep", "falcon_h1-bias-mlx");
+    with_biases(&mlx_dir);
+    rewrite_weights(&mlx_dir, |w| {
+        w.extend(biases);
+        let times = |v: &Array, m: f32| ops::multiply(v, m).unwrap();
+        for (k, v) in w.iter_mut() {
+            let stem = k.trim_end_matches(".weight").trim_end_matches(".bias");
+            let weight = k.ends_with(".weight");
+            *v = match stem.rsplit('.').next().unwrap() {
+                "embed_tokens" => times(v, f("embedding_multiplier")),
+                "lm_head" => times(v, f("lm_head_multiplier")),
+                "q_proj" | "v_proj" if weight => times(v, f("attention_in_multiplier")),
+                "k_proj" if weight => {
+                    times(&times(v, f("attention_in_multiplier")), f("key_multiplier"))
+                }
+                "k_proj" => times(v, f("key_multiplier")),
+                "o_proj" => times(v, f("attention_out_multiplier")),
+                "out_proj" => times(v, f("ssm_out_multiplier")),
+                "gate_proj" => times(v, mlp[0]),
+                "down_proj" => times(v, mlp[1]),
+                // The µP vector in the tensor's dtype, as mlx_lm casts it.
+                "in_proj" if weight => {
+                    let mup = mup.astype(v.dtype()).unwrap();
+                    let factor = times(&ops::expand_dims(&mup, 1).unwrap(), f("ssm_in_multiplier"));
+                    ops::multiply(&*v, &factor).unwrap()
+                }
+                "in_proj" => ops::multiply(&*v, mup.astype(v.dtype()).unwrap()).unwrap(),
+                "conv1d" if weight => ops::swapaxes(v, 1, 2).unwrap(),
+                _ => continue,
+            };
+        }
+    });
+    let (ours, _) = load_model(&hf, LoadOptions::default()).unwrap();
+    let (reference, _) = load_model(&mlx_dir, LoadOptions::default()).unwrap();
+    let (a, b) = (
+        ours.forward(&prompt, None).unwrap(),
+        reference.forward(&prompt, None).unwrap(),
+    );
+    assert!(ops::array_equal(&a, &b, false)
+        .unwrap()
+        .item::<bool>()
+        .unwrap());
+    // The biases matter: without them the logits move.
+    let (plain, _) = load_model(model_dir("falcon_h1-deep"), LoadOptions::default()).unwrap();
+    let c = plain.forward(&prompt, None).unwrap();
+    assert!(!ops::array_equal(&a, &c, false)
+        .unwrap()
+        .item::<bool>()
+        .unwrap());
+    std::fs::remove_dir_all(&hf).unwrap();
+    std::fs::remove_dir_all(&mlx_dir).unwrap();
+}
+
 #[test]
 fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
     // The golden tokens came from one prefill chunk; chunks shorter and longer than llama3's
@@ -860,6 +998,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "mamba2",
         "nemotron_h",
         "granitemoehybrid",
+        "falcon_h1",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -50,6 +50,9 @@ const MODELS: &[&str] = &[
     "granitemoehybrid",
     "granitemoehybrid-4bit",
     "granitemoehybrid-rope",
+    "falcon_h1",
+    "falcon_h1-4bit",
+    "falcon_h1-deep",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -460,7 +463,8 @@ fn compiled_tolerance(model: &Model) -> f32 {
 
 /// Every model with recurrent state (qwen3_5's gated-delta-net conv and recurrent state,
 /// lfm2's short-convolution state, mamba's conv and SSM state, recurrent_gemma's conv and
-/// RG-LRU state, the Mamba-2 family's convolution and float32 SSM state), its decode step
+/// RG-LRU state, the Mamba-2 family's convolution and float32 SSM state, falcon_h1's beside
+/// its key/value caches in one `CacheList` per layer), its decode step
 /// compiled with that state beside the key/value buffers: traced once for a 256-token
 /// generation, and what the same model
 /// computes eagerly, step by step, through its forward with the cache. The tokens may part
@@ -559,15 +563,17 @@ fn python_compile_fails_where_ours_traces_once(name: &str) {
         closure.contains("Attempting to eval an array without a primitive"),
         "{name}: {closure}"
     );
-    // The cache as an argument: not a tree of arrays to mx.compile.
+    // Ours: the same step, the cache passed as state.
+    let model = load_with(name, false);
+    // The cache as an argument: not a tree of arrays to mx.compile (the first cache object
+    // it meets: an `ArraysCache`, or falcon_h1's `CacheList`).
+    let first = model.make_cache(1, 1).unwrap()[0].class_name();
     let argument = error("cache_argument");
     assert!(
         argument.contains("Function arguments must be trees of arrays")
-            && argument.contains("ArraysCache"),
+            && argument.contains(&format!("mlx_lm.models.cache.{first}")),
         "{name}: {argument}"
     );
-    // Ours: the same step, the cache passed as state.
-    let model = load_with(name, false);
     // Its state as implicit inputs and outputs: the key/value caches' state is not captured,
     // so a model with key/value layers is rejected. A model whose every cache is an
     // `ArraysCache` (mamba) compiles this way: its `state` is the live list the layers
@@ -641,6 +647,12 @@ fn granitemoehybrid_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn falcon_h1_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("falcon_h1");
+    python_compile_fails_where_ours_traces_once("falcon_h1-deep");
+}
+
+#[test]
 fn mamba2_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("mamba2");
 }
@@ -706,6 +718,8 @@ fn models_rebuild_from_their_leaves() {
         "nemotron_h-4bit",
         "granitemoehybrid",
         "granitemoehybrid-rope",
+        "falcon_h1-4bit",
+        "falcon_h1-deep",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -732,7 +746,11 @@ fn models_rebuild_from_their_leaves() {
 /// record keeps how far mlx_lm's own logits are, far beyond any rounding: the fix matters.
 #[test]
 fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
-    for name in ["mamba2-codestral", "granitemoehybrid-rope"] {
+    for name in [
+        "mamba2-codestral",
+        "granitemoehybrid-rope",
+        "falcon_h1-deep",
+    ] {
         let path = data_dir().join("lm").join(format!("{name}.json"));
         if on_cuda() && !path.exists() {
             eprintln!("{name}: no CUDA golden data yet, skipped");
@@ -744,7 +762,8 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
             .unwrap_or_else(|| panic!("{name}: no record of mlx_lm's own logits"));
         eprintln!("{name}: mlx_lm's own logits are {off} from transformers' model");
         // Measured: 0.97 (mamba2-codestral), 0.017 (granitemoehybrid-rope, whose logits
-        // logits_scaling divides by 8), where ours equal the fixed reference's bits.
+        // logits_scaling divides by 8), 0.0126 (falcon_h1-deep, bfloat16, whose logits
+        // lm_head_multiplier scales by 0.039), where ours equal the fixed reference's bits.
         assert!(off > 0.01, "{name}: mlx_lm's logits within {off}");
     }
 }
@@ -764,16 +783,19 @@ fn prompts_longer_than_an_ssd_chunk_carry_the_state() {
 }
 
 fn ssd_chunks_carry_the_state() {
+    // falcon_h1's SSM states sit in each layer's CacheList.
     let ssm_states = |cache: &[LayerCache]| -> Vec<Array> {
-        cache
-            .iter()
-            .filter_map(|c| match c {
-                LayerCache::Arrays(a) => Some(a.cache[1].clone()),
-                _ => None,
-            })
-            .collect()
+        let mut states = Vec::new();
+        for c in cache {
+            c.for_each(&mut |c| {
+                if let LayerCache::Arrays(a) = c {
+                    states.push(a.cache[1].clone());
+                }
+            });
+        }
+        states
     };
-    for name in ["mamba2", "nemotron_h", "granitemoehybrid"] {
+    for name in ["mamba2", "nemotron_h", "granitemoehybrid", "falcon_h1"] {
         let model = load(name);
         let ids: Vec<i32> = (0..300).map(|i| 3 + (i * 37) % 380).collect();
         let mut whole_cache = model.make_cache(1, 512).unwrap();

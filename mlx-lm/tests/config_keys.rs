@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
-    GraniteMoeHybrid, Llama, Mamba, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5, RecurrentGemma,
-    SmolLM3,
+    FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5,
+    RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -49,6 +49,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "mamba2" => Mamba2::args(c).map(drop),
         "nemotron_h" => NemotronH::args(c).map(drop),
         "granitemoehybrid" => GraniteMoeHybrid::args(c).map(drop),
+        "falcon_h1" => FalconH1::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -94,6 +95,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "recurrent_gemma",
         "mamba2",
         "nemotron_h",
+        "granitemoehybrid",
+        "falcon_h1",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -230,6 +233,12 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             json!("alibi"),
         ),
         ("granitemoehybrid", "mamba_d_head", json!(8)),
+        // mamba_n_heads * mamba_d_head must be mamba_d_ssm; heads split into whole groups;
+        // five SSM multipliers (z, x, B, C, dt).
+        ("falcon_h1", "mamba_d_head", json!(8)),
+        ("falcon_h1", "mamba_n_groups", json!(3)),
+        ("falcon_h1", "ssm_multipliers", json!([1.0, 2.0])),
+        ("falcon_h1", "mlp_multipliers", json!("1.0")),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    FalconH1Config,
     FalconMambaConfig,
     GraniteMoeHybridConfig,
     Lfm2Config,
@@ -54,6 +55,15 @@ SIZES = {
 
 GRANITE = dict(SIZES, shared_intermediate_size=128, num_local_experts=0, mamba_n_heads=4,
                mamba_d_state=16, layer_types=["mamba", "attention", "mamba", "mamba"])
+
+FALCON_H1_MULTIPLIERS = dict(
+    attention_in_multiplier=1.0, attention_out_multiplier=0.9375,
+    embedding_multiplier=5.656854249492381, key_multiplier=0.390625,
+    lm_head_multiplier=0.0390625, ssm_in_multiplier=1.25,
+    ssm_out_multiplier=0.23570226039551587,
+    ssm_multipliers=[0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738],
+    mlp_multipliers=[0.8838834764831844, 0.5859375],
+)
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -151,6 +161,17 @@ def configs():
         # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
         "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
         "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
+        # Falcon-H1-0.5B's keys (its multipliers, no gated norm, rope_theta 1e11 as
+        # transformers 5 nests it); and one whose SSM width comes from mamba_expand
+        # (mamba_d_ssm null, mamba_d_head "auto") with the gated norm over two groups.
+        "falcon_h1": FalconH1Config(**SIZES, head_dim=16, mamba_d_ssm=128, mamba_n_heads=8,
+                                    mamba_d_head=16, mamba_d_state=16, mamba_rms_norm=False,
+                                    mamba_norm_before_gate=False, tie_word_embeddings=True,
+                                    rope_parameters={"rope_type": "default", "rope_theta": 1e11},
+                                    **FALCON_H1_MULTIPLIERS),
+        "falcon_h1-expand": FalconH1Config(**SIZES, mamba_d_ssm=None, mamba_n_heads=8,
+                                           mamba_d_head="auto", mamba_d_state=16,
+                                           mamba_n_groups=2, mamba_rms_norm=True),
     }
 
 

@@ -311,6 +311,57 @@ CONFIGS = {
          "tie_word_embeddings": False},
         mx.bfloat16, 14,
     ),
+    # Falcon-H1-0.5B's layer (Mamba-2 SSD and RoPE attention side by side in every layer, then
+    # a SwiGLU MLP; one group of B/C, no gated norm, rope_theta 1e11, its µP multipliers, as
+    # mlx_lm's defaults hold them) at hidden 64, 3 of its 36 layers, 4 query / 2 key-value heads
+    # of 16 (its 8 / 2 of 64), 6 SSM heads of 16 (its 24 of 64); tied embeddings, so the
+    # logits carry lm_head_multiplier / embedding_multiplier. An MLX checkpoint (the
+    # multipliers folded, as mlx_lm.convert writes one).
+    "falcon_h1": (
+        {"model_type": "falcon_h1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 3, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 16, "mamba_d_ssm": 96, "mamba_n_heads": 6,
+         "mamba_d_head": 16, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1,
+         "mamba_expand": 2, "mamba_chunk_size": 128, "mamba_conv_bias": True,
+         "mamba_proj_bias": False, "mamba_rms_norm": False, "mamba_norm_before_gate": False,
+         "projectors_bias": False, "attention_bias": False, "mlp_bias": False,
+         "rms_norm_eps": 1e-5, "rope_theta": 1e11, "max_position_embeddings": 4096,
+         "hidden_act": "silu", "tie_word_embeddings": True,
+         "attention_in_multiplier": 1.0, "attention_out_multiplier": 0.9375,
+         "embedding_multiplier": 5.656854249492381, "key_multiplier": 0.390625,
+         "lm_head_multiplier": 0.0390625, "ssm_in_multiplier": 1.25,
+         "ssm_out_multiplier": 0.23570226039551587,
+         "ssm_multipliers": [0.3535533905932738, 0.25, 0.3535533905932738, 0.5,
+                             0.3535533905932738],
+         "mlp_multipliers": [0.8838834764831844, 0.5859375]},
+        mx.float32, 16,
+    ),
+    # A Hugging Face checkpoint in bfloat16, as Falcon-H1's are (convolution weights [C, 1, K],
+    # no multiplier folded: mlx_lm's sanitize folds them at load, in bfloat16) with what the
+    # other leaves out: the gated norm
+    # (mamba_rms_norm) normalizing before the gate, two groups of B/C, an untied head,
+    # attention_in_multiplier != 1. The reference is transformers' computation
+    # (`transformers_falcon_h1`: keys times key_multiplier, values times
+    # attention_in_multiplier, the norm per group), the record keeps mlx_lm's own distance.
+    "falcon_h1-deep": (
+        {"model_type": "falcon_h1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "num_hidden_layers": 4, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "head_dim": 16, "mamba_d_ssm": 128, "mamba_n_heads": 8,
+         "mamba_d_head": 16, "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 2,
+         "mamba_expand": 2, "mamba_chunk_size": 128, "mamba_conv_bias": True,
+         "mamba_proj_bias": False, "mamba_rms_norm": True, "mamba_norm_before_gate": True,
+         "projectors_bias": False, "attention_bias": False, "mlp_bias": False,
+         "rms_norm_eps": 1e-6, "rope_theta": 1e11, "max_position_embeddings": 4096,
+         "hidden_act": "silu", "tie_word_embeddings": False,
+         "attention_in_multiplier": 0.75, "attention_out_multiplier": 0.9375,
+         "embedding_multiplier": 5.656854249492381, "key_multiplier": 0.390625,
+         "lm_head_multiplier": 0.0390625, "ssm_in_multiplier": 1.25,
+         "ssm_out_multiplier": 0.23570226039551587,
+         "ssm_multipliers": [0.3535533905932738, 0.25, 0.3535533905932738, 0.5,
+                             0.3535533905932738],
+         "mlp_multipliers": [0.8838834764831844, 0.5859375]},
+        mx.bfloat16, 17,
+    ),
 }
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
@@ -344,7 +395,13 @@ QUANTIZED = {
     "nemotron_h-nano": None,
     "granitemoehybrid": (32, 4, None),
     "granitemoehybrid-rope": None,
+    "falcon_h1": (32, 4, None),
+    "falcon_h1-deep": None,
 }
+
+# Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
+# which makes mlx_lm's falcon_h1 sanitize fold its multipliers into the weights at load.
+HF_LAYOUT = {"falcon_h1-deep"}
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
 # biases at zero) is perturbed, not only the norms: with zero biases a wrong bias path would
@@ -352,7 +409,7 @@ QUANTIZED = {
 PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
-                     "granitemoehybrid-rope"}
+                     "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -463,6 +520,9 @@ def make_models(names):
         if name == "qwen3_5":
             hf_layout_qwen3_5()
             weights_recipe.write(MODELS / "qwen3_5-hf")
+        if name in HF_LAYOUT:
+            hf_layout_conv(MODELS / name)
+            weights_recipe.write(MODELS / name)
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -504,6 +564,16 @@ def hf_layout_qwen3_5():
     out["mtp.fc.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_conv(folder):
+    """The checkpoint in `folder` with its convolution weights as a Hugging Face checkpoint
+    stores them, `[C, 1, K]` (what mlx_lm's falcon_h1 sanitize recognizes one by)."""
+    weights = mx.load(str(folder / "model.safetensors"))
+    weights = {k: v.moveaxis(1, 2) if "conv1d.weight" in k else v for k, v in weights.items()}
+    mx.eval(weights)
+    (folder / "model.safetensors").unlink()
+    mx.save_safetensors(str(folder / "model.safetensors"), weights, metadata={"format": "pt"})
 
 
 def prompt_ids(seed):
@@ -660,6 +730,48 @@ def transformers_mamba2_norms(model):
 
 
 TRANSFORMERS_FIXES["granitemoehybrid-rope"] = transformers_mamba2_norms
+
+
+class GroupedGatedNorm(nn.Module):
+    """transformers' `FalconH1RMSNormGated` in mlx_lm's ops: each group of `group` features
+    normalized on its own, the weight after the norm, the gate before or after it."""
+
+    def __init__(self, weight, eps, group, norm_before_gate):
+        super().__init__()
+        self.weight = weight
+        self.eps = eps
+        self.group = group
+        self.norm_before_gate = norm_before_gate
+
+    def normalize(self, x):
+        x = mx.unflatten(x, axis=-1, shape=(-1, self.group))
+        return self.weight * mx.fast.rms_norm(x, None, self.eps).flatten(-2)
+
+    def __call__(self, y, gate):
+        from mlx_lm.models.activations import swiglu
+        if self.norm_before_gate:
+            return swiglu(gate, self.normalize(y))
+        return self.normalize(swiglu(gate, y))
+
+
+def transformers_falcon_h1(model):
+    """mlx_lm's falcon_h1 (loaded from a Hugging Face checkpoint, multipliers folded by its
+    sanitize) made transformers' `FalconH1`: the keys also times `key_multiplier` and the
+    values times `attention_in_multiplier` (transformers scales the attention's input and
+    its keys), and the gated norm per group of `mamba_d_ssm / mamba_n_groups` features."""
+    args = model.args
+    for layer in model.layers:
+        attn = layer.self_attn
+        attn.k_proj.weight = attn.k_proj.weight * args.key_multiplier
+        attn.v_proj.weight = attn.v_proj.weight * args.attention_in_multiplier
+        mamba = layer.mamba
+        if args.mamba_rms_norm:
+            mamba.norm = GroupedGatedNorm(mamba.norm.weight, args.rms_norm_eps,
+                                          args.mamba_d_ssm // args.mamba_n_groups,
+                                          args.mamba_norm_before_gate)
+
+
+TRANSFORMERS_FIXES["falcon_h1-deep"] = transformers_falcon_h1
 
 
 def golden(name):

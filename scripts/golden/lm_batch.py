@@ -82,6 +82,16 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "granitemoehybrid-rope", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # Falcon-H1: each layer's SSD state and key/value cache side by side (a CacheList); mlx_lm
+    # keeps the padding out of the SSD (its mixer passes the lengths), so its batch is the
+    # reference. The Hugging Face checkpoint with the gated norm (as transformers computes
+    # it, `lm.TRANSFORMERS_FIXES`) and chunked prefill.
+    {"model": "falcon_h1", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "falcon_h1", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "falcon_h1-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 9,
+     "temp": 1.0, "top_k": 20},
+    {"model": "falcon_h1-deep", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     # Nemotron-H: mlx_lm's batch leaks the padding into the SSM state (its mixer does not
     # pass the lengths), so the reference is each prompt generated alone ("alone"), and the
     # record keeps mlx_lm's batch tokens beside it ("mlx_lm_batch_tokens"). Greedy only: a

@@ -435,6 +435,10 @@ PROMPT_CACHE = [
     # Nemotron-H: entries for the Mamba-2 and attention blocks only (none for the MLP blocks).
     ("nemotron_h", 16),
     ("granitemoehybrid", 16),
+    # Falcon-H1: a CacheList per layer (the SSD's ArraysCache(2) and a KVCache), as MLX and
+    # as a Hugging Face checkpoint (folded multipliers, the gated norm as transformers has it).
+    ("falcon_h1", 16),
+    ("falcon_h1-deep", 16),
 ]
 CONTINUE_TOKENS = 16
 

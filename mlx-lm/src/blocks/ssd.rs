@@ -267,6 +267,10 @@ pub struct MambaRmsNormGated {
     /// `None`: the whole width at once.
     #[tree(static)]
     pub group_size: Option<i32>,
+    /// Normalize `y` first and gate after (falcon_h1's `mamba_norm_before_gate`), rather
+    /// than normalize the gated `y`.
+    #[tree(static)]
+    pub norm_before_gate: bool,
 }
 
 impl MambaRmsNormGated {
@@ -274,18 +278,37 @@ impl MambaRmsNormGated {
     /// (Python: mamba2's and granitemoehybrid's `MambaRMSNormGated`, `rms_norm(x, weight)`),
     /// or, with `group_size`, per group with the weight applied after (Python: nemotron_h's:
     /// `weight * rms_norm(unflatten(x, (-1, group)), None).flatten(-2)`, which is also what
-    /// transformers' Mamba-2 computes for every model).
+    /// transformers' Mamba-2 computes for every model). With `norm_before_gate` the norm
+    /// comes first and `silu(gate)` multiplies its output (Python: `FalconH1RMSNormGated`).
     pub fn forward(&self, y: &Array, gate: &Array) -> Result<Array> {
-        let x = swiglu(gate, y)?;
+        if self.norm_before_gate {
+            swiglu(gate, &self.normalize(y)?)
+        } else {
+            self.normalize(&swiglu(gate, y)?)
+        }
+    }
+
+    fn normalize(&self, x: &Array) -> Result<Array> {
         match self.group_size {
-            None => fast::rms_norm(&x, Some(&self.weight), self.eps),
+            None => fast::rms_norm(x, Some(&self.weight), self.eps),
             Some(group) => {
-                let x = ops::unflatten(&x, -1, &[-1, group])?;
+                let x = ops::unflatten(x, -1, &[-1, group])?;
                 let x = fast::rms_norm(&x, None, self.eps)?;
                 ops::multiply(&self.weight, &ops::flatten(&x, -2, None)?)
             }
         }
     }
+}
+
+/// What follows the SSM in a Mamba-2 mixer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, StaticData)]
+pub enum GatedNorm {
+    /// The gated RMSNorm, `norm(silu(gate) * y)` (mamba2, nemotron_h, granitemoehybrid).
+    GateThenNorm,
+    /// `silu(gate) * norm(y)` (falcon_h1 with `mamba_norm_before_gate`).
+    NormThenGate,
+    /// No norm, only the gate `silu(gate) * y` (falcon_h1 without `mamba_rms_norm`).
+    None,
 }
 
 /// The sizes and switches of a Mamba-2 mixer.
@@ -297,8 +320,11 @@ pub struct Mamba2Config {
     pub n_groups: i32,
     pub state_size: i32,
     pub conv_kernel: i32,
-    /// Biases of `in_proj` and `out_proj`.
+    /// The bias of `in_proj`.
     pub use_bias: bool,
+    /// The bias of `out_proj` (mlx_lm's mamba2 family: `use_bias`; falcon_h1:
+    /// `projectors_bias`).
+    pub out_proj_bias: bool,
     pub use_conv_bias: bool,
     pub time_step_limit: (f32, f32),
     /// The gated norm's epsilon.
@@ -306,6 +332,8 @@ pub struct Mamba2Config {
     /// Whether the gated norm normalizes each of the `n_groups` groups on its own
     /// ([`MambaRmsNormGated`]).
     pub grouped_norm: bool,
+    /// The norm after the SSM, and where the gate goes.
+    pub gated_norm: GatedNorm,
     /// Whether `D` is cast to the input's dtype before the skip term (nemotron_h,
     /// granitemoehybrid), or used as stored (mamba2).
     pub cast_d: bool,
@@ -334,7 +362,7 @@ pub struct Mamba2Mixer {
     pub a_log: Array,
     #[tree(rename = "D")]
     pub d: Array,
-    pub norm: MambaRmsNormGated,
+    pub norm: Option<MambaRmsNormGated>,
     pub out_proj: MaybeQuantizedLinear,
     #[tree(static)]
     pub config: Mamba2Config,
@@ -358,12 +386,16 @@ impl Mamba2Mixer {
             dt_bias: ck.array(&p("dt_bias"), &[h])?,
             a_log: ck.array(&p("A_log"), &[h])?,
             d: ck.array(&p("D"), &[h])?,
-            norm: MambaRmsNormGated {
-                weight: ck.array(&p("norm.weight"), &[i])?,
-                eps: c.norm_eps,
-                group_size: c.grouped_norm.then_some(i / c.n_groups),
+            norm: match c.gated_norm {
+                GatedNorm::None => None,
+                before => Some(MambaRmsNormGated {
+                    weight: ck.array(&p("norm.weight"), &[i])?,
+                    eps: c.norm_eps,
+                    group_size: c.grouped_norm.then_some(i / c.n_groups),
+                    norm_before_gate: before == GatedNorm::NormThenGate,
+                }),
             },
-            out_proj: ck.linear(&p("out_proj"), i, c.hidden_size, c.use_bias)?,
+            out_proj: ck.linear(&p("out_proj"), i, c.hidden_size, c.out_proj_bias)?,
             config: *c,
         })
     }
@@ -434,7 +466,11 @@ impl Mamba2Mixer {
             None => ssm_update(&inputs, None, mask.as_ref(), None)?.0,
         };
         let y = ops::reshape(&y, &[b * l, i])?;
-        self.out_proj.forward(&self.norm.forward(&y, gate)?)
+        let y = match &self.norm {
+            Some(norm) => norm.forward(&y, gate)?,
+            None => swiglu(gate, &y)?,
+        };
+        self.out_proj.forward(&y)
     }
 
     /// The mixer's state (Python: `ArraysCache(size=2)`, allocated up front): the

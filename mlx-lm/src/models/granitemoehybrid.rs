@@ -27,7 +27,7 @@ use serde_json::Value;
 
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::wrong_input;
-use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
+use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::{
     forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
     RotaryEmbedding, Rows, TokenMixer,
@@ -180,10 +180,12 @@ impl GraniteMoeHybridArgs {
                 state_size: c.dim_or("mamba_d_state", Some(256))?,
                 conv_kernel: c.dim_or("mamba_d_conv", Some(4))?,
                 use_bias: c.bool_or("mamba_proj_bias", false)?,
+                out_proj_bias: c.bool_or("mamba_proj_bias", false)?,
                 use_conv_bias: c.bool_or("mamba_conv_bias", true)?,
                 time_step_limit,
                 norm_eps: eps,
                 grouped_norm: n_groups > 1,
+                gated_norm: GatedNorm::GateThenNorm,
                 cast_d: true,
             },
         })

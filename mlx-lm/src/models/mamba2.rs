@@ -18,7 +18,7 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
+use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
@@ -111,12 +111,14 @@ impl Mamba2Args {
                 state_size: state,
                 conv_kernel: c.dim_or("conv_kernel", Some(4))?,
                 use_bias: c.bool_or("use_bias", false)?,
+                out_proj_bias: c.bool_or("use_bias", false)?,
                 use_conv_bias: c.bool_or("use_conv_bias", true)?,
                 time_step_limit,
                 norm_eps: eps,
                 // Grouped as transformers computes it; the same as mlx_lm's full-width norm
                 // (kept, for its exact numbers) when there is one group.
                 grouped_norm: n_groups > 1,
+                gated_norm: GatedNorm::GateThenNorm,
                 cast_d: false,
             },
         })

@@ -4,6 +4,7 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
+pub mod falcon_h1;
 pub mod granitemoehybrid;
 pub mod lfm2;
 pub mod llama;
@@ -16,6 +17,7 @@ pub mod qwen3_5;
 pub mod recurrent_gemma;
 pub mod smollm3;
 
+pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
@@ -43,8 +45,9 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 11] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 12] {
     [
+        ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),

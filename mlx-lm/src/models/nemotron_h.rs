@@ -18,7 +18,7 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 use serde_json::Value;
 
-use crate::blocks::ssd::{Mamba2Config, Mamba2Mixer};
+use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Attention, AttentionConfig, Layer, LayerContext, TokenMixer};
 use crate::cache::LayerCache;
@@ -150,10 +150,12 @@ impl NemotronHArgs {
                 state_size: c.dim_or("ssm_state_size", Some(128))?,
                 conv_kernel: c.dim_or("conv_kernel", Some(4))?,
                 use_bias: c.bool_or("mamba_proj_bias", false)?,
+                out_proj_bias: c.bool_or("mamba_proj_bias", false)?,
                 use_conv_bias: c.bool_or("use_conv_bias", true)?,
                 time_step_limit: super::mamba2::time_step_limit(c)?,
                 norm_eps: eps,
                 grouped_norm: true,
+                gated_norm: GatedNorm::GateThenNorm,
                 cast_d: true,
             },
         })
