@@ -9,22 +9,29 @@ pub mod lfm2;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
+pub mod mixtral;
 pub mod nemotron_h;
 pub mod qwen2;
+pub mod qwen2_moe;
 pub mod qwen3;
 pub mod qwen3_5;
+pub mod qwen3_moe;
 pub mod recurrent_gemma;
 pub mod smollm3;
+pub mod sparse;
 
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
+pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
 pub use qwen2::Qwen2;
+pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
+pub use qwen3_moe::Qwen3Moe;
 pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
 
@@ -43,17 +50,20 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 11] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 14] {
     [
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
+        ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
         ("qwen2", builtin!(Qwen2)),
+        ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
+        ("qwen3_moe", builtin!(Qwen3Moe)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
     ]
