@@ -50,6 +50,13 @@ const MODELS: &[&str] = &[
     "granitemoehybrid",
     "granitemoehybrid-4bit",
     "granitemoehybrid-rope",
+    "qwen3_moe",
+    "qwen3_moe-4bit",
+    "mixtral",
+    "mixtral-4bit",
+    "mixtral-hf",
+    "qwen2_moe",
+    "qwen2_moe-4bit",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
