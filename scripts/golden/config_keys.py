@@ -29,10 +29,13 @@ from transformers import (  # noqa: E402
     Mamba2Config,
     MambaConfig,
     MistralConfig,
+    MixtralConfig,
     NemotronHConfig,
     Qwen2Config,
+    Qwen2MoeConfig,
     Qwen3_5Config,
     Qwen3Config,
+    Qwen3MoeConfig,
     RecurrentGemmaConfig,
     SmolLM3Config,
 )
@@ -151,6 +154,15 @@ def configs():
         # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
         "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
         "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
+        # Mixture-of-experts: 8 experts, 2 per token. transformers 5 writes Qwen3-MoE's
+        # expert count as num_local_experts (Qwen3's own checkpoints say num_experts).
+        "qwen3_moe": Qwen3MoeConfig(**SIZES, head_dim=16, num_local_experts=8,
+                                    num_experts_per_tok=2, moe_intermediate_size=32,
+                                    mlp_only_layers=[3], norm_topk_prob=True),
+        "mixtral": MixtralConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2),
+        "qwen2_moe": Qwen2MoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2,
+                                    moe_intermediate_size=32,
+                                    shared_expert_intermediate_size=128),
     }
 
 
