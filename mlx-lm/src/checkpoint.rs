@@ -60,7 +60,13 @@ pub struct Checkpoint {
     dir: PathBuf,
     quantization: Option<Quantization>,
     quantize: Option<QuantParams>,
+    quant_predicate: Option<QuantPredicate>,
 }
+
+/// An architecture's own quantization choices for a layer by its path, where it differs
+/// from the requested one (Python: the model's `quant_predicate`, which `mlx_lm.convert -q`
+/// consults): `Some` parameters for that layer, `None` for the defaults.
+pub type QuantPredicate = fn(&str) -> Option<QuantParams>;
 
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -85,7 +91,13 @@ impl Checkpoint {
             dir: dir.into(),
             quantization,
             quantize,
+            quant_predicate: None,
         }
+    }
+
+    /// Sets the architecture's [`QuantPredicate`] for layers quantized as they load.
+    pub fn set_quant_predicate(&mut self, predicate: QuantPredicate) {
+        self.quant_predicate = Some(predicate);
     }
 
     /// The checkpoint's directory.
@@ -260,6 +272,9 @@ impl Checkpoint {
     ) -> Result<MaybeQuantized<T>> {
         match self.quantize {
             Some(p) if input_dims % p.group_size == 0 => {
+                // As mlx_lm's `quantize_model`: the divisibility check is the default group
+                // size's, the parameters the architecture's where it names the layer.
+                let p = self.quant_predicate.and_then(|f| f(path)).unwrap_or(p);
                 let q = layer
                     .to_quantized(p.group_size, p.bits)
                     .map_err(|source| Error::Mlx {

@@ -61,6 +61,7 @@ impl Mixtral {
             sparse: vec![true; decoder.num_hidden_layers as usize],
             decoder,
             experts_at: "block_sparse_moe",
+            quant_predicate: None,
             expert_names: [("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")],
         })
     }

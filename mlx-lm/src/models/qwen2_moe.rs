@@ -64,6 +64,7 @@ impl Qwen2Moe {
             sparse: vec![true; decoder.num_hidden_layers as usize],
             decoder,
             experts_at: "mlp",
+            quant_predicate: None,
             expert_names: SAME_NAMES,
         })
     }

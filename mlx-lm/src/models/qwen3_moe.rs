@@ -6,6 +6,7 @@ use crate::blocks::{rope_theta, FeedForward, Mlp, MoeConfig, Router, RotaryEmbed
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
+use crate::quantization::QuantParams;
 use crate::models::sparse::{expert_counts, moe_decoder, MoeArgs, SAME_NAMES};
 
 moe_decoder!(
@@ -68,6 +69,7 @@ impl Qwen3Moe {
             sparse,
             experts_at: "mlp",
             expert_names: SAME_NAMES,
+            quant_predicate: Some(router_at_8_bits),
         })
     }
 
@@ -86,6 +88,15 @@ impl Qwen3Moe {
             FeedForward::Dense(Mlp::load(ck, path, d.hidden_size, d.intermediate_size, false)?)
         })
     }
+}
+
+/// Python: qwen3_moe's `quant_predicate`: the routers (`mlp.gate`) at 8 bits in groups of 64,
+/// whatever the rest is quantized to.
+fn router_at_8_bits(path: &str) -> Option<QuantParams> {
+    path.ends_with("mlp.gate").then_some(QuantParams {
+        group_size: 64,
+        bits: 8,
+    })
 }
 
 /// `mlp_only_layers`: the layers kept dense (none when absent).

@@ -7,7 +7,7 @@ use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::ops;
 
 use crate::blocks::{load_lm_head, Attention, ChannelMixer, DecoderModel, MoeConfig};
-use crate::checkpoint::Checkpoint;
+use crate::checkpoint::{Checkpoint, QuantPredicate};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
 use crate::models::base::DecoderArgs;
@@ -24,6 +24,8 @@ pub struct MoeArgs {
     /// (`w1` -> `gate_proj` for Mixtral).
     pub experts_at: &'static str,
     pub expert_names: [(&'static str, &'static str); 3],
+    /// The architecture's quantization choices for layers quantized as they load.
+    pub quant_predicate: Option<QuantPredicate>,
 }
 
 /// The projections of a SwiGLU expert under the names both layouts use.
@@ -97,6 +99,9 @@ impl MoeArgs {
         kernels: KernelOptions,
         mut channel: impl FnMut(&mut Checkpoint, &str, bool) -> crate::Result<C>,
     ) -> crate::Result<(DecoderModel<Attention, C>, Option<MaybeQuantizedLinear>)> {
+        if let Some(predicate) = self.quant_predicate {
+            ck.set_quant_predicate(predicate);
+        }
         let d = &self.decoder;
         let model = DecoderModel::load(
             ck,
