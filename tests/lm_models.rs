@@ -57,6 +57,9 @@ const MODELS: &[&str] = &[
     "mixtral-hf",
     "qwen2_moe",
     "qwen2_moe-4bit",
+    "olmoe",
+    "olmoe-4bit",
+    "olmoe-bias",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -532,7 +535,7 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
 }
 
 /// The mixture-of-experts architectures.
-const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe"];
+const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe"];
 
 fn is_moe(name: &str) -> bool {
     MOE.contains(&name.split('-').next().unwrap_or(name))
@@ -555,7 +558,7 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// the unsorted one, and both give what mlx_lm gives (the tests above). Here the two paths
 /// against each other: the prompt in one call (sorted) and one token at a time through the
 /// cache (unsorted) give the same last logits. They may differ only in how the attention sums
-/// (one block against growing prefixes): measured 0 on the CPU for all seven models; 1e-5
+/// (one block against growing prefixes): measured 0 on the CPU for all ten models; 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
 /// outputs at other tokens) moves them by whole units.
 #[test]

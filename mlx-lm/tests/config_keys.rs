@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
-    GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
+    GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
     Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
@@ -52,6 +52,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen3_moe" => Qwen3Moe::args(c).map(drop),
         "mixtral" => Mixtral::args(c).map(drop),
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
+        "olmoe" => Olmoe::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -100,6 +101,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "qwen3_moe",
         "mixtral",
         "qwen2_moe",
+        "olmoe",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -245,6 +247,8 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_moe", "num_experts_per_tok", json!(9)),
         ("mixtral", "sliding_window", json!(4096)),
         ("mixtral", "hidden_act", json!("gelu")),
+        // transformers clamps the projections; mlx_lm ignores it.
+        ("olmoe", "clip_qkv", json!(8.0)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

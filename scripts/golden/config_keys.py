@@ -31,6 +31,7 @@ from transformers import (  # noqa: E402
     MistralConfig,
     MixtralConfig,
     NemotronHConfig,
+    OlmoeConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -163,6 +164,7 @@ def configs():
         "qwen2_moe": Qwen2MoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2,
                                     moe_intermediate_size=32,
                                     shared_expert_intermediate_size=128),
+        "olmoe": OlmoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2),
     }
 
 

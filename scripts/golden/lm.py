@@ -355,13 +355,31 @@ CONFIGS = {
          "tie_word_embeddings": False, "rms_norm_eps": 1e-6},
         mx.float32, 18,
     ),
+    # OLMoE-1B-7B's shape: q/k norms over the whole projection, experts of intermediate_size
+    # in every layer, softmax router without renormalization, untied head, as many key-value
+    # heads as query heads; 8 experts of 32 (its 64 of 1024), top 2 (its 8).
+    "olmoe": (
+        {**BASE, "model_type": "olmoe", "num_key_value_heads": 4, "intermediate_size": 32,
+         "num_experts": 8, "num_experts_per_tok": 2, "norm_topk_prob": False,
+         "rope_theta": 10000.0, "tie_word_embeddings": False, "clip_qkv": None},
+        mx.float32, 19,
+    ),
+    # What mlx_lm's olmoe also reads: biases on the experts (mlp_bias: each routed expert's
+    # bias, `bias[indices]`) and on the attention projections, renormalized top-k weights,
+    # grouped key-value heads, tied embeddings.
+    "olmoe-bias": (
+        {**BASE, "model_type": "olmoe", "intermediate_size": 32, "num_experts": 8,
+         "num_experts_per_tok": 2, "norm_topk_prob": True, "mlp_bias": True,
+         "attention_bias": True, "rope_theta": 10000.0, "tie_word_embeddings": True},
+        mx.float32, 20,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 experts per
 # token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens make
 # the prompt's forward (and generate_step's prefill of 39) take the sorted path, each decode
 # step the unsorted one.
-PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40}
+PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -397,6 +415,8 @@ QUANTIZED = {
     "qwen3_moe": (32, 4, None),
     "mixtral": (32, 4, None),
     "qwen2_moe": (32, 4, None),
+    "olmoe": (32, 4, None),
+    "olmoe-bias": None,
 }
 
 # Models whose every parameter that mlx_lm initializes to a constant (norm weights at one,
@@ -405,7 +425,8 @@ QUANTIZED = {
 PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
-                     "granitemoehybrid-rope", "qwen3_moe", "mixtral", "qwen2_moe"}
+                     "granitemoehybrid-rope", "qwen3_moe", "mixtral", "qwen2_moe", "olmoe",
+                     "olmoe-bias"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

@@ -118,6 +118,7 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "mixtral", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "qwen2_moe", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    {"model": "olmoe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
 ]
 
 

@@ -84,6 +84,8 @@ pub struct MoeConfig {
     /// Qwen2-MoE's shared expert: an MLP of this width every token goes through, scaled by
     /// `sigmoid(shared_expert_gate(x))`.
     pub shared_expert_size: Option<i32>,
+    /// Biases on the experts' projections (OLMoE's `mlp_bias` as mlx_lm reads it).
+    pub expert_bias: bool,
 }
 
 /// Python: `Qwen3MoeSparseMoeBlock` / `MixtralSparseMoeBlock` / `Qwen2MoeSparseMoeBlock` /
@@ -115,7 +117,7 @@ impl SparseMoe {
         };
         Ok(SparseMoe {
             gate: ck.linear(&p("gate"), d, e, false)?,
-            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, c.expert_size, e, false)?,
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, c.expert_size, e, c.expert_bias)?,
             shared_expert,
             shared_expert_gate,
             top_k: c.top_k,

@@ -56,6 +56,7 @@ impl Mixtral {
                 num_experts: experts,
                 top_k,
                 router: Router::TopKSoftmax,
+                expert_bias: false,
                 shared_expert_size: None,
             },
             sparse: vec![true; decoder.num_hidden_layers as usize],

@@ -11,6 +11,7 @@ pub mod mamba;
 pub mod mamba2;
 pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmoe;
 pub mod qwen2;
 pub mod qwen2_moe;
 pub mod qwen3;
@@ -27,6 +28,7 @@ pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmoe::Olmoe;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
@@ -50,7 +52,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 14] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 15] {
     [
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),
@@ -59,6 +61,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 14] {
         ("mamba2", builtin!(Mamba2)),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmoe", builtin!(Olmoe)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),

@@ -59,6 +59,7 @@ impl Qwen2Moe {
                 router: Router::SoftmaxTopKNegated {
                     norm_topk_prob: false,
                 },
+                expert_bias: false,
                 shared_expert_size: Some(c.dim("shared_expert_intermediate_size")?),
             },
             sparse: vec![true; decoder.num_hidden_layers as usize],

@@ -63,6 +63,7 @@ impl Qwen3Moe {
                 router: Router::SoftmaxTopK {
                     norm_topk_prob: c.bool_or("norm_topk_prob", false)?,
                 },
+                expert_bias: false,
                 shared_expert_size: None,
             },
             decoder,

@@ -1,4 +1,4 @@
-//! What the mixture-of-experts decoders (`qwen3_moe`, `mixtral`, `qwen2_moe`) share: the
+//! What the mixture-of-experts decoders (`qwen3_moe`, `mixtral`, `qwen2_moe`, `olmoe`) share: the
 //! dense decoder's arguments plus the sparse block's ([`MoeConfig`]), which layers are
 //! sparse, the stacking of a Hugging Face checkpoint's per-expert tensors into mlx_lm's
 //! switch layers (their `sanitize`), and the stack they build.
@@ -6,7 +6,9 @@
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::ops;
 
-use crate::blocks::{load_lm_head, Attention, ChannelMixer, DecoderModel, MoeConfig};
+use crate::blocks::{
+    load_lm_head, Attention, ChannelMixer, DecoderModel, MoeConfig, TokenMixer,
+};
 use crate::checkpoint::{Checkpoint, QuantPredicate};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
@@ -97,20 +99,33 @@ impl MoeArgs {
         &self,
         ck: &mut Checkpoint,
         kernels: KernelOptions,
-        mut channel: impl FnMut(&mut Checkpoint, &str, bool) -> crate::Result<C>,
+        channel: impl FnMut(&mut Checkpoint, &str, bool) -> crate::Result<C>,
     ) -> crate::Result<(DecoderModel<Attention, C>, Option<MaybeQuantizedLinear>)> {
+        let d = &self.decoder;
+        self.load_with(
+            ck,
+            kernels,
+            |ck, path, i| Attention::load(ck, &format!("{path}.self_attn"), &d.attention(i)),
+            channel,
+        )
+    }
+
+    /// [`load`](Self::load) with the layers' token mixer built by `mixer` from the layer's
+    /// path and index (OLMoE's attention).
+    pub fn load_with<M: TokenMixer, C: ChannelMixer>(
+        &self,
+        ck: &mut Checkpoint,
+        kernels: KernelOptions,
+        mixer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+        mut channel: impl FnMut(&mut Checkpoint, &str, bool) -> crate::Result<C>,
+    ) -> crate::Result<(DecoderModel<M, C>, Option<MaybeQuantizedLinear>)> {
         if let Some(predicate) = self.quant_predicate {
             ck.set_quant_predicate(predicate);
         }
         let d = &self.decoder;
-        let model = DecoderModel::load(
-            ck,
-            "model",
-            d.stack(),
-            kernels,
-            |ck, path, i| Attention::load(ck, &format!("{path}.self_attn"), &d.attention(i)),
-            |ck, path, i| channel(ck, path, self.sparse[i as usize]),
-        )?;
+        let model = DecoderModel::load(ck, "model", d.stack(), kernels, mixer, |ck, path, i| {
+            channel(ck, path, self.sparse[i as usize])
+        })?;
         let lm_head = load_lm_head(ck, "lm_head", d.stack(), d.tie_word_embeddings)?;
         Ok((model, lm_head))
     }
