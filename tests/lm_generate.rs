@@ -548,6 +548,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "qwen3_moe",
         "mixtral",
         "qwen2_moe",
+        "olmoe",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {

@@ -869,6 +869,12 @@ fn parameter_paths_are_mlx_lm_s() {
         "mamba2-codestral",
         "nemotron_h",
         "nemotron_h-4bit",
+        "qwen3_moe",
+        "qwen3_moe-4bit",
+        "mixtral",
+        "mixtral-4bit",
+        "qwen2_moe",
+        "olmoe-bias",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
