@@ -813,7 +813,10 @@ fn moe_per_expert_layouts_stack_and_missing_experts_are_errors_naming_them() {
             .err()
             .unwrap()
             .to_string();
-        assert!(e.contains(&missing) && e.contains("8 experts"), "{name}: {e}");
+        assert!(
+            e.contains(&missing) && e.contains("8 experts"),
+            "{name}: {e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -576,7 +576,11 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         let mut cache = model.make_cache(1, g.prompt.len() as i32).unwrap();
         let mut last = None;
         for t in &g.prompt {
-            last = Some(model.forward(&prompt_array(&[*t]), Some(&mut cache)).unwrap());
+            last = Some(
+                model
+                    .forward(&prompt_array(&[*t]), Some(&mut cache))
+                    .unwrap(),
+            );
         }
         let stepped = last.unwrap().index((0, -1)).unwrap();
         let (differing, worst) = compare(&stepped, &whole, 1e-5);

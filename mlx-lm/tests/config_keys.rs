@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
-    GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
-    Qwen3_5, RecurrentGemma, SmolLM3,
+    GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3,
+    Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};

@@ -29,7 +29,8 @@ pub use attention::{Attention, AttentionConfig, AttentionParts};
 pub use backbone::Backbone;
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
-    load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer};
+    load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
+};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};

@@ -134,10 +134,7 @@ impl Forward for SparseMoe {
         let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
         match (&self.shared_expert, &self.shared_expert_gate) {
             (Some(expert), Some(gate)) => {
-                let shared = ops::multiply(
-                    &ops::sigmoid(&gate.forward(x)?)?,
-                    &expert.forward(x)?,
-                )?;
+                let shared = ops::multiply(&ops::sigmoid(&gate.forward(x)?)?, &expert.forward(x)?)?;
                 ops::add(&y, &shared)
             }
             _ => Ok(y),
@@ -147,6 +144,8 @@ impl Forward for SparseMoe {
 
 /// A layer's feed-forward block where a model mixes dense and sparse layers (Qwen3-MoE's
 /// `mlp_only_layers` and `decoder_sparse_step`): under the layer's `mlp` either way.
+// One per layer, built once at load: the variants' sizes cost nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
 pub enum FeedForward {
     Dense(Mlp),
@@ -163,7 +162,9 @@ impl TreeNode for FeedForward {
 
     fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
         match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("SparseMoe") => SparseMoe::unflatten(u).map(Self::Sparse),
+            mlx_tree::NodeKind::Struct("SparseMoe") => {
+                SparseMoe::unflatten(u).map(FeedForward::Sparse)
+            }
             _ => Mlp::unflatten(u).map(FeedForward::Dense),
         }
     }

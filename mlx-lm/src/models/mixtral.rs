@@ -3,7 +3,7 @@
 //! softmax over those k.
 
 use crate::blocks::moe::BlockSparseMoe;
-use crate::blocks::{rope_theta, MoeConfig, Router, RotaryEmbedding, SparseMoe};
+use crate::blocks::{rope_theta, MoeConfig, RotaryEmbedding, Router, SparseMoe};
 use crate::checkpoint::Checkpoint;
 use crate::config::ModelConfig;
 use crate::models::base::DecoderArgs;

@@ -9,7 +9,7 @@ use mlx_tree::TreeNode;
 use crate::blocks::attention::attend;
 use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    rope_theta, DecoderModel, LayerContext, MoeConfig, Router, RotaryEmbedding, SparseMoe,
+    rope_theta, DecoderModel, LayerContext, MoeConfig, RotaryEmbedding, Router, SparseMoe,
     TokenMixer,
 };
 use crate::cache::{KvCache, LayerCache};

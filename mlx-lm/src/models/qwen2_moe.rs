@@ -2,7 +2,7 @@
 //! sparse block in every layer plus a shared expert behind a sigmoid gate (Qwen1.5-MoE-A2.7B,
 //! Qwen2-57B-A14B).
 
-use crate::blocks::{rope_theta, MoeConfig, Router, RotaryEmbedding, SparseMoe};
+use crate::blocks::{rope_theta, MoeConfig, RotaryEmbedding, Router, SparseMoe};
 use crate::checkpoint::Checkpoint;
 use crate::config::ModelConfig;
 use crate::models::base::DecoderArgs;

@@ -2,12 +2,12 @@
 //! with sparse mixture-of-experts blocks (Qwen3-30B-A3B, Qwen3-235B-A22B): softmax router,
 //! top-k, optionally renormalized (`norm_topk_prob`).
 
-use crate::blocks::{rope_theta, FeedForward, Mlp, MoeConfig, Router, RotaryEmbedding, SparseMoe};
+use crate::blocks::{rope_theta, FeedForward, Mlp, MoeConfig, RotaryEmbedding, Router, SparseMoe};
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
-use crate::quantization::QuantParams;
 use crate::models::sparse::{expert_counts, moe_decoder, MoeArgs, SAME_NAMES};
+use crate::quantization::QuantParams;
 
 moe_decoder!(
     /// Python: `mlx_lm.models.qwen3_moe.Model`.
@@ -86,7 +86,13 @@ impl Qwen3Moe {
         Ok(if sparse {
             FeedForward::Sparse(SparseMoe::load(ck, path, &args.moe)?)
         } else {
-            FeedForward::Dense(Mlp::load(ck, path, d.hidden_size, d.intermediate_size, false)?)
+            FeedForward::Dense(Mlp::load(
+                ck,
+                path,
+                d.hidden_size,
+                d.intermediate_size,
+                false,
+            )?)
         })
     }
 }

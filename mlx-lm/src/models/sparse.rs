@@ -6,9 +6,7 @@
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::ops;
 
-use crate::blocks::{
-    load_lm_head, Attention, ChannelMixer, DecoderModel, MoeConfig, TokenMixer,
-};
+use crate::blocks::{load_lm_head, Attention, ChannelMixer, DecoderModel, MoeConfig, TokenMixer};
 use crate::checkpoint::{Checkpoint, QuantPredicate};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
