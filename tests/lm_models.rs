@@ -565,7 +565,11 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 fn moe_sorted_and_unsorted_expert_paths_agree() {
     for name in models().into_iter().filter(|n| is_moe(n)) {
         let g = golden(name);
-        let top_k = 2;
+        let config: Value = serde_json::from_str(
+            &std::fs::read_to_string(model_dir(name).join("config.json")).unwrap(),
+        )
+        .unwrap();
+        let top_k = config["num_experts_per_tok"].as_u64().unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"

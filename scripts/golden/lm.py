@@ -328,12 +328,14 @@ CONFIGS = {
     ),
     # Qwen3-30B-A3B's layer shape (q/k norms, head_dim explicit, experts of
     # moe_intermediate_size with a softmax router renormalized over the top k, untied head)
-    # at hidden 64: 8 experts of 32 (its 128 of 768), top 2 (its 8), 4 layers, the last kept
+    # at hidden 64: 8 experts of 32 (its 128 of 768), top 4 (its 8), 4 layers, the last kept
     # dense by mlp_only_layers (every Qwen3-MoE layer is sparse; this one shows the dense
-    # path beside the sparse one).
+    # path beside the sparse one). More than two experts per token: the weighted sum adds
+    # them in the router's order, which then shows in the last bits (two terms add the same
+    # either way round).
     "qwen3_moe": (
         {**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "head_dim": 16,
-         "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+         "num_experts": 8, "num_experts_per_tok": 4, "moe_intermediate_size": 32,
          "decoder_sparse_step": 1, "mlp_only_layers": [3], "norm_topk_prob": True,
          "rope_theta": 1e6, "tie_word_embeddings": False, "rms_norm_eps": 1e-6},
         mx.float32, 16,
@@ -347,20 +349,20 @@ CONFIGS = {
     ),
     # Qwen1.5-MoE-A2.7B's shape: every layer sparse with a shared expert behind a sigmoid
     # gate (shared width 4x an expert's, as its 5632 / 1408), q/k/v biases, as many key-value
-    # heads as query heads; 8 experts (its 60), top 2 (its 4).
+    # heads as query heads; 8 experts (its 60), top 4 (its 4).
     "qwen2_moe": (
         {**BASE, "model_type": "qwen2_moe", "num_key_value_heads": 4, "num_experts": 8,
-         "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+         "num_experts_per_tok": 4, "moe_intermediate_size": 32,
          "shared_expert_intermediate_size": 128, "rope_theta": 1e6,
          "tie_word_embeddings": False, "rms_norm_eps": 1e-6},
         mx.float32, 18,
     ),
     # OLMoE-1B-7B's shape: q/k norms over the whole projection, experts of intermediate_size
     # in every layer, softmax router without renormalization, untied head, as many key-value
-    # heads as query heads; 8 experts of 32 (its 64 of 1024), top 2 (its 8).
+    # heads as query heads; 8 experts of 32 (its 64 of 1024), top 4 (its 8).
     "olmoe": (
         {**BASE, "model_type": "olmoe", "num_key_value_heads": 4, "intermediate_size": 32,
-         "num_experts": 8, "num_experts_per_tok": 2, "norm_topk_prob": False,
+         "num_experts": 8, "num_experts_per_tok": 4, "norm_topk_prob": False,
          "rope_theta": 10000.0, "tie_word_embeddings": False, "clip_qkv": None},
         mx.float32, 19,
     ),
@@ -375,10 +377,10 @@ CONFIGS = {
     ),
 }
 
-# Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 experts per
-# token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens make
-# the prompt's forward (and generate_step's prefill of 39) take the sorted path, each decode
-# step the unsorted one.
+# Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
+# per token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens
+# make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
+# decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only

@@ -2,8 +2,9 @@
 //! experts and their weights, the experts ([`SwitchGlu`]) run on the routed tokens only, and
 //! their outputs are summed by weight; Qwen2-MoE adds a shared expert behind a sigmoid gate.
 //! Each family's router is a small function here, op for op as its mlx_lm file writes it:
-//! the order of the picked experts decides the order of the weighted sum, so two ways of
-//! taking the same top k are not interchangeable bit for bit.
+//! the order of the picked experts decides the order of the weighted sum, so with more than
+//! two experts per token two ways of taking the same top k are not interchangeable bit for
+//! bit.
 
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops::{self, Ellipsis};
