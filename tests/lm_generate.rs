@@ -419,6 +419,8 @@ fn a_generation_continues_from_its_own_cache() {
         "nemotron_h",
         "granitemoehybrid",
         "falcon_h1",
+        "qwen3_moe",
+        "mixtral-4bit",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -543,6 +545,12 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "nemotron_h",
         "granitemoehybrid",
         "falcon_h1",
+        // Its routers at 8 bits in groups of 64 (qwen3_moe's `quant_predicate`), the expert
+        // layers quantized per expert.
+        "qwen3_moe",
+        "mixtral",
+        "qwen2_moe",
+        "olmoe",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -746,6 +754,73 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     let e = err(&|j| j["layer_types"][0] = "full_attention".into());
     assert!(e.contains("model.layers.0.self_attn.q_proj.weight"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The mixture-of-experts sanitize: a checkpoint with each expert's tensors apart, as Hugging
+/// Face stores them (`mlp.experts.{e}.up_proj.weight`; Mixtral's `block_sparse_moe.experts.
+/// {e}.w1` / `w2` / `w3`), quantized ones with their `scales` and `biases` too, stacks into the
+/// same switch layers: the same logits, bit for bit. An expert missing is an error naming its
+/// tensor; too few experts per layer for the config, one naming the expert count.
+#[test]
+fn moe_per_expert_layouts_stack_and_missing_experts_are_errors_naming_them() {
+    let prompt = Array::from_slice(&(3..43).collect::<Vec<i32>>(), &[1, 40]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    for (name, at, names) in [
+        (
+            "qwen3_moe",
+            "mlp",
+            [
+                ("gate_proj", "gate_proj"),
+                ("up_proj", "up_proj"),
+                ("down_proj", "down_proj"),
+            ],
+        ),
+        (
+            "mixtral-4bit",
+            "block_sparse_moe",
+            [("gate_proj", "w1"), ("down_proj", "w2"), ("up_proj", "w3")],
+        ),
+    ] {
+        let reference = logits(&load(name));
+        let dir = copy_model(name, &format!("{name}-experts"));
+        let _ = std::fs::remove_file(dir.join("model.safetensors.index.json"));
+        rewrite_weights(&dir, |w| {
+            let stacked: Vec<String> = w
+                .keys()
+                .filter(|k| k.contains(".switch_mlp."))
+                .cloned()
+                .collect();
+            for key in stacked {
+                let v = w.remove(&key).unwrap();
+                let (layer, rest) = key.split_once(&format!(".{at}.switch_mlp.")).unwrap();
+                let (proj, param) = rest.split_once('.').unwrap();
+                let hf = names.iter().find(|(m, _)| *m == proj).unwrap().1;
+                for e in 0..v.shape()[0] {
+                    w.insert(
+                        format!("{layer}.{at}.experts.{e}.{hf}.{param}"),
+                        v.index(e).unwrap(),
+                    );
+                }
+            }
+        });
+        let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+        let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+        assert!(same.item::<bool>().unwrap(), "{name}");
+
+        let missing = format!("model.layers.1.{at}.experts.5.{}.weight", names[1].1);
+        rewrite_weights(&dir, |w| {
+            w.remove(&missing).unwrap();
+        });
+        let e = load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            e.contains(&missing) && e.contains("8 experts"),
+            "{name}: {e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 /// mamba2's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C,
@@ -999,6 +1074,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "nemotron_h",
         "granitemoehybrid",
         "falcon_h1",
+        "qwen3_moe",
+        "qwen2_moe",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

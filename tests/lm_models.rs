@@ -53,6 +53,16 @@ const MODELS: &[&str] = &[
     "falcon_h1",
     "falcon_h1-4bit",
     "falcon_h1-deep",
+    "qwen3_moe",
+    "qwen3_moe-4bit",
+    "mixtral",
+    "mixtral-4bit",
+    "mixtral-hf",
+    "qwen2_moe",
+    "qwen2_moe-4bit",
+    "olmoe",
+    "olmoe-4bit",
+    "olmoe-bias",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -442,7 +452,9 @@ fn last_logprobs(logits: &Array) -> Array {
 /// chains into generated kernels, which round the last bit of some results differently from
 /// the separate ops; the graph is the same. In float32 that moves them by a few units of
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
-/// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
+/// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
+/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, and 9.5e-6 for olmoe, the closest to the
+/// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
 /// of a log-probability near -8 is 0.0625 (measured: lfm2-1.2b, exactly that), two bound
@@ -461,15 +473,63 @@ fn compiled_tolerance(model: &Model) -> f32 {
     }
 }
 
+/// `n` decode steps of `name` compiled: traced once, and what the same model computes
+/// eagerly, step by step, through its forward with the cache. The tokens may part only where
+/// the eager pick was a near tie (within the tolerance); the rest is not compared then.
+fn compiled_decode_is_traced_once_and_equals_eager(name: &str, model: &Model, n: usize) {
+    let prompt: Vec<u32> = golden(name).prompt.iter().map(|t| *t as u32).collect();
+    let options = GenerateOptions {
+        max_tokens: n,
+        ..Default::default()
+    };
+    let mut compiled = generate_step(model, &prompt, &options).unwrap();
+    let steps: Vec<(u32, Array)> = compiled.by_ref().map(|s| s.unwrap()).collect();
+    assert_eq!(steps.len(), n, "{name}");
+    assert_eq!(compiled.traces(), 1, "{name}: one trace for {n} steps");
+
+    // Eager: the same model through its forward with a cache, no compile, its buffers
+    // sized as the generation sizes them (a buffer of another length would sum the
+    // attention in other groupings).
+    let mut cache = model
+        .make_cache(1, cache_slots(prompt.len()).unwrap())
+        .unwrap();
+    let head = &prompt[..prompt.len() - 1];
+    let ids = Array::from_slice(head, &[1, head.len() as i32]).unwrap();
+    model.forward(&ids, Some(&mut cache)).unwrap();
+    reserve(&mut cache, cache_slots(prompt.len() + n + 1).unwrap()).unwrap();
+    let tol = compiled_tolerance(model);
+    let mut token = *prompt.last().unwrap();
+    let mut worst = 0.0f32;
+    let mut compared = 0;
+    for (i, (compiled_token, compiled_logprobs)) in steps.iter().enumerate() {
+        let next = Array::from_slice(&[token], &[1, 1]).unwrap();
+        let logprobs = last_logprobs(&model.forward(&next, Some(&mut cache)).unwrap());
+        worst = worst.max(compare(&logprobs, compiled_logprobs, 0.0).1);
+        compared = i + 1;
+        let eager_token = mlx::core::ops::argmax(&logprobs, -1, false)
+            .unwrap()
+            .item::<u32>()
+            .unwrap();
+        if eager_token != *compiled_token {
+            let m = margin(&floats(&logprobs));
+            assert!(
+                m <= tol,
+                "{name}, step {i}: compiled token {compiled_token} where the eager step's {eager_token} led by {m}"
+            );
+            break;
+        }
+        token = eager_token;
+    }
+    eprintln!("{name}: compiled decode within {worst} of eager over {compared} steps");
+    assert!(worst <= tol, "{name}: compiled decode off by {worst}");
+}
+
 /// Every model with recurrent state (qwen3_5's gated-delta-net conv and recurrent state,
 /// lfm2's short-convolution state, mamba's conv and SSM state, recurrent_gemma's conv and
 /// RG-LRU state, the Mamba-2 family's convolution and float32 SSM state, falcon_h1's beside
 /// its key/value caches in one `CacheList` per layer), its decode step
 /// compiled with that state beside the key/value buffers: traced once for a 256-token
-/// generation, and what the same model
-/// computes eagerly, step by step, through its forward with the cache. The tokens may part
-/// only where the eager pick was a near tie (within the tolerance); the rest is not compared
-/// then.
+/// generation, and equal to the eager step.
 #[test]
 fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
     let n = 256;
@@ -480,53 +540,68 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
             continue;
         }
         checked += 1;
-        let prompt: Vec<u32> = golden(name).prompt.iter().map(|t| *t as u32).collect();
-        let options = GenerateOptions {
-            max_tokens: n,
-            ..Default::default()
-        };
-        let mut compiled = generate_step(&model, &prompt, &options).unwrap();
-        let steps: Vec<(u32, Array)> = compiled.by_ref().map(|s| s.unwrap()).collect();
-        assert_eq!(steps.len(), n, "{name}");
-        assert_eq!(compiled.traces(), 1, "{name}: one trace for {n} steps");
-
-        // Eager: the same model through its forward with a cache, no compile, its buffers
-        // sized as the generation sizes them (a buffer of another length would sum the
-        // attention in other groupings).
-        let mut cache = model
-            .make_cache(1, cache_slots(prompt.len()).unwrap())
-            .unwrap();
-        let head = &prompt[..prompt.len() - 1];
-        let ids = Array::from_slice(head, &[1, head.len() as i32]).unwrap();
-        model.forward(&ids, Some(&mut cache)).unwrap();
-        reserve(&mut cache, cache_slots(prompt.len() + n + 1).unwrap()).unwrap();
-        let tol = compiled_tolerance(&model);
-        let mut token = *prompt.last().unwrap();
-        let mut worst = 0.0f32;
-        let mut compared = 0;
-        for (i, (compiled_token, compiled_logprobs)) in steps.iter().enumerate() {
-            let next = Array::from_slice(&[token], &[1, 1]).unwrap();
-            let logprobs = last_logprobs(&model.forward(&next, Some(&mut cache)).unwrap());
-            worst = worst.max(compare(&logprobs, compiled_logprobs, 0.0).1);
-            compared = i + 1;
-            let eager_token = mlx::core::ops::argmax(&logprobs, -1, false)
-                .unwrap()
-                .item::<u32>()
-                .unwrap();
-            if eager_token != *compiled_token {
-                let m = margin(&floats(&logprobs));
-                assert!(
-                    m <= tol,
-                    "{name}, step {i}: compiled token {compiled_token} where the eager step's {eager_token} led by {m}"
-                );
-                break;
-            }
-            token = eager_token;
-        }
-        eprintln!("{name}: compiled decode within {worst} of eager over {compared} steps");
-        assert!(worst <= tol, "{name}: compiled decode off by {worst}");
+        compiled_decode_is_traced_once_and_equals_eager(name, &model, n);
     }
     assert!(checked >= 2, "no models with recurrent state were checked");
+}
+
+/// The mixture-of-experts architectures.
+const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe"];
+
+fn is_moe(name: &str) -> bool {
+    MOE.contains(&name.split('-').next().unwrap_or(name))
+}
+
+/// The mixture-of-experts decode step (router, top-k, the experts' `gather_mm` /
+/// `gather_qmm` on the routed experts, the weighted sum) compiled with the key/value cache as
+/// state: one trace for a 256-token generation, equal to the eager step.
+#[test]
+fn compiled_moe_decode_is_traced_once_and_equals_eager() {
+    let moe: Vec<&str> = models().into_iter().filter(|n| is_moe(n)).collect();
+    assert!(moe.len() >= MOE.len(), "{moe:?}");
+    for name in moe {
+        compiled_decode_is_traced_once_and_equals_eager(name, &load(name), 256);
+    }
+}
+
+/// mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on: the golden prompts are
+/// long enough that their forward (and the prefill) takes the sorted path, the decode steps
+/// the unsorted one, and both give what mlx_lm gives (the tests above). Here the two paths
+/// against each other: the prompt in one call (sorted) and one token at a time through the
+/// cache (unsorted) give the same last logits. They may differ only in how the attention sums
+/// (one block against growing prefixes): measured 0 on the CPU for all ten models; 1e-5
+/// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
+/// outputs at other tokens) moves them by whole units.
+#[test]
+fn moe_sorted_and_unsorted_expert_paths_agree() {
+    for name in models().into_iter().filter(|n| is_moe(n)) {
+        let g = golden(name);
+        let config: Value = serde_json::from_str(
+            &std::fs::read_to_string(model_dir(name).join("config.json")).unwrap(),
+        )
+        .unwrap();
+        let top_k = config["num_experts_per_tok"].as_u64().unwrap() as usize;
+        assert!(
+            g.prompt.len() * top_k >= 64,
+            "{name}: the prompt does not take the sorted path"
+        );
+        let model = load(name);
+        let whole = model.forward(&prompt_array(&g.prompt), None).unwrap();
+        let whole = whole.index((0, -1)).unwrap();
+        let mut cache = model.make_cache(1, g.prompt.len() as i32).unwrap();
+        let mut last = None;
+        for t in &g.prompt {
+            last = Some(
+                model
+                    .forward(&prompt_array(&[*t]), Some(&mut cache))
+                    .unwrap(),
+            );
+        }
+        let stepped = last.unwrap().index((0, -1)).unwrap();
+        let (differing, worst) = compare(&stepped, &whole, 1e-5);
+        eprintln!("{name}: sorted and unsorted paths within {worst}");
+        assert_eq!(differing, 0, "{name}: off by {worst}");
+    }
 }
 
 /// The seed problem, per architecture with recurrent state: Python's `mx.compile` cannot
@@ -837,6 +912,12 @@ fn parameter_paths_are_mlx_lm_s() {
         "mamba2-codestral",
         "nemotron_h",
         "nemotron_h-4bit",
+        "qwen3_moe",
+        "qwen3_moe-4bit",
+        "mixtral",
+        "mixtral-4bit",
+        "qwen2_moe",
+        "olmoe-bias",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

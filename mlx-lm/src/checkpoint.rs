@@ -11,6 +11,7 @@ use mlx_nn::{
 };
 use mlx_rs::{Array, Dtype};
 
+use crate::blocks::switch::{QuantizedSwitchLinear, SwitchLinear};
 use crate::config::invalid;
 use crate::error::{Error, Result};
 use crate::kernels::KernelOptions;
@@ -59,7 +60,13 @@ pub struct Checkpoint {
     dir: PathBuf,
     quantization: Option<Quantization>,
     quantize: Option<QuantParams>,
+    quant_predicate: Option<QuantPredicate>,
 }
+
+/// An architecture's own quantization choices for a layer by its path, where it differs
+/// from the requested one (Python: the model's `quant_predicate`, which `mlx_lm.convert -q`
+/// consults): `Some` parameters for that layer, `None` for the defaults.
+pub type QuantPredicate = fn(&str) -> Option<QuantParams>;
 
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -84,7 +91,18 @@ impl Checkpoint {
             dir: dir.into(),
             quantization,
             quantize,
+            quant_predicate: None,
         }
+    }
+
+    /// Sets the architecture's [`QuantPredicate`] for layers quantized as they load.
+    pub fn set_quant_predicate(&mut self, predicate: QuantPredicate) {
+        self.quant_predicate = Some(predicate);
+    }
+
+    /// The checkpoint's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The tensors not yet taken (for an architecture's sanitize step).
@@ -176,6 +194,44 @@ impl Checkpoint {
         }
     }
 
+    /// A `SwitchLinear(input_dims, output_dims, num_experts, bias)` at `path` (the experts'
+    /// weights stacked, `[num_experts, output_dims, input_dims]`), or the
+    /// `QuantizedSwitchLinear` the checkpoint holds there. Quantized on load as mlx_lm's
+    /// `nn.quantize` does it: the layer has `to_quantized`.
+    pub fn switch_linear(
+        &mut self,
+        path: &str,
+        input_dims: i32,
+        output_dims: i32,
+        num_experts: i32,
+        bias: bool,
+    ) -> Result<MaybeQuantized<SwitchLinear>> {
+        let bias = if bias {
+            Some(self.array(&join(path, "bias"), &[num_experts, output_dims])?)
+        } else {
+            None
+        };
+        match self.stored_quantization(path, input_dims)? {
+            Some(p) => {
+                let (weight, scales, biases) =
+                    self.quantized_stack(path, &[num_experts], input_dims, output_dims, p)?;
+                Ok(MaybeQuantized::Quantized(QuantizedSwitchLinear {
+                    weight,
+                    scales,
+                    biases: Some(biases),
+                    bias,
+                    group_size: p.group_size,
+                    bits: p.bits,
+                }))
+            }
+            None => {
+                let shape = [num_experts, output_dims, input_dims];
+                let weight = self.array(&join(path, "weight"), &shape)?;
+                self.maybe_quantize(path, SwitchLinear { weight, bias }, input_dims)
+            }
+        }
+    }
+
     /// An `nn.Embedding(num_embeddings, dims)` at `path`, or the `nn.QuantizedEmbedding` the
     /// checkpoint holds there.
     pub fn embedding(
@@ -216,6 +272,9 @@ impl Checkpoint {
     ) -> Result<MaybeQuantized<T>> {
         match self.quantize {
             Some(p) if input_dims % p.group_size == 0 => {
+                // As mlx_lm's `quantize_model`: the divisibility check is the default group
+                // size's, the parameters the architecture's where it names the layer.
+                let p = self.quant_predicate.and_then(|f| f(path)).unwrap_or(p);
                 let q = layer
                     .to_quantized(p.group_size, p.bits)
                     .map_err(|source| Error::Mlx {
@@ -294,6 +353,19 @@ impl Checkpoint {
         output_dims: i32,
         p: QuantParams,
     ) -> Result<(Array, Array, Array)> {
+        self.quantized_stack(path, &[], input_dims, output_dims, p)
+    }
+
+    /// The packed weight, scales and biases at `path`, each with the leading axes `lead`
+    /// (the experts of a switch layer) before its rows.
+    fn quantized_stack(
+        &mut self,
+        path: &str,
+        lead: &[i32],
+        input_dims: i32,
+        output_dims: i32,
+        p: QuantParams,
+    ) -> Result<(Array, Array, Array)> {
         let weight_key = join(path, "weight");
         if (input_dims * p.bits) % 32 != 0 || input_dims % p.group_size != 0 {
             return Err(invalid(
@@ -307,9 +379,10 @@ impl Checkpoint {
         }
         let packed = input_dims * p.bits / 32;
         let groups = input_dims / p.group_size;
-        let weight = self.array(&weight_key, &[output_dims, packed])?;
-        let scales = self.array(&join(path, "scales"), &[output_dims, groups])?;
-        let biases = self.array(&join(path, "biases"), &[output_dims, groups])?;
+        let shape = |last: i32| [lead, &[output_dims, last]].concat();
+        let weight = self.array(&weight_key, &shape(packed))?;
+        let scales = self.array(&join(path, "scales"), &shape(groups))?;
+        let biases = self.array(&join(path, "biases"), &shape(groups))?;
         Ok((weight, scales, biases))
     }
 

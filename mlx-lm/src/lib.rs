@@ -55,7 +55,7 @@ pub use batch::{
 };
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
 pub use chat_template::{ChatOptions, ChatTemplate};
-pub use checkpoint::{Checkpoint, LoadOptions, UnreadKeys};
+pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
 pub use engine::{write_row, Engine, EngineOptions, RequestId, RequestOptions, TokenEvent};

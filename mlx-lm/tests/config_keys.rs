@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
-    FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, NemotronH, Qwen2, Qwen3, Qwen3_5,
-    RecurrentGemma, SmolLM3,
+    FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
+    Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -50,6 +50,10 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "nemotron_h" => NemotronH::args(c).map(drop),
         "granitemoehybrid" => GraniteMoeHybrid::args(c).map(drop),
         "falcon_h1" => FalconH1::args(c).map(drop),
+        "qwen3_moe" => Qwen3Moe::args(c).map(drop),
+        "mixtral" => Mixtral::args(c).map(drop),
+        "qwen2_moe" => Qwen2Moe::args(c).map(drop),
+        "olmoe" => Olmoe::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -97,6 +101,10 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "nemotron_h",
         "granitemoehybrid",
         "falcon_h1",
+        "qwen3_moe",
+        "mixtral",
+        "qwen2_moe",
+        "olmoe",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -239,6 +247,17 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("falcon_h1", "mamba_n_groups", json!(3)),
         ("falcon_h1", "ssm_multipliers", json!([1.0, 2.0])),
         ("falcon_h1", "mlp_multipliers", json!("1.0")),
+        // mlx_lm's qwen2_moe makes every layer sparse and never renormalizes.
+        ("qwen2_moe", "norm_topk_prob", json!(true)),
+        ("qwen2_moe", "decoder_sparse_step", json!(2)),
+        ("qwen2_moe", "mlp_only_layers", json!([1])),
+        ("qwen2_moe", "use_sliding_window", json!(true)),
+        ("qwen3_moe", "use_sliding_window", json!(true)),
+        ("qwen3_moe", "num_experts_per_tok", json!(9)),
+        ("mixtral", "sliding_window", json!(4096)),
+        ("mixtral", "hidden_act", json!("gelu")),
+        // transformers clamps the projections; mlx_lm ignores it.
+        ("olmoe", "clip_qkv", json!(8.0)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

@@ -30,10 +30,14 @@ from transformers import (  # noqa: E402
     Mamba2Config,
     MambaConfig,
     MistralConfig,
+    MixtralConfig,
     NemotronHConfig,
+    OlmoeConfig,
     Qwen2Config,
+    Qwen2MoeConfig,
     Qwen3_5Config,
     Qwen3Config,
+    Qwen3MoeConfig,
     RecurrentGemmaConfig,
     SmolLM3Config,
 )
@@ -172,6 +176,16 @@ def configs():
         "falcon_h1-expand": FalconH1Config(**SIZES, mamba_d_ssm=None, mamba_n_heads=8,
                                            mamba_d_head="auto", mamba_d_state=16,
                                            mamba_n_groups=2, mamba_rms_norm=True),
+        # Mixture-of-experts: 8 experts, 2 per token. transformers 5 writes Qwen3-MoE's
+        # expert count as num_local_experts (Qwen3's own checkpoints say num_experts).
+        "qwen3_moe": Qwen3MoeConfig(**SIZES, head_dim=16, num_local_experts=8,
+                                    num_experts_per_tok=2, moe_intermediate_size=32,
+                                    mlp_only_layers=[3], norm_topk_prob=True),
+        "mixtral": MixtralConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2),
+        "qwen2_moe": Qwen2MoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2,
+                                    moe_intermediate_size=32,
+                                    shared_expert_intermediate_size=128),
+        "olmoe": OlmoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2),
     }
 
 

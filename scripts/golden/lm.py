@@ -52,6 +52,21 @@ import weights_recipe  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
+_gather_qmm = mx.gather_qmm
+
+
+def gather_qmm_without_global_scale(*args, global_scale=None, **kwargs):
+    """mlx_lm 0.32.2's `QuantizedSwitchLinear` passes `global_scale=` (an nvfp4 per-expert
+    scale, None in affine mode) to `mx.gather_qmm`, which MLX 0.32.2 does not take: every
+    quantized mixture-of-experts model fails there with a TypeError. With the keyword dropped
+    when it is None, the call is the op mlx_lm means (mlx-lm's quantized switch layers
+    compute exactly that)."""
+    assert global_scale is None, "a global scale needs a newer MLX"
+    return _gather_qmm(*args, **kwargs)
+
+
+mx.gather_qmm = gather_qmm_without_global_scale
+
 MODELS = common.ROOT / "tests" / "data" / "lm-models"
 OUT = common.DATA / "lm"
 VOCAB = 384
@@ -362,7 +377,62 @@ CONFIGS = {
          "mlp_multipliers": [0.8838834764831844, 0.5859375]},
         mx.bfloat16, 17,
     ),
+    # Qwen3-30B-A3B's layer shape (q/k norms, head_dim explicit, experts of
+    # moe_intermediate_size with a softmax router renormalized over the top k, untied head)
+    # at hidden 64: 8 experts of 32 (its 128 of 768), top 4 (its 8), 4 layers, the last kept
+    # dense by mlp_only_layers (every Qwen3-MoE layer is sparse; this one shows the dense
+    # path beside the sparse one). More than two experts per token: the weighted sum adds
+    # them in the router's order, which then shows in the last bits (two terms add the same
+    # either way round).
+    "qwen3_moe": (
+        {**BASE, "model_type": "qwen3_moe", "num_hidden_layers": 4, "head_dim": 16,
+         "num_experts": 8, "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+         "decoder_sparse_step": 1, "mlp_only_layers": [3], "norm_topk_prob": True,
+         "rope_theta": 1e6, "tie_word_embeddings": False, "rms_norm_eps": 1e-6},
+        mx.float32, 16,
+    ),
+    # Mixtral-8x7B's shape: 8 experts, top 2, under block_sparse_moe, 4 query / 2 key-value
+    # heads (its 32 / 8), rope base 1e6, untied head; experts of 128 at hidden 64.
+    "mixtral": (
+        {**BASE, "model_type": "mixtral", "num_local_experts": 8, "num_experts_per_tok": 2,
+         "rope_theta": 1e6, "tie_word_embeddings": False},
+        mx.float32, 17,
+    ),
+    # Qwen1.5-MoE-A2.7B's shape: every layer sparse with a shared expert behind a sigmoid
+    # gate (shared width 4x an expert's, as its 5632 / 1408), q/k/v biases, as many key-value
+    # heads as query heads; 8 experts (its 60), top 4 (its 4).
+    "qwen2_moe": (
+        {**BASE, "model_type": "qwen2_moe", "num_key_value_heads": 4, "num_experts": 8,
+         "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+         "shared_expert_intermediate_size": 128, "rope_theta": 1e6,
+         "tie_word_embeddings": False, "rms_norm_eps": 1e-6},
+        mx.float32, 18,
+    ),
+    # OLMoE-1B-7B's shape: q/k norms over the whole projection, experts of intermediate_size
+    # in every layer, softmax router without renormalization, untied head, as many key-value
+    # heads as query heads; 8 experts of 32 (its 64 of 1024), top 4 (its 8).
+    "olmoe": (
+        {**BASE, "model_type": "olmoe", "num_key_value_heads": 4, "intermediate_size": 32,
+         "num_experts": 8, "num_experts_per_tok": 4, "norm_topk_prob": False,
+         "rope_theta": 10000.0, "tie_word_embeddings": False, "clip_qkv": None},
+        mx.float32, 19,
+    ),
+    # What mlx_lm's olmoe also reads: biases on the experts (mlp_bias: each routed expert's
+    # bias, `bias[indices]`) and on the attention projections, renormalized top-k weights,
+    # grouped key-value heads, tied embeddings.
+    "olmoe-bias": (
+        {**BASE, "model_type": "olmoe", "intermediate_size": 32, "num_experts": 8,
+         "num_experts_per_tok": 2, "norm_topk_prob": True, "mlp_bias": True,
+         "attention_bias": True, "rope_theta": 10000.0, "tie_word_embeddings": True},
+        mx.float32, 20,
+    ),
 }
+
+# Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
+# per token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens
+# make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
+# decode step the unsorted one.
+PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -397,6 +467,11 @@ QUANTIZED = {
     "granitemoehybrid-rope": None,
     "falcon_h1": (32, 4, None),
     "falcon_h1-deep": None,
+    "qwen3_moe": (32, 4, None),
+    "mixtral": (32, 4, None),
+    "qwen2_moe": (32, 4, None),
+    "olmoe": (32, 4, None),
+    "olmoe-bias": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -409,7 +484,8 @@ HF_LAYOUT = {"falcon_h1-deep"}
 PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
-                     "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep"}
+                     "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
+                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -523,6 +599,9 @@ def make_models(names):
         if name in HF_LAYOUT:
             hf_layout_conv(MODELS / name)
             weights_recipe.write(MODELS / name)
+        if name == "mixtral":
+            hf_layout_mixtral()
+            weights_recipe.write(MODELS / "mixtral-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -578,6 +657,31 @@ def hf_layout_conv(folder):
 
 def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+def hf_layout_mixtral():
+    """The Mixtral weights as a Hugging Face checkpoint stores them: each expert's
+    projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down, up).
+    mlx_lm's sanitize stacks them back into `switch_mlp`."""
+    src = MODELS / "mixtral"
+    dst = MODELS / "mixtral-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    names = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp." not in k:
+            out[k] = v
+            continue
+        prefix, rest = k.split(".switch_mlp.")
+        proj, param = rest.split(".")
+        for e in range(v.shape[0]):
+            out[f"{prefix}.experts.{e}.{names[proj]}.{param}"] = v[e]
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def prompt_ids(seed, length=PROMPT_LEN):
+    return mx.random.randint(3, VOCAB, (length,), key=mx.random.key(seed)).astype(mx.int32)
 
 
 def on_hopper():
@@ -784,7 +888,8 @@ def golden(name):
     if name in TRANSFORMERS_MODELS:
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
-        prompt = prompt_ids(sum(map(ord, name.split("-")[0])))
+        arch = name.split("-")[0]
+        prompt = prompt_ids(sum(map(ord, arch)), PROMPT_LENS.get(arch, PROMPT_LEN))
     base = name.removesuffix("-4bit").removesuffix("-hf")
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:

@@ -27,6 +27,7 @@ from mlx_lm.utils import load  # noqa: E402
 
 import common  # noqa: E402
 import weights_recipe  # noqa: E402
+import lm  # noqa: E402  (mx.gather_qmm as mlx_lm 0.32.2 can call it on MLX 0.32.2)
 from lm import transformers_fixes  # noqa: E402
 from lm import TRANSFORMERS_FIXES  # noqa: E402
 
@@ -117,6 +118,17 @@ CASES = [
     # prefill chunk, so the RG-LRU's position-0 reset must not recur in later chunks.
     {"model": "recurrent_gemma", "lengths": [20, 20, 20], "max_tokens": 16,
      "prefill_step_size": 8},
+    # Mixture-of-experts: the batch's prefill routes 64 (token, expert) pairs or more (mlx_lm
+    # sorts them by expert), its decode steps fewer (unsorted); right padding routes through
+    # the experts too but reaches no other token. Equal and different lengths, 4-bit with
+    # sampling, chunked prefill with the shared expert.
+    {"model": "qwen3_moe", "lengths": [16, 16, 16], "max_tokens": 24},
+    {"model": "qwen3_moe", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "mixtral-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 10,
+     "temp": 1.0, "top_k": 20},
+    {"model": "mixtral", "lengths": [5, 17, 9, 12], "max_tokens": 20},
+    {"model": "qwen2_moe", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    {"model": "olmoe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
 ]
 
 

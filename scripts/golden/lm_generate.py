@@ -46,6 +46,7 @@ import common  # noqa: E402
 import weights_recipe  # noqa: E402
 from lm import transformers_fixes  # noqa: E402
 from lm import TRANSFORMERS_FIXES  # noqa: E402
+from lm import PROMPT_LENS  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
@@ -56,9 +57,11 @@ VOCAB = 384
 
 
 def prompt_ids(name):
-    """The 24 prompt tokens lm.py uses for this architecture."""
-    seed = sum(map(ord, name.split("-")[0]))
-    return mx.random.randint(3, VOCAB, (24,), key=mx.random.key(seed)).astype(mx.int32)
+    """The prompt tokens lm.py uses for this architecture (24, or its PROMPT_LENS entry)."""
+    arch = name.split("-")[0]
+    seed = sum(map(ord, arch))
+    length = PROMPT_LENS.get(arch, 24)
+    return mx.random.randint(3, VOCAB, (length,), key=mx.random.key(seed)).astype(mx.int32)
 
 
 SAMPLING = [
@@ -439,6 +442,9 @@ PROMPT_CACHE = [
     # as a Hugging Face checkpoint (folded multipliers, the gated norm as transformers has it).
     ("falcon_h1", 16),
     ("falcon_h1-deep", 16),
+    # Mixture-of-experts: key/value caches only; a prefix of 34 of the 40 tokens routes 68
+    # (token, expert) pairs (the sorted expert path), the rest of the prompt 12 (unsorted).
+    ("qwen3_moe", 34),
 ]
 CONTINUE_TOKENS = 16
 

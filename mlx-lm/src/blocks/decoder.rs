@@ -50,6 +50,16 @@ pub trait TokenMixer: TreeNode {
     }
 }
 
+/// A layer's channel mixer (an MLP, a mixture of experts): what each position goes through
+/// on its own after the token mixer.
+pub trait ChannelMixer: Forward + TreeNode {
+    /// The layer's field that holds it, as mlx_lm names the attribute: `mlp`, Mixtral's
+    /// `block_sparse_moe`.
+    const KEY: &'static str = "mlp";
+}
+
+impl ChannelMixer for crate::blocks::Mlp {}
+
 /// One of two token mixers, per layer: a hybrid model's layers (Qwen3.5: linear attention
 /// with full attention every few layers). Transparent in paths: the layer's field is the
 /// chosen mixer's [`key`](TokenMixer::key).
@@ -138,11 +148,11 @@ pub struct DecoderLayer<M, C> {
     pub post_attention_layernorm: RMSNorm,
 }
 
-impl<M: TokenMixer, C: TreeNode> TreeNode for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer> TreeNode for DecoderLayer<M, C> {
     fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
         f.struct_node("DecoderLayer", |f| {
             f.field(self.mixer.key(), &self.mixer);
-            f.field("mlp", &self.mlp);
+            f.field(C::KEY, &self.mlp);
             f.field("input_layernorm", &self.input_layernorm);
             f.field("post_attention_layernorm", &self.post_attention_layernorm);
         });
@@ -156,7 +166,7 @@ impl<M: TokenMixer, C: TreeNode> TreeNode for DecoderLayer<M, C> {
             }
             Ok(DecoderLayer {
                 mixer: M::unflatten_field(key, u)?,
-                mlp: u.field("mlp")?,
+                mlp: u.field(C::KEY)?,
                 input_layernorm: u.field("input_layernorm")?,
                 post_attention_layernorm: u.field("post_attention_layernorm")?,
             })
@@ -171,7 +181,7 @@ impl<M: TokenMixer, C: TreeNode> TreeNode for DecoderLayer<M, C> {
     }
 }
 
-impl<M: TokenMixer, C: Forward + TreeNode> Layer for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer> Layer for DecoderLayer<M, C> {
     type Carry = ();
 
     fn forward(
@@ -202,7 +212,7 @@ impl<M: TokenMixer, C: Forward + TreeNode> Layer for DecoderLayer<M, C> {
 
 /// Python: `LlamaModel` / `Qwen3Model` / `Qwen3_5TextModel`: embedding, layers, final norm.
 #[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "M: TokenMixer, C: TreeNode")]
+#[tree(bound = "M: TokenMixer, C: ChannelMixer")]
 pub struct DecoderModel<M, C> {
     pub embed_tokens: MaybeQuantizedEmbedding,
     pub layers: Vec<DecoderLayer<M, C>>,
@@ -212,7 +222,7 @@ pub struct DecoderModel<M, C> {
     pub kernels: KernelOptions,
 }
 
-impl<M: TokenMixer, C: Forward + TreeNode> DecoderModel<M, C> {
+impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
     /// The final hidden states as rows `[B * L, hidden]`.
     pub fn forward_rows(
         &self,
@@ -267,7 +277,7 @@ pub struct StackConfig {
     pub rms_norm_eps: f32,
 }
 
-impl<M: TokenMixer, C: TreeNode> DecoderModel<M, C> {
+impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
     /// Takes the stack's tensors under `prefix` (`model`, `language_model.model`): the
     /// embedding, the layers, whose token mixer and MLP `mixer` and `mlp` take from the
     /// layer's path and index, and the final norm.
@@ -285,7 +295,7 @@ impl<M: TokenMixer, C: TreeNode> DecoderModel<M, C> {
             let path = format!("{prefix}.layers.{i}");
             layers.push(DecoderLayer {
                 mixer: mixer(ck, &path, i)?,
-                mlp: mlp(ck, &format!("{path}.mlp"), i)?,
+                mlp: mlp(ck, &format!("{path}.{}", C::KEY), i)?,
                 input_layernorm: ck.rms_norm(&format!("{path}.input_layernorm"), d, eps)?,
                 post_attention_layernorm: ck.rms_norm(
                     &format!("{path}.post_attention_layernorm"),

@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), norms ([`norm`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]) on expert layers ([`switch`]), norms ([`norm`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -15,6 +15,7 @@ pub mod gated_delta_net;
 pub mod layer;
 pub mod mask;
 pub mod mlp;
+pub mod moe;
 pub mod norm;
 pub mod rglru;
 pub mod rope;
@@ -22,18 +23,23 @@ pub mod rows;
 pub mod selective_scan;
 pub mod short_conv;
 pub mod ssd;
+pub mod switch;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
 pub use backbone::Backbone;
 pub use conv::{causal_conv1d, ConvActivation};
-pub use decoder::{load_lm_head, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer};
+pub use decoder::{
+    load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
+};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
 pub use mlp::Mlp;
+pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::RmsNormGated;
 pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
 pub use ssd::{Mamba2Config, Mamba2Mixer};
+pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear};

@@ -200,6 +200,15 @@ macro_rules! dense_decoder {
             }
         }
 
+        $crate::models::base::decoder_language_model!($name, $model_type);
+    };
+}
+pub(crate) use dense_decoder;
+
+/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a
+/// [`DecoderModel`] under `model`, with its output head under `lm_head` (`None`: tied).
+macro_rules! decoder_language_model {
+    ($name:ident, $model_type:literal) => {
         impl $crate::LanguageModel for $name {
             fn forward(
                 &self,
@@ -231,7 +240,7 @@ macro_rules! dense_decoder {
         }
     };
 }
-pub(crate) use dense_decoder;
+pub(crate) use decoder_language_model;
 
 /// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a
 /// [`Backbone`](crate::blocks::Backbone) under `backbone`, with its output head under

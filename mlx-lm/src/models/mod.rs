@@ -10,12 +10,17 @@ pub mod lfm2;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
+pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmoe;
 pub mod qwen2;
+pub mod qwen2_moe;
 pub mod qwen3;
 pub mod qwen3_5;
+pub mod qwen3_moe;
 pub mod recurrent_gemma;
 pub mod smollm3;
+pub mod sparse;
 
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -23,10 +28,14 @@ pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
+pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmoe::Olmoe;
 pub use qwen2::Qwen2;
+pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
 pub use qwen3_5::Qwen3_5;
+pub use qwen3_moe::Qwen3Moe;
 pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
 
@@ -45,7 +54,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 12] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
     [
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
@@ -53,10 +62,14 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 12] {
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
+        ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmoe", builtin!(Olmoe)),
         ("qwen2", builtin!(Qwen2)),
+        ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
+        ("qwen3_moe", builtin!(Qwen3Moe)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
     ]

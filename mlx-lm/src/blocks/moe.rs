@@ -1,0 +1,220 @@
+//! The sparse mixture-of-experts feed-forward block: a router picks each token's top-k
+//! experts and their weights, the experts ([`SwitchGlu`]) run on the routed tokens only, and
+//! their outputs are summed by weight; Qwen2-MoE adds a shared expert behind a sigmoid gate.
+//! Each family's router is a small function here, op for op as its mlx_lm file writes it:
+//! the order of the picked experts decides the order of the weighted sum, so with more than
+//! two experts per token two ways of taking the same top k are not interchangeable bit for
+//! bit.
+
+use mlx_nn::{Forward, MaybeQuantizedLinear};
+use mlx_rs::ops::{self, Ellipsis};
+use mlx_rs::{Array, Result};
+use mlx_tree::{StaticData, TreeNode};
+
+use crate::blocks::mlp::Mlp;
+use crate::blocks::switch::SwitchGlu;
+use crate::checkpoint::Checkpoint;
+
+/// How a family's router turns the gate's logits `[..., E]` into `k` experts per token and
+/// their weights.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, StaticData)]
+pub enum Router {
+    /// Qwen3-MoE: softmax over all experts, the top k by
+    /// `argpartition(gates, kth=-k)[..., -k:]`, their probabilities, renormalized to sum to
+    /// one with `norm_topk_prob`.
+    SoftmaxTopK { norm_topk_prob: bool },
+    /// Qwen2-MoE and OLMoE: softmax over all experts, the top k by
+    /// `argpartition(-gates, kth=k-1)[..., :k]`, their probabilities (OLMoE: renormalized
+    /// with `norm_topk_prob`).
+    SoftmaxTopKNegated { norm_topk_prob: bool },
+    /// Mixtral: the top k logits by `argpartition(-gates, kth=k-1)[..., :k]`, then a softmax
+    /// over those k.
+    TopKSoftmax,
+}
+
+/// The `k` largest along the last axis as mlx_lm's Qwen3-MoE takes them:
+/// `argpartition(a, kth=-k)[..., -k:]`.
+pub fn top_k_last(a: &Array, k: i32) -> Result<Array> {
+    ops::argpartition(a, -k, -1)?.index((Ellipsis, -k..))
+}
+
+/// The `k` largest along the last axis as mlx_lm's Mixtral, Qwen2-MoE and OLMoE take them:
+/// `argpartition(-a, kth=k-1)[..., :k]`.
+pub fn top_k_first(a: &Array, k: i32) -> Result<Array> {
+    ops::argpartition(&ops::negative(a)?, k - 1, -1)?.index((Ellipsis, ..k))
+}
+
+/// `scores / scores.sum(-1, keepdims=True)`.
+fn renormalize(scores: &Array) -> Result<Array> {
+    ops::divide(scores, &scores.sum(-1, true)?)
+}
+
+impl Router {
+    /// The experts `[..., k]` and their weights `[..., k]` for the gate's logits `[..., E]`.
+    pub fn route(self, logits: &Array, k: i32) -> Result<(Array, Array)> {
+        let softmax_top_k = |pick: fn(&Array, i32) -> Result<Array>, norm: bool| {
+            let gates = ops::softmax(logits, -1, true)?;
+            let inds = ops::stop_gradient(&pick(&gates, k)?)?;
+            let scores = ops::take_along_axis(&gates, &inds, -1)?;
+            let scores = if norm { renormalize(&scores)? } else { scores };
+            Ok((inds, scores))
+        };
+        match self {
+            Router::SoftmaxTopK { norm_topk_prob } => softmax_top_k(top_k_last, norm_topk_prob),
+            Router::SoftmaxTopKNegated { norm_topk_prob } => {
+                softmax_top_k(top_k_first, norm_topk_prob)
+            }
+            Router::TopKSoftmax => {
+                let inds = ops::stop_gradient(&top_k_first(logits, k)?)?;
+                let scores = ops::take_along_axis(logits, &inds, -1)?;
+                Ok((inds, ops::softmax(&scores, -1, true)?))
+            }
+        }
+    }
+}
+
+/// What a sparse block is: its experts and router.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MoeConfig {
+    pub hidden_size: i32,
+    /// Each expert's hidden width (`moe_intermediate_size`; Mixtral's `intermediate_size`).
+    pub expert_size: i32,
+    pub num_experts: i32,
+    pub top_k: i32,
+    pub router: Router,
+    /// Qwen2-MoE's shared expert: an MLP of this width every token goes through, scaled by
+    /// `sigmoid(shared_expert_gate(x))`.
+    pub shared_expert_size: Option<i32>,
+    /// Biases on the experts' projections (OLMoE's `mlp_bias` as mlx_lm reads it).
+    pub expert_bias: bool,
+}
+
+/// Python: `Qwen3MoeSparseMoeBlock` / `MixtralSparseMoeBlock` / `Qwen2MoeSparseMoeBlock` /
+/// `OlmoeSparseMoeBlock`: `gate` (the router's logits), `switch_mlp` (the experts) and, with a
+/// shared expert, `shared_expert` and `shared_expert_gate`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct SparseMoe {
+    pub gate: MaybeQuantizedLinear,
+    pub switch_mlp: SwitchGlu,
+    pub shared_expert: Option<Mlp>,
+    pub shared_expert_gate: Option<MaybeQuantizedLinear>,
+    #[tree(static)]
+    pub top_k: i32,
+    #[tree(static)]
+    pub router: Router,
+}
+
+impl SparseMoe {
+    /// Takes the block's tensors under `path` (`model.layers.0.mlp`).
+    pub fn load(ck: &mut Checkpoint, path: &str, c: &MoeConfig) -> crate::Result<SparseMoe> {
+        let (d, e) = (c.hidden_size, c.num_experts);
+        let p = |name: &str| format!("{path}.{name}");
+        let (shared_expert, shared_expert_gate) = match c.shared_expert_size {
+            Some(size) => (
+                Some(Mlp::load(ck, &p("shared_expert"), d, size, false)?),
+                Some(ck.linear(&p("shared_expert_gate"), d, 1, false)?),
+            ),
+            None => (None, None),
+        };
+        Ok(SparseMoe {
+            gate: ck.linear(&p("gate"), d, e, false)?,
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, c.expert_size, e, c.expert_bias)?,
+            shared_expert,
+            shared_expert_gate,
+            top_k: c.top_k,
+            router: c.router,
+        })
+    }
+}
+
+impl Forward for SparseMoe {
+    /// `sum_k score_k * expert_k(x)` (+ the gated shared expert), on rows `[N, hidden]`.
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (inds, scores) = self.router.route(&self.gate.forward(x)?, self.top_k)?;
+        let y = self.switch_mlp.forward(x, &inds)?;
+        let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
+        match (&self.shared_expert, &self.shared_expert_gate) {
+            (Some(expert), Some(gate)) => {
+                let shared = ops::multiply(&ops::sigmoid(&gate.forward(x)?)?, &expert.forward(x)?)?;
+                ops::add(&y, &shared)
+            }
+            _ => Ok(y),
+        }
+    }
+}
+
+/// A layer's feed-forward block where a model mixes dense and sparse layers (Qwen3-MoE's
+/// `mlp_only_layers` and `decoder_sparse_step`): under the layer's `mlp` either way.
+// One per layer, built once at load: the variants' sizes cost nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum FeedForward {
+    Dense(Mlp),
+    Sparse(SparseMoe),
+}
+
+impl TreeNode for FeedForward {
+    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
+        match self {
+            FeedForward::Dense(m) => m.flatten(f),
+            FeedForward::Sparse(m) => m.flatten(f),
+        }
+    }
+
+    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
+        match u.peek_kind()? {
+            mlx_tree::NodeKind::Struct("SparseMoe") => {
+                SparseMoe::unflatten(u).map(FeedForward::Sparse)
+            }
+            _ => Mlp::unflatten(u).map(FeedForward::Dense),
+        }
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            FeedForward::Dense(m) => m.leaves_mut(f),
+            FeedForward::Sparse(m) => m.leaves_mut(f),
+        }
+    }
+}
+
+impl Forward for FeedForward {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match self {
+            FeedForward::Dense(m) => m.forward(x),
+            FeedForward::Sparse(m) => m.forward(x),
+        }
+    }
+}
+
+impl crate::blocks::decoder::ChannelMixer for FeedForward {}
+
+impl crate::blocks::decoder::ChannelMixer for SparseMoe {}
+
+/// Mixtral's sparse block, under the layer's `block_sparse_moe` (transparent in paths).
+#[derive(Debug, Clone)]
+pub struct BlockSparseMoe(pub SparseMoe);
+
+impl TreeNode for BlockSparseMoe {
+    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
+        self.0.flatten(f)
+    }
+
+    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
+        SparseMoe::unflatten(u).map(BlockSparseMoe)
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        self.0.leaves_mut(f)
+    }
+}
+
+impl Forward for BlockSparseMoe {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        self.0.forward(x)
+    }
+}
+
+impl crate::blocks::decoder::ChannelMixer for BlockSparseMoe {
+    const KEY: &'static str = "block_sparse_moe";
+}

@@ -1,0 +1,190 @@
+//! Expert (switch) layers of mixture-of-experts models, op for op as mlx_lm's
+//! `models/switch_layers.py`: each expert's weights stacked on a leading axis
+//! (`switch_mlp.gate_proj.weight [E, out, in]`), every token multiplied by its routed experts
+//! only (`gather_mm` / `gather_qmm`), with the tokens sorted by expert first when there are
+//! many (mlx_lm's rule: 64 routed (token, expert) pairs or more), so each expert's weights are
+//! read once for its run of tokens.
+
+use mlx_nn::{MaybeQuantized, Quantizable};
+use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, QuantizeOptions};
+use mlx_rs::{Array, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::mlp::swiglu;
+use crate::checkpoint::Checkpoint;
+
+/// mlx_lm's `do_sort = indices.size >= 64`: from this many routed (token, expert) pairs on,
+/// the pairs are sorted by expert (a prompt's prefill sorts; a decode step of a few sequences
+/// does not).
+pub const SORT_THRESHOLD: usize = 64;
+
+/// Python: `SwitchLinear(input_dims, output_dims, num_experts, bias)`: one linear layer per
+/// expert, `weight [E, output_dims, input_dims]`, `bias [E, output_dims]`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct SwitchLinear {
+    pub weight: Array,
+    pub bias: Option<Array>,
+}
+
+/// Python: `QuantizedSwitchLinear` (affine mode): the experts' weights packed as
+/// `mx.quantize` packs them, `scales` / `biases [E, output_dims, groups]`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct QuantizedSwitchLinear {
+    pub weight: Array,
+    pub scales: Array,
+    pub biases: Option<Array>,
+    pub bias: Option<Array>,
+    #[tree(static)]
+    pub group_size: i32,
+    #[tree(static)]
+    pub bits: i32,
+}
+
+/// An expert layer, float or quantized.
+pub type MaybeQuantizedSwitchLinear = MaybeQuantized<SwitchLinear>;
+
+impl Quantizable for SwitchLinear {
+    type Quantized = QuantizedSwitchLinear;
+    const QUANTIZED_NAME: &'static str = "QuantizedSwitchLinear";
+
+    /// Python: `SwitchLinear.to_quantized(group_size, bits)`: `mx.quantize` of the stacked
+    /// weight (each expert's rows grouped on their own), the bias kept.
+    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedSwitchLinear> {
+        let options = QuantizeOptions::default()
+            .group_size(group_size)
+            .bits(bits)
+            .mode(QuantizationMode::Affine);
+        let (weight, scales, biases) = ops::quantize(&self.weight, options)?;
+        Ok(QuantizedSwitchLinear {
+            weight,
+            scales,
+            biases,
+            bias: self.bias.clone(),
+            group_size,
+            bits,
+        })
+    }
+}
+
+/// `x + expand_dims(bias[indices], -2)`: each routed expert's bias.
+fn add_expert_bias(x: Array, bias: Option<&Array>, indices: &Array) -> Result<Array> {
+    match bias {
+        Some(b) => ops::add(&x, &ops::expand_dims(&ops::take(b, indices, 0)?, -2)?),
+        None => Ok(x),
+    }
+}
+
+/// What an expert layer does with its inputs: `x [..., 1, in]` through the experts
+/// `indices [...]` to `[..., 1, out]` (Python: `SwitchLinear.__call__(x, indices,
+/// sorted_indices)`).
+pub trait SwitchForward {
+    fn forward_experts(&self, x: &Array, indices: &Array, sorted: bool) -> Result<Array>;
+}
+
+impl SwitchForward for SwitchLinear {
+    fn forward_experts(&self, x: &Array, indices: &Array, sorted: bool) -> Result<Array> {
+        let options = GatherMmOptions::default()
+            .rhs_indices(indices)
+            .sorted_indices(sorted);
+        let y = ops::gather_mm(x, &self.weight.swapaxes(-1, -2)?, options)?;
+        add_expert_bias(y, self.bias.as_ref(), indices)
+    }
+}
+
+impl SwitchForward for QuantizedSwitchLinear {
+    fn forward_experts(&self, x: &Array, indices: &Array, sorted: bool) -> Result<Array> {
+        let mut options = GatherQmmOptions::default()
+            .rhs_indices(indices)
+            .transpose(true)
+            .group_size(self.group_size)
+            .bits(self.bits)
+            .mode(QuantizationMode::Affine)
+            .sorted_indices(sorted);
+        if let Some(b) = &self.biases {
+            options = options.biases(b);
+        }
+        let y = ops::gather_qmm(x, &self.weight, &self.scales, options)?;
+        add_expert_bias(y, self.bias.as_ref(), indices)
+    }
+}
+
+impl SwitchForward for MaybeQuantizedSwitchLinear {
+    fn forward_experts(&self, x: &Array, indices: &Array, sorted: bool) -> Result<Array> {
+        match self {
+            MaybeQuantized::Float(l) => l.forward_experts(x, indices, sorted),
+            MaybeQuantized::Quantized(l) => l.forward_experts(x, indices, sorted),
+        }
+    }
+}
+
+/// Python: `_gather_sort(x, indices)`: the (token, expert) pairs in expert order. Returns the
+/// sorted inputs `[pairs, 1, in]`, their experts and the order that undoes the sort.
+pub fn gather_sort(x: &Array, indices: &Array) -> Result<(Array, Array, Array)> {
+    let m = *indices.shape().last().unwrap_or(&1);
+    let indices = indices.flatten(None, None)?;
+    let order = ops::argsort(&indices, -1)?;
+    let inv_order = ops::argsort(&order, -1)?;
+    let rows = ops::floor_divide(&order, m)?;
+    let x = ops::take(&x.flatten(0, -3)?, &rows, 0)?;
+    Ok((x, ops::take(&indices, &order, 0)?, inv_order))
+}
+
+/// Python: `_scatter_unsort(x, inv_order, shape)`: the pairs back in token order, the leading
+/// axis unflattened to `shape` (the routing indices' shape).
+pub fn scatter_unsort(x: &Array, inv_order: &Array, shape: &[i32]) -> Result<Array> {
+    ops::unflatten(&ops::take(x, inv_order, 0)?, 0, shape)
+}
+
+/// Python: `SwitchGLU(input_dims, hidden_dims, num_experts, activation=SwiGLU(), bias)`:
+/// each token through its routed experts' SwiGLU MLPs,
+/// `down_proj(silu(gate_proj(x)) * up_proj(x))`, one output per (token, expert).
+#[derive(Debug, Clone, TreeNode)]
+pub struct SwitchGlu {
+    pub gate_proj: MaybeQuantizedSwitchLinear,
+    pub up_proj: MaybeQuantizedSwitchLinear,
+    pub down_proj: MaybeQuantizedSwitchLinear,
+}
+
+impl SwitchGlu {
+    /// Takes the stacked experts under `path` (`...mlp.switch_mlp`): `num_experts` experts
+    /// of `dim` features in and out, `hidden` between.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        hidden: i32,
+        num_experts: i32,
+        bias: bool,
+    ) -> crate::Result<SwitchGlu> {
+        let p = |name: &str| format!("{path}.{name}");
+        Ok(SwitchGlu {
+            gate_proj: ck.switch_linear(&p("gate_proj"), dim, hidden, num_experts, bias)?,
+            up_proj: ck.switch_linear(&p("up_proj"), dim, hidden, num_experts, bias)?,
+            down_proj: ck.switch_linear(&p("down_proj"), hidden, dim, num_experts, bias)?,
+        })
+    }
+
+    /// `x [..., dim]` through the experts `indices [..., k]`: `[..., k, dim]`, one row per
+    /// routed expert (Python: `SwitchGLU.__call__`).
+    pub fn forward(&self, x: &Array, indices: &Array) -> Result<Array> {
+        let x = ops::expand_dims(x, &[-2, -3][..])?;
+        let indices = ops::stop_gradient(indices)?;
+        let sort = indices.size() >= SORT_THRESHOLD;
+        let (x, idx, inv_order) = if sort {
+            let (x, idx, inv) = gather_sort(&x, &indices)?;
+            (x, idx, Some(inv))
+        } else {
+            (x, indices.clone(), None)
+        };
+        let x_up = self.up_proj.forward_experts(&x, &idx, sort)?;
+        let x_gate = self.gate_proj.forward_experts(&x, &idx, sort)?;
+        let x = self
+            .down_proj
+            .forward_experts(&swiglu(&x_gate, &x_up)?, &idx, sort)?;
+        let x = match inv_order {
+            Some(inv) => scatter_unsort(&x, &inv, indices.shape())?,
+            None => x,
+        };
+        x.squeeze(-2)
+    }
+}
