@@ -60,12 +60,17 @@ fn text_of(content: &Content, param: &str) -> Result<String, ApiError> {
         Content::Blocks(blocks) => {
             let mut text = String::new();
             for b in blocks {
-                match (b.get("type").and_then(Value::as_str), b.get("text").and_then(Value::as_str)) {
+                match (
+                    b.get("type").and_then(Value::as_str),
+                    b.get("text").and_then(Value::as_str),
+                ) {
                     (Some("text"), Some(t)) => text.push_str(t),
                     (kind, _) => {
                         return Err(ApiError::invalid(
                             param,
-                            format!("content blocks of type {kind:?} are not supported (text only)"),
+                            format!(
+                                "content blocks of type {kind:?} are not supported (text only)"
+                            ),
                         ))
                     }
                 }
@@ -86,7 +91,10 @@ async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
     let req: MessagesRequest = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
     if let Some(choice) = &req.tool_choice {
-        if !matches!(choice.get("type").and_then(Value::as_str), Some("auto") | Some("none")) {
+        if !matches!(
+            choice.get("type").and_then(Value::as_str),
+            Some("auto") | Some("none")
+        ) {
             return Err(fail(ApiError::invalid(
                 "tool_choice",
                 "tool_choice other than auto or none needs constrained decoding, which this \
@@ -95,11 +103,15 @@ async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
         }
     }
     if req.messages.is_empty() {
-        return Err(fail(ApiError::invalid("messages", "messages must not be empty")));
+        return Err(fail(ApiError::invalid(
+            "messages",
+            "messages must not be empty",
+        )));
     }
     let mut messages = Vec::new();
     if let Some(system) = &req.system {
-        messages.push(json!({"role": "system", "content": text_of(system, "system").map_err(fail)?}));
+        messages
+            .push(json!({"role": "system", "content": text_of(system, "system").map_err(fail)?}));
     }
     for (i, m) in req.messages.iter().enumerate() {
         if m.role != "user" && m.role != "assistant" {
@@ -171,13 +183,19 @@ async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
     tokio::spawn(async move {
         let event = |name: &str, v: Value| Ok(Event::default().event(name).data(v.to_string()));
         let start = [
-            event("message_start", json!({"type": "message_start", "message": {
-                "id": id, "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": null, "stop_sequence": null,
-                "usage": {"input_tokens": input_tokens, "output_tokens": 0},
-            }})),
-            event("content_block_start", json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}})),
+            event(
+                "message_start",
+                json!({"type": "message_start", "message": {
+                    "id": id, "type": "message", "role": "assistant", "model": model,
+                    "content": [], "stop_reason": null, "stop_sequence": null,
+                    "usage": {"input_tokens": input_tokens, "output_tokens": 0},
+                }}),
+            ),
+            event(
+                "content_block_start",
+                json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+            ),
         ];
         for e in start {
             if tx.send(e).await.is_err() {
@@ -188,13 +206,18 @@ async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
             let chunk = match chunk {
                 Ok(c) => c,
                 Err(e) => {
-                    let _ = tx.send(event("error", e.stream_body(Flavor::Anthropic))).await;
+                    let _ = tx
+                        .send(event("error", e.stream_body(Flavor::Anthropic)))
+                        .await;
                     return;
                 }
             };
             if !chunk.text.is_empty() {
-                let delta = event("content_block_delta", json!({"type": "content_block_delta",
-                    "index": 0, "delta": {"type": "text_delta", "text": chunk.text}}));
+                let delta = event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta",
+                    "index": 0, "delta": {"type": "text_delta", "text": chunk.text}}),
+                );
                 if tx.send(delta).await.is_err() {
                     return;
                 }
@@ -202,10 +225,16 @@ async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
             if let Some(f) = &chunk.finish {
                 let (reason, sequence) = stop_reason(Some(f));
                 let end = [
-                    event("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-                    event("message_delta", json!({"type": "message_delta",
+                    event(
+                        "content_block_stop",
+                        json!({"type": "content_block_stop", "index": 0}),
+                    ),
+                    event(
+                        "message_delta",
+                        json!({"type": "message_delta",
                         "delta": {"stop_reason": reason, "stop_sequence": sequence},
-                        "usage": {"output_tokens": chunk.completion_tokens}})),
+                        "usage": {"output_tokens": chunk.completion_tokens}}),
+                    ),
                     event("message_stop", json!({"type": "message_stop"})),
                 ];
                 for e in end {

@@ -104,7 +104,10 @@ pub async fn start(
     let stop_tokens = state.stop_tokens.clone();
     let want_logprobs = request.logprobs;
     let stop_strings = request.stop_strings;
+    let log = state.options.log_requests;
+    let submitted = std::time::Instant::now();
     tokio::spawn(async move {
+        let mut first_token = None;
         let mut text = TextAssembler::new(&tokenizer, &stop_strings);
         let mut produced = 0usize;
         while let Some(event) = events.recv().await {
@@ -117,12 +120,12 @@ pub async fn start(
                 }
             };
             produced += 1;
+            first_token.get_or_insert_with(|| submitted.elapsed());
             // The engine ends a request at a stop token with `Stop`, at its length with
             // `Length`; a stop token's text is not part of the output.
             let is_stop_token =
                 t.finish == Some(FinishReason::Stop) && stop_tokens.contains(&t.token);
-            let piece = match text.push((!is_stop_token).then_some(t.token), t.finish.is_some())
-            {
+            let piece = match text.push((!is_stop_token).then_some(t.token), t.finish.is_some()) {
                 Ok(p) => p,
                 Err(e) => {
                     let e = ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string());
@@ -146,6 +149,18 @@ pub async fn start(
                 Vec::new()
             };
             let done = finish.is_some();
+            if log && done {
+                let total = submitted.elapsed();
+                let ttft = first_token.unwrap_or(total);
+                let rate = (produced - 1) as f64 / (total - ttft).as_secs_f64().max(1e-9);
+                eprintln!(
+                    "generation: {prompt_tokens} prompt + {produced} generated tokens, first \
+                     token {:.1}ms, total {:.1}ms ({rate:.1} tokens/s after the first), {:?}",
+                    ttft.as_secs_f64() * 1e3,
+                    total.as_secs_f64() * 1e3,
+                    finish.as_ref().unwrap()
+                );
+            }
             let chunk = Chunk {
                 text: piece.text,
                 logprobs,
@@ -200,4 +215,3 @@ pub async fn collect(
     }
     Ok(out)
 }
-

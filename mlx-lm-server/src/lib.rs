@@ -87,7 +87,10 @@ impl AppState {
                 param: Some("model".into()),
                 ..ApiError::new(
                     StatusCode::NOT_FOUND,
-                    format!("the model {m:?} does not exist; this server serves {:?}", self.model_id),
+                    format!(
+                        "the model {m:?} does not exist; this server serves {:?}",
+                        self.model_id
+                    ),
                 )
                 .with_code("model_not_found")
             }),
@@ -101,7 +104,11 @@ impl AppState {
 
     /// A conversation through the chat template, tokenized (Python: `apply_chat_template`
     /// then `encode(..., add_special_tokens=False)`).
-    pub fn render_chat(&self, messages: &[Value], chat: &ChatOptions) -> Result<Vec<u32>, ApiError> {
+    pub fn render_chat(
+        &self,
+        messages: &[Value],
+        chat: &ChatOptions,
+    ) -> Result<Vec<u32>, ApiError> {
         let text = self
             .tokenizer
             .apply_chat_template(&messages, chat)
@@ -123,7 +130,11 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// A response id's unique part.
 pub(crate) fn next_id() -> String {
-    format!("{:x}{:04x}", unix_time(), NEXT_ID.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{:x}{:04x}",
+        unix_time(),
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 pub(crate) fn unix_time() -> u64 {
@@ -143,8 +154,9 @@ impl Server {
     /// Loads the model (on the engine thread) and its tokenizer.
     pub fn load(options: ServerOptions) -> Result<Server, mlx_lm::Error> {
         let invalid = mlx_lm::Error::InvalidArgument;
-        let chat_template_args: Map<String, Value> = serde_json::from_str(&options.chat_template_args)
-            .map_err(|e| invalid(format!("--chat-template-args is not a JSON object: {e}")))?;
+        let chat_template_args: Map<String, Value> =
+            serde_json::from_str(&options.chat_template_args)
+                .map_err(|e| invalid(format!("--chat-template-args is not a JSON object: {e}")))?;
         let mut tokenizer = Tokenizer::load(&options.model)?;
         let config = mlx_lm::load_config(&options.model)?;
         tokenizer.add_eos_token_ids(config.eos_token_ids()?);
@@ -283,13 +295,21 @@ async fn metrics(State(state): State<AppState>) -> Response {
 
 async fn not_found(request: Request) -> Response {
     let path = request.uri().path().to_string();
-    ApiError::new(StatusCode::NOT_FOUND, format!("no route for {} {path}", request.method()))
-        .into_response_for(flavor_of(&path))
+    ApiError::new(
+        StatusCode::NOT_FOUND,
+        format!("no route for {} {path}", request.method()),
+    )
+    .into_response_for(flavor_of(&path))
 }
 
 /// Bearer keys (`Authorization: Bearer <key>`, or Anthropic's `x-api-key`), when the server
 /// has one. Compared without an early exit so timing does not tell a key's prefix.
-async fn authenticate(State(state): State<AppState>, headers: HeaderMap, request: Request, next: Next) -> Response {
+async fn authenticate(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
     let Some(key) = state.options.api_key.as_deref() else {
         return next.run(request).await;
     };
@@ -299,7 +319,11 @@ async fn authenticate(State(state): State<AppState>, headers: HeaderMap, request
         .and_then(|v| v.strip_prefix("Bearer "))
         .or_else(|| headers.get("x-api-key").and_then(|v| v.to_str().ok()));
     let ok = given.is_some_and(|g| {
-        g.len() == key.len() && g.bytes().zip(key.bytes()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+        g.len() == key.len()
+            && g.bytes()
+                .zip(key.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
     });
     if ok {
         return next.run(request).await;

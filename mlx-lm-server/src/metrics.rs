@@ -54,16 +54,59 @@ impl Metrics {
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
         let mut s = String::new();
         let mut one = |name: &str, kind: &str, help: &str, value: String| {
-            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+            let _ = writeln!(
+                s,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
         };
-        one("mlx_lm_requests_total", "counter", "Generation requests received.", get(&self.requests).to_string());
-        one("mlx_lm_request_errors_total", "counter", "Requests answered with an error.", get(&self.request_errors).to_string());
-        one("mlx_lm_prompt_tokens_total", "counter", "Prompt tokens of accepted requests.", get(&self.prompt_tokens).to_string());
-        one("mlx_lm_generated_tokens_total", "counter", "Tokens generated.", get(&self.generated_tokens).to_string());
-        one("mlx_lm_queue_depth", "gauge", "Requests waiting for a slot.", get(&self.queue_depth).to_string());
-        one("mlx_lm_active_slots", "gauge", "Requests decoding now.", get(&self.active_slots).to_string());
-        one("mlx_lm_tokens_per_second", "gauge", "Tokens generated per second over the engine's recent steps.", f64::from_bits(get(&self.tokens_per_second)).to_string());
-        one("mlx_lm_step_traces", "gauge", "Times the engine's compiled decode step was traced (1 once it decoded).", get(&self.step_traces).to_string());
+        one(
+            "mlx_lm_requests_total",
+            "counter",
+            "Generation requests received.",
+            get(&self.requests).to_string(),
+        );
+        one(
+            "mlx_lm_request_errors_total",
+            "counter",
+            "Requests answered with an error.",
+            get(&self.request_errors).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_tokens_total",
+            "counter",
+            "Prompt tokens of accepted requests.",
+            get(&self.prompt_tokens).to_string(),
+        );
+        one(
+            "mlx_lm_generated_tokens_total",
+            "counter",
+            "Tokens generated.",
+            get(&self.generated_tokens).to_string(),
+        );
+        one(
+            "mlx_lm_queue_depth",
+            "gauge",
+            "Requests waiting for a slot.",
+            get(&self.queue_depth).to_string(),
+        );
+        one(
+            "mlx_lm_active_slots",
+            "gauge",
+            "Requests decoding now.",
+            get(&self.active_slots).to_string(),
+        );
+        one(
+            "mlx_lm_tokens_per_second",
+            "gauge",
+            "Tokens generated per second over the engine's recent steps.",
+            f64::from_bits(get(&self.tokens_per_second)).to_string(),
+        );
+        one(
+            "mlx_lm_step_traces",
+            "gauge",
+            "Times the engine's compiled decode step was traced (1 once it decoded).",
+            get(&self.step_traces).to_string(),
+        );
         let h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
         let name = "mlx_lm_time_to_first_token_seconds";
         let _ = writeln!(s, "# HELP {name} Seconds from a request's arrival at the engine to its first token.\n# TYPE {name} histogram");

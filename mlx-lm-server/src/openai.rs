@@ -179,7 +179,11 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
     let request = GenerationRequest {
         options: sampling.to_options(&state).map_err(fail)?,
         prompt,
-        stop_strings: req.stop.clone().map(StopField::into_vec).unwrap_or_default(),
+        stop_strings: req
+            .stop
+            .clone()
+            .map(StopField::into_vec)
+            .unwrap_or_default(),
         top_logprobs: top_logprobs as usize,
         logprobs,
     };
@@ -192,7 +196,10 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
         let include_usage = req.stream_options.map(|o| o.include_usage).unwrap_or(false);
         let tokenizer = state.tokenizer.clone();
         let head = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model});
-        let first = chunk_with(&head, json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]));
+        let first = chunk_with(
+            &head,
+            json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]),
+        );
         return Ok(stream(rx, first, move |c: &Chunk| {
             let mut out = Vec::new();
             if !c.text.is_empty() || !c.logprobs.is_empty() {
@@ -255,7 +262,10 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
         PromptField::Texts(v) => {
             return Err(fail(ApiError::invalid(
                 "prompt",
-                format!("{} prompts: this server answers one prompt per request", v.len()),
+                format!(
+                    "{} prompts: this server answers one prompt per request",
+                    v.len()
+                ),
             )))
         }
         PromptField::Tokens(ids) => {
@@ -285,7 +295,11 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     let request = GenerationRequest {
         options: sampling.to_options(&state).map_err(fail)?,
         prompt,
-        stop_strings: req.stop.clone().map(StopField::into_vec).unwrap_or_default(),
+        stop_strings: req
+            .stop
+            .clone()
+            .map(StopField::into_vec)
+            .unwrap_or_default(),
         top_logprobs: top_logprobs.unwrap_or(0) as usize,
         logprobs: top_logprobs.is_some(),
     };
@@ -299,15 +313,20 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     if req.stream.unwrap_or(false) {
         let include_usage = req.stream_options.map(|o| o.include_usage).unwrap_or(false);
         let tokenizer = state.tokenizer.clone();
-        let head = json!({"id": id, "object": "text_completion", "created": created, "model": model});
+        let head =
+            json!({"id": id, "object": "text_completion", "created": created, "model": model});
         let first = echo.map(|text| {
-            chunk_with(&head, json!([{"index": 0, "text": text, "logprobs": null, "finish_reason": null}]))
+            chunk_with(
+                &head,
+                json!([{"index": 0, "text": text, "logprobs": null, "finish_reason": null}]),
+            )
         });
         let mut offset = 0usize;
         return Ok(stream_opt(rx, first, move |c: &Chunk| {
             let mut out = Vec::new();
             if !c.text.is_empty() || !c.logprobs.is_empty() || c.finish.is_some() {
-                let logprobs = want_logprobs.then(|| completion_logprobs(&tokenizer, &c.logprobs, &mut offset));
+                let logprobs = want_logprobs
+                    .then(|| completion_logprobs(&tokenizer, &c.logprobs, &mut offset));
                 out.push(chunk_with(&head, json!([{"index": 0, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish.as_ref().map(finish_name)}])));
             }
             if c.finish.is_some() && include_usage {
@@ -320,7 +339,8 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     }
     let done = generation::collect(rx).await.map_err(fail)?;
     let mut offset = 0;
-    let logprobs = want_logprobs.then(|| completion_logprobs(&state.tokenizer, &done.logprobs, &mut offset));
+    let logprobs =
+        want_logprobs.then(|| completion_logprobs(&state.tokenizer, &done.logprobs, &mut offset));
     let text = match echo {
         Some(p) => p + &done.text,
         None => done.text,
@@ -351,13 +371,19 @@ fn normalize_messages(messages: &[Map<String, Value>]) -> Result<Vec<Value>, Api
     for (i, m) in messages.iter().enumerate() {
         let param = format!("messages[{i}]");
         if !m.get("role").is_some_and(Value::is_string) {
-            return Err(ApiError::invalid(&param, format!("{param} has no string `role`")));
+            return Err(ApiError::invalid(
+                &param,
+                format!("{param} has no string `role`"),
+            ));
         }
         let mut m = m.clone();
         if let Some(Value::Array(parts)) = m.get("content") {
             let mut text = String::new();
             for part in parts {
-                match (part.get("type").and_then(Value::as_str), part.get("text").and_then(Value::as_str)) {
+                match (
+                    part.get("type").and_then(Value::as_str),
+                    part.get("text").and_then(Value::as_str),
+                ) {
                     (Some("text"), Some(t)) => text.push_str(t),
                     (kind, _) => {
                         return Err(ApiError::invalid(
@@ -417,7 +443,11 @@ fn chat_logprobs(tokenizer: &mlx_lm::Tokenizer, lps: &[TokenLogprob]) -> Value {
     json!({"content": content})
 }
 
-fn completion_logprobs(tokenizer: &mlx_lm::Tokenizer, lps: &[TokenLogprob], offset: &mut usize) -> Value {
+fn completion_logprobs(
+    tokenizer: &mlx_lm::Tokenizer,
+    lps: &[TokenLogprob],
+    offset: &mut usize,
+) -> Value {
     let mut tokens = Vec::new();
     let mut values = Vec::new();
     let mut tops = Vec::new();

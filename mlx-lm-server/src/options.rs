@@ -9,7 +9,10 @@ use clap::Parser;
 /// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prefill-step-size`);
 /// the rest are this server's limits and safety settings.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "server", about = "An OpenAI- and Anthropic-compatible server for an MLX model")]
+#[command(
+    name = "server",
+    about = "An OpenAI- and Anthropic-compatible server for an MLX model"
+)]
 pub struct ServerOptions {
     /// The model directory (Hugging Face layout: config.json, safetensors, tokenizer.json).
     #[arg(long)]

@@ -74,7 +74,12 @@ impl Sampling {
         let limit = state.max_tokens_limit();
         let max_tokens = match self.max_tokens {
             None => o.max_tokens.min(limit),
-            Some(0) => return Err(ApiError::invalid("max_tokens", "max_tokens must be at least 1")),
+            Some(0) => {
+                return Err(ApiError::invalid(
+                    "max_tokens",
+                    "max_tokens must be at least 1",
+                ))
+            }
             Some(n) if n as usize > limit => {
                 return Err(ApiError::invalid(
                     "max_tokens",
@@ -85,7 +90,10 @@ impl Sampling {
         };
         let temperature = self.temperature.unwrap_or(o.temp);
         if !temperature.is_finite() || temperature < 0.0 {
-            return Err(ApiError::invalid("temperature", "temperature must be a number >= 0"));
+            return Err(ApiError::invalid(
+                "temperature",
+                "temperature must be a number >= 0",
+            ));
         }
         let top_p = self.top_p.unwrap_or(o.top_p);
         if !(0.0..=1.0).contains(&top_p) {
@@ -105,7 +113,10 @@ impl Sampling {
                 .ok_or_else(|| {
                     ApiError::invalid(
                         "top_k",
-                        format!("top_k must be below the vocabulary size {}", state.vocab_size),
+                        format!(
+                            "top_k must be below the vocabulary size {}",
+                            state.vocab_size
+                        ),
                     )
                 })?,
         };
@@ -122,7 +133,10 @@ impl Sampling {
                     )
                 })?;
             if !v.is_finite() {
-                return Err(ApiError::invalid("logit_bias", "logit_bias values must be finite"));
+                return Err(ApiError::invalid(
+                    "logit_bias",
+                    "logit_bias values must be finite",
+                ));
             }
             logit_bias.push((token, *v));
         }
@@ -131,10 +145,16 @@ impl Sampling {
             ("frequency_penalty", self.frequency_penalty),
         ] {
             if value.is_some_and(|v| !(-2.0..=2.0).contains(&v)) {
-                return Err(ApiError::invalid(name, format!("{name} must be in [-2, 2]")));
+                return Err(ApiError::invalid(
+                    name,
+                    format!("{name} must be in [-2, 2]"),
+                ));
             }
         }
-        if self.repetition_penalty.is_some_and(|p| !p.is_finite() || p < 0.0) {
+        if self
+            .repetition_penalty
+            .is_some_and(|p| !p.is_finite() || p < 0.0)
+        {
             return Err(ApiError::invalid(
                 "repetition_penalty",
                 "repetition_penalty must be a number >= 0",

@@ -9,8 +9,7 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use mlx_lm::{
-    load_model, Engine, EngineOptions, FinishReason, LoadOptions, Model,
-    RequestId, RequestOptions,
+    load_model, Engine, EngineOptions, FinishReason, LoadOptions, Model, RequestId, RequestOptions,
 };
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
@@ -62,10 +61,12 @@ pub struct EngineHandle {
 impl EngineHandle {
     /// Queues a request; `Err` when the engine thread is gone.
     pub fn submit(&self, s: Submission) -> Result<(), Submission> {
-        self.commands.send(Command::Submit(s)).map_err(|e| match e.0 {
-            Command::Submit(s) => s,
-            Command::Stop => unreachable!("a submission was sent"),
-        })
+        self.commands
+            .send(Command::Submit(s))
+            .map_err(|e| match e.0 {
+                Command::Submit(s) => s,
+                Command::Stop => unreachable!("a submission was sent"),
+            })
     }
 
     /// Cancels whatever is in flight and ends the engine thread.
@@ -119,7 +120,9 @@ pub fn spawn(
             }
             .run(rx);
         })
-        .map_err(|e| mlx_lm::Error::InvalidArgument(format!("cannot start the engine thread: {e}")))?;
+        .map_err(|e| {
+            mlx_lm::Error::InvalidArgument(format!("cannot start the engine thread: {e}"))
+        })?;
     match ready_rx.recv() {
         Ok(Ok(info)) => Ok((EngineHandle { commands }, info, thread)),
         Ok(Err(e)) => Err(e),
@@ -221,8 +224,7 @@ impl Worker<'_> {
             };
             if r.first_token {
                 r.first_token = false;
-                self.metrics
-                    .observe_ttft(r.arrived.elapsed().as_secs_f64());
+                self.metrics.observe_ttft(r.arrived.elapsed().as_secs_f64());
             }
             let top = if r.top_logprobs > 0 {
                 top_k(&e.logprobs, r.top_logprobs).unwrap_or_default()

@@ -68,7 +68,8 @@ async fn official_clients() {
     let completion_ids = tokenizer.encode(completion, true).unwrap();
     let completion_text = greedy(&completion_ids, 40);
     let (stop, cut) = stop_in(&completion_text, 7);
-    let system_messages = json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]);
+    let system_messages =
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]);
     let anthropic_prompt = chat(&system_messages);
     let anthropic_text = greedy(&anthropic_prompt, 30);
     let (a_stop, a_cut) = stop_in(&anthropic_text, 5);
@@ -86,7 +87,8 @@ async fn official_clients() {
                      "max_tokens": 30, "expected": anthropic_text, "prompt_tokens": anthropic_prompt.len(),
                      "stop": a_stop, "expected_stop": a_cut},
     });
-    let file = std::env::temp_dir().join(format!("mlx-lm-server-clients-{}.json", std::process::id()));
+    let file =
+        std::env::temp_dir().join(format!("mlx-lm-server-clients-{}.json", std::process::id()));
     std::fs::write(&file, cases.to_string()).unwrap();
     let script = Path::new(ROOT).join("scripts/server_clients.py");
     let out = tokio::process::Command::new(&py)

@@ -31,7 +31,10 @@ fn chat_prompt(tokenizer: &Tokenizer, messages: &Value) -> Vec<u32> {
         ..Default::default()
     };
     tokenizer
-        .encode(&tokenizer.apply_chat_template(messages, &chat).unwrap(), false)
+        .encode(
+            &tokenizer.apply_chat_template(messages, &chat).unwrap(),
+            false,
+        )
         .unwrap()
 }
 
@@ -46,7 +49,12 @@ async fn chat_and_completions_equal_generate() {
     let expected = greedy_text(&model, &tokenizer, &prompt, 40);
     assert!(!expected.is_empty());
 
-    let (status, r) = post(base, "/v1/chat/completions", &json!({"model": "test-model", "messages": messages, "max_tokens": 40})).await;
+    let (status, r) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"model": "test-model", "messages": messages, "max_tokens": 40}),
+    )
+    .await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["object"], "chat.completion");
     assert_eq!(r["choices"][0]["message"]["role"], "assistant");
@@ -54,18 +62,32 @@ async fn chat_and_completions_equal_generate() {
     assert_eq!(r["usage"]["prompt_tokens"], prompt.len());
     let completion_tokens = r["usage"]["completion_tokens"].as_u64().unwrap();
     assert!(completion_tokens > 0 && completion_tokens <= 40);
-    let finish = r["choices"][0]["finish_reason"].as_str().unwrap().to_string();
+    let finish = r["choices"][0]["finish_reason"]
+        .as_str()
+        .unwrap()
+        .to_string();
     assert_eq!(finish == "length", completion_tokens == 40, "{r}");
 
     // Content parts join into the same prompt; max_completion_tokens is max_tokens.
     let parts = json!([{"role": "system", "content": [{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}]},
                        {"role": "user", "content": "Name three rivers."}]);
-    let (_, r2) = post(base, "/v1/chat/completions", &json!({"messages": parts, "max_completion_tokens": 40})).await;
+    let (_, r2) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": parts, "max_completion_tokens": 40}),
+    )
+    .await;
     assert_eq!(r2["choices"][0]["message"]["content"], expected.as_str());
 
     // Streamed: the deltas join into the same text; the first chunk names the role; [DONE].
-    let (status, events) = stream(base, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 40, "stream": true,
-        "stream_options": {"include_usage": true}}), None).await;
+    let (status, events) = stream(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": messages, "max_tokens": 40, "stream": true,
+        "stream_options": {"include_usage": true}}),
+        None,
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(events.last().unwrap().data, "[DONE]");
     let first: Value = serde_json::from_str(&events[0].data).unwrap();
@@ -82,15 +104,34 @@ async fn chat_and_completions_equal_generate() {
     let text_prompt = "Once upon a time";
     let ids = tokenizer.encode(text_prompt, true).unwrap();
     let expected = greedy_text(&model, &tokenizer, &ids, 30);
-    let (status, r) = post(base, "/v1/completions", &json!({"prompt": text_prompt, "max_tokens": 30})).await;
+    let (status, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": text_prompt, "max_tokens": 30}),
+    )
+    .await;
     assert_eq!(status, 200, "{r}");
     assert_eq!(r["object"], "text_completion");
     assert_eq!(r["choices"][0]["text"], expected.as_str());
     assert_eq!(r["usage"]["prompt_tokens"], ids.len());
     // Token ids as the prompt, and echo.
-    let (_, r) = post(base, "/v1/completions", &json!({"prompt": ids, "max_tokens": 30, "echo": true})).await;
-    assert_eq!(r["choices"][0]["text"], format!("{}{expected}", tokenizer.decode(&ids, false).unwrap()));
-    let (_, events) = stream(base, "/v1/completions", &json!({"prompt": text_prompt, "max_tokens": 30, "stream": true}), None).await;
+    let (_, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": ids, "max_tokens": 30, "echo": true}),
+    )
+    .await;
+    assert_eq!(
+        r["choices"][0]["text"],
+        format!("{}{expected}", tokenizer.decode(&ids, false).unwrap())
+    );
+    let (_, events) = stream(
+        base,
+        "/v1/completions",
+        &json!({"prompt": text_prompt, "max_tokens": 30, "stream": true}),
+        None,
+    )
+    .await;
     let mut streamed = String::new();
     for e in events.iter().filter(|e| e.data != "[DONE]") {
         let v: Value = serde_json::from_str(&e.data).unwrap();
@@ -105,7 +146,10 @@ async fn chat_and_completions_equal_generate() {
     assert_eq!(get(base, "/health").await.0, 200);
     let (_, metrics) = get(base, "/metrics").await;
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
-    assert!(metrics.contains("mlx_lm_time_to_first_token_seconds_count 6\n"), "{metrics}");
+    assert!(
+        metrics.contains("mlx_lm_time_to_first_token_seconds_count 6\n"),
+        "{metrics}"
+    );
     server.shutdown().await;
 }
 
@@ -134,7 +178,10 @@ async fn stop_strings_and_logprobs() {
     for e in events.iter().filter(|e| e.data != "[DONE]") {
         let v: Value = serde_json::from_str(&e.data).unwrap();
         streamed.push_str(v["choices"][0]["text"].as_str().unwrap());
-        assert!(!streamed.contains(&stop), "the stop string was streamed: {streamed:?}");
+        assert!(
+            !streamed.contains(&stop),
+            "the stop string was streamed: {streamed:?}"
+        );
         if let Some(f) = v["choices"][0]["finish_reason"].as_str() {
             finish = Some(f.to_string());
         }
@@ -148,15 +195,28 @@ async fn stop_strings_and_logprobs() {
     let chat_full = greedy_text(&model, &tokenizer, &prompt, 48);
     let chars: Vec<char> = chat_full.chars().collect();
     let stop: String = chars[6..9].iter().collect();
-    let (_, r) = post(base, "/v1/messages", &json!({"max_tokens": 48, "messages": messages, "stop_sequences": [stop]})).await;
-    assert_eq!(r["content"][0]["text"], &chat_full[..chat_full.find(&stop).unwrap()]);
+    let (_, r) = post(
+        base,
+        "/v1/messages",
+        &json!({"max_tokens": 48, "messages": messages, "stop_sequences": [stop]}),
+    )
+    .await;
+    assert_eq!(
+        r["content"][0]["text"],
+        &chat_full[..chat_full.find(&stop).unwrap()]
+    );
     assert_eq!(r["stop_reason"], "stop_sequence");
     assert_eq!(r["stop_sequence"], stop.as_str());
 
     // Chat logprobs: one entry per generated token; greedy, so each token is its top
     // alternative; the alternatives sorted; their tokens' text joins into the content
     // where the tokens are whole characters.
-    let (_, r) = post(base, "/v1/chat/completions", &json!({"messages": messages, "max_tokens": 12, "logprobs": true, "top_logprobs": 3})).await;
+    let (_, r) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": messages, "max_tokens": 12, "logprobs": true, "top_logprobs": 3}),
+    )
+    .await;
     let content = r["choices"][0]["logprobs"]["content"].as_array().unwrap();
     let n = r["usage"]["completion_tokens"].as_u64().unwrap() as usize;
     let stopped = r["choices"][0]["finish_reason"] == "stop";
@@ -169,26 +229,58 @@ async fn stop_strings_and_logprobs() {
         let lps: Vec<f64> = top.iter().map(|t| t["logprob"].as_f64().unwrap()).collect();
         assert!(lps.windows(2).all(|w| w[0] >= w[1]), "{lps:?}");
         assert!(lps[0] <= 0.0);
-        let bytes: Vec<u8> = entry["bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap() as u8).collect();
+        let bytes: Vec<u8> = entry["bytes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_u64().unwrap() as u8)
+            .collect();
         assert_eq!(bytes, entry["token"].as_str().unwrap().as_bytes());
     }
     // The log-probabilities are generate_step's for the same tokens, to the engine's
     // batched-sum rounding: tests/lm_engine.rs bounds it by 1e-3 for this model, where a
     // wrong row or position moves log-probabilities by 1e-2 and more.
-    let opts = GenerateOptions { max_tokens: content.len(), stop_tokens: tokenizer.eos_token_ids(), ..Default::default() };
-    let steps: Vec<(u32, Vec<f32>)> = mlx_lm::generate_step(&model, &prompt, &opts).unwrap()
-        .map(|s| { let (t, lp) = s.unwrap(); (t, lp.astype(mlx_rs::Dtype::Float32).unwrap().to_vec::<f32>().unwrap()) }).collect();
+    let opts = GenerateOptions {
+        max_tokens: content.len(),
+        stop_tokens: tokenizer.eos_token_ids(),
+        ..Default::default()
+    };
+    let steps: Vec<(u32, Vec<f32>)> = mlx_lm::generate_step(&model, &prompt, &opts)
+        .unwrap()
+        .map(|s| {
+            let (t, lp) = s.unwrap();
+            (
+                t,
+                lp.astype(mlx_rs::Dtype::Float32)
+                    .unwrap()
+                    .to_vec::<f32>()
+                    .unwrap(),
+            )
+        })
+        .collect();
     for (entry, (token, lp)) in content.iter().zip(&steps) {
         let text = tokenizer.decode(&[*token], false).unwrap();
         assert_eq!(entry["token"], text.as_str());
         let got = entry["logprob"].as_f64().unwrap();
-        assert!((got - lp[*token as usize] as f64).abs() < 1e-3, "{got} vs {}", lp[*token as usize]);
+        assert!(
+            (got - lp[*token as usize] as f64).abs() < 1e-3,
+            "{got} vs {}",
+            lp[*token as usize]
+        );
     }
 
     // Legacy completions logprobs: tokens, their logprobs, the top alternatives.
-    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "The river", "max_tokens": 6, "logprobs": 2})).await;
+    let (_, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "The river", "max_tokens": 6, "logprobs": 2}),
+    )
+    .await;
     let lp = &r["choices"][0]["logprobs"];
-    assert_eq!(lp["tokens"].as_array().unwrap().len(), lp["token_logprobs"].as_array().unwrap().len());
+    assert_eq!(
+        lp["tokens"].as_array().unwrap().len(),
+        lp["token_logprobs"].as_array().unwrap().len()
+    );
     assert_eq!(lp["top_logprobs"][0].as_object().unwrap().len(), 2);
     server.shutdown().await;
 }
@@ -198,7 +290,8 @@ async fn anthropic_messages() {
     let (model, tokenizer) = reference();
     let server = start(options("qwen3")).await;
     let base = &server.base;
-    let messages = json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]);
+    let messages =
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]);
     let prompt = chat_prompt(&tokenizer, &messages);
     let expected = greedy_text(&model, &tokenizer, &prompt, 24);
     let body = json!({"model": "test-model", "max_tokens": 24, "system": "Be brief.",
@@ -219,8 +312,13 @@ async fn anthropic_messages() {
     assert_eq!(status, 200);
     let names: Vec<&str> = events.iter().map(|e| e.event.as_deref().unwrap()).collect();
     assert_eq!(names[..2], ["message_start", "content_block_start"]);
-    assert_eq!(names[names.len() - 3..], ["content_block_stop", "message_delta", "message_stop"]);
-    assert!(names[2..names.len() - 3].iter().all(|n| *n == "content_block_delta"));
+    assert_eq!(
+        names[names.len() - 3..],
+        ["content_block_stop", "message_delta", "message_stop"]
+    );
+    assert!(names[2..names.len() - 3]
+        .iter()
+        .all(|n| *n == "content_block_delta"));
     let mut text = String::new();
     for e in &events {
         let v: Value = serde_json::from_str(&e.data).unwrap();
@@ -248,7 +346,10 @@ fn openai_error(v: &Value) -> &Value {
 
 fn anthropic_error(v: &Value) -> &Value {
     assert_eq!(v["type"], "error", "{v}");
-    assert!(v["error"]["type"].is_string() && v["error"]["message"].is_string(), "{v}");
+    assert!(
+        v["error"]["type"].is_string() && v["error"]["message"].is_string(),
+        "{v}"
+    );
     &v["error"]
 }
 
@@ -260,27 +361,84 @@ async fn errors_in_each_apis_shape() {
     let base = &server.base;
     let client = reqwest::Client::new();
     let raw = |path: &str, body: &'static str| {
-        client.post(format!("{base}{path}")).header("content-type", "application/json").body(body).send()
+        client
+            .post(format!("{base}{path}"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
     };
     let r = raw("/v1/chat/completions", "{not json").await.unwrap();
     assert_eq!(r.status(), 400);
     let v: Value = r.json().await.unwrap();
-    assert!(openai_error(&v)["message"].as_str().unwrap().contains("not valid JSON"));
+    assert!(openai_error(&v)["message"]
+        .as_str()
+        .unwrap()
+        .contains("not valid JSON"));
 
     let msgs = json!([{"role": "user", "content": "hi"}]);
     let cases = [
-        (json!({"messages": msgs, "max_tokens": "ten"}), 400, Some("max_tokens"), None),
+        (
+            json!({"messages": msgs, "max_tokens": "ten"}),
+            400,
+            Some("max_tokens"),
+            None,
+        ),
         (json!({"messages": "hi"}), 400, Some("messages"), None),
-        (json!({"messages": msgs, "model": "gpt-9"}), 404, Some("model"), Some("model_not_found")),
+        (
+            json!({"messages": msgs, "model": "gpt-9"}),
+            404,
+            Some("model"),
+            Some("model_not_found"),
+        ),
         (json!({"messages": msgs, "n": 2}), 400, Some("n"), None),
-        (json!({"messages": msgs, "max_tokens": 100000}), 400, Some("max_tokens"), None),
-        (json!({"messages": msgs, "temperature": -1}), 400, Some("temperature"), None),
-        (json!({"messages": msgs, "top_logprobs": 50, "logprobs": true}), 400, Some("top_logprobs"), None),
-        (json!({"messages": msgs, "logit_bias": {"99999": 1.0}}), 400, Some("logit_bias"), None),
-        (json!({"messages": msgs, "tool_choice": "required"}), 400, Some("tool_choice"), None),
-        (json!({"messages": msgs, "response_format": {"type": "json_object"}}), 400, Some("response_format"), None),
-        (json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}), 400, Some("messages[0].content"), None),
-        (json!({"messages": [{"role": "user", "content": "word ".repeat(600)}]}), 400, None, Some("context_length_exceeded")),
+        (
+            json!({"messages": msgs, "max_tokens": 100000}),
+            400,
+            Some("max_tokens"),
+            None,
+        ),
+        (
+            json!({"messages": msgs, "temperature": -1}),
+            400,
+            Some("temperature"),
+            None,
+        ),
+        (
+            json!({"messages": msgs, "top_logprobs": 50, "logprobs": true}),
+            400,
+            Some("top_logprobs"),
+            None,
+        ),
+        (
+            json!({"messages": msgs, "logit_bias": {"99999": 1.0}}),
+            400,
+            Some("logit_bias"),
+            None,
+        ),
+        (
+            json!({"messages": msgs, "tool_choice": "required"}),
+            400,
+            Some("tool_choice"),
+            None,
+        ),
+        (
+            json!({"messages": msgs, "response_format": {"type": "json_object"}}),
+            400,
+            Some("response_format"),
+            None,
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),
+            400,
+            Some("messages[0].content"),
+            None,
+        ),
+        (
+            json!({"messages": [{"role": "user", "content": "word ".repeat(600)}]}),
+            400,
+            None,
+            Some("context_length_exceeded"),
+        ),
     ];
     for (body, status, param, code) in cases {
         let (s, v) = post(base, "/v1/chat/completions", &body).await;
@@ -293,7 +451,12 @@ async fn errors_in_each_apis_shape() {
             assert_eq!(e["code"], c, "{v}");
         }
     }
-    let (s, v) = post(base, "/v1/completions", &json!({"prompt": "hi", "suffix": "x"})).await;
+    let (s, v) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "hi", "suffix": "x"}),
+    )
+    .await;
     assert_eq!(s, 400);
     openai_error(&v);
     // Too large a body: 413, still JSON in the API's shape.
@@ -307,9 +470,18 @@ async fn errors_in_each_apis_shape() {
     // Anthropic's shape for its endpoint.
     for (body, status) in [
         (json!({"messages": msgs}), 400),
-        (json!({"max_tokens": 5, "messages": msgs, "model": "claude-9"}), 404),
-        (json!({"max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]}), 400),
-        (json!({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]}), 400),
+        (
+            json!({"max_tokens": 5, "messages": msgs, "model": "claude-9"}),
+            404,
+        ),
+        (
+            json!({"max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]}),
+            400,
+        ),
+        (
+            json!({"max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "tool_result", "content": "x"}]}]}),
+            400,
+        ),
     ] {
         let (s, v) = post(base, "/v1/messages", &body).await;
         assert_eq!(s, status, "{v}");
@@ -318,11 +490,20 @@ async fn errors_in_each_apis_shape() {
     let (s, v) = post(base, "/v1/nothing", &json!({})).await;
     assert_eq!(s, 404);
     openai_error(&v);
-    let r = client.get(format!("{base}/v1/chat/completions")).send().await.unwrap();
+    let r = client
+        .get(format!("{base}/v1/chat/completions"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 405);
     openai_error(&r.json().await.unwrap());
     // The server still serves.
-    let (s, v) = post(base, "/v1/chat/completions", &json!({"messages": msgs, "max_tokens": 4})).await;
+    let (s, v) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": msgs, "max_tokens": 4}),
+    )
+    .await;
     assert_eq!(s, 200, "{v}");
     let (_, metrics) = get(base, "/metrics").await;
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
@@ -337,17 +518,54 @@ async fn api_key() {
     let base = &server.base;
     let client = reqwest::Client::new();
     let body = json!({"max_tokens": 3, "messages": [{"role": "user", "content": "hi"}]});
-    let r = client.post(format!("{base}/v1/chat/completions")).json(&body).send().await.unwrap();
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
-    assert_eq!(openai_error(&r.json().await.unwrap())["type"], "authentication_error");
-    let r = client.post(format!("{base}/v1/messages")).header("x-api-key", "wrong!").json(&body).send().await.unwrap();
+    assert_eq!(
+        openai_error(&r.json().await.unwrap())["type"],
+        "authentication_error"
+    );
+    let r = client
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "wrong!")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
-    assert_eq!(anthropic_error(&r.json().await.unwrap())["type"], "authentication_error");
-    let r = client.post(format!("{base}/v1/chat/completions")).bearer_auth("sekrit").json(&body).send().await.unwrap();
+    assert_eq!(
+        anthropic_error(&r.json().await.unwrap())["type"],
+        "authentication_error"
+    );
+    let r = client
+        .post(format!("{base}/v1/chat/completions"))
+        .bearer_auth("sekrit")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    let r = client.post(format!("{base}/v1/messages")).header("x-api-key", "sekrit").json(&body).send().await.unwrap();
+    let r = client
+        .post(format!("{base}/v1/messages"))
+        .header("x-api-key", "sekrit")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    assert_eq!(client.get(format!("{base}/v1/models")).send().await.unwrap().status(), 401);
+    assert_eq!(
+        client
+            .get(format!("{base}/v1/models"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
     // Liveness needs no key.
     assert_eq!(get(base, "/health").await.0, 200);
     server.shutdown().await;
@@ -374,7 +592,10 @@ async fn shutdown_finishes_in_flight_streams() {
         raw.push_str(std::str::from_utf8(&bytes).unwrap());
     }
     stopping.await.unwrap();
-    let datas: Vec<&str> = raw.lines().filter_map(|l| l.strip_prefix("data: ")).collect();
+    let datas: Vec<&str> = raw
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .collect();
     assert_eq!(*datas.last().unwrap(), "[DONE]");
     let mut text = String::new();
     for d in &datas[..datas.len() - 1] {
@@ -382,4 +603,53 @@ async fn shutdown_finishes_in_flight_streams() {
         text.push_str(v["choices"][0]["text"].as_str().unwrap());
     }
     assert_eq!(text, expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn penalties_and_logit_bias() {
+    let (model, tokenizer) = reference();
+    let server = start(options("qwen3")).await;
+    let base = &server.base;
+    let ids = tokenizer.encode("Rivers and rivers", true).unwrap();
+    let plain = greedy_text(&model, &tokenizer, &ids, 32);
+    // mlx_lm's repetition penalty: equal to generate with the same processor.
+    let penalized = |penalty: f64, window: usize, bias: Vec<(u32, f64)>| {
+        let o = GenerateOptions {
+            max_tokens: 32,
+            stop_tokens: tokenizer.eos_token_ids(),
+            processors: mlx_lm::LogitsProcessors {
+                logit_bias: bias,
+                repetition_penalty: Some(penalty),
+                repetition_context_size: window,
+            },
+            ..Default::default()
+        };
+        generate(&model, &tokenizer, &ids, &o).unwrap()
+    };
+    let want = penalized(1.6, 10, vec![]);
+    assert_ne!(want, plain, "the penalty changes nothing for this prompt");
+    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
+        "repetition_penalty": 1.6, "repetition_context_size": 10})).await;
+    assert_eq!(r["choices"][0]["text"], want.as_str());
+    // With a logit bias as well (mlx_lm applies the bias first).
+    let want = penalized(1.6, 10, vec![(40, 3.0)]);
+    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
+        "repetition_penalty": 1.6, "repetition_context_size": 10, "logit_bias": {"40": 3.0}})).await;
+    assert_eq!(r["choices"][0]["text"], want.as_str());
+    // OpenAI's presence and frequency penalties reach the engine (tests/lm_engine.rs checks
+    // their values against OpenAI's definition): they change the greedy text.
+    for field in ["presence_penalty", "frequency_penalty"] {
+        let (s, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32, field: 2.0})).await;
+        assert_eq!(s, 200, "{r}");
+        assert_ne!(r["choices"][0]["text"], plain.as_str(), "{field}");
+        let (s, r) = post(base, "/v1/completions", &json!({"prompt": "x", field: 2.5})).await;
+        assert_eq!(s, 400, "{r}");
+        assert_eq!(openai_error(&r)["param"], field);
+    }
+    // The penalties did not leak into the next request of the same slot.
+    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32})).await;
+    assert_eq!(r["choices"][0]["text"], plain.as_str());
+    let (_, metrics) = get(base, "/metrics").await;
+    assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    server.shutdown().await;
 }

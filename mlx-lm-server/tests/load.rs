@@ -17,7 +17,9 @@ const CLIENTS: usize = 64;
 /// Deterministic token ids in the test tokenizer's vocabulary, avoiding its special tokens.
 fn prompt(i: usize) -> Vec<u32> {
     let len = 2 + (i * 37) % 150;
-    (0..len).map(|j| ((i * 131 + j * 17) % 250 + 20) as u32).collect()
+    (0..len)
+        .map(|j| ((i * 131 + j * 17) % 250 + 20) as u32)
+        .collect()
 }
 
 fn max_tokens(i: usize) -> usize {
@@ -52,7 +54,8 @@ async fn concurrent_streams_equal_single_requests() {
         .map(|i| {
             let base = server.base.clone();
             tokio::spawn(async move {
-                let body = json!({"prompt": prompt(i), "max_tokens": max_tokens(i), "stream": true});
+                let body =
+                    json!({"prompt": prompt(i), "max_tokens": max_tokens(i), "stream": true});
                 stream(&base, "/v1/completions", &body, leaves_after(i)).await
             })
         })
@@ -84,9 +87,17 @@ async fn concurrent_streams_equal_single_requests() {
         assert_eq!(text, expected[i], "client {i}");
         completed += 1;
     }
-    assert_eq!(completed, CLIENTS - (0..CLIENTS).filter(|i| leaves_after(*i).is_some()).count());
+    assert_eq!(
+        completed,
+        CLIENTS - (0..CLIENTS).filter(|i| leaves_after(*i).is_some()).count()
+    );
 
-    let (status, r) = post(&server.base, "/v1/completions", &json!({"prompt": prompt(0), "max_tokens": max_tokens(0)})).await;
+    let (status, r) = post(
+        &server.base,
+        "/v1/completions",
+        &json!({"prompt": prompt(0), "max_tokens": max_tokens(0)}),
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(r["choices"][0]["text"], expected[0].as_str());
     // The slots of the clients that left are free: the gauges go back to zero once the
@@ -94,7 +105,8 @@ async fn concurrent_streams_equal_single_requests() {
     let mut metrics = String::new();
     for _ in 0..100 {
         metrics = get(&server.base, "/metrics").await.1;
-        if metrics.contains("mlx_lm_active_slots 0\n") && metrics.contains("mlx_lm_queue_depth 0\n") {
+        if metrics.contains("mlx_lm_active_slots 0\n") && metrics.contains("mlx_lm_queue_depth 0\n")
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -219,7 +219,10 @@ fn apply_penalties(logits: &Array, s: &mut EngineState, x: &StepInputs) -> mlx_r
         &ops::expand_dims(&position, 0)?,
         &ops::subtract(&Array::from_scalar(width), &x.repetition_window)?,
     )?;
-    let rows = ops::expand_dims(&ops::multiply(&ops::arange(0, batch, 1, Dtype::Int32)?, vocab)?, 1)?;
+    let rows = ops::expand_dims(
+        &ops::multiply(&ops::arange(0, batch, 1, Dtype::Int32)?, vocab)?,
+        1,
+    )?;
     let flat = ops::reshape(&ops::add(&s.history, &rows)?, &[-1])?;
     let seen = ops::zeros(&[batch * vocab], Dtype::Float32)?
         .at(&flat)
@@ -241,7 +244,10 @@ fn apply_penalties(logits: &Array, s: &mut EngineState, x: &StepInputs) -> mlx_r
     )?;
     ops::subtract(
         &logits,
-        &ops::multiply(&s.counts.astype(dtype)?, &x.frequency_penalty.astype(dtype)?)?,
+        &ops::multiply(
+            &s.counts.astype(dtype)?,
+            &x.frequency_penalty.astype(dtype)?,
+        )?,
     )
 }
 
@@ -517,7 +523,9 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             }
             .validate(self.vocab)?;
             if !p.is_finite() {
-                return Err(invalid(format!("repetition_penalty must be finite, got {p}")));
+                return Err(invalid(format!(
+                    "repetition_penalty must be finite, got {p}"
+                )));
             }
             if p != 0.0
                 && (options.repetition_context_size == 0

@@ -11,10 +11,10 @@ use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
 use crate::cache::{cache_slots, reserve, set_prefix_attention, write_in_place, Cache, LayerCache};
-use crate::text_assembler::TextAssembler;
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::text_assembler::TextAssembler;
 use crate::tokenizer::Tokenizer;
 
 /// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).

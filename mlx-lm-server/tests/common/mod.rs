@@ -88,7 +88,12 @@ pub struct Sse {
 
 /// Reads events off a streaming response as they come; `stop_after`: drop the connection
 /// after that many events (a client that goes away).
-pub async fn stream(base: &str, path: &str, body: &Value, stop_after: Option<usize>) -> (u16, Vec<Sse>) {
+pub async fn stream(
+    base: &str,
+    path: &str,
+    body: &Value,
+    stop_after: Option<usize>,
+) -> (u16, Vec<Sse>) {
     let mut r = reqwest::Client::new()
         .post(format!("{base}{path}"))
         .json(body)
@@ -102,7 +107,10 @@ pub async fn stream(base: &str, path: &str, body: &Value, stop_after: Option<usi
         buf.push_str(std::str::from_utf8(&bytes).unwrap());
         while let Some(end) = buf.find("\n\n") {
             let block: String = buf.drain(..end + 2).collect();
-            let mut e = Sse { event: None, data: String::new() };
+            let mut e = Sse {
+                event: None,
+                data: String::new(),
+            };
             for line in block.lines() {
                 if let Some(v) = line.strip_prefix("event: ").or(line.strip_prefix("event:")) {
                     e.event = Some(v.to_string());
