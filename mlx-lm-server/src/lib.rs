@@ -8,7 +8,7 @@
 //! stream cancels its request, which frees its slot at the next step.
 //!
 //! ```no_run
-//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 //! let options = mlx_lm_server::ServerOptions::new("path/to/model");
 //! mlx_lm_server::serve(options).await?; // until ctrl-c
 //! # Ok(()) }

@@ -100,7 +100,7 @@ pub fn spawn(
                     return;
                 }
             };
-            let engine = match Engine::new(&model, options) {
+            let engine = match Engine::new(&model, options).and_then(warm_up) {
                 Ok(e) => e,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -130,6 +130,20 @@ pub fn spawn(
             "the engine thread ended while loading the model".into(),
         )),
     }
+}
+
+/// One token of a one-token prompt, so the decode step is traced and compiled before the
+/// first client waits for it (a reused slot is written whole, so nothing of it remains).
+fn warm_up(mut engine: Engine<'_, Model>) -> mlx_lm::Result<Engine<'_, Model>> {
+    let options = RequestOptions {
+        max_tokens: 1,
+        ..Default::default()
+    };
+    engine.insert(&[0], options)?;
+    while !engine.is_idle() {
+        engine.step()?;
+    }
+    Ok(engine)
 }
 
 struct Live {

@@ -628,18 +628,33 @@ async fn penalties_and_logit_bias() {
     };
     let want = penalized(1.6, 10, vec![]);
     assert_ne!(want, plain, "the penalty changes nothing for this prompt");
-    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
-        "repetition_penalty": 1.6, "repetition_context_size": 10})).await;
+    let (_, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
+        "repetition_penalty": 1.6, "repetition_context_size": 10}),
+    )
+    .await;
     assert_eq!(r["choices"][0]["text"], want.as_str());
     // With a logit bias as well (mlx_lm applies the bias first).
     let want = penalized(1.6, 10, vec![(40, 3.0)]);
-    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
-        "repetition_penalty": 1.6, "repetition_context_size": 10, "logit_bias": {"40": 3.0}})).await;
+    let (_, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "Rivers and rivers", "max_tokens": 32,
+        "repetition_penalty": 1.6, "repetition_context_size": 10, "logit_bias": {"40": 3.0}}),
+    )
+    .await;
     assert_eq!(r["choices"][0]["text"], want.as_str());
     // OpenAI's presence and frequency penalties reach the engine (tests/lm_engine.rs checks
     // their values against OpenAI's definition): they change the greedy text.
     for field in ["presence_penalty", "frequency_penalty"] {
-        let (s, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32, field: 2.0})).await;
+        let (s, r) = post(
+            base,
+            "/v1/completions",
+            &json!({"prompt": "Rivers and rivers", "max_tokens": 32, field: 2.0}),
+        )
+        .await;
         assert_eq!(s, 200, "{r}");
         assert_ne!(r["choices"][0]["text"], plain.as_str(), "{field}");
         let (s, r) = post(base, "/v1/completions", &json!({"prompt": "x", field: 2.5})).await;
@@ -647,7 +662,12 @@ async fn penalties_and_logit_bias() {
         assert_eq!(openai_error(&r)["param"], field);
     }
     // The penalties did not leak into the next request of the same slot.
-    let (_, r) = post(base, "/v1/completions", &json!({"prompt": "Rivers and rivers", "max_tokens": 32})).await;
+    let (_, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "Rivers and rivers", "max_tokens": 32}),
+    )
+    .await;
     assert_eq!(r["choices"][0]["text"], plain.as_str());
     let (_, metrics) = get(base, "/metrics").await;
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");

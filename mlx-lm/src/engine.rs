@@ -217,7 +217,7 @@ fn apply_penalties(logits: &Array, s: &mut EngineState, x: &StepInputs) -> mlx_r
     let position = ops::arange(0, width, 1, Dtype::Int32)?;
     let in_window = ops::greater_equal(
         &ops::expand_dims(&position, 0)?,
-        &ops::subtract(&Array::from_scalar(width), &x.repetition_window)?,
+        &ops::subtract(Array::from_scalar(width), &x.repetition_window)?,
     )?;
     let rows = ops::expand_dims(
         &ops::multiply(&ops::arange(0, batch, 1, Dtype::Int32)?, vocab)?,
