@@ -52,6 +52,10 @@ enum Command {
     Stop,
 }
 
+/// The engine thread has ended (the server is shutting down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineGone;
+
 /// The handlers' side of the engine thread.
 #[derive(Debug, Clone)]
 pub struct EngineHandle {
@@ -60,13 +64,10 @@ pub struct EngineHandle {
 
 impl EngineHandle {
     /// Queues a request; `Err` when the engine thread is gone.
-    pub fn submit(&self, s: Submission) -> Result<(), Submission> {
+    pub fn submit(&self, s: Submission) -> Result<(), EngineGone> {
         self.commands
             .send(Command::Submit(s))
-            .map_err(|e| match e.0 {
-                Command::Submit(s) => s,
-                Command::Stop => unreachable!("a submission was sent"),
-            })
+            .map_err(|_| EngineGone)
     }
 
     /// Cancels whatever is in flight and ends the engine thread.

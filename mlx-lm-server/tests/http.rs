@@ -673,3 +673,48 @@ async fn penalties_and_logit_bias() {
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
     server.shutdown().await;
 }
+
+/// The value of an unlabelled metric.
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_frees_its_slot() {
+    let mut o = options("qwen3");
+    o.decode_concurrency = 1;
+    let server = start(o).await;
+    let base = &server.base;
+    // 480 tokens asked for; the client reads three events and closes the connection.
+    let body = json!({"prompt": "Go on", "max_tokens": 480, "stream": true});
+    let (_, events) = stream(base, "/v1/completions", &body, Some(3)).await;
+    assert_eq!(events.len(), 3);
+    // The one slot frees long before 480 tokens (what is buffered between the engine and
+    // the socket is generated before the closed connection is noticed). Polled, bounded.
+    let mut text = String::new();
+    for _ in 0..200 {
+        text = get(base, "/metrics").await.1;
+        if metric(&text, "mlx_lm_active_slots") == 0.0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(metric(&text, "mlx_lm_active_slots"), 0.0, "{text}");
+    let generated = metric(&text, "mlx_lm_generated_tokens_total");
+    eprintln!("{generated} tokens generated for the client that left");
+    assert!(
+        generated < 240.0,
+        "{generated} tokens generated for a client that left"
+    );
+    // The slot serves the next request.
+    let (s, r) = post(
+        base,
+        "/v1/completions",
+        &json!({"prompt": "Go on", "max_tokens": 4}),
+    )
+    .await;
+    assert_eq!(s, 200, "{r}");
+    server.shutdown().await;
+}
