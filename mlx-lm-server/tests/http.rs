@@ -718,3 +718,52 @@ async fn a_client_that_leaves_frees_its_slot() {
     assert_eq!(s, 200, "{r}");
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_and_template_variables_reach_the_chat_template() {
+    let (model, tokenizer) = reference();
+    let mut o = options("qwen3");
+    // A template that shows what it was given: the first tool's name, a variable from
+    // --chat-template-args (overridden per request by chat_template_kwargs), the messages.
+    o.chat_template = "{% if tools %}{{ tools[0].function.name }}:{{ tools[0].function.parameters.type }}\n{% endif %}\
+        {% if flag %}[{{ flag }}]{% endif %}{% for m in messages %}{{ m.role }}={{ m.content }}\n{% endfor %}"
+        .into();
+    o.chat_template_args = r#"{"flag": "server"}"#.into();
+    let server = start(o).await;
+    let base = &server.base;
+    let expect = |rendered: &str| {
+        let ids = tokenizer.encode(rendered, false).unwrap();
+        (ids.len(), greedy_text(&model, &tokenizer, &ids, 12))
+    };
+    let tool = json!({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}});
+    let messages = json!([{"role": "user", "content": "Hello"}]);
+
+    let (n, text) = expect("get_weather:object\n[server]user=Hello\n");
+    let (_, r) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": messages, "tools": [tool], "max_tokens": 12}),
+    )
+    .await;
+    assert_eq!(r["usage"]["prompt_tokens"], n, "{r}");
+    assert_eq!(r["choices"][0]["message"]["content"], text.as_str());
+
+    let (n, text) = expect("[request]user=Hello\n");
+    let (_, r) = post(
+        base,
+        "/v1/chat/completions",
+        &json!({"messages": messages, "max_tokens": 12,
+        "chat_template_kwargs": {"flag": "request"}}),
+    )
+    .await;
+    assert_eq!(r["usage"]["prompt_tokens"], n, "{r}");
+    assert_eq!(r["choices"][0]["message"]["content"], text.as_str());
+
+    // Anthropic tools arrive in the OpenAI function shape; the system prompt comes first.
+    let (n, text) = expect("lookup:object\n[server]system=Be brief.\nuser=Hello\n");
+    let (_, r) = post(base, "/v1/messages", &json!({"max_tokens": 12, "system": "Be brief.", "messages": messages,
+        "tools": [{"name": "lookup", "description": "Looks up", "input_schema": {"type": "object"}}]})).await;
+    assert_eq!(r["usage"]["input_tokens"], n, "{r}");
+    assert_eq!(r["content"][0]["text"], text.as_str());
+    server.shutdown().await;
+}
