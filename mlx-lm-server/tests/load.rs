@@ -1,8 +1,9 @@
 //! A bounded load test on loopback: 64 concurrent streaming clients, prompts of mixed
 //! lengths (long ones prefilled in chunks while others decode), some clients leaving
 //! mid-stream. Every completed stream's greedy text must equal `mlx_lm::generate`'s for
-//! its prompt alone; afterwards the server still answers, no slot is held, and the decode
-//! step was traced once.
+//! its prompt alone; afterwards the server still answers, no slot is held, the memory held
+//! by live arrays is back to what it was before the load, and the decode step was traced
+//! once.
 
 mod common;
 
@@ -49,6 +50,16 @@ async fn concurrent_streams_equal_single_requests() {
     o.decode_concurrency = 8;
     o.prefill_step_size = 32;
     let server = start(o).await;
+    // Memory held by live arrays once the server has served a request (its slots, the
+    // compiled step, the test's own reference model): the baseline to come back to.
+    let (status, _) = post(
+        &server.base,
+        "/v1/completions",
+        &json!({"prompt": prompt(1), "max_tokens": 4}),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let baseline = mlx_rs::memory::get_active_memory().unwrap();
     let started = std::time::Instant::now();
     let clients: Vec<_> = (0..CLIENTS)
         .map(|i| {
@@ -114,5 +125,12 @@ async fn concurrent_streams_equal_single_requests() {
     assert!(metrics.contains("mlx_lm_active_slots 0\n"), "{metrics}");
     assert!(metrics.contains("mlx_lm_queue_depth 0\n"), "{metrics}");
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    // Every request's arrays are gone: what is live is what was before the load.
+    let active = mlx_rs::memory::get_active_memory().unwrap();
+    eprintln!("active memory: {baseline} bytes before the load, {active} after");
+    assert!(
+        active <= baseline,
+        "{active} bytes live after the load, {baseline} before"
+    );
     server.shutdown().await;
 }
