@@ -1,6 +1,6 @@
 //! Continuous batching ([`Engine`]) against `generate_step` of each request alone: staggered
 //! arrivals, different prompt lengths, more requests than slots, cancellations, slot reuse,
-//! chunked long prompts, per-request sampling, logit bias and stop tokens; one trace of the
+//! chunked long prompts, per-request sampling, logit bias, penalties and stop tokens; one trace of the
 //! decode step for the engine's whole life; bad input refused without disturbing the others.
 //!
 //! Tolerance: the tokens must be equal, bit for bit. The log-probabilities are not computed
@@ -97,7 +97,8 @@ fn alone(
         prefill_step_size: prefill,
         processors: LogitsProcessors {
             logit_bias: r.logit_bias.clone(),
-            ..LogitsProcessors::none()
+            repetition_penalty: r.repetition_penalty,
+            repetition_context_size: r.repetition_context_size,
         },
         ..Default::default()
     };
@@ -178,6 +179,7 @@ fn greedy_tokens_equal_generate_step_alone_under_continuous_batching() {
             max_batch: 3,
             capacity: 512,
             prefill_step_size: prefill,
+            ..Default::default()
         };
         let (events, steps, traces) = run(&model, options, &reqs);
         assert_eq!(traces, 1, "{name}: one trace for the engine's life");
@@ -213,6 +215,7 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
             max_batch: 2,
             capacity: 512,
             prefill_step_size: prefill,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -330,6 +333,7 @@ fn sampling_settings_logit_bias_and_stop_tokens_are_per_request() {
         max_batch: 4,
         capacity: 256,
         prefill_step_size: prefill,
+        ..Default::default()
     };
     let (events, _, traces) = run(&model, options, &reqs);
     assert_eq!(traces, 1);
@@ -387,6 +391,7 @@ fn bad_input_is_an_error_and_leaves_the_others_running() {
             max_batch: 2,
             capacity: 64,
             prefill_step_size: 8,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -469,6 +474,7 @@ fn cancelling_frees_the_slot_for_the_next_request() {
             max_batch: 1,
             capacity: 128,
             prefill_step_size: 4,
+            ..Default::default()
         },
     )
     .unwrap();
@@ -547,4 +553,134 @@ fn a_cache_with_row_offsets_writes_and_masks_each_row_at_its_own_position() {
     let keys = keys.to_vec::<f32>().unwrap();
     assert_eq!(&keys[10..12], &[9., 9.]);
     assert_eq!(&keys[12..14], &[9., 9.]);
+}
+
+#[test]
+fn repetition_penalty_is_mlx_lms_per_request() {
+    // mlx_lm's repetition penalty over windows of 20 and 3 tokens (the prompt included),
+    // next to a request without it, in one batch: each equals generate_step with the same
+    // processors alone. The tiny random model repeats itself without the penalty, so the
+    // penalty changes its tokens (checked, so the test cannot pass by ignoring it).
+    let model = load_named("qwen3");
+    let prefill = 2048;
+    let p = prompt(5, 9);
+    let penalized = |penalty: f64, window: usize| RequestOptions {
+        repetition_penalty: Some(penalty),
+        repetition_context_size: window,
+        ..greedy(24)
+    };
+    let reqs: Vec<Req> = [
+        greedy(24),
+        penalized(1.8, 20),
+        penalized(3.0, 3),
+        penalized(0.5, 7),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, options)| Req {
+        prompt: if i == 2 { prompt(6, 2) } else { p.clone() },
+        options,
+        arrive: i,
+        cancel_after: None,
+    })
+    .collect();
+    let options = EngineOptions {
+        max_batch: 3,
+        capacity: 64,
+        prefill_step_size: prefill,
+        max_repetition_context: 20,
+    };
+    let (events, _, traces) = run(&model, options, &reqs);
+    let worst = check_against_alone(&model, "qwen3", &reqs, &events, prefill);
+    // The same bound as the greedy test's, for the same reason (batched sums).
+    assert!(worst < 1e-3, "log-probabilities differ by {worst}");
+    let tokens = |i: usize| events[i].iter().map(|e| e.token).collect::<Vec<_>>();
+    assert_ne!(tokens(0), tokens(1), "the penalty changed nothing");
+    assert_eq!(traces, 1);
+    // A window wider than the engine keeps is refused.
+    let mut engine = Engine::new(&model, options).unwrap();
+    assert!(engine.insert(&p, penalized(1.5, 21)).is_err());
+    assert!(engine.insert(&p, penalized(-1.0, 4)).is_err());
+}
+
+/// OpenAI's definition: `logit - count * frequency_penalty - (count > 0) * presence_penalty`,
+/// counts over the tokens generated so far. The reference regenerates each token with
+/// generate_step from the prompt and the tokens so far, the penalties written as a logit
+/// bias.
+fn openai_penalties_alone(
+    model: &Model,
+    p: &[u32],
+    presence: f64,
+    frequency: f64,
+    n: usize,
+) -> Vec<u32> {
+    let mut out: Vec<u32> = Vec::new();
+    for _ in 0..n {
+        let mut counts: std::collections::BTreeMap<u32, usize> = Default::default();
+        for t in &out {
+            *counts.entry(*t).or_default() += 1;
+        }
+        let bias = counts
+            .iter()
+            .map(|(t, c)| (*t, -(*c as f64) * frequency - presence))
+            .collect();
+        let options = GenerateOptions {
+            max_tokens: 1,
+            processors: LogitsProcessors {
+                logit_bias: bias,
+                ..LogitsProcessors::none()
+            },
+            ..Default::default()
+        };
+        let ids: Vec<u32> = p.iter().chain(&out).copied().collect();
+        let (t, _) = generate_step(model, &ids, &options)
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap();
+        out.push(t);
+    }
+    out
+}
+
+#[test]
+fn presence_and_frequency_penalties_are_openais_per_request() {
+    let model = load_named("qwen3");
+    let p = prompt(8, 10);
+    let n = 20;
+    let with = |presence: f64, frequency: f64| RequestOptions {
+        presence_penalty: presence,
+        frequency_penalty: frequency,
+        ..greedy(n)
+    };
+    let settings = [(0.0, 0.0), (1.5, 0.0), (0.0, 0.8), (0.6, 0.5)];
+    let reqs: Vec<Req> = settings
+        .iter()
+        .enumerate()
+        .map(|(i, (pr, fr))| Req {
+            prompt: p.clone(),
+            options: with(*pr, *fr),
+            arrive: i,
+            cancel_after: None,
+        })
+        .collect();
+    let options = EngineOptions {
+        max_batch: 4,
+        capacity: 64,
+        ..Default::default()
+    };
+    let (events, _, traces) = run(&model, options, &reqs);
+    assert_eq!(traces, 1);
+    let plain: Vec<u32> = events[0].iter().map(|e| e.token).collect();
+    for (i, (presence, frequency)) in settings.iter().enumerate() {
+        let got: Vec<u32> = events[i].iter().map(|e| e.token).collect();
+        let want = openai_penalties_alone(&model, &p, *presence, *frequency, n);
+        assert_eq!(got, want, "presence {presence}, frequency {frequency}");
+        if i > 0 {
+            assert_ne!(
+                got, plain,
+                "presence {presence}, frequency {frequency} changed nothing"
+            );
+        }
+    }
 }

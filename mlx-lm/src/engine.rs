@@ -20,7 +20,11 @@
 //! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
 //!
 //! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
-//! random key, a dense logit bias), so requests with different settings share the batch.
+//! random key, a dense logit bias, the penalties), so requests with different settings
+//! share the batch. The penalties keep their state in the step too: each row's window of
+//! recent tokens (mlx_lm's repetition penalty) and its counts of generated tokens (OpenAI's
+//! presence and frequency penalties); a row whose penalties are off keeps its logits bit for
+//! bit (it multiplies by 1 and subtracts 0).
 //!
 //! Each step reads its tokens back before the next one is built: the finish checks and the
 //! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
@@ -47,6 +51,9 @@ pub struct EngineOptions {
     pub capacity: usize,
     /// Prompt tokens prefilled per step (Python's `prefill_step_size`).
     pub prefill_step_size: usize,
+    /// The longest `repetition_context_size` a request may ask for: the recent tokens
+    /// each slot keeps.
+    pub max_repetition_context: usize,
 }
 
 impl Default for EngineOptions {
@@ -55,6 +62,7 @@ impl Default for EngineOptions {
             max_batch: 8,
             capacity: 4096,
             prefill_step_size: 2048,
+            max_repetition_context: 64,
         }
     }
 }
@@ -74,6 +82,17 @@ pub struct RequestOptions {
     /// Tokens that end the request; the stop token is reported, with
     /// [`FinishReason::Stop`].
     pub stop_tokens: Vec<u32>,
+    /// mlx_lm's repetition penalty (`make_repetition_penalty`): the logits of the tokens
+    /// among the last `repetition_context_size` (prompt and generated, the token just fed
+    /// included) are divided by it, multiplied where negative. `None` or 0: off.
+    pub repetition_penalty: Option<f64>,
+    pub repetition_context_size: usize,
+    /// OpenAI's presence penalty: subtracted once from the logit of every token generated
+    /// so far (the prompt not counted, no window).
+    pub presence_penalty: f64,
+    /// OpenAI's frequency penalty: subtracted from a token's logit once per time it was
+    /// generated so far.
+    pub frequency_penalty: f64,
 }
 
 impl Default for RequestOptions {
@@ -84,6 +103,10 @@ impl Default for RequestOptions {
             seed: None,
             logit_bias: Vec::new(),
             stop_tokens: Vec::new(),
+            repetition_penalty: None,
+            repetition_context_size: 20,
+            presence_penalty: 0.0,
+            frequency_penalty: 0.0,
         }
     }
 }
@@ -113,6 +136,10 @@ struct EngineState {
     keys: Array,
     /// Each row's logit bias (`float32 [batch, vocab]`).
     bias: Array,
+    /// Each row's recent tokens, oldest first (`int32 [batch, max_repetition_context]`).
+    history: Array,
+    /// How often each row generated each token (`float32 [batch, vocab]`).
+    counts: Array,
 }
 
 /// Per row: the token to feed and the sampling settings.
@@ -129,6 +156,13 @@ struct StepInputs {
     log_min_p: Array,
     /// `int32 [batch, 1]`, `0`: off.
     top_k: Array,
+    /// `[batch, 1]`, `1`: off.
+    repetition_penalty: Array,
+    /// How many of the newest history entries the repetition penalty sees (`int32 [batch, 1]`).
+    repetition_window: Array,
+    /// `[batch, 1]`, `0`: off.
+    presence_penalty: Array,
+    frequency_penalty: Array,
 }
 
 #[derive(Debug, Clone, TreeNode)]
@@ -149,8 +183,16 @@ fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> 
         let logits = logits.index((.., -1, ..))?;
         // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
+        let logits = apply_penalties(&logits, s, x)?;
         let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, -1, true)?)?;
         let tokens = sample_rows(&logprobs, x, &mut s.keys)?;
+        let (batch, vocab) = (logits.shape()[0], logits.shape()[1]);
+        let rows = ops::multiply(&ops::arange(0, batch, 1, Dtype::Int32)?, vocab)?;
+        let generated = ops::add(&rows, &tokens.astype(Dtype::Int32)?)?;
+        let counts = ops::reshape(&s.counts, &[-1])?
+            .at(&generated)
+            .add(Array::from_scalar(1.0f32))?;
+        s.counts = ops::reshape(&counts, &[batch, vocab])?;
         let chosen = ops::take_along_axis(&logprobs, &ops::expand_dims(&tokens, 1)?, -1)?;
         Ok(StepOutputs {
             tokens,
@@ -158,6 +200,55 @@ fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> 
             logprobs,
         })
     })
+}
+
+/// The penalties, in mlx_lm's order (`make_logits_processors`: the logit bias before this,
+/// then repetition, presence, frequency). The token fed this step joins the row's history
+/// first, as Python's processors see it among their `tokens`.
+fn apply_penalties(logits: &Array, s: &mut EngineState, x: &StepInputs) -> mlx_rs::Result<Array> {
+    let (batch, vocab) = (logits.shape()[0], logits.shape()[1]);
+    let width = s.history.shape()[1];
+    let fed = ops::expand_dims(&x.tokens.astype(Dtype::Int32)?, 1)?;
+    s.history = ops::concatenate(&[s.history.index((.., 1..))?, fed], 1)?;
+    let dtype = logits.dtype();
+
+    // Which tokens are in each row's window: a scatter-add of ones over the window's
+    // entries (repeats add up, so any count > 0 is a member).
+    let position = ops::arange(0, width, 1, Dtype::Int32)?;
+    let in_window = ops::greater_equal(
+        &ops::expand_dims(&position, 0)?,
+        &ops::subtract(Array::from_scalar(width), &x.repetition_window)?,
+    )?;
+    let rows = ops::expand_dims(
+        &ops::multiply(&ops::arange(0, batch, 1, Dtype::Int32)?, vocab)?,
+        1,
+    )?;
+    let flat = ops::reshape(&ops::add(&s.history, &rows)?, &[-1])?;
+    let seen = ops::zeros(&[batch * vocab], Dtype::Float32)?
+        .at(&flat)
+        .add(&ops::reshape(&in_window.astype(Dtype::Float32)?, &[-1])?)?;
+    let seen = ops::greater(&ops::reshape(&seen, &[batch, vocab])?, 0.0f32)?;
+    let p = x.repetition_penalty.astype(dtype)?;
+    let penalized = ops::where_(
+        &ops::less(logits, 0.0f32)?,
+        &ops::multiply(logits, &p)?,
+        &ops::divide(logits, &p)?,
+    )?;
+    let logits = ops::where_(&seen, &penalized, logits)?;
+
+    let generated = ops::greater(&s.counts, 0.0f32)?;
+    let logits = ops::where_(
+        &generated,
+        &ops::subtract(&logits, &x.presence_penalty.astype(dtype)?)?,
+        &logits,
+    )?;
+    ops::subtract(
+        &logits,
+        &ops::multiply(
+            &s.counts.astype(dtype)?,
+            &x.frequency_penalty.astype(dtype)?,
+        )?,
+    )
 }
 
 /// mlx_lm's `make_sampler` with per-row settings: top-p, then min-p, then top-k, then a
@@ -306,6 +397,16 @@ struct Running {
     max_tokens: usize,
     stop_tokens: HashSet<u32>,
     sampler: SamplerOptions,
+    penalties: Penalties,
+}
+
+/// A running request's penalty settings.
+#[derive(Debug, Clone, Copy, Default)]
+struct Penalties {
+    repetition: Option<f64>,
+    window: usize,
+    presence: f64,
+    frequency: f64,
 }
 
 /// A continuous-batching generator over a fixed set of slots (Python: `BatchGenerator`).
@@ -360,10 +461,18 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             })?;
         }
         let vocab = model.vocab_size();
+        let history_width = i32::try_from(options.max_repetition_context.max(1)).map_err(|_| {
+            invalid(format!(
+                "max_repetition_context {} is too large",
+                options.max_repetition_context
+            ))
+        })?;
         let state = EngineState {
             cache,
             keys: ops::broadcast_to(&random::key(0)?, &[batch, 2])?,
             bias: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+            history: ops::zeros(&[batch, history_width], Dtype::Int32)?,
+            counts: ops::zeros(&[batch, vocab], Dtype::Float32)?,
         };
         Ok(Engine {
             model,
@@ -407,6 +516,35 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         if options.max_tokens == 0 {
             return Err(invalid("max_tokens must be positive".into()));
         }
+        if let Some(p) = options.repetition_penalty {
+            LogitsProcessors {
+                repetition_penalty: Some(p),
+                ..LogitsProcessors::none()
+            }
+            .validate(self.vocab)?;
+            if !p.is_finite() {
+                return Err(invalid(format!(
+                    "repetition_penalty must be finite, got {p}"
+                )));
+            }
+            if p != 0.0
+                && (options.repetition_context_size == 0
+                    || options.repetition_context_size > self.options.max_repetition_context)
+            {
+                return Err(invalid(format!(
+                    "repetition_context_size must be in [1, {}], got {}",
+                    self.options.max_repetition_context, options.repetition_context_size
+                )));
+            }
+        }
+        for (name, v) in [
+            ("presence_penalty", options.presence_penalty),
+            ("frequency_penalty", options.frequency_penalty),
+        ] {
+            if !v.is_finite() {
+                return Err(invalid(format!("{name} must be finite, got {v}")));
+            }
+        }
         // The prompt's last token sits at position len - 1 and each generated token but the
         // last is fed back after it.
         let max_tokens = options
@@ -441,6 +579,13 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             }
         }
         false
+    }
+
+    /// Whether the engine has the request, queued, prefilling or running.
+    pub fn contains(&self, id: RequestId) -> bool {
+        self.queue.iter().any(|w| w.id == id)
+            || self.prefill.as_ref().is_some_and(|p| p.request.id == id)
+            || self.slots.iter().flatten().any(|r| r.id == id)
     }
 
     /// Whether nothing is queued, prefilling or running.
@@ -519,7 +664,17 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         let mut top_p = Vec::with_capacity(self.slots.len());
         let mut log_min_p = Vec::with_capacity(self.slots.len());
         let mut top_k = Vec::with_capacity(self.slots.len());
+        let mut repetition_penalty = Vec::with_capacity(self.slots.len());
+        let mut repetition_window = Vec::with_capacity(self.slots.len());
+        let mut presence_penalty = Vec::with_capacity(self.slots.len());
+        let mut frequency_penalty = Vec::with_capacity(self.slots.len());
         for slot in &self.slots {
+            let p = slot.as_ref().map(|r| r.penalties).unwrap_or_default();
+            // Python: a penalty of 0 (or none) adds no processor.
+            repetition_penalty.push(p.repetition.filter(|v| *v != 0.0).unwrap_or(1.0) as f32);
+            repetition_window.push(p.window as i32);
+            presence_penalty.push(p.presence as f32);
+            frequency_penalty.push(p.frequency as f32);
             // An idle row decodes token 0 greedily; nobody reads it.
             let s = slot.as_ref().map(|r| r.sampler).unwrap_or_default();
             tokens.push(slot.as_ref().map_or(0, |r| r.next));
@@ -545,6 +700,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             top_p: Array::from_slice(&top_p, &[batch, 1])?,
             log_min_p: Array::from_slice(&log_min_p, &[batch, 1])?,
             top_k: Array::from_slice(&top_k, &[batch, 1])?,
+            repetition_penalty: Array::from_slice(&repetition_penalty, &[batch, 1])?,
+            repetition_window: Array::from_slice(&repetition_window, &[batch, 1])?,
+            presence_penalty: Array::from_slice(&presence_penalty, &[batch, 1])?,
+            frequency_penalty: Array::from_slice(&frequency_penalty, &[batch, 1])?,
         })
     }
 
@@ -630,9 +789,28 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         }
         let bias = Array::from_slice(&bias, &[1, self.vocab])?;
         let bias = ops::slice_update(&self.state.bias, &bias, &start, &[0])?;
+        let counts = ops::slice_update(
+            &self.state.counts,
+            &ops::zeros(&[1, self.vocab], Dtype::Float32)?,
+            &start,
+            &[0],
+        )?;
+        // The prompt's tokens before the last (which the first decode step feeds), padded
+        // in front with the first: a repeat of a token in the window changes nothing.
+        let width = self.state.history.shape()[1] as usize;
+        let head = &request.prompt[..request.prompt.len() - 1];
+        let recent = &head[head.len().saturating_sub(width)..];
+        let filled: Vec<u32> = std::iter::repeat(request.prompt[0])
+            .take(width - recent.len())
+            .chain(recent.iter().copied())
+            .collect();
+        let filled = Array::from_slice(&filled, &[1, width as i32])?.astype(Dtype::Int32)?;
+        let history = ops::slice_update(&self.state.history, &filled, &start, &[0])?;
         self.state.cache = rows;
         self.state.keys = keys;
         self.state.bias = bias;
+        self.state.counts = counts;
+        self.state.history = history;
         let prompt = &request.prompt;
         self.slots[slot] = Some(Running {
             id: request.id,
@@ -641,6 +819,12 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             max_tokens: request.max_tokens,
             stop_tokens: request.options.stop_tokens.iter().copied().collect(),
             sampler: request.options.sampler,
+            penalties: Penalties {
+                repetition: request.options.repetition_penalty,
+                window: request.options.repetition_context_size,
+                presence: request.options.presence_penalty,
+                frequency: request.options.frequency_penalty,
+            },
         });
         Ok(())
     }

@@ -11,10 +11,10 @@ use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
 use crate::cache::{cache_slots, reserve, set_prefix_attention, write_in_place, Cache, LayerCache};
-use crate::detokenizer::StreamingDetokenizer;
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::text_assembler::TextAssembler;
 use crate::tokenizer::Tokenizer;
 
 /// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).
@@ -411,12 +411,8 @@ pub struct GenerationResponse {
 /// not to be, so the pieces joined never contain a stop string.
 pub struct TextStream<'m, 't> {
     tokens: TokenGenerator<'m>,
-    detokenizer: StreamingDetokenizer<'t>,
+    text: TextAssembler<'t>,
     stop_tokens: HashSet<u32>,
-    stop_strings: Vec<String>,
-    /// The text so far, and how many bytes of it were handed out.
-    text: String,
-    emitted: usize,
     done: bool,
 }
 
@@ -454,11 +450,8 @@ impl<'m, 't> TextStream<'m, 't> {
     ) -> Self {
         TextStream {
             tokens,
-            detokenizer: tokenizer.streaming_detokenizer(),
+            text: TextAssembler::new(tokenizer, &options.stop_strings),
             stop_tokens: options.stop_tokens.iter().copied().collect(),
-            stop_strings: options.stop_strings.clone(),
-            text: String::new(),
-            emitted: 0,
             done: false,
         }
     }
@@ -479,61 +472,27 @@ impl TextStream<'_, '_> {
         let Some((token, logprobs)) = self.tokens.advance()? else {
             return Ok(None);
         };
-        let mut finish = None;
-        if self.stop_tokens.contains(&token) {
-            finish = Some(FinishReason::Stop);
-            self.text.push_str(&self.detokenizer.finish()?);
+        let (piece, mut finish) = if self.stop_tokens.contains(&token) {
+            (self.text.push(None, true)?, Some(FinishReason::Stop))
         } else {
-            self.text.push_str(&self.detokenizer.add(token)?);
-            if self.tokens.produced == self.tokens.max_tokens {
-                self.text.push_str(&self.detokenizer.finish()?);
-                finish = Some(FinishReason::Length);
-            }
-        }
-        // Text that may be the start of a stop string is held back until the next tokens
-        // tell; so a stop string is always found in text not yet handed out.
-        let mut end = self.text.len();
-        if let Some(cut) = find_stop(&self.text, self.emitted, &self.stop_strings) {
-            self.text.truncate(cut);
-            end = cut;
+            let last = self.tokens.produced == self.tokens.max_tokens;
+            let piece = self.text.push(Some(token), last)?;
+            (piece, last.then_some(FinishReason::Length))
+        };
+        if piece.stop.is_some() {
             finish = Some(FinishReason::Stop);
-        } else if finish.is_none() {
-            end -= held_back(&self.text[self.emitted..], &self.stop_strings);
         }
-        let text = self.text[self.emitted..end].to_string();
-        self.emitted = end;
         if finish.is_some() {
             self.done = true;
         }
         Ok(Some(GenerationResponse {
-            text,
+            text: piece.text,
             token,
             logprobs,
             finish_reason: finish,
             stats: self.tokens.stats(),
         }))
     }
-}
-
-/// Where the first stop string in `text[from..]` starts.
-fn find_stop(text: &str, from: usize, stops: &[String]) -> Option<usize> {
-    stops
-        .iter()
-        .filter(|stop| !stop.is_empty())
-        .filter_map(|stop| text[from..].find(stop.as_str()).map(|i| from + i))
-        .min()
-}
-
-/// The length of the longest end of `tail` that begins a stop string (and so may become one).
-fn held_back(tail: &str, stops: &[String]) -> usize {
-    tail.char_indices()
-        .map(|(i, _)| &tail[i..])
-        .find(|end| {
-            stops
-                .iter()
-                .any(|s| s.len() > end.len() && s.starts_with(end))
-        })
-        .map_or(0, str::len)
 }
 
 impl Iterator for TextStream<'_, '_> {

@@ -46,6 +46,7 @@ mod prompt_cache;
 mod quantization;
 mod registry;
 mod sample;
+mod text_assembler;
 mod tokenizer;
 mod weights;
 
@@ -72,5 +73,6 @@ pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use registry::{register_model, registered_models, ModelConstructor};
 pub use sample::{LogitsProcessors, SamplerOptions};
+pub use text_assembler::{TextAssembler, TextPiece};
 pub use tokenizer::Tokenizer;
 pub use weights::{load_weights, WeightFiles, Weights};

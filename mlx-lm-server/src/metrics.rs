@@ -1,0 +1,120 @@
+//! Counters the engine thread and the handlers update, written as Prometheus text by
+//! `GET /metrics`.
+
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Upper bounds (seconds) of the time-to-first-token histogram's buckets.
+const TTFT_BUCKETS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// The server's counters and gauges.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    pub requests: AtomicU64,
+    pub request_errors: AtomicU64,
+    pub prompt_tokens: AtomicU64,
+    pub generated_tokens: AtomicU64,
+    pub queue_depth: AtomicU64,
+    pub active_slots: AtomicU64,
+    pub step_traces: AtomicU64,
+    /// Tokens per second of the engine's recent steps, as `f64` bits.
+    pub tokens_per_second: AtomicU64,
+    ttft: Mutex<Histogram>,
+}
+
+#[derive(Debug, Default)]
+struct Histogram {
+    counts: [u64; TTFT_BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+impl Metrics {
+    /// Records one request's time to its first token.
+    pub fn observe_ttft(&self, seconds: f64) {
+        let mut h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
+        for (c, bound) in h.counts.iter_mut().zip(TTFT_BUCKETS) {
+            if seconds <= bound {
+                *c += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += seconds;
+    }
+
+    pub fn set_tokens_per_second(&self, v: f64) {
+        self.tokens_per_second.store(v.to_bits(), Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition.
+    pub fn render(&self) -> String {
+        let get = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        let mut s = String::new();
+        let mut one = |name: &str, kind: &str, help: &str, value: String| {
+            let _ = writeln!(
+                s,
+                "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}"
+            );
+        };
+        one(
+            "mlx_lm_requests_total",
+            "counter",
+            "Generation requests received.",
+            get(&self.requests).to_string(),
+        );
+        one(
+            "mlx_lm_request_errors_total",
+            "counter",
+            "Requests answered with an error.",
+            get(&self.request_errors).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_tokens_total",
+            "counter",
+            "Prompt tokens of accepted requests.",
+            get(&self.prompt_tokens).to_string(),
+        );
+        one(
+            "mlx_lm_generated_tokens_total",
+            "counter",
+            "Tokens generated.",
+            get(&self.generated_tokens).to_string(),
+        );
+        one(
+            "mlx_lm_queue_depth",
+            "gauge",
+            "Requests waiting for a slot.",
+            get(&self.queue_depth).to_string(),
+        );
+        one(
+            "mlx_lm_active_slots",
+            "gauge",
+            "Requests decoding now.",
+            get(&self.active_slots).to_string(),
+        );
+        one(
+            "mlx_lm_tokens_per_second",
+            "gauge",
+            "Tokens generated per second over the engine's recent steps.",
+            f64::from_bits(get(&self.tokens_per_second)).to_string(),
+        );
+        one(
+            "mlx_lm_step_traces",
+            "gauge",
+            "Times the engine's compiled decode step was traced (1 once it decoded).",
+            get(&self.step_traces).to_string(),
+        );
+        let h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
+        let name = "mlx_lm_time_to_first_token_seconds";
+        let _ = writeln!(s, "# HELP {name} Seconds from a request's arrival at the engine to its first token.\n# TYPE {name} histogram");
+        for (c, bound) in h.counts.iter().zip(TTFT_BUCKETS) {
+            let _ = writeln!(s, "{name}_bucket{{le=\"{bound}\"}} {c}");
+        }
+        let _ = writeln!(s, "{name}_bucket{{le=\"+Inf\"}} {}", h.count);
+        let _ = writeln!(s, "{name}_sum {}\n{name}_count {}", h.sum, h.count);
+        s
+    }
+}

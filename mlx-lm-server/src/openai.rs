@@ -1,0 +1,514 @@
+//! OpenAI's `POST /v1/chat/completions` and `POST /v1/completions`.
+
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use mlx_lm::ChatOptions;
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+
+use crate::error::{ApiError, Failure, Flavor};
+use crate::generation::{self, Chunk, Finish, GenerationRequest, TokenLogprob};
+use crate::params::{parse_body, Sampling, StopField};
+use crate::{unix_time, AppState};
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct StreamOptions {
+    #[serde(default)]
+    pub include_usage: bool,
+}
+
+/// The fields of a chat completion request this server reads; others are ignored, as
+/// OpenAI's clients send fields a given server may not know.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ChatRequest {
+    pub model: Option<String>,
+    pub messages: Vec<Map<String, Value>>,
+    pub max_tokens: Option<u64>,
+    pub max_completion_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f64>,
+    pub seed: Option<i64>,
+    pub presence_penalty: Option<f64>,
+    pub frequency_penalty: Option<f64>,
+    pub repetition_penalty: Option<f64>,
+    pub repetition_context_size: Option<u64>,
+    pub logit_bias: Option<BTreeMap<String, f64>>,
+    pub logprobs: Option<bool>,
+    pub top_logprobs: Option<u64>,
+    pub n: Option<u64>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub stop: Option<StopField>,
+    pub tools: Option<Vec<Value>>,
+    pub tool_choice: Option<Value>,
+    pub response_format: Option<Value>,
+    pub chat_template_kwargs: Option<Map<String, Value>>,
+}
+
+/// A legacy completion request.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CompletionRequest {
+    pub model: Option<String>,
+    pub prompt: PromptField,
+    pub max_tokens: Option<u64>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<i64>,
+    pub min_p: Option<f64>,
+    pub seed: Option<i64>,
+    pub presence_penalty: Option<f64>,
+    pub frequency_penalty: Option<f64>,
+    pub repetition_penalty: Option<f64>,
+    pub repetition_context_size: Option<u64>,
+    pub logit_bias: Option<BTreeMap<String, f64>>,
+    /// How many alternatives to report per token (the legacy API's integer `logprobs`).
+    pub logprobs: Option<u64>,
+    pub n: Option<u64>,
+    pub echo: Option<bool>,
+    pub suffix: Option<String>,
+    pub stream: Option<bool>,
+    pub stream_options: Option<StreamOptions>,
+    pub stop: Option<StopField>,
+}
+
+/// The legacy API's `prompt`: text, or token ids.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum PromptField {
+    Text(String),
+    Tokens(Vec<u32>),
+    /// A list of one prompt (more are a 400: this server answers one prompt per request).
+    Texts(Vec<String>),
+}
+
+fn fail(e: ApiError) -> Failure {
+    Failure(Flavor::OpenAi, e)
+}
+
+/// `n` other than 1 and the features another module will bring are refused clearly.
+fn check_common(n: Option<u64>) -> Result<(), ApiError> {
+    match n {
+        None | Some(1) => Ok(()),
+        Some(n) => Err(ApiError::invalid(
+            "n",
+            format!("n = {n}: this server returns one choice per request; send {n} requests"),
+        )),
+    }
+}
+
+/// The top-logprob count a request may ask for (OpenAI's bound).
+const MAX_TOP_LOGPROBS: u64 = 20;
+
+pub async fn chat_completions(State(state): State<AppState>, body: Bytes) -> Response {
+    match chat(state, body).await {
+        Ok(r) => r,
+        Err(f) => f.into_response(),
+    }
+}
+
+async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
+    let req: ChatRequest = parse_body(&body).map_err(fail)?;
+    state.check_model(req.model.as_deref()).map_err(fail)?;
+    check_common(req.n).map_err(fail)?;
+    if let Some(choice) = &req.tool_choice {
+        if !matches!(choice.as_str(), Some("auto") | Some("none")) {
+            return Err(fail(ApiError::invalid(
+                "tool_choice",
+                "tool_choice other than \"auto\" or \"none\" needs constrained decoding, \
+                 which this server does not do yet",
+            )));
+        }
+    }
+    if let Some(format) = &req.response_format {
+        if format.get("type").and_then(Value::as_str) != Some("text") {
+            return Err(fail(ApiError::invalid(
+                "response_format",
+                "response_format other than {\"type\": \"text\"} (JSON mode, JSON schema) \
+                 needs constrained decoding, which this server does not do yet",
+            )));
+        }
+    }
+    let top_logprobs = req.top_logprobs.unwrap_or(0);
+    if top_logprobs > MAX_TOP_LOGPROBS {
+        return Err(fail(ApiError::invalid(
+            "top_logprobs",
+            format!("top_logprobs must be at most {MAX_TOP_LOGPROBS}"),
+        )));
+    }
+    let logprobs = req.logprobs.unwrap_or(false);
+    if top_logprobs > 0 && !logprobs {
+        return Err(fail(ApiError::invalid(
+            "top_logprobs",
+            "top_logprobs needs logprobs set to true",
+        )));
+    }
+    let messages = normalize_messages(&req.messages).map_err(fail)?;
+    let mut extra = state.chat_template_args.clone();
+    extra.extend(req.chat_template_kwargs.clone().unwrap_or_default());
+    let chat = ChatOptions {
+        add_generation_prompt: true,
+        tools: req.tools.clone().filter(|t| !t.is_empty()),
+        extra,
+        ..Default::default()
+    };
+    let prompt = state.render_chat(&messages, &chat).map_err(fail)?;
+    let sampling = Sampling {
+        max_tokens: req.max_completion_tokens.or(req.max_tokens),
+        temperature: req.temperature,
+        top_p: req.top_p,
+        top_k: req.top_k,
+        min_p: req.min_p,
+        seed: req.seed,
+        logit_bias: req.logit_bias.clone(),
+        presence_penalty: req.presence_penalty,
+        frequency_penalty: req.frequency_penalty,
+        repetition_penalty: req.repetition_penalty,
+        repetition_context_size: req.repetition_context_size,
+    };
+    let request = GenerationRequest {
+        options: sampling.to_options(&state).map_err(fail)?,
+        prompt,
+        stop_strings: req
+            .stop
+            .clone()
+            .map(StopField::into_vec)
+            .unwrap_or_default(),
+        top_logprobs: top_logprobs as usize,
+        logprobs,
+    };
+    let prompt_tokens = request.prompt.len();
+    let rx = generation::start(&state, request).await.map_err(fail)?;
+    let id = format!("chatcmpl-{}", crate::next_id());
+    let model = state.model_id.clone();
+    let created = unix_time();
+    if req.stream.unwrap_or(false) {
+        let include_usage = req.stream_options.map(|o| o.include_usage).unwrap_or(false);
+        let tokenizer = state.tokenizer.clone();
+        let head = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model});
+        let first = chunk_with(
+            &head,
+            json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]),
+        );
+        return Ok(stream(rx, first, move |c: &Chunk| {
+            let mut out = Vec::new();
+            if !c.text.is_empty() || !c.logprobs.is_empty() {
+                let logprobs = logprobs.then(|| chat_logprobs(&tokenizer, &c.logprobs));
+                out.push(chunk_with(&head, json!([{"index": 0, "delta": {"content": c.text}, "logprobs": logprobs, "finish_reason": null}])));
+            }
+            if let Some(f) = &c.finish {
+                out.push(chunk_with(&head, json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish_name(f)}])));
+                if include_usage {
+                    let mut u = chunk_with(&head, json!([]));
+                    u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                    out.push(u);
+                }
+            }
+            out
+        }));
+    }
+    let done = generation::collect(rx).await.map_err(fail)?;
+    let logprobs = logprobs.then(|| chat_logprobs(&state.tokenizer, &done.logprobs));
+    Ok(Json(json!({
+        "id": id,
+        "object": "chat.completion",
+        "created": created,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": done.text},
+            "logprobs": logprobs,
+            "finish_reason": done.finish.as_ref().map(finish_name),
+        }],
+        "usage": usage(prompt_tokens, done.completion_tokens),
+    }))
+    .into_response())
+}
+
+pub async fn completions(State(state): State<AppState>, body: Bytes) -> Response {
+    match complete(state, body).await {
+        Ok(r) => r,
+        Err(f) => f.into_response(),
+    }
+}
+
+async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
+    let req: CompletionRequest = parse_body(&body).map_err(fail)?;
+    state.check_model(req.model.as_deref()).map_err(fail)?;
+    check_common(req.n).map_err(fail)?;
+    if req.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
+        return Err(fail(ApiError::invalid("suffix", "suffix is not supported")));
+    }
+    let top_logprobs = req.logprobs;
+    if top_logprobs.is_some_and(|k| k > MAX_TOP_LOGPROBS) {
+        return Err(fail(ApiError::invalid(
+            "logprobs",
+            format!("logprobs must be at most {MAX_TOP_LOGPROBS}"),
+        )));
+    }
+    let (prompt, prompt_text) = match &req.prompt {
+        PromptField::Text(t) => (state.encode(t).map_err(fail)?, t.clone()),
+        PromptField::Texts(v) if v.len() == 1 => (state.encode(&v[0]).map_err(fail)?, v[0].clone()),
+        PromptField::Texts(v) => {
+            return Err(fail(ApiError::invalid(
+                "prompt",
+                format!(
+                    "{} prompts: this server answers one prompt per request",
+                    v.len()
+                ),
+            )))
+        }
+        PromptField::Tokens(ids) => {
+            let text = state
+                .tokenizer
+                .decode(ids, false)
+                .map_err(|e| fail(ApiError::invalid("prompt", e.to_string())))?;
+            (ids.clone(), text)
+        }
+    };
+    if prompt.is_empty() {
+        return Err(fail(ApiError::invalid("prompt", "the prompt is empty")));
+    }
+    let sampling = Sampling {
+        max_tokens: req.max_tokens,
+        temperature: req.temperature,
+        top_p: req.top_p,
+        top_k: req.top_k,
+        min_p: req.min_p,
+        seed: req.seed,
+        logit_bias: req.logit_bias.clone(),
+        presence_penalty: req.presence_penalty,
+        frequency_penalty: req.frequency_penalty,
+        repetition_penalty: req.repetition_penalty,
+        repetition_context_size: req.repetition_context_size,
+    };
+    let request = GenerationRequest {
+        options: sampling.to_options(&state).map_err(fail)?,
+        prompt,
+        stop_strings: req
+            .stop
+            .clone()
+            .map(StopField::into_vec)
+            .unwrap_or_default(),
+        top_logprobs: top_logprobs.unwrap_or(0) as usize,
+        logprobs: top_logprobs.is_some(),
+    };
+    let prompt_tokens = request.prompt.len();
+    let rx = generation::start(&state, request).await.map_err(fail)?;
+    let id = format!("cmpl-{}", crate::next_id());
+    let model = state.model_id.clone();
+    let created = unix_time();
+    let echo = req.echo.unwrap_or(false).then_some(prompt_text);
+    let want_logprobs = top_logprobs.is_some();
+    if req.stream.unwrap_or(false) {
+        let include_usage = req.stream_options.map(|o| o.include_usage).unwrap_or(false);
+        let tokenizer = state.tokenizer.clone();
+        let head =
+            json!({"id": id, "object": "text_completion", "created": created, "model": model});
+        let first = echo.map(|text| {
+            chunk_with(
+                &head,
+                json!([{"index": 0, "text": text, "logprobs": null, "finish_reason": null}]),
+            )
+        });
+        let mut offset = 0usize;
+        return Ok(stream_opt(rx, first, move |c: &Chunk| {
+            let mut out = Vec::new();
+            if !c.text.is_empty() || !c.logprobs.is_empty() || c.finish.is_some() {
+                let logprobs = want_logprobs
+                    .then(|| completion_logprobs(&tokenizer, &c.logprobs, &mut offset));
+                out.push(chunk_with(&head, json!([{"index": 0, "text": c.text, "logprobs": logprobs, "finish_reason": c.finish.as_ref().map(finish_name)}])));
+            }
+            if c.finish.is_some() && include_usage {
+                let mut u = chunk_with(&head, json!([]));
+                u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                out.push(u);
+            }
+            out
+        }));
+    }
+    let done = generation::collect(rx).await.map_err(fail)?;
+    let mut offset = 0;
+    let logprobs =
+        want_logprobs.then(|| completion_logprobs(&state.tokenizer, &done.logprobs, &mut offset));
+    let text = match echo {
+        Some(p) => p + &done.text,
+        None => done.text,
+    };
+    Ok(Json(json!({
+        "id": id,
+        "object": "text_completion",
+        "created": created,
+        "model": model,
+        "choices": [{
+            "index": 0,
+            "text": text,
+            "logprobs": logprobs,
+            "finish_reason": done.finish.as_ref().map(finish_name),
+        }],
+        "usage": usage(prompt_tokens, done.completion_tokens),
+    }))
+    .into_response())
+}
+
+/// OpenAI's content parts (`[{"type": "text", "text": ...}]`) joined into one string, as
+/// mlx_lm's server does for templates that expect strings; other part types are refused.
+fn normalize_messages(messages: &[Map<String, Value>]) -> Result<Vec<Value>, ApiError> {
+    if messages.is_empty() {
+        return Err(ApiError::invalid("messages", "messages must not be empty"));
+    }
+    let mut out = Vec::with_capacity(messages.len());
+    for (i, m) in messages.iter().enumerate() {
+        let param = format!("messages[{i}]");
+        if !m.get("role").is_some_and(Value::is_string) {
+            return Err(ApiError::invalid(
+                &param,
+                format!("{param} has no string `role`"),
+            ));
+        }
+        let mut m = m.clone();
+        if let Some(Value::Array(parts)) = m.get("content") {
+            let mut text = String::new();
+            for part in parts {
+                match (
+                    part.get("type").and_then(Value::as_str),
+                    part.get("text").and_then(Value::as_str),
+                ) {
+                    (Some("text"), Some(t)) => text.push_str(t),
+                    (kind, _) => {
+                        return Err(ApiError::invalid(
+                            &format!("{param}.content"),
+                            format!("content parts of type {kind:?} are not supported (text only)"),
+                        ))
+                    }
+                }
+            }
+            m.insert("content".into(), Value::String(text));
+        }
+        out.push(Value::Object(m));
+    }
+    Ok(out)
+}
+
+pub fn finish_name(f: &Finish) -> &'static str {
+    match f {
+        Finish::Length => "length",
+        Finish::StopToken | Finish::StopString(_) => "stop",
+    }
+}
+
+fn usage(prompt: usize, completion: usize) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+}
+
+fn chunk_with(head: &Value, choices: Value) -> Value {
+    let mut v = head.clone();
+    v["choices"] = choices;
+    v
+}
+
+/// A token's text as one token alone decodes it, and its UTF-8 bytes.
+fn token_text(tokenizer: &mlx_lm::Tokenizer, id: u32) -> (String, Vec<u8>) {
+    let text = tokenizer.decode(&[id], false).unwrap_or_default();
+    let bytes = text.as_bytes().to_vec();
+    (text, bytes)
+}
+
+fn chat_logprobs(tokenizer: &mlx_lm::Tokenizer, lps: &[TokenLogprob]) -> Value {
+    let content: Vec<Value> = lps
+        .iter()
+        .map(|lp| {
+            let (token, bytes) = token_text(tokenizer, lp.token);
+            let top: Vec<Value> = lp
+                .top
+                .iter()
+                .map(|(id, v)| {
+                    let (t, b) = token_text(tokenizer, *id);
+                    json!({"token": t, "logprob": v, "bytes": b})
+                })
+                .collect();
+            json!({"token": token, "logprob": lp.logprob, "bytes": bytes, "top_logprobs": top})
+        })
+        .collect();
+    json!({"content": content})
+}
+
+fn completion_logprobs(
+    tokenizer: &mlx_lm::Tokenizer,
+    lps: &[TokenLogprob],
+    offset: &mut usize,
+) -> Value {
+    let mut tokens = Vec::new();
+    let mut values = Vec::new();
+    let mut tops = Vec::new();
+    let mut offsets = Vec::new();
+    for lp in lps {
+        let (t, _) = token_text(tokenizer, lp.token);
+        offsets.push(*offset);
+        *offset += t.len();
+        tokens.push(t);
+        values.push(lp.logprob);
+        let top: Map<String, Value> = lp
+            .top
+            .iter()
+            .map(|(id, v)| (token_text(tokenizer, *id).0, json!(v)))
+            .collect();
+        tops.push(Value::Object(top));
+    }
+    json!({"tokens": tokens, "token_logprobs": values, "top_logprobs": tops, "text_offset": offsets})
+}
+
+fn stream(
+    rx: mpsc::Receiver<Result<Chunk, ApiError>>,
+    first: Value,
+    map: impl FnMut(&Chunk) -> Vec<Value> + Send + 'static,
+) -> Response {
+    stream_opt(rx, Some(first), map)
+}
+
+/// An OpenAI event stream: `data: {...}` per chunk, `data: [DONE]` at the end; an error
+/// after the stream began is one `data: {"error": ...}` event.
+fn stream_opt(
+    mut rx: mpsc::Receiver<Result<Chunk, ApiError>>,
+    first: Option<Value>,
+    mut map: impl FnMut(&Chunk) -> Vec<Value> + Send + 'static,
+) -> Response {
+    let (tx, events) = mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        let send = |v: &Value| Ok(Event::default().data(v.to_string()));
+        if let Some(first) = first {
+            if tx.send(send(&first)).await.is_err() {
+                return;
+            }
+        }
+        while let Some(chunk) = rx.recv().await {
+            let chunk = match chunk {
+                Ok(c) => c,
+                Err(e) => {
+                    let _ = tx.send(send(&e.stream_body(Flavor::OpenAi))).await;
+                    break;
+                }
+            };
+            for v in map(&chunk) {
+                if tx.send(send(&v)).await.is_err() {
+                    return;
+                }
+            }
+            if chunk.finish.is_some() {
+                break;
+            }
+        }
+        let _ = tx.send(Ok(Event::default().data("[DONE]"))).await;
+    });
+    (StatusCode::OK, Sse::new(ReceiverStream::new(events))).into_response()
+}

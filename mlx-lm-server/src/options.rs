@@ -1,0 +1,89 @@
+//! The server's settings, as `mlx_lm.server`'s command-line flags name them.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// How to serve a model. The flags mirror `mlx_lm.server`'s where it has them (`--model`,
+/// `--host`, `--port`, `--temp`, `--top-p`, `--top-k`, `--min-p`, `--max-tokens`,
+/// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prefill-step-size`);
+/// the rest are this server's limits and safety settings.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "server",
+    about = "An OpenAI- and Anthropic-compatible server for an MLX model"
+)]
+pub struct ServerOptions {
+    /// The model directory (Hugging Face layout: config.json, safetensors, tokenizer.json).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The address to listen on; loopback unless told otherwise.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port (0: any free port).
+    #[arg(long, default_value_t = 8080)]
+    pub port: u16,
+    /// The name `/v1/models` lists and requests may give as `model` (default: the model
+    /// directory as given).
+    #[arg(long)]
+    pub served_model_name: Option<String>,
+    /// Default sampling temperature.
+    #[arg(long, default_value_t = 0.0)]
+    pub temp: f64,
+    /// Default nucleus sampling top-p.
+    #[arg(long, default_value_t = 1.0)]
+    pub top_p: f64,
+    /// Default top-k (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub top_k: i32,
+    /// Default min-p (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_p: f64,
+    /// Default number of tokens to generate.
+    #[arg(long, default_value_t = 512)]
+    pub max_tokens: usize,
+    /// The most tokens a request may ask for (default: the context length).
+    #[arg(long)]
+    pub max_tokens_limit: Option<usize>,
+    /// A chat template (Jinja source) replacing the tokenizer's.
+    #[arg(long, default_value = "")]
+    pub chat_template: String,
+    /// JSON object of extra chat template variables, e.g. '{"enable_thinking": false}'.
+    #[arg(long, default_value = "{}")]
+    pub chat_template_args: String,
+    /// Requests decoded together: the engine's slots. mlx_lm's default is 32; this server's
+    /// is 8 because each slot holds a whole context's cache from the start.
+    #[arg(long, default_value_t = 8)]
+    pub decode_concurrency: usize,
+    /// Positions each slot holds, prompt and generated tokens together.
+    #[arg(long, default_value_t = 4096)]
+    pub context_length: usize,
+    /// Prompt tokens prefilled per engine step.
+    #[arg(long, default_value_t = 2048)]
+    pub prefill_step_size: usize,
+    /// Requests must send `Authorization: Bearer <key>` (or Anthropic's `x-api-key`).
+    #[arg(long, env = "MLX_LM_SERVER_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// The largest request body accepted, in bytes.
+    #[arg(long, default_value_t = 4 << 20)]
+    pub max_request_bytes: usize,
+    /// Requests waiting for a slot beyond which new ones get a 503.
+    #[arg(long, default_value_t = 256)]
+    pub max_queue: usize,
+    /// Seconds a graceful shutdown lets in-flight requests finish before cancelling them.
+    #[arg(long, default_value_t = 30)]
+    pub shutdown_timeout: u64,
+    /// Print one line per request on stderr.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub log_requests: bool,
+}
+
+impl ServerOptions {
+    /// The options with defaults for a model directory (as the flags' defaults).
+    pub fn new(model: impl Into<PathBuf>) -> Self {
+        let model = model.into();
+        let mut o = ServerOptions::parse_from(["server", "--model", "_"]);
+        o.model = model;
+        o
+    }
+}

@@ -1,0 +1,341 @@
+//! The engine thread: the one thread that owns the model, its arrays and the [`Engine`].
+//! Handlers submit requests over a channel and read their tokens from a channel of their
+//! own; a request whose reader is gone (the client closed its stream, or a stop string
+//! ended it) is cancelled at the next step, which frees its slot.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::{Duration, Instant};
+
+use mlx_lm::{
+    load_model, Engine, EngineOptions, FinishReason, LoadOptions, Model, RequestId, RequestOptions,
+};
+use tokio::sync::{mpsc as tmpsc, oneshot};
+
+use crate::metrics::Metrics;
+
+/// One generated token, as a handler gets it.
+#[derive(Debug, Clone)]
+pub struct TokenOut {
+    pub token: u32,
+    pub logprob: f32,
+    /// The most likely tokens and their log-probabilities, most likely first (as many as
+    /// the request asked for).
+    pub top: Vec<(u32, f32)>,
+    /// Set on the request's last token; `Stop` when the token is a stop token.
+    pub finish: Option<FinishReason>,
+}
+
+/// What the engine thread sends a request's reader.
+#[derive(Debug, Clone)]
+pub enum Event {
+    Token(TokenOut),
+    /// The request was dropped by an engine failure.
+    Failed(String),
+}
+
+/// A request for the engine thread.
+#[derive(Debug)]
+pub struct Submission {
+    pub prompt: Vec<u32>,
+    pub options: RequestOptions,
+    pub top_logprobs: usize,
+    pub events: tmpsc::UnboundedSender<Event>,
+    /// Whether the engine took it (else why not: the engine's own check of the request).
+    pub accepted: oneshot::Sender<Result<(), String>>,
+}
+
+enum Command {
+    Submit(Submission),
+    /// Cancels everything and ends the thread.
+    Stop,
+}
+
+/// The engine thread has ended (the server is shutting down).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineGone;
+
+/// The handlers' side of the engine thread.
+#[derive(Debug, Clone)]
+pub struct EngineHandle {
+    commands: mpsc::Sender<Command>,
+}
+
+impl EngineHandle {
+    /// Queues a request; `Err` when the engine thread is gone.
+    pub fn submit(&self, s: Submission) -> Result<(), EngineGone> {
+        self.commands
+            .send(Command::Submit(s))
+            .map_err(|_| EngineGone)
+    }
+
+    /// Cancels whatever is in flight and ends the engine thread.
+    pub fn stop(&self) {
+        let _ = self.commands.send(Command::Stop);
+    }
+}
+
+/// What the engine thread found when it loaded the model.
+#[derive(Debug, Clone)]
+pub struct ModelInfo {
+    pub vocab_size: i32,
+}
+
+/// Loads the model on a new thread and starts its engine there; returns once it is loaded
+/// (or failed to load) with the handle and the thread.
+pub fn spawn(
+    model_dir: std::path::PathBuf,
+    options: EngineOptions,
+    metrics: Arc<Metrics>,
+) -> mlx_lm::Result<(EngineHandle, ModelInfo, std::thread::JoinHandle<()>)> {
+    let (commands, rx) = mpsc::channel();
+    let (ready_tx, ready_rx) = mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("mlx-engine".into())
+        .spawn(move || {
+            let model: Model = match load_model(&model_dir, LoadOptions::default()) {
+                Ok((m, _)) => m,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let engine = match Engine::new(&model, options).and_then(warm_up) {
+                Ok(e) => e,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e));
+                    return;
+                }
+            };
+            let _ = ready_tx.send(Ok(ModelInfo {
+                vocab_size: model.vocab_size(),
+            }));
+            Worker {
+                model: &model,
+                engine,
+                options,
+                live: HashMap::new(),
+                metrics,
+                recent: VecDeque::new(),
+            }
+            .run(rx);
+        })
+        .map_err(|e| {
+            mlx_lm::Error::InvalidArgument(format!("cannot start the engine thread: {e}"))
+        })?;
+    match ready_rx.recv() {
+        Ok(Ok(info)) => Ok((EngineHandle { commands }, info, thread)),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(mlx_lm::Error::InvalidArgument(
+            "the engine thread ended while loading the model".into(),
+        )),
+    }
+}
+
+/// One token of a one-token prompt, so the decode step is traced and compiled before the
+/// first client waits for it (a reused slot is written whole, so nothing of it remains).
+fn warm_up(mut engine: Engine<'_, Model>) -> mlx_lm::Result<Engine<'_, Model>> {
+    let options = RequestOptions {
+        max_tokens: 1,
+        ..Default::default()
+    };
+    engine.insert(&[0], options)?;
+    while !engine.is_idle() {
+        engine.step()?;
+    }
+    Ok(engine)
+}
+
+struct Live {
+    events: tmpsc::UnboundedSender<Event>,
+    top_logprobs: usize,
+    arrived: Instant,
+    first_token: bool,
+}
+
+struct Worker<'m> {
+    model: &'m Model,
+    engine: Engine<'m, Model>,
+    options: EngineOptions,
+    live: HashMap<RequestId, Live>,
+    metrics: Arc<Metrics>,
+    /// (when, tokens) of the recent steps, for the tokens-per-second gauge.
+    recent: VecDeque<(Instant, usize)>,
+}
+
+impl Worker<'_> {
+    fn run(mut self, rx: mpsc::Receiver<Command>) {
+        loop {
+            if self.engine.is_idle() {
+                self.publish();
+                match rx.recv() {
+                    Ok(Command::Submit(s)) => self.submit(s),
+                    Ok(Command::Stop) | Err(_) => return,
+                }
+            }
+            loop {
+                match rx.try_recv() {
+                    Ok(Command::Submit(s)) => self.submit(s),
+                    Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
+                    Err(mpsc::TryRecvError::Empty) => break,
+                }
+            }
+            self.drop_abandoned();
+            self.step();
+            self.publish();
+        }
+    }
+
+    fn submit(&mut self, s: Submission) {
+        match self.engine.insert(&s.prompt, s.options) {
+            Ok(id) => {
+                if s.accepted.send(Ok(())).is_err() {
+                    self.engine.cancel(id);
+                    return;
+                }
+                self.live.insert(
+                    id,
+                    Live {
+                        events: s.events,
+                        top_logprobs: s.top_logprobs,
+                        arrived: Instant::now(),
+                        first_token: true,
+                    },
+                );
+            }
+            Err(e) => {
+                let _ = s.accepted.send(Err(e.to_string()));
+            }
+        }
+    }
+
+    /// Cancels the requests nobody reads any more, so a closed stream frees its slot (or
+    /// its place in the queue) before another token is spent on it.
+    fn drop_abandoned(&mut self) {
+        let engine = &mut self.engine;
+        self.live.retain(|id, r| {
+            if r.events.is_closed() {
+                engine.cancel(*id);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn step(&mut self) {
+        let started = Instant::now();
+        let events = match self.engine.step() {
+            Ok(events) => events,
+            Err(e) => return self.recover(e),
+        };
+        let mut tokens = 0usize;
+        for e in events {
+            tokens += 1;
+            let Some(r) = self.live.get_mut(&e.id) else {
+                self.engine.cancel(e.id);
+                continue;
+            };
+            if r.first_token {
+                r.first_token = false;
+                self.metrics.observe_ttft(r.arrived.elapsed().as_secs_f64());
+            }
+            let top = if r.top_logprobs > 0 {
+                top_k(&e.logprobs, r.top_logprobs).unwrap_or_default()
+            } else {
+                Vec::new()
+            };
+            let out = TokenOut {
+                token: e.token,
+                logprob: e.logprob,
+                top,
+                finish: e.finish_reason,
+            };
+            let sent = r.events.send(Event::Token(out)).is_ok();
+            if e.finish_reason.is_some() {
+                self.live.remove(&e.id);
+            } else if !sent {
+                self.live.remove(&e.id);
+                self.engine.cancel(e.id);
+            }
+        }
+        self.metrics
+            .generated_tokens
+            .fetch_add(tokens as u64, Ordering::Relaxed);
+        let now = Instant::now();
+        self.recent.push_back((started, tokens));
+        while self
+            .recent
+            .front()
+            .is_some_and(|(t, _)| now.duration_since(*t) > Duration::from_secs(5))
+        {
+            self.recent.pop_front();
+        }
+        if let Some((first, _)) = self.recent.front() {
+            let total: usize = self.recent.iter().map(|(_, n)| n).sum();
+            let secs = now.duration_since(*first).as_secs_f64();
+            if secs > 0.0 {
+                self.metrics.set_tokens_per_second(total as f64 / secs);
+            }
+        }
+    }
+
+    /// A failed step: a failed prefill drops its own request (the engine keeps the
+    /// others); a failed decode step leaves the engine unusable, so every request fails
+    /// and a new engine takes over.
+    fn recover(&mut self, error: mlx_lm::Error) {
+        let message = error.to_string();
+        eprintln!("engine: {message}");
+        let engine = &self.engine;
+        let mut dropped: Vec<RequestId> = self
+            .live
+            .keys()
+            .copied()
+            .filter(|id| !engine.contains(*id))
+            .collect();
+        if dropped.is_empty() {
+            dropped = self.live.keys().copied().collect();
+            match Engine::new(self.model, self.options) {
+                Ok(engine) => self.engine = engine,
+                Err(e) => eprintln!("engine: cannot start a new engine: {e}"),
+            }
+        }
+        for id in dropped {
+            if let Some(r) = self.live.remove(&id) {
+                let _ = r.events.send(Event::Failed(message.clone()));
+            }
+        }
+    }
+
+    fn publish(&self) {
+        let m = &self.metrics;
+        m.queue_depth
+            .store(self.engine.queued() as u64, Ordering::Relaxed);
+        m.active_slots
+            .store(self.engine.running() as u64, Ordering::Relaxed);
+        m.step_traces.store(self.engine.traces(), Ordering::Relaxed);
+        if self.engine.is_idle() {
+            m.set_tokens_per_second(0.0);
+        }
+    }
+}
+
+/// The `k` most likely tokens of log-probabilities `[vocab]`, most likely first (ties: the
+/// lower id first).
+fn top_k(logprobs: &mlx_rs::Array, k: usize) -> mlx_lm::Result<Vec<(u32, f32)>> {
+    let values = logprobs.astype(mlx_rs::Dtype::Float32)?.to_vec::<f32>()?;
+    let mut ids: Vec<u32> = (0..values.len() as u32).collect();
+    let k = k.min(ids.len());
+    let order = |a: &u32, b: &u32| {
+        values[*b as usize]
+            .total_cmp(&values[*a as usize])
+            .then(a.cmp(b))
+    };
+    if k < ids.len() {
+        ids.select_nth_unstable_by(k, order);
+        ids.truncate(k);
+    }
+    ids.sort_by(order);
+    Ok(ids.into_iter().map(|i| (i, values[i as usize])).collect())
+}

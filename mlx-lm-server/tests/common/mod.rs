@@ -1,0 +1,147 @@
+//! Starts a server on an ephemeral loopback port over a committed test model, and speaks
+//! raw HTTP to it.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+
+use mlx_lm_server::{Server, ServerOptions};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// A committed test model (`tests/data/lm-models/<name>`: random weights written from their
+/// recipe, a 384-token BPE tokenizer, a ChatML template).
+pub fn model_dir(name: &str) -> PathBuf {
+    golden_models::model_dir(name)
+}
+
+pub struct Running {
+    pub base: String,
+    pub stop: Option<oneshot::Sender<()>>,
+    pub done: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Running {
+    /// Stops the server and waits for it (in-flight requests finish first).
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.done.await.unwrap().unwrap();
+    }
+}
+
+pub fn options(model: &str) -> ServerOptions {
+    let mut o = ServerOptions::new(model_dir(model));
+    o.port = 0;
+    o.served_model_name = Some("test-model".into());
+    o.context_length = 512;
+    o.decode_concurrency = 4;
+    o.log_requests = false;
+    o
+}
+
+pub async fn start(options: ServerOptions) -> Running {
+    let server = tokio::task::spawn_blocking(move || Server::load(options).unwrap())
+        .await
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(server.run(listener, async {
+        let _ = stopped.await;
+    }));
+    Running {
+        base,
+        stop: Some(stop),
+        done,
+    }
+}
+
+pub async fn post(base: &str, path: &str, body: &Value) -> (u16, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let text = r.text().await.unwrap();
+    let json = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{path} answered {status} with non-JSON {text:?}: {e}"));
+    (status, json)
+}
+
+pub async fn get(base: &str, path: &str) -> (u16, String) {
+    let r = reqwest::get(format!("{base}{path}")).await.unwrap();
+    (r.status().as_u16(), r.text().await.unwrap())
+}
+
+/// A server-sent event: its `event:` name (if any) and its `data:`.
+#[derive(Debug, Clone)]
+pub struct Sse {
+    pub event: Option<String>,
+    pub data: String,
+}
+
+/// Reads events off a streaming response as they come; `stop_after`: drop the connection
+/// after that many events (a client that goes away).
+pub async fn stream(
+    base: &str,
+    path: &str,
+    body: &Value,
+    stop_after: Option<usize>,
+) -> (u16, Vec<Sse>) {
+    let mut r = reqwest::Client::new()
+        .post(format!("{base}{path}"))
+        .json(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let mut buf = String::new();
+    let mut events = Vec::new();
+    while let Some(bytes) = r.chunk().await.unwrap() {
+        buf.push_str(std::str::from_utf8(&bytes).unwrap());
+        while let Some(end) = buf.find("\n\n") {
+            let block: String = buf.drain(..end + 2).collect();
+            let mut e = Sse {
+                event: None,
+                data: String::new(),
+            };
+            for line in block.lines() {
+                if let Some(v) = line.strip_prefix("event: ").or(line.strip_prefix("event:")) {
+                    e.event = Some(v.to_string());
+                } else if let Some(v) = line.strip_prefix("data: ").or(line.strip_prefix("data:")) {
+                    e.data.push_str(v);
+                }
+            }
+            events.push(e);
+            if stop_after.is_some_and(|n| events.len() >= n) {
+                return (status, events);
+            }
+        }
+    }
+    (status, events)
+}
+
+/// The text of an OpenAI chat stream's deltas, and its finish reason.
+pub fn chat_stream_text(events: &[Sse]) -> (String, Option<String>) {
+    let mut text = String::new();
+    let mut finish = None;
+    for e in events {
+        if e.data == "[DONE]" {
+            continue;
+        }
+        let v: Value = serde_json::from_str(&e.data).unwrap();
+        for c in v["choices"].as_array().unwrap() {
+            if let Some(t) = c["delta"]["content"].as_str() {
+                text.push_str(t);
+            }
+            if let Some(f) = c["finish_reason"].as_str() {
+                finish = Some(f.to_string());
+            }
+        }
+    }
+    (text, finish)
+}
