@@ -22,6 +22,10 @@
 //! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
 //! random key, a dense logit bias), so requests with different settings share the batch.
 //!
+//! A request may carry a grammar ([`RequestOptions::constraint`], structured output): before
+//! each step its allowed tokens become the row's additive mask of the logits, a step input
+//! of the same shape for every row (zeros for a row without one), so the trace stays one.
+//!
 //! Each step reads its tokens back before the next one is built: the finish checks and the
 //! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
 //! a batch of one here does not match yet (about half its tokens per second on the CPU).
@@ -37,6 +41,7 @@ use crate::error::{Error, Result};
 use crate::generate::{check_prompt, FinishReason};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::structured::Constraint;
 
 /// The shape of an [`Engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +79,9 @@ pub struct RequestOptions {
     /// Tokens that end the request; the stop token is reported, with
     /// [`FinishReason::Stop`].
     pub stop_tokens: Vec<u32>,
+    /// A grammar the output must follow (structured output); the request starts from a
+    /// clone of it, and ends with [`FinishReason::Stop`] once the grammar is complete.
+    pub constraint: Option<Constraint>,
 }
 
 impl Default for RequestOptions {
@@ -84,6 +92,7 @@ impl Default for RequestOptions {
             seed: None,
             logit_bias: Vec::new(),
             stop_tokens: Vec::new(),
+            constraint: None,
         }
     }
 }
@@ -129,6 +138,9 @@ struct StepInputs {
     log_min_p: Array,
     /// `int32 [batch, 1]`, `0`: off.
     top_k: Array,
+    /// Each row's grammar mask, added to the logits (`float32 [batch, vocab]`: `0` or
+    /// `-inf`; all `0` for a row without a grammar).
+    mask: Array,
 }
 
 #[derive(Debug, Clone, TreeNode)]
@@ -149,6 +161,7 @@ fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> 
         let logits = logits.index((.., -1, ..))?;
         // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
+        let logits = ops::add(&logits, &x.mask.astype(logits.dtype())?)?;
         let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, -1, true)?)?;
         let tokens = sample_rows(&logprobs, x, &mut s.keys)?;
         let chosen = ops::take_along_axis(&logprobs, &ops::expand_dims(&tokens, 1)?, -1)?;
@@ -306,6 +319,7 @@ struct Running {
     max_tokens: usize,
     stop_tokens: HashSet<u32>,
     sampler: SamplerOptions,
+    constraint: Option<Constraint>,
 }
 
 /// A continuous-batching generator over a fixed set of slots (Python: `BatchGenerator`).
@@ -324,6 +338,8 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     next_id: RequestId,
     options: EngineOptions,
     vocab: i32,
+    /// The mask of a step without grammars, built once.
+    no_mask: Array,
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
@@ -375,6 +391,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             next_id: 0,
             options,
             vocab,
+            no_mask: ops::zeros(&[batch, vocab], Dtype::Float32)?,
         })
     }
 
@@ -406,6 +423,15 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         .validate(self.vocab)?;
         if options.max_tokens == 0 {
             return Err(invalid("max_tokens must be positive".into()));
+        }
+        if let Some(c) = &options.constraint {
+            if c.vocab_size() != self.vocab as usize {
+                return Err(invalid(format!(
+                    "the constraint masks {} logits but the model has {}",
+                    c.vocab_size(),
+                    self.vocab
+                )));
+            }
         }
         // The prompt's last token sits at position len - 1 and each generated token but the
         // last is fed back after it.
@@ -489,7 +515,11 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             let Some(r) = slot else { continue };
             let token = tokens[b];
             r.produced += 1;
-            let finish_reason = if r.stop_tokens.contains(&token) {
+            let grammar_done = r.constraint.as_mut().is_some_and(|c| {
+                // A token the mask allowed commits; a failure leaves the grammar stopped.
+                c.commit(token).is_err() || c.is_finished()
+            });
+            let finish_reason = if r.stop_tokens.contains(&token) || grammar_done {
                 Some(FinishReason::Stop)
             } else if r.produced >= r.max_tokens {
                 Some(FinishReason::Length)
@@ -511,7 +541,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         Ok(events)
     }
 
-    fn inputs(&self) -> Result<StepInputs> {
+    fn inputs(&mut self) -> Result<StepInputs> {
         let batch = self.slots.len() as i32;
         let mut tokens = Vec::with_capacity(self.slots.len());
         let mut inv_temperature = Vec::with_capacity(self.slots.len());
@@ -545,7 +575,27 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             top_p: Array::from_slice(&top_p, &[batch, 1])?,
             log_min_p: Array::from_slice(&log_min_p, &[batch, 1])?,
             top_k: Array::from_slice(&top_k, &[batch, 1])?,
+            mask: self.masks()?,
         })
+    }
+
+    /// The step's grammar masks. A grammar whose mask fails (the engine's limits, an
+    /// internal error) is stopped by the failure: its row may only end, with one of the
+    /// grammar's end-of-sequence tokens, and finishes after this step.
+    fn masks(&mut self) -> Result<Array> {
+        if self.slots.iter().flatten().all(|r| r.constraint.is_none()) {
+            return Ok(self.no_mask.clone());
+        }
+        let vocab = self.vocab as usize;
+        let mut mask = vec![0.0f32; self.slots.len() * vocab];
+        for (slot, row) in self.slots.iter_mut().zip(mask.chunks_mut(vocab)) {
+            if let Some(c) = slot.as_mut().and_then(|r| r.constraint.as_mut()) {
+                if c.write_mask(row).is_err() {
+                    c.write_end_mask(row);
+                }
+            }
+        }
+        Ok(Array::from_slice(&mask, &[self.slots.len() as i32, self.vocab])?)
     }
 
     /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
@@ -641,6 +691,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             max_tokens: request.max_tokens,
             stop_tokens: request.options.stop_tokens.iter().copied().collect(),
             sampler: request.options.sampler,
+            constraint: request.options.constraint,
         });
         Ok(())
     }

@@ -46,7 +46,9 @@ mod prompt_cache;
 mod quantization;
 mod registry;
 mod sample;
+pub mod structured;
 mod tokenizer;
+pub mod tool_parsers;
 mod weights;
 
 pub use batch::{
