@@ -57,19 +57,35 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("generate: {value}");
 
     // The engine: a constrained and a free request in one batch, one compiled step.
-    let mut engine = Engine::new(&model, EngineOptions { max_batch: 2, capacity: 256, prefill_step_size: 64 })?;
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            max_batch: 2,
+            capacity: 256,
+            prefill_step_size: 64,
+        },
+    )?;
     let constrained = engine.insert(
         &prompt,
         RequestOptions {
             max_tokens: 100,
-            sampler: SamplerOptions { temperature: 0.8, ..Default::default() },
+            sampler: SamplerOptions {
+                temperature: 0.8,
+                ..Default::default()
+            },
             seed: Some(1),
             stop_tokens: tokenizer.eos_token_ids(),
             constraint: Some(constraint.clone()),
             ..Default::default()
         },
     )?;
-    engine.insert(&prompt, RequestOptions { max_tokens: 20, ..Default::default() })?;
+    engine.insert(
+        &prompt,
+        RequestOptions {
+            max_tokens: 20,
+            ..Default::default()
+        },
+    )?;
     let mut tokens = Vec::new();
     while !engine.is_idle() {
         for e in engine.step()? {
@@ -78,18 +94,28 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    println!("engine:   {} (traces: {})", tokenizer.decode(&tokens, false)?, engine.traces());
+    println!(
+        "engine:   {} (traces: {})",
+        tokenizer.decode(&tokens, false)?,
+        engine.traces()
+    );
 
     // The cost: decode steps without a grammar (after the first, which traces), and the
     // mask alone (computing it and committing the token), on this model's vocabulary and
     // optionally a large one.
-    let free = GenerateOptions { max_tokens: 65, ..Default::default() };
+    let free = GenerateOptions {
+        max_tokens: 65,
+        ..Default::default()
+    };
     let mut steps = mlx::lm::generate_step(&model, &prompt, &free)?;
     steps.next().transpose()?;
     let started = Instant::now();
     let n = steps.count();
     let step = started.elapsed().as_secs_f64() / n as f64;
-    println!("decode step of this model: {:.1} µs/token (unconstrained)", step * 1e6);
+    println!(
+        "decode step of this model: {:.1} µs/token (unconstrained)",
+        step * 1e6
+    );
     let (compile, mask) = mask_cost(&factory, &tokenizer, &schema)?;
     println!(
         "vocabulary of {}: grammar compiled in {:.2} ms; mask {:.1} µs/token = {:.3}x a decode step",

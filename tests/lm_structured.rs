@@ -12,7 +12,8 @@ use std::collections::HashMap;
 
 use mlx::lm::structured::{ConstraintFactory, ResponseFormat};
 use mlx::lm::{
-    generate, load, Engine, EngineOptions, FinishReason, GenerateOptions, LoadOptions, Model, RequestOptions, SamplerOptions, Tokenizer,
+    generate, load, Engine, EngineOptions, FinishReason, GenerateOptions, LoadOptions, Model,
+    RequestOptions, SamplerOptions, Tokenizer,
 };
 use serde_json::{json, Value};
 use support::lm::model_dir;
@@ -41,12 +42,15 @@ fn person_schema() -> Value {
 }
 
 fn assert_valid(schema: &Value, text: &str) {
-    let value: Value = serde_json::from_str(text)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"));
+    let value: Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text:?}"));
     let mut plain = schema.clone();
     plain.as_object_mut().unwrap().remove("x-guidance");
     let validator = jsonschema::validator_for(&plain).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| e.to_string()).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| e.to_string())
+        .collect();
     assert!(errors.is_empty(), "{text} does not validate: {errors:?}");
 }
 
@@ -66,8 +70,12 @@ fn generate_follows_a_json_schema_greedy_and_sampled() {
             max_tokens: 40,
             ..Default::default()
         };
-        let free_text = generate(&model, &tokenizer, &prompt(&tokenizer, "a person:"), &free).unwrap();
-        assert!(serde_json::from_str::<Value>(&free_text).is_err(), "{free_text:?}");
+        let free_text =
+            generate(&model, &tokenizer, &prompt(&tokenizer, "a person:"), &free).unwrap();
+        assert!(
+            serde_json::from_str::<Value>(&free_text).is_err(),
+            "{free_text:?}"
+        );
 
         let mut texts = Vec::new();
         for sampler in [
@@ -183,7 +191,12 @@ fn engine_mixes_constrained_and_free_rows_in_one_trace() {
         capacity: 256,
         prefill_step_size: 16,
     };
-    let prompts = ["a person:", "someone else, please", "x", "tell me about a pet owner"];
+    let prompts = [
+        "a person:",
+        "someone else, please",
+        "x",
+        "tell me about a pet owner",
+    ];
     let request = |i: usize, constrained: bool| RequestOptions {
         max_tokens: if constrained { 200 } else { 24 },
         sampler: if i % 2 == 0 {
@@ -210,7 +223,10 @@ fn engine_mixes_constrained_and_free_rows_in_one_trace() {
         while step < order.len() || !engine.is_idle() {
             if let Some(&p) = order.get(step) {
                 let id = engine
-                    .insert(&prompt(&tokenizer, prompts[p]), request(step, constrained(step)))
+                    .insert(
+                        &prompt(&tokenizer, prompts[p]),
+                        request(step, constrained(step)),
+                    )
                     .unwrap();
                 ids.insert(id, step);
             }
@@ -244,7 +260,10 @@ fn bad_grammars_are_clear_errors() {
     let factory = ConstraintFactory::new(&tokenizer, model.vocab_size() as usize).unwrap();
     let message = |r: mlx::lm::Result<mlx::lm::structured::Constraint>| r.unwrap_err().to_string();
     let e = message(factory.json_schema(&json!({"type": "frobnicate"}), true));
-    assert!(e.contains("invalid JSON schema") && e.contains("frobnicate"), "{e}");
+    assert!(
+        e.contains("invalid JSON schema") && e.contains("frobnicate"),
+        "{e}"
+    );
     let e = message(factory.json_schema(&json!({"$ref": "#/$defs/missing"}), true));
     assert!(e.contains("invalid JSON schema"), "{e}");
     let e = message(factory.json_schema(&json!([1, 2]), true));
@@ -265,7 +284,9 @@ fn bad_grammars_are_clear_errors() {
         constraint: Some(other.json_object().unwrap()),
         ..Default::default()
     };
-    let e = generate(&model, &tokenizer, &[1, 2], &options).unwrap_err().to_string();
+    let e = generate(&model, &tokenizer, &[1, 2], &options)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("constraint masks"), "{e}");
     let mut engine = Engine::new(&model, EngineOptions::default()).unwrap();
     let e = engine

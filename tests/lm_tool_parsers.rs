@@ -18,7 +18,10 @@ use mlx::lm::tool_parsers::{
 use serde_json::{json, Value};
 
 fn golden() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/lm/tool_parsers.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/lm/tool_parsers.json"
+    );
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
@@ -50,7 +53,9 @@ fn as_json(e: &ToolEvent) -> Value {
     match e {
         ToolEvent::Content(t) => json!(["content", t]),
         ToolEvent::Reasoning(t) => json!(["reasoning", t]),
-        ToolEvent::ToolCall(c) => json!(["call", {"name": c.name, "arguments": c.arguments, "id": c.id}]),
+        ToolEvent::ToolCall(c) => {
+            json!(["call", {"name": c.name, "arguments": c.arguments, "id": c.id}])
+        }
         ToolEvent::InvalidToolCall { .. } => json!(["invalid"]),
     }
 }
@@ -129,7 +134,10 @@ fn streams_match_mlx_lm_at_every_split() {
         };
         let content = ParsedOutput::from_events(all).content;
         if case["thinking"] != true {
-            assert!(!content.contains(parser.tool_call_start()), "{label}: {content:?}");
+            assert!(
+                !content.contains(parser.tool_call_start()),
+                "{label}: {content:?}"
+            );
         }
     }
     assert!(compared > 2000, "{compared}");
@@ -144,11 +152,17 @@ fn parse_is_the_whole_stream() {
     assert_eq!(out.tool_calls.len(), 1);
     assert_eq!(out.tool_calls[0].arguments, json!({"x": "1"}));
     assert!(out.invalid.is_empty());
-    let bad = parser_for("json_tools").unwrap().parse("<tool_call>{oops</tool_call>", None);
+    let bad = parser_for("json_tools")
+        .unwrap()
+        .parse("<tool_call>{oops</tool_call>", None);
     assert!(bad.tool_calls.is_empty());
     assert_eq!(bad.invalid.len(), 1);
     assert_eq!(bad.invalid[0].0, "{oops");
-    assert!(bad.invalid[0].1.to_string().contains("not JSON"), "{}", bad.invalid[0].1);
+    assert!(
+        bad.invalid[0].1.to_string().contains("not JSON"),
+        "{}",
+        bad.invalid[0].1
+    );
 }
 
 #[test]
@@ -174,18 +188,23 @@ fn format_choice_matches_mlx_lm() {
 fn llama3_choice_and_tokenizer_config() {
     // Llama 3.1's template names <|python_tag|> and mlx_lm finds no format in it.
     let llama = "{%- if builtin_tools is defined %}{{- '<|python_tag|>' }}{%- endif %}{{- '{\"name\": \"' + tool_call.name + '\", \"parameters\": ' }}";
-    assert_eq!(infer_tool_parser(Some(llama), |_| false), Some("llama3_json"));
+    assert_eq!(
+        infer_tool_parser(Some(llama), |_| false),
+        Some("llama3_json")
+    );
     // tokenizer_config.json's tool_parser_type wins over the template.
     let dir = support::lm::model_dir("qwen3");
     let tmp = std::env::temp_dir().join(format!("tool-parser-type-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).unwrap();
     std::fs::copy(dir.join("tokenizer.json"), tmp.join("tokenizer.json")).unwrap();
-    let mut config: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("tokenizer_config.json")).unwrap(),
-    )
-    .unwrap();
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("tokenizer_config.json")).unwrap())
+            .unwrap();
     let tokenizer = mlx::lm::Tokenizer::load(&tmp).unwrap();
-    assert_eq!(mlx::lm::tool_parsers::tool_parser_for_tokenizer(&tokenizer), None);
+    assert_eq!(
+        mlx::lm::tool_parsers::tool_parser_for_tokenizer(&tokenizer),
+        None
+    );
     config["tool_parser_type"] = json!("mistral");
     std::fs::write(tmp.join("tokenizer_config.json"), config.to_string()).unwrap();
     let tokenizer = mlx::lm::Tokenizer::load(&tmp).unwrap();
@@ -199,7 +218,11 @@ fn llama3_choice_and_tokenizer_config() {
 
 fn events(parser: &dyn ToolParser, pieces: &[&str], length: bool) -> Vec<Value> {
     let mut s = parser.stream(None);
-    let mut out: Vec<Value> = pieces.iter().flat_map(|p| s.push(p)).map(|e| as_json(&e)).collect();
+    let mut out: Vec<Value> = pieces
+        .iter()
+        .flat_map(|p| s.push(p))
+        .map(|e| as_json(&e))
+        .collect();
     out.extend(s.finish(length).iter().map(as_json));
     normalize(out)
 }
@@ -208,17 +231,25 @@ fn events(parser: &dyn ToolParser, pieces: &[&str], length: bool) -> Vec<Value> 
 fn llama3_json_calls() {
     let p = parser_for("llama3_json").unwrap();
     let call = r#"{"name": "get_weather", "parameters": {"city": "Paris"}}"#;
-    let expected = vec![json!(["call", {"name": "get_weather", "arguments": {"city": "Paris"}, "id": null}])];
+    let expected =
+        vec![json!(["call", {"name": "get_weather", "arguments": {"city": "Paris"}, "id": null}])];
     // A bare call, split anywhere, leading whitespace included.
     let text = format!("\n {call}");
     for i in 0..=text.len() {
-        assert_eq!(events(p.as_ref(), &[&text[..i], &text[i..]], false), expected, "split {i}");
+        assert_eq!(
+            events(p.as_ref(), &[&text[..i], &text[i..]], false),
+            expected,
+            "split {i}"
+        );
     }
     // After <|python_tag|>, and several joined by ';'.
     let two = format!("<|python_tag|>{call}; {{\"name\": \"b\", \"arguments\": {{}}}}");
     let got = events(p.as_ref(), &[&two], false);
     assert_eq!(got.len(), 2);
-    assert_eq!(got[1], json!(["call", {"name": "b", "arguments": {}, "id": null}]));
+    assert_eq!(
+        got[1],
+        json!(["call", {"name": "b", "arguments": {}, "id": null}])
+    );
     // Text first: content, and a later python_tag starts a call.
     let mixed = format!("Let me check. <|python_tag|>{call}");
     assert_eq!(
@@ -227,12 +258,27 @@ fn llama3_json_calls() {
     );
     // Content that only mentions JSON later is content.
     let prose = r#"Use {"name": 1} like this."#;
-    assert_eq!(events(p.as_ref(), &["Use", &prose[3..]], false), vec![json!(["content", prose])]);
+    assert_eq!(
+        events(p.as_ref(), &["Use", &prose[3..]], false),
+        vec![json!(["content", prose])]
+    );
     // Cut off: an invalid call; whitespace alone is nothing.
-    assert_eq!(events(p.as_ref(), &[r#"{"name": "f", "param"#], true), vec![json!(["invalid"])]);
+    assert_eq!(
+        events(p.as_ref(), &[r#"{"name": "f", "param"#], true),
+        vec![json!(["invalid"])]
+    );
     assert_eq!(events(p.as_ref(), &["  "], false), Vec::<Value>::new());
-    assert_eq!(events(p.as_ref(), &["  "], true), vec![json!(["content", "  "])]);
+    assert_eq!(
+        events(p.as_ref(), &["  "], true),
+        vec![json!(["content", "  "])]
+    );
     // No name or no parameters: invalid.
-    assert_eq!(events(p.as_ref(), &[r#"{"parameters": {}}"#], false), vec![json!(["invalid"])]);
-    assert_eq!(events(p.as_ref(), &[r#"{"name": "f"}"#], false), vec![json!(["invalid"])]);
+    assert_eq!(
+        events(p.as_ref(), &[r#"{"parameters": {}}"#], false),
+        vec![json!(["invalid"])]
+    );
+    assert_eq!(
+        events(p.as_ref(), &[r#"{"name": "f"}"#], false),
+        vec![json!(["invalid"])]
+    );
 }

@@ -595,7 +595,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 }
             }
         }
-        Ok(Array::from_slice(&mask, &[self.slots.len() as i32, self.vocab])?)
+        Ok(Array::from_slice(
+            &mask,
+            &[self.slots.len() as i32, self.vocab],
+        )?)
     }
 
     /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,

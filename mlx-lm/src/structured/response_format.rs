@@ -50,7 +50,9 @@ impl ResponseFormat {
                 let name = match spec.get("name") {
                     None | Some(Value::Null) => String::new(),
                     Some(Value::String(s)) => s.clone(),
-                    Some(v) => return invalid(format!("json_schema.name must be a string, got {v}")),
+                    Some(v) => {
+                        return invalid(format!("json_schema.name must be a string, got {v}"))
+                    }
                 };
                 // OpenAI's schema is optional: without one, any JSON value.
                 let schema = match spec.get("schema") {

@@ -42,7 +42,11 @@ pub(crate) fn tok_env(tokenizer: &Tokenizer, vocab_size: usize) -> Result<TokEnv
     // here, not a panic.
     let bytes = std::panic::catch_unwind(|| llguidance::token_bytes_from_tokenizer_json(&json))
         .map_err(|_| invalid("llguidance could not read the tokenizer's vocabulary".into()))?
-        .map_err(|e| invalid(format!("structured output: the tokenizer's vocabulary: {e}")))?;
+        .map_err(|e| {
+            invalid(format!(
+                "structured output: the tokenizer's vocabulary: {e}"
+            ))
+        })?;
     let mut bytes = bytes;
     if bytes.len() > vocab_size {
         return Err(invalid(format!(
@@ -59,8 +63,7 @@ pub(crate) fn tok_env(tokenizer: &Tokenizer, vocab_size: usize) -> Result<TokEnv
     let eos = tokenizer.eos_token_ids();
     let Some(&first) = eos.first() else {
         return Err(invalid(
-            "structured output needs the tokenizer's end-of-sequence token, and it has none"
-                .into(),
+            "structured output needs the tokenizer's end-of-sequence token, and it has none".into(),
         ));
     };
     let info = TokRxInfo::new(vocab_size as u32, first);

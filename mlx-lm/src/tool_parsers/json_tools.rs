@@ -23,7 +23,11 @@ impl ToolParser for JsonTools {
         "</tool_call>"
     }
 
-    fn parse_tool_call(&self, text: &str, _: Option<&Value>) -> Result<Vec<ToolCall>, ToolCallError> {
+    fn parse_tool_call(
+        &self,
+        text: &str,
+        _: Option<&Value>,
+    ) -> Result<Vec<ToolCall>, ToolCallError> {
         let value = parse_json(text.trim_matches(PY_WHITESPACE))?;
         calls_from_json(value)
     }
@@ -33,9 +37,9 @@ impl ToolParser for JsonTools {
 /// what Python strips.
 pub(crate) const PY_WHITESPACE: &[char] = &[
     ' ', '\t', '\n', '\r', '\x0b', '\x0c', '\x1c', '\x1d', '\x1e', '\x1f', '\u{85}', '\u{a0}',
-    '\u{1680}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}',
-    '\u{2006}', '\u{2007}', '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}',
-    '\u{202f}', '\u{205f}', '\u{3000}',
+    '\u{1680}', '\u{2000}', '\u{2001}', '\u{2002}', '\u{2003}', '\u{2004}', '\u{2005}', '\u{2006}',
+    '\u{2007}', '\u{2008}', '\u{2009}', '\u{200a}', '\u{2028}', '\u{2029}', '\u{202f}', '\u{205f}',
+    '\u{3000}',
 ];
 
 pub(crate) fn parse_json(text: &str) -> Result<Value, ToolCallError> {
@@ -54,7 +58,9 @@ pub(crate) fn calls_from_json(value: Value) -> Result<Vec<ToolCall>, ToolCallErr
 
 fn call_from_json(value: Value) -> Result<ToolCall, ToolCallError> {
     let Value::Object(mut object) = value else {
-        return Err(ToolCallError(format!("a call is a JSON object, got {value}")));
+        return Err(ToolCallError(format!(
+            "a call is a JSON object, got {value}"
+        )));
     };
     let name = match object.remove("name") {
         Some(Value::String(name)) => name,
@@ -62,7 +68,9 @@ fn call_from_json(value: Value) -> Result<ToolCall, ToolCallError> {
         None => return Err(ToolCallError("the call has no \"name\"".into())),
     };
     let Some(arguments) = object.remove("arguments") else {
-        return Err(ToolCallError(format!("the call of {name} has no \"arguments\"")));
+        return Err(ToolCallError(format!(
+            "the call of {name} has no \"arguments\""
+        )));
     };
     let id = match object.remove("id") {
         Some(Value::String(id)) => Some(id),

@@ -31,7 +31,11 @@ impl ToolParser for Llama3Json {
         true
     }
 
-    fn parse_tool_call(&self, text: &str, _: Option<&Value>) -> Result<Vec<ToolCall>, ToolCallError> {
+    fn parse_tool_call(
+        &self,
+        text: &str,
+        _: Option<&Value>,
+    ) -> Result<Vec<ToolCall>, ToolCallError> {
         let mut calls = Vec::new();
         let mut rest = text.trim();
         while !rest.is_empty() {
@@ -44,15 +48,21 @@ impl ToolParser for Llama3Json {
             rest = rest[values.byte_offset()..].trim_start();
             rest = rest.strip_prefix(';').unwrap_or(rest).trim_start();
             let Value::Object(mut call) = value else {
-                return Err(ToolCallError(format!("a call is a JSON object, got {value}")));
+                return Err(ToolCallError(format!(
+                    "a call is a JSON object, got {value}"
+                )));
             };
             let Some(Value::String(name)) = call.remove("name") else {
-                return Err(ToolCallError(format!("a call without a string \"name\": {text}")));
+                return Err(ToolCallError(format!(
+                    "a call without a string \"name\": {text}"
+                )));
             };
             let arguments = match (call.remove("parameters"), call.remove("arguments")) {
                 (Some(a), _) | (None, Some(a)) => a,
                 (None, None) => {
-                    return Err(ToolCallError(format!("the call of {name} has no \"parameters\"")))
+                    return Err(ToolCallError(format!(
+                        "the call of {name} has no \"parameters\""
+                    )))
                 }
             };
             // Some fine-tunes write the arguments as a JSON string.

@@ -29,7 +29,11 @@ impl ToolParser for Mistral {
         ""
     }
 
-    fn parse_tool_call(&self, text: &str, _: Option<&Value>) -> Result<Vec<ToolCall>, ToolCallError> {
+    fn parse_tool_call(
+        &self,
+        text: &str,
+        _: Option<&Value>,
+    ) -> Result<Vec<ToolCall>, ToolCallError> {
         let fail = || ToolCallError(format!("Could not parse tool call from: {text}"));
         let mut calls = json_calls(text).ok_or_else(fail)?;
         if calls.is_empty() {

@@ -104,7 +104,6 @@ pub trait ToolParser: Send + Sync + std::fmt::Debug {
     fn bare_json_calls(&self) -> bool {
         false
     }
-
 }
 
 impl<'a> dyn ToolParser + 'a {
@@ -139,7 +138,13 @@ impl ParsedOutput {
 }
 
 /// The names [`parser_for`] knows.
-pub const TOOL_PARSERS: [&str; 5] = ["json_tools", "llama3_json", "mistral", "pythonic", "qwen3_coder"];
+pub const TOOL_PARSERS: [&str; 5] = [
+    "json_tools",
+    "llama3_json",
+    "mistral",
+    "pythonic",
+    "qwen3_coder",
+];
 
 /// The parser of a format by mlx_lm's name (`tool_parser_type`).
 pub fn parser_for(name: &str) -> Option<Box<dyn ToolParser>> {
@@ -198,7 +203,10 @@ pub fn infer_tool_parser(
         }
     }
     // mlx_lm's `_is_xtml_vocab`: the Kimi K3 control tokens.
-    if ["<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"].iter().all(|t| has_token(t)) {
+    if ["<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"]
+        .iter()
+        .all(|t| has_token(t))
+    {
         return Some("kimi_k3");
     }
     if has_token("<|tool_call_start|>") && has_token("<|tool_call_end|>") {
@@ -217,10 +225,9 @@ pub fn tool_parser_for_tokenizer(tokenizer: &crate::Tokenizer) -> Option<&'stati
     if let Some(name) = tokenizer.tool_parser_type() {
         return KNOWN.iter().find(|k| **k == name).copied();
     }
-    infer_tool_parser(
-        tokenizer.chat_template().map(|t| t.source()),
-        |t| tokenizer.token_to_id(t).is_some(),
-    )
+    infer_tool_parser(tokenizer.chat_template().map(|t| t.source()), |t| {
+        tokenizer.token_to_id(t).is_some()
+    })
 }
 
 /// Every name mlx_lm 0.32.2 has a module for.

@@ -201,7 +201,8 @@ impl<'a> Parser<'a> {
                 Some('"' | '\'') => prefix.clear(),
                 Some(c) if c.is_alphabetic() => {
                     let p = self.name().unwrap_or_default().to_ascii_lowercase();
-                    if !matches!(p.as_str(), "r" | "u") || !matches!(self.peek(), Some('"' | '\'')) {
+                    if !matches!(p.as_str(), "r" | "u") || !matches!(self.peek(), Some('"' | '\''))
+                    {
                         self.pos = save;
                         return Ok(Value::String(out));
                     }
@@ -278,7 +279,12 @@ impl<'a> Parser<'a> {
                         'u' => 4,
                         _ => 8,
                     };
-                    let digits: String = self.chars.get(self.pos..self.pos + n).ok_or("truncated escape")?.iter().collect();
+                    let digits: String = self
+                        .chars
+                        .get(self.pos..self.pos + n)
+                        .ok_or("truncated escape")?
+                        .iter()
+                        .collect();
                     let v = u32::from_str_radix(&digits, 16).map_err(|_| "bad escape")?;
                     self.pos += n;
                     out.push(char::from_u32(v).ok_or("bad escape")?);
@@ -299,7 +305,9 @@ impl<'a> Parser<'a> {
             .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
             || (matches!(self.peek(), Some('+' | '-'))
                 && matches!(self.chars.get(self.pos.wrapping_sub(1)), Some('e' | 'E'))
-                && !self.chars[start..self.pos].iter().any(|c| matches!(c, 'x' | 'X')))
+                && !self.chars[start..self.pos]
+                    .iter()
+                    .any(|c| matches!(c, 'x' | 'X')))
         {
             self.pos += 1;
         }
@@ -316,7 +324,9 @@ fn negate(n: Value) -> PyResult<Value> {
             }
             if let Some(u) = n.as_u64() {
                 // u64 above i64::MAX: as a float.
-                return Number::from_f64(-(u as f64)).map(Value::Number).ok_or("bad number".into());
+                return Number::from_f64(-(u as f64))
+                    .map(Value::Number)
+                    .ok_or("bad number".into());
             }
             Number::from_f64(-n.as_f64().unwrap_or(0.0))
                 .map(Value::Number)
@@ -329,7 +339,11 @@ fn negate(n: Value) -> PyResult<Value> {
 /// A Python number literal: ints (decimal, `0x`, `0o`, `0b`, with `_` between digits) and
 /// floats; imaginary numbers are no JSON value.
 fn parse_number(text: &str) -> Option<Value> {
-    if text.ends_with(['j', 'J']) || text.starts_with('_') || text.ends_with('_') || text.contains("__") {
+    if text.ends_with(['j', 'J'])
+        || text.starts_with('_')
+        || text.ends_with('_')
+        || text.contains("__")
+    {
         return None;
     }
     let digits = text.replace('_', "");
@@ -346,16 +360,25 @@ fn parse_number(text: &str) -> Option<Value> {
         if lower.len() > 1 && lower.starts_with('0') && lower.bytes().any(|b| b != b'0') {
             return None;
         }
-        return lower
-            .parse::<u64>()
-            .ok()
-            .map(Value::from)
-            .or_else(|| lower.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number));
+        return lower.parse::<u64>().ok().map(Value::from).or_else(|| {
+            lower
+                .parse::<f64>()
+                .ok()
+                .and_then(Number::from_f64)
+                .map(Value::Number)
+        });
     }
-    if !lower.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-')) {
+    if !lower
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-'))
+    {
         return None;
     }
-    lower.parse::<f64>().ok().and_then(Number::from_f64).map(Value::Number)
+    lower
+        .parse::<f64>()
+        .ok()
+        .and_then(Number::from_f64)
+        .map(Value::Number)
 }
 
 /// `ast.literal_eval(text)` into JSON (leading spaces and tabs skipped, as Python does).

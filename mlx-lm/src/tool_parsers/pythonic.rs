@@ -16,8 +16,10 @@ static CALL: LazyLock<Regex> = LazyLock::new(|| {
 // Python's pattern names both quoted forms `quoted`; Rust's engine wants two names. Its `$`
 // (no MULTILINE) also matches before a final newline.
 static ARGS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?s)(?P<key>\w+)=(?:"(?P<q1>[^"]*)"|'(?P<q2>[^']*)'|(?P<bare>[^,]+))(?:,\s*|\n?\z)"#)
-        .expect("a valid pattern")
+    Regex::new(
+        r#"(?s)(?P<key>\w+)=(?:"(?P<q1>[^"]*)"|'(?P<q2>[^']*)'|(?P<bare>[^,]+))(?:,\s*|\n?\z)"#,
+    )
+    .expect("a valid pattern")
 });
 
 /// Python-call syntax in brackets.
@@ -37,7 +39,11 @@ impl ToolParser for Pythonic {
         "<|tool_call_end|>"
     }
 
-    fn parse_tool_call(&self, text: &str, _: Option<&Value>) -> Result<Vec<ToolCall>, ToolCallError> {
+    fn parse_tool_call(
+        &self,
+        text: &str,
+        _: Option<&Value>,
+    ) -> Result<Vec<ToolCall>, ToolCallError> {
         if let Some(calls) = calls_as_python(text) {
             return calls.map_err(ToolCallError);
         }

@@ -36,7 +36,11 @@ impl ToolParser for Qwen3Coder {
         "</tool_call>"
     }
 
-    fn parse_tool_call(&self, text: &str, tools: Option<&Value>) -> Result<Vec<ToolCall>, ToolCallError> {
+    fn parse_tool_call(
+        &self,
+        text: &str,
+        tools: Option<&Value>,
+    ) -> Result<Vec<ToolCall>, ToolCallError> {
         let Some(m) = FUNCTION.captures(text) else {
             return Err(ToolCallError("No function provided.".into()));
         };
@@ -112,7 +116,11 @@ fn python_float(text: &str) -> Result<f64, String> {
     if matches!(body, "inf" | "infinity" | "nan") {
         return lower.parse::<f64>().map_err(|_| bad());
     }
-    if body.is_empty() || !body.bytes().all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-')) {
+    if body.is_empty()
+        || !body
+            .bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'+' | b'-'))
+    {
         return Err(bad());
     }
     lower.parse::<f64>().map_err(|_| bad())
@@ -139,10 +147,16 @@ fn convert(value: &str, name: &str, config: Option<&Map<String, Value>>) -> Resu
         });
     };
     let kind = python_str(kind).trim().to_lowercase();
-    if matches!(kind.as_str(), "string" | "str" | "text" | "varchar" | "char" | "enum") {
+    if matches!(
+        kind.as_str(),
+        "string" | "str" | "text" | "varchar" | "char" | "enum"
+    ) {
         return Ok(Value::String(value.into()));
     }
-    if ["int", "uint", "long", "short", "unsigned"].iter().any(|p| kind.starts_with(p)) {
+    if ["int", "uint", "long", "short", "unsigned"]
+        .iter()
+        .any(|p| kind.starts_with(p))
+    {
         let x = python_float(value)?;
         if !x.is_finite() {
             // Python: int(float("inf")) raises OverflowError, which the server does not
@@ -171,7 +185,10 @@ fn convert(value: &str, name: &str, config: Option<&Map<String, Value>>) -> Resu
     if matches!(kind.as_str(), "boolean" | "bool" | "binary") {
         return Ok(Value::Bool(value.to_lowercase() == "true"));
     }
-    if matches!(kind.as_str(), "object" | "array" | "arr") || kind.starts_with("dict") || kind.starts_with("list") {
+    if matches!(kind.as_str(), "object" | "array" | "arr")
+        || kind.starts_with("dict")
+        || kind.starts_with("list")
+    {
         if let Ok(v) = serde_json::from_str::<Value>(value) {
             return Ok(v);
         }

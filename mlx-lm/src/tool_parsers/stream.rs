@@ -72,7 +72,10 @@ impl<'p> ToolCallStream<'p> {
             normal.push((think_start, TextState::Reasoning));
             transitions.push((
                 TextState::Reasoning,
-                vec![(think_end, TextState::Normal), (start.clone(), TextState::Tool)],
+                vec![
+                    (think_end, TextState::Normal),
+                    (start.clone(), TextState::Tool),
+                ],
             ));
         }
         normal.push((start, TextState::Tool));
@@ -146,9 +149,7 @@ impl<'p> ToolCallStream<'p> {
             match state {
                 TextState::Tool => self.tool_text.push_str(&text),
                 TextState::Normal if !text.is_empty() => events.push(ToolEvent::Content(text)),
-                TextState::Reasoning if !text.is_empty() => {
-                    events.push(ToolEvent::Reasoning(text))
-                }
+                TextState::Reasoning if !text.is_empty() => events.push(ToolEvent::Reasoning(text)),
                 _ => {}
             }
             // A tool run that is not the last one has ended at its end marker.

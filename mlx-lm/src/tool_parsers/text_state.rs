@@ -56,8 +56,11 @@ impl Trie {
         let mut queue: std::collections::VecDeque<usize> =
             nodes[0].children.values().copied().collect();
         while let Some(parent) = queue.pop_front() {
-            let children: Vec<(char, usize)> =
-                nodes[parent].children.iter().map(|(c, n)| (*c, *n)).collect();
+            let children: Vec<(char, usize)> = nodes[parent]
+                .children
+                .iter()
+                .map(|(c, n)| (*c, *n))
+                .collect();
             for (c, child) in children {
                 queue.push_back(child);
                 let mut fail = nodes[parent].fail;
@@ -130,7 +133,10 @@ impl TextStateMachine {
             }
             if let Some((len, target)) = trie.nodes[n].matched {
                 let end = i + 1 - len;
-                segments.push((self.state, self.buffer[begin..end.max(begin)].iter().collect()));
+                segments.push((
+                    self.state,
+                    self.buffer[begin..end.max(begin)].iter().collect(),
+                ));
                 begin = i + 1;
                 consumed = i + 1;
                 self.state = target;
