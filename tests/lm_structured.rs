@@ -344,3 +344,39 @@ fn openai_response_formats() {
         assert!(e.contains(needle), "{bad}: {e}");
     }
 }
+
+/// A server shares the factory between threads and moves requests, grammars included, to
+/// the thread that runs the engine.
+#[test]
+fn constraints_cross_threads() {
+    fn send_sync<T: Send + Sync>() {}
+    fn send<T: Send>() {}
+    send_sync::<ConstraintFactory>();
+    send::<mlx::lm::structured::Constraint>();
+    send::<RequestOptions>();
+
+    let (model, tokenizer) = load_named("qwen3");
+    let factory = ConstraintFactory::new(&tokenizer, model.vocab_size() as usize).unwrap();
+    let c = factory.regex("[ab]{2}").unwrap();
+    // A clone is a template's copy: equal until one of them moves on.
+    let mut d = c.clone();
+    assert_eq!(c, d);
+    assert_ne!(c, factory.regex("[ab]{2}").unwrap(), "another compile");
+    let allowed = d.allowed_tokens().unwrap();
+    let a = tokenizer.token_to_id("a").unwrap();
+    assert!(allowed[a as usize]);
+    assert!(!allowed[tokenizer.token_to_id("c").unwrap() as usize]);
+    d.commit(a).unwrap();
+    assert_ne!(c, d);
+    assert!(!d.is_finished() && !d.is_accepting());
+    assert!(d.commit(tokenizer.token_to_id("c").unwrap()).is_err());
+    let std::thread::Result::Ok(()) = std::thread::spawn(move || {
+        let mut e = c;
+        e.commit(a).unwrap();
+        e.commit(a).unwrap();
+        assert!(e.is_accepting());
+    })
+    .join() else {
+        panic!("the thread failed")
+    };
+}
