@@ -177,6 +177,8 @@ impl Sampling {
             repetition_context_size: self.repetition_context_size.map_or(20, |n| n as usize),
             presence_penalty: self.presence_penalty.unwrap_or(0.0),
             frequency_penalty: self.frequency_penalty.unwrap_or(0.0),
+            // `response_format` beyond text is refused before this (a 400 naming it).
+            constraint: None,
         })
     }
 }

@@ -26,6 +26,10 @@
 //! presence and frequency penalties); a row whose penalties are off keeps its logits bit for
 //! bit (it multiplies by 1 and subtracts 0).
 //!
+//! A request may carry a grammar ([`RequestOptions::constraint`], structured output): before
+//! each step its allowed tokens become the row's additive mask of the logits, a step input
+//! of the same shape for every row (zeros for a row without one), so the trace stays one.
+//!
 //! Each step reads its tokens back before the next one is built: the finish checks and the
 //! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
 //! a batch of one here does not match yet (about half its tokens per second on the CPU).
@@ -41,6 +45,7 @@ use crate::error::{Error, Result};
 use crate::generate::{check_prompt, FinishReason};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::structured::Constraint;
 
 /// The shape of an [`Engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,6 +98,9 @@ pub struct RequestOptions {
     /// OpenAI's frequency penalty: subtracted from a token's logit once per time it was
     /// generated so far.
     pub frequency_penalty: f64,
+    /// A grammar the output must follow (structured output); the request starts from a
+    /// clone of it, and ends with [`FinishReason::Stop`] once the grammar is complete.
+    pub constraint: Option<Constraint>,
 }
 
 impl Default for RequestOptions {
@@ -107,6 +115,7 @@ impl Default for RequestOptions {
             repetition_context_size: 20,
             presence_penalty: 0.0,
             frequency_penalty: 0.0,
+            constraint: None,
         }
     }
 }
@@ -163,6 +172,9 @@ struct StepInputs {
     /// `[batch, 1]`, `0`: off.
     presence_penalty: Array,
     frequency_penalty: Array,
+    /// Each row's grammar mask, added to the logits (`float32 [batch, vocab]`: `0` or
+    /// `-inf`; all `0` for a row without a grammar).
+    mask: Array,
 }
 
 #[derive(Debug, Clone, TreeNode)]
@@ -184,6 +196,7 @@ fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> 
         // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
         let logits = apply_penalties(&logits, s, x)?;
+        let logits = ops::add(&logits, &x.mask.astype(logits.dtype())?)?;
         let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, -1, true)?)?;
         let tokens = sample_rows(&logprobs, x, &mut s.keys)?;
         let (batch, vocab) = (logits.shape()[0], logits.shape()[1]);
@@ -398,6 +411,7 @@ struct Running {
     stop_tokens: HashSet<u32>,
     sampler: SamplerOptions,
     penalties: Penalties,
+    constraint: Option<Constraint>,
 }
 
 /// A running request's penalty settings.
@@ -425,6 +439,8 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     next_id: RequestId,
     options: EngineOptions,
     vocab: i32,
+    /// The mask of a step without grammars, built once.
+    no_mask: Array,
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
@@ -484,6 +500,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             next_id: 0,
             options,
             vocab,
+            no_mask: ops::zeros(&[batch, vocab], Dtype::Float32)?,
         })
     }
 
@@ -543,6 +560,15 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         ] {
             if !v.is_finite() {
                 return Err(invalid(format!("{name} must be finite, got {v}")));
+            }
+        }
+        if let Some(c) = &options.constraint {
+            if c.vocab_size() != self.vocab as usize {
+                return Err(invalid(format!(
+                    "the constraint masks {} logits but the model has {}",
+                    c.vocab_size(),
+                    self.vocab
+                )));
             }
         }
         // The prompt's last token sits at position len - 1 and each generated token but the
@@ -634,7 +660,11 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             let Some(r) = slot else { continue };
             let token = tokens[b];
             r.produced += 1;
-            let finish_reason = if r.stop_tokens.contains(&token) {
+            let grammar_done = r.constraint.as_mut().is_some_and(|c| {
+                // A token the mask allowed commits; a failure leaves the grammar stopped.
+                c.commit(token).is_err() || c.is_finished()
+            });
+            let finish_reason = if r.stop_tokens.contains(&token) || grammar_done {
                 Some(FinishReason::Stop)
             } else if r.produced >= r.max_tokens {
                 Some(FinishReason::Length)
@@ -656,7 +686,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         Ok(events)
     }
 
-    fn inputs(&self) -> Result<StepInputs> {
+    fn inputs(&mut self) -> Result<StepInputs> {
         let batch = self.slots.len() as i32;
         let mut tokens = Vec::with_capacity(self.slots.len());
         let mut inv_temperature = Vec::with_capacity(self.slots.len());
@@ -704,7 +734,30 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             repetition_window: Array::from_slice(&repetition_window, &[batch, 1])?,
             presence_penalty: Array::from_slice(&presence_penalty, &[batch, 1])?,
             frequency_penalty: Array::from_slice(&frequency_penalty, &[batch, 1])?,
+            mask: self.masks()?,
         })
+    }
+
+    /// The step's grammar masks. A grammar whose mask fails (the engine's limits, an
+    /// internal error) is stopped by the failure: its row may only end, with one of the
+    /// grammar's end-of-sequence tokens, and finishes after this step.
+    fn masks(&mut self) -> Result<Array> {
+        if self.slots.iter().flatten().all(|r| r.constraint.is_none()) {
+            return Ok(self.no_mask.clone());
+        }
+        let vocab = self.vocab as usize;
+        let mut mask = vec![0.0f32; self.slots.len() * vocab];
+        for (slot, row) in self.slots.iter_mut().zip(mask.chunks_mut(vocab)) {
+            if let Some(c) = slot.as_mut().and_then(|r| r.constraint.as_mut()) {
+                if c.write_mask(row).is_err() {
+                    c.write_end_mask(row);
+                }
+            }
+        }
+        Ok(Array::from_slice(
+            &mask,
+            &[self.slots.len() as i32, self.vocab],
+        )?)
     }
 
     /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
@@ -825,6 +878,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 presence: request.options.presence_penalty,
                 frequency: request.options.frequency_penalty,
             },
+            constraint: request.options.constraint,
         });
         Ok(())
     }

@@ -14,6 +14,7 @@ use crate::cache::{cache_slots, reserve, set_prefix_attention, write_in_place, C
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::structured::Constraint;
 use crate::text_assembler::TextAssembler;
 use crate::tokenizer::Tokenizer;
 
@@ -49,6 +50,12 @@ pub struct GenerateOptions {
     /// ops, and near-ties may then pick other tokens; `docs/language-models.md` says by how
     /// much, which side is closer to float32, and what the eager step costs.
     pub compile: bool,
+    /// A grammar the output must follow (structured output,
+    /// [`structured`](crate::structured)); the generation starts from a clone of it and
+    /// stops ([`FinishReason::Stop`]) once the grammar is complete. Its mask is an input of
+    /// the compiled step, which then reads each token back before queueing the next (the
+    /// next mask depends on it).
+    pub constraint: Option<Constraint>,
 }
 
 impl Default for GenerateOptions {
@@ -63,6 +70,7 @@ impl Default for GenerateOptions {
             stop_strings: Vec::new(),
             cache_writes_in_place: true,
             compile: true,
+            constraint: None,
         }
     }
 }
@@ -75,6 +83,8 @@ pub struct DecodeState {
     pub key: Option<Array>,
     /// The last tokens, for the repetition penalty.
     pub history: Option<Array>,
+    /// The grammar's additive mask of the next logits (`[1, vocab]`: `0` or `-inf`).
+    pub mask: Option<Array>,
 }
 
 type StepFn<'m> = Box<dyn Fn(&mut DecodeState, &Array) -> mlx_rs::Result<(Array, Array)> + 'm>;
@@ -96,6 +106,10 @@ fn decode_step<'m, M: LanguageModel + ?Sized>(
             *history = ops::concatenate(&[recent, tokens.clone()], 0)?;
         }
         let logits = processors.apply(&logits, s.history.as_ref())?;
+        let logits = match &s.mask {
+            Some(mask) => ops::add(&logits, &mask.astype(logits.dtype())?)?,
+            None => logits,
+        };
         let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, None, true)?)?;
         let key = match &s.key {
             Some(k) if sampler.is_random() => {
@@ -141,6 +155,9 @@ pub struct TokenGenerator<'m> {
     first_token_at: Option<Instant>,
     stats: GenerationStats,
     failed: bool,
+    constraint: Option<Constraint>,
+    /// The grammar is complete: the last token ended the generation.
+    grammar_done: bool,
 }
 
 /// Starts generating from `prompt` (Python: `generate_step(prompt, model, ...)`): prefills all
@@ -243,6 +260,19 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         None
     };
     let key = sampling_key(options)?;
+    let mut constraint = options.constraint.clone();
+    let mask = match &mut constraint {
+        Some(c) => {
+            if c.vocab_size() != vocab as usize {
+                return Err(invalid(format!(
+                    "the constraint masks {} logits but the model has {vocab}",
+                    c.vocab_size()
+                )));
+            }
+            Some(grammar_mask(c)?)
+        }
+        None => None,
+    };
     let mut generator = TokenGenerator {
         step: {
             let step = decode_step(model, options.sampler, options.processors.clone());
@@ -256,6 +286,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
             cache,
             key,
             history,
+            mask,
         },
         pending: None,
         produced: 0,
@@ -267,10 +298,22 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
             ..Default::default()
         },
         failed: false,
+        constraint,
+        grammar_done: false,
     };
     let first = generator.call(&Array::from_slice(tail, &[1])?)?;
     generator.pending = Some(first);
     Ok(generator)
+}
+
+/// The additive mask of the tokens `constraint` allows next (`[1, vocab]`); one that allows
+/// only the end-of-sequence tokens when the grammar failed.
+fn grammar_mask(constraint: &mut Constraint) -> Result<Array> {
+    let mut row = vec![0.0f32; constraint.vocab_size()];
+    if constraint.write_mask(&mut row).is_err() {
+        constraint.write_end_mask(&mut row);
+    }
+    Ok(Array::from_slice(&row, &[1, row.len() as i32])?)
 }
 
 /// An error unless `prompt` can be generated from: not empty, every token in the vocabulary.
@@ -344,11 +387,23 @@ impl TokenGenerator<'_> {
         let Some((token, logprobs)) = self.pending.take() else {
             return Ok(None);
         };
-        // Queue the next step before reading this token back.
-        if self.produced + 1 < self.max_tokens {
-            self.pending = Some(self.call(&token)?);
-        }
-        let id = token.item::<u32>()?;
+        let id = if let Some(mut constraint) = self.constraint.take() {
+            // The next mask depends on this token: read it back first.
+            let id = token.item::<u32>()?;
+            self.grammar_done = constraint.commit(id).is_err() || constraint.is_finished();
+            if self.produced + 1 < self.max_tokens && !self.grammar_done {
+                self.state.mask = Some(grammar_mask(&mut constraint)?);
+                self.pending = Some(self.call(&token)?);
+            }
+            self.constraint = Some(constraint);
+            id
+        } else {
+            // Queue the next step before reading this token back.
+            if self.produced + 1 < self.max_tokens {
+                self.pending = Some(self.call(&token)?);
+            }
+            token.item::<u32>()?
+        };
         let now = Instant::now();
         match self.first_token_at {
             None => {
@@ -475,9 +530,16 @@ impl TextStream<'_, '_> {
         let (piece, mut finish) = if self.stop_tokens.contains(&token) {
             (self.text.push(None, true)?, Some(FinishReason::Stop))
         } else {
-            let last = self.tokens.produced == self.tokens.max_tokens;
+            // A completed grammar ends the text as a stop token would, its last token kept.
+            let grammar_done = self.tokens.grammar_done;
+            let last = grammar_done || self.tokens.produced == self.tokens.max_tokens;
             let piece = self.text.push(Some(token), last)?;
-            (piece, last.then_some(FinishReason::Length))
+            let finish = if grammar_done {
+                Some(FinishReason::Stop)
+            } else {
+                last.then_some(FinishReason::Length)
+            };
+            (piece, finish)
         };
         if piece.stop.is_some() {
             finish = Some(FinishReason::Stop);

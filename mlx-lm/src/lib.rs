@@ -46,8 +46,10 @@ mod prompt_cache;
 mod quantization;
 mod registry;
 mod sample;
+pub mod structured;
 mod text_assembler;
 mod tokenizer;
+pub mod tool_parsers;
 mod weights;
 
 pub use batch::{

@@ -39,6 +39,8 @@ pub struct Tokenizer {
     clean_up_tokenization_spaces: bool,
     chat_template: Option<ChatTemplate>,
     eos_token_ids: BTreeSet<u32>,
+    /// `tokenizer_config.json`'s `tool_parser_type` (mlx_lm's key for the tool-call format).
+    tool_parser_type: Option<String>,
 }
 
 impl Tokenizer {
@@ -91,7 +93,12 @@ impl Tokenizer {
         let mut special_tokens = Vec::new();
         let mut clean_up_tokenization_spaces = false;
         let mut chat_template = None;
+        let mut tool_parser_type = None;
         if let Some((config, config_path)) = config {
+            tool_parser_type = config
+                .get("tool_parser_type")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             let bad = |key: &str, message: &str| Error::Invalid {
                 path: config_path.clone(),
                 key: key.to_string(),
@@ -144,6 +151,7 @@ impl Tokenizer {
             clean_up_tokenization_spaces,
             chat_template,
             eos_token_ids: BTreeSet::new(),
+            tool_parser_type,
         };
         if let Some(eos) = tokenizer.special_token("eos_token") {
             if let Some(id) = tokenizer.token_to_id(eos) {
@@ -250,6 +258,12 @@ impl Tokenizer {
             source: None,
         })?;
         template.apply(messages, &self.special_tokens, options)
+    }
+
+    /// `tokenizer_config.json`'s `tool_parser_type`, which names the tool-call format
+    /// (see [`tool_parsers`](crate::tool_parsers)).
+    pub fn tool_parser_type(&self) -> Option<&str> {
+        self.tool_parser_type.as_deref()
     }
 
     /// Replaces the chat template (Python: `tokenizer.chat_template = ...`).
