@@ -47,7 +47,9 @@ pub struct Submission {
 }
 
 enum Command {
-    Submit(Submission),
+    /// Boxed: a submission carries the request and its options (a grammar among them), far
+    /// larger than `Stop`.
+    Submit(Box<Submission>),
     /// Cancels everything and ends the thread.
     Stop,
 }
@@ -66,7 +68,7 @@ impl EngineHandle {
     /// Queues a request; `Err` when the engine thread is gone.
     pub fn submit(&self, s: Submission) -> Result<(), EngineGone> {
         self.commands
-            .send(Command::Submit(s))
+            .send(Command::Submit(Box::new(s)))
             .map_err(|_| EngineGone)
     }
 
@@ -170,13 +172,13 @@ impl Worker<'_> {
             if self.engine.is_idle() {
                 self.publish();
                 match rx.recv() {
-                    Ok(Command::Submit(s)) => self.submit(s),
+                    Ok(Command::Submit(s)) => self.submit(*s),
                     Ok(Command::Stop) | Err(_) => return,
                 }
             }
             loop {
                 match rx.try_recv() {
-                    Ok(Command::Submit(s)) => self.submit(s),
+                    Ok(Command::Submit(s)) => self.submit(*s),
                     Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
