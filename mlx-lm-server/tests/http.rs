@@ -262,6 +262,10 @@ async fn stop_strings_and_logprobs() {
         let text = tokenizer.decode(&[*token], false).unwrap();
         assert_eq!(entry["token"], text.as_str());
         let got = entry["logprob"].as_f64().unwrap();
+        // The server's engine runs the request as one row of its slot batch: on the CPU the
+        // row's ops are the request's own (lm_engine: bit-identical), on a GPU the batched
+        // matmuls group their sums otherwise (lm_engine's bound, 1e-3 of a log-probability's
+        // size). A wrong row or position moves it by 1e-2 and more.
         assert!(
             (got - lp[*token as usize] as f64).abs() < 1e-3,
             "{got} vs {}",

@@ -57,6 +57,19 @@ pub fn load_depthwise_conv1d(
     })
 }
 
+/// Python (the `sanitize` of mamba, mamba2, nemotron_h, granitemoehybrid, recurrent_gemma): a
+/// Hugging Face checkpoint's depthwise convolution weights `[C, 1, K]`, those whose name
+/// contains `name`, become MLX's `[C, K, 1]`; weights already `[C, K, 1]` stay.
+pub fn sanitize_conv_weights(ck: &mut Checkpoint, name: &str) -> crate::Result<()> {
+    ck.weights_mut().map(|k, v| {
+        let s = v.shape();
+        if k.contains(name) && s.len() == 3 && s[2] != 1 {
+            return ops::swapaxes(v, 1, 2).map(Some);
+        }
+        Ok(None)
+    })
+}
+
 /// The zeros a convolution's state starts as (Python: the `None` slot a layer fills with
 /// zeros on its first call): `[batch, kernel - 1, channels]`.
 pub fn conv_state(conv: &Conv1d, batch: i32, dtype: Dtype) -> Result<Array> {

@@ -200,22 +200,24 @@ macro_rules! dense_decoder {
             }
         }
 
-        $crate::models::base::decoder_language_model!($name, $model_type);
+        $crate::models::base::stack_language_model!($name, model, $model_type);
     };
 }
 pub(crate) use dense_decoder;
 
-/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a
-/// [`DecoderModel`] under `model`, with its output head under `lm_head` (`None`: tied).
-macro_rules! decoder_language_model {
-    ($name:ident, $model_type:literal) => {
+/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose layer stack (a
+/// [`DecoderModel`] under `model`, or a [`Backbone`](crate::blocks::Backbone) under
+/// `backbone`: mamba, mamba2, nemotron_h) computes the logits, with its output head under
+/// `lm_head` (`None`: tied).
+macro_rules! stack_language_model {
+    ($name:ident, $stack:ident, $model_type:literal) => {
         impl $crate::LanguageModel for $name {
             fn forward(
                 &self,
                 inputs: &mlx_rs::Array,
                 cache: Option<&mut [$crate::LayerCache]>,
             ) -> mlx_rs::Result<mlx_rs::Array> {
-                self.model.logits(inputs, cache, self.lm_head.as_ref())
+                self.$stack.logits(inputs, cache, self.lm_head.as_ref())
             }
 
             fn make_cache(
@@ -223,15 +225,15 @@ macro_rules! decoder_language_model {
                 batch: i32,
                 capacity: i32,
             ) -> mlx_rs::Result<Vec<$crate::LayerCache>> {
-                self.model.make_cache(batch, capacity)
+                self.$stack.make_cache(batch, capacity)
             }
 
             fn dtype(&self) -> mlx_rs::Dtype {
-                self.model.dtype()
+                self.$stack.dtype()
             }
 
             fn vocab_size(&self) -> i32 {
-                self.model.vocab_size()
+                self.$stack.vocab_size()
             }
 
             fn model_type(&self) -> &str {
@@ -240,42 +242,4 @@ macro_rules! decoder_language_model {
         }
     };
 }
-pub(crate) use decoder_language_model;
-
-/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a
-/// [`Backbone`](crate::blocks::Backbone) under `backbone`, with its output head under
-/// `lm_head` (`None`: tied): mamba, mamba2, nemotron_h.
-macro_rules! backbone_language_model {
-    ($name:ident, $model_type:literal) => {
-        impl $crate::LanguageModel for $name {
-            fn forward(
-                &self,
-                inputs: &mlx_rs::Array,
-                cache: Option<&mut [$crate::LayerCache]>,
-            ) -> mlx_rs::Result<mlx_rs::Array> {
-                self.backbone.logits(inputs, cache, self.lm_head.as_ref())
-            }
-
-            fn make_cache(
-                &self,
-                batch: i32,
-                capacity: i32,
-            ) -> mlx_rs::Result<Vec<$crate::LayerCache>> {
-                self.backbone.make_cache(batch, capacity)
-            }
-
-            fn dtype(&self) -> mlx_rs::Dtype {
-                self.backbone.dtype()
-            }
-
-            fn vocab_size(&self) -> i32 {
-                self.backbone.vocab_size()
-            }
-
-            fn model_type(&self) -> &str {
-                $model_type
-            }
-        }
-    };
-}
-pub(crate) use backbone_language_model;
+pub(crate) use stack_language_model;

@@ -25,6 +25,7 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
+use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
@@ -336,14 +337,8 @@ impl GraniteMoeHybrid {
     /// `mlp.up_proj`, `shared_mlp.output_linear` becomes `mlp.down_proj`; a tied model's
     /// redundant `lm_head.weight` is dropped.
     pub fn sanitize(ck: &mut Checkpoint, layers: usize, tied: bool) -> crate::Result<()> {
+        sanitize_conv_weights(ck, "conv1d.weight")?;
         let w = ck.weights_mut();
-        w.map(|k, v| {
-            let s = v.shape();
-            if k.contains("conv1d.weight") && s.len() == 3 && s[2] != 1 {
-                return ops::swapaxes(v, 1, 2).map(Some);
-            }
-            Ok(None)
-        })?;
         if w.contains("model.layers.0.shared_mlp.input_linear.weight") {
             for l in 0..layers {
                 let shared = format!("model.layers.{l}.shared_mlp");

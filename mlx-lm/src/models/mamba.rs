@@ -15,13 +15,14 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
+use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 use crate::blocks::Backbone;
 use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::models::base::backbone_language_model;
+use crate::models::base::stack_language_model;
 
 /// Python: mamba's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -163,13 +164,7 @@ impl Mamba {
     /// Python: `Model.sanitize`: a Hugging Face checkpoint's convolution weights `[C, 1, K]`
     /// become `[C, K, 1]`.
     pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
-        ck.weights_mut().map(|k, v| {
-            let s = v.shape();
-            if k.contains("conv1d.weight") && s.len() == 3 && s[2] != 1 {
-                return ops::swapaxes(v, 1, 2).map(Some);
-            }
-            Ok(None)
-        })
+        sanitize_conv_weights(ck, "conv1d.weight")
     }
 
     /// Reads the config, sanitizes and casts the tensors, builds the model.
@@ -204,4 +199,4 @@ impl Mamba {
     }
 }
 
-backbone_language_model!(Mamba, "mamba");
+stack_language_model!(Mamba, backbone, "mamba");

@@ -18,13 +18,14 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
+use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::models::base::backbone_language_model;
+use crate::models::base::stack_language_model;
 
 /// Python: mamba2's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -200,13 +201,7 @@ impl Mamba2 {
     /// Python: `Model.sanitize`: a Hugging Face checkpoint's convolution weights `[C, 1, K]`
     /// become `[C, K, 1]`.
     pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
-        ck.weights_mut().map(|k, v| {
-            let s = v.shape();
-            if k.contains("conv1d.weight") && s.len() == 3 && s[2] != 1 {
-                return ops::swapaxes(v, 1, 2).map(Some);
-            }
-            Ok(None)
-        })
+        sanitize_conv_weights(ck, "conv1d.weight")
     }
 
     /// Reads the config, sanitizes and casts the tensors, builds the model.
@@ -241,4 +236,4 @@ impl Mamba2 {
     }
 }
 
-backbone_language_model!(Mamba2, "mamba2");
+stack_language_model!(Mamba2, backbone, "mamba2");

@@ -18,13 +18,14 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 use serde_json::Value;
 
+use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Attention, AttentionConfig, Layer, LayerContext, TokenMixer};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::models::base::backbone_language_model;
+use crate::models::base::stack_language_model;
 
 /// A block's kind, as mlx_lm's `hybrid_override_pattern` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,13 +383,7 @@ impl NemotronH {
     /// (`mtp.*`) dropped; convolution weights `[C, 1, K]` become `[C, K, 1]`.
     pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
         ck.weights_mut().retain(|k, _| !k.starts_with("mtp."));
-        ck.weights_mut().map(|k, v| {
-            let s = v.shape();
-            if k.contains("conv1d.weight") && s.len() == 3 && s[2] != 1 {
-                return ops::swapaxes(v, 1, 2).map(Some);
-            }
-            Ok(None)
-        })
+        sanitize_conv_weights(ck, "conv1d.weight")
     }
 
     /// Reads the config, sanitizes and casts the tensors, builds the model.
@@ -424,4 +419,4 @@ impl NemotronH {
     }
 }
 
-backbone_language_model!(NemotronH, "nemotron_h");
+stack_language_model!(NemotronH, backbone, "nemotron_h");

@@ -193,4 +193,4 @@ impl Olmoe {
     }
 }
 
-crate::models::base::decoder_language_model!(Olmoe, "olmoe");
+crate::models::base::stack_language_model!(Olmoe, model, "olmoe");

@@ -20,6 +20,7 @@ use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
+use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rglru::{load_recurrent_block, RecurrentParts, RgLru};
 use crate::blocks::rope::rope_theta;
@@ -411,13 +412,7 @@ impl RecurrentGemma {
     /// Python: `Model.sanitize`: a Hugging Face checkpoint's convolution weights `[C, 1, K]`
     /// become `[C, K, 1]`.
     pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
-        ck.weights_mut().map(|k, v| {
-            let s = v.shape();
-            if k.contains("conv_1d.weight") && s.len() == 3 && s[2] != 1 {
-                return ops::swapaxes(v, 1, 2).map(Some);
-            }
-            Ok(None)
-        })
+        sanitize_conv_weights(ck, "conv_1d.weight")
     }
 
     /// Reads the config, sanitizes and casts the tensors, builds the model.

@@ -161,7 +161,7 @@ macro_rules! moe_decoder {
             }
         }
 
-        $crate::models::base::decoder_language_model!($name, $model_type);
+        $crate::models::base::stack_language_model!($name, model, $model_type);
     };
 }
 pub(crate) use moe_decoder;
