@@ -36,6 +36,8 @@ static UNREAD_LOADS: AtomicUsize = AtomicUsize::new(0);
 static FAILURES: AtomicU64 = AtomicU64::new(0);
 /// Whether any array is marked failed.
 static ANY_FAILED: AtomicBool = AtomicBool::new(false);
+/// How many times arrays were marked failed.
+static MARKINGS: AtomicU64 = AtomicU64::new(0);
 /// Whether an async eval started while a load was unread is not resolved yet.
 static ANY_IN_FLIGHT: AtomicBool = AtomicBool::new(false);
 
@@ -212,6 +214,7 @@ fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Opti
             failed.insert(id, (a.clone(), Arc::clone(message)));
         }
         ANY_FAILED.store(true, Ordering::SeqCst);
+        MARKINGS.fetch_add(1, Ordering::SeqCst);
     }
     Ok(hit)
 }
@@ -267,6 +270,7 @@ impl Guard for FailedReads {
 /// Runs the eval `run` of `targets`, which [`check_before`] let through, under the record:
 /// an `Err` (with everything it computed marked failed) if a read fails during it.
 fn guard_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
+    let markings = MARKINGS.load(Ordering::SeqCst);
     let out = if UNREAD_LOADS.load(Ordering::SeqCst) == 0 {
         run()
     } else {
@@ -283,8 +287,10 @@ fn guard_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> Result
     // Arrays an earlier async eval scheduled are not `pending` here: that eval's record
     // covers them. Their read may have failed after `check_before` looked, while `run`
     // waited for it (1 run in 200 of `async_eval_failure_is_found_by_the_next_eval`); it
-    // has ended now, so the record says.
-    if ANY_IN_FLIGHT.load(Ordering::SeqCst) {
+    // has ended now, so the record says: still in flight, or already settled by another
+    // thread's eval, which marked them failed meanwhile (1 run in 25 of the same test
+    // among the others).
+    if ANY_IN_FLIGHT.load(Ordering::SeqCst) || MARKINGS.load(Ordering::SeqCst) != markings {
         check_before(targets)?;
     }
     out
@@ -298,7 +304,31 @@ fn guard_async_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> 
     }
     let seq = FAILURES.load(Ordering::SeqCst);
     let pending = unevaluated(targets)?;
-    run()?;
+    if let Err(e) = run() {
+        // On the thread MLX takes for its main one, scheduling the next array reports the
+        // error of a read that already failed on the stream (1 run in 30 of
+        // `async_eval_failure_is_found_by_the_next_eval`). The read recorded its failure
+        // before throwing, so the record can say whether it was one of ours.
+        let mut rec = record();
+        if FAILURES.load(Ordering::SeqCst) != seq {
+            if let Some(message) = mark_if_touched(&mut rec, seq, &pending)? {
+                return Err(failed_error(&message));
+            }
+        }
+        // Whatever MLX scheduled before the error still runs, and its reads can still fail.
+        if pending
+            .iter()
+            .try_fold(false, |any, a| Ok::<_, Error>(any || !a.is_unscheduled()?))?
+        {
+            rec.in_flight.push(InFlight {
+                seq,
+                targets: targets.iter().map(|&a| a.clone()).collect(),
+                pending,
+            });
+            ANY_IN_FLIGHT.store(true, Ordering::SeqCst);
+        }
+        return Err(e);
+    }
     let mut rec = record();
     rec.in_flight.push(InFlight {
         seq,
