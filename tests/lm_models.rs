@@ -63,6 +63,10 @@ const MODELS: &[&str] = &[
     "olmoe",
     "olmoe-4bit",
     "olmoe-bias",
+    "qwen3_next",
+    "qwen3_next-4bit",
+    "qwen3_next-hf",
+    "qwen3_next-dense",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -546,10 +550,11 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
 }
 
 /// The mixture-of-experts architectures.
-const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe"];
+const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "qwen3_next"];
 
+/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
 fn is_moe(name: &str) -> bool {
-    MOE.contains(&name.split('-').next().unwrap_or(name))
+    MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense")
 }
 
 /// The mixture-of-experts decode step (router, top-k, the experts' `gather_mm` /
@@ -707,6 +712,12 @@ fn qwen3_5_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn qwen3_next_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("qwen3_next");
+    python_compile_fails_where_ours_traces_once("qwen3_next-dense");
+}
+
+#[test]
 fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("lfm2");
 }
@@ -795,6 +806,9 @@ fn models_rebuild_from_their_leaves() {
         "granitemoehybrid-rope",
         "falcon_h1-4bit",
         "falcon_h1-deep",
+        "qwen3_next",
+        "qwen3_next-4bit",
+        "qwen3_next-dense",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -918,6 +932,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "mixtral-4bit",
         "qwen2_moe",
         "olmoe-bias",
+        "qwen3_next",
+        "qwen3_next-4bit",
+        "qwen3_next-dense",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -9,7 +9,7 @@ use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
     FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
-    Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
+    Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -54,6 +54,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "mixtral" => Mixtral::args(c).map(drop),
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
         "olmoe" => Olmoe::args(c).map(drop),
+        "qwen3_next" => Qwen3Next::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::blocks::{
     load_lm_head, Attention, AttentionConfig, DecoderModel, GatedDeltaNet, GatedDeltaNetConfig,
-    Hybrid, Mlp, RotaryEmbedding, StackConfig,
+    GdnProjections, Hybrid, Mlp, RotaryEmbedding, StackConfig,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -129,6 +129,7 @@ impl Qwen3_5 {
                 linear_value_head_dim: c.dim_or("linear_value_head_dim", Some(128))?,
                 linear_conv_kernel_dim: c.dim_or("linear_conv_kernel_dim", Some(4))?,
                 rms_norm_eps,
+                projections: GdnProjections::Separate,
             },
             tie_word_embeddings: tie_word_embeddings(config, text.as_ref())?,
             full_attention: full_attention_layers(c, layers)?,
@@ -287,7 +288,7 @@ fn tie_word_embeddings(config: &ModelConfig, text: Option<&ModelConfig>) -> crat
 
 /// Per layer, full attention: `layer_types` where given (transformers), else every
 /// `full_attention_interval`-th layer (mlx_lm, and transformers without `layer_types`).
-fn full_attention_layers(c: &ModelConfig, layers: i32) -> crate::Result<Vec<bool>> {
+pub(crate) fn full_attention_layers(c: &ModelConfig, layers: i32) -> crate::Result<Vec<bool>> {
     let interval = c.dim_or("full_attention_interval", Some(4))?;
     let error = |message: String| invalid(c.path(), &c.key("layer_types"), &message);
     match c.get("layer_types") {
