@@ -65,8 +65,10 @@ const MODELS: &[&str] = &[
     "olmoe-bias",
     "qwen3_next",
     "qwen3_next-4bit",
-    "qwen3_next-hf",
     "qwen3_next-dense",
+    "qwen3_5_moe",
+    "qwen3_5_moe-4bit",
+    "qwen3_5_moe-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -550,7 +552,14 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
 }
 
 /// The mixture-of-experts architectures.
-const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "qwen3_next"];
+const MOE: &[&str] = &[
+    "qwen3_moe",
+    "mixtral",
+    "qwen2_moe",
+    "olmoe",
+    "qwen3_next",
+    "qwen3_5_moe",
+];
 
 /// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
 fn is_moe(name: &str) -> bool {
@@ -585,7 +594,9 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
             &std::fs::read_to_string(model_dir(name).join("config.json")).unwrap(),
         )
         .unwrap();
-        let top_k = config["num_experts_per_tok"].as_u64().unwrap() as usize;
+        // Qwen3.5-MoE's keys sit under text_config.
+        let text = config.get("text_config").unwrap_or(&config);
+        let top_k = text["num_experts_per_tok"].as_u64().unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"
@@ -718,6 +729,11 @@ fn qwen3_next_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn qwen3_5_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("qwen3_5_moe");
+}
+
+#[test]
 fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("lfm2");
 }
@@ -809,6 +825,8 @@ fn models_rebuild_from_their_leaves() {
         "qwen3_next",
         "qwen3_next-4bit",
         "qwen3_next-dense",
+        "qwen3_5_moe",
+        "qwen3_5_moe-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -935,6 +953,8 @@ fn parameter_paths_are_mlx_lm_s() {
         "qwen3_next",
         "qwen3_next-4bit",
         "qwen3_next-dense",
+        "qwen3_5_moe",
+        "qwen3_5_moe-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

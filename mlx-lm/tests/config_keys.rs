@@ -55,6 +55,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
         "olmoe" => Olmoe::args(c).map(drop),
         "qwen3_next" => Qwen3Next::args(c).map(drop),
+        "qwen3_5_moe" => Qwen3_5::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -106,6 +107,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "mixtral",
         "qwen2_moe",
         "olmoe",
+        "qwen3_next",
+        "qwen3_5_moe",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

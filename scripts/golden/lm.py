@@ -457,13 +457,31 @@ CONFIGS = {
          "tie_word_embeddings": True},
         mx.float32, 22,
     ),
+    # Qwen3.5's MoE text model (Qwen3.5-35B-A3B's layer mix): gated-delta-net layers (four
+    # separate projections) with full attention every 4th layer, every layer sparse with
+    # Qwen3-Next's block (softmax router renormalized over the top k, a shared expert behind
+    # a sigmoid gate), untied head; 8 experts of 32 (its 256 of 512), top 4 (its 8), shared
+    # expert 64 (its 512).
+    "qwen3_5_moe": (
+        {"model_type": "qwen3_5_moe", "text_config": {
+            **BASE, "model_type": "qwen3_5_moe_text", "num_hidden_layers": 4, "head_dim": 32,
+            "tie_word_embeddings": False, "full_attention_interval": 4, "rms_norm_eps": 1e-6,
+            "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
+            "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "num_experts": 8,
+            "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 64,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e7,
+                                "partial_rotary_factor": 0.25}}},
+        mx.float32, 23,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
 # per token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
-PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40}
+PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
+               "qwen3_5_moe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -505,6 +523,7 @@ QUANTIZED = {
     "olmoe-bias": None,
     "qwen3_next": (32, 4, None),
     "qwen3_next-dense": None,
+    "qwen3_5_moe": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -519,7 +538,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "qwen3_next",
-                     "qwen3_next-dense"}
+                     "qwen3_next-dense", "qwen3_5_moe"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -633,9 +652,9 @@ def make_models(names):
         if name in HF_LAYOUT:
             hf_layout_conv(MODELS / name)
             weights_recipe.write(MODELS / name)
-        if name == "qwen3_next":
-            hf_layout_qwen3_next()
-            weights_recipe.write(MODELS / "qwen3_next-hf")
+        if name == "qwen3_5_moe":
+            hf_layout_qwen3_5_moe()
+            weights_recipe.write(MODELS / "qwen3_5_moe-hf")
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
@@ -717,13 +736,14 @@ def hf_layout_mixtral():
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
 
-def hf_layout_qwen3_next():
-    """The Qwen3-Next weights as a Hugging Face checkpoint stores them: each expert's
-    projections apart (`mlp.experts.{e}.gate_proj`), conv1d weights `[C, 1, K]`, norm weights
-    stored as offsets from one, and an `mtp.` tensor. mlx_lm's sanitize (which acts only when
-    it finds `experts.0` tensors) maps it back to the same model."""
-    src = MODELS / "qwen3_next"
-    dst = MODELS / "qwen3_next-hf"
+def hf_layout_qwen3_5_moe():
+    """The Qwen3.5-MoE weights as a Hugging Face checkpoint stores them (transformers'
+    `Qwen3_5MoeExperts`): each layer's experts fused, `mlp.experts.gate_up_proj` `[E, 2I, D]`
+    (gate rows first) and `mlp.experts.down_proj` `[E, D, I]`, under `model.language_model.`,
+    conv1d weights `[C, 1, K]`, norm weights as offsets from one, an `mtp.` tensor. mlx_lm's
+    sanitize splits and maps it back."""
+    src = MODELS / "qwen3_5_moe"
+    dst = MODELS / "qwen3_5_moe-hf"
     shutil.copytree(src, dst)
     (dst / "model.safetensors.index.json").unlink()
     weights = mx.load(str(src / "model.safetensors"))
@@ -731,10 +751,17 @@ def hf_layout_qwen3_next():
              ".q_norm.weight", ".k_norm.weight")
     out = {}
     for k, v in weights.items():
-        if ".switch_mlp." in k:
-            prefix, rest = k.split(".switch_mlp.")
-            for e in range(v.shape[0]):
-                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        k = k.replace("language_model.model.", "model.language_model.")
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("model.language_model.", "language_model.model.")
+                         .replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj.weight", "experts.gate_up_proj")] = \
+                mx.concatenate([v, up], axis=-2)
+            continue
+        if ".switch_mlp.down_proj." in k:
+            out[k.replace("switch_mlp.down_proj.weight", "experts.down_proj")] = v
             continue
         if "conv1d.weight" in k:
             v = v.moveaxis(1, 2)

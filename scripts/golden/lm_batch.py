@@ -138,6 +138,10 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "qwen3_next-dense", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # Qwen3.5-MoE (measured exact against each prompt alone too).
+    {"model": "qwen3_5_moe", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "qwen3_5_moe-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
 ]
 
 

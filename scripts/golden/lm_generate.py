@@ -449,6 +449,7 @@ PROMPT_CACHE = [
     # Qwen3-Next: the gated delta net's conv and float32 recurrent state (ArraysCache(2))
     # beside key/value caches, the sparse block's sorted path in the prefix.
     ("qwen3_next", 34),
+    ("qwen3_5_moe", 34),
 ]
 CONTINUE_TOKENS = 16
 
