@@ -262,6 +262,15 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("mixtral", "hidden_act", json!("gelu")),
         // transformers clamps the projections; mlx_lm ignores it.
         ("olmoe", "clip_qkv", json!(8.0)),
+        // Linear-attention value heads in whole groups per key head; top-k within the experts.
+        ("qwen3_next", "linear_num_value_heads", json!(3)),
+        ("qwen3_next", "num_experts_per_tok", json!(9)),
+        ("qwen3_next", "hidden_act", json!("gelu")),
+        // transformers' Qwen3.5-MoE renormalizes and makes every layer sparse (mlx_lm too).
+        ("qwen3_5_moe", "norm_topk_prob", json!(false)),
+        ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
+        ("qwen3_5_moe", "mlp_only_layers", json!([1])),
+        ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",
