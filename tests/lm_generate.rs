@@ -421,6 +421,8 @@ fn a_generation_continues_from_its_own_cache() {
         "falcon_h1",
         "qwen3_moe",
         "mixtral-4bit",
+        "qwen3_next",
+        "qwen3_5_moe",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -551,6 +553,10 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "mixtral",
         "qwen2_moe",
         "olmoe",
+        // Its routers and shared experts' gates at 8 bits (qwen3_next's `quant_predicate`).
+        "qwen3_next",
+        // The same, with experts only (qwen3_5's `quant_predicate`).
+        "qwen3_5_moe",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -780,6 +786,15 @@ fn moe_per_expert_layouts_stack_and_missing_experts_are_errors_naming_them() {
             "block_sparse_moe",
             [("gate_proj", "w1"), ("down_proj", "w2"), ("up_proj", "w3")],
         ),
+        (
+            "qwen3_next-4bit",
+            "mlp",
+            [
+                ("gate_proj", "gate_proj"),
+                ("up_proj", "up_proj"),
+                ("down_proj", "down_proj"),
+            ],
+        ),
     ] {
         let reference = logits(&load(name));
         let dir = copy_model(name, &format!("{name}-experts"));
@@ -819,6 +834,59 @@ fn moe_per_expert_layouts_stack_and_missing_experts_are_errors_naming_them() {
             e.contains(&missing) && e.contains("8 experts"),
             "{name}: {e}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+/// Qwen3-Next as a Hugging Face checkpoint stores it: each expert's projections apart
+/// (`mlp.experts.{e}.gate_proj.weight`), conv1d weights `[C, 1, K]`, norm weights as offsets
+/// from one, a multi-token-prediction tensor; loads as the same model, bit for bit (`w - 1`
+/// is exact for the norm weights here, all within [0.5, 2], so `(w - 1) + 1` gives `w` back).
+/// The sparse model is what mlx_lm's sanitize also maps back. The dense one
+/// (`num_experts: 0`) is where mlx_lm 0.32.2 departs: its sanitize returns early without
+/// per-expert tensors and would run the model with every norm weight off by one and its
+/// convolutions on the wrong axis; here it loads as transformers reads it.
+#[test]
+fn qwen3_next_hf_layout_loads_as_transformers_reads_it() {
+    let prompt = Array::from_slice(&(3..43).collect::<Vec<i32>>(), &[1, 40]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    const NORMS: [&str; 5] = [
+        ".input_layernorm.weight",
+        ".post_attention_layernorm.weight",
+        "model.norm.weight",
+        ".q_norm.weight",
+        ".k_norm.weight",
+    ];
+    for name in ["qwen3_next", "qwen3_next-dense"] {
+        let reference = logits(&load(name));
+        let dir = copy_model(name, &format!("{name}-hf"));
+        rewrite_weights(&dir, |w| {
+            let keys: Vec<String> = w.keys().cloned().collect();
+            for k in keys {
+                let v = w.remove(&k).unwrap();
+                if let Some((layer, rest)) = k.split_once(".mlp.switch_mlp.") {
+                    for e in 0..v.shape()[0] {
+                        w.insert(
+                            format!("{layer}.mlp.experts.{e}.{rest}"),
+                            v.index(e).unwrap(),
+                        );
+                    }
+                } else if k.contains("conv1d.weight") {
+                    w.insert(k, ops::moveaxis(&v, 1, 2).unwrap());
+                } else if NORMS.iter().any(|s| k.ends_with(s)) {
+                    w.insert(k, ops::subtract(&v, 1.0f32).unwrap());
+                } else {
+                    w.insert(k, v);
+                }
+            }
+            w.insert(
+                "mtp.fc.weight".into(),
+                ops::zeros(&[4, 4], Dtype::Float32).unwrap(),
+            );
+        });
+        let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+        let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+        assert!(same.item::<bool>().unwrap(), "{name}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -63,6 +63,12 @@ const MODELS: &[&str] = &[
     "olmoe",
     "olmoe-4bit",
     "olmoe-bias",
+    "qwen3_next",
+    "qwen3_next-4bit",
+    "qwen3_next-dense",
+    "qwen3_5_moe",
+    "qwen3_5_moe-4bit",
+    "qwen3_5_moe-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -546,10 +552,18 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
 }
 
 /// The mixture-of-experts architectures.
-const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe"];
+const MOE: &[&str] = &[
+    "qwen3_moe",
+    "mixtral",
+    "qwen2_moe",
+    "olmoe",
+    "qwen3_next",
+    "qwen3_5_moe",
+];
 
+/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
 fn is_moe(name: &str) -> bool {
-    MOE.contains(&name.split('-').next().unwrap_or(name))
+    MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense")
 }
 
 /// The mixture-of-experts decode step (router, top-k, the experts' `gather_mm` /
@@ -580,7 +594,9 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
             &std::fs::read_to_string(model_dir(name).join("config.json")).unwrap(),
         )
         .unwrap();
-        let top_k = config["num_experts_per_tok"].as_u64().unwrap() as usize;
+        // Qwen3.5-MoE's keys sit under text_config.
+        let text = config.get("text_config").unwrap_or(&config);
+        let top_k = text["num_experts_per_tok"].as_u64().unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"
@@ -707,6 +723,17 @@ fn qwen3_5_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn qwen3_next_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("qwen3_next");
+    python_compile_fails_where_ours_traces_once("qwen3_next-dense");
+}
+
+#[test]
+fn qwen3_5_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("qwen3_5_moe");
+}
+
+#[test]
 fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("lfm2");
 }
@@ -795,6 +822,11 @@ fn models_rebuild_from_their_leaves() {
         "granitemoehybrid-rope",
         "falcon_h1-4bit",
         "falcon_h1-deep",
+        "qwen3_next",
+        "qwen3_next-4bit",
+        "qwen3_next-dense",
+        "qwen3_5_moe",
+        "qwen3_5_moe-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -918,6 +950,11 @@ fn parameter_paths_are_mlx_lm_s() {
         "mixtral-4bit",
         "qwen2_moe",
         "olmoe-bias",
+        "qwen3_next",
+        "qwen3_next-4bit",
+        "qwen3_next-dense",
+        "qwen3_5_moe",
+        "qwen3_5_moe-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -9,7 +9,7 @@ use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
     FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
-    Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
+    Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -54,6 +54,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "mixtral" => Mixtral::args(c).map(drop),
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
         "olmoe" => Olmoe::args(c).map(drop),
+        "qwen3_next" => Qwen3Next::args(c).map(drop),
+        "qwen3_5_moe" => Qwen3_5::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -105,6 +107,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "mixtral",
         "qwen2_moe",
         "olmoe",
+        "qwen3_next",
+        "qwen3_5_moe",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -258,6 +262,15 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("mixtral", "hidden_act", json!("gelu")),
         // transformers clamps the projections; mlx_lm ignores it.
         ("olmoe", "clip_qkv", json!(8.0)),
+        // Linear-attention value heads in whole groups per key head; top-k within the experts.
+        ("qwen3_next", "linear_num_value_heads", json!(3)),
+        ("qwen3_next", "num_experts_per_tok", json!(9)),
+        ("qwen3_next", "hidden_act", json!("gelu")),
+        // transformers' Qwen3.5-MoE renormalizes and makes every layer sparse (mlx_lm too).
+        ("qwen3_5_moe", "norm_topk_prob", json!(false)),
+        ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
+        ("qwen3_5_moe", "mlp_only_layers", json!([1])),
+        ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

@@ -36,8 +36,10 @@ from transformers import (  # noqa: E402
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
+    Qwen3_5MoeConfig,
     Qwen3Config,
     Qwen3MoeConfig,
+    Qwen3NextConfig,
     RecurrentGemmaConfig,
     SmolLM3Config,
 )
@@ -186,6 +188,21 @@ def configs():
                                     moe_intermediate_size=32,
                                     shared_expert_intermediate_size=128),
         "olmoe": OlmoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2),
+        # Qwen3-Next with experts (a shared one beside them) and without (num_experts 0:
+        # the sparse block's keys then say nothing); the layer mix as layer_types.
+        "qwen3_next": Qwen3NextConfig(**SIZES, head_dim=16, linear_num_value_heads=4,
+                                      linear_num_key_heads=2, linear_key_head_dim=16,
+                                      linear_value_head_dim=16, num_experts=8,
+                                      num_experts_per_tok=2, moe_intermediate_size=32,
+                                      shared_expert_intermediate_size=64),
+        # Qwen3.5-MoE as its checkpoints write it: text_config and a vision tower.
+        "qwen3_5_moe": Qwen3_5MoeConfig(
+            text_config=dict(qwen3_5_text, num_experts=8, num_experts_per_tok=2,
+                             moe_intermediate_size=32, shared_expert_intermediate_size=64),
+            vision_config=vision),
+        "qwen3_next-dense": Qwen3NextConfig(**SIZES, head_dim=16, linear_num_value_heads=4,
+                                            linear_num_key_heads=2, linear_key_head_dim=16,
+                                            linear_value_head_dim=16, num_experts=0),
     }
 
 

@@ -426,13 +426,62 @@ CONFIGS = {
          "attention_bias": True, "rope_theta": 10000.0, "tie_word_embeddings": True},
         mx.float32, 20,
     ),
+    # Qwen3-Next-80B-A3B's layer mix: gated-delta-net layers (fused, per-key-head interleaved
+    # in_proj_qkvz / in_proj_ba) with full attention every 4th layer (gated, q/k norms,
+    # partial rotary 0.25), every layer sparse with a shared expert behind a sigmoid gate,
+    # softmax router renormalized over the top k, untied head; 2 key / 4 value linear heads
+    # (its 16 / 32), 4 query / 2 key-value heads (its 16 / 2), 8 experts of 32 (its 512 of
+    # 512), top 4 (its 10), shared expert 64 (its 512).
+    "qwen3_next": (
+        {**BASE, "model_type": "qwen3_next", "num_hidden_layers": 4, "head_dim": 32,
+         "full_attention_interval": 4, "linear_num_value_heads": 4,
+         "linear_num_key_heads": 2, "linear_key_head_dim": 32, "linear_value_head_dim": 16,
+         "linear_conv_kernel_dim": 4, "num_experts": 8, "num_experts_per_tok": 4,
+         "decoder_sparse_step": 1, "shared_expert_intermediate_size": 64,
+         "mlp_only_layers": [], "moe_intermediate_size": 32, "norm_topk_prob": True,
+         "rope_theta": 1e6, "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-6,
+         "tie_word_embeddings": False},
+        mx.float32, 21,
+    ),
+    # Qwen3-Next without experts (num_experts 0: every layer the dense MLP), full attention
+    # every 2nd layer, tied embeddings, sparse-step and mlp-only settings that then say
+    # nothing.
+    "qwen3_next-dense": (
+        {**BASE, "model_type": "qwen3_next", "num_hidden_layers": 4, "head_dim": 32,
+         "full_attention_interval": 2, "linear_num_value_heads": 4,
+         "linear_num_key_heads": 2, "linear_key_head_dim": 32, "linear_value_head_dim": 16,
+         "linear_conv_kernel_dim": 4, "num_experts": 0, "num_experts_per_tok": 0,
+         "decoder_sparse_step": 1, "shared_expert_intermediate_size": 0,
+         "mlp_only_layers": [], "moe_intermediate_size": 0, "norm_topk_prob": False,
+         "rope_theta": 1e6, "partial_rotary_factor": 0.25, "rms_norm_eps": 1e-6,
+         "tie_word_embeddings": True},
+        mx.float32, 22,
+    ),
+    # Qwen3.5's MoE text model (Qwen3.5-35B-A3B's layer mix): gated-delta-net layers (four
+    # separate projections) with full attention every 4th layer, every layer sparse with
+    # Qwen3-Next's block (softmax router renormalized over the top k, a shared expert behind
+    # a sigmoid gate), untied head; 8 experts of 32 (its 256 of 512), top 4 (its 8), shared
+    # expert 64 (its 512).
+    "qwen3_5_moe": (
+        {"model_type": "qwen3_5_moe", "text_config": {
+            **BASE, "model_type": "qwen3_5_moe_text", "num_hidden_layers": 4, "head_dim": 32,
+            "tie_word_embeddings": False, "full_attention_interval": 4, "rms_norm_eps": 1e-6,
+            "linear_num_value_heads": 4, "linear_num_key_heads": 2, "linear_key_head_dim": 32,
+            "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4, "num_experts": 8,
+            "num_experts_per_tok": 4, "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 64,
+            "rope_parameters": {"rope_type": "default", "rope_theta": 1e7,
+                                "partial_rotary_factor": 0.25}}},
+        mx.float32, 23,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
 # per token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
-PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40}
+PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
+               "qwen3_5_moe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -472,6 +521,9 @@ QUANTIZED = {
     "qwen2_moe": (32, 4, None),
     "olmoe": (32, 4, None),
     "olmoe-bias": None,
+    "qwen3_next": (32, 4, None),
+    "qwen3_next-dense": None,
+    "qwen3_5_moe": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -485,7 +537,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
-                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias"}
+                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "qwen3_next",
+                     "qwen3_next-dense", "qwen3_5_moe"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -599,6 +652,9 @@ def make_models(names):
         if name in HF_LAYOUT:
             hf_layout_conv(MODELS / name)
             weights_recipe.write(MODELS / name)
+        if name == "qwen3_5_moe":
+            hf_layout_qwen3_5_moe()
+            weights_recipe.write(MODELS / "qwen3_5_moe-hf")
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
@@ -676,6 +732,43 @@ def hf_layout_mixtral():
         proj, param = rest.split(".")
         for e in range(v.shape[0]):
             out[f"{prefix}.experts.{e}.{names[proj]}.{param}"] = v[e]
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_qwen3_5_moe():
+    """The Qwen3.5-MoE weights as a Hugging Face checkpoint stores them (transformers'
+    `Qwen3_5MoeExperts`): each layer's experts fused, `mlp.experts.gate_up_proj` `[E, 2I, D]`
+    (gate rows first) and `mlp.experts.down_proj` `[E, D, I]`, under `model.language_model.`,
+    conv1d weights `[C, 1, K]`, norm weights as offsets from one, an `mtp.` tensor. mlx_lm's
+    sanitize splits and maps it back."""
+    src = MODELS / "qwen3_5_moe"
+    dst = MODELS / "qwen3_5_moe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    norms = (".input_layernorm.weight", ".post_attention_layernorm.weight", "model.norm.weight",
+             ".q_norm.weight", ".k_norm.weight")
+    out = {}
+    for k, v in weights.items():
+        k = k.replace("language_model.model.", "model.language_model.")
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("model.language_model.", "language_model.model.")
+                         .replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj.weight", "experts.gate_up_proj")] = \
+                mx.concatenate([v, up], axis=-2)
+            continue
+        if ".switch_mlp.down_proj." in k:
+            out[k.replace("switch_mlp.down_proj.weight", "experts.down_proj")] = v
+            continue
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if any(k.endswith(s) for s in norms):
+            v = v - 1.0
+        out[k] = v
+    out["mtp.fc.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 

@@ -129,6 +129,19 @@ CASES = [
     {"model": "mixtral", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "qwen2_moe", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     {"model": "olmoe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    # Qwen3-Next: the gated delta net's conv and recurrent state beside key/value caches,
+    # with the sparse block and its shared expert (mlx_lm's batch keeps the padding out of
+    # the state: measured 0 against each prompt alone). Different lengths, 4-bit with
+    # sampling, and the dense variant across prefill chunks.
+    {"model": "qwen3_next", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "qwen3_next-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 11,
+     "temp": 1.0, "top_k": 20},
+    {"model": "qwen3_next-dense", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    # Qwen3.5-MoE (measured exact against each prompt alone too).
+    {"model": "qwen3_5_moe", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "qwen3_5_moe-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
 ]
 
 

@@ -78,6 +78,7 @@ SAMPLING = [
     {"model": "qwen3-4bit", "seed": 6, "temp": 1.0, "top_k": 20},
     {"model": "llama3-4bit", "seed": 8, "temp": 0.5, "repetition_penalty": 1.2,
      "repetition_context_size": 40},
+    {"model": "qwen3_next-4bit", "seed": 12, "temp": 1.0, "top_k": 20},
 ]
 SAMPLED_TOKENS = 48
 
@@ -445,6 +446,10 @@ PROMPT_CACHE = [
     # Mixture-of-experts: key/value caches only; a prefix of 34 of the 40 tokens routes 68
     # (token, expert) pairs (the sorted expert path), the rest of the prompt 12 (unsorted).
     ("qwen3_moe", 34),
+    # Qwen3-Next: the gated delta net's conv and float32 recurrent state (ArraysCache(2))
+    # beside key/value caches, the sparse block's sorted path in the prefix.
+    ("qwen3_next", 34),
+    ("qwen3_5_moe", 34),
 ]
 CONTINUE_TOKENS = 16
 

@@ -1,5 +1,8 @@
 //! The gated delta net, the linear-attention token mixer of Qwen3.5 and Qwen3-Next (Python:
-//! `mlx_lm.models.qwen3_next.Qwen3NextGatedDeltaNet` as Qwen3.5 uses it).
+//! `mlx_lm.models.qwen3_5.GatedDeltaNet` and `mlx_lm.models.qwen3_next.Qwen3NextGatedDeltaNet`).
+//! The two differ only in their input projections: Qwen3.5 has four (`in_proj_qkv`,
+//! `in_proj_z`, `in_proj_b`, `in_proj_a`), Qwen3-Next two fused ones whose outputs interleave
+//! the parts per key head (`in_proj_qkvz`, `in_proj_ba`, [`GdnProjections::Fused`]).
 //!
 //! It carries a convolution state and a recurrent state between calls, both leaves of the
 //! model's cache tree ([`ArraysCache`]); Python's `mx.compile` rejects that cache, here it goes
@@ -35,16 +38,34 @@ pub struct GatedDeltaNetConfig {
     pub linear_value_head_dim: i32,
     pub linear_conv_kernel_dim: i32,
     pub rms_norm_eps: f32,
+    pub projections: GdnProjections,
 }
 
-/// Python: `GatedDeltaNet`.
+/// How a [`GatedDeltaNet`] stores its input projections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GdnProjections {
+    /// Qwen3.5: `in_proj_qkv` `[2 Kd + Vd]`, `in_proj_z` `[Vd]`, `in_proj_b` and `in_proj_a`
+    /// `[Hv]`, each part contiguous.
+    Separate,
+    /// Qwen3-Next: `in_proj_qkvz` `[2 Kd + 2 Vd]` and `in_proj_ba` `[2 Hv]`, each grouped
+    /// per key head (`q k v z` of head 0, then of head 1, ...; Python:
+    /// `fix_query_key_value_ordering`). Kept fused, as mlx_lm keeps them, so the parameter
+    /// paths and the matrix products are mlx_lm's.
+    Fused,
+}
+
+/// Python: `GatedDeltaNet` / `Qwen3NextGatedDeltaNet`. Either the fused projections
+/// (`in_proj_qkvz`, `in_proj_ba`) or the separate ones are present, as
+/// [`GdnProjections`] says; the absent ones are no part of the tree.
 #[derive(Debug, Clone, TreeNode)]
 pub struct GatedDeltaNet {
     pub conv1d: Conv1d,
-    pub in_proj_qkv: MaybeQuantizedLinear,
-    pub in_proj_z: MaybeQuantizedLinear,
-    pub in_proj_b: MaybeQuantizedLinear,
-    pub in_proj_a: MaybeQuantizedLinear,
+    pub in_proj_qkvz: Option<MaybeQuantizedLinear>,
+    pub in_proj_ba: Option<MaybeQuantizedLinear>,
+    pub in_proj_qkv: Option<MaybeQuantizedLinear>,
+    pub in_proj_z: Option<MaybeQuantizedLinear>,
+    pub in_proj_b: Option<MaybeQuantizedLinear>,
+    pub in_proj_a: Option<MaybeQuantizedLinear>,
     pub dt_bias: Array,
     #[tree(rename = "A_log")]
     pub a_log: Array,
@@ -82,12 +103,29 @@ impl GatedDeltaNet {
             a.linear_conv_kernel_dim,
         );
         let p = |name: &str| format!("{path}.{name}");
+        let conv1d = load_depthwise_conv1d(ck, &p("conv1d"), conv_dim, k, false)?;
+        let (mut qkvz, mut ba, mut qkv, mut z, mut b, mut a_proj) =
+            (None, None, None, None, None, None);
+        match a.projections {
+            GdnProjections::Fused => {
+                qkvz = Some(ck.linear(&p("in_proj_qkvz"), d, conv_dim + value_dim, false)?);
+                ba = Some(ck.linear(&p("in_proj_ba"), d, 2 * hv, false)?);
+            }
+            GdnProjections::Separate => {
+                qkv = Some(ck.linear(&p("in_proj_qkv"), d, conv_dim, false)?);
+                z = Some(ck.linear(&p("in_proj_z"), d, value_dim, false)?);
+                b = Some(ck.linear(&p("in_proj_b"), d, hv, false)?);
+                a_proj = Some(ck.linear(&p("in_proj_a"), d, hv, false)?);
+            }
+        }
         Ok(GatedDeltaNet {
-            conv1d: load_depthwise_conv1d(ck, &p("conv1d"), conv_dim, k, false)?,
-            in_proj_qkv: ck.linear(&p("in_proj_qkv"), d, conv_dim, false)?,
-            in_proj_z: ck.linear(&p("in_proj_z"), d, value_dim, false)?,
-            in_proj_b: ck.linear(&p("in_proj_b"), d, hv, false)?,
-            in_proj_a: ck.linear(&p("in_proj_a"), d, hv, false)?,
+            conv1d,
+            in_proj_qkvz: qkvz,
+            in_proj_ba: ba,
+            in_proj_qkv: qkv,
+            in_proj_z: z,
+            in_proj_b: b,
+            in_proj_a: a_proj,
             dt_bias: ck.array(&p("dt_bias"), &[hv])?,
             a_log: ck.array(&p("A_log"), &[hv])?,
             norm: RmsNormGated {
@@ -123,13 +161,7 @@ impl GatedDeltaNet {
                 )))
             }
         };
-        let qkv = rows.unfold(&self.in_proj_qkv.forward(inputs)?)?;
-        let z = ops::reshape(
-            &self.in_proj_z.forward(inputs)?,
-            &[b, s, self.num_v_heads, self.head_v_dim],
-        )?;
-        let beta_in = rows.unfold(&self.in_proj_b.forward(inputs)?)?;
-        let a = rows.unfold(&self.in_proj_a.forward(inputs)?)?;
+        let (qkv, z, beta_in, a) = self.project(inputs, rows)?;
 
         // A right-padded batch's prefill: the padding after each sequence's tokens must not
         // reach the convolution's or the recurrence's state (Python: `ArraysCache.make_mask`).
@@ -177,6 +209,42 @@ impl GatedDeltaNet {
         }
         let out = self.norm.forward(&out, &z)?;
         self.out_proj.forward(&ops::reshape(&out, &[b * s, -1])?)
+    }
+}
+
+impl GatedDeltaNet {
+    /// The input projections of rows `[B * L, hidden]`: the convolution's input `q k v`
+    /// `[B, L, 2 Kd + Vd]`, the gate `z` `[B, L, Hv, Dv]`, and `b`, `a` `[B, L, Hv]`.
+    fn project(&self, inputs: &Array, rows: Rows) -> Result<(Array, Array, Array, Array)> {
+        let (b, s) = (rows.batch, rows.len);
+        let shape_z = [b, s, self.num_v_heads, self.head_v_dim];
+        let layer =
+            |p: &Option<MaybeQuantizedLinear>| p.as_ref().map(|l| l.forward(inputs)).transpose();
+        if let (Some(qkvz), Some(ba)) = (layer(&self.in_proj_qkvz)?, layer(&self.in_proj_ba)?) {
+            // Python: `fix_query_key_value_ordering`, then the three parts of q, k, v
+            // concatenated head-major again as the convolution's input.
+            let (nk, dk, dv) = (self.num_k_heads, self.head_k_dim, self.head_v_dim);
+            let per_head = self.num_v_heads / nk;
+            let qkvz = ops::reshape(&qkvz, &[b, s, nk, -1])?;
+            let ba = ops::reshape(&ba, &[b, s, nk, -1])?;
+            let parts = ops::split(&qkvz, vec![dk, 2 * dk, 2 * dk + per_head * dv], -1)?;
+            let flat = |x: &Array| ops::reshape(x, &[b, s, -1]);
+            let qkv =
+                ops::concatenate(&[flat(&parts[0])?, flat(&parts[1])?, flat(&parts[2])?], -1)?;
+            let z = ops::reshape(&parts[3], &shape_z)?;
+            let parts = ops::split(&ba, vec![per_head], -1)?;
+            let beta_in = ops::reshape(&parts[0], &[b, s, self.num_v_heads])?;
+            let a = ops::reshape(&parts[1], &[b, s, self.num_v_heads])?;
+            return Ok((qkv, z, beta_in, a));
+        }
+        let separate = |p: &Option<MaybeQuantizedLinear>, name: &str| {
+            layer(p)?.ok_or_else(|| wrong_input(&format!("a gated delta net without {name}")))
+        };
+        let qkv = rows.unfold(&separate(&self.in_proj_qkv, "in_proj_qkv")?)?;
+        let z = ops::reshape(&separate(&self.in_proj_z, "in_proj_z")?, &shape_z)?;
+        let beta_in = rows.unfold(&separate(&self.in_proj_b, "in_proj_b")?)?;
+        let a = rows.unfold(&separate(&self.in_proj_a, "in_proj_a")?)?;
+        Ok((qkv, z, beta_in, a))
     }
 }
 

@@ -31,7 +31,7 @@ pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
 };
-pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig};
+pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig, GdnProjections};
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
 pub use mlp::Mlp;

@@ -18,6 +18,7 @@ pub mod qwen2_moe;
 pub mod qwen3;
 pub mod qwen3_5;
 pub mod qwen3_moe;
+pub mod qwen3_next;
 pub mod recurrent_gemma;
 pub mod smollm3;
 pub mod sparse;
@@ -34,8 +35,9 @@ pub use olmoe::Olmoe;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
-pub use qwen3_5::Qwen3_5;
+pub use qwen3_5::{Qwen3_5, Qwen3_5Moe};
 pub use qwen3_moe::Qwen3Moe;
+pub use qwen3_next::Qwen3Next;
 pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
 
@@ -54,7 +56,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 18] {
     [
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
@@ -69,7 +71,9 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
         ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),
         ("qwen3_5", builtin!(Qwen3_5)),
+        ("qwen3_5_moe", builtin!(Qwen3_5Moe)),
         ("qwen3_moe", builtin!(Qwen3Moe)),
+        ("qwen3_next", builtin!(Qwen3Next)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
     ]

@@ -1,5 +1,7 @@
-//! `qwen3_5` (Python: `mlx_lm.models.qwen3_5`, dense text model): gated-delta-net linear
-//! attention layers with a full-attention layer every `full_attention_interval`.
+//! `qwen3_5` and `qwen3_5_moe` (Python: `mlx_lm.models.qwen3_5`, `mlx_lm.models.qwen3_5_moe`):
+//! gated-delta-net linear attention layers with a full-attention layer every
+//! `full_attention_interval`; with experts (`num_experts > 0`, Qwen3.5-MoE) every layer's
+//! feed-forward block is Qwen3-Next's sparse block with its shared expert.
 
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::{ops, Array, Dtype, Result};
@@ -7,13 +9,16 @@ use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::{
-    load_lm_head, Attention, AttentionConfig, DecoderModel, GatedDeltaNet, GatedDeltaNetConfig,
-    Hybrid, Mlp, RotaryEmbedding, StackConfig,
+    load_lm_head, Attention, AttentionConfig, DecoderModel, FeedForward, GatedDeltaNet,
+    GatedDeltaNetConfig, GdnProjections, Hybrid, Mlp, MoeConfig, RotaryEmbedding, Router,
+    SparseMoe, StackConfig,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::model::LanguageModel;
+use crate::models::qwen3_next::gates_at_8_bits;
+use crate::models::sparse::expert_counts;
 
 /// Python: `TextModelArgs`.
 #[derive(Debug, Clone)]
@@ -26,22 +31,32 @@ pub struct Qwen3_5Args {
     /// Per layer: full attention, else linear attention (`layer_types`, or every
     /// `full_attention_interval`-th layer).
     pub full_attention: Vec<bool>,
+    /// Qwen3.5-MoE's sparse block, in every layer; `None` for the dense model.
+    pub moe: Option<MoeConfig>,
 }
 
 /// A layer's token mixer: linear attention, or (by default every
 /// `full_attention_interval`-th layer) full attention.
 pub type Qwen3_5Mixer = Hybrid<GatedDeltaNet, Attention>;
 
-/// Python: `TextModel`.
+/// Python: `TextModel`. Its feed-forward blocks are the dense MLP, or with experts the sparse
+/// block.
 #[derive(Debug, Clone, TreeNode)]
 pub struct Qwen3_5Text {
-    pub model: DecoderModel<Qwen3_5Mixer, Mlp>,
+    pub model: DecoderModel<Qwen3_5Mixer, FeedForward>,
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
 
 /// Python: `mlx_lm.models.qwen3_5.Model` (the text model under `language_model`).
 #[derive(Debug, Clone, TreeNode)]
 pub struct Qwen3_5 {
+    pub language_model: Qwen3_5Text,
+}
+
+/// Python: `mlx_lm.models.qwen3_5_moe.Model`: Qwen3.5's model with experts, read from a
+/// checkpoint whose experts may be fused as transformers stores them.
+#[derive(Debug, Clone, TreeNode)]
+pub struct Qwen3_5Moe {
     pub language_model: Qwen3_5Text,
 }
 
@@ -129,9 +144,11 @@ impl Qwen3_5 {
                 linear_value_head_dim: c.dim_or("linear_value_head_dim", Some(128))?,
                 linear_conv_kernel_dim: c.dim_or("linear_conv_kernel_dim", Some(4))?,
                 rms_norm_eps,
+                projections: GdnProjections::Separate,
             },
             tie_word_embeddings: tie_word_embeddings(config, text.as_ref())?,
             full_attention: full_attention_layers(c, layers)?,
+            moe: None,
         };
         if args.linear.linear_num_value_heads % args.linear.linear_num_key_heads != 0 {
             return Err(invalid(
@@ -140,28 +157,17 @@ impl Qwen3_5 {
                 "must be a multiple of linear_num_key_heads",
             ));
         }
-        if c.usize("num_experts")?.unwrap_or(0) > 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_experts"),
-                "mixture-of-experts Qwen3.5 is not supported (dense text model only)",
-            ));
-        }
-        // mlx_lm's mixture-of-experts settings, unused without experts.
-        c.declare_neutral(&[
-            "num_experts_per_tok",
-            "decoder_sparse_step",
-            "shared_expert_intermediate_size",
-            "moe_intermediate_size",
-            "norm_topk_prob",
-        ]);
-        Ok(args)
+        Ok(Qwen3_5Args {
+            moe: moe_config(c, hidden)?,
+            ..args
+        })
     }
 
     /// Python: `Model.sanitize` + `TextModel.sanitize`: drops vision and `mtp.` tensors, moves
-    /// the Hugging Face prefix `model.language_model.` to `language_model.model.`, and for a
-    /// Hugging Face checkpoint (conv1d weights `[C, 1, K]`) reorders them to `[C, K, 1]` and
-    /// adds one to the norm weights (stored there as offsets from one).
+    /// the Hugging Face prefix `model.language_model.` to `language_model.model.`, splits
+    /// fused experts (`qwen3_5_moe`'s sanitize), and for a Hugging Face checkpoint (conv1d
+    /// weights `[C, 1, K]`) reorders them to `[C, K, 1]` and adds one to the norm weights
+    /// (stored there as offsets from one).
     pub fn sanitize(ck: &mut Checkpoint, args: &Qwen3_5Args) -> crate::Result<()> {
         let w = ck.weights_mut();
         w.retain(|k, _| {
@@ -177,6 +183,8 @@ impl Qwen3_5 {
             };
             w.rename(&key, to);
         }
+        split_fused_experts(ck, args.stack.num_hidden_layers)?;
+        let w = ck.weights_mut();
         if args.tie_word_embeddings {
             w.retain(|k, _| k != "language_model.lm_head.weight");
         }
@@ -208,9 +216,24 @@ impl Qwen3_5 {
         config: &ModelConfig,
         options: &LoadOptions,
     ) -> crate::Result<Qwen3_5> {
+        Ok(Qwen3_5 {
+            language_model: Self::load_text(ck, config, options)?,
+        })
+    }
+
+    /// The text model, with or without experts.
+    fn load_text(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<Qwen3_5Text> {
         let a = Self::args(config)?;
         Self::sanitize(ck, &a)?;
         ck.cast(options.dtype, |k| k.ends_with("A_log"))?;
+        if a.moe.is_some() {
+            // Python: `TextModel.quant_predicate`, with experts only.
+            ck.set_quant_predicate(gates_at_8_bits);
+        }
         let model = DecoderModel::load(
             ck,
             "language_model.model",
@@ -231,13 +254,142 @@ impl Qwen3_5 {
                     )?)
                 })
             },
-            |ck, path, _| Mlp::load(ck, path, a.stack.hidden_size, a.intermediate_size, false),
+            |ck, path, _| {
+                Ok(match &a.moe {
+                    Some(moe) => FeedForward::Sparse(SparseMoe::load(ck, path, moe)?),
+                    None => FeedForward::Dense(Mlp::load(
+                        ck,
+                        path,
+                        a.stack.hidden_size,
+                        a.intermediate_size,
+                        false,
+                    )?),
+                })
+            },
         )?;
         let lm_head = load_lm_head(ck, "language_model.lm_head", a.stack, a.tie_word_embeddings)?;
-        Ok(Qwen3_5 {
-            language_model: Qwen3_5Text { model, lm_head },
+        Ok(Qwen3_5Text { model, lm_head })
+    }
+}
+
+impl Qwen3_5Moe {
+    /// Reads the config ([`Qwen3_5::args`]), sanitizes, casts, builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<Qwen3_5Moe> {
+        Ok(Qwen3_5Moe {
+            language_model: Qwen3_5::load_text(ck, config, options)?,
         })
     }
+}
+
+impl LanguageModel for Qwen3_5Moe {
+    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+        let lm = &self.language_model;
+        lm.model.logits(inputs, cache, lm.lm_head.as_ref())
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
+        self.language_model.model.make_cache(batch, capacity)
+    }
+
+    fn dtype(&self) -> Dtype {
+        self.language_model.model.dtype()
+    }
+
+    fn vocab_size(&self) -> i32 {
+        self.language_model.model.vocab_size()
+    }
+
+    fn model_type(&self) -> &str {
+        "qwen3_5_moe"
+    }
+}
+
+/// The sparse block where the config has experts (`num_experts > 0`): Qwen3-Next's, in every
+/// layer. transformers' `Qwen3_5MoeTextConfig` has no `decoder_sparse_step`, `mlp_only_layers`
+/// or `norm_topk_prob` and always renormalizes the top-k weights; mlx_lm ignores the first
+/// two and reads the third (default true): a config that says otherwise is an error.
+fn moe_config(c: &ModelConfig, hidden: i32) -> crate::Result<Option<MoeConfig>> {
+    if c.usize("num_experts")?.unwrap_or(0) == 0 {
+        // mlx_lm's mixture-of-experts settings, unused without experts.
+        c.declare_neutral(&[
+            "num_experts",
+            "num_experts_per_tok",
+            "decoder_sparse_step",
+            "shared_expert_intermediate_size",
+            "moe_intermediate_size",
+            "norm_topk_prob",
+            "mlp_only_layers",
+        ]);
+        return Ok(None);
+    }
+    c.require_value("decoder_sparse_step", 1)?;
+    c.require("mlp_only_layers", "[] (every layer sparse)", |v| {
+        v.as_array().is_some_and(Vec::is_empty)
+    })?;
+    c.require_value("norm_topk_prob", true)?;
+    // Training-only: the router's auxiliary loss and whether the forward returns its logits.
+    c.declare_neutral(&["router_aux_loss_coef", "output_router_logits"]);
+    let (top_k, num_experts) = expert_counts(c, "num_experts")?;
+    Ok(Some(MoeConfig {
+        hidden_size: hidden,
+        expert_size: c.dim("moe_intermediate_size")?,
+        num_experts,
+        top_k,
+        router: Router::SoftmaxTopK {
+            norm_topk_prob: true,
+        },
+        expert_bias: false,
+        shared_expert_size: Some(c.dim("shared_expert_intermediate_size")?),
+    }))
+}
+
+/// Python: `qwen3_5_moe.Model.sanitize`'s expert split: transformers stores each layer's
+/// experts fused, `mlp.experts.gate_up_proj` `[E, 2I, D]` (the gate's rows first) and
+/// `mlp.experts.down_proj` `[E, D, I]`; mlx_lm's switch layers hold them apart.
+fn split_fused_experts(ck: &mut Checkpoint, layers: i32) -> crate::Result<()> {
+    let dir = ck.dir().to_path_buf();
+    for l in 0..layers {
+        let prefix = format!("language_model.model.layers.{l}.mlp");
+        let gate_up_key = format!("{prefix}.experts.gate_up_proj");
+        let w = ck.weights_mut();
+        let file = w.file_of(&gate_up_key).map(|p| p.to_path_buf());
+        let Some(gate_up) = w.take(&gate_up_key) else {
+            continue;
+        };
+        let file = file.unwrap_or_else(|| dir.clone());
+        let mlx = |source| crate::Error::Mlx {
+            path: file.clone(),
+            source,
+        };
+        let rows = gate_up.shape().get(1).copied().unwrap_or(0);
+        if gate_up.ndim() != 3 || rows % 2 != 0 {
+            return Err(invalid(
+                &file,
+                &gate_up_key,
+                &format!(
+                    "shape {:?}, expected [experts, 2 * moe_intermediate_size, hidden]",
+                    gate_up.shape()
+                ),
+            ));
+        }
+        let parts = ops::split(&gate_up, vec![rows / 2], 1).map_err(mlx)?;
+        let Some(down) = w.take(&format!("{prefix}.experts.down_proj")) else {
+            return Err(invalid(
+                &file,
+                &format!("{prefix}.experts.down_proj"),
+                "missing beside experts.gate_up_proj",
+            ));
+        };
+        let p = |name: &str| format!("{prefix}.switch_mlp.{name}.weight");
+        w.insert(p("gate_proj"), parts[0].clone(), file.clone());
+        w.insert(p("up_proj"), parts[1].clone(), file.clone());
+        w.insert(p("down_proj"), down, file.clone());
+    }
+    Ok(())
 }
 
 impl LanguageModel for Qwen3_5 {
@@ -287,7 +439,7 @@ fn tie_word_embeddings(config: &ModelConfig, text: Option<&ModelConfig>) -> crat
 
 /// Per layer, full attention: `layer_types` where given (transformers), else every
 /// `full_attention_interval`-th layer (mlx_lm, and transformers without `layer_types`).
-fn full_attention_layers(c: &ModelConfig, layers: i32) -> crate::Result<Vec<bool>> {
+pub(crate) fn full_attention_layers(c: &ModelConfig, layers: i32) -> crate::Result<Vec<bool>> {
     let interval = c.dim_or("full_attention_interval", Some(4))?;
     let error = |message: String| invalid(c.path(), &c.key("layer_types"), &message);
     match c.get("layer_types") {

@@ -99,7 +99,7 @@ impl Qwen3Moe {
 
 /// Python: qwen3_moe's `quant_predicate`: the routers (`mlp.gate`) at 8 bits in groups of 64,
 /// whatever the rest is quantized to.
-fn router_at_8_bits(path: &str) -> Option<QuantParams> {
+pub(crate) fn router_at_8_bits(path: &str) -> Option<QuantParams> {
     path.ends_with("mlp.gate").then_some(QuantParams {
         group_size: 64,
         bits: 8,
@@ -107,7 +107,7 @@ fn router_at_8_bits(path: &str) -> Option<QuantParams> {
 }
 
 /// `mlp_only_layers`: the layers kept dense (none when absent).
-fn mlp_only_layers(c: &ModelConfig) -> crate::Result<Vec<i32>> {
+pub(crate) fn mlp_only_layers(c: &ModelConfig) -> crate::Result<Vec<i32>> {
     let error = |m: &str| invalid(c.path(), &c.key("mlp_only_layers"), m);
     match c.get("mlp_only_layers") {
         None | Some(serde_json::Value::Null) => Ok(Vec::new()),

@@ -57,38 +57,14 @@ impl MoeArgs {
     /// passes unchanged; one that lacks an expert's tensor is an error naming it.
     pub fn sanitize(&self, ck: &mut Checkpoint) -> crate::Result<()> {
         self.decoder.sanitize(ck);
-        let experts = self.moe.num_experts;
-        for l in 0..self.decoder.num_hidden_layers {
-            let prefix = format!("model.layers.{l}.{}", self.experts_at);
-            for (hf, mlx) in self.expert_names {
-                for k in ["weight", "scales", "biases"] {
-                    let key = |e: i32| format!("{prefix}.experts.{e}.{hf}.{k}");
-                    if !ck.weights_mut().contains(&key(0)) {
-                        continue;
-                    }
-                    let file = ck.weights_mut().file_of(&key(0)).map(|p| p.to_path_buf());
-                    let mut parts = Vec::with_capacity(experts as usize);
-                    for e in 0..experts {
-                        let Some(a) = ck.weights_mut().take(&key(e)) else {
-                            return Err(invalid(
-                                file.as_deref().unwrap_or(ck.dir()),
-                                &key(e),
-                                &format!("missing: the layer has {experts} experts"),
-                            ));
-                        };
-                        parts.push(a);
-                    }
-                    let stacked = ops::stack(&parts, 0).map_err(|source| crate::Error::Mlx {
-                        path: file.clone().unwrap_or_else(|| ck.dir().to_path_buf()),
-                        source,
-                    })?;
-                    let to = format!("{prefix}.switch_mlp.{mlx}.{k}");
-                    let file = file.clone().unwrap_or_else(|| ck.dir().to_path_buf());
-                    ck.weights_mut().insert(to, stacked, file);
-                }
-            }
-        }
-        Ok(())
+        stack_experts(
+            ck,
+            "model",
+            self.decoder.num_hidden_layers,
+            self.experts_at,
+            self.expert_names,
+            self.moe.num_experts,
+        )
     }
 
     /// Takes the layers (`model.*`, each layer's feed-forward block built by `channel` from
@@ -127,6 +103,52 @@ impl MoeArgs {
         let lm_head = load_lm_head(ck, "lm_head", d.stack(), d.tie_word_embeddings)?;
         Ok((model, lm_head))
     }
+}
+
+/// Stacks each layer's per-expert tensors `{prefix}.layers.{l}.{experts_at}.experts.{e}.{name}.{k}`
+/// (`k`: `weight`, and `scales` / `biases` of a quantized checkpoint) into
+/// `{prefix}.layers.{l}.{experts_at}.switch_mlp.{mlx_name}.{k}` (the `names` pairs), as the MoE
+/// models' `sanitize` in mlx_lm. Layers already in mlx_lm's layout pass unchanged; a layer
+/// that lacks one expert's tensor is an error naming it.
+pub fn stack_experts(
+    ck: &mut Checkpoint,
+    prefix: &str,
+    layers: i32,
+    experts_at: &str,
+    names: [(&str, &str); 3],
+    experts: i32,
+) -> crate::Result<()> {
+    for l in 0..layers {
+        let prefix = format!("{prefix}.layers.{l}.{experts_at}");
+        for (hf, mlx) in names {
+            for k in ["weight", "scales", "biases"] {
+                let key = |e: i32| format!("{prefix}.experts.{e}.{hf}.{k}");
+                if !ck.weights_mut().contains(&key(0)) {
+                    continue;
+                }
+                let file = ck.weights_mut().file_of(&key(0)).map(|p| p.to_path_buf());
+                let mut parts = Vec::with_capacity(experts as usize);
+                for e in 0..experts {
+                    let Some(a) = ck.weights_mut().take(&key(e)) else {
+                        return Err(invalid(
+                            file.as_deref().unwrap_or(ck.dir()),
+                            &key(e),
+                            &format!("missing: the layer has {experts} experts"),
+                        ));
+                    };
+                    parts.push(a);
+                }
+                let stacked = ops::stack(&parts, 0).map_err(|source| crate::Error::Mlx {
+                    path: file.clone().unwrap_or_else(|| ck.dir().to_path_buf()),
+                    source,
+                })?;
+                let to = format!("{prefix}.switch_mlp.{mlx}.{k}");
+                let file = file.clone().unwrap_or_else(|| ck.dir().to_path_buf());
+                ck.weights_mut().insert(to, stacked, file);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes a mixture-of-experts architecture around the `args` reader (returning [`MoeArgs`])
