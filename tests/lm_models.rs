@@ -63,6 +63,9 @@ const MODELS: &[&str] = &[
     "olmoe",
     "olmoe-4bit",
     "olmoe-bias",
+    "olmo_hybrid",
+    "olmo_hybrid-4bit",
+    "olmo_hybrid-rope",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -748,6 +751,12 @@ fn recurrent_gemma_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("recurrent_gemma");
 }
 
+#[test]
+fn olmo_hybrid_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("olmo_hybrid");
+    python_compile_fails_where_ours_traces_once("olmo_hybrid-rope");
+}
+
 /// Kernel choices belong to a model, not to the process: a model loaded with the one-kernel
 /// gated delta rule off keeps computing mlx_lm's logits beside one loaded with it on (on a
 /// CUDA GPU the fused one's move in their last bits; elsewhere no kernel runs), and the choice
@@ -795,6 +804,8 @@ fn models_rebuild_from_their_leaves() {
         "granitemoehybrid-rope",
         "falcon_h1-4bit",
         "falcon_h1-deep",
+        "olmo_hybrid",
+        "olmo_hybrid-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -918,6 +929,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "mixtral-4bit",
         "qwen2_moe",
         "olmoe-bias",
+        "olmo_hybrid",
+        "olmo_hybrid-4bit",
+        "olmo_hybrid-rope",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

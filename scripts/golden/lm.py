@@ -426,6 +426,37 @@ CONFIGS = {
          "attention_bias": True, "rope_theta": 10000.0, "tie_word_embeddings": True},
         mx.float32, 20,
     ),
+    # OLMo-Hybrid-7B's layer mix (three gated-delta-net layers, then full attention, its
+    # default `i % 4 == 3`; 32 layers of 3840 there) at hidden 64 and 8 layers: separate q/k/v
+    # projections and convolutions, beta in [0, 2] (linear_allow_neg_eigval), no positional
+    # embedding (its rope_theta is null), untied head, as many key-value heads as query heads;
+    # 2 key heads of 32 and 4 value heads of 16 (its 30 of 96 and 30 of 192).
+    "olmo_hybrid": (
+        {"model_type": "olmo_hybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 8, "num_attention_heads": 4,
+         "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
+         "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+         "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+         "linear_allow_neg_eigval": True, "tie_word_embeddings": False,
+         "attention_bias": False, "hidden_act": "silu",
+         "rope_parameters": {"rope_type": "default", "rope_theta": None}},
+        mx.float32, 21,
+    ),
+    # What the other leaves out: RoPE (base 1e4 under rope_parameters), explicit layer_types,
+    # grouped key-value heads, attention biases, a tied head, beta in [0, 1].
+    "olmo_hybrid-rope": (
+        {"model_type": "olmo_hybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "max_position_embeddings": 4096,
+         "linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 32,
+         "linear_value_head_dim": 32, "linear_conv_kernel_dim": 3,
+         "linear_allow_neg_eigval": False, "tie_word_embeddings": True,
+         "attention_bias": True, "hidden_act": "silu",
+         "layer_types": ["linear_attention", "full_attention", "linear_attention",
+                         "linear_attention", "full_attention", "linear_attention"],
+         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+        mx.float32, 22,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -472,6 +503,8 @@ QUANTIZED = {
     "qwen2_moe": (32, 4, None),
     "olmoe": (32, 4, None),
     "olmoe-bias": None,
+    "olmo_hybrid": (32, 4, None),
+    "olmo_hybrid-rope": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -485,7 +518,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
-                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias"}
+                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "olmo_hybrid",
+                     "olmo_hybrid-rope"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

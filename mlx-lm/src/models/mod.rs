@@ -12,6 +12,7 @@ pub mod mamba;
 pub mod mamba2;
 pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmo_hybrid;
 pub mod olmoe;
 pub mod qwen2;
 pub mod qwen2_moe;
@@ -30,6 +31,7 @@ pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
@@ -54,7 +56,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 17] {
     [
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
@@ -64,6 +66,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
         ("mamba2", builtin!(Mamba2)),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
