@@ -421,6 +421,8 @@ fn a_generation_continues_from_its_own_cache() {
         "falcon_h1",
         "qwen3_moe",
         "mixtral-4bit",
+        "olmo_hybrid",
+        "olmo_hybrid-rope",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -551,6 +553,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "mixtral",
         "qwen2_moe",
         "olmoe",
+        "olmo_hybrid",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -753,6 +756,83 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     // An attention layer where the checkpoint has a short convolution.
     let e = err(&|j| j["layer_types"][0] = "full_attention".into());
     assert!(e.contains("model.layers.0.self_attn.q_proj.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// olmo_hybrid's sanitize and config reader: a checkpoint as transformers 5.23 saves one (the
+/// three convolutions concatenated into one `linear_attn.conv1d`, weights `[C, 1, K]`) is the
+/// same model; without `layer_types` the layers are transformers' default (every fourth
+/// full attention, the last one where that makes none); a layout that does not fit is an
+/// error naming the config file and key.
+#[test]
+fn olmo_hybrid_transformers_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("olmo_hybrid"));
+    let dir = copy_model("olmo_hybrid", "olmo_hybrid-hf");
+    rewrite_weights(&dir, |w| {
+        let convs: Vec<String> = w
+            .keys()
+            .filter(|k| k.ends_with("q_conv1d.weight"))
+            .cloned()
+            .collect();
+        for q in convs {
+            let prefix = q.trim_end_matches("q_conv1d.weight").to_string();
+            let parts: Vec<Array> = ["q", "k", "v"]
+                .iter()
+                .map(|n| w.remove(&format!("{prefix}{n}_conv1d.weight")).unwrap())
+                .collect();
+            let fused = ops::concatenate(&parts, 0).unwrap();
+            w.insert(
+                format!("{prefix}conv1d.weight"),
+                ops::swapaxes(&fused, 1, 2).unwrap(),
+            );
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+    };
+    let err = |change: &dyn Fn(&mut Value)| with(change).err().unwrap().to_string();
+    // The committed model has no layer_types: every fourth layer is full attention, as
+    // these say.
+    let (default_layers, _) = with(&|j| {
+        let linear = serde_json::json!("linear_attention");
+        let full = serde_json::json!("full_attention");
+        let types: Vec<Value> = (0..8)
+            .map(|i| if i % 4 == 3 { full.clone() } else { linear.clone() })
+            .collect();
+        j["layer_types"] = types.into();
+    })
+    .unwrap();
+    let same = ops::array_equal(logits(&default_layers), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+    // Three layers: transformers makes the last one full attention (mlx_lm: none), so the
+    // checkpoint's linear-attention layer 2 does not fit.
+    let e = err(&|j| j["num_hidden_layers"] = 3.into());
+    assert!(e.contains("model.layers.2.self_attn"), "{e}");
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["linear_attention", "mamba"]));
+    assert!(
+        e.contains("config.json") && e.contains("layer_types") && e.contains("mamba"),
+        "{e}"
+    );
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["linear_attention"]));
+    assert!(e.contains("1 entries for 8 layers"), "{e}");
+    let e = err(&|j| j["hidden_act"] = "gelu".into());
+    assert!(e.contains("hidden_act") && e.contains("gelu"), "{e}");
+    // No rotary embedding, so a scaled one is a setting nobody computes.
+    let e = err(&|j| j["rope_parameters"]["rope_type"] = "linear".into());
+    assert!(e.contains("rope_parameters.rope_type"), "{e}");
+    let e = err(&|j| j["linear_num_value_heads"] = 3.into());
+    assert!(e.contains("linear_num_value_heads"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1076,6 +1156,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "falcon_h1",
         "qwen3_moe",
         "qwen2_moe",
+        "olmo_hybrid",
+        "olmo_hybrid-rope",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

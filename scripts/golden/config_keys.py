@@ -33,6 +33,7 @@ from transformers import (  # noqa: E402
     MixtralConfig,
     NemotronHConfig,
     OlmoeConfig,
+    OlmoHybridConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -186,6 +187,15 @@ def configs():
                                     moe_intermediate_size=32,
                                     shared_expert_intermediate_size=128),
         "olmoe": OlmoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2),
+        # Gated-delta-net layers 0-2, attention layer 3 (the default layer_types); RoPE as
+        # transformers defaults it, and none (rope_theta null, as the released checkpoints).
+        "olmo_hybrid": OlmoHybridConfig(**SIZES, linear_num_key_heads=2, linear_num_value_heads=4,
+                                        linear_key_head_dim=32, linear_value_head_dim=16),
+        "olmo_hybrid-nope": OlmoHybridConfig(**SIZES, linear_num_key_heads=2,
+                                             linear_num_value_heads=4, linear_key_head_dim=32,
+                                             linear_value_head_dim=16,
+                                             rope_parameters={"rope_type": "default",
+                                                              "rope_theta": None}),
     }
 
 

@@ -129,6 +129,15 @@ CASES = [
     {"model": "mixtral", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "qwen2_moe", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     {"model": "olmoe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    # olmo_hybrid: mlx_lm masks the recurrence but not its three convolutions, whose state
+    # then holds the padding (the first decode step's logits 3-4 off): prompts of different
+    # lengths take each prompt generated alone as the reference. Prompts of one length are
+    # mlx_lm's batch; 4-bit, and RoPE with chunked prefill.
+    {"model": "olmo_hybrid", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "olmo_hybrid", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "olmo_hybrid-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
+    {"model": "olmo_hybrid-rope", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
 ]
 
 

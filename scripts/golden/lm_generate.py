@@ -445,6 +445,10 @@ PROMPT_CACHE = [
     # Mixture-of-experts: key/value caches only; a prefix of 34 of the 40 tokens routes 68
     # (token, expert) pairs (the sorted expert path), the rest of the prompt 12 (unsorted).
     ("qwen3_moe", 34),
+    # olmo_hybrid: an ArraysCache(4) per linear-attention layer (three convolution states and
+    # the float32 recurrent state) beside key/value caches, NoPE and RoPE.
+    ("olmo_hybrid", 16),
+    ("olmo_hybrid-rope", 16),
 ]
 CONTINUE_TOKENS = 16
 
