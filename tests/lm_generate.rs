@@ -808,7 +808,13 @@ fn olmo_hybrid_transformers_layout_loads_and_bad_layouts_are_errors_naming_the_k
         let linear = serde_json::json!("linear_attention");
         let full = serde_json::json!("full_attention");
         let types: Vec<Value> = (0..8)
-            .map(|i| if i % 4 == 3 { full.clone() } else { linear.clone() })
+            .map(|i| {
+                if i % 4 == 3 {
+                    full.clone()
+                } else {
+                    linear.clone()
+                }
+            })
             .collect();
         j["layer_types"] = types.into();
     })

@@ -160,7 +160,9 @@ fn rope(c: &ModelConfig, head_dim: i32) -> crate::Result<Option<RotaryEmbedding>
     let nope = null_theta(c.values()) || params.as_ref().is_some_and(|p| null_theta(p.values()));
     if !nope {
         let theta = rope_theta(c, Some(10000.0))?;
-        return Ok(Some(RotaryEmbedding::from_config(c, head_dim, theta, false)?));
+        return Ok(Some(RotaryEmbedding::from_config(
+            c, head_dim, theta, false,
+        )?));
     }
     c.declare_neutral(&["rope_theta"]);
     if let Some(p) = params {
@@ -601,10 +603,7 @@ impl OlmoHybrid {
             .collect();
         let (kd, vd) = (a.key_dim(), a.value_dim());
         for key in fused {
-            let file = w
-                .file_of(&key)
-                .map(|f| f.to_path_buf())
-                .unwrap_or_default();
+            let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
             let weight = w.take(&key).expect("listed above");
             if weight.shape().first() != Some(&(2 * kd + vd)) {
                 return Err(invalid(
