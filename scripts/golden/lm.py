@@ -457,6 +457,29 @@ CONFIGS = {
          "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
         mx.float32, 22,
     ),
+    # PLaMo-2-1B's layer mix (Mamba-2 and attention alternating, mamba_step 2; 16 layers of
+    # 2048 there) at hidden 64 and 6 layers: one key-value head (as its 16 query heads share
+    # one), heads of 16 (its 128), 4 Mamba heads of 16 with a state of 16 (its 32 of 128, 64),
+    # tied embeddings.
+    "plamo2": (
+        {"model_type": "plamo2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 6,
+         "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "hidden_size_per_head": 16,
+         "max_position_embeddings": 10485760, "attention_window_size": 2048,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_num_heads": 4, "mamba_step": 2,
+         "mamba_chunk_size": 256, "mamba_enabled": True, "intermediate_size": 128},
+        mx.float32, 23,
+    ),
+    # What the other leaves out: an untied head, mamba_step 3 (attention in layers 1 and 4),
+    # two key-value heads, a convolution of 3 taps, 8 Mamba heads of 8.
+    "plamo2-untied": (
+        {"model_type": "plamo2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 5,
+         "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "hidden_size_per_head": 8, "mamba_d_state": 8,
+         "mamba_d_conv": 3, "mamba_num_heads": 8, "mamba_step": 3, "mamba_enabled": True,
+         "intermediate_size": 96},
+        mx.float32, 24,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -505,6 +528,8 @@ QUANTIZED = {
     "olmoe-bias": None,
     "olmo_hybrid": (32, 4, None),
     "olmo_hybrid-rope": None,
+    "plamo2": (32, 4, None),
+    "plamo2-untied": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -519,7 +544,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "olmo_hybrid",
-                     "olmo_hybrid-rope"}
+                     "olmo_hybrid-rope", "plamo2", "plamo2-untied"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

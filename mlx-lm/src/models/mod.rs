@@ -14,6 +14,7 @@ pub mod mixtral;
 pub mod nemotron_h;
 pub mod olmo_hybrid;
 pub mod olmoe;
+pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
 pub mod qwen3;
@@ -33,6 +34,7 @@ pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
+pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
@@ -56,7 +58,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 17] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 18] {
     [
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
@@ -68,6 +70,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 17] {
         ("nemotron_h", builtin!(NemotronH)),
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
+        ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),
