@@ -423,6 +423,7 @@ fn a_generation_continues_from_its_own_cache() {
         "mixtral-4bit",
         "olmo_hybrid",
         "olmo_hybrid-rope",
+        "plamo2",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -554,6 +555,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "qwen2_moe",
         "olmoe",
         "olmo_hybrid",
+        "plamo2",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -839,6 +841,50 @@ fn olmo_hybrid_transformers_layout_loads_and_bad_layouts_are_errors_naming_the_k
     assert!(e.contains("rope_parameters.rope_type"), "{e}");
     let e = err(&|j| j["linear_num_value_heads"] = 3.into());
     assert!(e.contains("linear_num_value_heads"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// plamo2's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C,
+/// 1, K]`) is the same model; a layer layout that does not fit the checkpoint, or a
+/// `mamba_step` mlx_lm asserts against, is an error naming the key.
+#[test]
+fn plamo2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("plamo2"));
+    let dir = copy_model("plamo2", "plamo2-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["mamba_step"] = 1.into());
+    assert!(e.contains("config.json") && e.contains("mamba_step"), "{e}");
+    // Every layer attention: layer 0 holds a Mamba mixer.
+    let e = err(&|j| j["mamba_enabled"] = false.into());
+    assert!(e.contains("model.layers.layers.0.mixer.qkv_proj"), "{e}");
+    // Attention in layers 2 and 6 (mamba_step 4) where the checkpoint has it in 1, 3, 5.
+    let e = err(&|j| j["mamba_step"] = 4.into());
+    assert!(e.contains("model.layers.layers.1.mixer"), "{e}");
+    let e = err(&|j| j["num_key_value_heads"] = 3.into());
+    assert!(e.contains("num_key_value_heads"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1164,6 +1210,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "qwen2_moe",
         "olmo_hybrid",
         "olmo_hybrid-rope",
+        "plamo2",
+        "plamo2-untied",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

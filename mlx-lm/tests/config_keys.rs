@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
+use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
     FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
     Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
@@ -56,6 +57,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
         "olmoe" => Olmoe::args(c).map(drop),
         "olmo_hybrid" => OlmoHybridArgs::from_config(c).map(drop),
+        "plamo2" => Plamo2Args::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -108,6 +110,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "qwen2_moe",
         "olmoe",
         "olmo_hybrid",
+        "plamo2",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

@@ -196,6 +196,16 @@ def configs():
                                              linear_value_head_dim=16,
                                              rope_parameters={"rope_type": "default",
                                                               "rope_theta": None}),
+        # PLaMo 2 has no transformers config class (its checkpoints run remote code): the keys
+        # of PLaMo-2-1B's published config.json, which are those of mlx_lm's ModelArgs.
+        "plamo2": {"model_type": "plamo2", "hidden_size": 2048, "num_hidden_layers": 16,
+                   "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+                   "num_attention_heads": 16, "num_key_value_heads": 1,
+                   "hidden_size_per_head": 128, "max_position_embeddings": 10485760,
+                   "attention_window_size": 2048, "full_attention_idx": [],
+                   "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_num_heads": 32,
+                   "mamba_step": 2, "mamba_chunk_size": 256, "mamba_enabled": True,
+                   "intermediate_size": 8192, "vocab_size": 100000},
     }
 
 
@@ -215,7 +225,8 @@ def tag_non_finite(value):
 def main():
     out = {
         "transformers_version": transformers.__version__,
-        "configs": {name: tag_non_finite(c.to_dict()) for name, c in configs().items()},
+        "configs": {name: tag_non_finite(c if isinstance(c, dict) else c.to_dict())
+                    for name, c in configs().items()},
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -138,6 +138,15 @@ CASES = [
     {"model": "olmo_hybrid-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
     {"model": "olmo_hybrid-rope", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
+    # plamo2: mlx_lm keeps the padding out of its convolution and SSD (both read the cache's
+    # lengths), so its batch is the reference: equal and different lengths, 4-bit with
+    # sampling, chunked prefill.
+    {"model": "plamo2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "plamo2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "plamo2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 11, "temp": 1.0,
+     "top_k": 20},
+    {"model": "plamo2-untied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
 ]
 
 

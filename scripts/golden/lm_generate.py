@@ -449,6 +449,9 @@ PROMPT_CACHE = [
     # the float32 recurrent state) beside key/value caches, NoPE and RoPE.
     ("olmo_hybrid", 16),
     ("olmo_hybrid-rope", 16),
+    # plamo2: ArraysCache(2) per Mamba layer (convolution, float32 SSD state) beside
+    # key/value caches.
+    ("plamo2", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -67,6 +67,9 @@ impl Plamo2Args {
     /// window as a TODO), so a sequence longer than the window is computed as mlx_lm
     /// computes it.
     pub fn from_config(c: &ModelConfig) -> crate::Result<Plamo2Args> {
+        // mlx_lm computes SiLU (the MLP's SwiGLU, the convolution) whatever a config says;
+        // the published configs name no activation.
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         // The SSD's chunk length only groups its sums (mlx_lm's `ssm_attn` uses 256 whatever
         // the config says); max_position_embeddings bounds nothing in plain RoPE.
         // attention_window_size / full_attention_idx: see above.
