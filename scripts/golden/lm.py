@@ -480,6 +480,21 @@ CONFIGS = {
          "intermediate_size": 96},
         mx.float32, 24,
     ),
+    # Jamba-v0.1's layer mix (Mamba-1 layers, attention at layer 4 of every 8, experts in every
+    # other layer from 1; 32 layers of 4096 there) at hidden 64 and 8 layers: 4 query / 2
+    # key-value heads (its 32 / 8), 4 experts of 128, 2 per token (its 16, 2), expand 2,
+    # state 16, dt_rank "auto", an untied head. The reference is transformers' router
+    # (`transformers_jamba`).
+    "jamba": (
+        {"model_type": "jamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attn_layer_offset": 4, "attn_layer_period": 8, "expert_layer_offset": 1,
+         "expert_layer_period": 2, "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_expand": 2,
+         "mamba_dt_rank": "auto", "mamba_proj_bias": False, "mamba_conv_bias": True,
+         "num_experts": 4, "num_experts_per_tok": 2, "rms_norm_eps": 1e-6,
+         "max_position_embeddings": 4096, "tie_word_embeddings": False, "hidden_act": "silu"},
+        mx.float32, 25,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -530,6 +545,7 @@ QUANTIZED = {
     "olmo_hybrid-rope": None,
     "plamo2": (32, 4, None),
     "plamo2-untied": None,
+    "jamba": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -544,7 +560,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "olmo_hybrid",
-                     "olmo_hybrid-rope", "plamo2", "plamo2-untied"}
+                     "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -935,6 +951,32 @@ def transformers_falcon_h1(model):
 
 
 TRANSFORMERS_FIXES["falcon_h1-deep"] = transformers_falcon_h1
+
+
+class TransformersJambaMoe(nn.Module):
+    """transformers' `JambaSparseMoeBlock` routing in mlx_lm's ops: the top k of the softmax
+    over all experts, unnormalized (mlx_lm's: the softmax over the top k logits)."""
+
+    def __call__(self, x):
+        gates = mx.softmax(self.router(x), axis=-1, precise=True)
+        k = self.num_experts_per_tok
+        inds = mx.stop_gradient(mx.argpartition(-gates, kth=k - 1, axis=-1)[..., :k])
+        scores = mx.take_along_axis(gates, inds, axis=-1)
+        y = self.switch_mlp(x, inds)
+        return (y * scores[..., None]).sum(axis=-2)
+
+
+def transformers_jamba(model):
+    """mlx_lm's jamba made transformers' `Jamba` where they differ for this config: the
+    router (the expert layers' rule agrees for offset 1 of period 2)."""
+    from mlx_lm.models.jamba import JambaSparseMoeBlock
+    for layer in model.layers:
+        if isinstance(layer.feed_forward, JambaSparseMoeBlock):
+            layer.feed_forward.__class__ = type("JambaMoe", (TransformersJambaMoe,
+                                                             JambaSparseMoeBlock), {})
+
+
+TRANSFORMERS_FIXES["jamba"] = transformers_jamba
 
 
 def golden(name):

@@ -6,6 +6,7 @@
 pub mod base;
 pub mod falcon_h1;
 pub mod granitemoehybrid;
+pub mod jamba;
 pub mod lfm2;
 pub mod llama;
 pub mod mamba;
@@ -26,6 +27,7 @@ pub mod sparse;
 
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
+pub use jamba::Jamba;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba::Mamba;
@@ -58,10 +60,11 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 18] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 19] {
     [
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
+        ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
