@@ -424,6 +424,7 @@ fn a_generation_continues_from_its_own_cache() {
         "olmo_hybrid",
         "olmo_hybrid-rope",
         "plamo2",
+        "jamba",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -556,6 +557,8 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "olmoe",
         "olmo_hybrid",
         "plamo2",
+        // Its routers at 8 bits in groups of 64 (jamba's `quant_predicate`).
+        "jamba",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -888,6 +891,69 @@ fn plamo2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// jamba's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C, 1,
+/// K]`, each expert's projections apart under `feed_forward.experts.{e}`) is the same model;
+/// one lacking an expert, or a `layers_block_type` that the attention period and offset do
+/// not make, is an error naming the key.
+#[test]
+fn jamba_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("jamba"));
+    let dir = copy_model("jamba", "jamba-hf");
+    rewrite_weights(&dir, |w| {
+        let keys: Vec<String> = w.keys().cloned().collect();
+        for k in keys {
+            if k.ends_with("conv1d.weight") {
+                let v = w.remove(&k).unwrap();
+                w.insert(k, ops::swapaxes(&v, 1, 2).unwrap());
+            } else if let Some((prefix, rest)) = k.split_once(".switch_mlp.") {
+                let v = w.remove(&k).unwrap();
+                for e in 0..v.shape()[0] {
+                    w.insert(format!("{prefix}.experts.{e}.{rest}"), v.index(e).unwrap());
+                }
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| {
+        j["layers_block_type"] = vec![Value::from("attention"); 8].into();
+    });
+    assert!(
+        e.contains("config.json") && e.contains("layers_block_type"),
+        "{e}"
+    );
+    let e = err(&|j| j["num_experts_per_tok"] = 5.into());
+    assert!(e.contains("num_experts_per_tok"), "{e}");
+    // The expert layers where transformers puts them (i % period == offset): offset 0 makes
+    // layer 0 sparse, which the checkpoint has dense.
+    let e = err(&|j| j["expert_layer_offset"] = 0.into());
+    assert!(e.contains("model.layers.0.feed_forward"), "{e}");
+    rewrite_weights(&dir, |w| {
+        w.remove("model.layers.1.feed_forward.experts.3.up_proj.weight");
+    });
+    let e = err(&|_| {});
+    assert!(
+        e.contains("model.layers.1.feed_forward.experts.3.up_proj.weight") && e.contains("missing"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The mixture-of-experts sanitize: a checkpoint with each expert's tensors apart, as Hugging
 /// Face stores them (`mlp.experts.{e}.up_proj.weight`; Mixtral's `block_sparse_moe.experts.
 /// {e}.w1` / `w2` / `w3`), quantized ones with their `scales` and `biases` too, stacks into the
@@ -1212,6 +1278,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "olmo_hybrid-rope",
         "plamo2",
         "plamo2-untied",
+        "jamba",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

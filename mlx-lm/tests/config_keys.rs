@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
+use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
@@ -58,6 +59,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "olmoe" => Olmoe::args(c).map(drop),
         "olmo_hybrid" => OlmoHybridArgs::from_config(c).map(drop),
         "plamo2" => Plamo2Args::from_config(c).map(drop),
+        "jamba" => JambaArgs::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -111,6 +113,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "olmoe",
         "olmo_hybrid",
         "plamo2",
+        "jamba",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

@@ -25,6 +25,7 @@ from transformers import (  # noqa: E402
     FalconH1Config,
     FalconMambaConfig,
     GraniteMoeHybridConfig,
+    JambaConfig,
     Lfm2Config,
     LlamaConfig,
     Mamba2Config,
@@ -196,6 +197,14 @@ def configs():
                                              linear_value_head_dim=16,
                                              rope_parameters={"rope_type": "default",
                                                               "rope_theta": None}),
+        # Attention in layer 2 of every 4, experts in every other layer from 1 (4 of 8 with 2 per
+        # token); and mlx_lm's own layers_block_type, as its converted checkpoints carry it.
+        "jamba": JambaConfig(**SIZES, attn_layer_period=4, attn_layer_offset=2,
+                             num_experts=4, num_experts_per_tok=2),
+        "jamba-block-types": dict(
+            JambaConfig(**SIZES, attn_layer_period=4, attn_layer_offset=2, num_experts=4,
+                        num_experts_per_tok=2).to_dict(),
+            layers_block_type=["mamba", "mamba", "attention", "mamba"]),
         # PLaMo 2 has no transformers config class (its checkpoints run remote code): the keys
         # of PLaMo-2-1B's published config.json, which are those of mlx_lm's ModelArgs.
         "plamo2": {"model_type": "plamo2", "hidden_size": 2048, "num_hidden_layers": 16,

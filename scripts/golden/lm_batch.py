@@ -147,6 +147,14 @@ CASES = [
      "top_k": 20},
     {"model": "plamo2-untied", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # jamba (as transformers routes, `lm.TRANSFORMERS_FIXES`): mlx_lm's Mamba layers read
+    # neither the mask nor the lengths, so the padding enters their convolution and SSM
+    # state; prompts of different lengths take each prompt generated alone as the
+    # reference, prompts of one length mlx_lm's batch.
+    {"model": "jamba", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "jamba", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "jamba-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
 ]
 
 

@@ -452,6 +452,8 @@ PROMPT_CACHE = [
     # plamo2: ArraysCache(2) per Mamba layer (convolution, float32 SSD state) beside
     # key/value caches.
     ("plamo2", 16),
+    # jamba: Mamba-1 ArraysCache(2) (model-dtype SSM state) beside a key/value cache.
+    ("jamba", 16),
 ]
 CONTINUE_TOKENS = 16
 
