@@ -467,7 +467,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the separate ops; the graph is the same. In float32 that moves them by a few units of
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
-/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, and 9.5e-6 for olmoe, the closest to the
+/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, 5.7e-6 for olmo_hybrid, 0 for jamba, and
+/// 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
