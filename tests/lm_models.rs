@@ -71,6 +71,7 @@ const MODELS: &[&str] = &[
     "plamo2-untied",
     "jamba",
     "jamba-4bit",
+    "jamba-tied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -791,6 +792,7 @@ fn plamo2_python_mx_compile_fails_where_ours_traces_once() {
 #[test]
 fn jamba_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("jamba");
+    python_compile_fails_where_ours_traces_once("jamba-tied");
 }
 
 /// Kernel choices belong to a model, not to the process: a model loaded with the one-kernel
@@ -877,6 +879,7 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
         "granitemoehybrid-rope",
         "falcon_h1-deep",
         "jamba",
+        "jamba-tied",
     ] {
         let path = data_dir().join("lm").join(format!("{name}.json"));
         if on_cuda() && !path.exists() {
@@ -890,8 +893,8 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
         eprintln!("{name}: mlx_lm's own logits are {off} from transformers' model");
         // Measured: 0.97 (mamba2-codestral), 0.017 (granitemoehybrid-rope, whose logits
         // logits_scaling divides by 8), 0.0126 (falcon_h1-deep, bfloat16, whose logits
-        // lm_head_multiplier scales by 0.039), 0.81 (jamba: mlx_lm's router renormalizes the
-        // top k), where ours equal the fixed reference's bits.
+        // lm_head_multiplier scales by 0.039), 0.81 and 0.97 (jamba, jamba-tied: mlx_lm's
+        // router renormalizes the top k), where ours equal the fixed reference's bits.
         assert!(off > 0.01, "{name}: mlx_lm's logits within {off}");
     }
 }
@@ -979,6 +982,7 @@ fn parameter_paths_are_mlx_lm_s() {
         "plamo2-untied",
         "jamba",
         "jamba-4bit",
+        "jamba-tied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -495,6 +495,19 @@ CONFIGS = {
          "max_position_embeddings": 4096, "tie_word_embeddings": False, "hidden_act": "silu"},
         mx.float32, 25,
     ),
+    # What the other leaves out: projection biases (mamba_proj_bias), no convolution bias, an
+    # explicit dt_rank, attention every other layer, experts from layer 0 (both rules agree
+    # for offset 0), a tied head.
+    "jamba-tied": (
+        {"model_type": "jamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 96,
+         "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "attn_layer_offset": 1, "attn_layer_period": 2, "expert_layer_offset": 0,
+         "expert_layer_period": 2, "mamba_d_conv": 3, "mamba_d_state": 8, "mamba_expand": 2,
+         "mamba_dt_rank": 8, "mamba_proj_bias": True, "mamba_conv_bias": False,
+         "num_experts": 4, "num_experts_per_tok": 2, "rms_norm_eps": 1e-5,
+         "max_position_embeddings": 4096, "tie_word_embeddings": True, "hidden_act": "silu"},
+        mx.float32, 26,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -546,6 +559,7 @@ QUANTIZED = {
     "plamo2": (32, 4, None),
     "plamo2-untied": None,
     "jamba": (32, 4, None),
+    "jamba-tied": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -560,7 +574,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "olmo_hybrid",
-                     "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba"}
+                     "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
+                     "jamba-tied"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -977,6 +992,7 @@ def transformers_jamba(model):
 
 
 TRANSFORMERS_FIXES["jamba"] = transformers_jamba
+TRANSFORMERS_FIXES["jamba-tied"] = transformers_jamba
 
 
 def golden(name):
