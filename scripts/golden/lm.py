@@ -508,6 +508,29 @@ CONFIGS = {
          "max_position_embeddings": 4096, "tie_word_embeddings": True, "hidden_act": "silu"},
         mx.float32, 26,
     ),
+    # Baichuan-M1's layer kinds at hidden 64 and 4 layers: sliding-window layers 0 and 2 with
+    # their own head counts (8 query / 4 key-value heads of 8) and a window of 8, so the
+    # prompt passes it; global layers of 4 / 2 heads of 16; the two-tap key/value
+    # convolution; an untied head (normalized at load).
+    "baichuan_m1": (
+        {"model_type": "baichuan_m1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "rope_theta": 10000.0, "sliding_window": 8,
+         "sliding_window_layers": [0, 2], "conv_window": 2, "rms_norm_eps": 1e-6,
+         "num_swa_attention_heads": 8, "num_swa_key_value_heads": 4,
+         "tie_word_embeddings": False},
+        mx.float32, 27,
+    ),
+    # Global layers only (no rotating cache): eager generation bit for bit, and right-padded
+    # batches.
+    "baichuan_m1-global": (
+        {"model_type": "baichuan_m1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+         "num_key_value_heads": 4, "rope_theta": 500000.0, "sliding_window": 8,
+         "sliding_window_layers": [], "conv_window": 2, "rms_norm_eps": 1e-5,
+         "tie_word_embeddings": False},
+        mx.float32, 28,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -560,6 +583,8 @@ QUANTIZED = {
     "plamo2-untied": None,
     "jamba": (32, 4, None),
     "jamba-tied": None,
+    "baichuan_m1": (32, 4, None),
+    "baichuan_m1-global": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -575,7 +600,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
-                     "jamba-tied"}
+                     "jamba-tied", "baichuan_m1",
+                     "baichuan_m1-global"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

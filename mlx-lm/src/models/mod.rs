@@ -3,6 +3,7 @@
 //! struct and its [`LanguageModel`](crate::LanguageModel) impl, plus its line in
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
+pub mod baichuan_m1;
 pub mod base;
 pub mod falcon_h1;
 pub mod granitemoehybrid;
@@ -25,6 +26,7 @@ pub mod recurrent_gemma;
 pub mod smollm3;
 pub mod sparse;
 
+pub use baichuan_m1::BaichuanM1;
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use jamba::Jamba;
@@ -60,8 +62,9 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 19] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 20] {
     [
+        ("baichuan_m1", builtin!(BaichuanM1)),
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("jamba", builtin!(Jamba)),
