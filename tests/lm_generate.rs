@@ -272,10 +272,21 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                 // mlx_lm keeps the whole prefill chunk until the next token; we keep the window.
                 continue;
             }
-            for (key, theirs) in their_arrays
-                .iter()
-                .filter(|(k, _)| k.starts_with(&format!("{i}.")))
-            {
+            // A rotating cache inside a CacheList (baichuan_m1's sliding-window layers), at
+            // `{layer}.{entry}.`: the same, the list's other entries compared.
+            let rotating_entries: Vec<String> = match layer {
+                LayerCache::List(entries) => entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| matches!(c, LayerCache::Rotating(_)))
+                    .map(|(j, _)| format!("{i}.{j}."))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (key, theirs) in their_arrays.iter().filter(|(k, _)| {
+                k.starts_with(&format!("{i}."))
+                    && !rotating_entries.iter().any(|r| k.starts_with(r.as_str()))
+            }) {
                 let ours = &our_arrays[key];
                 assert_eq!(ours.shape(), theirs.shape(), "{name} {key}");
                 assert_eq!(ours.dtype(), theirs.dtype(), "{name} {key}");
@@ -425,6 +436,8 @@ fn a_generation_continues_from_its_own_cache() {
         "olmo_hybrid-rope",
         "plamo2",
         "jamba",
+        "baichuan_m1",
+        "baichuan_m1-global",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -954,6 +967,60 @@ fn jamba_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// baichuan_m1's sanitize and config reader: the float output head is normalized at load,
+/// so a checkpoint whose head rows are scaled gives the same logits; what mlx_lm cannot run
+/// (a tied head, a convolution of other than two taps) is an error naming the key.
+#[test]
+fn baichuan_m1_head_is_normalized_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("baichuan_m1-global"));
+    let dir = copy_model("baichuan_m1-global", "baichuan_m1-scaled");
+    rewrite_weights(&dir, |w| {
+        let head = w.remove("lm_head.weight").unwrap();
+        w.insert(
+            "lm_head.weight".into(),
+            ops::multiply(&head, 4.0f32).unwrap(),
+        );
+    });
+    let (scaled, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let (_, worst) = {
+        let d = ops::abs(&ops::subtract(logits(&scaled), &reference).unwrap()).unwrap();
+        (
+            (),
+            ops::max(&d, None, false).unwrap().item::<f32>().unwrap(),
+        )
+    };
+    // Four times the rows divide to the same unit rows up to the 1e-7 added to the norm and
+    // one rounding: measured 0; a head left unnormalized moves them by far more.
+    assert!(worst <= 1e-5, "logits off by {worst}");
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["tie_word_embeddings"] = true.into());
+    assert!(
+        e.contains("config.json") && e.contains("tie_word_embeddings"),
+        "{e}"
+    );
+    let e = err(&|j| j["conv_window"] = 3.into());
+    assert!(e.contains("conv_window"), "{e}");
+    let e = err(&|j| j["sliding_window_layers"] = serde_json::json!([5]));
+    assert!(
+        e.contains("sliding_window_layers") && e.contains("5 is not a layer"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// The mixture-of-experts sanitize: a checkpoint with each expert's tensors apart, as Hugging
 /// Face stores them (`mlp.experts.{e}.up_proj.weight`; Mixtral's `block_sparse_moe.experts.
 /// {e}.w1` / `w2` / `w3`), quantized ones with their `scales` and `biases` too, stacks into the
@@ -1279,6 +1346,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "plamo2",
         "plamo2-untied",
         "jamba",
+        "baichuan_m1",
+        "baichuan_m1-global",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

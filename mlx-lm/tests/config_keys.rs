@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
+use mlx_lm::models::baichuan_m1::BaichuanM1Args;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
@@ -60,6 +61,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "olmo_hybrid" => OlmoHybridArgs::from_config(c).map(drop),
         "plamo2" => Plamo2Args::from_config(c).map(drop),
         "jamba" => JambaArgs::from_config(c).map(drop),
+        "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -114,6 +116,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "olmo_hybrid",
         "plamo2",
         "jamba",
+        "baichuan_m1",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

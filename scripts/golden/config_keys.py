@@ -205,6 +205,15 @@ def configs():
             JambaConfig(**SIZES, attn_layer_period=4, attn_layer_offset=2, num_experts=4,
                         num_experts_per_tok=2).to_dict(),
             layers_block_type=["mamba", "mamba", "attention", "mamba"]),
+        # Baichuan-M1 has no transformers config class (its checkpoints run remote code): the
+        # keys of mlx_lm's ModelArgs, with the sliding-window layers' own head counts.
+        "baichuan_m1": {"model_type": "baichuan_m1", "vocab_size": 384, "hidden_size": 64,
+                        "intermediate_size": 128, "num_hidden_layers": 4,
+                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                        "rope_theta": 10000.0, "sliding_window": 8,
+                        "sliding_window_layers": [0, 2], "conv_window": 2,
+                        "rms_norm_eps": 1e-6, "num_swa_attention_heads": 8,
+                        "num_swa_key_value_heads": 4, "tie_word_embeddings": False},
         # PLaMo 2 has no transformers config class (its checkpoints run remote code): the keys
         # of PLaMo-2-1B's published config.json, which are those of mlx_lm's ModelArgs.
         "plamo2": {"model_type": "plamo2", "hidden_size": 2048, "num_hidden_layers": 16,

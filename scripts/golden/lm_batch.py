@@ -155,6 +155,18 @@ CASES = [
     {"model": "jamba", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
     {"model": "jamba-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
+    # baichuan_m1 with global layers only (its rotating caches cannot take a padded batch
+    # here): mlx_lm keeps the padding's last key and value as the convolution's state, so
+    # prompts of different lengths take each prompt generated alone as the reference.
+    {"model": "baichuan_m1-global", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "baichuan_m1-global", "lengths": [3, 14, 8, 11], "max_tokens": 24,
+     "alone": True},
+    {"model": "baichuan_m1-global", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
+    # With its sliding-window layers: prompts of one length, longer than the window and than
+    # one prefill chunk.
+    {"model": "baichuan_m1", "lengths": [20, 20, 20], "max_tokens": 16,
+     "prefill_step_size": 8},
 ]
 
 

@@ -454,6 +454,9 @@ PROMPT_CACHE = [
     ("plamo2", 16),
     # jamba: Mamba-1 ArraysCache(2) (model-dtype SSM state) beside a key/value cache.
     ("jamba", 16),
+    # baichuan_m1: a CacheList per layer (the last key and value, ArraysCache(2), beside a
+    # KVCache or, in a sliding-window layer, a RotatingKVCache past its window).
+    ("baichuan_m1", 16),
 ]
 CONTINUE_TOKENS = 16
 
