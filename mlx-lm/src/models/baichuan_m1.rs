@@ -206,7 +206,7 @@ impl BaichuanM1Attention {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let rows = ctx.rows;
-        let (mut state, kv_cache) = match cache {
+        let (state, kv_cache) = match cache {
             None => (None, None),
             Some(LayerCache::List(caches)) if caches.len() == 2 => {
                 let (first, second) = caches.split_at_mut(1);
@@ -246,7 +246,7 @@ impl BaichuanM1Attention {
         };
         let k_conv = self.convolve(&k, &self.conv_k, &last_k)?;
         let v_conv = self.convolve(&v, &self.conv_v, &last_v)?;
-        if let Some(s) = state.as_deref_mut() {
+        if let Some(s) = state {
             // Each sequence's last real key and value: a right-padded batch's prefill keeps
             // the position before its padding (mlx_lm keeps the padding's), and a sequence
             // with no real position in this call keeps its state.
