@@ -272,10 +272,21 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                 // mlx_lm keeps the whole prefill chunk until the next token; we keep the window.
                 continue;
             }
-            for (key, theirs) in their_arrays
-                .iter()
-                .filter(|(k, _)| k.starts_with(&format!("{i}.")))
-            {
+            // A rotating cache inside a CacheList (baichuan_m1's sliding-window layers), at
+            // `{layer}.{entry}.`: the same, the list's other entries compared.
+            let rotating_entries: Vec<String> = match layer {
+                LayerCache::List(entries) => entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| matches!(c, LayerCache::Rotating(_)))
+                    .map(|(j, _)| format!("{i}.{j}."))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (key, theirs) in their_arrays.iter().filter(|(k, _)| {
+                k.starts_with(&format!("{i}."))
+                    && !rotating_entries.iter().any(|r| k.starts_with(r.as_str()))
+            }) {
                 let ours = &our_arrays[key];
                 assert_eq!(ours.shape(), theirs.shape(), "{name} {key}");
                 assert_eq!(ours.dtype(), theirs.dtype(), "{name} {key}");
@@ -423,6 +434,12 @@ fn a_generation_continues_from_its_own_cache() {
         "mixtral-4bit",
         "qwen3_next",
         "qwen3_5_moe",
+        "olmo_hybrid",
+        "olmo_hybrid-rope",
+        "plamo2",
+        "jamba",
+        "baichuan_m1",
+        "baichuan_m1-global",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -557,6 +574,10 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "qwen3_next",
         // The same, with experts only (qwen3_5's `quant_predicate`).
         "qwen3_5_moe",
+        "olmo_hybrid",
+        "plamo2",
+        // Its routers at 8 bits in groups of 64 (jamba's `quant_predicate`).
+        "jamba",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -759,6 +780,250 @@ fn lfm2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
     // An attention layer where the checkpoint has a short convolution.
     let e = err(&|j| j["layer_types"][0] = "full_attention".into());
     assert!(e.contains("model.layers.0.self_attn.q_proj.weight"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// olmo_hybrid's sanitize and config reader: a checkpoint as transformers 5.23 saves one (the
+/// three convolutions concatenated into one `linear_attn.conv1d`, weights `[C, 1, K]`) is the
+/// same model; without `layer_types` the layers are transformers' default (every fourth
+/// full attention, the last one where that makes none); a layout that does not fit is an
+/// error naming the config file and key.
+#[test]
+fn olmo_hybrid_transformers_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("olmo_hybrid"));
+    let dir = copy_model("olmo_hybrid", "olmo_hybrid-hf");
+    rewrite_weights(&dir, |w| {
+        let convs: Vec<String> = w
+            .keys()
+            .filter(|k| k.ends_with("q_conv1d.weight"))
+            .cloned()
+            .collect();
+        for q in convs {
+            let prefix = q.trim_end_matches("q_conv1d.weight").to_string();
+            let parts: Vec<Array> = ["q", "k", "v"]
+                .iter()
+                .map(|n| w.remove(&format!("{prefix}{n}_conv1d.weight")).unwrap())
+                .collect();
+            let fused = ops::concatenate(&parts, 0).unwrap();
+            w.insert(
+                format!("{prefix}conv1d.weight"),
+                ops::swapaxes(&fused, 1, 2).unwrap(),
+            );
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+    };
+    let err = |change: &dyn Fn(&mut Value)| with(change).err().unwrap().to_string();
+    // The committed model has no layer_types: every fourth layer is full attention, as
+    // these say.
+    let (default_layers, _) = with(&|j| {
+        let linear = serde_json::json!("linear_attention");
+        let full = serde_json::json!("full_attention");
+        let types: Vec<Value> = (0..8)
+            .map(|i| {
+                if i % 4 == 3 {
+                    full.clone()
+                } else {
+                    linear.clone()
+                }
+            })
+            .collect();
+        j["layer_types"] = types.into();
+    })
+    .unwrap();
+    let same = ops::array_equal(logits(&default_layers), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+    // Three layers: transformers makes the last one full attention (mlx_lm: none), so the
+    // checkpoint's linear-attention layer 2 does not fit.
+    let e = err(&|j| j["num_hidden_layers"] = 3.into());
+    assert!(e.contains("model.layers.2.self_attn"), "{e}");
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["linear_attention", "mamba"]));
+    assert!(
+        e.contains("config.json") && e.contains("layer_types") && e.contains("mamba"),
+        "{e}"
+    );
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["linear_attention"]));
+    assert!(e.contains("1 entries for 8 layers"), "{e}");
+    let e = err(&|j| j["hidden_act"] = "gelu".into());
+    assert!(e.contains("hidden_act") && e.contains("gelu"), "{e}");
+    // No rotary embedding, so a scaled one is a setting nobody computes.
+    let e = err(&|j| j["rope_parameters"]["rope_type"] = "linear".into());
+    assert!(e.contains("rope_parameters.rope_type"), "{e}");
+    let e = err(&|j| j["linear_num_value_heads"] = 3.into());
+    assert!(e.contains("linear_num_value_heads"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// plamo2's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C,
+/// 1, K]`) is the same model; a layer layout that does not fit the checkpoint, or a
+/// `mamba_step` mlx_lm asserts against, is an error naming the key.
+#[test]
+fn plamo2_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("plamo2"));
+    let dir = copy_model("plamo2", "plamo2-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("conv1d.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["mamba_step"] = 1.into());
+    assert!(e.contains("config.json") && e.contains("mamba_step"), "{e}");
+    // Every layer attention: layer 0 holds a Mamba mixer.
+    let e = err(&|j| j["mamba_enabled"] = false.into());
+    assert!(e.contains("model.layers.layers.0.mixer.qkv_proj"), "{e}");
+    // Attention in layers 2 and 6 (mamba_step 4) where the checkpoint has it in 1, 3, 5.
+    let e = err(&|j| j["mamba_step"] = 4.into());
+    assert!(e.contains("model.layers.layers.1.mixer"), "{e}");
+    let e = err(&|j| j["num_key_value_heads"] = 3.into());
+    assert!(e.contains("num_key_value_heads"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// jamba's sanitize and config reader: a Hugging Face checkpoint (convolution weights `[C, 1,
+/// K]`, each expert's projections apart under `feed_forward.experts.{e}`) is the same model;
+/// one lacking an expert, or a `layers_block_type` that the attention period and offset do
+/// not make, is an error naming the key.
+#[test]
+fn jamba_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("jamba"));
+    let dir = copy_model("jamba", "jamba-hf");
+    rewrite_weights(&dir, |w| {
+        let keys: Vec<String> = w.keys().cloned().collect();
+        for k in keys {
+            if k.ends_with("conv1d.weight") {
+                let v = w.remove(&k).unwrap();
+                w.insert(k, ops::swapaxes(&v, 1, 2).unwrap());
+            } else if let Some((prefix, rest)) = k.split_once(".switch_mlp.") {
+                let v = w.remove(&k).unwrap();
+                for e in 0..v.shape()[0] {
+                    w.insert(format!("{prefix}.experts.{e}.{rest}"), v.index(e).unwrap());
+                }
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| {
+        j["layers_block_type"] = vec![Value::from("attention"); 8].into();
+    });
+    assert!(
+        e.contains("config.json") && e.contains("layers_block_type"),
+        "{e}"
+    );
+    let e = err(&|j| j["num_experts_per_tok"] = 5.into());
+    assert!(e.contains("num_experts_per_tok"), "{e}");
+    // The expert layers where transformers puts them (i % period == offset): offset 0 makes
+    // layer 0 sparse, which the checkpoint has dense.
+    let e = err(&|j| j["expert_layer_offset"] = 0.into());
+    assert!(e.contains("model.layers.0.feed_forward"), "{e}");
+    rewrite_weights(&dir, |w| {
+        w.remove("model.layers.1.feed_forward.experts.3.up_proj.weight");
+    });
+    let e = err(&|_| {});
+    assert!(
+        e.contains("model.layers.1.feed_forward.experts.3.up_proj.weight") && e.contains("missing"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// baichuan_m1's sanitize and config reader: the float output head is normalized at load,
+/// so a checkpoint whose head rows are scaled gives the same logits; what mlx_lm cannot run
+/// (a tied head, a convolution of other than two taps) is an error naming the key.
+#[test]
+fn baichuan_m1_head_is_normalized_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("baichuan_m1-global"));
+    let dir = copy_model("baichuan_m1-global", "baichuan_m1-scaled");
+    rewrite_weights(&dir, |w| {
+        let head = w.remove("lm_head.weight").unwrap();
+        w.insert(
+            "lm_head.weight".into(),
+            ops::multiply(&head, 4.0f32).unwrap(),
+        );
+    });
+    let (scaled, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let (_, worst) = {
+        let d = ops::abs(&ops::subtract(logits(&scaled), &reference).unwrap()).unwrap();
+        (
+            (),
+            ops::max(&d, None, false).unwrap().item::<f32>().unwrap(),
+        )
+    };
+    // Four times the rows divide to the same unit rows up to the 1e-7 added to the norm and
+    // one rounding: measured 0; a head left unnormalized moves them by far more.
+    assert!(worst <= 1e-5, "logits off by {worst}");
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["tie_word_embeddings"] = true.into());
+    assert!(
+        e.contains("config.json") && e.contains("tie_word_embeddings"),
+        "{e}"
+    );
+    let e = err(&|j| j["conv_window"] = 3.into());
+    assert!(e.contains("conv_window"), "{e}");
+    let e = err(&|j| j["sliding_window_layers"] = serde_json::json!([5]));
+    assert!(
+        e.contains("sliding_window_layers") && e.contains("5 is not a layer"),
+        "{e}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -1144,6 +1409,13 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "falcon_h1",
         "qwen3_moe",
         "qwen2_moe",
+        "olmo_hybrid",
+        "olmo_hybrid-rope",
+        "plamo2",
+        "plamo2-untied",
+        "jamba",
+        "baichuan_m1",
+        "baichuan_m1-global",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -69,6 +69,18 @@ const MODELS: &[&str] = &[
     "qwen3_5_moe",
     "qwen3_5_moe-4bit",
     "qwen3_5_moe-hf",
+    "olmo_hybrid",
+    "olmo_hybrid-4bit",
+    "olmo_hybrid-rope",
+    "plamo2",
+    "plamo2-4bit",
+    "plamo2-untied",
+    "jamba",
+    "jamba-4bit",
+    "jamba-tied",
+    "baichuan_m1",
+    "baichuan_m1-4bit",
+    "baichuan_m1-global",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -297,7 +309,13 @@ fn greedy_generation_equals_mlx_lm() {
         // so there the two lengths sum in other groupings: measured up to 7.7e-4 (qwen2,
         // H100; 2.6e-4 to 7.7e-4 over the eleven models; up to 1.6e-3 for lfm2's 16 layers on
         // an H200). A wrong cache position or mask moves them by 1e-2 and more.
-        let tolerance = if on_cuda() { 2e-3 } else { 1e-5 };
+        let tolerance = if on_cuda() {
+            2e-3
+        } else if model.model_type() == "plamo2" {
+            PLAMO2_FLOAT32_BOUND
+        } else {
+            1e-5
+        };
         assert!(
             worst <= tolerance,
             "{name}: log-probabilities off by {worst}"
@@ -356,7 +374,12 @@ fn eager_generation_equals_mlx_lm_bit_for_bit() {
         let g = golden(name);
         let model = load_with(name, false);
         let cache = model.make_cache(1, 1).unwrap();
-        if cache.iter().any(|c| matches!(c, LayerCache::Rotating(_))) {
+        // Inside a CacheList too (baichuan_m1's sliding-window layers).
+        let mut rotating = false;
+        for c in &cache {
+            c.for_each(&mut |c| rotating |= matches!(c, LayerCache::Rotating(_)));
+        }
+        if rotating {
             eprintln!("{name}: sliding-window layers, left out");
             continue;
         }
@@ -459,7 +482,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the separate ops; the graph is the same. In float32 that moves them by a few units of
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
-/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, and 9.5e-6 for olmoe, the closest to the
+/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, 5.7e-6 for olmo_hybrid, 0 for jamba, and
+/// 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
@@ -474,10 +498,23 @@ fn compiled_tolerance(model: &Model) -> f32 {
         0.125
     } else if on_cuda() {
         1e-3
+    } else if model.model_type() == "plamo2" {
+        PLAMO2_FLOAT32_BOUND
     } else {
         1e-5
     }
 }
+
+/// plamo2 in float32 on the CPU, compiled against eager: its norms after the mixer and after
+/// the MLP rescale each sublayer's output to unit size before the residual sum, so the last
+/// bits a fused kernel rounds otherwise reach the residual stream at full size (a pre-norm
+/// model adds them at the sublayer's own, smaller, size) and carry on through the recurrent
+/// state. Python's own `mx.compile` of mlx_lm's plamo2 forward moves its prompt
+/// log-probabilities by 9.1e-6 (olmoe's by 2.9e-6, lfm2's by 2.9e-6, mamba2's by 0). Measured
+/// here: 64 greedy steps within 4.3e-5 of mlx_lm's (plamo2-4bit), 256 compiled steps within
+/// 6.3e-5 of eager (plamo2); eager it is mlx_lm's bit for bit. A wrong state, mask or
+/// position moves them by 1e-2 and more.
+const PLAMO2_FLOAT32_BOUND: f32 = 1e-4;
 
 /// `n` decode steps of `name` compiled: traced once, and what the same model computes
 /// eagerly, step by step, through its forward with the cache. The tokens may part only where
@@ -775,6 +812,30 @@ fn recurrent_gemma_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("recurrent_gemma");
 }
 
+#[test]
+fn olmo_hybrid_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("olmo_hybrid");
+    python_compile_fails_where_ours_traces_once("olmo_hybrid-rope");
+}
+
+#[test]
+fn plamo2_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("plamo2");
+    python_compile_fails_where_ours_traces_once("plamo2-untied");
+}
+
+#[test]
+fn jamba_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("jamba");
+    python_compile_fails_where_ours_traces_once("jamba-tied");
+}
+
+#[test]
+fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("baichuan_m1");
+    python_compile_fails_where_ours_traces_once("baichuan_m1-global");
+}
+
 /// Kernel choices belong to a model, not to the process: a model loaded with the one-kernel
 /// gated delta rule off keeps computing mlx_lm's logits beside one loaded with it on (on a
 /// CUDA GPU the fused one's move in their last bits; elsewhere no kernel runs), and the choice
@@ -827,6 +888,12 @@ fn models_rebuild_from_their_leaves() {
         "qwen3_next-dense",
         "qwen3_5_moe",
         "qwen3_5_moe-4bit",
+        "olmo_hybrid",
+        "olmo_hybrid-4bit",
+        "plamo2",
+        "plamo2-4bit",
+        "jamba",
+        "jamba-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -857,6 +924,8 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
         "mamba2-codestral",
         "granitemoehybrid-rope",
         "falcon_h1-deep",
+        "jamba",
+        "jamba-tied",
     ] {
         let path = data_dir().join("lm").join(format!("{name}.json"));
         if on_cuda() && !path.exists() {
@@ -870,7 +939,8 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
         eprintln!("{name}: mlx_lm's own logits are {off} from transformers' model");
         // Measured: 0.97 (mamba2-codestral), 0.017 (granitemoehybrid-rope, whose logits
         // logits_scaling divides by 8), 0.0126 (falcon_h1-deep, bfloat16, whose logits
-        // lm_head_multiplier scales by 0.039), where ours equal the fixed reference's bits.
+        // lm_head_multiplier scales by 0.039), 0.81 and 0.97 (jamba, jamba-tied: mlx_lm's
+        // router renormalizes the top k), where ours equal the fixed reference's bits.
         assert!(off > 0.01, "{name}: mlx_lm's logits within {off}");
     }
 }
@@ -955,6 +1025,17 @@ fn parameter_paths_are_mlx_lm_s() {
         "qwen3_next-dense",
         "qwen3_5_moe",
         "qwen3_5_moe-4bit",
+        "olmo_hybrid",
+        "olmo_hybrid-4bit",
+        "olmo_hybrid-rope",
+        "plamo2",
+        "plamo2-4bit",
+        "plamo2-untied",
+        "jamba",
+        "jamba-4bit",
+        "jamba-tied",
+        "baichuan_m1",
+        "baichuan_m1-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -6,7 +6,11 @@
 use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
+use mlx_lm::models::baichuan_m1::BaichuanM1Args;
+use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
+use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
+use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
     FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
     Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
@@ -56,6 +60,10 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "olmoe" => Olmoe::args(c).map(drop),
         "qwen3_next" => Qwen3Next::args(c).map(drop),
         "qwen3_5_moe" => Qwen3_5::args(c).map(drop),
+        "olmo_hybrid" => OlmoHybridArgs::from_config(c).map(drop),
+        "plamo2" => Plamo2Args::from_config(c).map(drop),
+        "jamba" => JambaArgs::from_config(c).map(drop),
+        "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -109,6 +117,10 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "olmoe",
         "qwen3_next",
         "qwen3_5_moe",
+        "olmo_hybrid",
+        "plamo2",
+        "jamba",
+        "baichuan_m1",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

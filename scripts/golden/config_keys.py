@@ -25,6 +25,7 @@ from transformers import (  # noqa: E402
     FalconH1Config,
     FalconMambaConfig,
     GraniteMoeHybridConfig,
+    JambaConfig,
     Lfm2Config,
     LlamaConfig,
     Mamba2Config,
@@ -33,6 +34,7 @@ from transformers import (  # noqa: E402
     MixtralConfig,
     NemotronHConfig,
     OlmoeConfig,
+    OlmoHybridConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -203,6 +205,42 @@ def configs():
         "qwen3_next-dense": Qwen3NextConfig(**SIZES, head_dim=16, linear_num_value_heads=4,
                                             linear_num_key_heads=2, linear_key_head_dim=16,
                                             linear_value_head_dim=16, num_experts=0),
+        # Gated-delta-net layers 0-2, attention layer 3 (the default layer_types); RoPE as
+        # transformers defaults it, and none (rope_theta null, as the released checkpoints).
+        "olmo_hybrid": OlmoHybridConfig(**SIZES, linear_num_key_heads=2, linear_num_value_heads=4,
+                                        linear_key_head_dim=32, linear_value_head_dim=16),
+        "olmo_hybrid-nope": OlmoHybridConfig(**SIZES, linear_num_key_heads=2,
+                                             linear_num_value_heads=4, linear_key_head_dim=32,
+                                             linear_value_head_dim=16,
+                                             rope_parameters={"rope_type": "default",
+                                                              "rope_theta": None}),
+        # Attention in layer 2 of every 4, experts in every other layer from 1 (4 of 8 with 2 per
+        # token); and mlx_lm's own layers_block_type, as its converted checkpoints carry it.
+        "jamba": JambaConfig(**SIZES, attn_layer_period=4, attn_layer_offset=2,
+                             num_experts=4, num_experts_per_tok=2),
+        "jamba-block-types": dict(
+            JambaConfig(**SIZES, attn_layer_period=4, attn_layer_offset=2, num_experts=4,
+                        num_experts_per_tok=2).to_dict(),
+            layers_block_type=["mamba", "mamba", "attention", "mamba"]),
+        # Baichuan-M1 has no transformers config class (its checkpoints run remote code): the
+        # keys of mlx_lm's ModelArgs, with the sliding-window layers' own head counts.
+        "baichuan_m1": {"model_type": "baichuan_m1", "vocab_size": 384, "hidden_size": 64,
+                        "intermediate_size": 128, "num_hidden_layers": 4,
+                        "num_attention_heads": 4, "num_key_value_heads": 2,
+                        "rope_theta": 10000.0, "sliding_window": 8,
+                        "sliding_window_layers": [0, 2], "conv_window": 2,
+                        "rms_norm_eps": 1e-6, "num_swa_attention_heads": 8,
+                        "num_swa_key_value_heads": 4, "tie_word_embeddings": False},
+        # PLaMo 2 has no transformers config class (its checkpoints run remote code): the keys
+        # of PLaMo-2-1B's published config.json, which are those of mlx_lm's ModelArgs.
+        "plamo2": {"model_type": "plamo2", "hidden_size": 2048, "num_hidden_layers": 16,
+                   "rms_norm_eps": 1e-06, "tie_word_embeddings": True,
+                   "num_attention_heads": 16, "num_key_value_heads": 1,
+                   "hidden_size_per_head": 128, "max_position_embeddings": 10485760,
+                   "attention_window_size": 2048, "full_attention_idx": [],
+                   "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_num_heads": 32,
+                   "mamba_step": 2, "mamba_chunk_size": 256, "mamba_enabled": True,
+                   "intermediate_size": 8192, "vocab_size": 100000},
     }
 
 
@@ -222,7 +260,8 @@ def tag_non_finite(value):
 def main():
     out = {
         "transformers_version": transformers.__version__,
-        "configs": {name: tag_non_finite(c.to_dict()) for name, c in configs().items()},
+        "configs": {name: tag_non_finite(c if isinstance(c, dict) else c.to_dict())
+                    for name, c in configs().items()},
     }
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(out, indent=1) + "\n")

@@ -474,6 +474,111 @@ CONFIGS = {
                                 "partial_rotary_factor": 0.25}}},
         mx.float32, 23,
     ),
+    # OLMo-Hybrid-7B's layer mix (three gated-delta-net layers, then full attention, its
+    # default `i % 4 == 3`; 32 layers of 3840 there) at hidden 64 and 8 layers: separate q/k/v
+    # projections and convolutions, beta in [0, 2] (linear_allow_neg_eigval), no positional
+    # embedding (its rope_theta is null), untied head, as many key-value heads as query heads;
+    # 2 key heads of 32 and 4 value heads of 16 (its 30 of 96 and 30 of 192).
+    "olmo_hybrid": (
+        {"model_type": "olmo_hybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 8, "num_attention_heads": 4,
+         "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 4096,
+         "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 32,
+         "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4,
+         "linear_allow_neg_eigval": True, "tie_word_embeddings": False,
+         "attention_bias": False, "hidden_act": "silu",
+         "rope_parameters": {"rope_type": "default", "rope_theta": None}},
+        mx.float32, 21,
+    ),
+    # What the other leaves out: RoPE (base 1e4 under rope_parameters), explicit layer_types,
+    # grouped key-value heads, attention biases, a tied head, beta in [0, 1].
+    "olmo_hybrid-rope": (
+        {"model_type": "olmo_hybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "num_hidden_layers": 6, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "rms_norm_eps": 1e-5, "max_position_embeddings": 4096,
+         "linear_num_key_heads": 2, "linear_num_value_heads": 2, "linear_key_head_dim": 32,
+         "linear_value_head_dim": 32, "linear_conv_kernel_dim": 3,
+         "linear_allow_neg_eigval": False, "tie_word_embeddings": True,
+         "attention_bias": True, "hidden_act": "silu",
+         "layer_types": ["linear_attention", "full_attention", "linear_attention",
+                         "linear_attention", "full_attention", "linear_attention"],
+         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}},
+        mx.float32, 22,
+    ),
+    # PLaMo-2-1B's layer mix (Mamba-2 and attention alternating, mamba_step 2; 16 layers of
+    # 2048 there) at hidden 64 and 6 layers: one key-value head (as its 16 query heads share
+    # one), heads of 16 (its 128), 4 Mamba heads of 16 with a state of 16 (its 32 of 128, 64),
+    # tied embeddings.
+    "plamo2": (
+        {"model_type": "plamo2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 6,
+         "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "num_attention_heads": 4,
+         "num_key_value_heads": 1, "hidden_size_per_head": 16,
+         "max_position_embeddings": 10485760, "attention_window_size": 2048,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_num_heads": 4, "mamba_step": 2,
+         "mamba_chunk_size": 256, "mamba_enabled": True, "intermediate_size": 128},
+        mx.float32, 23,
+    ),
+    # What the other leaves out: an untied head, mamba_step 3 (attention in layers 1 and 4),
+    # two key-value heads, a convolution of 3 taps, 8 Mamba heads of 8.
+    "plamo2-untied": (
+        {"model_type": "plamo2", "vocab_size": VOCAB, "hidden_size": 64, "num_hidden_layers": 5,
+         "rms_norm_eps": 1e-5, "tie_word_embeddings": False, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "hidden_size_per_head": 8, "mamba_d_state": 8,
+         "mamba_d_conv": 3, "mamba_num_heads": 8, "mamba_step": 3, "mamba_enabled": True,
+         "intermediate_size": 96},
+        mx.float32, 24,
+    ),
+    # Jamba-v0.1's layer mix (Mamba-1 layers, attention at layer 4 of every 8, experts in every
+    # other layer from 1; 32 layers of 4096 there) at hidden 64 and 8 layers: 4 query / 2
+    # key-value heads (its 32 / 8), 4 experts of 128, 2 per token (its 16, 2), expand 2,
+    # state 16, dt_rank "auto", an untied head. The reference is transformers' router
+    # (`transformers_jamba`).
+    "jamba": (
+        {"model_type": "jamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attn_layer_offset": 4, "attn_layer_period": 8, "expert_layer_offset": 1,
+         "expert_layer_period": 2, "mamba_d_conv": 4, "mamba_d_state": 16, "mamba_expand": 2,
+         "mamba_dt_rank": "auto", "mamba_proj_bias": False, "mamba_conv_bias": True,
+         "num_experts": 4, "num_experts_per_tok": 2, "rms_norm_eps": 1e-6,
+         "max_position_embeddings": 4096, "tie_word_embeddings": False, "hidden_act": "silu"},
+        mx.float32, 25,
+    ),
+    # What the other leaves out: projection biases (mamba_proj_bias), no convolution bias, an
+    # explicit dt_rank, attention every other layer, experts from layer 0 (both rules agree
+    # for offset 0), a tied head.
+    "jamba-tied": (
+        {"model_type": "jamba", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 96,
+         "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "attn_layer_offset": 1, "attn_layer_period": 2, "expert_layer_offset": 0,
+         "expert_layer_period": 2, "mamba_d_conv": 3, "mamba_d_state": 8, "mamba_expand": 2,
+         "mamba_dt_rank": 8, "mamba_proj_bias": True, "mamba_conv_bias": False,
+         "num_experts": 4, "num_experts_per_tok": 2, "rms_norm_eps": 1e-5,
+         "max_position_embeddings": 4096, "tie_word_embeddings": True, "hidden_act": "silu"},
+        mx.float32, 26,
+    ),
+    # Baichuan-M1's layer kinds at hidden 64 and 4 layers: sliding-window layers 0 and 2 with
+    # their own head counts (8 query / 4 key-value heads of 8) and a window of 8, so the
+    # prompt passes it; global layers of 4 / 2 heads of 16; the two-tap key/value
+    # convolution; an untied head (normalized at load).
+    "baichuan_m1": (
+        {"model_type": "baichuan_m1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "rope_theta": 10000.0, "sliding_window": 8,
+         "sliding_window_layers": [0, 2], "conv_window": 2, "rms_norm_eps": 1e-6,
+         "num_swa_attention_heads": 8, "num_swa_key_value_heads": 4,
+         "tie_word_embeddings": False},
+        mx.float32, 27,
+    ),
+    # Global layers only (no rotating cache): eager generation bit for bit, and right-padded
+    # batches.
+    "baichuan_m1-global": (
+        {"model_type": "baichuan_m1", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 96, "num_hidden_layers": 3, "num_attention_heads": 4,
+         "num_key_value_heads": 4, "rope_theta": 500000.0, "sliding_window": 8,
+         "sliding_window_layers": [], "conv_window": 2, "rms_norm_eps": 1e-5,
+         "tie_word_embeddings": False},
+        mx.float32, 28,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -524,6 +629,14 @@ QUANTIZED = {
     "qwen3_next": (32, 4, None),
     "qwen3_next-dense": None,
     "qwen3_5_moe": (32, 4, None),
+    "olmo_hybrid": (32, 4, None),
+    "olmo_hybrid-rope": None,
+    "plamo2": (32, 4, None),
+    "plamo2-untied": None,
+    "jamba": (32, 4, None),
+    "jamba-tied": None,
+    "baichuan_m1": (32, 4, None),
+    "baichuan_m1-global": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -538,7 +651,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "qwen3_next",
-                     "qwen3_next-dense", "qwen3_5_moe"}
+                     "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
+                     "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
+                     "jamba-tied", "baichuan_m1", "baichuan_m1-global"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -969,6 +1084,33 @@ def transformers_falcon_h1(model):
 
 
 TRANSFORMERS_FIXES["falcon_h1-deep"] = transformers_falcon_h1
+
+
+class TransformersJambaMoe(nn.Module):
+    """transformers' `JambaSparseMoeBlock` routing in mlx_lm's ops: the top k of the softmax
+    over all experts, unnormalized (mlx_lm's: the softmax over the top k logits)."""
+
+    def __call__(self, x):
+        gates = mx.softmax(self.router(x), axis=-1, precise=True)
+        k = self.num_experts_per_tok
+        inds = mx.stop_gradient(mx.argpartition(-gates, kth=k - 1, axis=-1)[..., :k])
+        scores = mx.take_along_axis(gates, inds, axis=-1)
+        y = self.switch_mlp(x, inds)
+        return (y * scores[..., None]).sum(axis=-2)
+
+
+def transformers_jamba(model):
+    """mlx_lm's jamba made transformers' `Jamba` where they differ for this config: the
+    router (the expert layers' rule agrees for offset 1 of period 2)."""
+    from mlx_lm.models.jamba import JambaSparseMoeBlock
+    for layer in model.layers:
+        if isinstance(layer.feed_forward, JambaSparseMoeBlock):
+            layer.feed_forward.__class__ = type("JambaMoe", (TransformersJambaMoe,
+                                                             JambaSparseMoeBlock), {})
+
+
+TRANSFORMERS_FIXES["jamba"] = transformers_jamba
+TRANSFORMERS_FIXES["jamba-tied"] = transformers_jamba
 
 
 def golden(name):

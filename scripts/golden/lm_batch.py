@@ -142,6 +142,44 @@ CASES = [
     {"model": "qwen3_5_moe", "lengths": [3, 14, 8, 11], "max_tokens": 24},
     {"model": "qwen3_5_moe-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # olmo_hybrid: mlx_lm masks the recurrence but not its three convolutions, whose state
+    # then holds the padding (the first decode step's logits 3-4 off): prompts of different
+    # lengths take each prompt generated alone as the reference. Prompts of one length are
+    # mlx_lm's batch; 4-bit, and RoPE with chunked prefill.
+    {"model": "olmo_hybrid", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "olmo_hybrid", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "olmo_hybrid-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
+    {"model": "olmo_hybrid-rope", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
+    # plamo2: mlx_lm keeps the padding out of its convolution and SSD (both read the cache's
+    # lengths), so its batch is the reference: equal and different lengths, 4-bit with
+    # sampling, chunked prefill.
+    {"model": "plamo2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "plamo2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "plamo2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 11, "temp": 1.0,
+     "top_k": 20},
+    {"model": "plamo2-untied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    # jamba (as transformers routes, `lm.TRANSFORMERS_FIXES`): mlx_lm's Mamba layers read
+    # neither the mask nor the lengths, so the padding enters their convolution and SSM
+    # state; prompts of different lengths take each prompt generated alone as the
+    # reference, prompts of one length mlx_lm's batch.
+    {"model": "jamba", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "jamba", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "jamba-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
+    # baichuan_m1 with global layers only (its rotating caches cannot take a padded batch
+    # here): mlx_lm keeps the padding's last key and value as the convolution's state, so
+    # prompts of different lengths take each prompt generated alone as the reference.
+    {"model": "baichuan_m1-global", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "baichuan_m1-global", "lengths": [3, 14, 8, 11], "max_tokens": 24,
+     "alone": True},
+    {"model": "baichuan_m1-global", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
+    # With its sliding-window layers: prompts of one length, longer than the window and than
+    # one prefill chunk.
+    {"model": "baichuan_m1", "lengths": [20, 20, 20], "max_tokens": 16,
+     "prefill_step_size": 8},
 ]
 
 

@@ -450,6 +450,18 @@ PROMPT_CACHE = [
     # beside key/value caches, the sparse block's sorted path in the prefix.
     ("qwen3_next", 34),
     ("qwen3_5_moe", 34),
+    # olmo_hybrid: an ArraysCache(4) per linear-attention layer (three convolution states and
+    # the float32 recurrent state) beside key/value caches, NoPE and RoPE.
+    ("olmo_hybrid", 16),
+    ("olmo_hybrid-rope", 16),
+    # plamo2: ArraysCache(2) per Mamba layer (convolution, float32 SSD state) beside
+    # key/value caches.
+    ("plamo2", 16),
+    # jamba: Mamba-1 ArraysCache(2) (model-dtype SSM state) beside a key/value cache.
+    ("jamba", 16),
+    # baichuan_m1: a CacheList per layer (the last key and value, ArraysCache(2), beside a
+    # KVCache or, in a sliding-window layer, a RotatingKVCache past its window).
+    ("baichuan_m1", 16),
 ]
 CONTINUE_TOKENS = 16
 

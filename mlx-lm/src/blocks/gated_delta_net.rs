@@ -250,7 +250,12 @@ impl GatedDeltaNet {
 
 /// Python: `normalize_qk`: L2-normalizes q and k through `rms_norm` (whose eps is added to the
 /// mean square, hence the scaled eps) and folds the readout scale into q.
-fn normalize_qk(q: &Array, k: &Array, inv_scale: f64, eps: f64) -> Result<(Array, Array)> {
+pub(crate) fn normalize_qk(
+    q: &Array,
+    k: &Array,
+    inv_scale: f64,
+    eps: f64,
+) -> Result<(Array, Array)> {
     let rms_eps = (eps * inv_scale * inv_scale) as f32;
     let q = ops::multiply(
         &fast::rms_norm(q, None, rms_eps)?,

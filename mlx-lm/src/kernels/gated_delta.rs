@@ -317,6 +317,25 @@ pub fn gated_delta_update(
     use_kernel: bool,
 ) -> Result<(Array, Array)> {
     let beta = ops::sigmoid(b)?;
+    gated_delta_update_with_beta(q, k, v, a, &beta, a_log, dt_bias, state, mask, use_kernel)
+}
+
+/// [`gated_delta_update`] with the write strength `beta` given (olmo_hybrid's
+/// `allow_neg_eigval` doubles `sigmoid(b)` first, Python's `beta = beta * 2.0`).
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_update_with_beta(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    a: &Array,
+    beta: &Array,
+    a_log: &Array,
+    dt_bias: &Array,
+    state: Array,
+    mask: Option<&Array>,
+    use_kernel: bool,
+) -> Result<(Array, Array)> {
+    let beta = beta.clone();
     let g = compute_g(a_log, a, dt_bias)?;
     if use_kernel && is_supported(q, k, v, &g, &beta, &state, mask)? {
         return apply_unchecked(q, k, v, &g, &beta, &state, mask);

@@ -3,16 +3,20 @@
 //! struct and its [`LanguageModel`](crate::LanguageModel) impl, plus its line in
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
+pub mod baichuan_m1;
 pub mod base;
 pub mod falcon_h1;
 pub mod granitemoehybrid;
+pub mod jamba;
 pub mod lfm2;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
 pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmo_hybrid;
 pub mod olmoe;
+pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
 pub mod qwen3;
@@ -23,15 +27,19 @@ pub mod recurrent_gemma;
 pub mod smollm3;
 pub mod sparse;
 
+pub use baichuan_m1::BaichuanM1;
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
+pub use jamba::Jamba;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
+pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
 pub use qwen3::Qwen3;
@@ -56,17 +64,21 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 18] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 22] {
     [
+        ("baichuan_m1", builtin!(BaichuanM1)),
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
+        ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
+        ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
         ("qwen3", builtin!(Qwen3)),
