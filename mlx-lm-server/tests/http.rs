@@ -426,7 +426,7 @@ async fn errors_in_each_apis_shape() {
             None,
         ),
         (
-            json!({"messages": msgs, "response_format": {"type": "json_object"}}),
+            json!({"messages": msgs, "response_format": {"type": "yaml"}}),
             400,
             Some("response_format"),
             None,
