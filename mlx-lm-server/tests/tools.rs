@@ -8,28 +8,9 @@
 
 mod common;
 
-use common::{options, post, start, stream, Sse};
+use common::{options, post, start, stream, Sse, TOOL_TEMPLATE};
 use mlx_lm::{generate, load, ChatOptions, ChatTemplate, GenerateOptions, LoadOptions};
 use serde_json::{json, Value};
-
-/// A ChatML template that renders tools, calls and results as Qwen's does (so mlx_lm
-/// picks its `json_tools` format: `<tool_call>` and `tool_call.name`).
-const TOOL_TEMPLATE: &str = r#"{%- if tools %}<|im_start|>system
-<tools>{% for tool in tools %}{{ tool | tojson }}{% endfor %}</tools><|im_end|>
-{% endif %}
-{%- for message in messages %}
-{%- if message.role == "assistant" and message.tool_calls %}<|im_start|>assistant
-{{ message.content }}{% for tool_call in message.tool_calls %}{% set tool_call = tool_call.function %}<tool_call>
-{"name": "{{ tool_call.name }}", "arguments": {{ tool_call.arguments | tojson }}}
-</tool_call>{% endfor %}<|im_end|>
-{% elif message.role == "tool" %}<|im_start|>user
-<tool_response>{{ message.content }}</tool_response><|im_end|>
-{% else %}<|im_start|>{{ message.role }}
-{{ message.content }}<|im_end|>
-{% endif %}
-{%- endfor %}
-{%- if add_generation_prompt %}<|im_start|>assistant
-{% endif %}"#;
 
 fn weather_tool() -> Value {
     json!({"type": "function", "function": {
