@@ -180,6 +180,8 @@ impl Server {
             max_batch: options.decode_concurrency,
             capacity: options.context_length,
             prefill_step_size: options.prefill_step_size,
+            prompt_cache_size: options.prompt_cache_size,
+            prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()
         };
         let (engine, info, thread) =

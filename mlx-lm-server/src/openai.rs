@@ -241,7 +241,7 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
                 ));
                 if include_usage {
                     let mut u = chunk_with(&head, json!([]));
-                    u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                    u["usage"] = usage(prompt_tokens, c.completion_tokens, c.cached_tokens);
                     out.push(u);
                 }
             }
@@ -281,7 +281,7 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
             "logprobs": logprobs,
             "finish_reason": done.finish.as_ref().map(|f| chat_finish_name(f, splitter.made_tool_call())),
         }],
-        "usage": usage(prompt_tokens, done.completion_tokens),
+        "usage": usage(prompt_tokens, done.completion_tokens, done.cached_tokens),
     }))
     .into_response())
 }
@@ -392,7 +392,7 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
             }
             if c.finish.is_some() && include_usage {
                 let mut u = chunk_with(&head, json!([]));
-                u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                u["usage"] = usage(prompt_tokens, c.completion_tokens, c.cached_tokens);
                 out.push(u);
             }
             out
@@ -417,7 +417,7 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
             "logprobs": logprobs,
             "finish_reason": done.finish.as_ref().map(finish_name),
         }],
-        "usage": usage(prompt_tokens, done.completion_tokens),
+        "usage": usage(prompt_tokens, done.completion_tokens, done.cached_tokens),
     }))
     .into_response())
 }
@@ -492,8 +492,10 @@ pub fn finish_name(f: &Finish) -> &'static str {
     }
 }
 
-fn usage(prompt: usize, completion: usize) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+/// Usage counts; `prompt_tokens` counts the cached ones too, as OpenAI's do.
+fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+           "prompt_tokens_details": {"cached_tokens": cached}})
 }
 
 fn chunk_with(head: &Value, choices: Value) -> Value {

@@ -25,6 +25,8 @@ pub struct TokenOut {
     pub top: Vec<(u32, f32)>,
     /// Set on the request's last token; `Stop` when the token is a stop token.
     pub finish: Option<FinishReason>,
+    /// Prompt tokens a cached prefix gave (not prefilled).
+    pub cached_tokens: usize,
 }
 
 /// What the engine thread sends a request's reader.
@@ -253,6 +255,7 @@ impl Worker<'_> {
                 logprob: e.logprob,
                 top,
                 finish: e.finish_reason,
+                cached_tokens: e.cached_tokens,
             };
             let sent = r.events.send(Event::Token(out)).is_ok();
             if e.finish_reason.is_some() {
@@ -317,6 +320,14 @@ impl Worker<'_> {
         m.active_slots
             .store(self.engine.running() as u64, Ordering::Relaxed);
         m.step_traces.store(self.engine.traces(), Ordering::Relaxed);
+        let (hits, reused) = self.engine.prompt_cache_stats();
+        m.prompt_cache_hits.store(hits, Ordering::Relaxed);
+        m.prompt_cache_tokens.store(reused, Ordering::Relaxed);
+        let cache = self.engine.prompt_cache();
+        m.prompt_cache_entries
+            .store(cache.len() as u64, Ordering::Relaxed);
+        m.prompt_cache_bytes
+            .store(cache.nbytes() as u64, Ordering::Relaxed);
         if self.engine.is_idle() {
             m.set_tokens_per_second(0.0);
         }
