@@ -47,6 +47,10 @@ check("openai chat stream usage", usage is not None and usage.completion_tokens 
 r = oa.chat.completions.create(model=model, messages=c["messages"], max_tokens=8, logprobs=True, top_logprobs=2)
 lp = r.choices[0].logprobs.content
 check("openai logprobs", len(lp) > 0 and all(len(t.top_logprobs) == 2 and t.top_logprobs[0].token == t.token for t in lp))
+# The prompt was seen before: all but its last token come from the prompt cache.
+r = oa.chat.completions.create(model=model, messages=c["messages"], max_tokens=c["max_tokens"])
+check("openai cached tokens", r.usage.prompt_tokens_details.cached_tokens == c["prompt_tokens"] - 1
+      and r.choices[0].message.content == c["expected"], r.usage)
 
 # Completions and stop strings.
 p = cases["completion"]
