@@ -122,6 +122,7 @@ pub fn spawn(
                 live: HashMap::new(),
                 metrics,
                 recent: VecDeque::new(),
+                past_cache_stats: (0, 0),
             }
             .run(rx);
         })
@@ -166,6 +167,9 @@ struct Worker<'m> {
     metrics: Arc<Metrics>,
     /// (when, tokens) of the recent steps, for the tokens-per-second gauge.
     recent: VecDeque<(Instant, usize)>,
+    /// The prompt-cache counters of engines replaced after a failure, so the metrics
+    /// keep counting up.
+    past_cache_stats: (u64, u64),
 }
 
 impl Worker<'_> {
@@ -302,7 +306,12 @@ impl Worker<'_> {
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
             match Engine::new(self.model, self.options) {
-                Ok(engine) => self.engine = engine,
+                Ok(engine) => {
+                    let (hits, tokens) = self.engine.prompt_cache_stats();
+                    self.past_cache_stats.0 += hits;
+                    self.past_cache_stats.1 += tokens;
+                    self.engine = engine;
+                }
                 Err(e) => eprintln!("engine: cannot start a new engine: {e}"),
             }
         }
@@ -321,8 +330,11 @@ impl Worker<'_> {
             .store(self.engine.running() as u64, Ordering::Relaxed);
         m.step_traces.store(self.engine.traces(), Ordering::Relaxed);
         let (hits, reused) = self.engine.prompt_cache_stats();
-        m.prompt_cache_hits.store(hits, Ordering::Relaxed);
-        m.prompt_cache_tokens.store(reused, Ordering::Relaxed);
+        let (past_hits, past_reused) = self.past_cache_stats;
+        m.prompt_cache_hits
+            .store(past_hits + hits, Ordering::Relaxed);
+        m.prompt_cache_tokens
+            .store(past_reused + reused, Ordering::Relaxed);
         let cache = self.engine.prompt_cache();
         m.prompt_cache_entries
             .store(cache.len() as u64, Ordering::Relaxed);
