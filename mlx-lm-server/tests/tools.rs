@@ -9,6 +9,7 @@
 mod common;
 
 use common::{options, post, start, stream, Sse, TOOL_TEMPLATE};
+use mlx_lm::tool_parsers::infer_tool_parser;
 use mlx_lm::{generate, load, ChatOptions, ChatTemplate, GenerateOptions, LoadOptions};
 use serde_json::{json, Value};
 
@@ -155,6 +156,51 @@ async fn forced_openai_tool_calls() {
     assert!(r["choices"][0]["message"]["tool_calls"].is_null(), "{r}");
     assert!(r["choices"][0]["message"]["content"].is_string(), "{r}");
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forced_calls_in_the_mistral_and_llama3_formats() {
+    // Templates that carry each format's marker (so mlx_lm's inference picks it) but render
+    // the conversation as ChatML.
+    for (marker, format) in [
+        ("[TOOL_CALLS]", "mistral"),
+        ("<|python_tag|>", "llama3_json"),
+    ] {
+        let mut o = options("qwen3");
+        o.chat_template = format!(
+            "{{% for m in messages %}}<|im_start|>{{{{ m.role }}}}\n{{{{ m.content }}}}<|im_end|>\n\
+             {{% endfor %}}{{% if false %}}{marker}{{% endif %}}<|im_start|>assistant\n"
+        );
+        assert_eq!(
+            infer_tool_parser(Some(&o.chat_template), |_| false),
+            Some(format),
+            "the template with {marker}"
+        );
+        let server = start(o).await;
+        let schema = weather_tool()["function"]["parameters"].clone();
+        let body = json!({"messages": [{"role": "user", "content": "Weather?"}],
+            "tools": [weather_tool(), time_tool()], "max_tokens": 120,
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}}});
+        let (status, r) = post(&server.base, "/v1/chat/completions", &body).await;
+        assert_eq!(status, 200, "{r}");
+        assert_eq!(
+            r["choices"][0]["finish_reason"], "tool_calls",
+            "{format}: {r}"
+        );
+        let calls = r["choices"][0]["message"]["tool_calls"].as_array().unwrap();
+        assert_eq!(calls.len(), 1, "{format}: {r}");
+        assert_eq!(calls[0]["function"]["name"], "get_weather");
+        let arguments: Value =
+            serde_json::from_str(calls[0]["function"]["arguments"].as_str().unwrap()).unwrap();
+        validate(&schema, &arguments);
+        let mut streamed = body.clone();
+        streamed["stream"] = json!(true);
+        let (_, events) = stream(&server.base, "/v1/chat/completions", &streamed, None).await;
+        let (s_calls, finish, _) = stream_calls(&events);
+        assert_eq!(finish.as_deref(), Some("tool_calls"), "{format}");
+        assert_eq!(s_calls[0]["function"], calls[0]["function"], "{format}");
+        server.shutdown().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
