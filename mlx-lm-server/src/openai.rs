@@ -29,61 +29,79 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// The fields of a chat completion request this server reads; others are ignored, as
-/// OpenAI's clients send fields a given server may not know.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ChatRequest {
-    pub model: Option<String>,
-    pub messages: Vec<Map<String, Value>>,
-    pub max_tokens: Option<u64>,
-    pub max_completion_tokens: Option<u64>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f64>,
-    pub seed: Option<i64>,
-    pub presence_penalty: Option<f64>,
-    pub frequency_penalty: Option<f64>,
-    pub repetition_penalty: Option<f64>,
-    pub repetition_context_size: Option<u64>,
-    pub logit_bias: Option<BTreeMap<String, f64>>,
-    pub logprobs: Option<bool>,
-    pub top_logprobs: Option<u64>,
-    pub n: Option<u64>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub stop: Option<StopField>,
-    pub tools: Option<Vec<Value>>,
-    pub tool_choice: Option<Value>,
-    pub parallel_tool_calls: Option<bool>,
-    pub response_format: Option<Value>,
-    pub chat_template_kwargs: Option<Map<String, Value>>,
+/// Declares an OpenAI request with the fields both endpoints read (the model, sampling,
+/// `n`, streaming, stop) once, and its [`Sampling`]. Plain fields rather than a flattened
+/// struct: a flattened field's type error would lose its name in the 400.
+macro_rules! openai_request {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize)]
+        pub struct $name {
+            pub model: Option<String>,
+            pub max_tokens: Option<u64>,
+            pub temperature: Option<f64>,
+            pub top_p: Option<f64>,
+            pub top_k: Option<i64>,
+            pub min_p: Option<f64>,
+            pub seed: Option<i64>,
+            pub presence_penalty: Option<f64>,
+            pub frequency_penalty: Option<f64>,
+            pub repetition_penalty: Option<f64>,
+            pub repetition_context_size: Option<u64>,
+            pub logit_bias: Option<BTreeMap<String, f64>>,
+            pub n: Option<u64>,
+            pub stream: Option<bool>,
+            pub stream_options: Option<StreamOptions>,
+            pub stop: Option<StopField>,
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The sampling fields, generating at most `max_tokens`.
+            pub fn sampling(&self, max_tokens: Option<u64>) -> Sampling {
+                Sampling {
+                    max_tokens,
+                    temperature: self.temperature,
+                    top_p: self.top_p,
+                    top_k: self.top_k,
+                    min_p: self.min_p,
+                    seed: self.seed,
+                    logit_bias: self.logit_bias.clone(),
+                    presence_penalty: self.presence_penalty,
+                    frequency_penalty: self.frequency_penalty,
+                    repetition_penalty: self.repetition_penalty,
+                    repetition_context_size: self.repetition_context_size,
+                }
+            }
+        }
+    };
 }
 
-/// A legacy completion request.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CompletionRequest {
-    pub model: Option<String>,
-    pub prompt: PromptField,
-    pub max_tokens: Option<u64>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f64>,
-    pub seed: Option<i64>,
-    pub presence_penalty: Option<f64>,
-    pub frequency_penalty: Option<f64>,
-    pub repetition_penalty: Option<f64>,
-    pub repetition_context_size: Option<u64>,
-    pub logit_bias: Option<BTreeMap<String, f64>>,
-    /// How many alternatives to report per token (the legacy API's integer `logprobs`).
-    pub logprobs: Option<u64>,
-    pub n: Option<u64>,
-    pub echo: Option<bool>,
-    pub suffix: Option<String>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub stop: Option<StopField>,
+openai_request! {
+    /// The fields of a chat completion request this server reads; others are ignored, as
+    /// OpenAI's clients send fields a given server may not know.
+    pub struct ChatRequest {
+        pub messages: Vec<Map<String, Value>>,
+        pub max_completion_tokens: Option<u64>,
+        pub logprobs: Option<bool>,
+        pub top_logprobs: Option<u64>,
+        pub tools: Option<Vec<Value>>,
+        pub tool_choice: Option<Value>,
+        pub parallel_tool_calls: Option<bool>,
+        pub response_format: Option<Value>,
+        pub chat_template_kwargs: Option<Map<String, Value>>,
+    }
+}
+
+openai_request! {
+    /// A legacy completion request.
+    pub struct CompletionRequest {
+        pub prompt: PromptField,
+        /// How many alternatives to report per token (the legacy API's integer `logprobs`).
+        pub logprobs: Option<u64>,
+        pub echo: Option<bool>,
+        pub suffix: Option<String>,
+    }
 }
 
 /// The legacy API's `prompt`: text, or token ids.
@@ -157,19 +175,7 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
         ..Default::default()
     };
     let prompt = state.render_chat(&messages, &chat).map_err(fail)?;
-    let sampling = Sampling {
-        max_tokens: req.max_completion_tokens.or(req.max_tokens),
-        temperature: req.temperature,
-        top_p: req.top_p,
-        top_k: req.top_k,
-        min_p: req.min_p,
-        seed: req.seed,
-        logit_bias: req.logit_bias.clone(),
-        presence_penalty: req.presence_penalty,
-        frequency_penalty: req.frequency_penalty,
-        repetition_penalty: req.repetition_penalty,
-        repetition_context_size: req.repetition_context_size,
-    };
+    let sampling = req.sampling(req.max_completion_tokens.or(req.max_tokens));
     let mut options = sampling.to_options(&state).map_err(fail)?;
     options.constraint = constraint;
     let request = GenerationRequest {
@@ -340,19 +346,7 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     if prompt.is_empty() {
         return Err(fail(ApiError::invalid("prompt", "the prompt is empty")));
     }
-    let sampling = Sampling {
-        max_tokens: req.max_tokens,
-        temperature: req.temperature,
-        top_p: req.top_p,
-        top_k: req.top_k,
-        min_p: req.min_p,
-        seed: req.seed,
-        logit_bias: req.logit_bias.clone(),
-        presence_penalty: req.presence_penalty,
-        frequency_penalty: req.frequency_penalty,
-        repetition_penalty: req.repetition_penalty,
-        repetition_context_size: req.repetition_context_size,
-    };
+    let sampling = req.sampling(req.max_tokens);
     let request = GenerationRequest {
         options: sampling.to_options(&state).map_err(fail)?,
         prompt,
