@@ -47,6 +47,10 @@ check("openai chat stream usage", usage is not None and usage.completion_tokens 
 r = oa.chat.completions.create(model=model, messages=c["messages"], max_tokens=8, logprobs=True, top_logprobs=2)
 lp = r.choices[0].logprobs.content
 check("openai logprobs", len(lp) > 0 and all(len(t.top_logprobs) == 2 and t.top_logprobs[0].token == t.token for t in lp))
+# The prompt was seen before: all but its last token come from the prompt cache.
+r = oa.chat.completions.create(model=model, messages=c["messages"], max_tokens=c["max_tokens"])
+check("openai cached tokens", r.usage.prompt_tokens_details.cached_tokens == c["prompt_tokens"] - 1
+      and r.choices[0].message.content == c["expected"], r.usage)
 
 # Completions and stop strings.
 p = cases["completion"]
@@ -103,3 +107,87 @@ try:
     check("anthropic unknown model", False, "no error")
 except anthropic.NotFoundError as e:
     check("anthropic unknown model", e.body["type"] == "error" and e.body["error"]["type"] == "not_found_error", e.body)
+
+# Tool calls, forced (the test model has random weights: it calls a tool only when made to).
+import jsonschema
+import pydantic
+
+t = openai.OpenAI(base_url=cases["tools_base"] + "/v1", api_key="sekrit", max_retries=0)
+weather = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "maxLength": 6},
+        "days": {"type": "integer", "minimum": 1, "maximum": 9},
+    },
+    "required": ["city", "days"],
+    "additionalProperties": False,
+}
+tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather", "parameters": weather}}]
+ask = [{"role": "user", "content": "Weather in Oslo?"}]
+forced = {"type": "function", "function": {"name": "get_weather"}}
+r = t.chat.completions.create(model=model, messages=ask, tools=tools, tool_choice=forced, max_tokens=100)
+calls = r.choices[0].message.tool_calls
+check("openai tool call", r.choices[0].finish_reason == "tool_calls" and len(calls) == 1
+      and calls[0].function.name == "get_weather", r)
+args = json.loads(calls[0].function.arguments)
+jsonschema.validate(args, weather)
+check("openai tool call arguments validate", True)
+# The client's stream helper assembles the deltas into the same call.
+with t.chat.completions.stream(model=model, messages=ask, tools=tools, tool_choice=forced, max_tokens=100) as s:
+    final = s.get_final_completion()
+sc = final.choices[0].message.tool_calls
+check("openai streamed tool call", final.choices[0].finish_reason == "tool_calls" and len(sc) == 1
+      and sc[0].function.name == "get_weather" and json.loads(sc[0].function.arguments) == args, final)
+# The call and its result back in the conversation.
+follow = ask + [r.choices[0].message.model_dump(exclude_none=True),
+                {"role": "tool", "tool_call_id": calls[0].id, "content": "sunny"}]
+r = t.chat.completions.create(model=model, messages=follow, tools=tools, max_tokens=8)
+check("openai tool result turn", r.choices[0].finish_reason in ("stop", "length") and r.usage.prompt_tokens > 0, r)
+
+# Structured output: a JSON schema, and the client's pydantic parse.
+person = {
+    "type": "object",
+    "properties": {"name": {"type": "string", "maxLength": 8}, "age": {"type": "integer", "minimum": 0, "maximum": 99}},
+    "required": ["name", "age"],
+    "additionalProperties": False,
+}
+r = oa.chat.completions.create(model=model, messages=c["messages"], max_tokens=100, response_format={
+    "type": "json_schema", "json_schema": {"name": "person", "schema": person, "strict": True}})
+jsonschema.validate(json.loads(r.choices[0].message.content), person)
+check("openai json_schema validates", r.choices[0].finish_reason == "stop", r)
+
+
+class Point(pydantic.BaseModel):
+    x: int = pydantic.Field(ge=0, le=9)
+    y: int = pydantic.Field(ge=0, le=9)
+    label: str = pydantic.Field(max_length=4)
+
+
+r = oa.chat.completions.parse(model=model, messages=c["messages"], max_tokens=100, response_format=Point)
+check("openai parse pydantic", isinstance(r.choices[0].message.parsed, Point), r)
+try:
+    oa.chat.completions.create(model=model, messages=c["messages"], response_format={
+        "type": "json_schema", "json_schema": {"name": "bad", "strict": True,
+                                               "schema": {"type": "object", "properties": {"a": {"type": "nope"}}}}})
+    check("openai invalid schema", False, "no error")
+except openai.BadRequestError as e:
+    check("openai invalid schema", e.body["param"] == "response_format", e.body)
+
+# Anthropic: forced tool use, whole and streamed.
+ta = anthropic.Anthropic(base_url=cases["tools_base"], api_key="sekrit", max_retries=0)
+a_tools = [{"name": "get_weather", "description": "The weather", "input_schema": weather}]
+r = ta.messages.create(model=model, max_tokens=100, messages=ask, tools=a_tools,
+                       tool_choice={"type": "tool", "name": "get_weather"})
+check("anthropic tool use", r.stop_reason == "tool_use" and r.content[0].type == "tool_use"
+      and r.content[0].name == "get_weather", r)
+jsonschema.validate(r.content[0].input, weather)
+check("anthropic tool input validates", True)
+with ta.messages.stream(model=model, max_tokens=100, messages=ask, tools=a_tools,
+                        tool_choice={"type": "any", "disable_parallel_tool_use": True}) as s:
+    final = s.get_final_message()
+check("anthropic streamed tool use", final.stop_reason == "tool_use" and final.content[-1].type == "tool_use"
+      and final.content[-1].input == r.content[0].input, final)
+r2 = ta.messages.create(model=model, max_tokens=8, tools=a_tools, messages=ask + [
+    {"role": "assistant", "content": [b.model_dump() for b in r.content]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": r.content[0].id, "content": "sunny"}]}])
+check("anthropic tool result turn", r2.stop_reason in ("end_turn", "max_tokens"), r2)

@@ -589,6 +589,7 @@ fn repetition_penalty_is_mlx_lms_per_request() {
         capacity: 64,
         prefill_step_size: prefill,
         max_repetition_context: 20,
+        ..Default::default()
     };
     let (events, _, traces) = run(&model, options, &reqs);
     let worst = check_against_alone(&model, "qwen3", &reqs, &events, prefill);

@@ -51,6 +51,8 @@ pub struct Chunk {
     pub finish: Option<Finish>,
     /// Tokens generated so far (the stop token counted).
     pub completion_tokens: usize,
+    /// Prompt tokens a cached prefix gave (not prefilled).
+    pub cached_tokens: usize,
 }
 
 /// Submits a request and starts the task that turns its tokens into text; the chunks come
@@ -166,6 +168,7 @@ pub async fn start(
                 logprobs,
                 finish,
                 completion_tokens: produced,
+                cached_tokens: t.cached_tokens,
             };
             // A closed receiver (the client left) ends this task; dropping `events` then
             // cancels the request in the engine. So does a stop string.
@@ -196,6 +199,7 @@ pub struct Completed {
     pub logprobs: Vec<TokenLogprob>,
     pub finish: Option<Finish>,
     pub completion_tokens: usize,
+    pub cached_tokens: usize,
 }
 
 /// Reads every chunk of a generation.
@@ -208,6 +212,7 @@ pub async fn collect(
         out.text.push_str(&chunk.text);
         out.logprobs.extend(chunk.logprobs);
         out.completion_tokens = chunk.completion_tokens;
+        out.cached_tokens = chunk.cached_tokens;
         if chunk.finish.is_some() {
             out.finish = chunk.finish;
             break;

@@ -19,12 +19,14 @@
 //! (Prometheus text). See docs/server.md for the fields each reads.
 
 pub mod anthropic;
+pub mod constraint;
 pub mod error;
 pub mod generation;
 pub mod metrics;
 pub mod openai;
 mod options;
 pub mod params;
+pub mod tools;
 pub mod worker;
 
 use std::future::Future;
@@ -40,6 +42,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use mlx_lm::structured::ConstraintFactory;
+use mlx_lm::tool_parsers::{parser_for, tool_parser_for_tokenizer, ToolParser};
 use mlx_lm::{ChatOptions, ChatTemplate, EngineOptions, Tokenizer};
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
@@ -64,6 +68,11 @@ pub struct StateInner {
     pub stop_tokens: Vec<u32>,
     /// `--chat-template-args`.
     pub chat_template_args: Map<String, Value>,
+    /// The model's tool-call format, chosen from its tokenizer as mlx_lm does (`None`: the
+    /// output is not read for calls).
+    pub tool_format: Option<&'static dyn ToolParser>,
+    /// Grammars for this model's vocabulary (structured output, forced tool calls).
+    pub constraints: ConstraintFactory,
 }
 
 /// The handlers' shared state.
@@ -171,6 +180,8 @@ impl Server {
             max_batch: options.decode_concurrency,
             capacity: options.context_length,
             prefill_step_size: options.prefill_step_size,
+            prompt_cache_size: options.prompt_cache_size,
+            prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()
         };
         let (engine, info, thread) =
@@ -180,6 +191,8 @@ impl Server {
             .clone()
             .unwrap_or_else(|| options.model.display().to_string());
         let stop_tokens = tokenizer.eos_token_ids();
+        let tool_format = tool_format(&tokenizer);
+        let constraints = ConstraintFactory::new(&tokenizer, info.vocab_size as usize)?;
         Ok(Server {
             state: AppState(Arc::new(StateInner {
                 engine,
@@ -191,6 +204,8 @@ impl Server {
                 vocab_size: info.vocab_size,
                 stop_tokens,
                 chat_template_args,
+                tool_format,
+                constraints,
             })),
             engine_thread: Some(thread),
         })
@@ -231,6 +246,22 @@ impl Server {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
         result
+    }
+}
+
+/// The parser of a tokenizer's tool-call format. The parsers are unit structs, so the
+/// leaked box allocates nothing, and a stream can borrow its parser for as long as it runs.
+fn tool_format(tokenizer: &Tokenizer) -> Option<&'static dyn ToolParser> {
+    let name = tool_parser_for_tokenizer(tokenizer)?;
+    match parser_for(name) {
+        Some(p) => Some(&*Box::leak(p)),
+        None => {
+            eprintln!(
+                "this model's tool-call format {name:?} has no parser here; tool calls are \
+                 returned as text"
+            );
+            None
+        }
     }
 }
 

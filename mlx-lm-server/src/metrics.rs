@@ -20,6 +20,12 @@ pub struct Metrics {
     pub queue_depth: AtomicU64,
     pub active_slots: AtomicU64,
     pub step_traces: AtomicU64,
+    /// Requests whose prefill started from a cached prompt prefix.
+    pub prompt_cache_hits: AtomicU64,
+    /// Prompt tokens those prefixes saved from prefill.
+    pub prompt_cache_tokens: AtomicU64,
+    pub prompt_cache_entries: AtomicU64,
+    pub prompt_cache_bytes: AtomicU64,
     /// Tokens per second of the engine's recent steps, as `f64` bits.
     pub tokens_per_second: AtomicU64,
     ttft: Mutex<Histogram>,
@@ -106,6 +112,30 @@ impl Metrics {
             "gauge",
             "Times the engine's compiled decode step was traced (1 once it decoded).",
             get(&self.step_traces).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_cache_hits_total",
+            "counter",
+            "Requests whose prefill started from a cached prompt prefix.",
+            get(&self.prompt_cache_hits).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_cache_tokens_total",
+            "counter",
+            "Prompt tokens taken from the prompt cache instead of prefilled.",
+            get(&self.prompt_cache_tokens).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_cache_entries",
+            "gauge",
+            "Prompt caches held.",
+            get(&self.prompt_cache_entries).to_string(),
+        );
+        one(
+            "mlx_lm_prompt_cache_bytes",
+            "gauge",
+            "Bytes of the prompt caches held.",
+            get(&self.prompt_cache_bytes).to_string(),
         );
         let h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
         let name = "mlx_lm_time_to_first_token_seconds";

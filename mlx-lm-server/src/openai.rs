@@ -9,15 +9,18 @@ use axum::http::StatusCode;
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
+use mlx_lm::tool_parsers::ToolEvent;
 use mlx_lm::ChatOptions;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 
+use crate::constraint;
 use crate::error::{ApiError, Failure, Flavor};
 use crate::generation::{self, Chunk, Finish, GenerationRequest, TokenLogprob};
 use crate::params::{parse_body, Sampling, StopField};
+use crate::tools::{self, Splitter, Tools};
 use crate::{unix_time, AppState};
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -26,60 +29,79 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// The fields of a chat completion request this server reads; others are ignored, as
-/// OpenAI's clients send fields a given server may not know.
-#[derive(Debug, Clone, Deserialize)]
-pub struct ChatRequest {
-    pub model: Option<String>,
-    pub messages: Vec<Map<String, Value>>,
-    pub max_tokens: Option<u64>,
-    pub max_completion_tokens: Option<u64>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f64>,
-    pub seed: Option<i64>,
-    pub presence_penalty: Option<f64>,
-    pub frequency_penalty: Option<f64>,
-    pub repetition_penalty: Option<f64>,
-    pub repetition_context_size: Option<u64>,
-    pub logit_bias: Option<BTreeMap<String, f64>>,
-    pub logprobs: Option<bool>,
-    pub top_logprobs: Option<u64>,
-    pub n: Option<u64>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub stop: Option<StopField>,
-    pub tools: Option<Vec<Value>>,
-    pub tool_choice: Option<Value>,
-    pub response_format: Option<Value>,
-    pub chat_template_kwargs: Option<Map<String, Value>>,
+/// Declares an OpenAI request with the fields both endpoints read (the model, sampling,
+/// `n`, streaming, stop) once, and its [`Sampling`]. Plain fields rather than a flattened
+/// struct: a flattened field's type error would lose its name in the 400.
+macro_rules! openai_request {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize)]
+        pub struct $name {
+            pub model: Option<String>,
+            pub max_tokens: Option<u64>,
+            pub temperature: Option<f64>,
+            pub top_p: Option<f64>,
+            pub top_k: Option<i64>,
+            pub min_p: Option<f64>,
+            pub seed: Option<i64>,
+            pub presence_penalty: Option<f64>,
+            pub frequency_penalty: Option<f64>,
+            pub repetition_penalty: Option<f64>,
+            pub repetition_context_size: Option<u64>,
+            pub logit_bias: Option<BTreeMap<String, f64>>,
+            pub n: Option<u64>,
+            pub stream: Option<bool>,
+            pub stream_options: Option<StreamOptions>,
+            pub stop: Option<StopField>,
+            $($(#[$fmeta])* pub $field: $ty,)*
+        }
+
+        impl $name {
+            /// The sampling fields, generating at most `max_tokens`.
+            pub fn sampling(&self, max_tokens: Option<u64>) -> Sampling {
+                Sampling {
+                    max_tokens,
+                    temperature: self.temperature,
+                    top_p: self.top_p,
+                    top_k: self.top_k,
+                    min_p: self.min_p,
+                    seed: self.seed,
+                    logit_bias: self.logit_bias.clone(),
+                    presence_penalty: self.presence_penalty,
+                    frequency_penalty: self.frequency_penalty,
+                    repetition_penalty: self.repetition_penalty,
+                    repetition_context_size: self.repetition_context_size,
+                }
+            }
+        }
+    };
 }
 
-/// A legacy completion request.
-#[derive(Debug, Clone, Deserialize)]
-pub struct CompletionRequest {
-    pub model: Option<String>,
-    pub prompt: PromptField,
-    pub max_tokens: Option<u64>,
-    pub temperature: Option<f64>,
-    pub top_p: Option<f64>,
-    pub top_k: Option<i64>,
-    pub min_p: Option<f64>,
-    pub seed: Option<i64>,
-    pub presence_penalty: Option<f64>,
-    pub frequency_penalty: Option<f64>,
-    pub repetition_penalty: Option<f64>,
-    pub repetition_context_size: Option<u64>,
-    pub logit_bias: Option<BTreeMap<String, f64>>,
-    /// How many alternatives to report per token (the legacy API's integer `logprobs`).
-    pub logprobs: Option<u64>,
-    pub n: Option<u64>,
-    pub echo: Option<bool>,
-    pub suffix: Option<String>,
-    pub stream: Option<bool>,
-    pub stream_options: Option<StreamOptions>,
-    pub stop: Option<StopField>,
+openai_request! {
+    /// The fields of a chat completion request this server reads; others are ignored, as
+    /// OpenAI's clients send fields a given server may not know.
+    pub struct ChatRequest {
+        pub messages: Vec<Map<String, Value>>,
+        pub max_completion_tokens: Option<u64>,
+        pub logprobs: Option<bool>,
+        pub top_logprobs: Option<u64>,
+        pub tools: Option<Vec<Value>>,
+        pub tool_choice: Option<Value>,
+        pub parallel_tool_calls: Option<bool>,
+        pub response_format: Option<Value>,
+        pub chat_template_kwargs: Option<Map<String, Value>>,
+    }
+}
+
+openai_request! {
+    /// A legacy completion request.
+    pub struct CompletionRequest {
+        pub prompt: PromptField,
+        /// How many alternatives to report per token (the legacy API's integer `logprobs`).
+        pub logprobs: Option<u64>,
+        pub echo: Option<bool>,
+        pub suffix: Option<String>,
+    }
 }
 
 /// The legacy API's `prompt`: text, or token ids.
@@ -121,24 +143,14 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
     let req: ChatRequest = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
     check_common(req.n).map_err(fail)?;
-    if let Some(choice) = &req.tool_choice {
-        if !matches!(choice.as_str(), Some("auto") | Some("none")) {
-            return Err(fail(ApiError::invalid(
-                "tool_choice",
-                "tool_choice other than \"auto\" or \"none\" needs constrained decoding, \
-                 which this server does not do yet",
-            )));
-        }
-    }
-    if let Some(format) = &req.response_format {
-        if format.get("type").and_then(Value::as_str) != Some("text") {
-            return Err(fail(ApiError::invalid(
-                "response_format",
-                "response_format other than {\"type\": \"text\"} (JSON mode, JSON schema) \
-                 needs constrained decoding, which this server does not do yet",
-            )));
-        }
-    }
+    let tools = Tools::from_openai(
+        req.tools.as_deref(),
+        req.tool_choice.as_ref(),
+        req.parallel_tool_calls,
+    )
+    .map_err(fail)?;
+    let constraint = constraint::for_output(&state, tools.as_ref(), req.response_format.as_ref())
+        .map_err(fail)?;
     let top_logprobs = req.top_logprobs.unwrap_or(0);
     if top_logprobs > MAX_TOP_LOGPROBS {
         return Err(fail(ApiError::invalid(
@@ -158,26 +170,16 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
     extra.extend(req.chat_template_kwargs.clone().unwrap_or_default());
     let chat = ChatOptions {
         add_generation_prompt: true,
-        tools: req.tools.clone().filter(|t| !t.is_empty()),
+        tools: tools.as_ref().and_then(Tools::for_template),
         extra,
         ..Default::default()
     };
     let prompt = state.render_chat(&messages, &chat).map_err(fail)?;
-    let sampling = Sampling {
-        max_tokens: req.max_completion_tokens.or(req.max_tokens),
-        temperature: req.temperature,
-        top_p: req.top_p,
-        top_k: req.top_k,
-        min_p: req.min_p,
-        seed: req.seed,
-        logit_bias: req.logit_bias.clone(),
-        presence_penalty: req.presence_penalty,
-        frequency_penalty: req.frequency_penalty,
-        repetition_penalty: req.repetition_penalty,
-        repetition_context_size: req.repetition_context_size,
-    };
+    let sampling = req.sampling(req.max_completion_tokens.or(req.max_tokens));
+    let mut options = sampling.to_options(&state).map_err(fail)?;
+    options.constraint = constraint;
     let request = GenerationRequest {
-        options: sampling.to_options(&state).map_err(fail)?,
+        options,
         prompt,
         stop_strings: req
             .stop
@@ -200,17 +202,52 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
             &head,
             json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": null, "finish_reason": null}]),
         );
+        let mut splitter = Splitter::new(state.tool_format, tools.as_ref());
+        let mut calls = 0usize;
         return Ok(stream(rx, first, move |c: &Chunk| {
+            let mut events = splitter.push(&c.text);
+            if let Some(f) = &c.finish {
+                events.extend(splitter.finish(*f == Finish::Length));
+            }
+            let mut content = String::new();
+            let mut deltas = Vec::new();
+            for e in events {
+                match e {
+                    ToolEvent::Content(t) | ToolEvent::Reasoning(t) => content.push_str(&t),
+                    ToolEvent::ToolCall(call) => {
+                        // As OpenAI streams a call: its id and name with empty arguments
+                        // first, then the arguments (here in one piece).
+                        let mut v = tools::openai_call(&call);
+                        let arguments =
+                            std::mem::replace(&mut v["function"]["arguments"], json!(""));
+                        v["index"] = json!(calls);
+                        deltas.push(json!({"tool_calls": [v]}));
+                        deltas.push(json!({"tool_calls": [{"index": calls, "function": {"arguments": arguments}}]}));
+                        calls += 1;
+                    }
+                    ToolEvent::InvalidToolCall { text, error } => tools::log_invalid(&text, &error),
+                }
+            }
             let mut out = Vec::new();
-            if !c.text.is_empty() || !c.logprobs.is_empty() {
+            if !content.is_empty() || !c.logprobs.is_empty() {
                 let logprobs = logprobs.then(|| chat_logprobs(&tokenizer, &c.logprobs));
-                out.push(chunk_with(&head, json!([{"index": 0, "delta": {"content": c.text}, "logprobs": logprobs, "finish_reason": null}])));
+                out.push(chunk_with(&head, json!([{"index": 0, "delta": {"content": content}, "logprobs": logprobs, "finish_reason": null}])));
+            }
+            for d in deltas {
+                out.push(chunk_with(
+                    &head,
+                    json!([{"index": 0, "delta": d, "logprobs": null, "finish_reason": null}]),
+                ));
             }
             if let Some(f) = &c.finish {
-                out.push(chunk_with(&head, json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": finish_name(f)}])));
+                let reason = chat_finish_name(f, splitter.made_tool_call());
+                out.push(chunk_with(
+                    &head,
+                    json!([{"index": 0, "delta": {}, "logprobs": null, "finish_reason": reason}]),
+                ));
                 if include_usage {
                     let mut u = chunk_with(&head, json!([]));
-                    u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                    u["usage"] = usage(prompt_tokens, c.completion_tokens, c.cached_tokens);
                     out.push(u);
                 }
             }
@@ -219,6 +256,26 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
     }
     let done = generation::collect(rx).await.map_err(fail)?;
     let logprobs = logprobs.then(|| chat_logprobs(&state.tokenizer, &done.logprobs));
+    let mut splitter = Splitter::new(state.tool_format, tools.as_ref());
+    let mut events = splitter.push(&done.text);
+    events.extend(splitter.finish(done.finish == Some(Finish::Length)));
+    let mut content = String::new();
+    let mut calls = Vec::new();
+    for e in events {
+        match e {
+            ToolEvent::Content(t) | ToolEvent::Reasoning(t) => content.push_str(&t),
+            ToolEvent::ToolCall(call) => calls.push(tools::openai_call(&call)),
+            ToolEvent::InvalidToolCall { text, error } => tools::log_invalid(&text, &error),
+        }
+    }
+    let mut message = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        // OpenAI's message of calls alone has no content.
+        if content.is_empty() {
+            message["content"] = Value::Null;
+        }
+        message["tool_calls"] = Value::Array(calls);
+    }
     Ok(Json(json!({
         "id": id,
         "object": "chat.completion",
@@ -226,13 +283,23 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
         "model": model,
         "choices": [{
             "index": 0,
-            "message": {"role": "assistant", "content": done.text},
+            "message": message,
             "logprobs": logprobs,
-            "finish_reason": done.finish.as_ref().map(finish_name),
+            "finish_reason": done.finish.as_ref().map(|f| chat_finish_name(f, splitter.made_tool_call())),
         }],
-        "usage": usage(prompt_tokens, done.completion_tokens),
+        "usage": usage(prompt_tokens, done.completion_tokens, done.cached_tokens),
     }))
     .into_response())
+}
+
+/// A chat's finish reason: `tool_calls` when it made calls and was not cut off (as
+/// mlx_lm's server reports it).
+fn chat_finish_name(f: &Finish, made_tool_call: bool) -> &'static str {
+    match f {
+        Finish::Length => "length",
+        _ if made_tool_call => "tool_calls",
+        f => finish_name(f),
+    }
 }
 
 pub async fn completions(State(state): State<AppState>, body: Bytes) -> Response {
@@ -279,19 +346,7 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     if prompt.is_empty() {
         return Err(fail(ApiError::invalid("prompt", "the prompt is empty")));
     }
-    let sampling = Sampling {
-        max_tokens: req.max_tokens,
-        temperature: req.temperature,
-        top_p: req.top_p,
-        top_k: req.top_k,
-        min_p: req.min_p,
-        seed: req.seed,
-        logit_bias: req.logit_bias.clone(),
-        presence_penalty: req.presence_penalty,
-        frequency_penalty: req.frequency_penalty,
-        repetition_penalty: req.repetition_penalty,
-        repetition_context_size: req.repetition_context_size,
-    };
+    let sampling = req.sampling(req.max_tokens);
     let request = GenerationRequest {
         options: sampling.to_options(&state).map_err(fail)?,
         prompt,
@@ -331,7 +386,7 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
             }
             if c.finish.is_some() && include_usage {
                 let mut u = chunk_with(&head, json!([]));
-                u["usage"] = usage(prompt_tokens, c.completion_tokens);
+                u["usage"] = usage(prompt_tokens, c.completion_tokens, c.cached_tokens);
                 out.push(u);
             }
             out
@@ -356,13 +411,14 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
             "logprobs": logprobs,
             "finish_reason": done.finish.as_ref().map(finish_name),
         }],
-        "usage": usage(prompt_tokens, done.completion_tokens),
+        "usage": usage(prompt_tokens, done.completion_tokens, done.cached_tokens),
     }))
     .into_response())
 }
 
 /// OpenAI's content parts (`[{"type": "text", "text": ...}]`) joined into one string, as
 /// mlx_lm's server does for templates that expect strings; other part types are refused.
+/// Tool messages (`role: "tool"`) and assistant calls go to the template as they are.
 fn normalize_messages(messages: &[Map<String, Value>]) -> Result<Vec<Value>, ApiError> {
     if messages.is_empty() {
         return Err(ApiError::invalid("messages", "messages must not be empty"));
@@ -395,6 +451,29 @@ fn normalize_messages(messages: &[Map<String, Value>]) -> Result<Vec<Value>, Api
             }
             m.insert("content".into(), Value::String(text));
         }
+        // As mlx_lm's server hands messages to templates: no content is empty content, and
+        // a call's arguments (a JSON string in OpenAI's shape) are an object.
+        if m.get("content").map_or(true, Value::is_null) {
+            m.insert("content".into(), Value::String(String::new()));
+        }
+        if let Some(Value::Array(calls)) = m.get_mut("tool_calls") {
+            for (j, call) in calls.iter_mut().enumerate() {
+                let Some(arguments) = call
+                    .get_mut("function")
+                    .and_then(|f| f.get_mut("arguments"))
+                else {
+                    continue;
+                };
+                if let Value::String(text) = arguments {
+                    *arguments = serde_json::from_str(text).map_err(|e| {
+                        ApiError::invalid(
+                            &format!("{param}.tool_calls[{j}].function.arguments"),
+                            format!("the arguments are not JSON: {e}"),
+                        )
+                    })?;
+                }
+            }
+        }
         out.push(Value::Object(m));
     }
     Ok(out)
@@ -407,8 +486,10 @@ pub fn finish_name(f: &Finish) -> &'static str {
     }
 }
 
-fn usage(prompt: usize, completion: usize) -> Value {
-    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion})
+/// Usage counts; `prompt_tokens` counts the cached ones too, as OpenAI's do.
+fn usage(prompt: usize, completion: usize, cached: usize) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+           "prompt_tokens_details": {"cached_tokens": cached}})
 }
 
 fn chunk_with(head: &Value, choices: Value) -> Value {

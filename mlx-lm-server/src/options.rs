@@ -6,7 +6,8 @@ use clap::Parser;
 
 /// How to serve a model. The flags mirror `mlx_lm.server`'s where it has them (`--model`,
 /// `--host`, `--port`, `--temp`, `--top-p`, `--top-k`, `--min-p`, `--max-tokens`,
-/// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prefill-step-size`);
+/// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prefill-step-size`,
+/// `--prompt-cache-size`, `--prompt-cache-bytes`);
 /// the rest are this server's limits and safety settings.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -61,6 +62,14 @@ pub struct ServerOptions {
     /// Prompt tokens prefilled per engine step.
     #[arg(long, default_value_t = 2048)]
     pub prefill_step_size: usize,
+    /// Prompt caches kept across requests (0: none): a prompt that begins as an earlier
+    /// one did prefills only the rest.
+    #[arg(long, default_value_t = 10)]
+    pub prompt_cache_size: usize,
+    /// The most bytes the prompt caches hold, as mlx_lm writes sizes (`500M`, `2GB`,
+    /// `1000000`); default: no limit but `--prompt-cache-size`.
+    #[arg(long, value_parser = parse_size)]
+    pub prompt_cache_bytes: Option<usize>,
     /// Requests must send `Authorization: Bearer <key>` (or Anthropic's `x-api-key`).
     #[arg(long, env = "MLX_LM_SERVER_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
@@ -86,4 +95,22 @@ impl ServerOptions {
         o.model = model;
         o
     }
+}
+
+/// mlx_lm's sizes (`utils._parse_size`): a decimal number, then nothing, `M`/`MB` (10^6)
+/// or `G`/`GB` (10^9).
+fn parse_size(text: &str) -> Result<usize, String> {
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let number: f64 = text[..split]
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 500M, 2GB)"))?;
+    let unit = match text[split..].trim().to_ascii_uppercase().as_str() {
+        "" => 1.0,
+        "M" | "MB" => 1e6,
+        "G" | "GB" => 1e9,
+        u => return Err(format!("unknown size unit {u:?} (M, MB, G or GB)")),
+    };
+    Ok((number * unit) as usize)
 }

@@ -25,6 +25,8 @@ pub struct TokenOut {
     pub top: Vec<(u32, f32)>,
     /// Set on the request's last token; `Stop` when the token is a stop token.
     pub finish: Option<FinishReason>,
+    /// Prompt tokens a cached prefix gave (not prefilled).
+    pub cached_tokens: usize,
 }
 
 /// What the engine thread sends a request's reader.
@@ -120,6 +122,7 @@ pub fn spawn(
                 live: HashMap::new(),
                 metrics,
                 recent: VecDeque::new(),
+                past_cache_stats: (0, 0),
             }
             .run(rx);
         })
@@ -164,6 +167,9 @@ struct Worker<'m> {
     metrics: Arc<Metrics>,
     /// (when, tokens) of the recent steps, for the tokens-per-second gauge.
     recent: VecDeque<(Instant, usize)>,
+    /// The prompt-cache counters of engines replaced after a failure, so the metrics
+    /// keep counting up.
+    past_cache_stats: (u64, u64),
 }
 
 impl Worker<'_> {
@@ -253,6 +259,7 @@ impl Worker<'_> {
                 logprob: e.logprob,
                 top,
                 finish: e.finish_reason,
+                cached_tokens: e.cached_tokens,
             };
             let sent = r.events.send(Event::Token(out)).is_ok();
             if e.finish_reason.is_some() {
@@ -299,7 +306,12 @@ impl Worker<'_> {
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
             match Engine::new(self.model, self.options) {
-                Ok(engine) => self.engine = engine,
+                Ok(engine) => {
+                    let (hits, tokens) = self.engine.prompt_cache_stats();
+                    self.past_cache_stats.0 += hits;
+                    self.past_cache_stats.1 += tokens;
+                    self.engine = engine;
+                }
                 Err(e) => eprintln!("engine: cannot start a new engine: {e}"),
             }
         }
@@ -317,6 +329,17 @@ impl Worker<'_> {
         m.active_slots
             .store(self.engine.running() as u64, Ordering::Relaxed);
         m.step_traces.store(self.engine.traces(), Ordering::Relaxed);
+        let (hits, reused) = self.engine.prompt_cache_stats();
+        let (past_hits, past_reused) = self.past_cache_stats;
+        m.prompt_cache_hits
+            .store(past_hits + hits, Ordering::Relaxed);
+        m.prompt_cache_tokens
+            .store(past_reused + reused, Ordering::Relaxed);
+        let cache = self.engine.prompt_cache();
+        m.prompt_cache_entries
+            .store(cache.len() as u64, Ordering::Relaxed);
+        m.prompt_cache_bytes
+            .store(cache.nbytes() as u64, Ordering::Relaxed);
         if self.engine.is_idle() {
             m.set_tokens_per_second(0.0);
         }

@@ -1,7 +1,8 @@
 //! The server driven by the official Python clients (`openai`, `anthropic`; pinned in
 //! scripts/python-venv) through scripts/server_clients.py: their chat, completion and
 //! message calls, streamed and whole, give `mlx_lm::generate`'s greedy text; their error
-//! types come back for the server's errors. Skipped, saying why, without that Python.
+//! types come back for the server's errors; forced tool calls (streamed and whole) come
+//! back as the clients' tool-call objects, and JSON-schema output validates (`jsonschema`). Skipped, saying why, without that Python.
 
 mod common;
 
@@ -21,7 +22,7 @@ fn python() -> Option<PathBuf> {
         .chain([Path::new(ROOT).join(".venv/bin/python")])
         .find(|py| {
             std::process::Command::new(py)
-                .args(["-c", "import openai, anthropic"])
+                .args(["-c", "import openai, anthropic, jsonschema"])
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
@@ -31,8 +32,8 @@ fn python() -> Option<PathBuf> {
 async fn official_clients() {
     let Some(py) = python() else {
         println!(
-            "SKIPPED: no Python with the openai and anthropic packages (set MLX_PYTHON, or \
-             create .venv with scripts/python-venv)"
+            "SKIPPED: no Python with the openai, anthropic and jsonschema packages (set \
+             MLX_PYTHON, or create .venv with scripts/python-venv)"
         );
         return;
     };
@@ -77,8 +78,14 @@ async fn official_clients() {
     let mut o = options("qwen3");
     o.api_key = Some("sekrit".into());
     let server = start(o).await;
+    // A second server whose template renders tools as Qwen's does (the json_tools format).
+    let mut o = options("qwen3");
+    o.api_key = Some("sekrit".into());
+    o.chat_template = common::TOOL_TEMPLATE.into();
+    let tooled = start(o).await;
     let cases = json!({
         "base": server.base,
+        "tools_base": tooled.base,
         "chat": {"messages": messages, "max_tokens": 32, "expected": greedy(&chat_prompt, 32),
                  "prompt_tokens": chat_prompt.len()},
         "completion": {"prompt": completion, "max_tokens": 40, "expected": completion_text,
@@ -106,4 +113,5 @@ async fn official_clients() {
     assert!(out.status.success(), "the client checks failed:\n{text}");
     println!("{}", text.trim());
     server.shutdown().await;
+    tooled.shutdown().await;
 }

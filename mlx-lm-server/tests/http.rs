@@ -389,6 +389,12 @@ async fn errors_in_each_apis_shape() {
         ),
         (json!({"messages": "hi"}), 400, Some("messages"), None),
         (
+            json!({"messages": msgs, "temperature": "hot"}),
+            400,
+            Some("temperature"),
+            None,
+        ),
+        (
             json!({"messages": msgs, "model": "gpt-9"}),
             404,
             Some("model"),
@@ -426,7 +432,7 @@ async fn errors_in_each_apis_shape() {
             None,
         ),
         (
-            json!({"messages": msgs, "response_format": {"type": "json_object"}}),
+            json!({"messages": msgs, "response_format": {"type": "yaml"}}),
             400,
             Some("response_format"),
             None,

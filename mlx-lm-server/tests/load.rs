@@ -2,8 +2,8 @@
 //! lengths (long ones prefilled in chunks while others decode), some clients leaving
 //! mid-stream. Every completed stream's greedy text must equal `mlx_lm::generate`'s for
 //! its prompt alone; afterwards the server still answers, no slot is held, the memory held
-//! by live arrays is back to what it was before the load, and the decode step was traced
-//! once.
+//! by live arrays is back to what it was before the load but for the prompt caches the
+//! server keeps, and the decode step was traced once.
 
 mod common;
 
@@ -125,12 +125,27 @@ async fn concurrent_streams_equal_single_requests() {
     assert!(metrics.contains("mlx_lm_active_slots 0\n"), "{metrics}");
     assert!(metrics.contains("mlx_lm_queue_depth 0\n"), "{metrics}");
     assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
-    // Every request's arrays are gone: what is live is what was before the load.
+    // Every request's arrays are gone: what is live is what was before the load, and the
+    // prompt caches the server keeps (bounded by --prompt-cache-size).
     let active = mlx_rs::memory::get_active_memory().unwrap();
-    eprintln!("active memory: {baseline} bytes before the load, {active} after");
+    let cached = metric(&metrics, "mlx_lm_prompt_cache_bytes") as usize;
     assert!(
-        active <= baseline,
-        "{active} bytes live after the load, {baseline} before"
+        metric(&metrics, "mlx_lm_prompt_cache_entries") <= 10.0,
+        "{metrics}"
+    );
+    eprintln!(
+        "active memory: {baseline} bytes before the load, {active} after, {cached} of them \
+         prompt caches"
+    );
+    assert!(
+        active <= baseline + cached,
+        "{active} bytes live after the load, {baseline} before, {cached} in prompt caches"
     );
     server.shutdown().await;
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
 }

@@ -19,6 +19,14 @@
 //! state), which is also what resets a reused slot. Any cache of the model's layout can be
 //! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
 //!
+//! With [`EngineOptions::prompt_cache_size`] set, the prefill's cache at the end of each
+//! prompt (all but its last token) is kept in an [`LruPromptCache`]; a later prompt that
+//! begins the same way starts its prefill from the longest shared prefix (mlx_lm's
+//! `LRUPromptCache` policy), and [`TokenEvent::cached_tokens`] says how many tokens that
+//! saved. [`Engine::insert_with_prefix`] starts a request from a cache the caller kept.
+//! Either way only the prefill changes: the row is written into its slot as before, and
+//! the decode step stays the one trace.
+//!
 //! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
 //! random key, a dense logit bias, the penalties), so requests with different settings
 //! share the batch. The penalties keep their state in the step too: each row's window of
@@ -43,6 +51,7 @@ use mlx_tree::{compile_mut, eval, tree_leaves, CompiledMut, TreeNode};
 use crate::cache::{cache_slots, reserve, Cache, LayerCache};
 use crate::error::{Error, Result};
 use crate::generate::{check_prompt, FinishReason};
+use crate::lru_prompt_cache::{CachedPrefix, LruPromptCache};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
 use crate::structured::Constraint;
@@ -59,6 +68,11 @@ pub struct EngineOptions {
     /// The longest `repetition_context_size` a request may ask for: the recent tokens
     /// each slot keeps.
     pub max_repetition_context: usize,
+    /// Prompt caches kept across requests ([`LruPromptCache`], Python's
+    /// `--prompt-cache-size`); 0: none, every prompt is prefilled whole.
+    pub prompt_cache_size: usize,
+    /// The most bytes those caches may hold (Python's `--prompt-cache-bytes`).
+    pub prompt_cache_bytes: usize,
 }
 
 impl Default for EngineOptions {
@@ -68,6 +82,8 @@ impl Default for EngineOptions {
             capacity: 4096,
             prefill_step_size: 2048,
             max_repetition_context: 64,
+            prompt_cache_size: 0,
+            prompt_cache_bytes: usize::MAX,
         }
     }
 }
@@ -135,6 +151,9 @@ pub struct TokenEvent {
     pub logprobs: Array,
     /// Set on the request's last token; its slot is free from the next step on.
     pub finish_reason: Option<FinishReason>,
+    /// How many of the request's prompt tokens came from a cached prefix instead of being
+    /// prefilled (OpenAI's `cached_tokens`).
+    pub cached_tokens: usize,
 }
 
 /// The state the compiled step reads and writes.
@@ -390,6 +409,9 @@ struct Waiting {
     prompt: Vec<u32>,
     options: RequestOptions,
     max_tokens: usize,
+    /// A cache of the prompt's first tokens to start from (given to
+    /// [`Engine::insert_with_prefix`]).
+    prefix: Option<CachedPrefix>,
 }
 
 #[derive(Debug)]
@@ -399,6 +421,8 @@ struct Prefill {
     cache: Cache,
     /// Prompt tokens prefilled so far.
     done: usize,
+    /// Of those, the ones a cached prefix gave.
+    cached: usize,
 }
 
 #[derive(Debug)]
@@ -412,6 +436,7 @@ struct Running {
     sampler: SamplerOptions,
     penalties: Penalties,
     constraint: Option<Constraint>,
+    cached_tokens: usize,
 }
 
 /// A running request's penalty settings.
@@ -441,6 +466,9 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     vocab: i32,
     /// The mask of a step without grammars, built once.
     no_mask: Array,
+    prompt_cache: LruPromptCache,
+    prompt_cache_hits: u64,
+    prompt_tokens_reused: u64,
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
@@ -501,6 +529,12 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             options,
             vocab,
             no_mask: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+            prompt_cache: LruPromptCache::new(
+                options.prompt_cache_size,
+                options.prompt_cache_bytes,
+            ),
+            prompt_cache_hits: 0,
+            prompt_tokens_reused: 0,
         })
     }
 
@@ -509,6 +543,70 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     /// longer than a slot's capacity, sampler settings mlx_lm refuses, a logit bias for a
     /// token outside the vocabulary, `max_tokens` of 0, `min_tokens_to_keep` other than 1.
     pub fn insert(&mut self, prompt: &[u32], options: RequestOptions) -> Result<RequestId> {
+        self.queue_request(prompt, options, None)
+    }
+
+    /// [`insert`](Self::insert), starting from `prefix`: the cache (batch 1, of the layout
+    /// `model.make_cache` gives) of the prompt's first `prefix.tokens` tokens, which are
+    /// then not prefilled again. At most all but the prompt's last token (the first decode
+    /// step feeds that one). The engine's own [prompt cache](EngineOptions::prompt_cache_size)
+    /// is not asked for this request.
+    pub fn insert_with_prefix(
+        &mut self,
+        prompt: &[u32],
+        options: RequestOptions,
+        prefix: CachedPrefix,
+    ) -> Result<RequestId> {
+        let invalid = Error::InvalidArgument;
+        if prefix.tokens >= prompt.len() {
+            return Err(invalid(format!(
+                "a cached prefix of {} tokens for a prompt of {}: it may cover all but the \
+                 prompt's last token",
+                prefix.tokens,
+                prompt.len()
+            )));
+        }
+        let fresh = self
+            .model
+            .make_cache(1, cache_slots(prefix.tokens.max(1))?)?;
+        if fresh.len() != prefix.cache.len() {
+            return Err(invalid(format!(
+                "a cached prefix of {} layers for a model of {}",
+                prefix.cache.len(),
+                fresh.len()
+            )));
+        }
+        for (i, (layer, fresh)) in prefix.cache.iter().zip(&fresh).enumerate() {
+            layer.check_fits(fresh, i)?;
+            if let Some(kv) = layer.first_kv() {
+                if kv.capacity() as usize > self.options.capacity {
+                    return Err(invalid(format!(
+                        "layer {i} of the cached prefix holds {} positions, more than a \
+                         slot's {}",
+                        kv.capacity(),
+                        self.options.capacity
+                    )));
+                }
+            }
+            if let Some(offset) = layer.offset() {
+                let at = offset.item::<i32>()?;
+                if offset.ndim() != 0 || at as usize != prefix.tokens {
+                    return Err(invalid(format!(
+                        "layer {i} of the cached prefix is at position {at}, not {}",
+                        prefix.tokens
+                    )));
+                }
+            }
+        }
+        self.queue_request(prompt, options, Some(prefix))
+    }
+
+    fn queue_request(
+        &mut self,
+        prompt: &[u32],
+        options: RequestOptions,
+        prefix: Option<CachedPrefix>,
+    ) -> Result<RequestId> {
         let invalid = Error::InvalidArgument;
         check_prompt(prompt, self.vocab)?;
         if prompt.len() > self.options.capacity {
@@ -583,6 +681,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             prompt: prompt.to_vec(),
             options,
             max_tokens,
+            prefix,
         });
         Ok(id)
     }
@@ -634,6 +733,17 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.step.stats().traces
     }
 
+    /// Requests that started from a cached prefix, and the prompt tokens those prefixes
+    /// saved from prefill, over the engine's life.
+    pub fn prompt_cache_stats(&self) -> (u64, u64) {
+        (self.prompt_cache_hits, self.prompt_tokens_reused)
+    }
+
+    /// The prompt caches kept across requests.
+    pub fn prompt_cache(&self) -> &LruPromptCache {
+        &self.prompt_cache
+    }
+
     /// The slot batch's cache (one row per slot).
     pub fn cache(&self) -> &[LayerCache] {
         &self.state.cache
@@ -677,6 +787,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 logprob: chosen[b],
                 logprobs: out.logprobs.index(b as i32)?,
                 finish_reason,
+                cached_tokens: r.cached_tokens,
             });
             r.next = token;
             if finish_reason.is_some() {
@@ -765,19 +876,36 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     fn advance_prefill(&mut self) -> Result<()> {
         let free = self.slots.iter().position(Option::is_none);
         if let (None, Some(slot)) = (&self.prefill, free) {
-            if let Some(request) = self.queue.pop_front() {
+            if let Some(mut request) = self.queue.pop_front() {
                 // As `generate_step` prefills: a buffer of the prompt's size in steps of
                 // 256, grown to the slot's capacity afterwards, so the prefill computes
                 // what `generate_step`'s does.
                 let positions =
                     cache_slots(request.prompt.len())?.min(self.options.capacity as i32);
-                match self.model.make_cache(1, positions) {
-                    Ok(cache) => {
+                let head = request.prompt.len() - 1;
+                let prefix = match request.prefix.take() {
+                    Some(p) => Some(p),
+                    None => self
+                        .prompt_cache
+                        .fetch(&request.prompt, head)
+                        .map_err(|e| failed_prefill(request.id, e))?,
+                };
+                let started = match prefix {
+                    Some(CachedPrefix { mut cache, tokens }) => {
+                        self.prompt_cache_hits += 1;
+                        self.prompt_tokens_reused += tokens as u64;
+                        reserve(&mut cache, positions).map(|()| (cache, tokens))
+                    }
+                    None => self.model.make_cache(1, positions).map(|c| (c, 0)),
+                };
+                match started {
+                    Ok((cache, done)) => {
                         self.prefill = Some(Prefill {
                             request,
                             slot,
                             cache,
-                            done: 0,
+                            done,
+                            cached: done,
                         })
                     }
                     Err(e) => return Err(failed_prefill(request.id, e.into())),
@@ -821,8 +949,14 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             request,
             slot,
             mut cache,
+            cached,
             ..
         } = p;
+        // The prompt's cache, but for its last token, is the snapshot later prompts with
+        // the same beginning start from: a clone shares the arrays, and the growth below
+        // makes new ones.
+        let head = &request.prompt[..request.prompt.len() - 1];
+        self.prompt_cache.insert(head, cache.clone());
         reserve(&mut cache, self.options.capacity as i32)?;
         // Written into copies first, so a failure leaves the running rows untouched.
         let mut rows = self.state.cache.clone();
@@ -879,6 +1013,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 frequency: request.options.frequency_penalty,
             },
             constraint: request.options.constraint,
+            cached_tokens: cached,
         });
         Ok(())
     }

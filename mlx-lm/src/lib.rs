@@ -40,6 +40,7 @@ mod error;
 mod generate;
 pub mod kernels;
 mod load;
+mod lru_prompt_cache;
 mod model;
 pub mod models;
 mod prompt_cache;
@@ -70,6 +71,7 @@ pub use generate::{
 };
 pub use kernels::KernelOptions;
 pub use load::{load, load_model};
+pub use lru_prompt_cache::{CachedPrefix, LruPromptCache};
 pub use model::{LanguageModel, Model, ModelTree};
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};

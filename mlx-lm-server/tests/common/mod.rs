@@ -31,6 +31,25 @@ impl Running {
     }
 }
 
+/// A ChatML template that renders tools, calls and results as Qwen's does (so mlx_lm
+/// picks its `json_tools` format: `<tool_call>` and `tool_call.name`).
+pub const TOOL_TEMPLATE: &str = r#"{%- if tools %}<|im_start|>system
+<tools>{% for tool in tools %}{{ tool | tojson }}{% endfor %}</tools><|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == "assistant" and message.tool_calls %}<|im_start|>assistant
+{{ message.content }}{% for tool_call in message.tool_calls %}{% set tool_call = tool_call.function %}<tool_call>
+{"name": "{{ tool_call.name }}", "arguments": {{ tool_call.arguments | tojson }}}
+</tool_call>{% endfor %}<|im_end|>
+{% elif message.role == "tool" %}<|im_start|>user
+<tool_response>{{ message.content }}</tool_response><|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}"#;
+
 pub fn options(model: &str) -> ServerOptions {
     let mut o = ServerOptions::new(model_dir(model));
     o.port = 0;

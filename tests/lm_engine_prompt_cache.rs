@@ -1,0 +1,214 @@
+//! The engine's prompt cache ([`EngineOptions::prompt_cache_size`], mlx_lm's
+//! `LRUPromptCache`) and [`Engine::insert_with_prefix`]: a prompt that begins as an earlier
+//! one did prefills only the rest (reported as `cached_tokens`), a diverging prompt reuses a
+//! key/value cache trimmed back to the shared prefix, a recurrent model reuses only whole
+//! prefixes (its state cannot be trimmed), and the greedy tokens equal those of an engine
+//! without a prompt cache; the decode step is traced once throughout.
+//!
+//! Tolerance: the tokens must be equal. The cached prefill computes the suffix's attention
+//! against the cached keys instead of within one chunk, so the logits may differ in their
+//! last bits; greedy tokens of the test models do not change by that (a tie at argmax
+//! would be needed).
+
+mod support;
+
+use mlx::lm::{
+    load_model, CachedPrefix, Engine, EngineOptions, LoadOptions, Model, RequestOptions, TokenEvent,
+};
+use support::lm::model_dir;
+
+fn load_named(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap()
+        .0
+}
+
+/// Deterministic tokens in `0..384` (the test models' vocabulary).
+fn prompt(seed: u64, len: usize) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(6364136223846793005);
+    (0..len)
+        .map(|_| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((x >> 33) % 384) as u32
+        })
+        .collect()
+}
+
+fn options(prompt_cache_size: usize) -> EngineOptions {
+    EngineOptions {
+        max_batch: 2,
+        capacity: 512,
+        prefill_step_size: 32,
+        prompt_cache_size,
+        ..Default::default()
+    }
+}
+
+/// One request through the engine to its end: its tokens and the events' `cached_tokens`.
+fn one(engine: &mut Engine<'_, Model>, prompt: &[u32]) -> (Vec<u32>, usize) {
+    let id = engine
+        .insert(
+            prompt,
+            RequestOptions {
+                max_tokens: 12,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    collect(engine, id)
+}
+
+fn collect(engine: &mut Engine<'_, Model>, id: u64) -> (Vec<u32>, usize) {
+    let mut events: Vec<TokenEvent> = Vec::new();
+    while engine.contains(id) {
+        events.extend(engine.step().unwrap().into_iter().filter(|e| e.id == id));
+    }
+    let cached = events[0].cached_tokens;
+    assert!(events.iter().all(|e| e.cached_tokens == cached));
+    (events.iter().map(|e| e.token).collect(), cached)
+}
+
+/// Each prompt's greedy tokens from an engine without a prompt cache.
+fn uncached(model: &Model, prompts: &[&[u32]]) -> Vec<Vec<u32>> {
+    let mut engine = Engine::new(model, options(0)).unwrap();
+    prompts
+        .iter()
+        .map(|p| {
+            let (tokens, cached) = one(&mut engine, p);
+            assert_eq!(cached, 0);
+            tokens
+        })
+        .collect()
+}
+
+#[test]
+fn key_value_prefixes_are_reused_and_trimmed() {
+    let model = load_named("qwen3");
+    let base = prompt(1, 70);
+    let longer: Vec<u32> = base.iter().copied().chain(prompt(2, 20)).collect();
+    // Shares 50 tokens with `longer`, then goes another way: a trimmed reuse.
+    let diverging: Vec<u32> = base[..50].iter().copied().chain(prompt(3, 25)).collect();
+    let expected = uncached(&model, &[&base, &longer, &diverging, &base]);
+
+    let mut engine = Engine::new(&model, options(4)).unwrap();
+    let (tokens, cached) = one(&mut engine, &base);
+    assert_eq!((tokens, cached), (expected[0].clone(), 0));
+    // The snapshot of `base` but its last token is a prefix of `longer`.
+    let (tokens, cached) = one(&mut engine, &longer);
+    assert_eq!((tokens, cached), (expected[1].clone(), base.len() - 1));
+    // `longer`'s entry replaced `base`'s (a prefix of it); trimmed to the shared 50.
+    assert_eq!(engine.prompt_cache().len(), 1);
+    let (tokens, cached) = one(&mut engine, &diverging);
+    assert_eq!((tokens, cached), (expected[2].clone(), 50));
+    // The same prompt again: all but its last token, from `longer`'s entry, trimmed.
+    let (tokens, cached) = one(&mut engine, &base);
+    assert_eq!((tokens, cached), (expected[3].clone(), base.len() - 1));
+    assert_eq!(
+        engine.prompt_cache_stats(),
+        (3, (69 + 50 + 69) as u64),
+        "hits, tokens reused"
+    );
+    assert_eq!(engine.traces(), 1);
+}
+
+#[test]
+fn recurrent_state_is_reused_only_as_a_whole_prefix() {
+    // A state-space model, and a hybrid of attention and state-space layers side by side.
+    for name in ["mamba", "falcon_h1"] {
+        let model = load_named(name);
+        let base = prompt(4, 40);
+        let longer: Vec<u32> = base.iter().copied().chain(prompt(5, 10)).collect();
+        let diverging: Vec<u32> = base[..30].iter().copied().chain(prompt(6, 10)).collect();
+        let expected = uncached(&model, &[&base, &longer, &diverging]);
+
+        let mut engine = Engine::new(&model, options(4)).unwrap();
+        assert_eq!(one(&mut engine, &base), (expected[0].clone(), 0), "{name}");
+        assert_eq!(
+            one(&mut engine, &longer),
+            (expected[1].clone(), base.len() - 1),
+            "{name}"
+        );
+        // Its state is at position 39 or 49: it cannot go back to 30.
+        assert_eq!(
+            one(&mut engine, &diverging),
+            (expected[2].clone(), 0),
+            "{name}"
+        );
+        // Snapshots of prefixes are kept (they cannot be cut from longer ones).
+        assert_eq!(engine.prompt_cache().len(), 3, "{name}");
+        assert_eq!(engine.traces(), 1, "{name}");
+    }
+}
+
+#[test]
+fn the_cache_is_bounded_least_recently_used_first() {
+    let model = load_named("qwen3");
+    let prompts: Vec<Vec<u32>> = (10..14).map(|s| prompt(s, 20)).collect();
+    let mut engine = Engine::new(&model, options(2)).unwrap();
+    for p in &prompts {
+        one(&mut engine, p);
+    }
+    assert_eq!(engine.prompt_cache().len(), 2);
+    // The two oldest are gone, the two newest hit.
+    assert_eq!(one(&mut engine, &prompts[0]).1, 0);
+    assert_eq!(one(&mut engine, &prompts[3]).1, 19);
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            prompt_cache_bytes: 1,
+            ..options(8)
+        },
+    )
+    .unwrap();
+    one(&mut engine, &prompts[0]);
+    assert!(engine.prompt_cache().is_empty(), "over the byte budget");
+}
+
+#[test]
+fn insert_with_prefix_starts_from_a_given_cache() {
+    let model = load_named("qwen3");
+    let base = prompt(7, 40);
+    let longer: Vec<u32> = base.iter().copied().chain(prompt(8, 10)).collect();
+    let expected = uncached(&model, &[&longer]);
+    // A cache of `base` but its last token, from a prefill of it.
+    let mut cache = model.make_cache(1, 256).unwrap();
+    let ids = mlx::core::Array::from_slice(&base[..39], &[1, 39]).unwrap();
+    model.forward(&ids, Some(&mut cache)).unwrap();
+    let prefix = CachedPrefix { cache, tokens: 39 };
+
+    let mut engine = Engine::new(&model, options(0)).unwrap();
+    let greedy = RequestOptions {
+        max_tokens: 12,
+        ..Default::default()
+    };
+    // Covering the whole prompt, or at the wrong position: refused, nothing queued.
+    assert!(engine
+        .insert_with_prefix(&base[..39], greedy.clone(), prefix.clone())
+        .is_err());
+    let wrong = CachedPrefix {
+        tokens: 38,
+        ..prefix.clone()
+    };
+    let err = engine
+        .insert_with_prefix(&longer, greedy.clone(), wrong)
+        .unwrap_err();
+    assert!(err.to_string().contains("position 39"), "{err}");
+    let other = load_named("mamba").make_cache(1, 256).unwrap();
+    assert!(engine
+        .insert_with_prefix(
+            &longer,
+            greedy.clone(),
+            CachedPrefix {
+                cache: other,
+                tokens: 39
+            }
+        )
+        .is_err());
+    assert!(engine.is_idle());
+
+    let id = engine.insert_with_prefix(&longer, greedy, prefix).unwrap();
+    assert_eq!(collect(&mut engine, id), (expected[0].clone(), 39));
+    assert_eq!(engine.traces(), 1);
+}
