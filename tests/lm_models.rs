@@ -63,6 +63,9 @@ const MODELS: &[&str] = &[
     "olmoe",
     "olmoe-4bit",
     "olmoe-bias",
+    "deepseek_v3",
+    "deepseek_v3-4bit",
+    "deepseek_v3-lite",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -546,7 +549,7 @@ fn compiled_decode_with_recurrent_state_is_traced_once_and_equals_eager() {
 }
 
 /// The mixture-of-experts architectures.
-const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe"];
+const MOE: &[&str] = &["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "deepseek_v3"];
 
 fn is_moe(name: &str) -> bool {
     MOE.contains(&name.split('-').next().unwrap_or(name))

@@ -426,13 +426,49 @@ CONFIGS = {
          "attention_bias": True, "rope_theta": 10000.0, "tie_word_embeddings": True},
         mx.float32, 20,
     ),
+    # DeepSeek-V3's shape: multi-head latent attention with a low-rank query (q_lora_rank),
+    # the latent 32 wide (its 512), 32 + 16 query/key features per head without / with rope
+    # (its 128 + 64), values of 32 (its 128); yarn rope with mscale and mscale_all_dim (which
+    # also scales the attention); the first layer dense (first_k_dense_replace), then 16
+    # routed experts (its 256) in 4 groups (its 8), 2 groups kept (its 4), top 4 (its 8),
+    # sigmoid scores with the correction bias, renormalized and scaled by
+    # routed_scaling_factor, one shared expert. 4 query heads (its 128).
+    "deepseek_v3": (
+        {**BASE, "model_type": "deepseek_v3", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 1, "n_routed_experts": 16,
+         "routed_scaling_factor": 2.5, "kv_lora_rank": 32, "q_lora_rank": 64,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True,
+         "n_group": 4, "topk_group": 2, "num_experts_per_tok": 4, "moe_layer_freq": 1,
+         "first_k_dense_replace": 1, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "rope_scaling": {"type": "yarn", "factor": 40.0, "mscale": 1.0,
+                          "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1,
+                          "original_max_position_embeddings": 4096},
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 21,
+    ),
+    # DeepSeek-V2-Lite's attention shape on deepseek_v3: no low-rank query (one q_proj), no
+    # rope scaling, experts ungrouped (n_group 1), top 2 not renormalized; every other layer
+    # sparse (moe_layer_freq 2), two shared experts.
+    "deepseek_v3-lite": (
+        {**BASE, "model_type": "deepseek_v3", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 2, "n_routed_experts": 8,
+         "routed_scaling_factor": 1.0, "kv_lora_rank": 32, "q_lora_rank": None,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": False,
+         "n_group": 1, "topk_group": 1, "num_experts_per_tok": 2, "moe_layer_freq": 2,
+         "first_k_dense_replace": 0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 22,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
 # per token, and mlx_lm sorts the (token, expert) pairs by expert from 64 pairs on; 40 tokens
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
-PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40}
+PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40,
+               "deepseek_v3": 40, "deepseek_v3-lite": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -472,6 +508,8 @@ QUANTIZED = {
     "qwen2_moe": (32, 4, None),
     "olmoe": (32, 4, None),
     "olmoe-bias": None,
+    "deepseek_v3": (32, 4, None),
+    "deepseek_v3-lite": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -485,7 +523,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "recurrent_gemma", "recurrent_gemma-bf16", "mamba2", "mamba2-codestral",
                      "nemotron_h", "nemotron_h-nano", "granitemoehybrid",
                      "granitemoehybrid-rope", "falcon_h1", "falcon_h1-deep", "qwen3_moe",
-                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias"}
+                     "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "deepseek_v3",
+                     "deepseek_v3-lite"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.

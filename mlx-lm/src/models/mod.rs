@@ -4,6 +4,7 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod base;
+pub mod deepseek_v3;
 pub mod falcon_h1;
 pub mod granitemoehybrid;
 pub mod lfm2;
@@ -22,6 +23,7 @@ pub mod recurrent_gemma;
 pub mod smollm3;
 pub mod sparse;
 
+pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use lfm2::Lfm2;
@@ -54,8 +56,9 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 16] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 17] {
     [
+        ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("lfm2", builtin!(Lfm2)),

@@ -57,10 +57,28 @@ impl MoeArgs {
     /// passes unchanged; one that lacks an expert's tensor is an error naming it.
     pub fn sanitize(&self, ck: &mut Checkpoint) -> crate::Result<()> {
         self.decoder.sanitize(ck);
-        let experts = self.moe.num_experts;
-        for l in 0..self.decoder.num_hidden_layers {
-            let prefix = format!("model.layers.{l}.{}", self.experts_at);
-            for (hf, mlx) in self.expert_names {
+        Self::stack_experts(
+            ck,
+            self.decoder.num_hidden_layers,
+            self.moe.num_experts,
+            self.experts_at,
+            self.expert_names,
+        )
+    }
+
+    /// The stacking part of [`sanitize`](Self::sanitize): in each of `layers` layers, the
+    /// `experts` per-expert tensors `model.layers.{l}.{experts_at}.experts.{e}.{hf}.{k}`
+    /// stacked into `...{experts_at}.switch_mlp.{mlx}.{k}` for each `(hf, mlx)` of `names`.
+    pub fn stack_experts(
+        ck: &mut Checkpoint,
+        layers: i32,
+        experts: i32,
+        experts_at: &str,
+        names: [(&str, &str); 3],
+    ) -> crate::Result<()> {
+        for l in 0..layers {
+            let prefix = format!("model.layers.{l}.{experts_at}");
+            for (hf, mlx) in names {
                 for k in ["weight", "scales", "biases"] {
                     let key = |e: i32| format!("{prefix}.experts.{e}.{hf}.{k}");
                     if !ck.weights_mut().contains(&key(0)) {
