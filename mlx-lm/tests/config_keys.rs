@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::{
-    FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
-    Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
+    DeepseekV3, FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
+    Qwen2Moe, Qwen3, Qwen3Moe, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -54,6 +54,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "mixtral" => Mixtral::args(c).map(drop),
         "qwen2_moe" => Qwen2Moe::args(c).map(drop),
         "olmoe" => Olmoe::args(c).map(drop),
+        "deepseek_v3" => DeepseekV3::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -105,6 +106,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "mixtral",
         "qwen2_moe",
         "olmoe",
+        "deepseek_v3",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
     GraniteMoeHybridConfig,
@@ -186,6 +187,11 @@ def configs():
                                     moe_intermediate_size=32,
                                     shared_expert_intermediate_size=128),
         "olmoe": OlmoeConfig(**SIZES, num_experts=8, num_experts_per_tok=2),
+        # Multi-head latent attention and the grouped router: 16 experts in 4 groups.
+        "deepseek_v3": DeepseekV3Config(**SIZES, n_routed_experts=16, n_group=4, topk_group=2,
+                                        num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
+                                        qk_rope_head_dim=16, v_head_dim=32,
+                                        qk_nope_head_dim=32, moe_intermediate_size=32),
     }
 
 

@@ -129,6 +129,9 @@ CASES = [
     {"model": "mixtral", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "qwen2_moe", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     {"model": "olmoe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    # Multi-head latent attention's compressed cache, left-padded; the grouped router.
+    {"model": "deepseek_v3", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "deepseek_v3-lite", "lengths": [9, 2, 15], "max_tokens": 16},
 ]
 
 

@@ -445,6 +445,9 @@ PROMPT_CACHE = [
     # Mixture-of-experts: key/value caches only; a prefix of 34 of the 40 tokens routes 68
     # (token, expert) pairs (the sorted expert path), the rest of the prompt 12 (unsorted).
     ("qwen3_moe", 34),
+    # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
+    # key part); the prefix's expanded path, then the absorbed one-token steps.
+    ("deepseek_v3", 34),
 ]
 CONTINUE_TOKENS = 16
 

@@ -126,6 +126,9 @@ impl DeepseekV3 {
         };
         let qk_nope_head_dim = c.dim("qk_nope_head_dim")?;
         let qk_rope_head_dim = c.dim("qk_rope_head_dim")?;
+        // transformers derives these two from the others.
+        c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
+        c.require_value("head_dim", qk_rope_head_dim)?;
         let rope =
             RotaryEmbedding::from_config(c, qk_rope_head_dim, rope_theta(c, Some(10000.0))?, true)?;
         let (mscale_all_dim, factor) = match c.section("rope_scaling") {
