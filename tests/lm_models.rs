@@ -66,6 +66,7 @@ const MODELS: &[&str] = &[
     "deepseek_v3",
     "deepseek_v3-4bit",
     "deepseek_v3-lite",
+    "deepseek_v3-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer

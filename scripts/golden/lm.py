@@ -641,6 +641,9 @@ def make_models(names):
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
+        if name == "deepseek_v3":
+            hf_layout_deepseek_v3(config)
+            weights_recipe.write(MODELS / "deepseek_v3-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -715,6 +718,38 @@ def hf_layout_mixtral():
         proj, param = rest.split(".")
         for e in range(v.shape[0]):
             out[f"{prefix}.experts.{e}.{names[proj]}.{param}"] = v[e]
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_deepseek_v3(config):
+    """The DeepSeek-V3 weights as a Hugging Face checkpoint stores them: each expert's
+    projections apart (`mlp.experts.{e}.gate_proj`), the latent's up-projection as one
+    `kv_b_proj` `[heads * (qk_nope + v_head), kv_lora_rank]`, a multi-token-prediction layer
+    (`model.layers.61`, the one mlx_lm drops) and precomputed rotary frequencies. mlx_lm's
+    sanitize maps it back to the same model."""
+    src = MODELS / "deepseek_v3"
+    dst = MODELS / "deepseek_v3-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    heads = config["num_attention_heads"]
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        elif k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            wk = v.swapaxes(-1, -2)
+            wv = weights[prefix + "unembed_out.weight"]
+            kv_b = mx.concatenate([wk, wv], axis=1)
+            out[prefix + "kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+            out[prefix + "rotary_emb.inv_freq"] = mx.ones((8,))
+        elif not k.endswith("unembed_out.weight"):
+            out[k] = v
+    out["model.layers.61.eh_proj.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
