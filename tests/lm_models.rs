@@ -67,6 +67,7 @@ const MODELS: &[&str] = &[
     "deepseek_v3-4bit",
     "deepseek_v3-lite",
     "deepseek_v3-hf",
+    "deepseek_v3-4bit-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer

@@ -644,6 +644,8 @@ def make_models(names):
         if name == "deepseek_v3":
             hf_layout_deepseek_v3(config)
             weights_recipe.write(MODELS / "deepseek_v3-hf")
+            hf_layout_deepseek_v3_4bit(config)
+            weights_recipe.write(MODELS / "deepseek_v3-4bit-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -752,6 +754,34 @@ def hf_layout_deepseek_v3(config):
     out["model.layers.61.eh_proj.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_deepseek_v3_4bit(config):
+    """The 4-bit DeepSeek-V3 with a quantized `kv_b_proj` (4 bits, groups of 32: the two halves
+    dequantized, joined and quantized again), as an MLX conversion of a Hugging Face checkpoint
+    holds it; mlx_lm's sanitize dequantizes, splits and requantizes it."""
+    src = MODELS / "deepseek_v3-4bit"
+    dst = MODELS / "deepseek_v3-4bit-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            deq = lambda n: mx.dequantize(weights[prefix + n + ".weight"],
+                                          weights[prefix + n + ".scales"],
+                                          weights[prefix + n + ".biases"], group_size=32, bits=4)
+            kv_b = mx.concatenate([deq("embed_q").swapaxes(-1, -2), deq("unembed_out")], axis=1)
+            kv_b = kv_b.reshape(-1, kv_b.shape[-1])
+            w, sc, b = mx.quantize(kv_b, group_size=32, bits=4)
+            out[prefix + "kv_b_proj.weight"] = w
+            out[prefix + "kv_b_proj.scales"] = sc
+            out[prefix + "kv_b_proj.biases"] = b
+        elif "embed_q." not in k and "unembed_out." not in k:
+            out[k] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "mlx"})
 
 
 def prompt_ids(seed, length=PROMPT_LEN):
@@ -964,7 +994,7 @@ def golden(name):
     else:
         arch = name.split("-")[0]
         prompt = prompt_ids(sum(map(ord, arch)), PROMPT_LENS.get(arch, PROMPT_LEN))
-    base = name.removesuffix("-4bit").removesuffix("-hf")
+    base = name.removesuffix("-hf").removesuffix("-4bit")
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:
         unfixed = model(prompt[None]).astype(mx.float32)
@@ -1019,7 +1049,7 @@ def main():
     chosen = set(names) | (set(only) & set(TRANSFORMERS_MODELS) if only else
                            set(TRANSFORMERS_MODELS))
     for name in sorted(written):
-        base = name.removesuffix("-4bit").removesuffix("-hf")
+        base = name.removesuffix("-hf").removesuffix("-4bit")
         if base in chosen or name in chosen:
             golden(name)
 

@@ -63,7 +63,7 @@ pub fn group_expert_select(
         let group_idx =
             ops::argpartition(&group_scores, drop - 1, -2)?.index((Ellipsis, ..drop, ..))?;
         let group_idx = ops::stop_gradient(&group_idx)?;
-        scores = ops::put_along_axis(&scores, &group_idx, &Array::from_scalar(0.0f32), -2)?;
+        scores = ops::put_along_axis(&scores, &group_idx, Array::from_scalar(0.0f32), -2)?;
         scores = ops::flatten(&scores, -2, -1)?;
     }
     let k = r.top_k;
