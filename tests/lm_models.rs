@@ -926,6 +926,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "mixtral-4bit",
         "qwen2_moe",
         "olmoe-bias",
+        "deepseek_v3",
+        "deepseek_v3-4bit",
+        "deepseek_v3-lite",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
