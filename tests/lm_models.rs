@@ -81,6 +81,11 @@ const MODELS: &[&str] = &[
     "baichuan_m1",
     "baichuan_m1-4bit",
     "baichuan_m1-global",
+    "deepseek_v3",
+    "deepseek_v3-4bit",
+    "deepseek_v3-lite",
+    "deepseek_v3-hf",
+    "deepseek_v3-4bit-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -482,8 +487,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the separate ops; the graph is the same. In float32 that moves them by a few units of
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
-/// 2.9e-6 for qwen3_moe, mixtral and qwen2_moe, 5.7e-6 for olmo_hybrid, 0 for jamba, and
-/// 9.5e-6 for olmoe, the closest to the
+/// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
+/// 0 for jamba, and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
@@ -596,6 +601,7 @@ const MOE: &[&str] = &[
     "olmoe",
     "qwen3_next",
     "qwen3_5_moe",
+    "deepseek_v3",
 ];
 
 /// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
@@ -620,7 +626,10 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// the unsorted one, and both give what mlx_lm gives (the tests above). Here the two paths
 /// against each other: the prompt in one call (sorted) and one token at a time through the
 /// cache (unsorted) give the same last logits. They may differ only in how the attention sums
-/// (one block against growing prefixes): measured 0 on the CPU for all ten models; 1e-5
+/// (one block against growing prefixes): measured 0 on the CPU for the ten softmax-routed
+/// models; deepseek_v3's multi-head latent attention computes a prompt with the latent
+/// expanded into per-head keys and values and a step with the projection absorbed into the
+/// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3), 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
 /// outputs at other tokens) moves them by whole units.
 #[test]
@@ -1036,6 +1045,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "jamba-tied",
         "baichuan_m1",
         "baichuan_m1-4bit",
+        "deepseek_v3",
+        "deepseek_v3-4bit",
+        "deepseek_v3-lite",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

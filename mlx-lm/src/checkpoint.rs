@@ -11,6 +11,7 @@ use mlx_nn::{
 };
 use mlx_rs::{Array, Dtype};
 
+use crate::blocks::mla::{MultiLinear, QuantizedMultiLinear};
 use crate::blocks::switch::{QuantizedSwitchLinear, SwitchLinear};
 use crate::config::invalid;
 use crate::error::{Error, Result};
@@ -228,6 +229,37 @@ impl Checkpoint {
                 let shape = [num_experts, output_dims, input_dims];
                 let weight = self.array(&join(path, "weight"), &shape)?;
                 self.maybe_quantize(path, SwitchLinear { weight, bias }, input_dims)
+            }
+        }
+    }
+
+    /// An `mla.MultiLinear(input_dims, output_dims, num_heads)` at `path` (`weight
+    /// [num_heads, output_dims, input_dims]`), or the `QuantizedMultiLinear` the checkpoint
+    /// holds there. Quantized on load as mlx_lm's `nn.quantize` does it: the layer has
+    /// `to_quantized`.
+    pub fn multi_linear(
+        &mut self,
+        path: &str,
+        input_dims: i32,
+        output_dims: i32,
+        num_heads: i32,
+    ) -> Result<MaybeQuantized<MultiLinear>> {
+        match self.stored_quantization(path, input_dims)? {
+            Some(p) => {
+                let (weight, scales, biases) =
+                    self.quantized_stack(path, &[num_heads], input_dims, output_dims, p)?;
+                Ok(MaybeQuantized::Quantized(QuantizedMultiLinear {
+                    weight,
+                    scales,
+                    biases: Some(biases),
+                    group_size: p.group_size,
+                    bits: p.bits,
+                }))
+            }
+            None => {
+                let shape = [num_heads, output_dims, input_dims];
+                let weight = self.array(&join(path, "weight"), &shape)?;
+                self.maybe_quantize(path, MultiLinear { weight }, input_dims)
             }
         }
     }

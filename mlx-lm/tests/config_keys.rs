@@ -12,8 +12,8 @@ use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
-    FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe,
-    Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
+    DeepseekV3, FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
+    Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -64,6 +64,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "plamo2" => Plamo2Args::from_config(c).map(drop),
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
+        "deepseek_v3" => DeepseekV3::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -121,6 +122,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "plamo2",
         "jamba",
         "baichuan_m1",
+        "deepseek_v3",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
     GraniteMoeHybridConfig,
@@ -241,6 +242,11 @@ def configs():
                    "mamba_d_state": 64, "mamba_d_conv": 4, "mamba_num_heads": 32,
                    "mamba_step": 2, "mamba_chunk_size": 256, "mamba_enabled": True,
                    "intermediate_size": 8192, "vocab_size": 100000},
+        # Multi-head latent attention and the grouped router: 16 experts in 4 groups.
+        "deepseek_v3": DeepseekV3Config(**SIZES, n_routed_experts=16, n_group=4, topk_group=2,
+                                        num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
+                                        qk_rope_head_dim=16, v_head_dim=32,
+                                        qk_nope_head_dim=32, moe_intermediate_size=32),
     }
 
 

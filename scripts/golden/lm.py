@@ -579,6 +579,41 @@ CONFIGS = {
          "tie_word_embeddings": False},
         mx.float32, 28,
     ),
+    # DeepSeek-V3's shape: multi-head latent attention with a low-rank query (q_lora_rank),
+    # the latent 32 wide (its 512), 32 + 16 query/key features per head without / with rope
+    # (its 128 + 64), values of 32 (its 128); yarn rope with mscale and mscale_all_dim (which
+    # also scales the attention); the first layer dense (first_k_dense_replace), then 16
+    # routed experts (its 256) in 4 groups (its 8), 2 groups kept (its 4), top 4 (its 8),
+    # sigmoid scores with the correction bias, renormalized and scaled by
+    # routed_scaling_factor, one shared expert. 4 query heads (its 128).
+    "deepseek_v3": (
+        {**BASE, "model_type": "deepseek_v3", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 1, "n_routed_experts": 16,
+         "routed_scaling_factor": 2.5, "kv_lora_rank": 32, "q_lora_rank": 64,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": True,
+         "n_group": 4, "topk_group": 2, "num_experts_per_tok": 4, "moe_layer_freq": 1,
+         "first_k_dense_replace": 1, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "rope_scaling": {"type": "yarn", "factor": 40.0, "mscale": 1.0,
+                          "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1,
+                          "original_max_position_embeddings": 4096},
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 21,
+    ),
+    # DeepSeek-V2-Lite's attention shape on deepseek_v3: no low-rank query (one q_proj), no
+    # rope scaling, experts ungrouped (n_group 1), top 2 not renormalized; every other layer
+    # sparse (moe_layer_freq 2), two shared experts.
+    "deepseek_v3-lite": (
+        {**BASE, "model_type": "deepseek_v3", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 2, "n_routed_experts": 8,
+         "routed_scaling_factor": 1.0, "kv_lora_rank": 32, "q_lora_rank": None,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "noaux_tc", "scoring_func": "sigmoid", "norm_topk_prob": False,
+         "n_group": 1, "topk_group": 1, "num_experts_per_tok": 2, "moe_layer_freq": 2,
+         "first_k_dense_replace": 0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 22,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -586,7 +621,7 @@ CONFIGS = {
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
-               "qwen3_5_moe": 40}
+               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -637,6 +672,8 @@ QUANTIZED = {
     "jamba-tied": None,
     "baichuan_m1": (32, 4, None),
     "baichuan_m1-global": None,
+    "deepseek_v3": (32, 4, None),
+    "deepseek_v3-lite": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -653,7 +690,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "mixtral", "qwen2_moe", "olmoe", "olmoe-bias", "qwen3_next",
                      "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
-                     "jamba-tied", "baichuan_m1", "baichuan_m1-global"}
+                     "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
+                     "deepseek_v3-lite"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -773,6 +811,11 @@ def make_models(names):
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
+        if name == "deepseek_v3":
+            hf_layout_deepseek_v3(config)
+            weights_recipe.write(MODELS / "deepseek_v3-hf")
+            hf_layout_deepseek_v3_4bit(config)
+            weights_recipe.write(MODELS / "deepseek_v3-4bit-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -886,6 +929,66 @@ def hf_layout_qwen3_5_moe():
     out["mtp.fc.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_deepseek_v3(config):
+    """The DeepSeek-V3 weights as a Hugging Face checkpoint stores them: each expert's
+    projections apart (`mlp.experts.{e}.gate_proj`), the latent's up-projection as one
+    `kv_b_proj` `[heads * (qk_nope + v_head), kv_lora_rank]`, a multi-token-prediction layer
+    (`model.layers.61`, the one mlx_lm drops) and precomputed rotary frequencies. mlx_lm's
+    sanitize maps it back to the same model."""
+    src = MODELS / "deepseek_v3"
+    dst = MODELS / "deepseek_v3-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    heads = config["num_attention_heads"]
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        elif k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            wk = v.swapaxes(-1, -2)
+            wv = weights[prefix + "unembed_out.weight"]
+            kv_b = mx.concatenate([wk, wv], axis=1)
+            out[prefix + "kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+            out[prefix + "rotary_emb.inv_freq"] = mx.ones((8,))
+        elif not k.endswith("unembed_out.weight"):
+            out[k] = v
+    out["model.layers.61.eh_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_deepseek_v3_4bit(config):
+    """The 4-bit DeepSeek-V3 with a quantized `kv_b_proj` (4 bits, groups of 32: the two halves
+    dequantized, joined and quantized again), as an MLX conversion of a Hugging Face checkpoint
+    holds it; mlx_lm's sanitize dequantizes, splits and requantizes it."""
+    src = MODELS / "deepseek_v3-4bit"
+    dst = MODELS / "deepseek_v3-4bit-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            deq = lambda n: mx.dequantize(weights[prefix + n + ".weight"],
+                                          weights[prefix + n + ".scales"],
+                                          weights[prefix + n + ".biases"], group_size=32, bits=4)
+            kv_b = mx.concatenate([deq("embed_q").swapaxes(-1, -2), deq("unembed_out")], axis=1)
+            kv_b = kv_b.reshape(-1, kv_b.shape[-1])
+            w, sc, b = mx.quantize(kv_b, group_size=32, bits=4)
+            out[prefix + "kv_b_proj.weight"] = w
+            out[prefix + "kv_b_proj.scales"] = sc
+            out[prefix + "kv_b_proj.biases"] = b
+        elif "embed_q." not in k and "unembed_out." not in k:
+            out[k] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "mlx"})
 
 
 def prompt_ids(seed, length=PROMPT_LEN):
@@ -1125,7 +1228,7 @@ def golden(name):
     else:
         arch = name.split("-")[0]
         prompt = prompt_ids(sum(map(ord, arch)), PROMPT_LENS.get(arch, PROMPT_LEN))
-    base = name.removesuffix("-4bit").removesuffix("-hf")
+    base = name.removesuffix("-hf").removesuffix("-4bit")
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:
         unfixed = model(prompt[None]).astype(mx.float32)
@@ -1180,7 +1283,7 @@ def main():
     chosen = set(names) | (set(only) & set(TRANSFORMERS_MODELS) if only else
                            set(TRANSFORMERS_MODELS))
     for name in sorted(written):
-        base = name.removesuffix("-4bit").removesuffix("-hf")
+        base = name.removesuffix("-hf").removesuffix("-4bit")
         if base in chosen or name in chosen:
             golden(name)
 

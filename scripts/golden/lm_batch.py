@@ -180,6 +180,9 @@ CASES = [
     # one prefill chunk.
     {"model": "baichuan_m1", "lengths": [20, 20, 20], "max_tokens": 16,
      "prefill_step_size": 8},
+    # Multi-head latent attention's compressed cache, left-padded; the grouped router.
+    {"model": "deepseek_v3", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "deepseek_v3-lite", "lengths": [9, 2, 15], "max_tokens": 16},
 ]
 
 

@@ -462,6 +462,9 @@ PROMPT_CACHE = [
     # baichuan_m1: a CacheList per layer (the last key and value, ArraysCache(2), beside a
     # KVCache or, in a sliding-window layer, a RotatingKVCache past its window).
     ("baichuan_m1", 16),
+    # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
+    # key part); the prefix's expanded path, then the absorbed one-token steps.
+    ("deepseek_v3", 34),
 ]
 CONTINUE_TOKENS = 16
 

@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]) on expert layers ([`switch`]), norms ([`norm`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]), norms ([`norm`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -12,8 +12,10 @@ pub mod backbone;
 pub mod conv;
 pub mod decoder;
 pub mod gated_delta_net;
+pub mod group_router;
 pub mod layer;
 pub mod mask;
+pub mod mla;
 pub mod mlp;
 pub mod moe;
 pub mod norm;
@@ -32,8 +34,10 @@ pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
 };
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig, GdnProjections};
+pub use group_router::{group_expert_select, GroupLimit, GroupRouting, GroupedMoe, MoeGate};
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
+pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mlp::Mlp;
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::RmsNormGated;

@@ -5,6 +5,7 @@
 
 pub mod baichuan_m1;
 pub mod base;
+pub mod deepseek_v3;
 pub mod falcon_h1;
 pub mod granitemoehybrid;
 pub mod jamba;
@@ -28,6 +29,7 @@ pub mod smollm3;
 pub mod sparse;
 
 pub use baichuan_m1::BaichuanM1;
+pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use jamba::Jamba;
@@ -64,9 +66,10 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 22] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
+        ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("jamba", builtin!(Jamba)),

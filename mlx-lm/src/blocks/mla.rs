@@ -1,0 +1,454 @@
+//! Multi-head latent attention (MLA), DeepSeek-V2/V3's attention, op for op as mlx_lm's
+//! `DeepseekV3Attention`: keys and values come from one low-rank latent per position
+//! (`kv_a_proj_with_mqa` → `kv_a_layernorm`, `kv_lora_rank` wide) plus one rotary key part
+//! shared by the heads (`k_pe`, `qk_rope_head_dim` wide), and the cache holds only those two:
+//! a [`KvCache`] with keys = the latent `[B, 1, T, kv_lora_rank]` and values = `k_pe
+//! [B, 1, T, qk_rope_head_dim]`.
+//!
+//! The per-head up-projections of the latent (Hugging Face's `kv_b_proj`, split by the
+//! model's sanitize into `embed_q` and `unembed_out`, [`MultiLinear`]s) are applied where it
+//! is cheaper: a prompt (`L > 1`) expands the latent into per-head keys and values; a decode
+//! step (`L == 1`) absorbs `embed_q` into the query and attends over the latent itself, then
+//! `unembed_out` maps the result to the heads' values. The rotary part enters as an additive
+//! mask: `pe_scores = (q_pe * scale) @ k_pe^T`, with masked positions set to the dtype's
+//! lowest finite value.
+
+use mlx_nn::{Forward, MaybeQuantized, MaybeQuantizedLinear, Quantizable, RMSNorm};
+use mlx_rs::fast::{self, AttentionMask};
+use mlx_rs::ops::{self, Ellipsis, QuantizationMode, QuantizeOptions, QuantizedMatmulOptions};
+use mlx_rs::{Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::decoder::TokenMixer;
+use crate::blocks::layer::LayerContext;
+use crate::blocks::mask::causal_mask;
+use crate::blocks::rope::RotaryEmbedding;
+use crate::blocks::rows::{heads, merge_heads, wrong_input, Rows};
+use crate::cache::{KvCache, LayerCache};
+use crate::checkpoint::Checkpoint;
+
+/// Python: `mla.MultiLinear(input_dims, output_dims, num_heads)`: one linear map per head,
+/// `weight [num_heads, output_dims, input_dims]`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct MultiLinear {
+    pub weight: Array,
+}
+
+/// Python: `mla.QuantizedMultiLinear` (affine mode).
+#[derive(Debug, Clone, TreeNode)]
+pub struct QuantizedMultiLinear {
+    pub weight: Array,
+    pub scales: Array,
+    pub biases: Option<Array>,
+    #[tree(static)]
+    pub group_size: i32,
+    #[tree(static)]
+    pub bits: i32,
+}
+
+/// A [`MultiLinear`], float or quantized.
+pub type MaybeQuantizedMultiLinear = MaybeQuantized<MultiLinear>;
+
+impl Quantizable for MultiLinear {
+    type Quantized = QuantizedMultiLinear;
+    const QUANTIZED_NAME: &'static str = "QuantizedMultiLinear";
+
+    /// Python: `MultiLinear.to_quantized(group_size, bits)`: `mx.quantize` of the stacked
+    /// weight, each head's rows grouped on their own.
+    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedMultiLinear> {
+        let (weight, scales, biases) = quantize(&self.weight, group_size, bits)?;
+        Ok(QuantizedMultiLinear {
+            weight,
+            scales,
+            biases,
+            group_size,
+            bits,
+        })
+    }
+}
+
+/// `mx.quantize(w, group_size, bits)` in the affine mode.
+pub(crate) fn quantize(
+    w: &Array,
+    group_size: i32,
+    bits: i32,
+) -> Result<(Array, Array, Option<Array>)> {
+    let options = QuantizeOptions::default()
+        .group_size(group_size)
+        .bits(bits)
+        .mode(QuantizationMode::Affine);
+    ops::quantize(w, options)
+}
+
+/// Python: `MultiLinear.__call__(x, transpose)`: `x @ weight^T` per head (`transpose`), or
+/// `x @ weight`.
+pub trait MultiForward {
+    fn forward_heads(&self, x: &Array, transpose: bool) -> Result<Array>;
+}
+
+impl MultiForward for MultiLinear {
+    fn forward_heads(&self, x: &Array, transpose: bool) -> Result<Array> {
+        if transpose {
+            ops::matmul(x, &self.weight.swapaxes(-1, -2)?)
+        } else {
+            ops::matmul(x, &self.weight)
+        }
+    }
+}
+
+impl MultiForward for QuantizedMultiLinear {
+    fn forward_heads(&self, x: &Array, transpose: bool) -> Result<Array> {
+        let mut options = QuantizedMatmulOptions::default()
+            .transpose(transpose)
+            .group_size(self.group_size)
+            .bits(self.bits)
+            .mode(QuantizationMode::Affine);
+        if let Some(b) = &self.biases {
+            options = options.biases(b);
+        }
+        ops::quantized_matmul(x, &self.weight, &self.scales, options)
+    }
+}
+
+impl MultiForward for MaybeQuantizedMultiLinear {
+    fn forward_heads(&self, x: &Array, transpose: bool) -> Result<Array> {
+        match self {
+            MaybeQuantized::Float(l) => l.forward_heads(x, transpose),
+            MaybeQuantized::Quantized(l) => l.forward_heads(x, transpose),
+        }
+    }
+}
+
+/// What an [`Mla`] layer is, read from a config by each architecture.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MlaConfig {
+    pub hidden_size: i32,
+    pub num_heads: i32,
+    /// The rank of the query's low-rank path (`q_a_proj` → `q_a_layernorm` → `q_b_proj`);
+    /// `None`: one `q_proj` (DeepSeek-V2-Lite).
+    pub q_lora_rank: Option<i32>,
+    pub kv_lora_rank: i32,
+    pub qk_nope_head_dim: i32,
+    pub qk_rope_head_dim: i32,
+    pub v_head_dim: i32,
+    /// Biases of `q_a_proj`, `kv_a_proj_with_mqa` and `o_proj` (`attention_bias`).
+    pub attention_bias: bool,
+    /// The rotary embedding of the `qk_rope_head_dim` features (traditional, yarn's mscale
+    /// on its inputs where the config asks for it).
+    pub rope: RotaryEmbedding,
+    /// The attention scale: `q_head_dim**-0.5`, times yarn's `mscale_all_dim` factor squared.
+    pub scale: f32,
+}
+
+/// Python: deepseek_v3's attention scale: `(qk_nope + qk_rope)**-0.5`, and with a
+/// `rope_scaling` whose `mscale_all_dim` is set and `factor > 1`, times
+/// `(0.1 * mscale_all_dim * ln(factor) + 1)**2` (in f64 as Python, rounded once).
+pub fn mla_scale(q_head_dim: i32, mscale_all_dim: f64, factor: f64) -> f32 {
+    let mut scale = (q_head_dim as f64).powf(-0.5);
+    if mscale_all_dim != 0.0 && factor > 1.0 {
+        let s = 0.1 * mscale_all_dim * factor.ln() + 1.0;
+        scale = scale * s * s;
+    }
+    scale as f32
+}
+
+/// Python: `DeepseekV3Attention` (and deepseek_v2's, the same module).
+#[derive(Debug, Clone, TreeNode)]
+pub struct Mla {
+    pub q_proj: Option<MaybeQuantizedLinear>,
+    pub q_a_proj: Option<MaybeQuantizedLinear>,
+    pub q_a_layernorm: Option<RMSNorm>,
+    pub q_b_proj: Option<MaybeQuantizedLinear>,
+    pub kv_a_proj_with_mqa: MaybeQuantizedLinear,
+    pub kv_a_layernorm: RMSNorm,
+    pub embed_q: MaybeQuantizedMultiLinear,
+    pub unembed_out: MaybeQuantizedMultiLinear,
+    pub o_proj: MaybeQuantizedLinear,
+    pub rope: RotaryEmbedding,
+    #[tree(static)]
+    pub num_heads: i32,
+    #[tree(static)]
+    pub qk_nope_head_dim: i32,
+    #[tree(static)]
+    pub kv_lora_rank: i32,
+    #[tree(static)]
+    pub qk_rope_head_dim: i32,
+    #[tree(static)]
+    pub scale: f32,
+}
+
+/// `mx.finfo(dtype).min`: the additive mask of a position the query must not see.
+fn lowest(dtype: Dtype) -> Result<Array> {
+    let v = match dtype {
+        Dtype::Float16 => -65504.0f32,
+        // -(2 - 2^-7) * 2^127: bfloat16's lowest, exactly a float32.
+        Dtype::Bfloat16 => -3.389_531_4e38f32,
+        _ => f32::MIN,
+    };
+    Array::from_scalar(v).astype(dtype)
+}
+
+impl Mla {
+    /// Takes the layer's tensors under `path` (`model.layers.0.self_attn`), with `kv_b_proj`
+    /// already split into `embed_q` / `unembed_out` ([`split_kv_b_proj`]).
+    pub fn load(ck: &mut Checkpoint, path: &str, c: &MlaConfig) -> crate::Result<Mla> {
+        let p = |name: &str| format!("{path}.{name}");
+        let (d, h) = (c.hidden_size, c.num_heads);
+        let q_head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+        let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = match c.q_lora_rank {
+            None => (
+                Some(ck.linear(&p("q_proj"), d, h * q_head_dim, false)?),
+                None,
+                None,
+                None,
+            ),
+            Some(r) => (
+                None,
+                Some(ck.linear(&p("q_a_proj"), d, r, c.attention_bias)?),
+                // Python: eps 1e-6 whatever the config's rms_norm_eps.
+                Some(ck.rms_norm(&p("q_a_layernorm"), r, 1e-6)?),
+                Some(ck.linear(&p("q_b_proj"), r, h * q_head_dim, false)?),
+            ),
+        };
+        Ok(Mla {
+            q_proj,
+            q_a_proj,
+            q_a_layernorm,
+            q_b_proj,
+            kv_a_proj_with_mqa: ck.linear(
+                &p("kv_a_proj_with_mqa"),
+                d,
+                c.kv_lora_rank + c.qk_rope_head_dim,
+                c.attention_bias,
+            )?,
+            kv_a_layernorm: ck.rms_norm(&p("kv_a_layernorm"), c.kv_lora_rank, 1e-6)?,
+            embed_q: ck.multi_linear(&p("embed_q"), c.qk_nope_head_dim, c.kv_lora_rank, h)?,
+            unembed_out: ck.multi_linear(&p("unembed_out"), c.kv_lora_rank, c.v_head_dim, h)?,
+            o_proj: ck.linear(&p("o_proj"), h * c.v_head_dim, d, c.attention_bias)?,
+            rope: c.rope.clone(),
+            num_heads: h,
+            qk_nope_head_dim: c.qk_nope_head_dim,
+            kv_lora_rank: c.kv_lora_rank,
+            qk_rope_head_dim: c.qk_rope_head_dim,
+            scale: c.scale,
+        })
+    }
+
+    /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
+    pub fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+        let q = match (
+            &self.q_proj,
+            &self.q_a_proj,
+            &self.q_a_layernorm,
+            &self.q_b_proj,
+        ) {
+            (Some(q_proj), ..) => q_proj.forward(x)?,
+            (None, Some(a), Some(norm), Some(b)) => b.forward(&norm.forward(&a.forward(x)?)?)?,
+            _ => return Err(wrong_input("an MLA layer without its query projection")),
+        };
+        let q = heads(&q, rows, self.num_heads, None)?;
+        let q = ops::split(&q, &[self.qk_nope_head_dim][..], -1)?;
+        let (q_nope, q_pe) = (&q[0], &q[1]);
+        let compressed = self.kv_a_proj_with_mqa.forward(x)?;
+        let parts = ops::split(&compressed, &[self.kv_lora_rank][..], -1)?;
+        let k_pe = heads(&parts[1], rows, 1, None)?;
+        let kv_latent = heads(&self.kv_a_layernorm.forward(&parts[0])?, rows, 1, None)?;
+
+        let (q_pe, kv_latent, k_pe, mask) = match cache {
+            None => {
+                let mask = (rows.len > 1)
+                    .then(|| causal_mask(rows.len, None))
+                    .transpose()?;
+                (
+                    self.rope.forward(q_pe, 0)?,
+                    kv_latent,
+                    self.rope.forward(&k_pe, 0)?,
+                    mask,
+                )
+            }
+            Some(LayerCache::Kv(c)) => {
+                let offset = c.rope_offset()?;
+                let q_pe = self.rope.forward(q_pe, &offset)?;
+                let k_pe = self.rope.forward(&k_pe, &offset)?;
+                let (latent, pe, mask) = fetch(c, &kv_latent, &k_pe, rows.len)?;
+                (q_pe, latent, pe, mask)
+            }
+            Some(other) => {
+                return Err(wrong_input(&format!(
+                    "an MLA layer got a {} (not a key/value cache)",
+                    other.class_name()
+                )))
+            }
+        };
+
+        let pe_scores = ops::matmul(&ops::multiply(&q_pe, self.scale)?, &k_pe.swapaxes(-1, -2)?)?;
+        let pe_scores = match &mask {
+            Some(m) => ops::where_(m, &pe_scores, &lowest(pe_scores.dtype())?)?,
+            None => pe_scores,
+        };
+        let mask = AttentionMask::Array(&pe_scores);
+        let out = if rows.len == 1 {
+            let q = self.embed_q.forward_heads(q_nope, true)?;
+            let out = fast::scaled_dot_product_attention(
+                &q, &kv_latent, &kv_latent, self.scale, mask, None,
+            )?;
+            self.unembed_out.forward_heads(&out, true)?
+        } else {
+            let k = self.embed_q.forward_heads(&kv_latent, false)?;
+            let v = self.unembed_out.forward_heads(&kv_latent, true)?;
+            fast::scaled_dot_product_attention(q_nope, &k, &v, self.scale, mask, None)?
+        };
+        self.o_proj.forward(&merge_heads(&out)?)
+    }
+}
+
+/// Writes the new latents and rotary keys into the cache; returns what attention reads and
+/// the boolean mask of it (`None`: every position). In
+/// [prefix mode](crate::cache::KvCache::set_prefix_attention), the written prefix and
+/// mlx_lm's mask (none for one new position, the causal array for several); otherwise the
+/// whole buffers and the mask of the written positions.
+fn fetch(
+    c: &mut KvCache,
+    latent: &Array,
+    pe: &Array,
+    length: i32,
+) -> Result<(Array, Array, Option<Array>)> {
+    if !c.prefix_attention() {
+        let (latent, pe, mask) = c.update_and_fetch(latent, pe, None)?;
+        return Ok((latent, pe, Some(mask)));
+    }
+    let end = c.offset.item::<i32>()? + length;
+    let mask = if length > 1 || c.left_padding.is_some() {
+        Some(c.mask(length, None)?.index((Ellipsis, ..end))?)
+    } else {
+        None
+    };
+    c.update(latent, pe)?;
+    let latent = c.keys.index((.., .., ..end))?;
+    let pe = c.values.index((.., .., ..end))?;
+    Ok((latent, pe, mask))
+}
+
+impl TokenMixer for Mla {
+    fn key(&self) -> &'static str {
+        "self_attn"
+    }
+
+    fn accepts(key: &str) -> bool {
+        key == "self_attn"
+    }
+
+    fn forward(
+        &self,
+        x: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        Mla::forward(self, x, ctx.rows, cache)
+    }
+
+    /// The compressed cache: keys the latent (`kv_lora_rank`), values the rotary key part
+    /// (`qk_rope_head_dim`), one "head" (Python: a `KVCache` holding the same).
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        Ok(LayerCache::Kv(KvCache::new(
+            batch,
+            1,
+            capacity,
+            (self.kv_lora_rank, self.qk_rope_head_dim),
+            dtype,
+        )?))
+    }
+}
+
+/// Python: the `kv_b_proj` part of deepseek_v2/v3's `sanitize`: the up-projection of the
+/// latent `kv_b_proj.weight [heads * (qk_nope + v_head), kv_lora_rank]` split per head into
+/// `embed_q.weight [heads, kv_lora_rank, qk_nope]` (the key half, transposed) and
+/// `unembed_out.weight [heads, v_head, kv_lora_rank]`. A quantized `kv_b_proj` is dequantized
+/// (bits and group size read off the shapes, as mlx_lm infers them), split, and each half
+/// quantized again with them. A checkpoint without `kv_b_proj` at `path` passes unchanged.
+pub fn split_kv_b_proj(
+    ck: &mut Checkpoint,
+    path: &str,
+    num_heads: i32,
+    qk_nope_head_dim: i32,
+    v_head_dim: i32,
+    kv_lora_rank: i32,
+) -> crate::Result<()> {
+    let key = |name: &str| format!("{path}.{name}");
+    let file = ck
+        .weights_mut()
+        .file_of(&key("kv_b_proj.weight"))
+        .map(|p| p.to_path_buf())
+        .unwrap_or_else(|| ck.dir().to_path_buf());
+    let Some(weight) = ck.weights_mut().take(&key("kv_b_proj.weight")) else {
+        return Ok(());
+    };
+    let mlx = |source| crate::Error::Mlx {
+        path: file.clone(),
+        source,
+    };
+    let scales = ck.weights_mut().take(&key("kv_b_proj.scales"));
+    let biases = ck.weights_mut().take(&key("kv_b_proj.biases"));
+    let quantized = match (scales, biases) {
+        (Some(scales), Some(biases)) => {
+            let packed = weight.shape().last().copied().unwrap_or(0);
+            let groups = scales.shape().last().copied().unwrap_or(0);
+            if kv_lora_rank <= 0 || groups <= 0 || kv_lora_rank % groups != 0 {
+                return Err(crate::config::invalid(
+                    &file,
+                    &key("kv_b_proj.scales"),
+                    &format!("{groups} groups do not fit kv_lora_rank {kv_lora_rank}"),
+                ));
+            }
+            let bits = packed * 32 / kv_lora_rank;
+            let group_size = kv_lora_rank / groups;
+            let options = ops::DequantizeOptions::default()
+                .biases(&biases)
+                .bits(bits)
+                .group_size(group_size);
+            let w = ops::dequantize(&weight, &scales, options).map_err(mlx)?;
+            Some((w, bits, group_size))
+        }
+        (None, None) => None,
+        _ => {
+            return Err(crate::config::invalid(
+                &file,
+                &key("kv_b_proj.scales"),
+                "a quantized kv_b_proj needs both scales and biases",
+            ))
+        }
+    };
+    let (w, q) = match quantized {
+        Some((w, bits, group_size)) => (w, Some((bits, group_size))),
+        None => (weight, None),
+    };
+    let split = || -> Result<(Array, Array)> {
+        let v = ops::reshape(&w, &[num_heads, qk_nope_head_dim + v_head_dim, -1])?;
+        let wk = ops::contiguous(
+            &v.index((.., ..qk_nope_head_dim, ..))?.swapaxes(-1, -2)?,
+            false,
+        )?;
+        let wv = ops::contiguous(&v.index((.., qk_nope_head_dim.., ..))?, false)?;
+        Ok((wk, wv))
+    };
+    let (wk, wv) = split().map_err(mlx)?;
+    for (name, w) in [("embed_q", wk), ("unembed_out", wv)] {
+        match q {
+            Some((bits, group_size)) => {
+                let (w, s, b) = quantize(&w, group_size, bits).map_err(mlx)?;
+                ck.weights_mut()
+                    .insert(key(&format!("{name}.weight")), w, file.clone());
+                ck.weights_mut()
+                    .insert(key(&format!("{name}.scales")), s, file.clone());
+                if let Some(b) = b {
+                    ck.weights_mut()
+                        .insert(key(&format!("{name}.biases")), b, file.clone());
+                }
+            }
+            None => ck
+                .weights_mut()
+                .insert(key(&format!("{name}.weight")), w, file.clone()),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,331 @@
+//! `deepseek_v3` (Python: `mlx_lm.models.deepseek_v3`): multi-head latent attention
+//! ([`Mla`]) with a compressed cache, and sparse blocks behind the grouped sigmoid router
+//! ([`GroupedMoe`]) with shared experts; the first `first_k_dense_replace` layers (and those
+//! `moe_layer_freq` skips) dense (DeepSeek-V3, R1, Kimi-K2 and their shape).
+
+use mlx_nn::{Forward, MaybeQuantizedLinear};
+use mlx_rs::{Array, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedMoe};
+use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
+use crate::blocks::{load_lm_head, rope_theta, DecoderModel, Mlp, RotaryEmbedding, StackConfig};
+use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::config::{invalid, ModelConfig};
+use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
+
+/// A layer's feed-forward block: the dense MLP or the grouped-router experts, under `mlp`.
+// One per layer, built once at load: the variants' sizes cost nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum GroupedFeedForward {
+    Dense(Mlp),
+    Sparse(GroupedMoe),
+}
+
+impl TreeNode for GroupedFeedForward {
+    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
+        match self {
+            GroupedFeedForward::Dense(m) => m.flatten(f),
+            GroupedFeedForward::Sparse(m) => m.flatten(f),
+        }
+    }
+
+    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
+        match u.peek_kind()? {
+            mlx_tree::NodeKind::Struct("GroupedMoe") => {
+                GroupedMoe::unflatten(u).map(GroupedFeedForward::Sparse)
+            }
+            _ => Mlp::unflatten(u).map(GroupedFeedForward::Dense),
+        }
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            GroupedFeedForward::Dense(m) => m.leaves_mut(f),
+            GroupedFeedForward::Sparse(m) => m.leaves_mut(f),
+        }
+    }
+}
+
+impl Forward for GroupedFeedForward {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match self {
+            GroupedFeedForward::Dense(m) => m.forward(x),
+            GroupedFeedForward::Sparse(m) => m.forward(x),
+        }
+    }
+}
+
+impl crate::blocks::decoder::ChannelMixer for GroupedFeedForward {}
+
+/// What a deepseek_v3 config describes.
+#[derive(Debug, Clone)]
+pub struct DeepseekV3Args {
+    pub stack: StackConfig,
+    pub intermediate_size: i32,
+    pub attention: MlaConfig,
+    pub expert_size: i32,
+    /// `None`: no routed experts (`n_routed_experts` null), every layer dense.
+    pub num_experts: Option<i32>,
+    pub shared_expert_size: Option<i32>,
+    pub routing: GroupRouting,
+    /// Per layer: sparse (else the dense MLP of `intermediate_size`).
+    pub sparse: Vec<bool>,
+}
+
+/// Python: `mlx_lm.models.deepseek_v3.Model`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct DeepseekV3 {
+    pub model: DecoderModel<Mla, GroupedFeedForward>,
+    pub lm_head: Option<MaybeQuantizedLinear>,
+}
+
+impl DeepseekV3 {
+    /// Python: deepseek_v3's `ModelArgs`, over every key of transformers'
+    /// `DeepseekV3Config`. Supported only as mlx_lm runs it: the `noaux_tc` router with
+    /// sigmoid scores, interleaved ("traditional") rotary features, an untied head.
+    pub fn args(c: &ModelConfig) -> crate::Result<DeepseekV3Args> {
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
+        c.require_value("topk_method", "noaux_tc")?;
+        c.require_value("scoring_func", "sigmoid")?;
+        // transformers' `rope_interleave` (default true) is mlx_lm's traditional rope, which
+        // it always uses.
+        c.require_value("rope_interleave", true)?;
+        c.require_value("tie_word_embeddings", false)?;
+        // Dropout is off at inference; initializer_range only draws weights a checkpoint
+        // replaces; the auxiliary loss, the router-logits output and the key-value head count
+        // (every MLA head reads the one latent) do not enter the forward; the multi-token
+        // prediction layers (`num_nextn_predict_layers`) are dropped at load as mlx_lm drops
+        // them; `pretraining_tp` only splits transformers' matmuls.
+        c.declare_neutral(&[
+            "attention_dropout",
+            "initializer_range",
+            "max_position_embeddings",
+            "aux_loss_alpha",
+            "seq_aux",
+            "output_router_logits",
+            "router_aux_loss_coef",
+            "num_key_value_heads",
+            "num_nextn_predict_layers",
+            "pretraining_tp",
+            "ep_size",
+        ]);
+        let stack = StackConfig {
+            vocab_size: c.dim("vocab_size")?,
+            hidden_size: c.dim("hidden_size")?,
+            num_hidden_layers: c.dim("num_hidden_layers")?,
+            rms_norm_eps: c.float_or("rms_norm_eps", 1e-6)? as f32,
+        };
+        let q_lora_rank = match c.get("q_lora_rank") {
+            None | Some(serde_json::Value::Null) => {
+                c.declare_neutral(&["q_lora_rank"]);
+                None
+            }
+            Some(_) => Some(c.dim("q_lora_rank")?),
+        };
+        let qk_nope_head_dim = c.dim("qk_nope_head_dim")?;
+        let qk_rope_head_dim = c.dim("qk_rope_head_dim")?;
+        // transformers derives these two from the others.
+        c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
+        c.require_value("head_dim", qk_rope_head_dim)?;
+        let rope =
+            RotaryEmbedding::from_config(c, qk_rope_head_dim, rope_theta(c, Some(10000.0))?, true)?;
+        let (mscale_all_dim, factor) = match c.section("rope_scaling") {
+            Some(s) => (
+                s.float("mscale_all_dim")?.unwrap_or(0.0),
+                s.float("factor")?.unwrap_or(1.0),
+            ),
+            None => (0.0, 1.0),
+        };
+        let attention = MlaConfig {
+            hidden_size: stack.hidden_size,
+            num_heads: c.dim("num_attention_heads")?,
+            q_lora_rank,
+            kv_lora_rank: c.dim("kv_lora_rank")?,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim: c.dim("v_head_dim")?,
+            attention_bias: c.bool_or("attention_bias", false)?,
+            rope,
+            scale: mla_scale(qk_nope_head_dim + qk_rope_head_dim, mscale_all_dim, factor),
+        };
+        let num_experts = match c.get("n_routed_experts") {
+            None | Some(serde_json::Value::Null) => {
+                c.declare_neutral(&["n_routed_experts"]);
+                None
+            }
+            Some(_) => Some(expert_counts(c, "n_routed_experts")?.1),
+        };
+        let n_group = c.dim_or("n_group", Some(1))?;
+        let topk_group = c.dim_or("topk_group", Some(1))?;
+        let top_k = c.dim_or("num_experts_per_tok", Some(1))?;
+        if let Some(e) = num_experts {
+            if n_group <= 0 || e % n_group != 0 {
+                return Err(invalid(
+                    c.path(),
+                    &c.key("n_group"),
+                    &format!("{n_group} groups do not divide {e} experts"),
+                ));
+            }
+            if !(1..=n_group).contains(&topk_group) || (n_group > 1 && e / n_group < 2) {
+                return Err(invalid(
+                    c.path(),
+                    &c.key("topk_group"),
+                    &format!(
+                        "{topk_group} of {n_group} groups of {} experts",
+                        e / n_group
+                    ),
+                ));
+            }
+            if top_k > topk_group * (e / n_group) {
+                return Err(invalid(
+                    c.path(),
+                    &c.key("num_experts_per_tok"),
+                    &format!(
+                        "{top_k} experts from {topk_group} groups of {}",
+                        e / n_group
+                    ),
+                ));
+            }
+        }
+        let expert_size = c.dim("moe_intermediate_size")?;
+        let shared_expert_size = match c.get("n_shared_experts") {
+            None | Some(serde_json::Value::Null) => {
+                c.declare_neutral(&["n_shared_experts"]);
+                None
+            }
+            Some(_) => Some(expert_size * c.dim("n_shared_experts")?),
+        };
+        // Zero is a valid count here (every layer sparse), where `dim` wants a size.
+        let first_dense = c.usize("first_k_dense_replace")?.unwrap_or(0);
+        let first_dense = i32::try_from(first_dense).unwrap_or(i32::MAX);
+        let freq = c.dim_or("moe_layer_freq", Some(1))?;
+        if freq <= 0 {
+            return Err(invalid(
+                c.path(),
+                &c.key("moe_layer_freq"),
+                "must be positive",
+            ));
+        }
+        let sparse = (0..stack.num_hidden_layers)
+            .map(|i| num_experts.is_some() && i >= first_dense && i % freq == 0)
+            .collect();
+        Ok(DeepseekV3Args {
+            intermediate_size: c.dim("intermediate_size")?,
+            attention,
+            expert_size,
+            num_experts,
+            shared_expert_size,
+            routing: GroupRouting {
+                top_k,
+                n_group,
+                topk_group,
+                routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
+                norm_topk_prob: c.bool_or("norm_topk_prob", true)?,
+                group_limit: GroupLimit::SeveralGroups,
+            },
+            sparse,
+            stack,
+        })
+    }
+
+    /// Reads the config, sanitizes and casts the tensors (the correction biases stay
+    /// float32), builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<DeepseekV3> {
+        let args = Self::args(config)?;
+        Self::sanitize(ck, &args)?;
+        ck.cast(options.dtype, |k| k.contains("e_score_correction_bias"))?;
+        let a = &args;
+        let model = DecoderModel::load(
+            ck,
+            "model",
+            a.stack,
+            options.kernels,
+            |ck, path, _| Mla::load(ck, &format!("{path}.self_attn"), &a.attention),
+            |ck, path, i| {
+                let d = a.stack.hidden_size;
+                Ok(match a.num_experts {
+                    Some(e) if a.sparse[i as usize] => {
+                        GroupedFeedForward::Sparse(GroupedMoe::load(
+                            ck,
+                            path,
+                            d,
+                            a.expert_size,
+                            e,
+                            a.shared_expert_size,
+                            a.routing,
+                        )?)
+                    }
+                    _ => GroupedFeedForward::Dense(Mlp::load(
+                        ck,
+                        path,
+                        d,
+                        a.intermediate_size,
+                        false,
+                    )?),
+                })
+            },
+        )?;
+        let lm_head = load_lm_head(ck, "lm_head", a.stack, false)?;
+        Ok(DeepseekV3 { model, lm_head })
+    }
+
+    /// Python: deepseek_v3's `sanitize`: each layer's per-expert tensors stacked into
+    /// `mlp.switch_mlp`, `kv_b_proj` split into `embed_q` / `unembed_out`, the multi-token
+    /// prediction layers (those past `num_hidden_layers`; mlx_lm: `model.layers.61`, the
+    /// first of DeepSeek-V3's) and precomputed rotary frequencies dropped. FP8 block-scaled
+    /// weights (`weight_scale_inv`) and compressed-tensors int4 (`weight_packed`) are not
+    /// read: an error names the first such tensor.
+    pub fn sanitize(ck: &mut Checkpoint, args: &DeepseekV3Args) -> crate::Result<()> {
+        let layers = args.stack.num_hidden_layers;
+        ck.weights_mut().retain(|k, _| {
+            let mtp = k
+                .strip_prefix("model.layers.")
+                .and_then(|rest| rest.split('.').next())
+                .and_then(|n| n.parse::<i32>().ok())
+                .is_some_and(|n| n >= layers);
+            !(mtp || k.contains("rotary_emb.inv_freq"))
+        });
+        let unsupported = ck
+            .weights_mut()
+            .keys()
+            .into_iter()
+            .find(|k| k.ends_with("weight_scale_inv") || k.ends_with("weight_packed"))
+            .map(str::to_string);
+        if let Some(key) = unsupported {
+            let file = ck
+                .weights_mut()
+                .file_of(&key)
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| ck.dir().to_path_buf());
+            return Err(invalid(
+                &file,
+                &key,
+                "FP8 block-scaled and int4 compressed-tensors checkpoints are not supported: \
+                 convert the model with mlx_lm.convert first",
+            ));
+        }
+        if let Some(e) = args.num_experts {
+            stack_experts(ck, "model", layers, "mlp", SAME_NAMES, e)?;
+        }
+        let a = &args.attention;
+        for l in 0..layers {
+            split_kv_b_proj(
+                ck,
+                &format!("model.layers.{l}.self_attn"),
+                a.num_heads,
+                a.qk_nope_head_dim,
+                a.v_head_dim,
+                a.kv_lora_rank,
+            )?;
+        }
+        Ok(())
+    }
+}
+
+crate::models::base::stack_language_model!(DeepseekV3, model, "deepseek_v3");
