@@ -25,6 +25,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::thread::ThreadId;
 
 use crate::evaluation::guard::{self, Guard, Mode};
 use crate::graph::walk;
@@ -65,6 +66,10 @@ struct ReadFailure {
 /// of its graph then.
 struct InFlight {
     seq: u64,
+    /// The thread that started it: only it may ask MLX whether the targets are done, since
+    /// asking moves an evaluated array to "available", a write that races with that
+    /// thread's own evaluations reading the array's event.
+    thread: ThreadId,
     targets: Vec<Array>,
     pending: Vec<Array>,
 }
@@ -193,8 +198,14 @@ fn refuse_failed(targets: &[&Array]) -> Result<()> {
 }
 
 /// If a read failure after `seq` belongs to a load among `pending`, marks all of `pending`
-/// failed and returns the failure's message.
-fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Option<Arc<str>>> {
+/// failed and returns the failure's message. `own`: the arrays are this thread's, which may
+/// change their graphs.
+fn mark_if_touched(
+    rec: &mut Record,
+    seq: u64,
+    pending: &[Array],
+    own: bool,
+) -> Result<Option<Arc<str>>> {
     let ids = pending.iter().map(Array::id).collect::<Result<Vec<_>>>()?;
     let hit = rec
         .failures
@@ -208,7 +219,7 @@ fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Opti
             // An array the failed eval never reached still holds its graph, up to the lazy
             // load and its reader: kept in the record as it is, it would keep the reader
             // (an open file, a socket) forever. Its identity is all the record needs.
-            if a.is_unscheduled()? {
+            if own && a.is_unscheduled()? {
                 a.detach_unscheduled()?;
             }
             failed.insert(id, (a.clone(), Arc::clone(message)));
@@ -220,14 +231,20 @@ fn mark_if_touched(rec: &mut Record, seq: u64, pending: &[Array]) -> Result<Opti
 }
 
 /// Settles the async evals started while loads were unread: those whose reads failed mark
-/// their arrays failed; those that finished are dropped from the record.
+/// their arrays failed; this thread's that finished, and every one once no load is unread
+/// (no read is left that could fail), are dropped from the record.
 fn resolve_in_flight() -> Result<()> {
     let mut rec = record();
     let entries = std::mem::take(&mut rec.in_flight);
+    let me = std::thread::current().id();
     for entry in entries {
-        // Finished first, failures second: a read completes before its eval signals.
-        let finished = entry.targets.iter().all(Array::is_evaluated);
-        if mark_if_touched(&mut rec, entry.seq, &entry.pending)?.is_none() && !finished {
+        // Finished first, failures second: a read completes before its eval signals, and
+        // records its failure before its load stops counting as unread.
+        let finished = UNREAD_LOADS.load(Ordering::SeqCst) == 0
+            || (entry.thread == me && entry.targets.iter().all(Array::is_evaluated));
+        if mark_if_touched(&mut rec, entry.seq, &entry.pending, entry.thread == me)?.is_none()
+            && !finished
+        {
             rec.in_flight.push(entry);
         }
     }
@@ -278,7 +295,7 @@ fn guard_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> Result
         let pending = unevaluated(targets)?;
         let out = run();
         if FAILURES.load(Ordering::SeqCst) != seq {
-            if let Some(message) = mark_if_touched(&mut record(), seq, &pending)? {
+            if let Some(message) = mark_if_touched(&mut record(), seq, &pending, true)? {
                 return Err(failed_error(&message));
             }
         }
@@ -311,7 +328,7 @@ fn guard_async_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> 
         // before throwing, so the record can say whether it was one of ours.
         let mut rec = record();
         if FAILURES.load(Ordering::SeqCst) != seq {
-            if let Some(message) = mark_if_touched(&mut rec, seq, &pending)? {
+            if let Some(message) = mark_if_touched(&mut rec, seq, &pending, true)? {
                 return Err(failed_error(&message));
             }
         }
@@ -322,6 +339,7 @@ fn guard_async_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> 
         {
             rec.in_flight.push(InFlight {
                 seq,
+                thread: std::thread::current().id(),
                 targets: targets.iter().map(|&a| a.clone()).collect(),
                 pending,
             });
@@ -332,6 +350,7 @@ fn guard_async_eval(targets: &[&Array], run: &mut dyn FnMut() -> Result<()>) -> 
     let mut rec = record();
     rec.in_flight.push(InFlight {
         seq,
+        thread: std::thread::current().id(),
         targets: targets.iter().map(|&a| a.clone()).collect(),
         pending,
     });
