@@ -305,10 +305,15 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                 // over the prefix, and MLX's CUDA attention blocks the key axis by its length:
                 // the sums group differently (measured up to 8.8e-4 for layer 1 of mistral on
                 // an H100; a wrong position or mask moves a value by 1e-1 and more).
+                // plamo2 normalizes each sublayer's output again before the residual sum, so
+                // the source build's last-bit differences reach full size in every layer's
+                // state (measured up to 1.3e-4).
                 let tolerance = if on_cuda() {
                     2e-3
                 } else if mlx::core::sys::PREBUILT_MLX {
                     0.0
+                } else if name.starts_with("plamo2") {
+                    5e-4
                 } else {
                     1e-5
                 };

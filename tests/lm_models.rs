@@ -198,10 +198,14 @@ fn floats(a: &Array) -> Vec<f32> {
 /// same ops run the same kernels: bit for bit. Our source build of MLX compiles the kernels
 /// with other flags (vectorized exp/tanh, reduction order), which moves float32 logits of
 /// these models by up to ~1.5e-6: 1e-5 bounds that with room, far below what a wrong op,
-/// layout or constant moves them (1e-2 and up).
-fn logit_tolerance() -> f32 {
+/// layout or constant moves them (1e-2 and up). plamo2 normalizes each sublayer's output
+/// again before the residual sum, which brings those last-bit differences to full size in
+/// every layer: measured up to 1.6e-4 there, so 5e-4.
+fn logit_tolerance(name: &str) -> f32 {
     if mlx::core::sys::PREBUILT_MLX {
         0.0
+    } else if name.starts_with("plamo2") {
+        5e-4
     } else {
         1e-5
     }
@@ -239,7 +243,7 @@ fn prompt_logits_equal_mlx_lm() {
         let model = load_with(name, false);
         let logits = model.forward(&prompt_array(&g.prompt), None).unwrap();
         assert_eq!(logits.shape(), g.logits.shape(), "{name}");
-        let tol = logit_tolerance();
+        let tol = logit_tolerance(name);
         let (differing, worst) = compare(&logits, &g.logits, tol);
         assert_eq!(
             differing,
@@ -263,7 +267,11 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
         let g = golden(name);
         let model = load(name);
         let logits = model.forward(&prompt_array(&g.prompt), None).unwrap();
-        let tol = if on_cuda() { 2e-4 } else { logit_tolerance() };
+        let tol = if on_cuda() {
+            2e-4
+        } else {
+            logit_tolerance(name)
+        };
         let (differing, worst) = compare(&logits, &g.logits, tol);
         assert_eq!(
             differing, 0,
@@ -395,7 +403,7 @@ fn eager_generation_equals_mlx_lm_bit_for_bit() {
         };
         let (tokens, logprobs, traces) = generate_all(&model, &g.prompt, options);
         assert_eq!(traces, 0, "{name}: the eager step was compiled");
-        let tol = logit_tolerance();
+        let tol = logit_tolerance(name);
         for (i, (ours, theirs)) in logprobs.iter().zip(rows(&g.greedy_logprobs)).enumerate() {
             let (differing, worst) = compare(ours, &theirs, tol);
             assert_eq!(
@@ -858,9 +866,13 @@ fn two_models_in_one_process_keep_their_own_kernel_choices() {
     let prompt = prompt_array(&g.prompt);
     let fused_logits = fused.forward(&prompt, None).unwrap();
     let plain_logits = plain.forward(&prompt, None).unwrap();
-    let (differing, worst) = compare(&plain_logits, &g.logits, logit_tolerance());
+    let (differing, worst) = compare(&plain_logits, &g.logits, logit_tolerance("qwen3_5"));
     assert_eq!(differing, 0, "the unfused model moved by {worst}");
-    let tol = if on_cuda() { 2e-4 } else { logit_tolerance() };
+    let tol = if on_cuda() {
+        2e-4
+    } else {
+        logit_tolerance("qwen3_5")
+    };
     assert_eq!(compare(&fused_logits, &g.logits, tol).0, 0);
     assert_ne!(
         mlx::utils::tree_structure(&plain).unwrap(),
