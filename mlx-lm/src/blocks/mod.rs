@@ -28,7 +28,7 @@ pub mod ssd;
 pub mod switch;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
-pub use backbone::Backbone;
+pub use backbone::{Backbone, LayerStack};
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,

@@ -9,21 +9,17 @@
 //! `[batch, kv_heads, 1, head_dim]`, the state of the two-tap convolution, beside the
 //! keys and values.
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{linalg, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::attention::attend;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::{heads, merge_heads, wrong_input};
-use crate::blocks::{
-    forward_layers, make_layer_caches, Layer, LayerContext, Mlp, RotaryEmbedding, Rows,
-};
+use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding};
 use crate::cache::{ArraysCache, KvCache, LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
 use crate::model::LanguageModel;
 
 /// Python: baichuan_m1's `ModelArgs`.
@@ -340,15 +336,7 @@ impl Layer for BaichuanM1Layer {
 }
 
 /// Python: `BaichuanModel`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BaichuanM1Model {
-    pub embed_tokens: MaybeQuantizedEmbedding,
-    pub layers: Vec<BaichuanM1Layer>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+pub type BaichuanM1Model = LayerStack<BaichuanM1Layer>;
 
 /// Python: `mlx_lm.models.baichuan_m1.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -412,24 +400,19 @@ impl BaichuanM1 {
 
 impl LanguageModel for BaichuanM1 {
     fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        let rows = Rows::of(inputs)?;
-        let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.norm.forward(&h)?;
-        rows.unfold(&self.lm_head.forward(&h)?)
+        self.model.logits(inputs, cache, Some(&self.lm_head))
     }
 
     fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
+        self.model.make_cache(batch, capacity)
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        self.model.dtype()
     }
 
     fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
+        self.model.vocab_size()
     }
 
     fn model_type(&self) -> &str {

@@ -7,7 +7,7 @@
 //! `post_feedforward_layernorm`, OLMo 2's order), and their attention normalizes queries and
 //! keys over the whole projection, before the heads split.
 
-use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
@@ -17,18 +17,15 @@ use crate::blocks::conv::{
     causal_conv1d, conv_state, load_depthwise_conv1d, sanitize_conv_weights, ConvActivation,
 };
 use crate::blocks::gated_delta_net::normalize_qk;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::{heads, merge_heads, wrong_input};
 use crate::blocks::{
-    forward_layers, make_layer_caches, rope_theta, Layer, LayerContext, Mlp, RmsNormGated,
-    RotaryEmbedding, Rows,
+    rope_theta, Layer, LayerContext, LayerStack, Mlp, RmsNormGated, RotaryEmbedding, Rows,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::gated_delta_update_with_beta;
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::stack_language_model;
 
 /// The slots of a linear-attention layer's [`ArraysCache`](crate::cache::ArraysCache)
 /// (Python: `ArraysCache(size=4)`): the three convolutions' last inputs, `[batch, kernel - 1,
@@ -563,15 +560,7 @@ impl Layer for OlmoHybridLayer {
 }
 
 /// Python: `OlmoHybridModel`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct OlmoHybridModel {
-    pub embed_tokens: MaybeQuantizedEmbedding,
-    pub layers: Vec<OlmoHybridLayer>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+pub type OlmoHybridModel = LayerStack<OlmoHybridLayer>;
 
 /// Python: `mlx_lm.models.olmo_hybrid.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -652,33 +641,4 @@ impl OlmoHybrid {
     }
 }
 
-impl LanguageModel for OlmoHybrid {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        let rows = Rows::of(inputs)?;
-        let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.norm.forward(&h)?;
-        let logits = match &self.lm_head {
-            Some(head) => head.forward(&h)?,
-            None => m.embed_tokens.as_linear(&h)?,
-        };
-        rows.unfold(&logits)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "olmo_hybrid"
-    }
-}
+stack_language_model!(OlmoHybrid, model, "olmo_hybrid");
