@@ -16,7 +16,7 @@ use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, Conv
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::norm::RmsNormGated;
-use crate::blocks::rows::{wrong_input, Rows};
+use crate::blocks::rows::{arrays_entry, wrong_input, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::kernels::gated_delta::gated_delta_update;
@@ -151,16 +151,7 @@ impl GatedDeltaNet {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let (b, s) = (rows.batch, rows.len);
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "a linear-attention layer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "a linear-attention layer")?;
         let (qkv, z, beta_in, a) = self.project(inputs, rows)?;
 
         // A right-padded batch's prefill: the padding after each sequence's tokens must not

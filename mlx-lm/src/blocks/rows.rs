@@ -14,6 +14,22 @@ pub(crate) fn wrong_input(message: &str) -> mlx_rs::Error {
     mlx_rs::Error::InvalidArgument(message.to_string())
 }
 
+/// A recurrent layer's cache entry as the `ArraysCache` it keeps; any other kind is an error
+/// naming the `layer`.
+pub(crate) fn arrays_entry<'a>(
+    cache: Option<&'a mut crate::cache::LayerCache>,
+    layer: &str,
+) -> mlx_rs::Result<Option<&'a mut crate::cache::ArraysCache>> {
+    match cache {
+        None => Ok(None),
+        Some(crate::cache::LayerCache::Arrays(c)) => Ok(Some(c)),
+        Some(other) => Err(wrong_input(&format!(
+            "{layer} got a {}",
+            other.class_name()
+        ))),
+    }
+}
+
 /// The batch and sequence sizes of hidden states that travel as rows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rows {

@@ -11,7 +11,7 @@ use mlx_tree::TreeNode;
 use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
-use crate::blocks::rows::{wrong_input, Rows};
+use crate::blocks::rows::{arrays_entry, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 
@@ -47,16 +47,7 @@ impl ShortConv {
 
     /// The layer over rows `x` `[B * L, hidden]`, continuing `cache`'s state.
     pub fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "a short-convolution layer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "a short-convolution layer")?;
         let parts = ops::split(&self.in_proj.forward(x)?, 3, -1)?;
         let (b, c, x) = (&parts[0], &parts[1], &parts[2]);
         let bx = rows.unfold(&ops::multiply(b, x)?)?;

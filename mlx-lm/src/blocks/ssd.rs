@@ -30,7 +30,7 @@ use mlx_tree::{StaticData, TreeNode};
 
 use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
 use crate::blocks::mlp::swiglu;
-use crate::blocks::rows::{wrong_input, Rows};
+use crate::blocks::rows::{arrays_entry, wrong_input, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 
@@ -402,16 +402,7 @@ impl Mamba2Mixer {
 
     /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state.
     pub fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "a Mamba-2 mixer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "a Mamba-2 mixer")?;
         let c = &self.config;
         let (i, conv_dim) = (c.intermediate(), c.conv_dim());
         let projected = self.in_proj.forward(x)?;

@@ -24,7 +24,7 @@ use crate::blocks::conv::{
 };
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
-use crate::blocks::rows::wrong_input;
+use crate::blocks::rows::{arrays_entry, wrong_input};
 use crate::blocks::{
     forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
     Router, Rows, SwitchGlu, TokenMixer,
@@ -249,16 +249,7 @@ impl JambaMambaMixer {
     /// convolution keeps each sequence's last real inputs and the scan holds a sequence's
     /// state over its padding (mlx_lm's jamba reads neither the mask nor the lengths).
     fn forward(&self, h: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "a jamba Mamba layer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "a jamba Mamba layer")?;
         let halves = ops::split(&self.in_proj.forward(h)?, 2, -1)?;
         let (x, z) = (&rows.unfold(&halves[0])?, &halves[1]);
         let mask = match &cache {

@@ -17,7 +17,7 @@ use crate::blocks::conv::{
     causal_conv1d, conv_state, load_depthwise_conv1d, sanitize_conv_weights, ConvActivation,
 };
 use crate::blocks::gated_delta_net::normalize_qk;
-use crate::blocks::rows::{heads, merge_heads, wrong_input};
+use crate::blocks::rows::{arrays_entry, heads, merge_heads, wrong_input};
 use crate::blocks::{
     rope_theta, Layer, LayerContext, LayerStack, Mlp, RmsNormGated, RotaryEmbedding, Rows,
 };
@@ -288,16 +288,7 @@ impl OlmoHybridGatedDeltaNet {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let (b, s) = (rows.batch, rows.len);
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "an olmo_hybrid linear-attention layer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "an olmo_hybrid linear-attention layer")?;
         let mask = match &cache {
             Some(c) => c.make_mask(s)?,
             None => None,

@@ -18,7 +18,7 @@ use crate::blocks::conv::{
 };
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
-use crate::blocks::rows::{heads, merge_heads, wrong_input};
+use crate::blocks::rows::{arrays_entry, heads, merge_heads};
 use crate::blocks::ssd::{ssm_update, SsmInputs};
 use crate::blocks::{
     forward_layers, make_layer_caches, Layer, LayerContext, RotaryEmbedding, Rows,
@@ -221,16 +221,7 @@ impl Plamo2Mamba {
 
     /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state.
     fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let mut cache = match cache {
-            None => None,
-            Some(LayerCache::Arrays(c)) => Some(c),
-            Some(other) => {
-                return Err(wrong_input(&format!(
-                    "a plamo2 Mamba layer got a {}",
-                    other.class_name()
-                )))
-            }
-        };
+        let mut cache = arrays_entry(cache, "a plamo2 Mamba layer")?;
         let (b, l, h, p) = (rows.batch, rows.len, self.num_heads, self.head_dim);
         // z and x alternate per head: [z_0, x_0, z_1, x_1, ...].
         let zx = ops::reshape(&self.in_proj.forward(x)?, &[b, l, h, 2 * p])?;
