@@ -1,11 +1,14 @@
 //! The stacks of the models whose layers are their own (the [`Layer`] trait), generic over the
 //! layer: [`Backbone`], as the state-space models name it (Python: mamba's, mamba2's and
 //! nemotron_h's `...Model`: `embeddings`, `layers`, `norm_f`), and [`LayerStack`], as the
-//! hybrids that name it `model` (`embed_tokens`, `layers`, `norm`).
+//! hybrids and the dense families that name it `model` (`embed_tokens`, `layers`, `norm`),
+//! generic over the final norm and with what a family does at the stack's two ends
+//! ([`StackEnds`]). A family whose stack has other names (GPT-2's `wte`/`h`/`ln_f`) keeps
+//! its own struct and computes through [`stack_logits`].
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
+use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_tree::{StaticData, TreeNode};
 
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::{forward_layers, make_layer_caches, Layer, Rows};
@@ -35,7 +38,13 @@ impl<L: Layer> Backbone<L> {
         lm_head: Option<&MaybeQuantizedLinear>,
     ) -> Result<Array> {
         stack_logits(
-            (&self.embeddings, &self.layers, &self.norm_f, self.kernels),
+            StackParts {
+                embedding: &self.embeddings,
+                layers: &self.layers,
+                norm: &self.norm_f,
+                kernels: self.kernels,
+                ends: StackEnds::default(),
+            },
             inputs,
             cache,
             lm_head,
@@ -57,20 +66,23 @@ impl<L: Layer> Backbone<L> {
     }
 }
 
-/// Embedding, layers, final RMSNorm under mlx_lm's decoder names; the output head is the
-/// model's, beside it.
+/// Embedding, layers, final norm (RMSNorm unless the family's is another) under mlx_lm's
+/// decoder names; the output head is the model's, beside it.
 #[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "L: Layer")]
-pub struct LayerStack<L> {
+#[tree(bound = "L: Layer, N: Forward + TreeNode")]
+pub struct LayerStack<L, N = RMSNorm> {
     pub embed_tokens: MaybeQuantizedEmbedding,
     pub layers: Vec<L>,
-    pub norm: RMSNorm,
+    pub norm: N,
     /// The custom kernels this model may use.
     #[tree(static)]
     pub kernels: KernelOptions,
+    /// The family's scale of the embeddings and map of the logits.
+    #[tree(static)]
+    pub ends: StackEnds,
 }
 
-impl<L: Layer> LayerStack<L> {
+impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
     /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
     /// the head is tied.
     pub fn logits(
@@ -80,7 +92,13 @@ impl<L: Layer> LayerStack<L> {
         lm_head: Option<&MaybeQuantizedLinear>,
     ) -> Result<Array> {
         stack_logits(
-            (&self.embed_tokens, &self.layers, &self.norm, self.kernels),
+            StackParts {
+                embedding: &self.embed_tokens,
+                layers: &self.layers,
+                norm: &self.norm,
+                kernels: self.kernels,
+                ends: self.ends,
+            },
             inputs,
             cache,
             lm_head,
@@ -102,20 +120,69 @@ impl<L: Layer> LayerStack<L> {
     }
 }
 
-/// Embedding, layers, final norm, then the head (or the tied embedding), over rows.
-fn stack_logits<L: Layer>(
-    (embedding, layers, norm, kernels): (&MaybeQuantizedEmbedding, &[L], &RMSNorm, KernelOptions),
+/// What a family does at the stack's ends beyond embedding, layers, norm and head, in
+/// Python floats (weakly typed: the products keep the activations' dtype, as in mlx_lm).
+#[derive(Debug, Clone, Copy, Default, PartialEq, StaticData)]
+pub struct StackEnds {
+    /// `h = embed_tokens(x) * embed_scale`: Gemma's `hidden_size ** 0.5`, Granite's
+    /// `embedding_multiplier`.
+    pub embed_scale: Option<f64>,
+    /// What the logits go through last.
+    pub logits: Option<LogitsMap>,
+}
+
+/// The last map of the logits.
+#[derive(Debug, Clone, Copy, PartialEq, StaticData)]
+pub enum LogitsMap {
+    /// `logits / d`: Granite's `logits_scaling` (a division in mlx_lm and transformers, whose
+    /// last bits differ from a product with the reciprocal).
+    Divide(f64),
+    /// `logits * s`: Cohere's `logit_scale`.
+    Multiply(f64),
+    /// `tanh(logits / cap) * cap`: Gemma 2's `final_logit_softcapping`.
+    SoftCap(f64),
+}
+
+impl LogitsMap {
+    pub fn apply(self, logits: &Array) -> Result<Array> {
+        match self {
+            LogitsMap::Divide(d) => ops::divide(logits, d),
+            LogitsMap::Multiply(s) => ops::multiply(logits, s),
+            LogitsMap::SoftCap(cap) => ops::multiply(&ops::tanh(&ops::divide(logits, cap)?)?, cap),
+        }
+    }
+}
+
+/// A stack's parts, borrowed, for [`stack_logits`].
+pub struct StackParts<'a, L, N> {
+    pub embedding: &'a MaybeQuantizedEmbedding,
+    pub layers: &'a [L],
+    pub norm: &'a N,
+    pub kernels: KernelOptions,
+    pub ends: StackEnds,
+}
+
+/// Embedding (scaled), layers, final norm, then the head (or the tied embedding) and the
+/// logits' map, over rows: the forward of every stack whatever its parts are named.
+pub fn stack_logits<L: Layer, N: Forward>(
+    parts: StackParts<'_, L, N>,
     inputs: &Array,
     cache: Option<&mut [LayerCache]>,
     lm_head: Option<&MaybeQuantizedLinear>,
 ) -> Result<Array> {
     let rows = Rows::of(inputs)?;
-    let h = embedding.forward(&rows.fold(inputs)?)?;
-    let h = forward_layers(layers, h, rows, kernels, cache)?;
-    let h = norm.forward(&h)?;
-    let logits = match lm_head {
+    let mut h = parts.embedding.forward(&rows.fold(inputs)?)?;
+    if let Some(scale) = parts.ends.embed_scale {
+        h = ops::multiply(&h, scale)?;
+    }
+    let h = forward_layers(parts.layers, h, rows, parts.kernels, cache)?;
+    let h = parts.norm.forward(&h)?;
+    let mut logits = match lm_head {
         Some(head) => head.forward(&h)?,
-        None => embedding.as_linear(&h)?,
+        None => parts.embedding.as_linear(&h)?,
     };
+    if let Some(map) = parts.ends.logits {
+        logits = map.apply(&logits)?;
+    }
     rows.unfold(&logits)
 }

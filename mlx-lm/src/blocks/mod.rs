@@ -28,7 +28,7 @@ pub mod ssd;
 pub mod switch;
 
 pub use attention::{Attention, AttentionConfig, AttentionParts};
-pub use backbone::{Backbone, LayerStack};
+pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
@@ -38,9 +38,9 @@ pub use group_router::{group_expert_select, GroupLimit, GroupRouting, GroupedMoe
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
-pub use mlp::Mlp;
+pub use mlp::{Activation, Mlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
-pub use norm::RmsNormGated;
+pub use norm::{GemmaRmsNorm, RmsNormGated};
 pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};

@@ -392,6 +392,7 @@ impl BaichuanM1 {
                 layers,
                 norm: ck.rms_norm("model.norm", d, eps)?,
                 kernels: options.kernels,
+                ends: Default::default(),
             },
             lm_head: ck.linear("lm_head", d, a.vocab_size, false)?,
         })

@@ -624,6 +624,7 @@ impl OlmoHybrid {
                 layers,
                 norm: ck.rms_norm("model.norm", d, a.rms_norm_eps)?,
                 kernels: options.kernels,
+                ends: Default::default(),
             },
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", d, vocab, false))

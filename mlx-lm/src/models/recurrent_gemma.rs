@@ -16,7 +16,7 @@
 //! models'), and accumulates the RG-LRU in float32 (the same for a float32 model).
 
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
-use mlx_rs::{fast, ops, Array, Dtype, Result};
+use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
@@ -25,7 +25,8 @@ use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rglru::{load_recurrent_block, RecurrentParts, RgLru};
 use crate::blocks::rope::rope_theta;
 use crate::blocks::{
-    forward_layers, make_layer_caches, AttentionParts, Layer, LayerContext, RotaryEmbedding, Rows,
+    forward_layers, make_layer_caches, AttentionParts, GemmaRmsNorm, Layer, LayerContext,
+    RotaryEmbedding, Rows,
 };
 use crate::cache::{LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -146,29 +147,6 @@ impl RecurrentGemmaArgs {
             attention,
             rope,
         })
-    }
-}
-
-/// Python: recurrent_gemma's `RMSNorm`: `rms_norm(x, 1 + weight, eps)`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GemmaRmsNorm {
-    pub weight: Array,
-    #[tree(static)]
-    pub eps: f32,
-}
-
-impl GemmaRmsNorm {
-    fn load(ck: &mut Checkpoint, path: &str, dims: i32, eps: f32) -> crate::Result<Self> {
-        Ok(GemmaRmsNorm {
-            weight: ck.array(&format!("{path}.weight"), &[dims])?,
-            eps,
-        })
-    }
-}
-
-impl Forward for GemmaRmsNorm {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        fast::rms_norm(x, Some(&ops::add(1.0f32, &self.weight)?), self.eps)
     }
 }
 
