@@ -10,7 +10,8 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2] [--out DIR] [--dtype bfloat16|float32]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384] [--out DIR]
+                           [--dtype bfloat16|float32]
                            [--quantize BITS] [--seed S]
 
 Default output: /tmp/qwen3-0.6b-random (about 1.2 GB in bfloat16, not committed).
@@ -90,7 +91,13 @@ SMOLLM2 = {
     "tie_word_embeddings": True,
 }
 
-ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2}
+# SmolLM2-135M's layers with the test tokenizer's 384-token vocabulary, so every token the
+# model generates decodes to text: for benchmarks that go through text (bench/server).
+SMOLLM2_384 = dict(SMOLLM2, vocab_size=384)
+QWEN3_384 = dict(QWEN3, vocab_size=384)
+
+ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
+         "qwen3_384": QWEN3_384}
 
 
 def main():

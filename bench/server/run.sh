@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# Side-by-side CPU benchmark of the HTTP servers: mlx-lm-server (examples/server.rs) against
+# mlx_lm.server 0.32.2, both on the same libmlx (the mlx-cpu==0.32.2 wheel), the same
+# random-weight model and the same prompts, in one command:
+#   bench/server/run.sh [--clients "1 8 32"] [--requests-per-level R] [--max-tokens N]
+#                       [--prompt-words W] [--model DIR] [--results PREFIX] [--bin SERVER]
+# 1. makes the venv (scripts/python-venv; MLX_VENV picks another) and the model
+#    (bench/lm/make_model.py --arch smollm2_384: SmolLM2-135M's 30 layers with the test
+#    tokenizer's 384-token vocabulary, so every generated token decodes to text) if missing;
+# 2. builds examples/server.rs in release against the wheel's libmlx and checks the link
+#    (--bin: a server built elsewhere, as scripts/gpu-suite server-bench carries it; with
+#    MLX_PYTHON set, that Python and its MLX instead of the venv's);
+# 3. per side: starts the server (32 decode slots each; ours with 512 positions per slot),
+#    one warm-up request, then for each client count C, R requests split over C concurrent
+#    streaming clients (bench/server/load.py: greedy completions of N tokens, every prompt
+#    different), then stops it; ours reports its decode step's trace count (/metrics);
+# 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS): tokens/s (completion
+#    tokens over wall time) and TTFT p50/p99 per side and client count.
+# One run, no repetitions: the machine is shared, so read the ratios, not the digits.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+cmd="bench/server/run.sh${*:+ $*}"
+levels="1 8 32" R=32 N=32 W=40 model=/tmp/smollm2-384-random results=bench/server/RESULTS bin=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --clients) levels=$2; shift 2 ;;
+    --requests-per-level) R=$2; shift 2 ;;
+    --max-tokens) N=$2; shift 2 ;;
+    --prompt-words) W=$2; shift 2 ;;
+    --model) model=$2; shift 2 ;;
+    --results) results=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+started=$(date +%s)
+if [ -n "${MLX_PYTHON:-}" ]; then
+  py=$MLX_PYTHON
+else
+  py=$(scripts/python-venv)/bin/python
+fi
+mlx_dir=$("$py" -c 'import mlx; print(list(mlx.__path__)[0])')
+if [ ! -f "$model/model.safetensors" ]; then
+  echo "=== model: $model ===" >&2
+  "$py" bench/lm/make_model.py --arch smollm2_384 --out "$model" >&2
+fi
+
+if [ -z "$bin" ]; then
+  target=${CARGO_TARGET_DIR:-target/mlx-dir}
+  echo "=== examples/server.rs against the wheel's libmlx ($mlx_dir/lib) ===" >&2
+  MLX_DIR=$mlx_dir cargo build --release -j2 --quiet --example server --target-dir "$target"
+  bin=$target/release/examples/server
+  libs=$(ldd "$bin")  # not piped into grep -q: SIGPIPE under pipefail
+  grep -qF "$mlx_dir/lib/libmlx.so" <<<"$libs" || { echo "$bin does not link the wheel's libmlx.so:" >&2; echo "$libs" >&2; exit 1; }
+fi
+
+work=$(mktemp -d)
+server_pid=
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base=http://127.0.0.1:$port
+
+wait_ready() {
+  for _ in $(seq 1 600); do
+    if "$py" -c "import urllib.request; urllib.request.urlopen('$base/health', timeout=2)" 2>/dev/null; then return 0; fi
+    kill -0 "$server_pid" 2>/dev/null || { echo "the server exited" >&2; return 1; }
+    sleep 0.5
+  done
+  echo "the server did not start" >&2
+  return 1
+}
+
+for side in mlx_lm rust; do
+  echo "=== $side ===" >&2
+  if [ $side = mlx_lm ]; then
+    "$py" -m mlx_lm.server --model "$model" --port "$port" --decode-concurrency 32 --max-tokens "$N" \
+      --log-level WARNING >"$work/$side.log" 2>&1 &
+  else
+    "$bin" --model "$model" --port "$port" --decode-concurrency 32 --context-length 512 \
+      --max-tokens "$N" --log-requests false >"$work/$side.log" 2>&1 &
+  fi
+  server_pid=$!
+  wait_ready
+  "$py" bench/server/load.py "$base" --clients 1 --requests 1 --max-tokens 4 --tag warmup >/dev/null
+  for c in $levels; do
+    echo "--- $c clients ---" >&2
+    "$py" bench/server/load.py "$base" --clients "$c" --requests $(( (R + c - 1) / c )) \
+      --max-tokens "$N" --prompt-words "$W" --tag "$side-$c" >"$work/$side-$c.json"
+    cat "$work/$side-$c.json" >&2
+  done
+  if [ $side = rust ]; then
+    "$py" -c "import urllib.request; print(urllib.request.urlopen('$base/metrics').read().decode())" \
+      | awk '/^mlx_lm_step_traces /{print $2}' >"$work/traces"
+  fi
+  kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
+done
+
+machine="$(nproc) CPU cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(free -g | awk '/^Mem:/{print $2}') GiB RAM"
+gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
+[ -z "$gpu_name" ] || machine="$gpu_name (MLX's default device), $machine"
+"$py" - "$work" "$levels" "$results" "$cmd" "$machine" "$model" "$(( $(date +%s) - started ))" "$(git rev-parse --short HEAD)" <<'PY'
+import json, pathlib, sys
+
+work, levels, results, cmd, machine, model, elapsed, commit = sys.argv[1:]
+work = pathlib.Path(work)
+levels = [int(c) for c in levels.split()]
+runs = {side: {c: json.loads((work / f"{side}-{c}.json").read_text()) for c in levels}
+        for side in ("mlx_lm", "rust")}
+for side in runs.values():
+    for r in side.values():
+        assert not r["errors"], r["errors"]
+traces = int((work / "traces").read_text())
+rows = []
+for c in levels:
+    p, r = runs["mlx_lm"][c], runs["rust"][c]
+    rows.append(f"| {c} | {p['requests']} | {p['tokens_per_s']:.1f} | {r['tokens_per_s']:.1f} | "
+                f"{r['tokens_per_s'] / p['tokens_per_s']:.2f} | {p['ttft_p50_ms']:.0f} | {r['ttft_p50_ms']:.0f} | "
+                f"{p['ttft_p99_ms']:.0f} | {r['ttft_p99_ms']:.0f} |")
+md = f"""# HTTP servers: mlx-lm-server (Rust) vs `mlx_lm.server` (CPU)
+
+`{cmd}`, commit {commit}; {machine}; {elapsed} s. Both servers on the same libmlx (the
+`mlx-cpu==0.32.2` wheel), the model `{model}` (`bench/lm/make_model.py --arch smollm2_384`:
+SmolLM2-135M's 30 layers, random weights, bfloat16, a 384-token vocabulary), 32 decode slots
+each. Per client count C, the requests are split over C concurrent clients, each streaming
+greedy completions one after another (`bench/server/load.py`); every prompt is different.
+tokens/s: completion tokens of all requests over the level's wall time. TTFT: from sending
+a request to its first chunk with text, p50 and p99 over the level's requests. One run, on a
+machine shared with other builds: read the ratios, not the digits.
+
+| clients | requests | tokens/s mlx_lm | tokens/s Rust | Rust / mlx_lm | TTFT p50 ms mlx_lm | TTFT p50 ms Rust | TTFT p99 ms mlx_lm | TTFT p99 ms Rust |
+|---:|---:|---:|---:|---:|---:|---:|---:|---:|
+""" + "\n".join(rows) + f"""
+
+The Rust server's decode step was traced {traces} time(s) for the whole run (warm-up and every
+level included); mlx_lm's batch step is not compiled.
+"""
+pathlib.Path(results + ".md").write_text(md)
+pathlib.Path(results + ".json").write_text(json.dumps(
+    {"command": cmd, "commit": commit, "machine": machine, "model": model, "traces": traces,
+     "runs": runs}, indent=1) + "\n")
+print(md)
+PY
