@@ -1,9 +1,10 @@
 //! The engine's prompt cache ([`EngineOptions::prompt_cache_size`], mlx_lm's
 //! `LRUPromptCache`) and [`Engine::insert_with_prefix`]: a prompt that begins as an earlier
-//! one did prefills only the rest (reported as `cached_tokens`), a diverging prompt reuses a
-//! key/value cache trimmed back to the shared prefix, a recurrent model reuses only whole
-//! prefixes (its state cannot be trimmed), and the greedy tokens equal those of an engine
-//! without a prompt cache; the decode step is traced once throughout.
+//! one did (or as an earlier prompt and its reply did) prefills only the rest (reported as
+//! `cached_tokens`), a diverging prompt reuses a key/value cache trimmed back to the shared
+//! prefix, a recurrent model reuses only whole prefixes (its state cannot be trimmed), and
+//! the greedy tokens equal those of an engine without a prompt cache; the decode step is
+//! traced once throughout.
 //!
 //! Tolerance: the tokens must be equal. The cached prefill computes the suffix's attention
 //! against the cached keys instead of within one chunk, so the logits may differ in their
@@ -70,6 +71,16 @@ fn collect(engine: &mut Engine<'_, Model>, id: u64) -> (Vec<u32>, usize) {
     (events.iter().map(|e| e.token).collect(), cached)
 }
 
+/// What a finished request's row held, and the engine kept: the prompt, then the reply but
+/// its last token (never fed back).
+fn held(prompt: &[u32], reply: &[u32]) -> Vec<u32> {
+    [prompt, &reply[..reply.len() - 1]].concat()
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 /// Each prompt's greedy tokens from an engine without a prompt cache.
 fn uncached(model: &Model, prompts: &[&[u32]]) -> Vec<Vec<u32>> {
     let mut engine = Engine::new(model, options(0)).unwrap();
@@ -94,23 +105,47 @@ fn key_value_prefixes_are_reused_and_trimmed() {
 
     let mut engine = Engine::new(&model, options(4)).unwrap();
     let (tokens, cached) = one(&mut engine, &base);
-    assert_eq!((tokens, cached), (expected[0].clone(), 0));
-    // The snapshot of `base` but its last token is a prefix of `longer`.
+    assert_eq!((&tokens, cached), (&expected[0], 0));
+    // `base`'s row at the end of its reply replaced the snapshot of `base` (a prefix of
+    // it); `longer` shares at least `base` with it, trimmed back to what they share.
+    let shared = common_prefix(&held(&base, &tokens), &longer);
+    assert!(shared >= base.len(), "{shared}");
     let (tokens, cached) = one(&mut engine, &longer);
-    assert_eq!((tokens, cached), (expected[1].clone(), base.len() - 1));
-    // `longer`'s entry replaced `base`'s (a prefix of it); trimmed to the shared 50.
-    assert_eq!(engine.prompt_cache().len(), 1);
+    assert_eq!((tokens, cached), (expected[1].clone(), shared));
+    // The two replies' rows.
+    assert_eq!(engine.prompt_cache().len(), 2);
     let (tokens, cached) = one(&mut engine, &diverging);
     assert_eq!((tokens, cached), (expected[2].clone(), 50));
-    // The same prompt again: all but its last token, from `longer`'s entry, trimmed.
+    // The same prompt again: all but its last token, from a reply's entry, trimmed.
     let (tokens, cached) = one(&mut engine, &base);
     assert_eq!((tokens, cached), (expected[3].clone(), base.len() - 1));
     assert_eq!(
         engine.prompt_cache_stats(),
-        (3, (69 + 50 + 69) as u64),
+        (3, (shared + 50 + 69) as u64),
         "hits, tokens reused"
     );
     assert_eq!(engine.traces(), 1);
+}
+
+#[test]
+fn a_finished_reply_is_kept_for_the_next_turn() {
+    // Key/value caches, a state-space model, and a hybrid of both.
+    for name in ["qwen3", "mamba", "falcon_h1"] {
+        let model = load_named(name);
+        let first = prompt(20, 30);
+        let mut engine = Engine::new(&model, options(4)).unwrap();
+        let (reply, cached) = one(&mut engine, &first);
+        assert_eq!((reply.len(), cached), (12, 0), "{name}");
+        // The next turn: the first prompt, its reply, new tokens.
+        let second: Vec<u32> = [&first[..], &reply, &prompt(21, 15)].concat();
+        let expected = uncached(&model, &[&second]);
+        let (tokens, cached) = one(&mut engine, &second);
+        // The whole first exchange comes from the cache, a recurrent state included (the
+        // reply's row is a whole prefix of the new prompt).
+        assert_eq!(cached, first.len() + reply.len() - 1, "{name}");
+        assert_eq!(tokens, expected[0], "{name}");
+        assert_eq!(engine.traces(), 1, "{name}");
+    }
 }
 
 #[test]
@@ -136,8 +171,9 @@ fn recurrent_state_is_reused_only_as_a_whole_prefix() {
             (expected[2].clone(), 0),
             "{name}"
         );
-        // Snapshots of prefixes are kept (they cannot be cut from longer ones).
-        assert_eq!(engine.prompt_cache().len(), 3, "{name}");
+        // Each request left two snapshots, its prompt's and its reply's (neither can be
+        // cut from the other); the cache holds the four most recently used.
+        assert_eq!(engine.prompt_cache().len(), 4, "{name}");
         assert_eq!(engine.traces(), 1, "{name}");
     }
 }

@@ -1,12 +1,12 @@
 //! The prompt cache across requests: a conversation's next turn prefills only what its
-//! prompt adds to the cached one (`usage.prompt_tokens_details.cached_tokens`, the
+//! prompt adds to the first turn's prompt and reply (`usage.prompt_tokens_details.cached_tokens`, the
 //! prompt-cache metrics), its greedy text equals `mlx_lm::generate`'s for the whole prompt
 //! uncached, and `--prompt-cache-size 0` turns it off.
 
 mod common;
 
 use common::{get, options, post, start};
-use mlx_lm::{generate, load, ChatOptions, GenerateOptions, LoadOptions};
+use mlx_lm::{generate, generate_step, load, ChatOptions, GenerateOptions, LoadOptions};
 use serde_json::{json, Value};
 
 fn metric(text: &str, name: &str) -> f64 {
@@ -47,14 +47,33 @@ async fn a_second_turn_prefills_only_its_new_tokens() {
     second.push(json!({"role": "user", "content": "And one in Spain?"}));
     let second = Value::Array(second);
     let second_prompt = render(&second);
-    // The engine keeps the first prompt's cache but for its last token; the second reuses
-    // what it shares with that.
-    let shared = first_prompt[..first_prompt.len() - 1]
+    // The engine keeps the first request's row at the end of its reply: the prompt and the
+    // reply's tokens but the last (an end-of-sequence token, or the 16th); the second turn
+    // reuses what it shares with that, all but its own last token at most.
+    let eos = tokenizer.eos_token_ids();
+    let o = GenerateOptions {
+        max_tokens: 16,
+        ..Default::default()
+    };
+    let mut reply_ids = Vec::new();
+    for step in generate_step(&model, &first_prompt, &o).unwrap().take(16) {
+        let token = step.unwrap().0;
+        reply_ids.push(token);
+        if eos.contains(&token) {
+            break;
+        }
+    }
+    let held = [&first_prompt[..], &reply_ids[..reply_ids.len() - 1]].concat();
+    let shared = held
         .iter()
         .zip(&second_prompt)
         .take_while(|(a, b)| a == b)
-        .count();
-    assert!(shared > 20, "the turns share {shared} tokens");
+        .count()
+        .min(second_prompt.len() - 1);
+    assert!(
+        shared >= first_prompt.len(),
+        "the turns share {shared} tokens"
+    );
     let expected = greedy(&second_prompt);
 
     for cache_size in [10, 0] {

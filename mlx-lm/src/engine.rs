@@ -19,11 +19,13 @@
 //! state), which is also what resets a reused slot. Any cache of the model's layout can be
 //! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
 //!
-//! With [`EngineOptions::prompt_cache_size`] set, the prefill's cache at the end of each
-//! prompt (all but its last token) is kept in an [`LruPromptCache`]; a later prompt that
-//! begins the same way starts its prefill from the longest shared prefix (mlx_lm's
-//! `LRUPromptCache` policy), and [`TokenEvent::cached_tokens`] says how many tokens that
-//! saved. [`Engine::insert_with_prefix`] starts a request from a cache the caller kept.
+//! With [`EngineOptions::prompt_cache_size`] set, caches are kept in an [`LruPromptCache`]
+//! as mlx_lm's server keeps them: the prefill's at the end of each prompt (all but its last
+//! token), and, when a request finishes, its row's (the prompt and the reply but its last
+//! token, read out of the slot batch with [`read_row`]), so a conversation's next turn
+//! prefills only its new messages. A later prompt that begins the same way starts its
+//! prefill from the longest shared prefix (mlx_lm's `LRUPromptCache` policy), and
+//! [`TokenEvent::cached_tokens`] says how many tokens that saved. [`Engine::insert_with_prefix`] starts a request from a cache the caller kept.
 //! Either way only the prefill changes: the row is written into its slot as before, and
 //! the decode step stays the one trace.
 //!
@@ -403,6 +405,64 @@ pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
     Ok(())
 }
 
+/// Reads row `row` of a slot batch's cache into `single`, a one-sequence cache of the
+/// model's layout (`make_cache(1, positions)`): every leaf, cut to `single`'s shape, so a
+/// key/value buffer keeps its first positions (a row holds position `i` at index `i`) and
+/// the sequence continues from `single` as from a prefill. The inverse of [`write_row`];
+/// `single`'s positions must cover the row's offset.
+pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
+    let sources: Vec<Array> = tree_leaves(batch).into_iter().cloned().collect();
+    let mut count = 0usize;
+    let mut failure: Option<Error> = None;
+    single.leaves_mut(&mut |dst: &mut Array| {
+        let i = count;
+        count += 1;
+        if failure.is_some() {
+            return;
+        }
+        let Some(src) = sources.get(i) else {
+            return;
+        };
+        let result = (|| -> Result<Array> {
+            let r = if dst.ndim() + 1 == src.ndim() {
+                src.index(row as i32)?
+            } else {
+                src.index(row as i32..row as i32 + 1)?
+            };
+            let (r_shape, d) = (r.shape(), dst.shape());
+            if r_shape.len() != d.len() || r_shape.iter().zip(d).any(|(n, k)| n < k) {
+                return Err(Error::InvalidArgument(format!(
+                    "cache leaf {i}: a row of the slot batch's {:?} does not cover a \
+                     sequence's {d:?}",
+                    src.shape()
+                )));
+            }
+            let r = if r_shape == d {
+                r
+            } else {
+                let axes: Vec<i32> = (0..d.len() as i32).collect();
+                let start = Array::from_slice(&vec![0i32; d.len()], &[d.len() as i32])?;
+                ops::slice(&r, &start, &axes, d)?
+            };
+            Ok(r.astype(dst.dtype())?)
+        })();
+        match result {
+            Ok(a) => *dst = a,
+            Err(e) => failure = Some(e),
+        }
+    })?;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    if count != sources.len() {
+        return Err(Error::InvalidArgument(format!(
+            "the slot batch's cache has {} arrays but the sequence's {count}",
+            sources.len()
+        )));
+    }
+    Ok(())
+}
+
 #[derive(Debug)]
 struct Waiting {
     id: RequestId,
@@ -437,6 +497,8 @@ struct Running {
     penalties: Penalties,
     constraint: Option<Constraint>,
     cached_tokens: usize,
+    /// The tokens the row's cache holds: the prompt, then each token fed back.
+    fed: Vec<u32>,
 }
 
 /// A running request's penalty settings.
@@ -766,6 +828,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
         let mut events = Vec::new();
+        let mut finished = Vec::new();
         for (b, slot) in self.slots.iter_mut().enumerate() {
             let Some(r) = slot else { continue };
             let token = tokens[b];
@@ -789,12 +852,38 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 finish_reason,
                 cached_tokens: r.cached_tokens,
             });
+            r.fed.push(r.next);
             r.next = token;
             if finish_reason.is_some() {
-                *slot = None;
+                if let Some(r) = slot.take() {
+                    finished.push((b, r.fed));
+                }
             }
         }
+        for (row, fed) in finished {
+            self.keep_reply(row, &fed);
+        }
         Ok(events)
+    }
+
+    /// Keeps a finished request's row in the prompt cache, under the tokens it holds (mlx_lm
+    /// inserts `all_tokens` when a request finishes). Nothing is kept when the row cannot be
+    /// read: that costs a later prompt its reuse, never a wrong cache.
+    fn keep_reply(&mut self, row: usize, fed: &[u32]) {
+        if self.options.prompt_cache_size == 0 || fed.is_empty() {
+            return;
+        }
+        let snapshot = (|| -> Result<Cache> {
+            let positions = cache_slots(fed.len())?.min(self.options.capacity as i32);
+            let mut single = self.model.make_cache(1, positions)?;
+            read_row(&self.state.cache, row, &mut single)?;
+            // Its own arrays: the batch's buffers are not held past this step.
+            eval(&single)?;
+            Ok(single)
+        })();
+        if let Ok(cache) = snapshot {
+            self.prompt_cache.insert(fed, cache);
+        }
     }
 
     fn inputs(&mut self) -> Result<StepInputs> {
@@ -1014,6 +1103,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             },
             constraint: request.options.constraint,
             cached_tokens: cached,
+            fed: request.prompt[..request.prompt.len() - 1].to_vec(),
         });
         Ok(())
     }

@@ -62,7 +62,9 @@ pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
-pub use engine::{write_row, Engine, EngineOptions, RequestId, RequestOptions, TokenEvent};
+pub use engine::{
+    read_row, write_row, Engine, EngineOptions, RequestId, RequestOptions, TokenEvent,
+};
 pub use error::{Error, Result};
 pub use generate::{
     generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,

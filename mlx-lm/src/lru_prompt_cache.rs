@@ -12,11 +12,10 @@
 //! prefixes (it serves them all). Past `max_size` entries or `max_bytes`, the least
 //! recently used goes.
 //!
-//! One difference from mlx_lm's server: it stores the cache at the end of each generation
-//! (prompt and reply) and at the ends of the prompt's message segments; the
-//! [`Engine`](crate::Engine) stores it at the end of the prompt, where its prefill ends
-//! (the reply's positions live in the slot batch's row, not in a cache of their own). A
-//! conversation's next turn reuses everything up to its last reply.
+//! The [`Engine`](crate::Engine) keeps entries where mlx_lm's server does: at the end of each
+//! prompt and at the end of each generation (prompt and reply), so a conversation's next
+//! turn reuses everything up to its last reply. mlx_lm's server also keeps the ends of a
+//! chat prompt's message segments, which a token-level engine does not see.
 
 use mlx_tree::tree_leaves;
 
