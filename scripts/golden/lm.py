@@ -1013,13 +1013,15 @@ def padded_quantized_matmul(x, w, scales, biases, group_size, bits):
 
 @contextlib.contextmanager
 def single_groups_padded(model):
-    """MLX 0.32.2 computes quantized matmuls whose weight rows are one group long (here the
-    8-bit tied embedding of llama3-4bit, 64 columns in groups of 64) on its Hopper kernel
+    """MLX 0.32.2 computes quantized matmuls whose weight rows are one group long (the 8-bit
+    tied embedding of llama3-4bit, 64 columns in groups of 64; the 8-bit routers of the 4-bit
+    MoE models) on its Hopper kernel
     `qmm_sm90` when they have more than one row, and gets them wrong by whole units (mlx_lm's
     prompt logits were off by 4.3 on an H100). mlx-rs appends a group of zeros to such
     products, which moves them to MLX's other kernels; the prompt logits are recorded the
-    same way. The decode steps multiply one row at a time, which MLX gets right: generation
-    is left as it is."""
+    same way, and so is the generation: a one-group layer's prefill product (a MoE router's)
+    reaches the cache. Products of one row, as the decode steps multiply, MLX gets right, and
+    mlx-rs leaves them alone: so does this."""
     changed = []
     if on_hopper():
         for path, m in model.named_modules():
@@ -1029,8 +1031,13 @@ def single_groups_padded(model):
             if m.mode != "affine" or m.bits not in (4, 8) or k % 64 or m.group_size < k:
                 continue
             if isinstance(m, nn.QuantizedLinear):
-                raise NotImplementedError(f"{path}: a one-group quantized linear layer")
+                # A layer is called through its type: the class changes, then changes back.
+                m.__class__ = PaddedQuantizedLinear
+                changed.append(m)
+                continue
             def as_linear(x, m=m):
+                if rows(x) == 1:
+                    return nn.QuantizedEmbedding.as_linear(m, x)
                 return padded_quantized_matmul(x, m.weight, m.scales, m.biases,
                                                m.group_size, m.bits)
             m.as_linear = as_linear
@@ -1039,7 +1046,32 @@ def single_groups_padded(model):
         yield len(changed)
     finally:
         for m in changed:
-            del m.as_linear
+            if isinstance(m, PaddedQuantizedLinear):
+                m.__class__ = nn.QuantizedLinear
+            else:
+                del m.as_linear
+
+
+def rows(x):
+    """The rows of a matmul with `x`: mlx-rs pads only products of more than one."""
+    n = 1
+    for d in x.shape[:-1]:
+        n *= d
+    return n
+
+
+class PaddedQuantizedLinear(nn.QuantizedLinear):
+    """`nn.QuantizedLinear` (MLX 0.32.2) through `padded_quantized_matmul`: a one-group layer
+    (a MoE router of 64 inputs quantized in groups of 64) as mlx-rs computes it on Hopper."""
+
+    def __call__(self, x):
+        if rows(x) == 1:
+            return super().__call__(x)
+        x = padded_quantized_matmul(x, self["weight"], self["scales"], self["biases"],
+                                    self.group_size, self.bits)
+        if "bias" in self:
+            x = x + self["bias"]
+        return x
 
 
 def compile_attempts(model, prompt):
@@ -1241,12 +1273,13 @@ def golden(name):
     if padded:
         print(f"{name}: prompt logits with {padded} one-group layers padded (MLX's qmm_sm90)")
     tokens, margins, steps = [], [], []
-    for token, logprobs in generate_step(prompt, model, max_tokens=GREEDY_TOKENS):
-        logprobs = logprobs.astype(mx.float32)
-        top2 = mx.topk(logprobs, 2)
-        margins.append(abs(top2[1] - top2[0]).item())
-        tokens.append(token)
-        steps.append(logprobs)
+    with single_groups_padded(model):
+        for token, logprobs in generate_step(prompt, model, max_tokens=GREEDY_TOKENS):
+            logprobs = logprobs.astype(mx.float32)
+            top2 = mx.topk(logprobs, 2)
+            margins.append(abs(top2[1] - top2[0]).item())
+            tokens.append(token)
+            steps.append(logprobs)
     OUT.mkdir(parents=True, exist_ok=True)
     mx.save_safetensors(str(OUT / f"{name}.safetensors"),
                         {"logits": logits, "greedy_logprobs": mx.stack(steps)})
