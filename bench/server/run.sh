@@ -14,8 +14,9 @@
 #    one warm-up request, then for each client count C, R requests split over C concurrent
 #    streaming clients (bench/server/load.py: greedy completions of N tokens, every prompt
 #    different), then stops it; ours reports its decode step's trace count (/metrics);
-# 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS): tokens/s (completion
-#    tokens over wall time) and TTFT p50/p99 per side and client count.
+# 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS; bench/server/report.py):
+#    tokens/s (completion tokens over wall time), TTFT p50/p99 and the requests that failed,
+#    per side and client count.
 # One run, no repetitions: the machine is shared, so read the ratios, not the digits.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -99,45 +100,5 @@ done
 machine="$(nproc) CPU cores, $(lscpu | sed -n 's/^Model name: *//p' | head -1), $(free -g | awk '/^Mem:/{print $2}') GiB RAM"
 gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1 || true)
 [ -z "$gpu_name" ] || machine="$gpu_name (MLX's default device), $machine"
-"$py" - "$work" "$levels" "$results" "$cmd" "$machine" "$model" "$(( $(date +%s) - started ))" "$(git rev-parse --short HEAD)" <<'PY'
-import json, pathlib, sys
-
-work, levels, results, cmd, machine, model, elapsed, commit = sys.argv[1:]
-work = pathlib.Path(work)
-levels = [int(c) for c in levels.split()]
-runs = {side: {c: json.loads((work / f"{side}-{c}.json").read_text()) for c in levels}
-        for side in ("mlx_lm", "rust")}
-for side in runs.values():
-    for r in side.values():
-        assert not r["errors"], r["errors"]
-traces = int((work / "traces").read_text())
-rows = []
-for c in levels:
-    p, r = runs["mlx_lm"][c], runs["rust"][c]
-    rows.append(f"| {c} | {p['requests']} | {p['tokens_per_s']:.1f} | {r['tokens_per_s']:.1f} | "
-                f"{r['tokens_per_s'] / p['tokens_per_s']:.2f} | {p['ttft_p50_ms']:.0f} | {r['ttft_p50_ms']:.0f} | "
-                f"{p['ttft_p99_ms']:.0f} | {r['ttft_p99_ms']:.0f} |")
-md = f"""# HTTP servers: mlx-lm-server (Rust) vs `mlx_lm.server` (CPU)
-
-`{cmd}`, commit {commit}; {machine}; {elapsed} s. Both servers on the same libmlx (the
-`mlx-cpu==0.32.2` wheel), the model `{model}` (`bench/lm/make_model.py --arch smollm2_384`:
-SmolLM2-135M's 30 layers, random weights, bfloat16, a 384-token vocabulary), 32 decode slots
-each. Per client count C, the requests are split over C concurrent clients, each streaming
-greedy completions one after another (`bench/server/load.py`); every prompt is different.
-tokens/s: completion tokens of all requests over the level's wall time. TTFT: from sending
-a request to its first chunk with text, p50 and p99 over the level's requests. One run, on a
-machine shared with other builds: read the ratios, not the digits.
-
-| clients | requests | tokens/s mlx_lm | tokens/s Rust | Rust / mlx_lm | TTFT p50 ms mlx_lm | TTFT p50 ms Rust | TTFT p99 ms mlx_lm | TTFT p99 ms Rust |
-|---:|---:|---:|---:|---:|---:|---:|---:|---:|
-""" + "\n".join(rows) + f"""
-
-The Rust server's decode step was traced {traces} time(s) for the whole run (warm-up and every
-level included); mlx_lm's batch step is not compiled.
-"""
-pathlib.Path(results + ".md").write_text(md)
-pathlib.Path(results + ".json").write_text(json.dumps(
-    {"command": cmd, "commit": commit, "machine": machine, "model": model, "traces": traces,
-     "runs": runs}, indent=1) + "\n")
-print(md)
-PY
+"$py" bench/server/report.py "$work" "$levels" "$results" "$cmd" "$machine" "$model" \
+  "$(( $(date +%s) - started ))" "$(git rev-parse --short HEAD 2>/dev/null || echo '?')"
