@@ -635,12 +635,12 @@ CONFIGS = {
     # InternLM3-8B's shape: 4 query heads per key/value head (its 32 / 2), head_dim the key
     # mlx_lm ignores, untied, rope_theta 5e7, its dynamic NTK rope (factor 6) with
     # max_position_embeddings 16 (its 32768) so that the 24-token prompt and every decode step
-    # run past it (the base grows with each step); qkv_bias on (InternLM3-8B: off) for the
-    # o_proj bias mlx_lm ties to it.
+    # run past it (the base grows with each step); biases on (InternLM3-8B: off; transformers
+    # refuses qkv_bias and bias to differ), o_proj's with qkv_bias as mlx_lm ties it.
     "internlm3": (
         {**BASE, "model_type": "internlm3", "num_key_value_heads": 1, "head_dim": 16,
          "rope_theta": 5e7, "rope_scaling": {"rope_type": "dynamic", "factor": 6.0},
-         "max_position_embeddings": 16, "qkv_bias": True, "bias": False,
+         "max_position_embeddings": 16, "qkv_bias": True, "bias": True,
          "tie_word_embeddings": False},
         mx.float32, 374,
     ),
@@ -751,6 +751,38 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+
+
+# The families' own chat templates (written from the published tokenizer_config.json files),
+# in place of the ChatML one, for the CLI's greedy text against `mlx_lm.generate`'s.
+# Granite 3.x (ibm-granite/granite-3.1-2b-instruct, without its tool and document branches):
+# role markers around each message, `<|end_of_text|>` after each.
+GRANITE_CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'system' %}"
+    "{{- '<|start_of_role|>system<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- elif message['role'] == 'user' %}"
+    "{{- '<|start_of_role|>user<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- elif message['role'] == 'assistant' %}"
+    "{{- '<|start_of_role|>assistant<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- endif %}"
+    "{%- if loop.last and add_generation_prompt %}"
+    "{{- '<|start_of_role|>assistant<|end_of_role|>' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+)
+FAMILY_CHAT_TEMPLATES = {"granite": GRANITE_CHAT_TEMPLATE}
+
+
+def family_chat_template(name, folder):
+    """The family's chat template into the model's tokenizer_config.json, if it has one."""
+    template = FAMILY_CHAT_TEMPLATES.get(name.removesuffix("-4bit"))
+    if template is None:
+        return
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config["chat_template"] = template
+    path.write_text(json.dumps(config, indent=2) + "\n")
 
 
 def corpus():
@@ -874,6 +906,7 @@ def save(folder, model, config, like=None):
     weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
+    family_chat_template(folder.name, folder)
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
 
 

@@ -55,6 +55,8 @@ pub struct RotaryEmbedding {
 /// up to there it is the plain base.
 #[derive(Debug, Clone, Copy, PartialEq, StaticData)]
 pub struct DynamicNtk {
+    /// The config's base, unrounded (Python scales the Python float).
+    pub base: f64,
     pub max_position_embeddings: f64,
     pub factor: f64,
 }
@@ -217,6 +219,7 @@ impl RotaryEmbedding {
             // the largest base seen); this is mlx_lm's `DynamicNTKScalingRoPE`.
             "dynamic" => Ok(RotaryEmbedding {
                 dynamic: Some(DynamicNtk {
+                    base,
                     max_position_embeddings: max_position_embeddings()?.ok_or_else(|| {
                         invalid(
                             path,
@@ -361,27 +364,19 @@ impl RotaryEmbedding {
         let length = x.shape()[x.ndim() - 2];
         let (max_positions, factor) = (dynamic.max_position_embeddings, dynamic.factor);
         let exponent = self.dims as f64 / (self.dims - 2) as f64;
-        let known = match offset {
-            RopeOffset::Int(o) => Some(o),
-            // A traced offset cannot be read: the error says so, and the ops below serve.
-            RopeOffset::Array(a) if a.size() == 1 => a.item::<i32>().ok(),
-            RopeOffset::Array(_) => None,
+        let base = dynamic.base;
+        let offsets = match offset {
+            RopeOffset::Int(o) => return self.forward_dynamic_at(x, o, base, dynamic),
+            RopeOffset::Array(a) => a,
         };
-        let base = self.base.unwrap_or(10000.0) as f64;
-        if let Some(o) = known {
-            let n = ((length + o) as f64).max(max_positions);
-            let scaled = base * (factor * n / max_positions - (factor - 1.0)).powf(exponent);
-            let rope = RotaryEmbedding {
-                base: Some(scaled as f32),
-                dynamic: None,
-                ..self.clone()
-            };
-            return rope.forward_static(x, RopeOffset::Int(o));
+        // A traced offset cannot be read (the error says so): the ops below serve there.
+        if offsets.size() == 1 {
+            if let Ok(o) = offsets.item::<i32>() {
+                return self.forward_dynamic_at(x, o, base, dynamic);
+            }
         }
-        let RopeOffset::Array(offsets) = offset else {
-            unreachable!("an integer offset is known")
-        };
-        let last = ops::add(&ops::max(offsets, None::<i32>, false)?, length)?.astype(Dtype::Float32)?;
+        let last =
+            ops::add(&ops::max(offsets, None::<i32>, false)?, length)?.astype(Dtype::Float32)?;
         let n = ops::maximum(&last, max_positions as f32)?;
         let ratio = ops::subtract(
             &ops::divide(&ops::multiply(&n, factor as f32)?, max_positions as f32)?,
@@ -404,6 +399,28 @@ impl RotaryEmbedding {
             Some(&freqs),
         )?;
         ops::where_(&ops::greater(&last, max_positions as f32)?, &scaled, &plain)
+    }
+
+    /// The dynamic NTK rope at a known integer offset: the base in f64, as Python computes it,
+    /// rounded once to float32 by the rope.
+    fn forward_dynamic_at(
+        &self,
+        x: &Array,
+        offset: i32,
+        base: f64,
+        dynamic: DynamicNtk,
+    ) -> mlx_rs::Result<Array> {
+        let (max_positions, factor) = (dynamic.max_position_embeddings, dynamic.factor);
+        let exponent = self.dims as f64 / (self.dims - 2) as f64;
+        let length = x.shape()[x.ndim() - 2];
+        let n = ((length + offset) as f64).max(max_positions);
+        let scaled = base * (factor * n / max_positions - (factor - 1.0)).powf(exponent);
+        let rope = RotaryEmbedding {
+            base: Some(scaled as f32),
+            dynamic: None,
+            ..self.clone()
+        };
+        rope.forward_static(x, RopeOffset::Int(offset))
     }
 }
 

@@ -4,8 +4,9 @@
 //! `{"rope_type": "dynamic", "factor": 6.0}`, whose base grows with the sequence past
 //! `max_position_embeddings` ([`DynamicNtk`](crate::blocks::rope::DynamicNtk)).
 //!
-//! InternLM3's checkpoints run remote code (transformers has no class for it): the keys are
-//! those of its published `InternLM3Config`.
+//! InternLM3's published checkpoints run remote code, whose config names the biases
+//! `qkv_bias` and `bias` (what mlx_lm reads); transformers 5's `InternLM3Config` writes them
+//! as `attention_bias` and `mlp_bias` (and refuses the two to differ): either name is read.
 
 use serde_json::Value;
 
@@ -51,13 +52,28 @@ impl InternLM3 {
             },
             |heads| c.dim_or("num_key_value_heads", Some(heads)),
         )?;
-        let qkv_bias = c.bool_or("qkv_bias", false)?;
+        let qkv_bias = aliased_flag(c, "qkv_bias", "attention_bias")?;
         Ok(DecoderArgs {
             qkv_bias,
             o_bias: qkv_bias,
-            mlp_bias: c.bool_or("bias", false)?,
+            mlp_bias: aliased_flag(c, "bias", "mlp_bias")?,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
             ..args
         })
+    }
+}
+
+/// A flag under the remote code's name (`qkv_bias`, `bias`: what mlx_lm reads) or
+/// transformers' (`attention_bias`, `mlp_bias`: what `InternLM3Config` writes, its
+/// `attribute_map`), false when neither is given; both must agree where both are.
+fn aliased_flag(c: &ModelConfig, remote: &str, transformers: &str) -> crate::Result<bool> {
+    match (c.bool(remote)?, c.bool(transformers)?) {
+        (Some(a), Some(b)) if a != b => Err(invalid(
+            c.path(),
+            &c.key(remote),
+            &format!("{a}, but {transformers} is {b}: which one applies is ambiguous"),
+        )),
+        (Some(v), _) | (None, Some(v)) => Ok(v),
+        (None, None) => Ok(false),
     }
 }
