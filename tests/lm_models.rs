@@ -86,6 +86,15 @@ const MODELS: &[&str] = &[
     "deepseek_v3-lite",
     "deepseek_v3-hf",
     "deepseek_v3-4bit-hf",
+    // Issue 37, RMSNorm llama-likes.
+    "helium",
+    "helium-4bit",
+    "seed_oss",
+    "seed_oss-4bit",
+    "internlm3",
+    "internlm3-4bit",
+    "granite",
+    "granite-4bit",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -1067,6 +1076,14 @@ fn parameter_paths_are_mlx_lm_s() {
         "deepseek_v3",
         "deepseek_v3-4bit",
         "deepseek_v3-lite",
+        "helium",
+        "helium-4bit",
+        "seed_oss",
+        "seed_oss-4bit",
+        "internlm3",
+        "internlm3-4bit",
+        "granite",
+        "granite-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -12,8 +12,9 @@ use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
-    Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
+    DeepseekV3, FalconH1, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
+    Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
+    RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -65,6 +66,10 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         "deepseek_v3" => DeepseekV3::args(c).map(drop),
+        "helium" => Helium::args(c).map(drop),
+        "seed_oss" => SeedOss::args(c).map(drop),
+        "internlm3" => InternLM3::args(c).map(drop),
+        "granite" => Granite::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -123,6 +128,10 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "jamba",
         "baichuan_m1",
         "deepseek_v3",
+        "helium",
+        "seed_oss",
+        "internlm3",
+        "granite",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -285,6 +294,22 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
         ("qwen3_5_moe", "mlp_only_layers", json!([1])),
         ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
+        // mlx_lm's helium and internlm3 make heads hidden / heads wide whatever head_dim says;
+        // helium's rope is never scaled; internlm3 takes linear and dynamic scaling only.
+        ("helium", "head_dim", json!(32)),
+        (
+            "helium",
+            "rope_parameters",
+            json!({"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0}),
+        ),
+        ("internlm3", "head_dim", json!(32)),
+        // The remote code's name beside transformers' for one bias flag, saying otherwise.
+        ("internlm3", "qkv_bias", json!(true)),
+        (
+            "internlm3",
+            "rope_scaling",
+            json!({"rope_type": "yarn", "factor": 2.0}),
+        ),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

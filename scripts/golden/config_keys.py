@@ -25,7 +25,10 @@ from transformers import (  # noqa: E402
     DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
+    GraniteConfig,
     GraniteMoeHybridConfig,
+    HeliumConfig,
+    InternLM3Config,
     JambaConfig,
     Lfm2Config,
     LlamaConfig,
@@ -44,6 +47,7 @@ from transformers import (  # noqa: E402
     Qwen3MoeConfig,
     Qwen3NextConfig,
     RecurrentGemmaConfig,
+    SeedOssConfig,
     SmolLM3Config,
 )
 
@@ -247,6 +251,27 @@ def configs():
                                         num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
                                         qk_rope_head_dim=16, v_head_dim=32,
                                         qk_nope_head_dim=32, moe_intermediate_size=32),
+        # Issue 37, RMSNorm llama-likes (helper A).
+        "helium": HeliumConfig(**SIZES, head_dim=16),
+        "seed_oss": SeedOssConfig(**SIZES, head_dim=16),
+        "granite": GraniteConfig(**SIZES, embedding_multiplier=12.0, residual_multiplier=0.22,
+                                 attention_multiplier=0.0625, logits_scaling=8.0),
+        "internlm3": InternLM3Config(**SIZES, head_dim=16, rope_parameters={
+            "rope_type": "dynamic", "rope_theta": 50000000.0, "factor": 6.0}),
+        # InternLM3's published checkpoints run remote code: the keys of InternLM3-8B's
+        # config.json, its dynamic NTK rope included.
+        "internlm3-remote": {"model_type": "internlm3", "architectures": ["InternLM3ForCausalLM"],
+                      "auto_map": {"AutoConfig": "configuration_internlm3.InternLM3Config"},
+                      "vocab_size": 384, "hidden_size": 64, "intermediate_size": 128,
+                      "num_hidden_layers": 4, "num_attention_heads": 4,
+                      "num_key_value_heads": 2, "head_dim": 16, "hidden_act": "silu",
+                      "max_position_embeddings": 32768, "initializer_range": 0.02,
+                      "rms_norm_eps": 1e-5, "use_cache": True, "bos_token_id": 1,
+                      "eos_token_id": 2, "pad_token_id": 2, "tie_word_embeddings": False,
+                      "rope_theta": 50000000, "rope_scaling": {"rope_type": "dynamic",
+                                                               "factor": 6.0},
+                      "qkv_bias": False, "attention_dropout": 0.0, "bias": False,
+                      "torch_dtype": "bfloat16"},
     }
 
 

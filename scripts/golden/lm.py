@@ -614,6 +614,46 @@ CONFIGS = {
          "attention_bias": False, "tie_word_embeddings": False},
         mx.float32, 22,
     ),
+    # Issue 37, RMSNorm llama-likes (helper A).
+    # Helium-1 2B's shape: grouped heads (its 16 / 8), head_dim the key mlx_lm ignores
+    # (hidden / heads), traditional rope at rope_theta, no biases, untied (mlx_lm cannot load a
+    # tied helium: its Model always builds lm_head), rms_norm_eps 1e-8.
+    "helium": (
+        {**BASE, "model_type": "helium", "num_hidden_layers": 3, "head_dim": 16,
+         "rms_norm_eps": 1e-8, "rope_theta": 20000.0, "attention_bias": False,
+         "mlp_bias": False, "tie_word_embeddings": False},
+        mx.float32, 371,
+    ),
+    # Seed-OSS-36B's shape: head_dim wider than hidden / heads (its 128 against 5120 / 80),
+    # grouped heads, q/k/v biases without an o_proj bias, untied, rope_theta 1e7.
+    "seed_oss": (
+        {**BASE, "model_type": "seed_oss", "head_dim": 32, "rms_norm_eps": 1e-6,
+         "rope_theta": 1e7, "attention_bias": True, "attention_out_bias": False,
+         "mlp_bias": False, "tie_word_embeddings": False},
+        mx.float32, 372,
+    ),
+    # InternLM3-8B's shape: 4 query heads per key/value head (its 32 / 2), head_dim the key
+    # mlx_lm ignores, untied, rope_theta 5e7, its dynamic NTK rope (factor 6) with
+    # max_position_embeddings 16 (its 32768) so that the 24-token prompt and every decode step
+    # run past it (the base grows with each step); biases on (InternLM3-8B: off; transformers
+    # refuses qkv_bias and bias to differ), o_proj's with qkv_bias as mlx_lm ties it.
+    "internlm3": (
+        {**BASE, "model_type": "internlm3", "num_key_value_heads": 1, "head_dim": 16,
+         "rope_theta": 5e7, "rope_scaling": {"rope_type": "dynamic", "factor": 6.0},
+         "max_position_embeddings": 16, "qkv_bias": True, "bias": True,
+         "tie_word_embeddings": False},
+        mx.float32, 374,
+    ),
+    # Granite-3.1-2B's shape: grouped heads (its 32 / 8), tied, its multipliers (embedding 12,
+    # residual 0.22, logits 8; attention 1 / head_dim as its 1 / 64), rope_theta 5e6. Its
+    # 4-bit version is mlx_lm's quant_predicate's mix: o_proj and down_proj at 8 bits in groups
+    # of 64, one `quantization` entry each in config.json.
+    "granite": (
+        {**BASE, "model_type": "granite", "rope_theta": 5e6, "attention_multiplier": 0.0625,
+         "embedding_multiplier": 12.0, "residual_multiplier": 0.22, "logits_scaling": 8.0,
+         "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": True},
+        mx.float32, 373,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -674,6 +714,12 @@ QUANTIZED = {
     "baichuan_m1-global": None,
     "deepseek_v3": (32, 4, None),
     "deepseek_v3-lite": None,
+    # Issue 37, RMSNorm llama-likes (helper A).
+    "helium": (32, 4, None),
+    "seed_oss": (32, 4, None),
+    "internlm3": (32, 4, None),
+    # mlx_lm's quant_predicate (granite.py: o_proj, down_proj, lm_head at 8 bits).
+    "granite": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -691,7 +737,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
-                     "deepseek_v3-lite"}
+                     "deepseek_v3-lite",
+                     # Issue 37, RMSNorm llama-likes (helper A).
+                     "helium", "seed_oss", "granite", "internlm3"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -703,6 +751,38 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+
+
+# The families' own chat templates (written from the published tokenizer_config.json files),
+# in place of the ChatML one, for the CLI's greedy text against `mlx_lm.generate`'s.
+# Granite 3.x (ibm-granite/granite-3.1-2b-instruct, without its tool and document branches):
+# role markers around each message, `<|end_of_text|>` after each.
+GRANITE_CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{%- if message['role'] == 'system' %}"
+    "{{- '<|start_of_role|>system<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- elif message['role'] == 'user' %}"
+    "{{- '<|start_of_role|>user<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- elif message['role'] == 'assistant' %}"
+    "{{- '<|start_of_role|>assistant<|end_of_role|>' + message['content'] + '<|end_of_text|>\n' }}"
+    "{%- endif %}"
+    "{%- if loop.last and add_generation_prompt %}"
+    "{{- '<|start_of_role|>assistant<|end_of_role|>' }}"
+    "{%- endif %}"
+    "{%- endfor %}"
+)
+FAMILY_CHAT_TEMPLATES = {"granite": GRANITE_CHAT_TEMPLATE}
+
+
+def family_chat_template(name, folder):
+    """The family's chat template into the model's tokenizer_config.json, if it has one."""
+    template = FAMILY_CHAT_TEMPLATES.get(name.removesuffix("-4bit"))
+    if template is None:
+        return
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    config["chat_template"] = template
+    path.write_text(json.dumps(config, indent=2) + "\n")
 
 
 def corpus():
@@ -826,6 +906,7 @@ def save(folder, model, config, like=None):
     weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
+    family_chat_template(folder.name, folder)
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
 
 

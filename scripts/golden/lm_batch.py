@@ -183,6 +183,13 @@ CASES = [
     # Multi-head latent attention's compressed cache, left-padded; the grouped router.
     {"model": "deepseek_v3", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     {"model": "deepseek_v3-lite", "lengths": [9, 2, 15], "max_tokens": 16},
+    # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
+    # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
+    # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)
+    {"model": "helium", "lengths": [5, 17, 9, 12], "max_tokens": 24},
+    {"model": "seed_oss-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 5,
+     "temp": 1.0, "top_k": 20},
+    {"model": "granite", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
 ]
 
 

@@ -109,6 +109,9 @@ CLI = [
      "system_prompt": "You answer in one line."},
     {"model": "mistral", "prompt": "line one\\nline two", "chat": False, "max_tokens": 64},
     {"model": "qwen2-4bit", "prompt": "The cache", "chat": True, "max_tokens": 100},
+    # Granite 3.x's own chat template (lm.GRANITE_CHAT_TEMPLATE), with a system message.
+    {"model": "granite", "prompt": "Name three rivers.", "chat": True, "max_tokens": 48,
+     "system_prompt": "You are Granite."},
 ]
 
 
@@ -465,6 +468,10 @@ PROMPT_CACHE = [
     # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
     # key part); the prefix's expanded path, then the absorbed one-token steps.
     ("deepseek_v3", 34),
+    # Issue 37, RMSNorm llama-likes: internlm3's dynamic NTK rope (a prefix of 16, its
+    # max_position_embeddings: the continuation's base grows), granite's multipliers.
+    ("internlm3", 16),
+    ("granite", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -18,7 +18,7 @@
 use mlx_rs::fast::{self, RopeOffset};
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype};
-use mlx_tree::TreeNode;
+use mlx_tree::{StaticData, TreeNode};
 use serde_json::Value;
 
 use crate::config::{invalid, ModelConfig};
@@ -43,6 +43,22 @@ pub struct RotaryEmbedding {
     /// The rotated features are scaled by it first (`yarn`'s mscale).
     #[tree(static)]
     pub input_scale: Option<f32>,
+    /// Dynamic NTK scaling: the base grows with the sequence past `max_position_embeddings`.
+    #[tree(static)]
+    pub dynamic: Option<DynamicNtk>,
+}
+
+/// Python: rope_utils' `DynamicNTKScalingRoPE`: at a call whose last position `n = offset +
+/// length` passes `max_position_embeddings`, the base is
+/// `base * (factor * n / max_position_embeddings - (factor - 1)) ** (dims / (dims - 2))` for
+/// all of the call's positions (keys already cached keep the base they were rotated with);
+/// up to there it is the plain base.
+#[derive(Debug, Clone, Copy, PartialEq, StaticData)]
+pub struct DynamicNtk {
+    /// The config's base, unrounded (Python scales the Python float).
+    pub base: f64,
+    pub max_position_embeddings: f64,
+    pub factor: f64,
 }
 
 /// Python: `initialize_rope(dims, base, traditional, scaling_config)` with the scaling read from
@@ -127,6 +143,19 @@ fn rope_type(s: &ModelConfig) -> Result<String> {
 }
 
 impl RotaryEmbedding {
+    /// Python: `nn.RoPE(dims, traditional, base)`.
+    pub fn plain(dims: i32, traditional: bool, base: f32) -> RotaryEmbedding {
+        RotaryEmbedding {
+            dims,
+            traditional,
+            base: Some(base),
+            scale: 1.0,
+            freqs: None,
+            input_scale: None,
+            dynamic: None,
+        }
+    }
+
     /// Python: `initialize_rope(dims, base, traditional, scaling_config,
     /// max_position_embeddings)`, with the scaling read from `config`'s `rope_scaling` or
     /// `rope_parameters`. Every key of that object is read here except `rope_theta` (read by
@@ -145,15 +174,20 @@ impl RotaryEmbedding {
         base: f64,
         traditional: bool,
     ) -> Result<RotaryEmbedding> {
+        Self::from_config_or(config, dims, base, traditional, None)
+    }
+
+    /// [`from_config`](Self::from_config) for an architecture whose `max_position_embeddings`
+    /// has a default (a dynamic rope's; internlm3: 32768).
+    pub fn from_config_or(
+        config: &ModelConfig,
+        dims: i32,
+        base: f64,
+        traditional: bool,
+        max_position_embeddings_default: Option<f64>,
+    ) -> Result<RotaryEmbedding> {
         let path = config.path();
-        let plain = RotaryEmbedding {
-            dims,
-            traditional,
-            base: Some(base as f32),
-            scale: 1.0,
-            freqs: None,
-            input_scale: None,
-        };
+        let plain = RotaryEmbedding::plain(dims, traditional, base as f32);
         let Some(s) = scaling_section(config)? else {
             return Ok(plain);
         };
@@ -165,7 +199,11 @@ impl RotaryEmbedding {
                 .or(default)
                 .ok_or_else(|| invalid(path, &s.key(name), "missing"))
         };
-        let max_position_embeddings = || config.float("max_position_embeddings");
+        let max_position_embeddings = || -> Result<Option<f64>> {
+            Ok(config
+                .float("max_position_embeddings")?
+                .or(max_position_embeddings_default))
+        };
         let mlx = |source| crate::Error::Mlx {
             path: path.to_path_buf(),
             source,
@@ -175,6 +213,22 @@ impl RotaryEmbedding {
             "default" | "mrope" => Ok(plain),
             "linear" => Ok(RotaryEmbedding {
                 scale: (1.0 / number("factor", None)?) as f32,
+                ..plain
+            }),
+            // transformers computes its frequencies in another order of operations (and keeps
+            // the largest base seen); this is mlx_lm's `DynamicNTKScalingRoPE`.
+            "dynamic" => Ok(RotaryEmbedding {
+                dynamic: Some(DynamicNtk {
+                    base,
+                    max_position_embeddings: max_position_embeddings()?.ok_or_else(|| {
+                        invalid(
+                            path,
+                            &config.key("max_position_embeddings"),
+                            "missing (a dynamic rope needs it)",
+                        )
+                    })?,
+                    factor: number("factor", None)?,
+                }),
                 ..plain
             }),
             "llama3" => {
@@ -246,7 +300,9 @@ impl RotaryEmbedding {
             other => Err(invalid(
                 path,
                 &s.key("type"),
-                &format!("rope type {other:?} is not supported (default, linear, llama3, yarn)"),
+                &format!(
+                    "rope type {other:?} is not supported (default, linear, dynamic, llama3, yarn)"
+                ),
             )),
         }
     }
@@ -257,6 +313,14 @@ impl RotaryEmbedding {
         x: &Array,
         offset: impl Into<RopeOffset<'o>>,
     ) -> mlx_rs::Result<Array> {
+        let offset = offset.into();
+        match self.dynamic {
+            Some(dynamic) => self.forward_dynamic(x, offset, dynamic),
+            None => self.forward_static(x, offset),
+        }
+    }
+
+    fn forward_static(&self, x: &Array, offset: RopeOffset<'_>) -> mlx_rs::Result<Array> {
         let scaled;
         let x = match self.input_scale {
             // Python: x.at[..., :dims].multiply(s).
@@ -280,6 +344,83 @@ impl RotaryEmbedding {
             offset,
             freqs.as_ref(),
         )
+    }
+
+    /// The dynamic NTK rope. Python computes the base in Python floats from an integer
+    /// offset; here too where the offset is known on the host: an integer, or a one-element
+    /// offset that evaluates (it does not inside a compiled function, whose trace cannot read
+    /// it). There, and for a batch's per-sequence offsets, the base is computed with MLX ops
+    /// from the offset (the batch's longest sequence, as transformers takes the batch's
+    /// largest position) and the rope takes the frequencies it gives: up to
+    /// `max_position_embeddings` the plain rope itself (selected, so the same bits), past it
+    /// the dynamic base in float32 arithmetic (Python: float64), the rotation angles within
+    /// float32 rounding of Python's.
+    fn forward_dynamic(
+        &self,
+        x: &Array,
+        offset: RopeOffset<'_>,
+        dynamic: DynamicNtk,
+    ) -> mlx_rs::Result<Array> {
+        let length = x.shape()[x.ndim() - 2];
+        let (max_positions, factor) = (dynamic.max_position_embeddings, dynamic.factor);
+        let exponent = self.dims as f64 / (self.dims - 2) as f64;
+        let base = dynamic.base;
+        let offsets = match offset {
+            RopeOffset::Int(o) => return self.forward_dynamic_at(x, o, base, dynamic),
+            RopeOffset::Array(a) => a,
+        };
+        // A traced offset cannot be read (the error says so): the ops below serve there.
+        if offsets.size() == 1 {
+            if let Ok(o) = offsets.item::<i32>() {
+                return self.forward_dynamic_at(x, o, base, dynamic);
+            }
+        }
+        let last =
+            ops::add(&ops::max(offsets, None::<i32>, false)?, length)?.astype(Dtype::Float32)?;
+        let n = ops::maximum(&last, max_positions as f32)?;
+        let ratio = ops::subtract(
+            &ops::divide(&ops::multiply(&n, factor as f32)?, max_positions as f32)?,
+            (factor - 1.0) as f32,
+        )?;
+        let scaled = ops::multiply(&ops::power(&ratio, exponent as f32)?, base as f32)?;
+        let exponents = ops::divide(
+            &ops::arange(0, self.dims, 2, Dtype::Float32)?,
+            self.dims as f32,
+        )?;
+        let freqs = ops::power(&scaled, &exponents)?;
+        let plain = self.forward_static(x, RopeOffset::Array(offsets))?;
+        let scaled = fast::rope(
+            x,
+            self.dims,
+            self.traditional,
+            None,
+            1.0,
+            offsets,
+            Some(&freqs),
+        )?;
+        ops::where_(&ops::greater(&last, max_positions as f32)?, &scaled, &plain)
+    }
+
+    /// The dynamic NTK rope at a known integer offset: the base in f64, as Python computes it,
+    /// rounded once to float32 by the rope.
+    fn forward_dynamic_at(
+        &self,
+        x: &Array,
+        offset: i32,
+        base: f64,
+        dynamic: DynamicNtk,
+    ) -> mlx_rs::Result<Array> {
+        let (max_positions, factor) = (dynamic.max_position_embeddings, dynamic.factor);
+        let exponent = self.dims as f64 / (self.dims - 2) as f64;
+        let length = x.shape()[x.ndim() - 2];
+        let n = ((length + offset) as f64).max(max_positions);
+        let scaled = base * (factor * n / max_positions - (factor - 1.0)).powf(exponent);
+        let rope = RotaryEmbedding {
+            base: Some(scaled as f32),
+            dynamic: None,
+            ..self.clone()
+        };
+        rope.forward_static(x, RopeOffset::Int(offset))
     }
 }
 

@@ -163,14 +163,7 @@ impl BaichuanM1Attention {
             conv_k: ck.array(&p("conv_k"), &[1, 1, kv, 1, 2])?,
             conv_v: ck.array(&p("conv_v"), &[1, 1, kv, 1, 2])?,
             // Python: `nn.RoPE(head_dim, traditional=False, base=rope_theta)`.
-            rope: RotaryEmbedding {
-                dims: hd,
-                traditional: false,
-                base: Some(a.rope_theta),
-                scale: 1.0,
-                freqs: None,
-                input_scale: None,
-            },
+            rope: RotaryEmbedding::plain(hd, false, a.rope_theta),
             n_heads: heads,
             n_kv_heads: kv,
             head_dim: hd,

@@ -96,6 +96,25 @@ impl DecoderArgs {
         })
     }
 
+    /// `hidden_size / num_attention_heads`, the head width of the architectures whose mlx_lm
+    /// file computes it so (helium, internlm3), where a config's `head_dim` key, when given,
+    /// must agree (mlx_lm ignores the key; another width could not load).
+    pub fn head_dim_of_hidden(c: &ModelConfig, hidden: i32, heads: i32) -> crate::Result<i32> {
+        let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
+        if head_dim * heads != hidden {
+            return Err(invalid(
+                c.path(),
+                &c.key("head_dim"),
+                &format!(
+                    "{head_dim} is not supported by {} (supported: hidden_size / num_attention_heads = {})",
+                    c.model_type(),
+                    hidden / heads
+                ),
+            ));
+        }
+        Ok(head_dim)
+    }
+
     /// Qwen2Config's and Qwen3Config's sliding window: transformers slides the attention of
     /// the layers from `max_window_layers` on when `use_sliding_window` is true (the window
     /// `sliding_window`), or of the layers `layer_types` marks; mlx_lm never does. Supported:

@@ -7,7 +7,10 @@ pub mod baichuan_m1;
 pub mod base;
 pub mod deepseek_v3;
 pub mod falcon_h1;
+pub mod granite;
 pub mod granitemoehybrid;
+pub mod helium;
+pub mod internlm3;
 pub mod jamba;
 pub mod lfm2;
 pub mod llama;
@@ -25,13 +28,17 @@ pub mod qwen3_5;
 pub mod qwen3_moe;
 pub mod qwen3_next;
 pub mod recurrent_gemma;
+pub mod seed_oss;
 pub mod smollm3;
 pub mod sparse;
 
 pub use baichuan_m1::BaichuanM1;
 pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
+pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
+pub use helium::Helium;
+pub use internlm3::InternLM3;
 pub use jamba::Jamba;
 pub use lfm2::Lfm2;
 pub use llama::Llama;
@@ -49,6 +56,7 @@ pub use qwen3_5::{Qwen3_5, Qwen3_5Moe};
 pub use qwen3_moe::Qwen3Moe;
 pub use qwen3_next::Qwen3Next;
 pub use recurrent_gemma::RecurrentGemma;
+pub use seed_oss::SeedOss;
 pub use smollm3::SmolLM3;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -66,12 +74,15 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 27] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
+        ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
+        ("helium", builtin!(Helium)),
+        ("internlm3", builtin!(InternLM3)),
         ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
         ("llama", builtin!(Llama)),
@@ -90,6 +101,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
         ("qwen3_moe", builtin!(Qwen3Moe)),
         ("qwen3_next", builtin!(Qwen3Next)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
+        ("seed_oss", builtin!(SeedOss)),
         ("smollm3", builtin!(SmolLM3)),
     ]
 }

@@ -325,14 +325,7 @@ impl Plamo2Attention {
             q_weight: ck.array(&p("q_weight"), &[h, hd])?,
             k_weight: ck.array(&p("k_weight"), &[kv, hd])?,
             // Python: `nn.RoPE(head_dim)`, whatever the config says.
-            rope: RotaryEmbedding {
-                dims: hd,
-                traditional: false,
-                base: Some(10000.0),
-                scale: 1.0,
-                freqs: None,
-                input_scale: None,
-            },
+            rope: RotaryEmbedding::plain(hd, false, 10000.0),
             n_heads: h,
             n_kv_heads: kv,
             head_dim: hd,

@@ -1,0 +1,69 @@
+//! `helium` (Python: `mlx_lm.models.helium`): llama with a traditional (interleaved) rope,
+//! `head_dim` always `hidden_size / num_attention_heads`, q/k/v biases as `attention_bias`
+//! says and never one on `o_proj`.
+//!
+//! Where mlx_lm and transformers part: mlx_lm's `Model` always builds `lm_head`, so it cannot
+//! load a tied checkpoint (which has none; strict loading demands it), and with a tied config
+//! it ignores an `lm_head.weight` it loaded. Here a tied config is the tied model (the
+//! embedding as the output head, transformers' `HeliumForCausalLM`), and an `lm_head.weight`
+//! beside it is dropped, which is what mlx_lm computes where it loads at all. mlx_lm reads no
+//! rope scaling (`nn.RoPE` at `rope_theta`): a config asking for one is an error, never a
+//! silently plain rope.
+
+use crate::blocks::{rope_theta, RotaryEmbedding};
+use crate::config::{invalid, ModelConfig};
+use crate::models::base::{dense_decoder, DecoderArgs};
+
+dense_decoder!(
+    /// Python: `mlx_lm.models.helium.Model`.
+    Helium,
+    "helium"
+);
+
+impl Helium {
+    /// Python: helium's `ModelArgs`, over every key of transformers' `HeliumConfig`.
+    pub fn args(c: &ModelConfig) -> crate::Result<DecoderArgs> {
+        let args = DecoderArgs::common(
+            c,
+            // mlx_lm requires the `head_dim` key and ignores it.
+            |hidden, heads| DecoderArgs::head_dim_of_hidden(c, hidden, heads),
+            |head_dim| plain_rope(c, head_dim, rope_theta(c, Some(10000.0))?, true),
+            |heads| c.dim_or("num_key_value_heads", Some(heads)),
+        )?;
+        Ok(DecoderArgs {
+            qkv_bias: c.bool_or("attention_bias", false)?,
+            o_bias: false,
+            mlp_bias: c.bool_or("mlp_bias", false)?,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+            ..args
+        })
+    }
+}
+
+/// `nn.RoPE(dims, traditional, base)`: the rope of an architecture whose mlx_lm file reads no
+/// scaling; a config's `rope_scaling` / `rope_parameters` of another type than `default` is an
+/// error naming it.
+pub(crate) fn plain_rope(
+    c: &ModelConfig,
+    dims: i32,
+    base: f64,
+    traditional: bool,
+) -> crate::Result<RotaryEmbedding> {
+    let rope = RotaryEmbedding::from_config(c, dims, base, traditional)?;
+    if rope != RotaryEmbedding::plain(dims, traditional, base as f32) {
+        let key = if c.get("rope_scaling").is_some_and(|v| !v.is_null()) {
+            "rope_scaling"
+        } else {
+            "rope_parameters"
+        };
+        return Err(invalid(
+            c.path(),
+            &c.key(key),
+            &format!(
+                "rope scaling is not supported by {} (supported: the default rope)",
+                c.model_type()
+            ),
+        ));
+    }
+    Ok(rope)
+}
