@@ -583,6 +583,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "plamo2",
         // Its routers at 8 bits in groups of 64 (jamba's `quant_predicate`).
         "jamba",
+        "starcoder2",
+        "stablelm",
+        "phi",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1421,6 +1424,9 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "jamba",
         "baichuan_m1",
         "baichuan_m1-global",
+        "starcoder2",
+        "stablelm",
+        "phi",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

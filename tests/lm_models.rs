@@ -86,6 +86,15 @@ const MODELS: &[&str] = &[
     "deepseek_v3-lite",
     "deepseek_v3-hf",
     "deepseek_v3-4bit-hf",
+    "starcoder2",
+    "starcoder2-4bit",
+    "starcoder2-gelu",
+    "stablelm",
+    "stablelm-4bit",
+    "stablelm-parallel",
+    "phi",
+    "phi-4bit",
+    "phi-bf16",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -97,7 +106,19 @@ const MODELS: &[&str] = &[
 /// 0.03125 (one bfloat16 step) from mlx_lm's, with `compile: false` exactly mlx_lm's; its µP
 /// multipliers add element-wise chains (`x + h * m` on both residual branches) of the kind
 /// the compiled step fuses.
-const NEAR_TIES: &[&str] = &["smollm2-bf16", "granitemoehybrid-rope"];
+///
+/// The bfloat16 LayerNorm models too (starcoder2-gelu, stablelm-parallel, phi-bf16): their
+/// greedy paths pass exact bfloat16 ties (mlx_lm's margin 0), and the compiled step fuses
+/// the GELU's and the parallel residual's element-wise chains (measured: starcoder2-gelu's
+/// compiled log-probabilities one bfloat16 step, 0.03125, from mlx_lm's; `compile: false`
+/// exactly mlx_lm's).
+const NEAR_TIES: &[&str] = &[
+    "smollm2-bf16",
+    "granitemoehybrid-rope",
+    "starcoder2-gelu",
+    "stablelm-parallel",
+    "phi-bf16",
+];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
 /// fails the test); the CUDA golden data of the architectures added since it was last
@@ -1060,6 +1081,15 @@ fn parameter_paths_are_mlx_lm_s() {
         "deepseek_v3",
         "deepseek_v3-4bit",
         "deepseek_v3-lite",
+        "starcoder2",
+        "starcoder2-4bit",
+        "starcoder2-gelu",
+        "stablelm",
+        "stablelm-4bit",
+        "stablelm-parallel",
+        "phi",
+        "phi-4bit",
+        "phi-bf16",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

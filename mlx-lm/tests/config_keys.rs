@@ -10,7 +10,10 @@ use mlx_lm::models::baichuan_m1::BaichuanM1Args;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
+use mlx_lm::models::phi::PhiArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
+use mlx_lm::models::stablelm::StableLmArgs;
+use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     DeepseekV3, FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
     Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
@@ -65,6 +68,9 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         "deepseek_v3" => DeepseekV3::args(c).map(drop),
+        "starcoder2" => Starcoder2Args::from_config(c).map(drop),
+        "stablelm" => StableLmArgs::from_config(c).map(drop),
+        "phi" => PhiArgs::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -123,6 +129,9 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "jamba",
         "baichuan_m1",
         "deepseek_v3",
+        "starcoder2",
+        "stablelm",
+        "phi",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -134,6 +143,11 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
         if name == "recurrent_gemma" {
             // Its activation is GELU, under `hidden_activation`
             // (`values_the_architecture_does_not_compute_with_are_errors`).
+            continue;
+        }
+        if matches!(config["model_type"].as_str(), Some("starcoder2" | "phi")) {
+            // Their MLP's activation is a GELU, the one `hidden_act` names
+            // (`gelu_activations_are_read_and_others_are_errors`).
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
@@ -160,6 +174,30 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
     let (result, _) = read_config("act-arch", &mistral);
     let e = result.unwrap_err().to_string();
     assert!(e.contains("llama (serving mistral)"), "{e}");
+}
+
+/// starcoder2's and phi's MLP computes the GELU `hidden_act` names (transformers' reading;
+/// mlx_lm computes one GELU whatever the config says): the exact one, or the tanh
+/// approximation under any of its names; another activation is an error naming the key.
+#[test]
+fn gelu_activations_are_read_and_others_are_errors() {
+    for name in ["starcoder2", "phi"] {
+        for act in ["gelu", "gelu_pytorch_tanh", "gelu_new"] {
+            let mut config = transformers_config(name);
+            config["hidden_act"] = json!(act);
+            let (result, unread) = read_config(&format!("gelu-{name}-{act}"), &config);
+            result.unwrap_or_else(|e| panic!("{name} {act}: {e}"));
+            assert!(unread.is_empty(), "{name}: {unread:?}");
+        }
+        let mut config = transformers_config(name);
+        config["hidden_act"] = json!("relu");
+        let (result, _) = read_config(&format!("gelu-{name}-relu"), &config);
+        let e = result.expect_err(name).to_string();
+        assert!(
+            e.contains("hidden_act") && e.contains("relu") && e.contains(name),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -285,6 +323,13 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
         ("qwen3_5_moe", "mlp_only_layers", json!([1])),
         ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
+        // mlx_lm always has biases in starcoder2, an output head of its own in stablelm and
+        // phi, and no q/k LayerNorms in phi.
+        ("starcoder2", "use_bias", json!(false)),
+        ("stablelm", "tie_word_embeddings", json!(true)),
+        ("stablelm", "hidden_act", json!("gelu")),
+        ("phi", "qk_layernorm", json!(true)),
+        ("phi", "tie_word_embeddings", json!(true)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

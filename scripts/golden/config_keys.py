@@ -36,6 +36,7 @@ from transformers import (  # noqa: E402
     NemotronHConfig,
     OlmoeConfig,
     OlmoHybridConfig,
+    PhiConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -45,6 +46,8 @@ from transformers import (  # noqa: E402
     Qwen3NextConfig,
     RecurrentGemmaConfig,
     SmolLM3Config,
+    StableLmConfig,
+    Starcoder2Config,
 )
 
 import common  # noqa: E402
@@ -247,6 +250,13 @@ def configs():
                                         num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
                                         qk_rope_head_dim=16, v_head_dim=32,
                                         qk_nope_head_dim=32, moe_intermediate_size=32),
+        # The LayerNorm families (issue 37): StarCoder2 as transformers defaults it (tanh
+        # GELU, biases, no sliding window), and with StarCoder2-3B's window.
+        "starcoder2": Starcoder2Config(**SIZES),
+        "starcoder2-window": Starcoder2Config(**SIZES, sliding_window=4096),
+        # StableLM 2 12B's kind: per-head q/k LayerNorms, parallel layers.
+        "stablelm": StableLmConfig(**SIZES, qk_layernorm=True, use_parallel_residual=True),
+        "phi": PhiConfig(**SIZES),
     }
 
 

@@ -84,6 +84,10 @@ BASE = {
     "max_position_embeddings": 4096,
 }
 
+# BASE without rms_norm_eps, for the LayerNorm families (whose configs have no such key).
+LAYER_NORM_BASE = {k: v for k, v in BASE.items() if k != "rms_norm_eps"}
+STARCODER2 = {**LAYER_NORM_BASE, "model_type": "starcoder2"}
+
 # name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
 # biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
 # sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, SmolLM3's layers
@@ -614,6 +618,59 @@ CONFIGS = {
          "attention_bias": False, "tie_word_embeddings": False},
         mx.float32, 22,
     ),
+    # StarCoder2 (issue 37): LayerNorms with biases, biased projections, the c_fc/c_proj MLP,
+    # GQA 4:2, tied. hidden_act as its configs say (tanh GELU, what transformers computes;
+    # mlx_lm's erf GELU fixed by TRANSFORMERS_FIXES); no sliding window (mlx_lm ignores it).
+    "starcoder2": (
+        {**STARCODER2, "num_hidden_layers": 3, "norm_epsilon": 1e-5,
+         "rope_theta": 100000.0, "hidden_act": "gelu_pytorch_tanh", "use_bias": True,
+         "sliding_window": None, "tie_word_embeddings": True},
+        mx.float32, 40,
+    ),
+    # The exact GELU (hidden_act "gelu": mlx_lm's numerics unchanged), untied, bfloat16.
+    "starcoder2-gelu": (
+        {**STARCODER2, "num_hidden_layers": 2, "num_key_value_heads": 1, "norm_epsilon": 1e-6, "rope_theta": 10000.0, "hidden_act": "gelu",
+         "tie_word_embeddings": False},
+        mx.bfloat16, 41,
+    ),
+    # StableLM (issue 37): sequential layers (StableLM-3B-4E1T, StableLM 2 1.6B's shape) with
+    # q/k biases and a LayerNorm per query and key head, rope over a quarter of each head,
+    # MHA, untied.
+    "stablelm": (
+        {**LAYER_NORM_BASE, "model_type": "stablelm", "num_key_value_heads": 4,
+         "partial_rotary_factor": 0.25, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "use_qkv_bias": True, "qk_layernorm": True, "use_parallel_residual": False,
+         "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 42,
+    ),
+    # StableLM 2 12B's shape: parallel layers (one norm), per-head q/k norms, GQA 4:2, no
+    # biases, in bfloat16 (where the float32 queries and keys matter).
+    "stablelm-parallel": (
+        {**LAYER_NORM_BASE, "model_type": "stablelm", "partial_rotary_factor": 0.5,
+         "layer_norm_eps": 1e-5, "rope_theta": 10000.0, "use_qkv_bias": False,
+         "qk_layernorm": True, "use_parallel_residual": True, "hidden_act": "silu",
+         "tie_word_embeddings": False},
+        mx.bfloat16, 43,
+    ),
+    # Phi-2's shape (issue 37): parallel layers on one LayerNorm, biases everywhere (the head
+    # too), rope over 0.4 of each head, MHA, the tanh GELU (gelu_new), float32 queries.
+    "phi": (
+        {"model_type": "phi", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 256,
+         "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "partial_rotary_factor": 0.4, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "hidden_act": "gelu_new", "qk_layernorm": False, "tie_word_embeddings": False,
+         "max_position_embeddings": 2048},
+        mx.float32, 44,
+    ),
+    # GQA 4:2 in bfloat16 (where the float32 queries matter), half of each head rotated.
+    "phi-bf16": (
+        {"model_type": "phi", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "partial_rotary_factor": 0.5, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "hidden_act": "gelu_new", "tie_word_embeddings": False,
+         "max_position_embeddings": 2048},
+        mx.bfloat16, 45,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -674,6 +731,12 @@ QUANTIZED = {
     "baichuan_m1-global": None,
     "deepseek_v3": (32, 4, None),
     "deepseek_v3-lite": None,
+    "starcoder2": (32, 4, None),
+    "starcoder2-gelu": None,
+    "stablelm": (32, 4, None),
+    "stablelm-parallel": None,
+    "phi": (32, 4, None),
+    "phi-bf16": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -691,7 +754,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
-                     "deepseek_v3-lite"}
+                     "deepseek_v3-lite", "starcoder2", "starcoder2-gelu",
+                     "stablelm", "stablelm-parallel", "phi", "phi-bf16"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -703,6 +767,45 @@ CHAT_TEMPLATE = (
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
 )
+
+
+# Family chat templates, as the families' tokenizer_config.json on the hub has them (written
+# from the released files), for the CLI's chat cases (lm_generate.py): the model name -> its
+# template, in place of the ChatML one the other models share.
+FAMILY_CHAT_TEMPLATES = {
+    # bigcode/starcoder2-15b-instruct-v0.1.
+    "starcoder2-gelu": (
+        "{{bos_token}}{{'You are an exceptionally intelligent coding assistant that consistently"
+        " delivers accurate and reliable responses to user instructions.\\n\\n'}}\n"
+        "{%- for message in messages %}\n"
+        "    {%- if message['role'] == 'system' %}\n"
+        "        {{ raise_exception('System messages are not allowed in this template.') }}\n"
+        "    {%- else %}\n"
+        "        {%- if message['role'] == 'user' %}\n"
+        "{{'### Instruction\\n' + message['content'] + '\\n\\n'}}\n"
+        "        {%- else %}\n"
+        "{{'### Response\\n' + message['content'] + eos_token + '\\n\\n'}}\n"
+        "        {%- endif %}\n"
+        "    {%- endif %}\n"
+        "{%- endfor %}\n"
+        "{{'### Response\\n'}}"
+    ),
+    # stabilityai/stablelm-2-zephyr-1_6b.
+    "stablelm": (
+        "{% for message in messages %}\n"
+        "{% if message['role'] == 'user' %}\n"
+        "{{ '<|user|>\\n' + message['content'] + eos_token }}\n"
+        "{% elif message['role'] == 'system' %}\n"
+        "{{ '<|system|>\\n' + message['content'] + eos_token }}\n"
+        "{% elif message['role'] == 'assistant' %}\n"
+        "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n"
+        "{% endif %}\n"
+        "{% if loop.last and add_generation_prompt %}\n"
+        "{{ '<|assistant|>' }}\n"
+        "{% endif %}\n"
+        "{% endfor %}"
+    ),
+}
 
 
 def corpus():
@@ -826,6 +929,12 @@ def save(folder, model, config, like=None):
     weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
+    template = FAMILY_CHAT_TEMPLATES.get(folder.name.removesuffix("-4bit"))
+    if template is not None:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
+        tokenizer_config["chat_template"] = template
+        (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2)
+                                                      + "\n")
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
 
 
@@ -1214,6 +1323,18 @@ def transformers_jamba(model):
 
 TRANSFORMERS_FIXES["jamba"] = transformers_jamba
 TRANSFORMERS_FIXES["jamba-tied"] = transformers_jamba
+
+
+def transformers_gelu_approx(model):
+    """mlx_lm's starcoder2 made transformers' `Starcoder2Model` for a `gelu_pytorch_tanh`
+    config: the MLP's tanh GELU (mlx_lm: the exact `nn.gelu` whatever the config says)."""
+    for layer in model.layers:
+        mlp = layer.mlp
+        mlp.__class__ = type("TanhMLP", (type(mlp),),
+                             {"__call__": lambda self, x: self.c_proj(nn.gelu_approx(self.c_fc(x)))})
+
+
+TRANSFORMERS_FIXES["starcoder2"] = transformers_gelu_approx
 
 
 def golden(name):

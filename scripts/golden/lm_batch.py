@@ -183,6 +183,23 @@ CASES = [
     # Multi-head latent attention's compressed cache, left-padded; the grouped router.
     {"model": "deepseek_v3", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     {"model": "deepseek_v3-lite", "lengths": [9, 2, 15], "max_tokens": 16},
+    # The LayerNorm families (issue 37): starcoder2 (tanh GELU as transformers computes it,
+    # `lm.TRANSFORMERS_FIXES`), equal and different lengths, 4-bit with sampling, bfloat16
+    # with chunked prefill; stablelm sequential and parallel (bfloat16, float32 queries and
+    # keys); phi float and bfloat16.
+    {"model": "starcoder2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "starcoder2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "starcoder2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 12,
+     "temp": 1.0, "top_k": 20},
+    {"model": "starcoder2-gelu", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    {"model": "stablelm", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "stablelm-parallel", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    {"model": "phi", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "phi-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13, "temp": 1.0,
+     "top_k": 20},
+    {"model": "phi-bf16", "lengths": [12, 12], "max_tokens": 20},
 ]
 
 

@@ -109,6 +109,14 @@ CLI = [
      "system_prompt": "You answer in one line."},
     {"model": "mistral", "prompt": "line one\\nline two", "chat": False, "max_tokens": 64},
     {"model": "qwen2-4bit", "prompt": "The cache", "chat": True, "max_tokens": 100},
+    # The LayerNorm families with their own chat templates (lm.FAMILY_CHAT_TEMPLATES):
+    # StarCoder2-Instruct's and StableLM 2 Zephyr's; Phi-2 has none (its QA prompt format).
+    {"model": "starcoder2-gelu", "prompt": "Write a function that adds two numbers.",
+     "chat": True, "max_tokens": 48},
+    {"model": "stablelm", "prompt": "Name a prime.", "chat": True, "max_tokens": 40,
+     "system_prompt": "You are terse."},
+    {"model": "phi", "prompt": "Instruct: Name a prime. Output:", "chat": False,
+     "max_tokens": 40},
 ]
 
 
@@ -465,6 +473,11 @@ PROMPT_CACHE = [
     # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
     # key part); the prefix's expanded path, then the absorbed one-token steps.
     ("deepseek_v3", 34),
+    # The LayerNorm families: key/value caches (stablelm and phi in bfloat16: the cache
+    # keeps the model's dtype, the attention product is float32).
+    ("starcoder2", 16),
+    ("stablelm-parallel", 16),
+    ("phi-bf16", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -1,7 +1,7 @@
 //! Norms beyond `mlx_nn`'s: the gated RMSNorm of linear-attention outputs, and the Gemma
 //! families' RMSNorm whose weight is an offset from one.
 
-use mlx_nn::Forward;
+use mlx_nn::{Forward, LayerNorm};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
@@ -48,5 +48,47 @@ impl GemmaRmsNorm {
 impl Forward for GemmaRmsNorm {
     fn forward(&self, x: &Array) -> Result<Array> {
         fast::rms_norm(x, Some(&ops::add(1.0f32, &self.weight)?), self.eps)
+    }
+}
+
+/// Python: stablelm's `LayerNormPerHead`: one bias-free LayerNorm per head (parameters
+/// `norms.{i}.weight`), applied to `x` `[..., heads, head_dim]` as `stack(weights) *
+/// layer_norm(x)` (the weight multiplied after the plain norm, not fused into it).
+#[derive(Debug, Clone, TreeNode)]
+pub struct PerHeadLayerNorm {
+    pub norms: Vec<LayerNorm>,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl PerHeadLayerNorm {
+    /// `heads` norms of `head_dim` features under `path.norms`.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        heads: i32,
+        head_dim: i32,
+        eps: f32,
+    ) -> crate::Result<Self> {
+        let norms = (0..heads)
+            .map(|i| ck.layer_norm(&format!("{path}.norms.{i}"), head_dim, eps, false))
+            .collect::<crate::Result<Vec<_>>>()?;
+        Ok(PerHeadLayerNorm { norms, eps })
+    }
+}
+
+impl Forward for PerHeadLayerNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let weights = self
+            .norms
+            .iter()
+            .map(|n| {
+                n.weight.as_ref().ok_or_else(|| {
+                    mlx_rs::Error::InvalidArgument("a per-head norm without its weight".into())
+                })
+            })
+            .collect::<Result<Vec<&Array>>>()?;
+        let w = ops::stack(weights, 0)?;
+        ops::multiply(&w, &fast::layer_norm(x, None, None, self.eps)?)
     }
 }

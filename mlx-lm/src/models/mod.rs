@@ -17,6 +17,7 @@ pub mod mixtral;
 pub mod nemotron_h;
 pub mod olmo_hybrid;
 pub mod olmoe;
+pub mod phi;
 pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
@@ -27,6 +28,8 @@ pub mod qwen3_next;
 pub mod recurrent_gemma;
 pub mod smollm3;
 pub mod sparse;
+pub mod stablelm;
+pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
 pub use deepseek_v3::DeepseekV3;
@@ -41,6 +44,7 @@ pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
+pub use phi::Phi;
 pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
@@ -50,6 +54,8 @@ pub use qwen3_moe::Qwen3Moe;
 pub use qwen3_next::Qwen3Next;
 pub use recurrent_gemma::RecurrentGemma;
 pub use smollm3::SmolLM3;
+pub use stablelm::StableLm;
+pub use starcoder2::Starcoder2;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::ModelConfig;
@@ -66,7 +72,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 26] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("deepseek_v3", builtin!(DeepseekV3)),
@@ -81,6 +87,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
         ("nemotron_h", builtin!(NemotronH)),
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
+        ("phi", builtin!(Phi)),
         ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
@@ -91,5 +98,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
         ("qwen3_next", builtin!(Qwen3Next)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("smollm3", builtin!(SmolLM3)),
+        ("stablelm", builtin!(StableLm)),
+        ("starcoder2", builtin!(Starcoder2)),
     ]
 }
