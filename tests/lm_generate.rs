@@ -586,6 +586,8 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "starcoder2",
         "stablelm",
         "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1427,6 +1429,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "starcoder2",
         "stablelm",
         "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

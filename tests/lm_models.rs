@@ -95,6 +95,13 @@ const MODELS: &[&str] = &[
     "phi",
     "phi-4bit",
     "phi-bf16",
+    "cohere",
+    "cohere-4bit",
+    "cohere-bias",
+    "gpt_neox",
+    "gpt_neox-4bit",
+    "gpt_neox-hf",
+    "gpt_neox-seq",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -107,7 +114,8 @@ const MODELS: &[&str] = &[
 /// multipliers add element-wise chains (`x + h * m` on both residual branches) of the kind
 /// the compiled step fuses.
 ///
-/// The bfloat16 LayerNorm models too (starcoder2-gelu, stablelm-parallel, phi-bf16): their
+/// The bfloat16 LayerNorm models too (starcoder2-gelu, stablelm-parallel, phi-bf16,
+/// gpt_neox-seq): their
 /// greedy paths pass exact bfloat16 ties (mlx_lm's margin 0), and the compiled step fuses
 /// the GELU's and the parallel residual's element-wise chains (measured: starcoder2-gelu's
 /// compiled log-probabilities one bfloat16 step, 0.03125, from mlx_lm's; `compile: false`
@@ -118,6 +126,7 @@ const NEAR_TIES: &[&str] = &[
     "starcoder2-gelu",
     "stablelm-parallel",
     "phi-bf16",
+    "gpt_neox-seq",
 ];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
@@ -1090,6 +1099,12 @@ fn parameter_paths_are_mlx_lm_s() {
         "phi",
         "phi-4bit",
         "phi-bf16",
+        "cohere",
+        "cohere-4bit",
+        "cohere-bias",
+        "gpt_neox",
+        "gpt_neox-4bit",
+        "gpt_neox-seq",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

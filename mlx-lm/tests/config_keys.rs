@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::baichuan_m1::BaichuanM1Args;
+use mlx_lm::models::cohere::CohereArgs;
+use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
@@ -71,6 +73,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "starcoder2" => Starcoder2Args::from_config(c).map(drop),
         "stablelm" => StableLmArgs::from_config(c).map(drop),
         "phi" => PhiArgs::from_config(c).map(drop),
+        "cohere" => CohereArgs::from_config(c).map(drop),
+        "gpt_neox" => GptNeoxArgs::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -132,6 +136,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "starcoder2",
         "stablelm",
         "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -145,7 +151,10 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
             // (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
-        if matches!(config["model_type"].as_str(), Some("starcoder2" | "phi")) {
+        if matches!(
+            config["model_type"].as_str(),
+            Some("starcoder2" | "phi" | "gpt_neox")
+        ) {
             // Their MLP's activation is a GELU, the one `hidden_act` names
             // (`gelu_activations_are_read_and_others_are_errors`).
             continue;
@@ -176,13 +185,13 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
     assert!(e.contains("llama (serving mistral)"), "{e}");
 }
 
-/// starcoder2's and phi's MLP computes the GELU `hidden_act` names (transformers' reading;
+/// starcoder2's, phi's and gpt_neox's MLP computes the GELU `hidden_act` names (transformers' reading;
 /// mlx_lm computes one GELU whatever the config says): the exact one, or the tanh
 /// approximation under any of its names; another activation is an error naming the key.
 #[test]
 fn gelu_activations_are_read_and_others_are_errors() {
-    for name in ["starcoder2", "phi"] {
-        for act in ["gelu", "gelu_pytorch_tanh", "gelu_new"] {
+    for name in ["starcoder2", "phi", "gpt_neox"] {
+        for act in ["gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast"] {
             let mut config = transformers_config(name);
             config["hidden_act"] = json!(act);
             let (result, unread) = read_config(&format!("gelu-{name}-{act}"), &config);
@@ -324,12 +333,21 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5_moe", "mlp_only_layers", json!([1])),
         ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
         // mlx_lm always has biases in starcoder2, an output head of its own in stablelm and
-        // phi, and no q/k LayerNorms in phi.
+        // phi (the embedding in cohere), and no q/k LayerNorms in phi.
         ("starcoder2", "use_bias", json!(false)),
         ("stablelm", "tie_word_embeddings", json!(true)),
         ("stablelm", "hidden_act", json!("gelu")),
         ("phi", "qk_layernorm", json!(true)),
         ("phi", "tie_word_embeddings", json!(true)),
+        ("cohere", "tie_word_embeddings", json!(false)),
+        // mlx_lm's gpt_neox: biases, a 4 x hidden MLP, one key/value head per head, the
+        // untied embed_out; transformers 5's rope_parameters must agree with rotary_pct.
+        ("gpt_neox", "attention_bias", json!(false)),
+        ("gpt_neox", "intermediate_size", json!(128)),
+        ("gpt_neox", "num_key_value_heads", json!(2)),
+        ("gpt_neox", "tie_word_embeddings", json!(true)),
+        ("gpt_neox", "rotary_pct", json!(0.5)),
+        ("gpt_neox", "rotary_emb_base", json!(500000)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

@@ -22,9 +22,11 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    CohereConfig,
     DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
+    GPTNeoXConfig,
     GraniteMoeHybridConfig,
     JambaConfig,
     Lfm2Config,
@@ -76,6 +78,10 @@ FALCON_H1_MULTIPLIERS = dict(
     ssm_multipliers=[0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738],
     mlp_multipliers=[0.8838834764831844, 0.5859375],
 )
+
+# GPT-NeoX: every head its own keys and values, the MLP 4 x hidden wide (mlx_lm's only shape).
+NEOX = dict(vocab_size=384, hidden_size=64, intermediate_size=256, num_hidden_layers=4,
+            num_attention_heads=4)
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -257,6 +263,13 @@ def configs():
         # StableLM 2 12B's kind: per-head q/k LayerNorms, parallel layers.
         "stablelm": StableLmConfig(**SIZES, qk_layernorm=True, use_parallel_residual=True),
         "phi": PhiConfig(**SIZES),
+        # Command-R+'s kind: per-head q/k LayerNorms.
+        "cohere": CohereConfig(**SIZES, use_qk_norm=True),
+        # GPT-NeoX as transformers 5 writes it (rope_parameters only), and with the keys of the
+        # Pythia configs beside them (rotary_pct, rotary_emb_base, which mlx_lm reads).
+        "gpt_neox": GPTNeoXConfig(**NEOX),
+        "gpt_neox-pythia": dict(GPTNeoXConfig(**NEOX).to_dict(), rotary_pct=0.25,
+                                rotary_emb_base=10000),
     }
 
 

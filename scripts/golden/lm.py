@@ -671,6 +671,47 @@ CONFIGS = {
          "max_position_embeddings": 2048},
         mx.bfloat16, 45,
     ),
+    # Command-R+'s kind (issue 37): parallel layers on one bias-free LayerNorm, a LayerNorm per
+    # query and key head (weights [heads, head_dim]), traditional rope, GQA 4:2, the tied head
+    # times logit_scale.
+    "cohere": (
+        {**LAYER_NORM_BASE, "model_type": "cohere", "layer_norm_eps": 1e-5,
+         "logit_scale": 0.0625, "rope_theta": 8e6, "use_qk_norm": True,
+         "attention_bias": False, "hidden_act": "silu", "tie_word_embeddings": True},
+        mx.float32, 46,
+    ),
+    # Command-R (v01)'s kind without q/k norms, in bfloat16, with the norm and projection
+    # biases mlx_lm can load (layer_norm_bias, attention_bias) and another logit_scale.
+    "cohere-bias": (
+        {**LAYER_NORM_BASE, "model_type": "cohere", "num_hidden_layers": 2,
+         "layer_norm_eps": 1e-5, "logit_scale": 0.125, "rope_theta": 10000.0,
+         "use_qk_norm": False, "attention_bias": True, "layer_norm_bias": True,
+         "hidden_act": "silu", "tie_word_embeddings": True},
+        mx.bfloat16, 47,
+    ),
+    # Pythia's kind (issue 37): the per-head fused query_key_value, parallel layers on two
+    # LayerNorms, rope over a quarter of each head (rotary_pct, rotary_emb_base), the untied
+    # embed_out; hidden_act "gelu" as Pythia's configs say (the exact GELU, what transformers
+    # computes; mlx_lm's tanh GELU fixed by TRANSFORMERS_FIXES). Its Hugging Face layout
+    # (gpt_neox-hf: gpt_neox.* names and transformers' buffers) is what sanitize maps back.
+    "gpt_neox": (
+        {"model_type": "gpt_neox", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+         "layer_norm_eps": 1e-5, "rotary_emb_base": 10000, "rotary_pct": 0.25,
+         "use_parallel_residual": True, "hidden_act": "gelu", "max_position_embeddings": 2048,
+         "tie_word_embeddings": False},
+        mx.float32, 48,
+    ),
+    # Sequential layers, half of each head rotated, the tanh GELU (gelu_new: mlx_lm's
+    # numerics), bfloat16.
+    "gpt_neox-seq": (
+        {"model_type": "gpt_neox", "vocab_size": VOCAB, "hidden_size": 64,
+         "num_hidden_layers": 2, "num_attention_heads": 2, "layer_norm_eps": 1e-5,
+         "rotary_emb_base": 500000, "rotary_pct": 0.5, "use_parallel_residual": False,
+         "hidden_act": "gelu_new", "max_position_embeddings": 2048,
+         "tie_word_embeddings": False},
+        mx.bfloat16, 49,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -737,6 +778,10 @@ QUANTIZED = {
     "stablelm-parallel": None,
     "phi": (32, 4, None),
     "phi-bf16": None,
+    "cohere": (32, 4, None),
+    "cohere-bias": None,
+    "gpt_neox": (32, 4, None),
+    "gpt_neox-seq": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -755,7 +800,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
                      "deepseek_v3-lite", "starcoder2", "starcoder2-gelu",
-                     "stablelm", "stablelm-parallel", "phi", "phi-bf16"}
+                     "stablelm", "stablelm-parallel", "phi", "phi-bf16",
+                     "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -789,6 +835,24 @@ FAMILY_CHAT_TEMPLATES = {
         "    {%- endif %}\n"
         "{%- endfor %}\n"
         "{{'### Response\\n'}}"
+    ),
+    # CohereForAI/c4ai-command-r-v01 (its default template).
+    "cohere": (
+        "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:]"
+        " %}{% set system_message = messages[0]['content'] %}{% elif false == true %}{% set "
+        "loop_messages = messages %}{% set system_message = 'You are Command-R, a brilliant, "
+        "sophisticated, AI-assistant trained to assist human users by providing thorough "
+        "responses. You are trained by Cohere.' %}{% else %}{% set loop_messages = messages %}"
+        "{% set system_message = false %}{% endif %}{% if system_message != false %}{{ "
+        "'<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>' + system_message + '<|END_OF_TURN_TOKEN|>' }}"
+        "{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != "
+        "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
+        "user/assistant/user/assistant/...') }}{% endif %}{% set content = message['content'] %}"
+        "{% if message['role'] == 'user' %}{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + "
+        "content.strip() + '<|END_OF_TURN_TOKEN|>' }}{% elif message['role'] == 'assistant' %}"
+        "{{ '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>'  + content.strip() + "
+        "'<|END_OF_TURN_TOKEN|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
+        "'<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' }}{% endif %}"
     ),
     # stabilityai/stablelm-2-zephyr-1_6b.
     "stablelm": (
@@ -914,6 +978,9 @@ def make_models(names):
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
+        if name == "gpt_neox":
+            hf_layout_gpt_neox()
+            weights_recipe.write(MODELS / "gpt_neox-hf")
         if name == "deepseek_v3":
             hf_layout_deepseek_v3(config)
             weights_recipe.write(MODELS / "deepseek_v3-hf")
@@ -964,6 +1031,33 @@ def hf_layout_qwen3_5():
             v = v - 1.0
         out[k.replace("language_model.model.", "model.language_model.")] = v
     out["mtp.fc.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_gpt_neox():
+    """The GPT-NeoX weights as a Hugging Face checkpoint stores them: `gpt_neox.layers.{i}.`,
+    `gpt_neox.embed_in`, `gpt_neox.final_layer_norm`, `embed_out` at the top, and
+    transformers' buffers (the causal mask `attention.bias`, `attention.masked_bias`, the
+    rotary `inv_freq`). mlx_lm's sanitize maps it back to the same model."""
+    src = MODELS / "gpt_neox"
+    dst = MODELS / "gpt_neox-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        k = k.removeprefix("model.")
+        if k.startswith("h."):
+            k = "gpt_neox.layers." + k.removeprefix("h.")
+        elif k != "embed_out.weight":
+            k = "gpt_neox." + k
+        out[k] = v
+    for i in range(CONFIGS["gpt_neox"][0]["num_hidden_layers"]):
+        p = f"gpt_neox.layers.{i}.attention"
+        out[f"{p}.bias"] = mx.tril(mx.ones((8, 8), dtype=mx.bool_))[None, None]
+        out[f"{p}.masked_bias"] = mx.array(-1e9)
+        out[f"{p}.rotary_emb.inv_freq"] = mx.arange(2, dtype=mx.float32)
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
@@ -1335,6 +1429,19 @@ def transformers_gelu_approx(model):
 
 
 TRANSFORMERS_FIXES["starcoder2"] = transformers_gelu_approx
+
+
+def transformers_gelu(model):
+    """mlx_lm's gpt_neox made transformers' `GPTNeoXModel` for a `gelu` config: the MLP's
+    exact GELU (mlx_lm: `nn.gelu_approx` whatever the config says)."""
+    for layer in model.layers:
+        mlp = layer.mlp
+        mlp.__class__ = type("ErfMLP", (type(mlp),), {
+            "__call__": lambda self, x: self.dense_4h_to_h(nn.gelu(self.dense_h_to_4h(x)))})
+
+
+TRANSFORMERS_FIXES["gpt_neox"] = transformers_gelu
+TRANSFORMERS_FIXES["gpt_neox-hf"] = transformers_gelu
 
 
 def golden(name):

@@ -200,6 +200,18 @@ CASES = [
     {"model": "phi-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13, "temp": 1.0,
      "top_k": 20},
     {"model": "phi-bf16", "lengths": [12, 12], "max_tokens": 20},
+    # cohere: the scaled tied head; q/k norms (float, 4-bit sampled) and biases (bfloat16).
+    {"model": "cohere", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "cohere-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 14, "temp": 1.0,
+     "top_k": 20},
+    {"model": "cohere-bias", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # gpt_neox: the exact GELU as transformers computes it (`lm.TRANSFORMERS_FIXES`), 4-bit
+    # sampled, the Hugging Face layout; sequential bfloat16 with chunked prefill.
+    {"model": "gpt_neox", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "gpt_neox-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 15,
+     "temp": 1.0, "top_k": 20},
+    {"model": "gpt_neox-hf", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "gpt_neox-seq", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
 ]
 
 

@@ -117,6 +117,9 @@ CLI = [
      "system_prompt": "You are terse."},
     {"model": "phi", "prompt": "Instruct: Name a prime. Output:", "chat": False,
      "max_tokens": 40},
+    # Command-R's template, a system turn.
+    {"model": "cohere", "prompt": "  Say hi.  ", "chat": True, "max_tokens": 40,
+     "system_prompt": "Be brief."},
 ]
 
 
@@ -478,6 +481,8 @@ PROMPT_CACHE = [
     ("starcoder2", 16),
     ("stablelm-parallel", 16),
     ("phi-bf16", 16),
+    ("cohere", 16),
+    ("gpt_neox", 16),
 ]
 CONTINUE_TOKENS = 16
 

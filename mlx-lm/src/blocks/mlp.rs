@@ -33,12 +33,13 @@ pub enum Activation {
 impl Activation {
     /// The activation a transformers config's `hidden_act` (or `activation_function`) names:
     /// transformers' `ACT2FN` keys that are one of these (`gelu` is the exact GELU;
-    /// `gelu_pytorch_tanh` and `gelu_new` the tanh approximation; `swish` is SiLU).
+    /// `gelu_pytorch_tanh`, `gelu_new` and `gelu_fast` the tanh approximation, the last
+    /// with its constants written out; `swish` is SiLU).
     pub fn from_hidden_act(name: &str) -> Option<Activation> {
         match name {
             "silu" | "swish" => Some(Activation::Silu),
             "gelu" => Some(Activation::Gelu),
-            "gelu_pytorch_tanh" | "gelu_new" => Some(Activation::GeluApprox),
+            "gelu_pytorch_tanh" | "gelu_new" | "gelu_fast" => Some(Activation::GeluApprox),
             _ => None,
         }
     }

@@ -40,7 +40,7 @@ pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
-pub use norm::{GemmaRmsNorm, PerHeadLayerNorm, RmsNormGated};
+pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
 pub use rope::{initialize_rope, partial_rotary_factor, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};

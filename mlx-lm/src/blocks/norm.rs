@@ -6,6 +6,7 @@ use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::mlp::silu;
+use crate::blocks::rows::{heads, heads_first, Rows};
 use crate::checkpoint::Checkpoint;
 
 /// Python: `Qwen3NextRMSNormGated`.
@@ -90,5 +91,49 @@ impl Forward for PerHeadLayerNorm {
             .collect::<Result<Vec<&Array>>>()?;
         let w = ops::stack(weights, 0)?;
         ops::multiply(&w, &fast::layer_norm(x, None, None, self.eps)?)
+    }
+}
+
+/// Python: cohere's `LayerNorm2D`: one weight `[heads, head_dim]` applied to `x` `[...,
+/// heads, head_dim]` as `weight * layer_norm(x)` (the per-head norm of Command-R's queries
+/// and keys; transformers' `CohereLayerNorm` of shape `(heads, head_dim)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct LayerNorm2D {
+    pub weight: Array,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl LayerNorm2D {
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        heads: i32,
+        head_dim: i32,
+        eps: f32,
+    ) -> crate::Result<Self> {
+        Ok(LayerNorm2D {
+            weight: ck.array(&format!("{path}.weight"), &[heads, head_dim])?,
+            eps,
+        })
+    }
+}
+
+impl Forward for LayerNorm2D {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        ops::multiply(&self.weight, &fast::layer_norm(x, None, None, self.eps)?)
+    }
+}
+
+/// Projected rows `y` `[B * L, n * head_dim]` as `n` heads `[B, n, L, head_dim]`, each
+/// position's heads normalized by `norm` (a norm whose weights are per head, over `[B, L, n,
+/// head_dim]`) before the transpose, as mlx_lm orders it.
+pub fn heads_normed<N: Forward>(y: &Array, rows: Rows, n: i32, norm: Option<&N>) -> Result<Array> {
+    match norm {
+        None => heads(y, rows, n, None),
+        Some(norm) => {
+            let y = ops::reshape(y, &[rows.batch, rows.len, n, -1])?;
+            heads_first(&norm.forward(&y)?)
+        }
     }
 }

@@ -5,8 +5,10 @@
 
 pub mod baichuan_m1;
 pub mod base;
+pub mod cohere;
 pub mod deepseek_v3;
 pub mod falcon_h1;
+pub mod gpt_neox;
 pub mod granitemoehybrid;
 pub mod jamba;
 pub mod lfm2;
@@ -32,8 +34,10 @@ pub mod stablelm;
 pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
+pub use cohere::Cohere;
 pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
+pub use gpt_neox::GptNeox;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use jamba::Jamba;
 pub use lfm2::Lfm2;
@@ -72,11 +76,13 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 26] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 28] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
+        ("cohere", builtin!(Cohere)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
+        ("gpt_neox", builtin!(GptNeox)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),

@@ -9,10 +9,10 @@ use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::rows::{heads, heads_first, merge_heads};
+use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    attend_upcast, partial_rotary_factor, rope_theta, Layer, LayerContext, LayerStack, Mlp,
-    PerHeadLayerNorm, RotaryEmbedding, StackEnds, Upcast,
+    attend_upcast, heads_normed, partial_rotary_factor, rope_theta, Layer, LayerContext,
+    LayerStack, Mlp, PerHeadLayerNorm, RotaryEmbedding, StackEnds, Upcast,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -144,43 +144,22 @@ impl StableLmAttention {
         })
     }
 
-    /// Rows `[B * L, hidden]` projected to `n` heads `[B, n, L, head_dim]`, each head
-    /// normalized by `norm` first.
-    fn heads_normed(
-        &self,
-        proj: &MaybeQuantizedLinear,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        n: i32,
-        norm: Option<&PerHeadLayerNorm>,
-    ) -> Result<Array> {
-        let y = proj.forward(x)?;
-        match norm {
-            None => heads(&y, ctx.rows, n, None),
-            Some(norm) => {
-                let y = ops::reshape(&y, &[ctx.rows.batch, ctx.rows.len, n, -1])?;
-                heads_first(&norm.forward(&y)?)
-            }
-        }
-    }
-
     fn forward(
         &self,
         x: &Array,
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let q = self.heads_normed(
-            &self.q_proj,
-            x,
-            ctx,
+        let rows = ctx.rows;
+        let q = heads_normed(
+            &self.q_proj.forward(x)?,
+            rows,
             self.n_heads,
             self.q_layernorm.as_ref(),
         )?;
-        let k = self.heads_normed(
-            &self.k_proj,
-            x,
-            ctx,
+        let k = heads_normed(
+            &self.k_proj.forward(x)?,
+            rows,
             self.n_kv_heads,
             self.k_layernorm.as_ref(),
         )?;
