@@ -114,18 +114,17 @@ const MODELS: &[&str] = &[
 /// multipliers add element-wise chains (`x + h * m` on both residual branches) of the kind
 /// the compiled step fuses.
 ///
-/// The bfloat16 LayerNorm models too (starcoder2-gelu, stablelm-parallel, phi-bf16,
-/// gpt_neox-seq): their
-/// greedy paths pass exact bfloat16 ties (mlx_lm's margin 0), and the compiled step fuses
-/// the GELU's and the parallel residual's element-wise chains (measured: starcoder2-gelu's
-/// compiled log-probabilities one bfloat16 step, 0.03125, from mlx_lm's; `compile: false`
-/// exactly mlx_lm's).
+/// The bfloat16 LayerNorm models too (stablelm-parallel, phi-bf16, cohere-bias,
+/// gpt_neox-seq): their greedy paths pass exact bfloat16 ties (mlx_lm's margin 0), and the
+/// compiled step fuses the GELU's and the parallel residual's element-wise chains (measured:
+/// cohere-bias's compiled log-probabilities one bfloat16 step, 0.03125, from mlx_lm's;
+/// `compile: false` exactly mlx_lm's).
 const NEAR_TIES: &[&str] = &[
     "smollm2-bf16",
     "granitemoehybrid-rope",
-    "starcoder2-gelu",
     "stablelm-parallel",
     "phi-bf16",
+    "cohere-bias",
     "gpt_neox-seq",
 ];
 

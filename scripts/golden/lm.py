@@ -627,11 +627,12 @@ CONFIGS = {
          "sliding_window": None, "tie_word_embeddings": True},
         mx.float32, 40,
     ),
-    # The exact GELU (hidden_act "gelu": mlx_lm's numerics unchanged), untied, bfloat16.
+    # The exact GELU (hidden_act "gelu": mlx_lm's numerics unchanged, so `mlx_lm.generate`
+    # is the CLI's reference, with StarCoder2-Instruct's template), MQA, untied.
     "starcoder2-gelu": (
-        {**STARCODER2, "num_hidden_layers": 2, "num_key_value_heads": 1, "norm_epsilon": 1e-6, "rope_theta": 10000.0, "hidden_act": "gelu",
-         "tie_word_embeddings": False},
-        mx.bfloat16, 41,
+        {**STARCODER2, "num_hidden_layers": 2, "num_key_value_heads": 1, "norm_epsilon": 1e-6,
+         "rope_theta": 10000.0, "hidden_act": "gelu", "tie_word_embeddings": False},
+        mx.float32, 41,
     ),
     # StableLM (issue 37): sequential layers (StableLM-3B-4E1T, StableLM 2 1.6B's shape) with
     # q/k biases and a LayerNorm per query and key head, rope over a quarter of each head,
