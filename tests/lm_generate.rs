@@ -586,6 +586,11 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "plamo2",
         // Its routers at 8 bits in groups of 64 (jamba's `quant_predicate`).
         "jamba",
+        "starcoder2",
+        "stablelm",
+        "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1427,6 +1432,11 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         // Not internlm3: its dynamic rope rotates a chunk with the base of the chunk's last
         // position, so other chunks are another (as mlx_lm's) computation.
         "helium",
+        "starcoder2",
+        "stablelm",
+        "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -1585,4 +1595,68 @@ fn recurrent_gemma_hf_layout_loads_and_config_keys_are_read() {
     let e = err(&|j| j["attention_bias"] = true.into());
     assert!(e.contains("temporal_block.q_proj.bias"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// starcoder2's `sliding_window`, read as transformers reads it (mlx_lm ignores it): every
+/// layer attends to the last `sliding_window` positions, through a rotating cache. Within the
+/// window the logits are the unwindowed model's; past it they move; and the cached path (a
+/// prefill, then one token at a time through the ring buffer) gives the whole prompt's.
+#[test]
+fn starcoder2_sliding_window_slides_every_layer() {
+    let dir = copy_model("starcoder2", "starcoder2-window");
+    let path = dir.join("config.json");
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    config["sliding_window"] = serde_json::json!(8);
+    std::fs::write(&path, config.to_string()).unwrap();
+    let (windowed, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let full = load("starcoder2");
+    let cache = windowed.make_cache(1, 64).unwrap();
+    assert!(cache.iter().all(|c| matches!(c, LayerCache::Rotating(_))));
+
+    let tokens: Vec<i32> = (3..27).collect();
+    let rows = |model: &Model, tokens: &[i32]| -> Vec<Vec<f32>> {
+        let prompt = Array::from_slice(tokens, &[1, tokens.len() as i32]).unwrap();
+        let logits = model.forward(&prompt, None).unwrap();
+        let vocab = *logits.shape().last().unwrap() as usize;
+        let flat = logits
+            .astype(Dtype::Float32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+        flat.chunks(vocab).map(<[f32]>::to_vec).collect()
+    };
+    let worst = |a: &[f32], b: &[f32]| {
+        a.iter()
+            .zip(b)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0.0f32, f32::max)
+    };
+    let (ours, unwindowed) = (rows(&windowed, &tokens), rows(&full, &tokens));
+    // The first 8 positions see the same keys either way (an explicit window mask against
+    // the causal one: the same entries; measured equal).
+    for i in 0..8 {
+        let d = worst(&ours[i], &unwindowed[i]);
+        assert!(d <= 1e-5, "position {i}: {d}");
+    }
+    // From position 8 on, the window drops the first keys: far beyond rounding.
+    let past = worst(&ours[23], &unwindowed[23]);
+    assert!(past > 1e-3, "the window changed nothing: {past}");
+
+    let mut cache = windowed.make_cache(1, 64).unwrap();
+    let prefill = Array::from_slice(&tokens[..20], &[1, 20]).unwrap();
+    windowed.forward(&prefill, Some(&mut cache)).unwrap();
+    let mut last = Vec::new();
+    for t in &tokens[20..] {
+        let step = Array::from_slice(&[*t], &[1, 1]).unwrap();
+        let logits = windowed.forward(&step, Some(&mut cache)).unwrap();
+        last = logits
+            .astype(Dtype::Float32)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap();
+    }
+    // The decode step sums over the ring buffer in its own slot order: last bits only.
+    let d = worst(&last, &ours[23]);
+    assert!(d <= 1e-5, "cached path off by {d}");
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use mlx_nn::{
-    Embedding, Linear, MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
-    QuantizedEmbedding, QuantizedLinear, RMSNorm,
+    Embedding, LayerNorm, LayerNormOptions, Linear, MaybeQuantized, MaybeQuantizedEmbedding,
+    MaybeQuantizedLinear, Quantizable, QuantizedEmbedding, QuantizedLinear, RMSNorm,
 };
 use mlx_rs::{Array, Dtype};
 
@@ -155,6 +155,21 @@ impl Checkpoint {
     pub fn rms_norm(&mut self, path: &str, dims: i32, eps: f32) -> Result<RMSNorm> {
         let mut norm = RMSNorm::new(dims, eps)?;
         norm.weight = self.array(&join(path, "weight"), &[dims])?;
+        Ok(norm)
+    }
+
+    /// An `nn.LayerNorm(dims, eps, bias=bias)` at `path` (its weight always; its bias when
+    /// `bias`).
+    pub fn layer_norm(&mut self, path: &str, dims: i32, eps: f32, bias: bool) -> Result<LayerNorm> {
+        let weight = self.array(&join(path, "weight"), &[dims])?;
+        let bias = if bias {
+            Some(self.array(&join(path, "bias"), &[dims])?)
+        } else {
+            None
+        };
+        let mut norm = LayerNorm::new(dims, LayerNormOptions::default().eps(eps).bias(false))?;
+        norm.weight = Some(weight);
+        norm.bias = bias;
         Ok(norm)
     }
 

@@ -7,10 +7,15 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::baichuan_m1::BaichuanM1Args;
+use mlx_lm::models::cohere::CohereArgs;
+use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
+use mlx_lm::models::phi::PhiArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
+use mlx_lm::models::stablelm::StableLmArgs;
+use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     DeepseekV3, FalconH1, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
     Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
@@ -70,6 +75,11 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "seed_oss" => SeedOss::args(c).map(drop),
         "internlm3" => InternLM3::args(c).map(drop),
         "granite" => Granite::args(c).map(drop),
+        "starcoder2" => Starcoder2Args::from_config(c).map(drop),
+        "stablelm" => StableLmArgs::from_config(c).map(drop),
+        "phi" => PhiArgs::from_config(c).map(drop),
+        "cohere" => CohereArgs::from_config(c).map(drop),
+        "gpt_neox" => GptNeoxArgs::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -132,6 +142,11 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "seed_oss",
         "internlm3",
         "granite",
+        "starcoder2",
+        "stablelm",
+        "phi",
+        "cohere",
+        "gpt_neox",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -143,6 +158,14 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
         if name == "recurrent_gemma" {
             // Its activation is GELU, under `hidden_activation`
             // (`values_the_architecture_does_not_compute_with_are_errors`).
+            continue;
+        }
+        if matches!(
+            config["model_type"].as_str(),
+            Some("starcoder2" | "phi" | "gpt_neox")
+        ) {
+            // Their MLP's activation is a GELU, the one `hidden_act` names
+            // (`gelu_activations_are_read_and_others_are_errors`).
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
@@ -169,6 +192,30 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
     let (result, _) = read_config("act-arch", &mistral);
     let e = result.unwrap_err().to_string();
     assert!(e.contains("llama (serving mistral)"), "{e}");
+}
+
+/// starcoder2's, phi's and gpt_neox's MLP computes the GELU `hidden_act` names (transformers' reading;
+/// mlx_lm computes one GELU whatever the config says): the exact one, or the tanh
+/// approximation under any of its names; another activation is an error naming the key.
+#[test]
+fn gelu_activations_are_read_and_others_are_errors() {
+    for name in ["starcoder2", "phi", "gpt_neox"] {
+        for act in ["gelu", "gelu_pytorch_tanh", "gelu_new", "gelu_fast"] {
+            let mut config = transformers_config(name);
+            config["hidden_act"] = json!(act);
+            let (result, unread) = read_config(&format!("gelu-{name}-{act}"), &config);
+            result.unwrap_or_else(|e| panic!("{name} {act}: {e}"));
+            assert!(unread.is_empty(), "{name}: {unread:?}");
+        }
+        let mut config = transformers_config(name);
+        config["hidden_act"] = json!("relu");
+        let (result, _) = read_config(&format!("gelu-{name}-relu"), &config);
+        let e = result.expect_err(name).to_string();
+        assert!(
+            e.contains("hidden_act") && e.contains("relu") && e.contains(name),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -310,6 +357,22 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             "rope_scaling",
             json!({"rope_type": "yarn", "factor": 2.0}),
         ),
+        // mlx_lm always has biases in starcoder2, an output head of its own in stablelm and
+        // phi (the embedding in cohere), and no q/k LayerNorms in phi.
+        ("starcoder2", "use_bias", json!(false)),
+        ("stablelm", "tie_word_embeddings", json!(true)),
+        ("stablelm", "hidden_act", json!("gelu")),
+        ("phi", "qk_layernorm", json!(true)),
+        ("phi", "tie_word_embeddings", json!(true)),
+        ("cohere", "tie_word_embeddings", json!(false)),
+        // mlx_lm's gpt_neox: biases, a 4 x hidden MLP, one key/value head per head, the
+        // untied embed_out; transformers 5's rope_parameters must agree with rotary_pct.
+        ("gpt_neox", "attention_bias", json!(false)),
+        ("gpt_neox", "intermediate_size", json!(128)),
+        ("gpt_neox", "num_key_value_heads", json!(2)),
+        ("gpt_neox", "tie_word_embeddings", json!(true)),
+        ("gpt_neox", "rotary_pct", json!(0.5)),
+        ("gpt_neox", "rotary_emb_base", json!(500000)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

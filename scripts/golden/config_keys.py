@@ -22,10 +22,12 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    CohereConfig,
     DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
     GraniteConfig,
+    GPTNeoXConfig,
     GraniteMoeHybridConfig,
     HeliumConfig,
     InternLM3Config,
@@ -39,6 +41,7 @@ from transformers import (  # noqa: E402
     NemotronHConfig,
     OlmoeConfig,
     OlmoHybridConfig,
+    PhiConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -49,6 +52,8 @@ from transformers import (  # noqa: E402
     RecurrentGemmaConfig,
     SeedOssConfig,
     SmolLM3Config,
+    StableLmConfig,
+    Starcoder2Config,
 )
 
 import common  # noqa: E402
@@ -77,6 +82,10 @@ FALCON_H1_MULTIPLIERS = dict(
     ssm_multipliers=[0.3535533905932738, 0.25, 0.3535533905932738, 0.5, 0.3535533905932738],
     mlp_multipliers=[0.8838834764831844, 0.5859375],
 )
+
+# GPT-NeoX: every head its own keys and values, the MLP 4 x hidden wide (mlx_lm's only shape).
+NEOX = dict(vocab_size=384, hidden_size=64, intermediate_size=256, num_hidden_layers=4,
+            num_attention_heads=4)
 
 LLAMA3_ROPE = {
     "rope_type": "llama3",
@@ -272,6 +281,20 @@ def configs():
                                                                "factor": 6.0},
                       "qkv_bias": False, "attention_dropout": 0.0, "bias": False,
                       "torch_dtype": "bfloat16"},
+        # The LayerNorm families (issue 37): StarCoder2 as transformers defaults it (tanh
+        # GELU, biases, no sliding window), and with StarCoder2-3B's window.
+        "starcoder2": Starcoder2Config(**SIZES),
+        "starcoder2-window": Starcoder2Config(**SIZES, sliding_window=4096),
+        # StableLM 2 12B's kind: per-head q/k LayerNorms, parallel layers.
+        "stablelm": StableLmConfig(**SIZES, qk_layernorm=True, use_parallel_residual=True),
+        "phi": PhiConfig(**SIZES),
+        # Command-R+'s kind: per-head q/k LayerNorms.
+        "cohere": CohereConfig(**SIZES, use_qk_norm=True),
+        # GPT-NeoX as transformers 5 writes it (rope_parameters only), and with the keys of the
+        # Pythia configs beside them (rotary_pct, rotary_emb_base, which mlx_lm reads).
+        "gpt_neox": GPTNeoXConfig(**NEOX),
+        "gpt_neox-pythia": dict(GPTNeoXConfig(**NEOX).to_dict(), rotary_pct=0.25,
+                                rotary_emb_base=10000),
     }
 
 

@@ -84,6 +84,10 @@ BASE = {
     "max_position_embeddings": 4096,
 }
 
+# BASE without rms_norm_eps, for the LayerNorm families (whose configs have no such key).
+LAYER_NORM_BASE = {k: v for k, v in BASE.items() if k != "rms_norm_eps"}
+STARCODER2 = {**LAYER_NORM_BASE, "model_type": "starcoder2"}
+
 # name -> (config, dtype, seed). Together they cover: GQA, tied and untied embeddings,
 # biases, explicit head_dim, the RoPE variants (default, llama3, yarn, linear, partial),
 # sliding-window layers, qwen3's q/k norms, qwen3_5's linear/full layer mix, SmolLM3's layers
@@ -654,6 +658,101 @@ CONFIGS = {
          "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": True},
         mx.float32, 373,
     ),
+    # StarCoder2 (issue 37): LayerNorms with biases, biased projections, the c_fc/c_proj MLP,
+    # GQA 4:2, tied. hidden_act as its configs say (tanh GELU, what transformers computes;
+    # mlx_lm's erf GELU fixed by TRANSFORMERS_FIXES); no sliding window (mlx_lm ignores it).
+    "starcoder2": (
+        {**STARCODER2, "num_hidden_layers": 3, "norm_epsilon": 1e-5,
+         "rope_theta": 100000.0, "hidden_act": "gelu_pytorch_tanh", "use_bias": True,
+         "sliding_window": None, "tie_word_embeddings": True},
+        mx.float32, 40,
+    ),
+    # The exact GELU (hidden_act "gelu": mlx_lm's numerics unchanged, so `mlx_lm.generate`
+    # is the CLI's reference, with StarCoder2-Instruct's template), MQA, untied.
+    "starcoder2-gelu": (
+        {**STARCODER2, "num_hidden_layers": 2, "num_key_value_heads": 1, "norm_epsilon": 1e-6,
+         "rope_theta": 10000.0, "hidden_act": "gelu", "tie_word_embeddings": False},
+        mx.float32, 41,
+    ),
+    # StableLM (issue 37): sequential layers (StableLM-3B-4E1T, StableLM 2 1.6B's shape) with
+    # q/k biases and a LayerNorm per query and key head, rope over a quarter of each head,
+    # MHA, untied.
+    "stablelm": (
+        {**LAYER_NORM_BASE, "model_type": "stablelm", "num_key_value_heads": 4,
+         "partial_rotary_factor": 0.25, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "use_qkv_bias": True, "qk_layernorm": True, "use_parallel_residual": False,
+         "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 42,
+    ),
+    # StableLM 2 12B's shape: parallel layers (one norm), per-head q/k norms, GQA 4:2, no
+    # biases, in bfloat16 (where the float32 queries and keys matter).
+    "stablelm-parallel": (
+        {**LAYER_NORM_BASE, "model_type": "stablelm", "partial_rotary_factor": 0.5,
+         "layer_norm_eps": 1e-5, "rope_theta": 10000.0, "use_qkv_bias": False,
+         "qk_layernorm": True, "use_parallel_residual": True, "hidden_act": "silu",
+         "tie_word_embeddings": False},
+        mx.bfloat16, 43,
+    ),
+    # Phi-2's shape (issue 37): parallel layers on one LayerNorm, biases everywhere (the head
+    # too), rope over 0.4 of each head, MHA, the tanh GELU (gelu_new), float32 queries.
+    "phi": (
+        {"model_type": "phi", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 256,
+         "num_hidden_layers": 3, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "partial_rotary_factor": 0.4, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "hidden_act": "gelu_new", "qk_layernorm": False, "tie_word_embeddings": False,
+         "max_position_embeddings": 2048},
+        mx.float32, 44,
+    ),
+    # GQA 4:2 in bfloat16 (where the float32 queries matter), half of each head rotated.
+    "phi-bf16": (
+        {"model_type": "phi", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "partial_rotary_factor": 0.5, "layer_norm_eps": 1e-5, "rope_theta": 10000.0,
+         "hidden_act": "gelu_new", "tie_word_embeddings": False,
+         "max_position_embeddings": 2048},
+        mx.bfloat16, 45,
+    ),
+    # Command-R+'s kind (issue 37): parallel layers on one bias-free LayerNorm, a LayerNorm per
+    # query and key head (weights [heads, head_dim]), traditional rope, GQA 4:2, the tied head
+    # times logit_scale.
+    "cohere": (
+        {**LAYER_NORM_BASE, "model_type": "cohere", "layer_norm_eps": 1e-5,
+         "logit_scale": 0.0625, "rope_theta": 8e6, "use_qk_norm": True,
+         "attention_bias": False, "hidden_act": "silu", "tie_word_embeddings": True},
+        mx.float32, 46,
+    ),
+    # Command-R (v01)'s kind without q/k norms, in bfloat16, with the norm and projection
+    # biases mlx_lm can load (layer_norm_bias, attention_bias) and another logit_scale.
+    "cohere-bias": (
+        {**LAYER_NORM_BASE, "model_type": "cohere", "num_hidden_layers": 2,
+         "layer_norm_eps": 1e-5, "logit_scale": 0.125, "rope_theta": 10000.0,
+         "use_qk_norm": False, "attention_bias": True, "layer_norm_bias": True,
+         "hidden_act": "silu", "tie_word_embeddings": True},
+        mx.bfloat16, 47,
+    ),
+    # Pythia's kind (issue 37): the per-head fused query_key_value, parallel layers on two
+    # LayerNorms, rope over a quarter of each head (rotary_pct, rotary_emb_base), the untied
+    # embed_out; hidden_act "gelu" as Pythia's configs say (the exact GELU, what transformers
+    # computes; mlx_lm's tanh GELU fixed by TRANSFORMERS_FIXES). Its Hugging Face layout
+    # (gpt_neox-hf: gpt_neox.* names and transformers' buffers) is what sanitize maps back.
+    "gpt_neox": (
+        {"model_type": "gpt_neox", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 256, "num_hidden_layers": 3, "num_attention_heads": 4,
+         "layer_norm_eps": 1e-5, "rotary_emb_base": 10000, "rotary_pct": 0.25,
+         "use_parallel_residual": True, "hidden_act": "gelu", "max_position_embeddings": 2048,
+         "tie_word_embeddings": False},
+        mx.float32, 48,
+    ),
+    # Sequential layers, half of each head rotated, the tanh GELU (gelu_new: mlx_lm's
+    # numerics), bfloat16.
+    "gpt_neox-seq": (
+        {"model_type": "gpt_neox", "vocab_size": VOCAB, "hidden_size": 64,
+         "num_hidden_layers": 2, "num_attention_heads": 2, "layer_norm_eps": 1e-5,
+         "rotary_emb_base": 500000, "rotary_pct": 0.5, "use_parallel_residual": False,
+         "hidden_act": "gelu_new", "max_position_embeddings": 2048,
+         "tie_word_embeddings": False},
+        mx.bfloat16, 49,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -720,6 +819,16 @@ QUANTIZED = {
     "internlm3": (32, 4, None),
     # mlx_lm's quant_predicate (granite.py: o_proj, down_proj, lm_head at 8 bits).
     "granite": (32, 4, None),
+    "starcoder2": (32, 4, None),
+    "starcoder2-gelu": None,
+    "stablelm": (32, 4, None),
+    "stablelm-parallel": None,
+    "phi": (32, 4, None),
+    "phi-bf16": None,
+    "cohere": (32, 4, None),
+    "cohere-bias": None,
+    "gpt_neox": (32, 4, None),
+    "gpt_neox-seq": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -739,7 +848,11 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
                      "deepseek_v3-lite",
                      # Issue 37, RMSNorm llama-likes (helper A).
-                     "helium", "seed_oss", "granite", "internlm3"}
+                     "helium", "seed_oss", "granite", "internlm3",
+                     # Issue 37, LayerNorm families (helper C).
+                     "starcoder2", "starcoder2-gelu",
+                     "stablelm", "stablelm-parallel", "phi", "phi-bf16",
+                     "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -771,18 +884,62 @@ GRANITE_CHAT_TEMPLATE = (
     "{%- endif %}"
     "{%- endfor %}"
 )
-FAMILY_CHAT_TEMPLATES = {"granite": GRANITE_CHAT_TEMPLATE}
-
-
-def family_chat_template(name, folder):
-    """The family's chat template into the model's tokenizer_config.json, if it has one."""
-    template = FAMILY_CHAT_TEMPLATES.get(name.removesuffix("-4bit"))
-    if template is None:
-        return
-    path = folder / "tokenizer_config.json"
-    config = json.loads(path.read_text())
-    config["chat_template"] = template
-    path.write_text(json.dumps(config, indent=2) + "\n")
+# Family chat templates, as the families' tokenizer_config.json on the hub has them (written
+# from the released files), for the CLI's chat cases (lm_generate.py): the model name (its
+# 4-bit version too) -> its template, in place of the ChatML one the other models share.
+FAMILY_CHAT_TEMPLATES = {
+    "granite": GRANITE_CHAT_TEMPLATE,
+    # bigcode/starcoder2-15b-instruct-v0.1.
+    "starcoder2-gelu": (
+        "{{bos_token}}{{'You are an exceptionally intelligent coding assistant that consistently"
+        " delivers accurate and reliable responses to user instructions.\\n\\n'}}\n"
+        "{%- for message in messages %}\n"
+        "    {%- if message['role'] == 'system' %}\n"
+        "        {{ raise_exception('System messages are not allowed in this template.') }}\n"
+        "    {%- else %}\n"
+        "        {%- if message['role'] == 'user' %}\n"
+        "{{'### Instruction\\n' + message['content'] + '\\n\\n'}}\n"
+        "        {%- else %}\n"
+        "{{'### Response\\n' + message['content'] + eos_token + '\\n\\n'}}\n"
+        "        {%- endif %}\n"
+        "    {%- endif %}\n"
+        "{%- endfor %}\n"
+        "{{'### Response\\n'}}"
+    ),
+    # CohereForAI/c4ai-command-r-v01 (its default template).
+    "cohere": (
+        "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{% set loop_messages = messages[1:]"
+        " %}{% set system_message = messages[0]['content'] %}{% elif false == true %}{% set "
+        "loop_messages = messages %}{% set system_message = 'You are Command-R, a brilliant, "
+        "sophisticated, AI-assistant trained to assist human users by providing thorough "
+        "responses. You are trained by Cohere.' %}{% else %}{% set loop_messages = messages %}"
+        "{% set system_message = false %}{% endif %}{% if system_message != false %}{{ "
+        "'<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>' + system_message + '<|END_OF_TURN_TOKEN|>' }}"
+        "{% endif %}{% for message in loop_messages %}{% if (message['role'] == 'user') != "
+        "(loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate "
+        "user/assistant/user/assistant/...') }}{% endif %}{% set content = message['content'] %}"
+        "{% if message['role'] == 'user' %}{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + "
+        "content.strip() + '<|END_OF_TURN_TOKEN|>' }}{% elif message['role'] == 'assistant' %}"
+        "{{ '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>'  + content.strip() + "
+        "'<|END_OF_TURN_TOKEN|>' }}{% endif %}{% endfor %}{% if add_generation_prompt %}{{ "
+        "'<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>' }}{% endif %}"
+    ),
+    # stabilityai/stablelm-2-zephyr-1_6b.
+    "stablelm": (
+        "{% for message in messages %}\n"
+        "{% if message['role'] == 'user' %}\n"
+        "{{ '<|user|>\\n' + message['content'] + eos_token }}\n"
+        "{% elif message['role'] == 'system' %}\n"
+        "{{ '<|system|>\\n' + message['content'] + eos_token }}\n"
+        "{% elif message['role'] == 'assistant' %}\n"
+        "{{ '<|assistant|>\\n'  + message['content'] + eos_token }}\n"
+        "{% endif %}\n"
+        "{% if loop.last and add_generation_prompt %}\n"
+        "{{ '<|assistant|>' }}\n"
+        "{% endif %}\n"
+        "{% endfor %}"
+    ),
+}
 
 
 def corpus():
@@ -891,6 +1048,9 @@ def make_models(names):
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
+        if name == "gpt_neox":
+            hf_layout_gpt_neox()
+            weights_recipe.write(MODELS / "gpt_neox-hf")
         if name == "deepseek_v3":
             hf_layout_deepseek_v3(config)
             weights_recipe.write(MODELS / "deepseek_v3-hf")
@@ -906,7 +1066,12 @@ def save(folder, model, config, like=None):
     weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
-    family_chat_template(folder.name, folder)
+    template = FAMILY_CHAT_TEMPLATES.get(folder.name.removesuffix("-4bit"))
+    if template is not None:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
+        tokenizer_config["chat_template"] = template
+        (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2)
+                                                      + "\n")
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2]}) + "\n")
 
 
@@ -936,6 +1101,33 @@ def hf_layout_qwen3_5():
             v = v - 1.0
         out[k.replace("language_model.model.", "model.language_model.")] = v
     out["mtp.fc.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_gpt_neox():
+    """The GPT-NeoX weights as a Hugging Face checkpoint stores them: `gpt_neox.layers.{i}.`,
+    `gpt_neox.embed_in`, `gpt_neox.final_layer_norm`, `embed_out` at the top, and
+    transformers' buffers (the causal mask `attention.bias`, `attention.masked_bias`, the
+    rotary `inv_freq`). mlx_lm's sanitize maps it back to the same model."""
+    src = MODELS / "gpt_neox"
+    dst = MODELS / "gpt_neox-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        k = k.removeprefix("model.")
+        if k.startswith("h."):
+            k = "gpt_neox.layers." + k.removeprefix("h.")
+        elif k != "embed_out.weight":
+            k = "gpt_neox." + k
+        out[k] = v
+    for i in range(CONFIGS["gpt_neox"][0]["num_hidden_layers"]):
+        p = f"gpt_neox.layers.{i}.attention"
+        out[f"{p}.bias"] = mx.tril(mx.ones((8, 8), dtype=mx.bool_))[None, None]
+        out[f"{p}.masked_bias"] = mx.array(-1e9)
+        out[f"{p}.rotary_emb.inv_freq"] = mx.arange(2, dtype=mx.float32)
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
@@ -1327,6 +1519,31 @@ def transformers_jamba(model):
 
 TRANSFORMERS_FIXES["jamba"] = transformers_jamba
 TRANSFORMERS_FIXES["jamba-tied"] = transformers_jamba
+
+
+def transformers_gelu_approx(model):
+    """mlx_lm's starcoder2 made transformers' `Starcoder2Model` for a `gelu_pytorch_tanh`
+    config: the MLP's tanh GELU (mlx_lm: the exact `nn.gelu` whatever the config says)."""
+    for layer in model.layers:
+        mlp = layer.mlp
+        mlp.__class__ = type("TanhMLP", (type(mlp),),
+                             {"__call__": lambda self, x: self.c_proj(nn.gelu_approx(self.c_fc(x)))})
+
+
+TRANSFORMERS_FIXES["starcoder2"] = transformers_gelu_approx
+
+
+def transformers_gelu(model):
+    """mlx_lm's gpt_neox made transformers' `GPTNeoXModel` for a `gelu` config: the MLP's
+    exact GELU (mlx_lm: `nn.gelu_approx` whatever the config says)."""
+    for layer in model.layers:
+        mlp = layer.mlp
+        mlp.__class__ = type("ErfMLP", (type(mlp),), {
+            "__call__": lambda self, x: self.dense_4h_to_h(nn.gelu(self.dense_h_to_4h(x)))})
+
+
+TRANSFORMERS_FIXES["gpt_neox"] = transformers_gelu
+TRANSFORMERS_FIXES["gpt_neox-hf"] = transformers_gelu
 
 
 def golden(name):

@@ -190,6 +190,37 @@ CASES = [
     {"model": "seed_oss-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 5,
      "temp": 1.0, "top_k": 20},
     {"model": "granite", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # The LayerNorm families (issue 37): starcoder2 (tanh GELU as transformers computes it,
+    # `lm.TRANSFORMERS_FIXES`), equal and different lengths, 4-bit with sampling, the exact
+    # GELU with chunked prefill; stablelm sequential and parallel (bfloat16, float32 queries and
+    # keys); phi float and bfloat16.
+    {"model": "starcoder2", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "starcoder2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "starcoder2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 12,
+     "temp": 1.0, "top_k": 20},
+    {"model": "starcoder2-gelu", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    {"model": "stablelm", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "stablelm-parallel", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    {"model": "phi", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "phi-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13, "temp": 1.0,
+     "top_k": 20},
+    {"model": "phi-bf16", "lengths": [12, 12], "max_tokens": 20},
+    # cohere: the scaled tied head; q/k norms (float, 4-bit sampled) and biases (bfloat16).
+    # The sampled case's seed keeps every row to max_tokens: mlx_lm drops a finished row, and
+    # a sampled batch of fewer rows draws other noise for the rest (seed 14 ended a row at 8).
+    {"model": "cohere", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "cohere-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 17, "temp": 1.0,
+     "top_k": 20},
+    {"model": "cohere-bias", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # gpt_neox: the exact GELU as transformers computes it (`lm.TRANSFORMERS_FIXES`), 4-bit
+    # sampled, the Hugging Face layout; sequential bfloat16 with chunked prefill.
+    {"model": "gpt_neox", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "gpt_neox-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 15,
+     "temp": 1.0, "top_k": 20},
+    {"model": "gpt_neox-hf", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "gpt_neox-seq", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
 ]
 
 

@@ -112,6 +112,17 @@ CLI = [
     # Granite 3.x's own chat template (lm.GRANITE_CHAT_TEMPLATE), with a system message.
     {"model": "granite", "prompt": "Name three rivers.", "chat": True, "max_tokens": 48,
      "system_prompt": "You are Granite."},
+    # The LayerNorm families with their own chat templates (lm.FAMILY_CHAT_TEMPLATES):
+    # StarCoder2-Instruct's and StableLM 2 Zephyr's; Phi-2 has none (its QA prompt format).
+    {"model": "starcoder2-gelu", "prompt": "Write a function that adds two numbers.",
+     "chat": True, "max_tokens": 48},
+    {"model": "stablelm", "prompt": "Name a prime.", "chat": True, "max_tokens": 40,
+     "system_prompt": "You are terse."},
+    {"model": "phi", "prompt": "Instruct: Name a prime. Output:", "chat": False,
+     "max_tokens": 40},
+    # Command-R's template, a system turn.
+    {"model": "cohere", "prompt": "  Say hi.  ", "chat": True, "max_tokens": 40,
+     "system_prompt": "Be brief."},
 ]
 
 
@@ -472,6 +483,13 @@ PROMPT_CACHE = [
     # max_position_embeddings: the continuation's base grows), granite's multipliers.
     ("internlm3", 16),
     ("granite", 16),
+    # The LayerNorm families: key/value caches (stablelm and phi in bfloat16: the cache
+    # keeps the model's dtype, the attention product is float32).
+    ("starcoder2", 16),
+    ("stablelm-parallel", 16),
+    ("phi-bf16", 16),
+    ("cohere", 16),
+    ("gpt_neox", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -254,6 +254,90 @@ pub fn attend(
     fused: bool,
     cache: Option<&mut LayerCache>,
 ) -> Result<Array> {
+    attend_upcast(
+        queries,
+        keys,
+        values,
+        rope,
+        scale,
+        plain_mask,
+        window,
+        fused,
+        cache,
+        Upcast::None,
+    )
+}
+
+/// Which operands of the attention product a family computes in float32, after rope and
+/// the cache update (the cache keeps the model's dtype), the output cast back to the
+/// values' dtype: the families whose attention scores overflow or lose too much in half
+/// precision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, mlx_tree::StaticData)]
+pub enum Upcast {
+    /// The model's dtype throughout.
+    #[default]
+    None,
+    /// The queries (phi).
+    Queries,
+    /// The queries and keys (stablelm).
+    QueriesKeys,
+    /// The queries, when they are float16 (cohere2).
+    QueriesIfFloat16,
+}
+
+impl Upcast {
+    /// Whether attention of `queries` computes in another dtype than theirs (then the
+    /// one-kernel decode attention, which computes in theirs, does not apply).
+    fn changes(self, queries: &Array) -> bool {
+        match self {
+            Upcast::None => false,
+            Upcast::Queries | Upcast::QueriesKeys => queries.dtype() != Dtype::Float32,
+            Upcast::QueriesIfFloat16 => queries.dtype() == Dtype::Float16,
+        }
+    }
+
+    /// `scaled_dot_product_attention` with the upcast operands, cast back to the values'
+    /// dtype (Python: `sdpa(q.astype(float32), ...).astype(values.dtype)`).
+    fn sdpa<'m>(
+        self,
+        queries: &Array,
+        keys: &Array,
+        values: &Array,
+        scale: f32,
+        mask: impl Into<AttentionMask<'m>>,
+    ) -> Result<Array> {
+        let f32 = |x: &Array| x.astype(Dtype::Float32);
+        let (q, k) = match self {
+            Upcast::None => {
+                return fast::scaled_dot_product_attention(queries, keys, values, scale, mask, None)
+            }
+            Upcast::Queries => (f32(queries)?, keys.clone()),
+            Upcast::QueriesKeys => (f32(queries)?, f32(keys)?),
+            Upcast::QueriesIfFloat16 if queries.dtype() == Dtype::Float16 => {
+                (f32(queries)?, keys.clone())
+            }
+            Upcast::QueriesIfFloat16 => (queries.clone(), keys.clone()),
+        };
+        fast::scaled_dot_product_attention(&q, &k, values, scale, mask, None)?
+            .astype(values.dtype())
+    }
+}
+
+/// [`attend`] with some operands of the product in float32 ([`Upcast`]).
+#[allow(clippy::too_many_arguments)]
+pub fn attend_upcast(
+    queries: Array,
+    keys: Array,
+    values: Array,
+    rope: Option<&RotaryEmbedding>,
+    scale: f32,
+    plain_mask: &PlainMask,
+    window: Option<i32>,
+    fused: bool,
+    cache: Option<&mut LayerCache>,
+    upcast: Upcast,
+) -> Result<Array> {
+    let fused = fused && !upcast.changes(&queries);
     let rotate_at = |x: &Array, offset: &Array| -> Result<Array> {
         match rope {
             Some(rope) => rope.forward(x, offset),
@@ -265,14 +349,7 @@ pub fn attend(
             Some(rope) => (rope.forward(&queries, 0)?, rope.forward(&keys, 0)?),
             None => (queries, keys),
         };
-        return fast::scaled_dot_product_attention(
-            &queries,
-            &keys,
-            &values,
-            scale,
-            plain_mask.as_mask(),
-            None,
-        );
+        return upcast.sdpa(&queries, &keys, &values, scale, plain_mask.as_mask());
     };
     let rotate = |offset: &Array| -> Result<(Array, Array)> {
         Ok((rotate_at(&queries, offset)?, rotate_at(&keys, offset)?))
@@ -280,7 +357,7 @@ pub fn attend(
     let (queries, (keys, values, mask)) = match cache {
         LayerCache::Kv(c) if c.prefix_attention => {
             let (q, k) = rotate(&c.rope_offset()?)?;
-            return attend_prefix(&q, &k, &values, scale, window, c);
+            return attend_prefix(&q, &k, &values, scale, window, c, upcast);
         }
         LayerCache::Kv(c) => {
             let (q, k) = rotate(&c.rope_offset()?)?;
@@ -335,7 +412,7 @@ pub fn attend(
             )))
         }
     };
-    fast::scaled_dot_product_attention(&queries, &keys, &values, scale, &mask, None)
+    upcast.sdpa(&queries, &keys, &values, scale, &mask)
 }
 
 /// Attention over the written prefix of a cache in
@@ -349,6 +426,7 @@ fn attend_prefix(
     scale: f32,
     window: Option<i32>,
     cache: &mut KvCache,
+    upcast: Upcast,
 ) -> Result<Array> {
     let length = keys.shape().get(2).copied().unwrap_or(0);
     let end = cache.offset.item::<i32>()? + length;
@@ -365,5 +443,5 @@ fn attend_prefix(
         None if length == 1 => AttentionMask::None,
         None => AttentionMask::Causal,
     };
-    fast::scaled_dot_product_attention(queries, &keys, &values, scale, mask, None)
+    upcast.sdpa(queries, &keys, &values, scale, mask)
 }

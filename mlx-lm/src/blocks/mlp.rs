@@ -31,6 +31,19 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// The activation a transformers config's `hidden_act` (or `activation_function`) names:
+    /// transformers' `ACT2FN` keys that are one of these (`gelu` is the exact GELU;
+    /// `gelu_pytorch_tanh`, `gelu_new` and `gelu_fast` the tanh approximation, the last
+    /// with its constants written out; `swish` is SiLU).
+    pub fn from_hidden_act(name: &str) -> Option<Activation> {
+        match name {
+            "silu" | "swish" => Some(Activation::Silu),
+            "gelu" => Some(Activation::Gelu),
+            "gelu_pytorch_tanh" | "gelu_new" | "gelu_fast" => Some(Activation::GeluApprox),
+            _ => None,
+        }
+    }
+
     pub fn apply(self, x: &Array) -> Result<Array> {
         match self {
             Activation::Silu => silu(x),
@@ -90,4 +103,49 @@ impl Forward for Mlp {
         let hidden = self.activation.gated(&gate, &self.up_proj.forward(x)?)?;
         self.down_proj.forward(&hidden)
     }
+}
+
+/// Python: the one-hidden-layer MLP of starcoder2 and gpt2 (`MLP`),
+/// `c_proj(act(c_fc(x)))`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct PlainMlp {
+    pub c_fc: MaybeQuantizedLinear,
+    pub c_proj: MaybeQuantizedLinear,
+    #[tree(static)]
+    pub activation: Activation,
+}
+
+impl PlainMlp {
+    /// Takes the layer's tensors under `path`: `dim` features in and out, `hidden` between,
+    /// both with biases.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        hidden: i32,
+        activation: Activation,
+    ) -> crate::Result<PlainMlp> {
+        Ok(PlainMlp {
+            c_fc: ck.linear(&format!("{path}.c_fc"), dim, hidden, true)?,
+            c_proj: ck.linear(&format!("{path}.c_proj"), hidden, dim, true)?,
+            activation,
+        })
+    }
+}
+
+impl Forward for PlainMlp {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        plain_mlp(&self.c_fc, &self.c_proj, self.activation, x)
+    }
+}
+
+/// `fc_out(act(fc_in(x)))`: the one-hidden-layer MLP whatever a family names its two
+/// projections (phi's `fc1` / `fc2`, gpt_neox's `dense_h_to_4h` / `dense_4h_to_h`).
+pub fn plain_mlp(
+    fc_in: &MaybeQuantizedLinear,
+    fc_out: &MaybeQuantizedLinear,
+    activation: Activation,
+    x: &Array,
+) -> Result<Array> {
+    fc_out.forward(&activation.apply(&fc_in.forward(x)?)?)
 }

@@ -27,7 +27,7 @@ pub mod short_conv;
 pub mod ssd;
 pub mod switch;
 
-pub use attention::{Attention, AttentionConfig, AttentionParts};
+pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, Upcast};
 pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
@@ -38,10 +38,10 @@ pub use group_router::{group_expert_select, GroupLimit, GroupRouting, GroupedMoe
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
-pub use mlp::{Activation, Mlp};
+pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
-pub use norm::{GemmaRmsNorm, RmsNormGated};
-pub use rope::{initialize_rope, rope_theta, RotaryEmbedding};
+pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
+pub use rope::{initialize_rope, partial_rotary_factor, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;

@@ -1,11 +1,12 @@
 //! Norms beyond `mlx_nn`'s: the gated RMSNorm of linear-attention outputs, and the Gemma
 //! families' RMSNorm whose weight is an offset from one.
 
-use mlx_nn::Forward;
+use mlx_nn::{Forward, LayerNorm};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::mlp::silu;
+use crate::blocks::rows::{heads, heads_first, Rows};
 use crate::checkpoint::Checkpoint;
 
 /// Python: `Qwen3NextRMSNormGated`.
@@ -48,5 +49,91 @@ impl GemmaRmsNorm {
 impl Forward for GemmaRmsNorm {
     fn forward(&self, x: &Array) -> Result<Array> {
         fast::rms_norm(x, Some(&ops::add(1.0f32, &self.weight)?), self.eps)
+    }
+}
+
+/// Python: stablelm's `LayerNormPerHead`: one bias-free LayerNorm per head (parameters
+/// `norms.{i}.weight`), applied to `x` `[..., heads, head_dim]` as `stack(weights) *
+/// layer_norm(x)` (the weight multiplied after the plain norm, not fused into it).
+#[derive(Debug, Clone, TreeNode)]
+pub struct PerHeadLayerNorm {
+    pub norms: Vec<LayerNorm>,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl PerHeadLayerNorm {
+    /// `heads` norms of `head_dim` features under `path.norms`.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        heads: i32,
+        head_dim: i32,
+        eps: f32,
+    ) -> crate::Result<Self> {
+        let norms = (0..heads)
+            .map(|i| ck.layer_norm(&format!("{path}.norms.{i}"), head_dim, eps, false))
+            .collect::<crate::Result<Vec<_>>>()?;
+        Ok(PerHeadLayerNorm { norms, eps })
+    }
+}
+
+impl Forward for PerHeadLayerNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let weights = self
+            .norms
+            .iter()
+            .map(|n| {
+                n.weight.as_ref().ok_or_else(|| {
+                    mlx_rs::Error::InvalidArgument("a per-head norm without its weight".into())
+                })
+            })
+            .collect::<Result<Vec<&Array>>>()?;
+        let w = ops::stack(weights, 0)?;
+        ops::multiply(&w, &fast::layer_norm(x, None, None, self.eps)?)
+    }
+}
+
+/// Python: cohere's `LayerNorm2D`: one weight `[heads, head_dim]` applied to `x` `[...,
+/// heads, head_dim]` as `weight * layer_norm(x)` (the per-head norm of Command-R's queries
+/// and keys; transformers' `CohereLayerNorm` of shape `(heads, head_dim)`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct LayerNorm2D {
+    pub weight: Array,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl LayerNorm2D {
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        heads: i32,
+        head_dim: i32,
+        eps: f32,
+    ) -> crate::Result<Self> {
+        Ok(LayerNorm2D {
+            weight: ck.array(&format!("{path}.weight"), &[heads, head_dim])?,
+            eps,
+        })
+    }
+}
+
+impl Forward for LayerNorm2D {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        ops::multiply(&self.weight, &fast::layer_norm(x, None, None, self.eps)?)
+    }
+}
+
+/// Projected rows `y` `[B * L, n * head_dim]` as `n` heads `[B, n, L, head_dim]`, each
+/// position's heads normalized by `norm` (a norm whose weights are per head, over `[B, L, n,
+/// head_dim]`) before the transpose, as mlx_lm orders it.
+pub fn heads_normed<N: Forward>(y: &Array, rows: Rows, n: i32, norm: Option<&N>) -> Result<Array> {
+    match norm {
+        None => heads(y, rows, n, None),
+        Some(norm) => {
+            let y = ops::reshape(y, &[rows.batch, rows.len, n, -1])?;
+            heads_first(&norm.forward(&y)?)
+        }
     }
 }

@@ -78,19 +78,30 @@ pub fn initialize_rope(
 /// silently takes its default. Where two places disagree, transformers takes the nested value
 /// and mlx_lm the top-level one, so a config that says both is an error naming them.
 pub fn rope_theta(config: &ModelConfig, default: Option<f64>) -> Result<f64> {
+    rope_setting(config, "rope_theta", default)
+}
+
+/// A config's `partial_rotary_factor` (the share of each head's features that rotate), found
+/// as [`rope_theta`] is: at the top level (mlx_lm), under `rope_parameters` (transformers 5)
+/// or in `rope_scaling`, else `default`; places that disagree are an error naming them.
+pub fn partial_rotary_factor(config: &ModelConfig, default: Option<f64>) -> Result<f64> {
+    rope_setting(config, "partial_rotary_factor", default)
+}
+
+fn rope_setting(config: &ModelConfig, key: &str, default: Option<f64>) -> Result<f64> {
     let mut found: Vec<(String, f64)> = Vec::new();
-    if let Some(theta) = config.float("rope_theta")? {
-        found.push((config.key("rope_theta"), theta));
+    if let Some(theta) = config.float(key)? {
+        found.push((config.key(key), theta));
     }
     for section in ["rope_parameters", "rope_scaling"] {
         if let Some(s) = config.section(section) {
-            if let Some(theta) = s.float("rope_theta")? {
-                found.push((s.key("rope_theta"), theta));
+            if let Some(theta) = s.float(key)? {
+                found.push((s.key(key), theta));
             }
         }
     }
     match found.as_slice() {
-        [] => default.ok_or_else(|| invalid(config.path(), &config.key("rope_theta"), "missing")),
+        [] => default.ok_or_else(|| invalid(config.path(), &config.key(key), "missing")),
         [(key, theta), rest @ ..] => match rest.iter().find(|(_, t)| t != theta) {
             None => Ok(*theta),
             Some((other, t)) => Err(invalid(

@@ -5,8 +5,10 @@
 
 pub mod baichuan_m1;
 pub mod base;
+pub mod cohere;
 pub mod deepseek_v3;
 pub mod falcon_h1;
+pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoehybrid;
 pub mod helium;
@@ -20,6 +22,7 @@ pub mod mixtral;
 pub mod nemotron_h;
 pub mod olmo_hybrid;
 pub mod olmoe;
+pub mod phi;
 pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
@@ -31,10 +34,14 @@ pub mod recurrent_gemma;
 pub mod seed_oss;
 pub mod smollm3;
 pub mod sparse;
+pub mod stablelm;
+pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
+pub use cohere::Cohere;
 pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
+pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use helium::Helium;
@@ -48,6 +55,7 @@ pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
+pub use phi::Phi;
 pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
@@ -58,6 +66,8 @@ pub use qwen3_next::Qwen3Next;
 pub use recurrent_gemma::RecurrentGemma;
 pub use seed_oss::SeedOss;
 pub use smollm3::SmolLM3;
+pub use stablelm::StableLm;
+pub use starcoder2::Starcoder2;
 
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::ModelConfig;
@@ -74,11 +84,13 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 27] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 32] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
+        ("cohere", builtin!(Cohere)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
+        ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("helium", builtin!(Helium)),
@@ -92,6 +104,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 27] {
         ("nemotron_h", builtin!(NemotronH)),
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
+        ("phi", builtin!(Phi)),
         ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
@@ -103,5 +116,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 27] {
         ("recurrent_gemma", builtin!(RecurrentGemma)),
         ("seed_oss", builtin!(SeedOss)),
         ("smollm3", builtin!(SmolLM3)),
+        ("stablelm", builtin!(StableLm)),
+        ("starcoder2", builtin!(Starcoder2)),
     ]
 }
