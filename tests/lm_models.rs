@@ -86,6 +86,12 @@ const MODELS: &[&str] = &[
     "deepseek_v3-lite",
     "deepseek_v3-hf",
     "deepseek_v3-4bit-hf",
+    "gemma",
+    "gemma-4bit",
+    "gemma-bf16",
+    "gemma2",
+    "gemma2-4bit",
+    "gemma2-bf16",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -97,7 +103,16 @@ const MODELS: &[&str] = &[
 /// 0.03125 (one bfloat16 step) from mlx_lm's, with `compile: false` exactly mlx_lm's; its µP
 /// multipliers add element-wise chains (`x + h * m` on both residual branches) of the kind
 /// the compiled step fuses.
-const NEAR_TIES: &[&str] = &["smollm2-bf16", "granitemoehybrid-rope"];
+///
+/// So are gemma-bf16 and gemma2-bf16: their GeGLU (`gelu(gate) * up`) is such a chain; measured,
+/// gemma-bf16's compiled log-probabilities are 0.125 (two bfloat16 steps near -8) from
+/// mlx_lm's, with `compile: false` exactly mlx_lm's.
+const NEAR_TIES: &[&str] = &[
+    "smollm2-bf16",
+    "granitemoehybrid-rope",
+    "gemma-bf16",
+    "gemma2-bf16",
+];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
 /// fails the test); the CUDA golden data of the architectures added since it was last
@@ -1060,6 +1075,10 @@ fn parameter_paths_are_mlx_lm_s() {
         "deepseek_v3",
         "deepseek_v3-4bit",
         "deepseek_v3-lite",
+        "gemma",
+        "gemma-4bit",
+        "gemma2",
+        "gemma2-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

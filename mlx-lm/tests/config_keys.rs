@@ -12,7 +12,7 @@ use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
+    DeepseekV3, FalconH1, Gemma, Gemma2, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
     Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
@@ -65,6 +65,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         "deepseek_v3" => DeepseekV3::args(c).map(drop),
+        "gemma" => Gemma::args(c).map(drop),
+        "gemma2" => Gemma2::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -123,6 +125,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "jamba",
         "baichuan_m1",
         "deepseek_v3",
+        "gemma",
+        "gemma2",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -131,9 +135,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
 #[test]
 fn an_activation_other_than_silu_is_an_error_naming_it() {
     for (name, mut config) in transformers_configs() {
-        if name == "recurrent_gemma" {
-            // Its activation is GELU, under `hidden_activation`
-            // (`values_the_architecture_does_not_compute_with_are_errors`).
+        if name.contains("gemma") {
+            // Their activation is GELU (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
@@ -285,6 +288,23 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
         ("qwen3_5_moe", "mlp_only_layers", json!([1])),
         ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
+        // mlx_lm's Gemma computes the exact GELU, Gemma 2 the tanh one; both tie the head,
+        // have no biases and no rope scaling; a null soft cap (transformers: none) mlx_lm
+        // cannot run.
+        ("gemma", "hidden_act", json!("silu")),
+        ("gemma", "hidden_activation", json!("gelu_new")),
+        ("gemma", "tie_word_embeddings", json!(false)),
+        ("gemma", "attention_bias", json!(true)),
+        (
+            "gemma",
+            "rope_parameters",
+            json!({"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
+        ),
+        ("gemma2", "hidden_activation", json!("gelu")),
+        ("gemma2", "final_logit_softcapping", json!(null)),
+        ("gemma2", "attn_logit_softcapping", json!(null)),
+        ("gemma2", "layer_types", json!(["full_attention"])),
+        ("gemma2", "use_bidirectional_attention", json!(true)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

@@ -25,6 +25,8 @@ from transformers import (  # noqa: E402
     DeepseekV3Config,
     FalconH1Config,
     FalconMambaConfig,
+    Gemma2Config,
+    GemmaConfig,
     GraniteMoeHybridConfig,
     JambaConfig,
     Lfm2Config,
@@ -247,6 +249,11 @@ def configs():
                                         num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
                                         qk_rope_head_dim=16, v_head_dim=32,
                                         qk_nope_head_dim=32, moe_intermediate_size=32),
+        # Gemma: transformers' default activation name (gelu_pytorch_tanh; mlx_lm computes
+        # the exact GELU whatever the name), one key-value head (Gemma-2B's MQA).
+        "gemma": GemmaConfig(**dict(SIZES, num_key_value_heads=1), head_dim=16),
+        # Gemma 2: transformers 5 writes the alternating layer_types and the soft caps.
+        "gemma2": Gemma2Config(**SIZES, head_dim=16, query_pre_attn_scalar=16),
     }
 
 

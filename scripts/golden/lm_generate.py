@@ -109,6 +109,8 @@ CLI = [
      "system_prompt": "You answer in one line."},
     {"model": "mistral", "prompt": "line one\\nline two", "chat": False, "max_tokens": 64},
     {"model": "qwen2-4bit", "prompt": "The cache", "chat": True, "max_tokens": 100},
+    # Gemma's own chat template (bos, <start_of_turn>user ... <start_of_turn>model).
+    {"model": "gemma2", "prompt": "  Why is the sky blue?  ", "chat": True, "max_tokens": 48},
 ]
 
 
@@ -465,6 +467,8 @@ PROMPT_CACHE = [
     # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
     # key part); the prefix's expanded path, then the absorbed one-token steps.
     ("deepseek_v3", 34),
+    # Gemma 2: key/value caches under the soft-capped attention.
+    ("gemma2", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -7,6 +7,8 @@ pub mod baichuan_m1;
 pub mod base;
 pub mod deepseek_v3;
 pub mod falcon_h1;
+pub mod gemma;
+pub mod gemma2;
 pub mod granitemoehybrid;
 pub mod jamba;
 pub mod lfm2;
@@ -31,6 +33,8 @@ pub mod sparse;
 pub use baichuan_m1::BaichuanM1;
 pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
+pub use gemma::Gemma;
+pub use gemma2::Gemma2;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use jamba::Jamba;
 pub use lfm2::Lfm2;
@@ -66,11 +70,13 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 25] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
+        ("gemma", builtin!(Gemma)),
+        ("gemma2", builtin!(Gemma2)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
