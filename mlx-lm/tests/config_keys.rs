@@ -12,8 +12,9 @@ use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, Gemma, Gemma2, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2,
-    Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SmolLM3,
+    DeepseekV3, FalconH1, Gemma, Gemma2, GraniteMoeHybrid, Llama, Mamba, Mamba2, Mixtral,
+    NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma,
+    SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};

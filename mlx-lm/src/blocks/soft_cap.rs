@@ -47,7 +47,10 @@ pub fn attend_soft_capped(
         }
         Some(LayerCache::Kv(c)) if c.prefix_attention() => {
             let offset = c.rope_offset()?;
-            let (q, k) = (rope.forward(&queries, &offset)?, rope.forward(&keys, &offset)?);
+            let (q, k) = (
+                rope.forward(&queries, &offset)?,
+                rope.forward(&keys, &offset)?,
+            );
             let end = c.offset.item::<i32>()? + length;
             let mask = if length > 1 || window.is_some() || c.left_padding.is_some() {
                 Some(c.mask(length, window)?.index((Ellipsis, ..end))?)
@@ -61,13 +64,19 @@ pub fn attend_soft_capped(
         }
         Some(LayerCache::Kv(c)) => {
             let offset = c.rope_offset()?;
-            let (q, k) = (rope.forward(&queries, &offset)?, rope.forward(&keys, &offset)?);
+            let (q, k) = (
+                rope.forward(&queries, &offset)?,
+                rope.forward(&keys, &offset)?,
+            );
             let (keys, values, mask) = c.update_and_fetch(&k, &values, window)?;
             (q, keys, values, Some(mask))
         }
         Some(LayerCache::Rotating(c)) => {
             let offset = c.offset.clone();
-            let (q, k) = (rope.forward(&queries, &offset)?, rope.forward(&keys, &offset)?);
+            let (q, k) = (
+                rope.forward(&queries, &offset)?,
+                rope.forward(&keys, &offset)?,
+            );
             let (keys, values, mask) = c.update_and_fetch(&k, &values)?;
             (q, keys, values, Some(mask))
         }

@@ -57,7 +57,11 @@ fn soft_cap(c: &ModelConfig, key: &str, default: f64) -> crate::Result<f64> {
     }
     let cap = c.float_or(key, default)?;
     if cap <= 0.0 {
-        return Err(invalid(c.path(), &c.key(key), &format!("{cap} is not positive")));
+        return Err(invalid(
+            c.path(),
+            &c.key(key),
+            &format!("{cap} is not positive"),
+        ));
     }
     Ok(cap)
 }
