@@ -111,6 +111,12 @@ const MODELS: &[&str] = &[
     "gpt_neox-4bit",
     "gpt_neox-hf",
     "gpt_neox-seq",
+    "gemma",
+    "gemma-4bit",
+    "gemma-bf16",
+    "gemma2",
+    "gemma2-4bit",
+    "gemma2-bf16",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -135,6 +141,11 @@ const NEAR_TIES: &[&str] = &[
     "phi-bf16",
     "cohere-bias",
     "gpt_neox-seq",
+    // So are gemma-bf16 and gemma2-bf16: their GeGLU (`gelu(gate) * up`) is such a chain;
+    // measured, gemma-bf16's compiled log-probabilities are 0.125 (two bfloat16 steps near
+    // -8) from mlx_lm's, with `compile: false` exactly mlx_lm's.
+    "gemma-bf16",
+    "gemma2-bf16",
 ];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
@@ -364,9 +375,12 @@ fn greedy_generation_equals_mlx_lm() {
         // so there the two lengths sum in other groupings: measured up to 7.7e-4 (qwen2,
         // H100; 2.6e-4 to 7.7e-4 over the eleven models; up to 1.6e-3 for lfm2's 16 layers on
         // an H200). A wrong cache position or mask moves them by 1e-2 and more.
+        // gemma2 normalizes each sublayer's output before its residual sum as plamo2 does
+        // (its post_attention_layernorm and post_feedforward_layernorm), which brings those
+        // last bits to full size: measured 2.4e-5 (gemma2) and 2.9e-5 (gemma2-4bit), its bound plamo2's.
         let tolerance = if on_cuda() {
             2e-3
-        } else if model.model_type() == "plamo2" {
+        } else if matches!(model.model_type(), "plamo2" | "gemma2") {
             PLAMO2_FLOAT32_BOUND
         } else {
             1e-5
@@ -1150,6 +1164,10 @@ fn parameter_paths_are_mlx_lm_s() {
         "gpt_neox",
         "gpt_neox-4bit",
         "gpt_neox-seq",
+        "gemma",
+        "gemma-4bit",
+        "gemma2",
+        "gemma2-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
@@ -1180,4 +1198,63 @@ fn a_prefix_attention_cache_cannot_be_traced() {
     let error = step.call(&mut cache, &token).unwrap_err().to_string();
     eprintln!("{error}");
     assert!(error.contains("eval"), "{error}");
+}
+
+/// Gemma 2's alternate layers slide over the last `sliding_window` positions (transformers;
+/// mlx_lm attends over every position, which the golden model's window of 4096 makes the
+/// same). With the window cut to 8: the first 8 positions' logits are the golden ones (the
+/// window covers all they see), the later ones move; and the cached runs, over the whole
+/// buffer and over the written prefix (`compile: false`'s form), attend within the window
+/// too.
+#[test]
+fn gemma2_slides_alternate_layers_past_the_window() {
+    let g = golden("gemma2");
+    let dir = std::env::temp_dir().join(format!("mlx-lm-gemma2-window-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(model_dir("gemma2")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let mut config: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    config["sliding_window"] = serde_json::json!(8);
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    let model = load_model(&dir, LoadOptions::default()).unwrap().0;
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let n = g.prompt.len() as i32;
+    let logits = model.forward(&prompt_array(&g.prompt), None).unwrap();
+    let tol = logit_tolerance("gemma2");
+    let window = |a: &Array| a.index((.., ..8)).unwrap();
+    let past = |a: &Array| a.index((.., 8..)).unwrap();
+    let (differing, worst) = compare(&window(&logits), &window(&g.logits), tol);
+    assert_eq!(differing, 0, "inside the window: off by {worst}");
+    let (_, moved) = compare(&past(&logits), &past(&g.logits), 0.0);
+    // Measured: up to 8.0; a window that does not apply leaves them at 0.
+    eprintln!("past the window the logits move by up to {moved}");
+    assert!(moved > 1e-2, "past the window: within {moved}");
+
+    for prefix_mode in [false, true] {
+        let mut cache = model.make_cache(1, 64).unwrap();
+        mlx::lm::cache::set_prefix_attention(&mut cache, prefix_mode);
+        let head = prompt_array(&g.prompt[..16]);
+        model.forward(&head, Some(&mut cache)).unwrap();
+        for i in 16..n {
+            let step = model
+                .forward(
+                    &prompt_array(&g.prompt[i as usize..i as usize + 1]),
+                    Some(&mut cache),
+                )
+                .unwrap();
+            let want = logits.index((.., i..i + 1)).unwrap();
+            // The cached sums run over other operands (the buffer, or one row at a time):
+            // last bits (measured: within 2e-6).
+            let (differing, worst) = compare(&step, &want, 1e-5);
+            assert_eq!(
+                differing, 0,
+                "position {i} (prefix mode {prefix_mode}): off by {worst}"
+            );
+        }
+    }
 }

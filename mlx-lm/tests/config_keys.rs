@@ -17,8 +17,8 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
-    Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
+    DeepseekV3, FalconH1, Gemma, Gemma2, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama,
+    Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
     RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
@@ -80,6 +80,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "phi" => PhiArgs::from_config(c).map(drop),
         "cohere" => CohereArgs::from_config(c).map(drop),
         "gpt_neox" => GptNeoxArgs::from_config(c).map(drop),
+        "gemma" => Gemma::args(c).map(drop),
+        "gemma2" => Gemma2::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -147,6 +149,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "phi",
         "cohere",
         "gpt_neox",
+        "gemma",
+        "gemma2",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -155,9 +159,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
 #[test]
 fn an_activation_other_than_silu_is_an_error_naming_it() {
     for (name, mut config) in transformers_configs() {
-        if name == "recurrent_gemma" {
-            // Its activation is GELU, under `hidden_activation`
-            // (`values_the_architecture_does_not_compute_with_are_errors`).
+        if name.contains("gemma") {
+            // Their activation is GELU (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
         if matches!(
@@ -373,6 +376,23 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gpt_neox", "tie_word_embeddings", json!(true)),
         ("gpt_neox", "rotary_pct", json!(0.5)),
         ("gpt_neox", "rotary_emb_base", json!(500000)),
+        // mlx_lm's Gemma computes the exact GELU, Gemma 2 the tanh one; both tie the head,
+        // have no biases and no rope scaling; a null soft cap (transformers: none) mlx_lm
+        // cannot run.
+        ("gemma", "hidden_act", json!("silu")),
+        ("gemma", "hidden_activation", json!("gelu_new")),
+        ("gemma", "tie_word_embeddings", json!(false)),
+        ("gemma", "attention_bias", json!(true)),
+        (
+            "gemma",
+            "rope_parameters",
+            json!({"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
+        ),
+        ("gemma2", "hidden_activation", json!("gelu")),
+        ("gemma2", "final_logit_softcapping", json!(null)),
+        ("gemma2", "attn_logit_softcapping", json!(null)),
+        ("gemma2", "layer_types", json!(["full_attention"])),
+        ("gemma2", "use_bidirectional_attention", json!(true)),
         // Mixture-of-experts blocks are not supported yet.
         (
             "nemotron_h",

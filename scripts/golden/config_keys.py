@@ -28,6 +28,8 @@ from transformers import (  # noqa: E402
     FalconMambaConfig,
     GraniteConfig,
     GPTNeoXConfig,
+    Gemma2Config,
+    GemmaConfig,
     GraniteMoeHybridConfig,
     HeliumConfig,
     InternLM3Config,
@@ -295,6 +297,11 @@ def configs():
         "gpt_neox": GPTNeoXConfig(**NEOX),
         "gpt_neox-pythia": dict(GPTNeoXConfig(**NEOX).to_dict(), rotary_pct=0.25,
                                 rotary_emb_base=10000),
+        # Gemma: transformers' default activation name (gelu_pytorch_tanh; mlx_lm computes
+        # the exact GELU whatever the name), one key-value head (Gemma-2B's MQA).
+        "gemma": GemmaConfig(**dict(SIZES, num_key_value_heads=1), head_dim=16),
+        # Gemma 2: transformers 5 writes the alternating layer_types and the soft caps.
+        "gemma2": Gemma2Config(**SIZES, head_dim=16, query_pre_attn_scalar=16),
     }
 
 

@@ -753,6 +753,44 @@ CONFIGS = {
          "tie_word_embeddings": False},
         mx.bfloat16, 49,
     ),
+    # Gemma-2B's shape: one key-value head for 4 query heads (its 8 : 1), heads of 32 wider
+    # than hidden/heads (as Gemma-7B's 256 against 3072 / 16), the exact-GELU GeGLU under
+    # the legacy hidden_act "gelu", the head tied (always), embeddings times sqrt(64).
+    "gemma": (
+        {**BASE, "model_type": "gemma", "num_key_value_heads": 1, "head_dim": 32,
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "gelu"},
+        mx.float32, 31,
+    ),
+    # Gemma-7B's in bfloat16, as its checkpoints are: as many key-value heads as query
+    # heads, the newer configs' hidden_activation; the norm's 1 + w rounds to bfloat16.
+    "gemma-bf16": (
+        {**BASE, "model_type": "gemma", "num_key_value_heads": 4, "head_dim": 16,
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "hidden_act": "gelu",
+         "hidden_activation": "gelu_pytorch_tanh"},
+        mx.bfloat16, 32,
+    ),
+    # Gemma-2-27B's shape: queries scaled by query_pre_attn_scalar ** -0.5 with the scalar
+    # other than head_dim (its 144 = 4608 / 32 against heads of 128; here 24 against 16),
+    # 4 query / 2 key-value heads (its 32 / 16), attention scores capped at 50 and logits at
+    # 30, sandwich norms, the tanh-GELU GeGLU. transformers 5's layer_types (alternate
+    # sliding layers, which mlx_lm ignores) with its window of 4096: beyond every position
+    # here, so mlx_lm's model is transformers'.
+    "gemma2": (
+        {**BASE, "model_type": "gemma2", "num_hidden_layers": 4, "head_dim": 16,
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "query_pre_attn_scalar": 24,
+         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+         "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 4096,
+         "layer_types": ["sliding_attention", "full_attention"] * 2},
+        mx.float32, 33,
+    ),
+    # In bfloat16 as its checkpoints are, caps small enough to bite (the random model's
+    # scores stay far below 50), mlx_lm's defaults otherwise (query_pre_attn_scalar 144).
+    "gemma2-bf16": (
+        {**BASE, "model_type": "gemma2", "num_hidden_layers": 3, "head_dim": 32,
+         "rms_norm_eps": 1e-6, "attn_logit_softcapping": 0.5,
+         "final_logit_softcapping": 10.0},
+        mx.bfloat16, 34,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -829,6 +867,10 @@ QUANTIZED = {
     "cohere-bias": None,
     "gpt_neox": (32, 4, None),
     "gpt_neox-seq": None,
+    "gemma": (32, 4, None),
+    "gemma-bf16": None,
+    "gemma2": (32, 4, None),
+    "gemma2-bf16": None,
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -852,7 +894,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 37, LayerNorm families (helper C).
                      "starcoder2", "starcoder2-gelu",
                      "stablelm", "stablelm-parallel", "phi", "phi-bf16",
-                     "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq"}
+                     "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq",
+                     # Issue 37, Gemma (helper B).
+                     "gemma", "gemma-bf16", "gemma2", "gemma2-bf16"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -940,6 +984,27 @@ FAMILY_CHAT_TEMPLATES = {
         "{% endfor %}"
     ),
 }
+# The chat template of Gemma's instruction-tuned checkpoints (Gemma 1 and 2 have the same):
+# the bos token first, no system role, user and model turns alternating between
+# <start_of_turn> and <end_of_turn>. With the golden tokenizer those markers are plain text
+# to the byte-level BPE, and its bos_token is null (transformers leaves it undefined: empty).
+GEMMA_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for message in messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}"
+    "{% if (message['role'] == 'assistant') %}{% set role = 'model' %}"
+    "{% else %}{% set role = message['role'] %}{% endif %}"
+    "{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"
+)
+
+# Model families whose golden models carry their real chat template (by model_type) in
+# place of the shared tokenizer's ChatML one.
+CHAT_TEMPLATES = {"gemma": GEMMA_CHAT_TEMPLATE, "gemma2": GEMMA_CHAT_TEMPLATE}
 
 
 def corpus():
@@ -1066,7 +1131,9 @@ def save(folder, model, config, like=None):
     weights_recipe.write(folder, like)
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
-    template = FAMILY_CHAT_TEMPLATES.get(folder.name.removesuffix("-4bit"))
+    # A model's own template, else its family's.
+    template = (FAMILY_CHAT_TEMPLATES.get(folder.name.removesuffix("-4bit"))
+                or CHAT_TEMPLATES.get(config.get("model_type")))
     if template is not None:
         tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
         tokenizer_config["chat_template"] = template

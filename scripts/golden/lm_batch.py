@@ -221,6 +221,19 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "gpt_neox-hf", "lengths": [10, 10, 10], "max_tokens": 24},
     {"model": "gpt_neox-seq", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # Gemma: left-padded key/value caches under the exact-GELU model, 4-bit with sampling,
+    # bfloat16 with chunked prefill.
+    {"model": "gemma", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "gemma-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13, "temp": 1.0,
+     "top_k": 20},
+    {"model": "gemma-bf16", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # Gemma 2: mlx_lm's batch fails (its soft-capped attention broadcasts the batch's mask
+    # [B, 1, L, S] against the grouped heads [B, kv_heads, repeats, L, S]: a ValueError), so
+    # each prompt generated alone is the reference; ours gives the mask the repeats' axis.
+    {"model": "gemma2", "lengths": [10, 10, 10], "max_tokens": 24, "mlx_lm_fails": True},
+    {"model": "gemma2", "lengths": [3, 14, 8, 11], "max_tokens": 24, "mlx_lm_fails": True},
+    {"model": "gemma2-bf16", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8,
+     "mlx_lm_fails": True},
 ]
 
 
@@ -242,6 +255,18 @@ def case_tokens(case):
         kwargs["prefill_step_size"] = case["prefill_step_size"]
     mx.random.seed(case.get("seed", 0))
     eos = sorted(tokenizer.eos_token_ids)
+    if case.get("mlx_lm_fails"):
+        # mlx_lm's batch raises for this model: each prompt generated alone is the reference,
+        # and the record keeps mlx_lm's error.
+        assert not kwargs.get("sampler") and not kwargs.get("logits_processors")
+        try:
+            batch_generate(model, tokenizer, ps, max_tokens=case["max_tokens"], **kwargs)
+            raise AssertionError(f"{case['model']}: mlx_lm's batch no longer fails")
+        except ValueError as e:
+            error = f"{type(e).__name__}: {e}"
+        return {**case, "prompts": ps, "eos": eos, "mlx_lm_batch_error": error,
+                "tokens": [alone(model, p, case["max_tokens"], tokenizer.eos_token_ids,
+                                 case.get("prefill_step_size", 2048)) for p in ps]}
     response = batch_generate(model, tokenizer, ps, max_tokens=case["max_tokens"],
                               return_token_ids=True, **kwargs)
     out = {**case, "prompts": ps, "eos": sorted(tokenizer.eos_token_ids),

@@ -123,6 +123,8 @@ CLI = [
     # Command-R's template, a system turn.
     {"model": "cohere", "prompt": "  Say hi.  ", "chat": True, "max_tokens": 40,
      "system_prompt": "Be brief."},
+    # Gemma's own chat template (bos, <start_of_turn>user ... <start_of_turn>model).
+    {"model": "gemma2", "prompt": "  Why is the sky blue?  ", "chat": True, "max_tokens": 48},
 ]
 
 
@@ -490,6 +492,8 @@ PROMPT_CACHE = [
     ("phi-bf16", 16),
     ("cohere", 16),
     ("gpt_neox", 16),
+    # Gemma 2: key/value caches under the soft-capped attention.
+    ("gemma2", 16),
 ]
 CONTINUE_TOKENS = 16
 

@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]), norms ([`norm`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -24,6 +24,7 @@ pub mod rope;
 pub mod rows;
 pub mod selective_scan;
 pub mod short_conv;
+pub mod soft_cap;
 pub mod ssd;
 pub mod switch;
 
@@ -41,9 +42,10 @@ pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
-pub use rope::{initialize_rope, partial_rotary_factor, rope_theta, RotaryEmbedding};
+pub use rope::{initialize_rope, partial_rotary_factor, plain_rope, rope_theta, RotaryEmbedding};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
+pub use soft_cap::{attend_soft_capped, soft_capped_attention};
 pub use ssd::{Mamba2Config, Mamba2Mixer};
 pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear};

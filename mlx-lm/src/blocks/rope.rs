@@ -546,3 +546,31 @@ impl Yarn {
         ops::divide(&numerator, &denominator)?.to_vec::<f32>()
     }
 }
+
+/// `nn.RoPE(dims, traditional, base)`: the rope of an architecture whose mlx_lm file reads no
+/// scaling; a config's `rope_scaling` / `rope_parameters` of another type than `default` is an
+/// error naming it.
+pub fn plain_rope(
+    c: &ModelConfig,
+    dims: i32,
+    base: f64,
+    traditional: bool,
+) -> Result<RotaryEmbedding> {
+    let rope = RotaryEmbedding::from_config(c, dims, base, traditional)?;
+    if rope != RotaryEmbedding::plain(dims, traditional, base as f32) {
+        let key = if c.get("rope_scaling").is_some_and(|v| !v.is_null()) {
+            "rope_scaling"
+        } else {
+            "rope_parameters"
+        };
+        return Err(invalid(
+            c.path(),
+            &c.key(key),
+            &format!(
+                "rope scaling is not supported by {} (supported: the default rope)",
+                c.model_type()
+            ),
+        ));
+    }
+    Ok(rope)
+}

@@ -10,8 +10,8 @@
 //! rope scaling (`nn.RoPE` at `rope_theta`): a config asking for one is an error, never a
 //! silently plain rope.
 
-use crate::blocks::{rope_theta, RotaryEmbedding};
-use crate::config::{invalid, ModelConfig};
+use crate::blocks::{plain_rope, rope_theta};
+use crate::config::ModelConfig;
 use crate::models::base::{dense_decoder, DecoderArgs};
 
 dense_decoder!(
@@ -38,32 +38,4 @@ impl Helium {
             ..args
         })
     }
-}
-
-/// `nn.RoPE(dims, traditional, base)`: the rope of an architecture whose mlx_lm file reads no
-/// scaling; a config's `rope_scaling` / `rope_parameters` of another type than `default` is an
-/// error naming it.
-pub(crate) fn plain_rope(
-    c: &ModelConfig,
-    dims: i32,
-    base: f64,
-    traditional: bool,
-) -> crate::Result<RotaryEmbedding> {
-    let rope = RotaryEmbedding::from_config(c, dims, base, traditional)?;
-    if rope != RotaryEmbedding::plain(dims, traditional, base as f32) {
-        let key = if c.get("rope_scaling").is_some_and(|v| !v.is_null()) {
-            "rope_scaling"
-        } else {
-            "rope_parameters"
-        };
-        return Err(invalid(
-            c.path(),
-            &c.key(key),
-            &format!(
-                "rope scaling is not supported by {} (supported: the default rope)",
-                c.model_type()
-            ),
-        ));
-    }
-    Ok(rope)
 }

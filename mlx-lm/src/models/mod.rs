@@ -8,6 +8,8 @@ pub mod base;
 pub mod cohere;
 pub mod deepseek_v3;
 pub mod falcon_h1;
+pub mod gemma;
+pub mod gemma2;
 pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoehybrid;
@@ -41,6 +43,8 @@ pub use baichuan_m1::BaichuanM1;
 pub use cohere::Cohere;
 pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
+pub use gemma::Gemma;
+pub use gemma2::Gemma2;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -84,12 +88,14 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 32] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 34] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("falcon_h1", builtin!(FalconH1)),
+        ("gemma", builtin!(Gemma)),
+        ("gemma2", builtin!(Gemma2)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),

@@ -25,8 +25,8 @@ use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rglru::{load_recurrent_block, RecurrentParts, RgLru};
 use crate::blocks::rope::rope_theta;
 use crate::blocks::{
-    forward_layers, make_layer_caches, AttentionParts, GemmaRmsNorm, Layer, LayerContext,
-    RotaryEmbedding, Rows,
+    forward_layers, make_layer_caches, Activation, AttentionParts, GemmaRmsNorm, Layer,
+    LayerContext, Mlp, RotaryEmbedding, Rows,
 };
 use crate::cache::{LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -178,30 +178,14 @@ pub enum TemporalBlock {
     },
 }
 
-/// Python: `MLPBlock`: `down_proj(gelu_approx(gate_proj(x)) * up_proj(x))`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GriffinMlp {
-    pub up_proj: MaybeQuantizedLinear,
-    pub gate_proj: MaybeQuantizedLinear,
-    pub down_proj: MaybeQuantizedLinear,
-}
-
-impl Forward for GriffinMlp {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        let gate = self.gate_proj.forward(x)?;
-        let up = self.up_proj.forward(x)?;
-        self.down_proj
-            .forward(&ops::multiply(&mlx_nn::gelu_approx(&gate)?, &up)?)
-    }
-}
-
 /// Python: `ResidualBlock`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct GriffinLayer {
     pub temporal_pre_norm: GemmaRmsNorm,
     pub temporal_block: TemporalBlock,
     pub channel_pre_norm: GemmaRmsNorm,
-    pub mlp_block: GriffinMlp,
+    /// Python: `MLPBlock`: `down_proj(gelu_approx(gate_proj(x)) * up_proj(x))`, with biases.
+    pub mlp_block: Mlp,
 }
 
 impl GriffinLayer {
@@ -245,11 +229,8 @@ impl GriffinLayer {
             temporal_pre_norm: GemmaRmsNorm::load(ck, &p("temporal_pre_norm"), d, a.rms_norm_eps)?,
             temporal_block,
             channel_pre_norm: GemmaRmsNorm::load(ck, &p("channel_pre_norm"), d, a.rms_norm_eps)?,
-            mlp_block: GriffinMlp {
-                up_proj: ck.linear(&p("mlp_block.up_proj"), d, half, true)?,
-                gate_proj: ck.linear(&p("mlp_block.gate_proj"), d, half, true)?,
-                down_proj: ck.linear(&p("mlp_block.down_proj"), half, d, true)?,
-            },
+            mlp_block: Mlp::load(ck, &p("mlp_block"), d, half, true)?
+                .with_activation(Activation::GeluApprox),
         })
     }
 }
