@@ -86,6 +86,11 @@ const MODELS: &[&str] = &[
     "deepseek_v3-lite",
     "deepseek_v3-hf",
     "deepseek_v3-4bit-hf",
+    "lfm2_moe",
+    "lfm2_moe-4bit",
+    "lfm2_moe-hf",
+    "lfm2_moe-scaled",
+    "lfm2_moe-nobias",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -610,6 +615,7 @@ const MOE: &[&str] = &[
     "qwen3_next",
     "qwen3_5_moe",
     "deepseek_v3",
+    "lfm2_moe",
 ];
 
 /// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
@@ -793,6 +799,11 @@ fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn lfm2_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("lfm2_moe");
+}
+
+#[test]
 fn nemotron_h_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("nemotron_h");
 }
@@ -915,6 +926,8 @@ fn models_rebuild_from_their_leaves() {
         "plamo2-4bit",
         "jamba",
         "jamba-4bit",
+        "lfm2_moe",
+        "lfm2_moe-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -1060,6 +1073,10 @@ fn parameter_paths_are_mlx_lm_s() {
         "deepseek_v3",
         "deepseek_v3-4bit",
         "deepseek_v3-lite",
+        "lfm2_moe",
+        "lfm2_moe-4bit",
+        "lfm2_moe-scaled",
+        "lfm2_moe-nobias",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

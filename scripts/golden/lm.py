@@ -165,6 +165,45 @@ CONFIGS = {
          "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
         mx.bfloat16, 9,
     ),
+    # LFM2-8B-A1B's shape (lfm2_moe): its first 8 of 24 layers (attention at 2 and 6, the
+    # others gated short convolutions), the first two layers' feed-forward dense
+    # (num_dense_layers 2), the others sparse: a sigmoid router with the expert bias choosing
+    # 4 experts per token (its 4 of 32; here of 8), their weights renormalized.
+    "lfm2_moe": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 8,
+         "num_experts": 8, "num_experts_per_tok": 4, "norm_topk_prob": True,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": True, "num_dense_layers": 2, "norm_eps": 1e-5, "conv_bias": False,
+         "conv_L_cache": 3, "rope_theta": 1e6, "routed_scaling_factor": 1.0,
+         "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "conv",
+                         "full_attention", "conv"]},
+        mx.float32, 23,
+    ),
+    # The router's other settings (float32: MLX's gather_mm on the CPU takes no bfloat16):
+    # top 2 not renormalized, scaled by routed_scaling_factor; one dense layer; attention
+    # placed by full_attn_idxs; biased convolutions; rope_theta under rope_parameters.
+    "lfm2_moe-scaled": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 6,
+         "num_experts": 8, "num_experts_per_tok": 2, "norm_topk_prob": False,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": True, "num_dense_layers": 1, "norm_eps": 1e-5, "conv_bias": True,
+         "conv_L_cache": 3, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+         "routed_scaling_factor": 2.5, "full_attn_idxs": [1, 4]},
+        mx.float32, 24,
+    ),
+    # No expert bias: the plain sigmoid top 2, renormalized.
+    "lfm2_moe-nobias": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+         "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": True,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": False, "num_dense_layers": 1, "norm_eps": 1e-5,
+         "conv_bias": False, "conv_L_cache": 3,
+         "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+        mx.float32, 25,
+    ),
     # Mamba2-2.7B's shape (its Hugging Face config, state-spaces/mamba2-2.7b converted): one
     # group of B/C for all heads, tied embeddings, time_step_limit (0, inf), expand 2; 4 of its
     # 64 layers, 4 heads of 32 (its 80 of 64), state 16 (its 128).
@@ -621,7 +660,7 @@ CONFIGS = {
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
-               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40}
+               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -643,6 +682,9 @@ QUANTIZED = {
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
+    "lfm2_moe": (32, 4, None),
+    "lfm2_moe-scaled": None,
+    "lfm2_moe-nobias": None,
     "mamba": (32, 4, None),
     "mamba-bf16": None,
     "falcon_mamba": (32, 4, None),
@@ -691,7 +733,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
-                     "deepseek_v3-lite"}
+                     "deepseek_v3-lite", "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -808,6 +850,9 @@ def make_models(names):
         if name == "qwen3_5_moe":
             hf_layout_qwen3_5_moe()
             weights_recipe.write(MODELS / "qwen3_5_moe-hf")
+        if name == "lfm2_moe":
+            hf_layout_lfm2_moe()
+            weights_recipe.write(MODELS / "lfm2_moe-hf")
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
@@ -871,6 +916,32 @@ def hf_layout_conv(folder):
 
 def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+def hf_layout_lfm2_moe():
+    """The LFM2-MoE weights as Liquid AI's checkpoint stores them: convolution weights
+    `[C, 1, K]`, the projections named `w1` / `w2` / `w3` (gate, down, up) and each sparse
+    layer's experts apart (`feed_forward.experts.{e}.w1`). mlx_lm's sanitize maps them back."""
+    src = MODELS / "lfm2_moe"
+    dst = MODELS / "lfm2_moe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    names = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+    out = {}
+    for k, v in weights.items():
+        if "conv.weight" in k:
+            v = v.moveaxis(1, 2)
+        for mlx_name, name in names.items():
+            k = k.replace(f".{mlx_name}.", f".{name}.")
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        else:
+            out[k] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
 def hf_layout_mixtral():
     """The Mixtral weights as a Hugging Face checkpoint stores them: each expert's
     projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down, up).

@@ -10,6 +10,7 @@ pub mod falcon_h1;
 pub mod granitemoehybrid;
 pub mod jamba;
 pub mod lfm2;
+pub mod lfm2_moe;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
@@ -34,6 +35,7 @@ pub use falcon_h1::FalconH1;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use jamba::Jamba;
 pub use lfm2::Lfm2;
+pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
@@ -66,7 +68,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 24] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("deepseek_v3", builtin!(DeepseekV3)),
@@ -74,6 +76,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 23] {
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
+        ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
