@@ -91,6 +91,9 @@ const MODELS: &[&str] = &[
     "lfm2_moe-hf",
     "lfm2_moe-scaled",
     "lfm2_moe-nobias",
+    "granitemoehybrid-tiny",
+    "granitemoehybrid-tiny-4bit",
+    "granitemoehybrid-tiny-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -618,9 +621,16 @@ const MOE: &[&str] = &[
     "lfm2_moe",
 ];
 
-/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
+/// The mixture-of-experts configs of architectures whose other models are dense
+/// (Granite-4.0-H-Tiny's shape).
+const MOE_CONFIGS: &[&str] = &["granitemoehybrid-tiny"];
+
+/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none),
+/// or of a mixture-of-experts config.
 fn is_moe(name: &str) -> bool {
-    MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense")
+    let base = name.trim_end_matches("-hf").trim_end_matches("-4bit");
+    MOE_CONFIGS.contains(&base)
+        || (MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense"))
 }
 
 /// The mixture-of-experts decode step (router, top-k, the experts' `gather_mm` /
@@ -629,7 +639,7 @@ fn is_moe(name: &str) -> bool {
 #[test]
 fn compiled_moe_decode_is_traced_once_and_equals_eager() {
     let moe: Vec<&str> = models().into_iter().filter(|n| is_moe(n)).collect();
-    assert!(moe.len() >= MOE.len(), "{moe:?}");
+    assert!(moe.len() >= MOE.len() + MOE_CONFIGS.len(), "{moe:?}");
     for name in moe {
         compiled_decode_is_traced_once_and_equals_eager(name, &load(name), 256);
     }
@@ -804,6 +814,11 @@ fn lfm2_moe_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn granitemoehybrid_tiny_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("granitemoehybrid-tiny");
+}
+
+#[test]
 fn nemotron_h_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("nemotron_h");
 }
@@ -928,6 +943,8 @@ fn models_rebuild_from_their_leaves() {
         "jamba-4bit",
         "lfm2_moe",
         "lfm2_moe-4bit",
+        "granitemoehybrid-tiny",
+        "granitemoehybrid-tiny-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -1077,6 +1094,8 @@ fn parameter_paths_are_mlx_lm_s() {
         "lfm2_moe-4bit",
         "lfm2_moe-scaled",
         "lfm2_moe-nobias",
+        "granitemoehybrid-tiny",
+        "granitemoehybrid-tiny-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

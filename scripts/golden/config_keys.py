@@ -28,6 +28,7 @@ from transformers import (  # noqa: E402
     GraniteMoeHybridConfig,
     JambaConfig,
     Lfm2Config,
+    Lfm2MoeConfig,
     LlamaConfig,
     Mamba2Config,
     MambaConfig,
@@ -147,6 +148,10 @@ def configs():
         # Convolution layers 0 and 2, attention layers 1 and 3 (`layer_types` derived).
         "lfm2": Lfm2Config(**SIZES, full_attn_idxs=[1, 3]),
         "lfm2-liquid": Lfm2Config(**SIZES, full_attn_idxs=[1, 3], **LFM2_LIQUID_KEYS),
+        # LFM2-MoE: one dense layer, then sparse blocks of 8 experts (top 4).
+        "lfm2_moe": Lfm2MoeConfig(**SIZES, moe_intermediate_size=32, num_experts=8,
+                                  num_experts_per_tok=4, num_dense_layers=1,
+                                  layer_types=["conv", "full_attention", "conv", "conv"]),
         "lfm2-linear": Lfm2Config(
             **SIZES,
             full_attn_idxs=[1, 3],
@@ -170,6 +175,10 @@ def configs():
         # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
         "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
         "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
+        # Granite-4.0-H-Tiny's kind: 8 experts (top 2) beside the shared MLP.
+        "granitemoehybrid-moe": GraniteMoeHybridConfig(**dict(GRANITE, num_local_experts=8),
+                                                       num_experts_per_tok=2,
+                                                       position_embedding_type="nope"),
         # Falcon-H1-0.5B's keys (its multipliers, no gated norm, rope_theta 1e11 as
         # transformers 5 nests it); and one whose SSM width comes from mamba_expand
         # (mamba_d_ssm null, mamba_d_head "auto") with the gated norm over two groups.

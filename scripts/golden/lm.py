@@ -275,6 +275,24 @@ CONFIGS = {
          "hidden_act": "silu"},
         mx.float32, 14,
     ),
+    # Granite-4.0-H-Tiny's shape with its mixture of experts: Mamba-2 layers with one
+    # attention layer (NoPE), every layer's feed-forward a shared SwiGLU MLP
+    # (shared_intermediate_size) plus 6 routed experts of intermediate_size (its 6 of 64; here
+    # of 8), a softmax over the top 6 router logits; µP multipliers as Tiny's.
+    "granitemoehybrid-tiny": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 32, "shared_intermediate_size": 64, "num_hidden_layers": 6,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0,
+         "attention_multiplier": 0.0078125, "logits_scaling": 6.0, "residual_multiplier": 0.22,
+         "layer_types": ["mamba"] * 2 + ["attention"] + ["mamba"] * 3, "rms_norm_eps": 1e-5,
+         "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_expand": 2, "mamba_proj_bias": False,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1, "mamba_conv_bias": True,
+         "position_embedding_type": "nope", "num_local_experts": 8, "num_experts_per_tok": 6,
+         "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")],
+         "hidden_act": "silu"},
+        mx.float32, 26,
+    ),
     # The same kind in bfloat16 with what the reader must also take: RoPE layers
     # (position_embedding_type "rope", rope_theta under rope_parameters), an untied head, two
     # groups of B/C (transformers' grouped gated norm: `transformers_mamba2_norms`).
@@ -660,7 +678,8 @@ CONFIGS = {
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
-               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40}
+               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40,
+               "granitemoehybrid-tiny": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -696,6 +715,7 @@ QUANTIZED = {
     "nemotron_h-nano": None,
     "granitemoehybrid": (32, 4, None),
     "granitemoehybrid-rope": None,
+    "granitemoehybrid-tiny": (32, 4, None),
     "falcon_h1": (32, 4, None),
     "falcon_h1-deep": None,
     "qwen3_moe": (32, 4, None),
@@ -733,7 +753,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "qwen3_next-dense", "qwen3_5_moe", "olmo_hybrid",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
-                     "deepseek_v3-lite", "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias"}
+                     "deepseek_v3-lite", "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
+                     "granitemoehybrid-tiny"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -850,6 +871,9 @@ def make_models(names):
         if name == "qwen3_5_moe":
             hf_layout_qwen3_5_moe()
             weights_recipe.write(MODELS / "qwen3_5_moe-hf")
+        if name == "granitemoehybrid-tiny":
+            hf_layout_granitemoehybrid_moe()
+            weights_recipe.write(MODELS / "granitemoehybrid-tiny-hf")
         if name == "lfm2_moe":
             hf_layout_lfm2_moe()
             weights_recipe.write(MODELS / "lfm2_moe-hf")
@@ -916,6 +940,32 @@ def hf_layout_conv(folder):
 
 def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+def hf_layout_granitemoehybrid_moe():
+    """The Granite-4.0-H-Tiny-shaped weights as IBM's checkpoint stores them: convolution
+    weights `[C, 1, K]`, each layer's experts as `block_sparse_moe.input_linear` `[E, 2I, D]`
+    (gate rows first) and `block_sparse_moe.output_linear` `[E, D, I]`. mlx_lm's sanitize
+    splits them back into `switch_mlp`."""
+    src = MODELS / "granitemoehybrid-tiny"
+    dst = MODELS / "granitemoehybrid-tiny-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj", "input_linear")] = \
+                mx.concatenate([v, up], axis=1)
+            continue
+        out[k.replace("switch_mlp.down_proj", "output_linear")] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
 def hf_layout_lfm2_moe():
     """The LFM2-MoE weights as Liquid AI's checkpoint stores them: convolution weights
     `[C, 1, K]`, the projections named `w1` / `w2` / `w3` (gate, down, up) and each sparse
@@ -1297,8 +1347,11 @@ def golden(name):
     if name in TRANSFORMERS_MODELS:
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
+        # A model of an architecture's mixture-of-experts configs may take its own length.
         arch = name.split("-")[0]
-        prompt = prompt_ids(sum(map(ord, arch)), PROMPT_LENS.get(arch, PROMPT_LEN))
+        length = PROMPT_LENS.get(name.removesuffix("-hf").removesuffix("-4bit"),
+                                 PROMPT_LENS.get(arch, PROMPT_LEN))
+        prompt = prompt_ids(sum(map(ord, arch)), length)
     base = name.removesuffix("-hf").removesuffix("-4bit")
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:

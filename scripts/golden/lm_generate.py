@@ -60,7 +60,7 @@ def prompt_ids(name):
     """The prompt tokens lm.py uses for this architecture (24, or its PROMPT_LENS entry)."""
     arch = name.split("-")[0]
     seed = sum(map(ord, arch))
-    length = PROMPT_LENS.get(arch, 24)
+    length = PROMPT_LENS.get(name, PROMPT_LENS.get(arch, 24))
     return mx.random.randint(3, VOCAB, (length,), key=mx.random.key(seed)).astype(mx.int32)
 
 
@@ -465,6 +465,12 @@ PROMPT_CACHE = [
     # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
     # key part); the prefix's expanded path, then the absorbed one-token steps.
     ("deepseek_v3", 34),
+    # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
+    # path in the prefix.
+    ("lfm2_moe", 34),
+    # Granite-4.0-H-Tiny's kind: the SSD's states beside a key/value cache, the experts'
+    # sorted path in the prefix.
+    ("granitemoehybrid-tiny", 34),
 ]
 CONTINUE_TOKENS = 16
 
