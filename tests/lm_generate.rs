@@ -447,6 +447,7 @@ fn a_generation_continues_from_its_own_cache() {
         "baichuan_m1-global",
         "lfm2_moe",
         "granitemoehybrid-tiny",
+        "nemotron_h-moe",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -591,6 +592,8 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Its routers (`router.layer`) at 8 bits in groups of 64 (granitemoehybrid's
         // `quant_predicate` with experts).
         "granitemoehybrid-tiny",
+        // Its routers a plain array, never quantized.
+        "nemotron_h-moe",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1434,6 +1437,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "baichuan_m1-global",
         "lfm2_moe-scaled",
         "granitemoehybrid-tiny",
+        "nemotron_h-moe",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

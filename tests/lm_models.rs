@@ -94,6 +94,9 @@ const MODELS: &[&str] = &[
     "granitemoehybrid-tiny",
     "granitemoehybrid-tiny-4bit",
     "granitemoehybrid-tiny-hf",
+    "nemotron_h-moe",
+    "nemotron_h-moe-4bit",
+    "nemotron_h-moe-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -622,8 +625,8 @@ const MOE: &[&str] = &[
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
-/// (Granite-4.0-H-Tiny's shape).
-const MOE_CONFIGS: &[&str] = &["granitemoehybrid-tiny"];
+/// (Granite-4.0-H-Tiny's and Nemotron-3-Nano's shapes).
+const MOE_CONFIGS: &[&str] = &["granitemoehybrid-tiny", "nemotron_h-moe"];
 
 /// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none),
 /// or of a mixture-of-experts config.
@@ -819,6 +822,11 @@ fn granitemoehybrid_tiny_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn nemotron_h_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("nemotron_h-moe");
+}
+
+#[test]
 fn nemotron_h_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("nemotron_h");
 }
@@ -945,6 +953,8 @@ fn models_rebuild_from_their_leaves() {
         "lfm2_moe-4bit",
         "granitemoehybrid-tiny",
         "granitemoehybrid-tiny-4bit",
+        "nemotron_h-moe",
+        "nemotron_h-moe-4bit",
     ] {
         let g = golden(name);
         let model = load(name);
@@ -1096,6 +1106,8 @@ fn parameter_paths_are_mlx_lm_s() {
         "lfm2_moe-nobias",
         "granitemoehybrid-tiny",
         "granitemoehybrid-tiny-4bit",
+        "nemotron_h-moe",
+        "nemotron_h-moe-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

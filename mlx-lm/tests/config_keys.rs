@@ -289,12 +289,9 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("qwen3_5_moe", "decoder_sparse_step", json!(2)),
         ("qwen3_5_moe", "mlp_only_layers", json!([1])),
         ("qwen3_5_moe", "num_experts_per_tok", json!(9)),
-        // Mixture-of-experts blocks are not supported yet.
-        (
-            "nemotron_h",
-            "layers_block_type",
-            json!(["linear_attention", "moe", "full_attention", "mlp"]),
-        ),
+        // Experts in whole groups; top-k within the experts.
+        ("nemotron_h-moe", "n_group", json!(3)),
+        ("nemotron_h-moe", "num_experts_per_tok", json!(9)),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);
@@ -630,7 +627,10 @@ fn lfm2_moe_follows_transformers_where_mlx_lm_differs() {
     let a = args("lfm2_moe", &moe);
     assert_eq!(a.base.full_attn_idxs, [1]);
     assert_eq!((a.base.head_dim, a.base.ff_dim), (16, 128));
-    assert_eq!((a.num_experts, a.num_experts_per_tok, a.num_dense_layers), (8, 4, 1));
+    assert_eq!(
+        (a.num_experts, a.num_experts_per_tok, a.num_dense_layers),
+        (8, 4, 1)
+    );
     assert!(a.use_expert_bias && a.norm_topk_prob);
     assert_eq!(a.routed_scaling_factor, 1.0);
 

@@ -172,6 +172,14 @@ def configs():
                                       num_key_value_heads=2, head_dim=16, intermediate_size=128,
                                       mamba_num_heads=8, mamba_head_dim=16, n_groups=4,
                                       ssm_state_size=16, hybrid_override_pattern="M-M*-"),
+        # Nemotron-3-Nano's kind: expert blocks (E) with their router and shared expert.
+        "nemotron_h-moe": NemotronHConfig(vocab_size=384, hidden_size=64, num_attention_heads=4,
+                                          num_key_value_heads=2, head_dim=16,
+                                          intermediate_size=128, mamba_num_heads=8,
+                                          mamba_head_dim=16, n_groups=4, ssm_state_size=16,
+                                          hybrid_override_pattern="MEM*E", n_routed_experts=8,
+                                          num_experts_per_tok=2, moe_intermediate_size=32,
+                                          moe_shared_expert_intermediate_size=64),
         # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
         "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
         "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),

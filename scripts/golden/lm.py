@@ -245,6 +245,25 @@ CONFIGS = {
          "time_step_limit": [0.0, float("inf")]},
         mx.float32, 12,
     ),
+    # Nemotron-3-Nano's (30B-A3B) kind of block pattern: Mamba-2 blocks alternating with
+    # mixture-of-experts blocks (E), one attention block; ReLU² experts behind DeepSeek-V3's
+    # sigmoid router with the correction bias (one group, as Nano's), top 6 of 8 (its 6 of
+    # 128) renormalized and scaled by 2.5 (its routed_scaling_factor), a shared expert.
+    "nemotron_h-moe": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 16, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 4, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "hybrid_override_pattern": "MEMEM*EME", "mlp_hidden_act": "relu2",
+         "mamba_hidden_act": "silu", "residual_in_fp32": False, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")], "n_routed_experts": 8, "n_shared_experts": 1,
+         "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 64,
+         "num_experts_per_tok": 6, "n_group": 1, "topk_group": 1, "norm_topk_prob": True,
+         "routed_scaling_factor": 2.5},
+        mx.float32, 27,
+    ),
     # NVIDIA-Nemotron-Nano-9B-v2's first 16 blocks in bfloat16, as transformers 5 writes the
     # pattern (`layers_block_type`); 2 groups, attention heads of 16 with 1 key-value head.
     "nemotron_h-nano": (
@@ -679,7 +698,7 @@ CONFIGS = {
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
                "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40,
-               "granitemoehybrid-tiny": 40}
+               "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -713,6 +732,7 @@ QUANTIZED = {
     "mamba2-codestral": None,
     "nemotron_h": (32, 4, None),
     "nemotron_h-nano": None,
+    "nemotron_h-moe": (32, 4, None),
     "granitemoehybrid": (32, 4, None),
     "granitemoehybrid-rope": None,
     "granitemoehybrid-tiny": (32, 4, None),
@@ -754,7 +774,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "olmo_hybrid-rope", "plamo2", "plamo2-untied", "jamba",
                      "jamba-tied", "baichuan_m1", "baichuan_m1-global", "deepseek_v3",
                      "deepseek_v3-lite", "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
-                     "granitemoehybrid-tiny"}
+                     "granitemoehybrid-tiny", "nemotron_h-moe"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -871,6 +891,9 @@ def make_models(names):
         if name == "qwen3_5_moe":
             hf_layout_qwen3_5_moe()
             weights_recipe.write(MODELS / "qwen3_5_moe-hf")
+        if name == "nemotron_h-moe":
+            hf_layout_nemotron_h_moe()
+            weights_recipe.write(MODELS / "nemotron_h-moe-hf")
         if name == "granitemoehybrid-tiny":
             hf_layout_granitemoehybrid_moe()
             weights_recipe.write(MODELS / "granitemoehybrid-tiny-hf")
@@ -940,6 +963,32 @@ def hf_layout_conv(folder):
 
 def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+def hf_layout_nemotron_h_moe():
+    """The Nemotron-3-Nano-shaped weights as NVIDIA's checkpoint stores them: convolution
+    weights `[C, 1, K]`, each expert apart (`mixer.experts.{e}.up_proj` / `down_proj`) and a
+    multi-token-prediction tensor (`mtp.*`). mlx_lm's sanitize maps them back."""
+    src = MODELS / "nemotron_h-moe"
+    dst = MODELS / "nemotron_h-moe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    names = {"fc1": "up_proj", "fc2": "down_proj"}
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            proj, param = rest.split(".")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{names[proj]}.{param}"] = v[e]
+        else:
+            out[k] = v
+    out["mtp.layers.0.norm.weight"] = mx.ones((4,))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
 def hf_layout_granitemoehybrid_moe():
     """The Granite-4.0-H-Tiny-shaped weights as IBM's checkpoint stores them: convolution
     weights `[C, 1, K]`, each layer's experts as `block_sparse_moe.input_linear` `[E, 2I, D]`

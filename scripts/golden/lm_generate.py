@@ -471,6 +471,8 @@ PROMPT_CACHE = [
     # Granite-4.0-H-Tiny's kind: the SSD's states beside a key/value cache, the experts'
     # sorted path in the prefix.
     ("granitemoehybrid-tiny", 34),
+    # Nemotron-3-Nano's kind: no cache entries for the expert blocks.
+    ("nemotron_h-moe", 34),
 ]
 CONTINUE_TOKENS = 16
 

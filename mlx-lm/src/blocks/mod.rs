@@ -46,4 +46,4 @@ pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
 pub use ssd::{Mamba2Config, Mamba2Mixer};
-pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear};
+pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear, SwitchMlp};

@@ -423,17 +423,16 @@ impl Layer for GraniteMoeHybridLayer {
             };
         let h = ops::add(x, &ops::multiply(&h, m)?)?;
         let normed = self.post_attention_layernorm.forward(&h)?;
-        let out = match (&self.mlp, &self.block_sparse_moe, &self.shared_mlp) {
-            (Some(mlp), None, None) => mlp.forward(&normed)?,
-            (None, Some(moe), Some(shared)) => {
-                ops::add(&moe.forward(&normed)?, &shared.forward(&normed)?)?
-            }
-            _ => {
-                return Err(wrong_input(
+        let out =
+            match (&self.mlp, &self.block_sparse_moe, &self.shared_mlp) {
+                (Some(mlp), None, None) => mlp.forward(&normed)?,
+                (None, Some(moe), Some(shared)) => {
+                    ops::add(&moe.forward(&normed)?, &shared.forward(&normed)?)?
+                }
+                _ => return Err(wrong_input(
                     "a granitemoehybrid layer has either mlp or shared_mlp and block_sparse_moe",
-                ))
-            }
-        };
+                )),
+            };
         ops::add(&h, &ops::multiply(&out, m)?)
     }
 

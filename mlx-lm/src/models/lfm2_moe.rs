@@ -14,7 +14,9 @@ use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::model::LanguageModel;
-use crate::models::lfm2::{full_attn_idxs, lfm2_rope_theta, Lfm2, Lfm2Args, Lfm2DecoderLayer, Lfm2Model};
+use crate::models::lfm2::{
+    full_attn_idxs, lfm2_rope_theta, Lfm2, Lfm2Args, Lfm2DecoderLayer, Lfm2Model,
+};
 use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
 use crate::quantization::QuantParams;
 
@@ -237,11 +239,7 @@ pub struct Lfm2Moe {
 }
 
 /// Liquid AI's names for the SwiGLU projections against mlx_lm's.
-const RENAMES: [(&str, &str); 3] = [
-    ("w1", "gate_proj"),
-    ("w2", "down_proj"),
-    ("w3", "up_proj"),
-];
+const RENAMES: [(&str, &str); 3] = [("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")];
 
 impl Lfm2Moe {
     /// Python: `Model.sanitize`: lfm2's (convolution weights `[C, 1, K]` become `[C, K,
@@ -260,9 +258,9 @@ impl Lfm2Moe {
             .collect();
         for key in keys {
             let renamed = RENAMES.iter().fold(key.clone(), |k, (from, to)| {
-                ["weight", "scales", "biases"]
-                    .iter()
-                    .fold(k, |k, t| k.replace(&format!("{from}.{t}"), &format!("{to}.{t}")))
+                ["weight", "scales", "biases"].iter().fold(k, |k, t| {
+                    k.replace(&format!("{from}.{t}"), &format!("{to}.{t}"))
+                })
             });
             if renamed != key {
                 ck.weights_mut().rename(&key, renamed);
@@ -273,7 +271,7 @@ impl Lfm2Moe {
             "model",
             a.base.num_hidden_layers,
             "feed_forward",
-            SAME_NAMES,
+            &SAME_NAMES,
             a.num_experts,
         )
     }
