@@ -507,7 +507,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
 /// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
-/// 0 for jamba, and 9.5e-6 for olmoe, the closest to the
+/// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
+/// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
@@ -654,7 +655,9 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// against each other: the prompt in one call (sorted) and one token at a time through the
 /// cache (unsorted) give the same last logits. They may differ only in how the attention sums
 /// (one block against growing prefixes): measured 0 on the CPU for the ten softmax-routed
-/// models; deepseek_v3's multi-head latent attention computes a prompt with the latent
+/// models and lfm2_moe's five; the Mamba-2 layers of granitemoehybrid-tiny and nemotron_h-moe
+/// compute a prompt in the SSD's chunked form and a step as the recurrence: up to 1.2e-7 and
+/// 7.2e-7; deepseek_v3's multi-head latent attention computes a prompt with the latent
 /// expanded into per-head keys and values and a step with the projection absorbed into the
 /// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3), 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
