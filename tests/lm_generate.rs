@@ -448,6 +448,9 @@ fn a_generation_continues_from_its_own_cache() {
         // Past max_position_embeddings (16): the dynamic rope's base at each call's end.
         "internlm3",
         "granite",
+        "lfm2_moe",
+        "granitemoehybrid-tiny",
+        "nemotron_h-moe",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -591,6 +594,14 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "phi",
         "cohere",
         "gpt_neox",
+        // Its routers (`feed_forward.gate`) at 8 bits in groups of 64, the expert bias
+        // kept as it is (lfm2_moe's `quant_predicate`).
+        "lfm2_moe",
+        // Its routers (`router.layer`) at 8 bits in groups of 64 (granitemoehybrid's
+        // `quant_predicate` with experts).
+        "granitemoehybrid-tiny",
+        // Its routers a plain array, never quantized.
+        "nemotron_h-moe",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1221,9 +1232,11 @@ fn mamba2_hf_layout_loads_and_bad_configs_are_errors_naming_the_key() {
 
 /// granitemoehybrid's sanitize: a Hugging Face checkpoint (the dense MLP as `shared_mlp`, gate
 /// and up stacked in `input_linear`; convolution weights `[C, 1, K]`; a redundant `lm_head`
-/// beside tied embeddings) is the same model; experts are an error naming the key.
+/// beside tied embeddings) is the same model; a config with experts over a checkpoint
+/// without them is an error naming the missing tensor (the experts' own layout is
+/// granitemoehybrid-tiny-hf's, against mlx_lm in lm_models).
 #[test]
-fn granitemoehybrid_hf_layout_loads_and_experts_are_an_error() {
+fn granitemoehybrid_hf_layout_loads_and_missing_experts_are_an_error() {
     let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
     let logits = |model: &Model| model.forward(&prompt, None).unwrap();
     let reference = logits(&load("granitemoehybrid"));
@@ -1254,13 +1267,14 @@ fn granitemoehybrid_hf_layout_loads_and_experts_are_an_error() {
     let config = dir.join("config.json");
     let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
     json["num_local_experts"] = 8.into();
+    json["num_experts_per_tok"] = 2.into();
     std::fs::write(&config, json.to_string()).unwrap();
     let e = load_model(&dir, LoadOptions::default())
         .err()
         .unwrap()
         .to_string();
     assert!(
-        e.contains("config.json") && e.contains("num_local_experts") && e.contains("not supported"),
+        e.contains("model.layers.0.block_sparse_moe.switch_mlp"),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
@@ -1437,6 +1451,9 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "phi",
         "cohere",
         "gpt_neox",
+        "lfm2_moe-scaled",
+        "granitemoehybrid-tiny",
+        "nemotron_h-moe",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -117,6 +117,17 @@ const MODELS: &[&str] = &[
     "gemma2",
     "gemma2-4bit",
     "gemma2-bf16",
+    "lfm2_moe",
+    "lfm2_moe-4bit",
+    "lfm2_moe-hf",
+    "lfm2_moe-scaled",
+    "lfm2_moe-nobias",
+    "granitemoehybrid-tiny",
+    "granitemoehybrid-tiny-4bit",
+    "granitemoehybrid-tiny-hf",
+    "nemotron_h-moe",
+    "nemotron_h-moe-4bit",
+    "nemotron_h-moe-hf",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -552,7 +563,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
 /// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
-/// 0 for jamba, and 9.5e-6 for olmoe, the closest to the
+/// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
+/// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
 /// `compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties`): one bfloat16 step
@@ -666,11 +678,19 @@ const MOE: &[&str] = &[
     "qwen3_next",
     "qwen3_5_moe",
     "deepseek_v3",
+    "lfm2_moe",
 ];
 
-/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none).
+/// The mixture-of-experts configs of architectures whose other models are dense
+/// (Granite-4.0-H-Tiny's and Nemotron-3-Nano's shapes).
+const MOE_CONFIGS: &[&str] = &["granitemoehybrid-tiny", "nemotron_h-moe"];
+
+/// A model of a mixture-of-experts architecture that has experts (qwen3_next-dense has none),
+/// or of a mixture-of-experts config.
 fn is_moe(name: &str) -> bool {
-    MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense")
+    let base = name.trim_end_matches("-hf").trim_end_matches("-4bit");
+    MOE_CONFIGS.contains(&base)
+        || (MOE.contains(&name.split('-').next().unwrap_or(name)) && !name.ends_with("-dense"))
 }
 
 /// The mixture-of-experts decode step (router, top-k, the experts' `gather_mm` /
@@ -679,7 +699,7 @@ fn is_moe(name: &str) -> bool {
 #[test]
 fn compiled_moe_decode_is_traced_once_and_equals_eager() {
     let moe: Vec<&str> = models().into_iter().filter(|n| is_moe(n)).collect();
-    assert!(moe.len() >= MOE.len(), "{moe:?}");
+    assert!(moe.len() >= MOE.len() + MOE_CONFIGS.len(), "{moe:?}");
     for name in moe {
         compiled_decode_is_traced_once_and_equals_eager(name, &load(name), 256);
     }
@@ -691,7 +711,9 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// against each other: the prompt in one call (sorted) and one token at a time through the
 /// cache (unsorted) give the same last logits. They may differ only in how the attention sums
 /// (one block against growing prefixes): measured 0 on the CPU for the ten softmax-routed
-/// models; deepseek_v3's multi-head latent attention computes a prompt with the latent
+/// models and lfm2_moe's five; the Mamba-2 layers of granitemoehybrid-tiny and nemotron_h-moe
+/// compute a prompt in the SSD's chunked form and a step as the recurrence: up to 1.2e-7 and
+/// 7.2e-7; deepseek_v3's multi-head latent attention computes a prompt with the latent
 /// expanded into per-head keys and values and a step with the projection absorbed into the
 /// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3), 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
@@ -849,6 +871,21 @@ fn lfm2_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn lfm2_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("lfm2_moe");
+}
+
+#[test]
+fn granitemoehybrid_tiny_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("granitemoehybrid-tiny");
+}
+
+#[test]
+fn nemotron_h_moe_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("nemotron_h-moe");
+}
+
+#[test]
 fn nemotron_h_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("nemotron_h");
 }
@@ -971,6 +1008,12 @@ fn models_rebuild_from_their_leaves() {
         "plamo2-4bit",
         "jamba",
         "jamba-4bit",
+        "lfm2_moe",
+        "lfm2_moe-4bit",
+        "granitemoehybrid-tiny",
+        "granitemoehybrid-tiny-4bit",
+        "nemotron_h-moe",
+        "nemotron_h-moe-4bit",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1168,6 +1211,14 @@ fn parameter_paths_are_mlx_lm_s() {
         "gemma-4bit",
         "gemma2",
         "gemma2-4bit",
+        "lfm2_moe",
+        "lfm2_moe-4bit",
+        "lfm2_moe-scaled",
+        "lfm2_moe-nobias",
+        "granitemoehybrid-tiny",
+        "granitemoehybrid-tiny-4bit",
+        "nemotron_h-moe",
+        "nemotron_h-moe-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -11,6 +11,7 @@ use mlx_lm::models::cohere::CohereArgs;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
+use mlx_lm::models::lfm2_moe::Lfm2MoeArgs;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::phi::PhiArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
@@ -54,6 +55,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "smollm3" => SmolLM3::args(c).map(drop),
         "qwen3_5" => Qwen3_5::args(c).map(drop),
         "lfm2" => Lfm2Args::from_config(c).map(drop),
+        "lfm2_moe" => Lfm2MoeArgs::from_config(c).map(drop),
         "mamba" => Mamba::args(c).map(drop),
         "recurrent_gemma" => RecurrentGemma::args(c).map(drop),
         "mamba2" => Mamba2::args(c).map(drop),
@@ -122,6 +124,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "smollm3",
         "qwen3_5",
         "lfm2",
+        "lfm2_moe",
         "mamba",
         "falcon_mamba",
         "recurrent_gemma",
@@ -311,7 +314,8 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("nemotron_h", "mamba_ssm_cache_dtype", json!("bfloat16")),
         ("nemotron_h", "sliding_window", json!(1024)),
         ("nemotron_h", "mlp_hidden_act", json!("silu")),
-        ("granitemoehybrid", "num_local_experts", json!(8)),
+        // Top-k within the experts.
+        ("granitemoehybrid-moe", "num_experts_per_tok", json!(9)),
         (
             "granitemoehybrid",
             "position_embedding_type",
@@ -399,6 +403,9 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             "layers_block_type",
             json!(["linear_attention", "moe", "full_attention", "mlp"]),
         ),
+        // Experts in whole groups; top-k within the experts.
+        ("nemotron_h-moe", "n_group", json!(3)),
+        ("nemotron_h-moe", "num_experts_per_tok", json!(9)),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);
@@ -720,6 +727,55 @@ fn lfm2_follows_transformers_where_mlx_lm_differs() {
     assert_eq!((a.rope.scale, a.rope.base), (0.25, Some(500000.0)));
     c["rope_scaling"]["rope_theta"] = json!(250000.0);
     assert_eq!(args("lfm2-scaling-theta", &c).rope.base, Some(250000.0));
+}
+
+#[test]
+fn lfm2_moe_follows_transformers_where_mlx_lm_differs() {
+    let args = |test: &str, config: &Value| {
+        let c = loaded(test, config);
+        let a = Lfm2MoeArgs::from_config(&c).unwrap_or_else(|e| panic!("{test}: {e}"));
+        assert!(c.unread_keys().is_empty(), "{test}: {:?}", c.unread_keys());
+        a
+    };
+    let moe = transformers_config("lfm2_moe");
+    let a = args("lfm2_moe", &moe);
+    assert_eq!(a.base.full_attn_idxs, [1]);
+    assert_eq!((a.base.head_dim, a.base.ff_dim), (16, 128));
+    assert_eq!(
+        (a.num_experts, a.num_experts_per_tok, a.num_dense_layers),
+        (8, 4, 1)
+    );
+    assert!(a.use_expert_bias && a.norm_topk_prob);
+    assert_eq!(a.routed_scaling_factor, 1.0);
+
+    // layer_types places the attention layers; full_attn_idxs (mlx_lm's first choice)
+    // only without it.
+    let mut c = moe.clone();
+    c["full_attn_idxs"] = json!([0]);
+    assert_eq!(args("lfm2_moe-types", &c).base.full_attn_idxs, [1]);
+    c["layer_types"] = Value::Null;
+    assert_eq!(args("lfm2_moe-idxs", &c).base.full_attn_idxs, [0]);
+
+    // head_dim, where given, is the heads' width and the rope's (mlx_lm: hidden / heads).
+    let mut c = moe.clone();
+    c["head_dim"] = json!(32);
+    let a = args("lfm2_moe-head-dim", &c);
+    assert_eq!((a.base.head_dim, a.base.rope.dims), (32, 32));
+
+    // More dense layers than layers, more experts per token than experts, an untied head:
+    // errors naming the key.
+    for (key, value) in [
+        ("num_dense_layers", json!(5)),
+        ("num_experts_per_tok", json!(9)),
+        ("tie_word_embeddings", json!(false)),
+    ] {
+        let mut c = moe.clone();
+        c[key] = value;
+        let e = Lfm2MoeArgs::from_config(&loaded(&format!("lfm2_moe-{key}"), &c))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(key), "{key}: {e}");
+    }
 }
 
 #[test]

@@ -35,6 +35,7 @@ from transformers import (  # noqa: E402
     InternLM3Config,
     JambaConfig,
     Lfm2Config,
+    Lfm2MoeConfig,
     LlamaConfig,
     Mamba2Config,
     MambaConfig,
@@ -162,6 +163,10 @@ def configs():
         # Convolution layers 0 and 2, attention layers 1 and 3 (`layer_types` derived).
         "lfm2": Lfm2Config(**SIZES, full_attn_idxs=[1, 3]),
         "lfm2-liquid": Lfm2Config(**SIZES, full_attn_idxs=[1, 3], **LFM2_LIQUID_KEYS),
+        # LFM2-MoE: one dense layer, then sparse blocks of 8 experts (top 4).
+        "lfm2_moe": Lfm2MoeConfig(**SIZES, moe_intermediate_size=32, num_experts=8,
+                                  num_experts_per_tok=4, num_dense_layers=1,
+                                  layer_types=["conv", "full_attention", "conv", "conv"]),
         "lfm2-linear": Lfm2Config(
             **SIZES,
             full_attn_idxs=[1, 3],
@@ -182,9 +187,21 @@ def configs():
                                       num_key_value_heads=2, head_dim=16, intermediate_size=128,
                                       mamba_num_heads=8, mamba_head_dim=16, n_groups=4,
                                       ssm_state_size=16, hybrid_override_pattern="M-M*-"),
+        # Nemotron-3-Nano's kind: expert blocks (E) with their router and shared expert.
+        "nemotron_h-moe": NemotronHConfig(vocab_size=384, hidden_size=64, num_attention_heads=4,
+                                          num_key_value_heads=2, head_dim=16,
+                                          intermediate_size=128, mamba_num_heads=8,
+                                          mamba_head_dim=16, n_groups=4, ssm_state_size=16,
+                                          hybrid_override_pattern="MEM*E", n_routed_experts=8,
+                                          num_experts_per_tok=2, moe_intermediate_size=32,
+                                          moe_shared_expert_intermediate_size=64),
         # Dense (no experts), as Granite-4.0-H-Micro; NoPE and RoPE attention.
         "granitemoehybrid": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="nope"),
         "granitemoehybrid-rope": GraniteMoeHybridConfig(**GRANITE, position_embedding_type="rope"),
+        # Granite-4.0-H-Tiny's kind: 8 experts (top 2) beside the shared MLP.
+        "granitemoehybrid-moe": GraniteMoeHybridConfig(**dict(GRANITE, num_local_experts=8),
+                                                       num_experts_per_tok=2,
+                                                       position_embedding_type="nope"),
         # Falcon-H1-0.5B's keys (its multipliers, no gated norm, rope_theta 1e11 as
         # transformers 5 nests it); and one whose SSM width comes from mamba_expand
         # (mamba_d_ssm null, mamba_d_head "auto") with the gated norm over two groups.

@@ -169,6 +169,45 @@ CONFIGS = {
          "full_attn_idxs": [2, 5, 8, 10, 12, 14]},
         mx.bfloat16, 9,
     ),
+    # LFM2-8B-A1B's shape (lfm2_moe): its first 8 of 24 layers (attention at 2 and 6, the
+    # others gated short convolutions), the first two layers' feed-forward dense
+    # (num_dense_layers 2), the others sparse: a sigmoid router with the expert bias choosing
+    # 4 experts per token (its 4 of 32; here of 8), their weights renormalized.
+    "lfm2_moe": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 8,
+         "num_experts": 8, "num_experts_per_tok": 4, "norm_topk_prob": True,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": True, "num_dense_layers": 2, "norm_eps": 1e-5, "conv_bias": False,
+         "conv_L_cache": 3, "rope_theta": 1e6, "routed_scaling_factor": 1.0,
+         "layer_types": ["conv", "conv", "full_attention", "conv", "conv", "conv",
+                         "full_attention", "conv"]},
+        mx.float32, 23,
+    ),
+    # The router's other settings (float32: MLX's gather_mm on the CPU takes no bfloat16):
+    # top 2 not renormalized, scaled by routed_scaling_factor; one dense layer; attention
+    # placed by full_attn_idxs; biased convolutions; rope_theta under rope_parameters.
+    "lfm2_moe-scaled": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 6,
+         "num_experts": 8, "num_experts_per_tok": 2, "norm_topk_prob": False,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": True, "num_dense_layers": 1, "norm_eps": 1e-5, "conv_bias": True,
+         "conv_L_cache": 3, "rope_parameters": {"rope_type": "default", "rope_theta": 5e5},
+         "routed_scaling_factor": 2.5, "full_attn_idxs": [1, 4]},
+        mx.float32, 24,
+    ),
+    # No expert bias: the plain sigmoid top 2, renormalized.
+    "lfm2_moe-nobias": (
+        {"model_type": "lfm2_moe", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+         "num_experts": 4, "num_experts_per_tok": 2, "norm_topk_prob": True,
+         "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 4096,
+         "use_expert_bias": False, "num_dense_layers": 1, "norm_eps": 1e-5,
+         "conv_bias": False, "conv_L_cache": 3,
+         "layer_types": ["conv", "full_attention", "conv", "full_attention"]},
+        mx.float32, 25,
+    ),
     # Mamba2-2.7B's shape (its Hugging Face config, state-spaces/mamba2-2.7b converted): one
     # group of B/C for all heads, tied embeddings, time_step_limit (0, inf), expand 2; 4 of its
     # 64 layers, 4 heads of 32 (its 80 of 64), state 16 (its 128).
@@ -210,6 +249,25 @@ CONFIGS = {
          "time_step_limit": [0.0, float("inf")]},
         mx.float32, 12,
     ),
+    # Nemotron-3-Nano's (30B-A3B) kind of block pattern: Mamba-2 blocks alternating with
+    # mixture-of-experts blocks (E), one attention block; ReLU² experts behind DeepSeek-V3's
+    # sigmoid router with the correction bias (one group, as Nano's), top 6 of 8 (its 6 of
+    # 128) renormalized and scaled by 2.5 (its routed_scaling_factor), a shared expert.
+    "nemotron_h-moe": (
+        {"model_type": "nemotron_h", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "max_position_embeddings": 4096, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 16, "attention_bias": False,
+         "mamba_num_heads": 8, "mamba_head_dim": 16, "mamba_proj_bias": False,
+         "ssm_state_size": 16, "conv_kernel": 4, "n_groups": 4, "mlp_bias": False,
+         "layer_norm_epsilon": 1e-5, "use_bias": False, "use_conv_bias": True,
+         "hybrid_override_pattern": "MEMEM*EME", "mlp_hidden_act": "relu2",
+         "mamba_hidden_act": "silu", "residual_in_fp32": False, "tie_word_embeddings": False,
+         "time_step_limit": [0.0, float("inf")], "n_routed_experts": 8, "n_shared_experts": 1,
+         "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 64,
+         "num_experts_per_tok": 6, "n_group": 1, "topk_group": 1, "norm_topk_prob": True,
+         "routed_scaling_factor": 2.5},
+        mx.float32, 27,
+    ),
     # NVIDIA-Nemotron-Nano-9B-v2's first 16 blocks in bfloat16, as transformers 5 writes the
     # pattern (`layers_block_type`); 2 groups, attention heads of 16 with 1 key-value head.
     "nemotron_h-nano": (
@@ -239,6 +297,24 @@ CONFIGS = {
          "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")],
          "hidden_act": "silu"},
         mx.float32, 14,
+    ),
+    # Granite-4.0-H-Tiny's shape with its mixture of experts: Mamba-2 layers with one
+    # attention layer (NoPE), every layer's feed-forward a shared SwiGLU MLP
+    # (shared_intermediate_size) plus 6 routed experts of intermediate_size (its 6 of 64; here
+    # of 8), a softmax over the top 6 router logits; µP multipliers as Tiny's.
+    "granitemoehybrid-tiny": (
+        {"model_type": "granitemoehybrid", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 32, "shared_intermediate_size": 64, "num_hidden_layers": 6,
+         "max_position_embeddings": 4096, "num_attention_heads": 4, "num_key_value_heads": 2,
+         "attention_bias": False, "embedding_multiplier": 12.0,
+         "attention_multiplier": 0.0078125, "logits_scaling": 6.0, "residual_multiplier": 0.22,
+         "layer_types": ["mamba"] * 2 + ["attention"] + ["mamba"] * 3, "rms_norm_eps": 1e-5,
+         "mamba_n_heads": 4, "mamba_d_head": 32, "mamba_expand": 2, "mamba_proj_bias": False,
+         "mamba_d_state": 16, "mamba_d_conv": 4, "mamba_n_groups": 1, "mamba_conv_bias": True,
+         "position_embedding_type": "nope", "num_local_experts": 8, "num_experts_per_tok": 6,
+         "tie_word_embeddings": True, "time_step_limit": [0.0, float("inf")],
+         "hidden_act": "silu"},
+        mx.float32, 26,
     ),
     # The same kind in bfloat16 with what the reader must also take: RoPE layers
     # (position_embedding_type "rope", rope_theta under rope_parameters), an untied head, two
@@ -798,7 +874,8 @@ CONFIGS = {
 # make the prompt's forward (and generate_step's prefill of 39) take the sorted path, each
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
-               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40}
+               "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40,
+               "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -820,6 +897,9 @@ QUANTIZED = {
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
+    "lfm2_moe": (32, 4, None),
+    "lfm2_moe-scaled": None,
+    "lfm2_moe-nobias": None,
     "mamba": (32, 4, None),
     "mamba-bf16": None,
     "falcon_mamba": (32, 4, None),
@@ -829,8 +909,10 @@ QUANTIZED = {
     "mamba2-codestral": None,
     "nemotron_h": (32, 4, None),
     "nemotron_h-nano": None,
+    "nemotron_h-moe": (32, 4, None),
     "granitemoehybrid": (32, 4, None),
     "granitemoehybrid-rope": None,
+    "granitemoehybrid-tiny": (32, 4, None),
     "falcon_h1": (32, 4, None),
     "falcon_h1-deep": None,
     "qwen3_moe": (32, 4, None),
@@ -896,7 +978,10 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "stablelm", "stablelm-parallel", "phi", "phi-bf16",
                      "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq",
                      # Issue 37, Gemma (helper B).
-                     "gemma", "gemma-bf16", "gemma2", "gemma2-bf16"}
+                     "gemma", "gemma-bf16", "gemma2", "gemma2-bf16",
+                     # Issue 35, mixture-of-experts hybrids.
+                     "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
+                     "granitemoehybrid-tiny", "nemotron_h-moe"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1110,6 +1195,15 @@ def make_models(names):
         if name == "qwen3_5_moe":
             hf_layout_qwen3_5_moe()
             weights_recipe.write(MODELS / "qwen3_5_moe-hf")
+        if name == "nemotron_h-moe":
+            hf_layout_nemotron_h_moe()
+            weights_recipe.write(MODELS / "nemotron_h-moe-hf")
+        if name == "granitemoehybrid-tiny":
+            hf_layout_granitemoehybrid_moe()
+            weights_recipe.write(MODELS / "granitemoehybrid-tiny-hf")
+        if name == "lfm2_moe":
+            hf_layout_lfm2_moe()
+            weights_recipe.write(MODELS / "lfm2_moe-hf")
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
@@ -1211,6 +1305,84 @@ def hf_layout_conv(folder):
 
 def prompt_ids(seed):
     return mx.random.randint(3, VOCAB, (PROMPT_LEN,), key=mx.random.key(seed)).astype(mx.int32)
+def hf_layout_nemotron_h_moe():
+    """The Nemotron-3-Nano-shaped weights as NVIDIA's checkpoint stores them: convolution
+    weights `[C, 1, K]`, each expert apart (`mixer.experts.{e}.up_proj` / `down_proj`) and a
+    multi-token-prediction tensor (`mtp.*`). mlx_lm's sanitize maps them back."""
+    src = MODELS / "nemotron_h-moe"
+    dst = MODELS / "nemotron_h-moe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    names = {"fc1": "up_proj", "fc2": "down_proj"}
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            proj, param = rest.split(".")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{names[proj]}.{param}"] = v[e]
+        else:
+            out[k] = v
+    out["mtp.layers.0.norm.weight"] = mx.ones((4,))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_granitemoehybrid_moe():
+    """The Granite-4.0-H-Tiny-shaped weights as IBM's checkpoint stores them: convolution
+    weights `[C, 1, K]`, each layer's experts as `block_sparse_moe.input_linear` `[E, 2I, D]`
+    (gate rows first) and `block_sparse_moe.output_linear` `[E, D, I]`. mlx_lm's sanitize
+    splits them back into `switch_mlp`."""
+    src = MODELS / "granitemoehybrid-tiny"
+    dst = MODELS / "granitemoehybrid-tiny-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if "conv1d.weight" in k:
+            v = v.moveaxis(1, 2)
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj", "input_linear")] = \
+                mx.concatenate([v, up], axis=1)
+            continue
+        out[k.replace("switch_mlp.down_proj", "output_linear")] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_lfm2_moe():
+    """The LFM2-MoE weights as Liquid AI's checkpoint stores them: convolution weights
+    `[C, 1, K]`, the projections named `w1` / `w2` / `w3` (gate, down, up) and each sparse
+    layer's experts apart (`feed_forward.experts.{e}.w1`). mlx_lm's sanitize maps them back."""
+    src = MODELS / "lfm2_moe"
+    dst = MODELS / "lfm2_moe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    names = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+    out = {}
+    for k, v in weights.items():
+        if "conv.weight" in k:
+            v = v.moveaxis(1, 2)
+        for mlx_name, name in names.items():
+            k = k.replace(f".{mlx_name}.", f".{name}.")
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        else:
+            out[k] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
 def hf_layout_mixtral():
     """The Mixtral weights as a Hugging Face checkpoint stores them: each expert's
     projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down, up).
@@ -1623,8 +1795,11 @@ def golden(name):
     if name in TRANSFORMERS_MODELS:
         prompt = mx.array(json.loads(reference.read_text())["prompt"], dtype=mx.int32)
     else:
+        # A model of an architecture's mixture-of-experts configs may take its own length.
         arch = name.split("-")[0]
-        prompt = prompt_ids(sum(map(ord, arch)), PROMPT_LENS.get(arch, PROMPT_LEN))
+        length = PROMPT_LENS.get(name.removesuffix("-hf").removesuffix("-4bit"),
+                                 PROMPT_LENS.get(arch, PROMPT_LEN))
+        prompt = prompt_ids(sum(map(ord, arch)), length)
     base = name.removesuffix("-hf").removesuffix("-4bit")
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:

@@ -234,6 +234,22 @@ CASES = [
     {"model": "gemma2", "lengths": [3, 14, 8, 11], "max_tokens": 24, "mlx_lm_fails": True},
     {"model": "gemma2-bf16", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8,
      "mlx_lm_fails": True},
+    # LFM2-MoE: the short-convolution state with right-padded prompts (mlx_lm keeps the
+    # padding out: measured equal to each prompt alone), the sigmoid router with its expert
+    # bias; 4-bit (the router at 8 bits) sampled; prompts longer than one prefill chunk.
+    {"model": "lfm2_moe", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "lfm2_moe-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 7,
+     "temp": 1.0},
+    {"model": "lfm2_moe-scaled", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    # Granite-4.0-H-Tiny's kind: the Mamba-2 state with right-padded prompts (exact in
+    # mlx_lm), the shared MLP beside 6 routed experts.
+    {"model": "granitemoehybrid-tiny", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "granitemoehybrid-tiny-4bit", "lengths": [9, 2, 15], "max_tokens": 16,
+     "seed": 8, "temp": 1.0},
+    # Nemotron-3-Nano's kind: mlx_lm's batch leaks the padding into the SSM state (as for
+    # nemotron_h), so the reference is each prompt alone; the grouped router's experts.
+    {"model": "nemotron_h-moe", "lengths": [3, 14, 8, 11], "max_tokens": 20, "alone": True},
 ]
 
 

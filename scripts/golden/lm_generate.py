@@ -60,7 +60,7 @@ def prompt_ids(name):
     """The prompt tokens lm.py uses for this architecture (24, or its PROMPT_LENS entry)."""
     arch = name.split("-")[0]
     seed = sum(map(ord, arch))
-    length = PROMPT_LENS.get(arch, 24)
+    length = PROMPT_LENS.get(name, PROMPT_LENS.get(arch, 24))
     return mx.random.randint(3, VOCAB, (length,), key=mx.random.key(seed)).astype(mx.int32)
 
 
@@ -494,6 +494,14 @@ PROMPT_CACHE = [
     ("gpt_neox", 16),
     # Gemma 2: key/value caches under the soft-capped attention.
     ("gemma2", 16),
+    # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
+    # path in the prefix.
+    ("lfm2_moe", 34),
+    # Granite-4.0-H-Tiny's kind: the SSD's states beside a key/value cache, the experts'
+    # sorted path in the prefix.
+    ("granitemoehybrid-tiny", 34),
+    # Nemotron-3-Nano's kind: no cache entries for the expert blocks.
+    ("nemotron_h-moe", 34),
 ]
 CONTINUE_TOKENS = 16
 

@@ -39,6 +39,8 @@ pub struct GroupRouting {
     pub routed_scaling_factor: f32,
     pub norm_topk_prob: bool,
     pub group_limit: GroupLimit,
+    /// nemotron_h.py's copy renormalizes by `sum + 1e-20`, the others by the sum alone.
+    pub denominator_eps: Option<f32>,
 }
 
 /// Python: `group_expert_select(gates, e_score_correction_bias, top_k, n_group, topk_group,
@@ -71,7 +73,11 @@ pub fn group_expert_select(
     let inds = ops::stop_gradient(&inds)?;
     let mut scores = ops::take_along_axis(&orig_scores, &inds, -1)?;
     if k > 1 && r.norm_topk_prob {
-        scores = ops::divide(&scores, &scores.sum(-1, true)?)?;
+        let mut denominator = scores.sum(-1, true)?;
+        if let Some(eps) = r.denominator_eps {
+            denominator = ops::add(&denominator, eps)?;
+        }
+        scores = ops::divide(&scores, &denominator)?;
     }
     Ok((inds, ops::multiply(&scores, r.routed_scaling_factor)?))
 }
@@ -174,6 +180,7 @@ mod tests {
             routed_scaling_factor: 2.5,
             norm_topk_prob: true,
             group_limit,
+            denominator_eps: None,
         }
     }
 

@@ -17,6 +17,11 @@ pub fn swiglu(gate: &Array, x: &Array) -> Result<Array> {
     ops::multiply(&silu(gate)?, x)
 }
 
+/// Python: `nn.relu2`, `square(maximum(x, 0))` (the 0 takes x's dtype).
+pub fn relu2(x: &Array) -> Result<Array> {
+    ops::square(&ops::maximum(x, &ops::zeros(&[], x.dtype())?)?)
+}
+
 /// The activation of an MLP's gate (or of its one hidden layer), as mlx_lm's files call it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, StaticData)]
 pub enum Activation {

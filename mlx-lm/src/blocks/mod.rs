@@ -48,4 +48,4 @@ pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
 pub use soft_cap::{attend_soft_capped, soft_capped_attention};
 pub use ssd::{Mamba2Config, Mamba2Mixer};
-pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear};
+pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear, SwitchMlp};

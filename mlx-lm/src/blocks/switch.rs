@@ -10,7 +10,7 @@ use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, Qua
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::mlp::swiglu;
+use crate::blocks::mlp::{relu2, swiglu};
 use crate::checkpoint::Checkpoint;
 
 /// mlx_lm's `do_sort = indices.size >= 64`: from this many routed (token, expert) pairs on,
@@ -181,6 +181,55 @@ impl SwitchGlu {
         let x = self
             .down_proj
             .forward_experts(&swiglu(&x_gate, &x_up)?, &idx, sort)?;
+        let x = match inv_order {
+            Some(inv) => scatter_unsort(&x, &inv, indices.shape())?,
+            None => x,
+        };
+        x.squeeze(-2)
+    }
+}
+
+/// Python: `SwitchMLP(input_dims, hidden_dims, num_experts, activation=nn.ReLU2())`, as
+/// nemotron_h builds it: each token through its routed experts' two-layer MLPs,
+/// `fc2(relu²(fc1(x)))`, one output per (token, expert).
+#[derive(Debug, Clone, TreeNode)]
+pub struct SwitchMlp {
+    pub fc1: MaybeQuantizedSwitchLinear,
+    pub fc2: MaybeQuantizedSwitchLinear,
+}
+
+impl SwitchMlp {
+    /// Takes the stacked experts under `path` (`...mixer.switch_mlp`): `num_experts` experts
+    /// of `dim` features in and out, `hidden` between.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        hidden: i32,
+        num_experts: i32,
+        bias: bool,
+    ) -> crate::Result<SwitchMlp> {
+        let p = |name: &str| format!("{path}.{name}");
+        Ok(SwitchMlp {
+            fc1: ck.switch_linear(&p("fc1"), dim, hidden, num_experts, bias)?,
+            fc2: ck.switch_linear(&p("fc2"), hidden, dim, num_experts, bias)?,
+        })
+    }
+
+    /// `x [..., dim]` through the experts `indices [..., k]`: `[..., k, dim]` (Python:
+    /// `SwitchMLP.__call__`, with mlx_lm's sort rule).
+    pub fn forward(&self, x: &Array, indices: &Array) -> Result<Array> {
+        let x = ops::expand_dims(x, &[-2, -3][..])?;
+        let indices = ops::stop_gradient(indices)?;
+        let sort = indices.size() >= SORT_THRESHOLD;
+        let (x, idx, inv_order) = if sort {
+            let (x, idx, inv) = gather_sort(&x, &indices)?;
+            (x, idx, Some(inv))
+        } else {
+            (x, indices.clone(), None)
+        };
+        let x = relu2(&self.fc1.forward_experts(&x, &idx, sort)?)?;
+        let x = self.fc2.forward_experts(&x, &idx, sort)?;
         let x = match inv_order {
             Some(inv) => scatter_unsort(&x, &inv, indices.shape())?,
             None => x,

@@ -224,6 +224,7 @@ impl DeepseekV3 {
                 routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
                 norm_topk_prob: c.bool_or("norm_topk_prob", true)?,
                 group_limit: GroupLimit::SeveralGroups,
+                denominator_eps: None,
             },
             sparse,
             stack,
@@ -311,7 +312,7 @@ impl DeepseekV3 {
             ));
         }
         if let Some(e) = args.num_experts {
-            stack_experts(ck, "model", layers, "mlp", SAME_NAMES, e)?;
+            stack_experts(ck, "model", layers, "mlp", &SAME_NAMES, e)?;
         }
         let a = &args.attention;
         for l in 0..layers {

@@ -6,10 +6,12 @@
 //! (`embed_tokens`, `layers.i.{input_layernorm, mamba | self_attn, post_attention_layernorm,
 //! mlp}`, `norm`) and `lm_head` when untied.
 //!
-//! Dense models only (Granite-4.0-H-Micro): a config with `num_local_experts > 0` is an error
-//! until mixture-of-experts layers exist. A Hugging Face checkpoint's dense MLP is its
+//! Dense models (Granite-4.0-H-Micro) have one MLP per layer: a Hugging Face checkpoint's
 //! `shared_mlp` (`input_linear` = gate and up stacked, `output_linear`), which sanitize splits
-//! into `mlp.{gate,up,down}_proj` as mlx_lm's does.
+//! into `mlp.{gate,up,down}_proj` as mlx_lm's does. Mixture-of-experts models
+//! (`num_local_experts > 0`: Granite-4.0-H-Tiny, -Small) keep the `shared_mlp` as it is and
+//! add `block_sparse_moe` ([`GraniteMoeHybridMoe`]: a softmax over the top-k router logits,
+//! SwiGLU experts of `intermediate_size`), whose output is added to the shared MLP's.
 //!
 //! Where this port follows transformers' `GraniteMoeHybrid` rather than mlx_lm 0.32.2 (the
 //! released configs give every key involved, so both agree on them):
@@ -27,17 +29,21 @@ use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::mlp::swiglu;
+use crate::blocks::moe::top_k_last;
 use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::{
     forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
-    RotaryEmbedding, Rows, TokenMixer,
+    RotaryEmbedding, Rows, SwitchGlu, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
 use crate::model::LanguageModel;
+use crate::models::sparse::expert_counts;
+use crate::quantization::QuantParams;
 
 /// Python: granitemoehybrid's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -45,8 +51,11 @@ pub struct GraniteMoeHybridArgs {
     pub vocab_size: i32,
     pub hidden_size: i32,
     pub rms_norm_eps: f32,
-    /// The dense MLP's hidden width (`shared_intermediate_size`).
+    /// The dense (or, with experts, the shared) MLP's hidden width
+    /// (`shared_intermediate_size`).
     pub mlp_width: i32,
+    /// The mixture-of-experts blocks, with `num_local_experts > 0`.
+    pub moe: Option<GraniteMoeArgs>,
     pub mlp_bias: bool,
     pub tie_word_embeddings: bool,
     pub embedding_multiplier: f32,
@@ -68,21 +77,28 @@ impl GraniteMoeHybridArgs {
         let heads = c.dim_or("num_attention_heads", Some(32))?;
         let layers = c.dim_or("num_hidden_layers", Some(32))?;
         let eps = c.float_or("rms_norm_eps", 1e-6)? as f32;
-        if c.usize("num_local_experts")?.unwrap_or(0) > 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_local_experts"),
-                "num_local_experts > 0: mixture-of-experts layers are not supported yet",
-            ));
-        }
-        // The router's settings, unused without experts; intermediate_size sizes only the
-        // experts in transformers (the dense MLP is the shared one).
-        c.declare_neutral(&[
-            "num_experts_per_tok",
-            "output_router_logits",
-            "router_aux_loss_coef",
-            "intermediate_size",
-        ]);
+        // Training only: the router's auxiliary loss and whether the forward returns its
+        // logits.
+        c.declare_neutral(&["output_router_logits", "router_aux_loss_coef"]);
+        let moe = match c.usize("num_local_experts")?.unwrap_or(0) {
+            0 => {
+                // The router's settings, unused without experts; intermediate_size sizes only
+                // the experts in transformers (the dense MLP is the shared one).
+                c.declare_neutral(&["num_experts_per_tok", "intermediate_size"]);
+                None
+            }
+            _ => {
+                let (top_k, experts) = expert_counts(c, "num_local_experts")?;
+                // transformers' shared MLP has no biases whatever mlp_bias says, nor have
+                // mlx_lm's shared MLP and experts.
+                c.declare_neutral(&["mlp_bias"]);
+                Some(GraniteMoeArgs {
+                    num_experts: experts,
+                    top_k,
+                    expert_width: c.dim_or("intermediate_size", Some(1024))?,
+                })
+            }
+        };
         // transformers' ACT2FN: "swish" is SiLU too (the MLP's and the convolution's).
         c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         // Initialization and training settings; the SSD's chunk only regroups the same sums
@@ -154,7 +170,8 @@ impl GraniteMoeHybridArgs {
             hidden_size: hidden,
             rms_norm_eps: eps,
             mlp_width: c.dim_or("shared_intermediate_size", Some(1024))?,
-            mlp_bias: c.bool_or("mlp_bias", false)?,
+            mlp_bias: moe.is_none() && c.bool_or("mlp_bias", false)?,
+            moe,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
             embedding_multiplier: float("embedding_multiplier")?,
             residual_multiplier: float("residual_multiplier")?,
@@ -193,6 +210,109 @@ impl GraniteMoeHybridArgs {
     }
 }
 
+/// The mixture-of-experts blocks of a Granite-4.0-H-Tiny/-Small config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraniteMoeArgs {
+    /// `num_local_experts`.
+    pub num_experts: i32,
+    /// `num_experts_per_tok`.
+    pub top_k: i32,
+    /// Each expert's hidden width (`intermediate_size`).
+    pub expert_width: i32,
+}
+
+/// Python: `GraniteMoeHybridSharedMLP`: `output_linear(swiglu(gate, up))` with gate and up
+/// the two halves of `input_linear(x)`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct GraniteMoeHybridSharedMlp {
+    pub input_linear: MaybeQuantizedLinear,
+    pub output_linear: MaybeQuantizedLinear,
+}
+
+impl GraniteMoeHybridSharedMlp {
+    /// Takes the MLP under `path` (`model.layers.0.shared_mlp`): `dim` in and out, `hidden`
+    /// between.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        hidden: i32,
+    ) -> crate::Result<GraniteMoeHybridSharedMlp> {
+        Ok(GraniteMoeHybridSharedMlp {
+            input_linear: ck.linear(&format!("{path}.input_linear"), dim, 2 * hidden, false)?,
+            output_linear: ck.linear(&format!("{path}.output_linear"), hidden, dim, false)?,
+        })
+    }
+}
+
+impl Forward for GraniteMoeHybridSharedMlp {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let halves = ops::split(&self.input_linear.forward(x)?, 2, -1)?;
+        self.output_linear.forward(&swiglu(&halves[0], &halves[1])?)
+    }
+}
+
+/// Python: `GraniteMoeHybridTopKGating`: the router's logits (`layer`), their top k
+/// (`argpartition(kth=-k)[..., -k:]`) and a softmax over those k in float32 (`precise`).
+#[derive(Debug, Clone, TreeNode)]
+pub struct GraniteMoeHybridTopKGating {
+    pub layer: MaybeQuantizedLinear,
+    #[tree(static)]
+    pub top_k: i32,
+}
+
+impl GraniteMoeHybridTopKGating {
+    /// The experts `[..., k]` and their weights `[..., k]` of rows `x`.
+    pub fn route(&self, x: &Array) -> Result<(Array, Array)> {
+        let logits = self.layer.forward(x)?;
+        let idx = ops::stop_gradient(&top_k_last(&logits, self.top_k)?)?;
+        let top = ops::take_along_axis(&logits, &idx, -1)?;
+        Ok((idx, ops::softmax(&top, -1, true)?))
+    }
+}
+
+/// Python: `GraniteMoeHybridMoE`: the router and the experts (`switch_mlp`), the experts'
+/// outputs summed by the router's weights.
+#[derive(Debug, Clone, TreeNode)]
+pub struct GraniteMoeHybridMoe {
+    pub switch_mlp: SwitchGlu,
+    pub router: GraniteMoeHybridTopKGating,
+}
+
+impl GraniteMoeHybridMoe {
+    /// Takes the block under `path` (`model.layers.0.block_sparse_moe`).
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        m: &GraniteMoeArgs,
+    ) -> crate::Result<GraniteMoeHybridMoe> {
+        let p = |name: &str| format!("{path}.{name}");
+        Ok(GraniteMoeHybridMoe {
+            switch_mlp: SwitchGlu::load(
+                ck,
+                &p("switch_mlp"),
+                dim,
+                m.expert_width,
+                m.num_experts,
+                false,
+            )?,
+            router: GraniteMoeHybridTopKGating {
+                layer: ck.linear(&p("router.layer"), dim, m.num_experts, false)?,
+                top_k: m.top_k,
+            },
+        })
+    }
+}
+
+impl Forward for GraniteMoeHybridMoe {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (idx, gates) = self.router.route(x)?;
+        let y = self.switch_mlp.forward(x, &idx)?;
+        ops::multiply(&y, &ops::expand_dims(&gates, -1)?)?.sum(-2, false)
+    }
+}
+
 /// Which layers are attention: `layer_types` (`"mamba"` / `"attention"`, or transformers'
 /// `"linear_attention"` / `"full_attention"`); absent, every layer is a Mamba-2 layer (as
 /// transformers defaults it).
@@ -222,15 +342,19 @@ fn layer_types(c: &ModelConfig, layers: i32) -> crate::Result<Vec<bool>> {
     }
 }
 
-/// Python: `GraniteMoeHybridLayer` (dense): `h = x + mixer(input_layernorm(x)) * m`, then
-/// `h + mlp(post_attention_layernorm(h)) * m` with `m` the residual multiplier. As in
-/// mlx_lm's module, a layer has exactly one of `mamba` and `self_attn`.
+/// Python: `GraniteMoeHybridLayer`: `h = x + mixer(input_layernorm(x)) * m`, then
+/// `h + ffn(post_attention_layernorm(h)) * m` with `m` the residual multiplier, where `ffn` is
+/// `mlp` in a dense model, `block_sparse_moe(x) + shared_mlp(x)` in a mixture-of-experts one.
+/// As in mlx_lm's module, a layer has exactly one of `mamba` and `self_attn`, and either
+/// `mlp` or both `shared_mlp` and `block_sparse_moe`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct GraniteMoeHybridLayer {
     pub input_layernorm: RMSNorm,
     pub mamba: Option<Mamba2Mixer>,
     pub self_attn: Option<Attention>,
-    pub mlp: Mlp,
+    pub mlp: Option<Mlp>,
+    pub shared_mlp: Option<GraniteMoeHybridSharedMlp>,
+    pub block_sparse_moe: Option<GraniteMoeHybridMoe>,
     pub post_attention_layernorm: RMSNorm,
     #[tree(static)]
     pub residual_multiplier: f32,
@@ -258,7 +382,19 @@ impl GraniteMoeHybridLayer {
                     Ok(attention)
                 })
                 .transpose()?,
-            mlp: Mlp::load(ck, &p("mlp"), d, a.mlp_width, a.mlp_bias)?,
+            mlp: a
+                .moe
+                .is_none()
+                .then(|| Mlp::load(ck, &p("mlp"), d, a.mlp_width, a.mlp_bias))
+                .transpose()?,
+            shared_mlp: a
+                .moe
+                .map(|_| GraniteMoeHybridSharedMlp::load(ck, &p("shared_mlp"), d, a.mlp_width))
+                .transpose()?,
+            block_sparse_moe: a
+                .moe
+                .map(|m| GraniteMoeHybridMoe::load(ck, &p("block_sparse_moe"), d, &m))
+                .transpose()?,
             post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
             residual_multiplier: a.residual_multiplier,
         })
@@ -286,9 +422,17 @@ impl Layer for GraniteMoeHybridLayer {
                 )),
             };
         let h = ops::add(x, &ops::multiply(&h, m)?)?;
-        let out = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+        let normed = self.post_attention_layernorm.forward(&h)?;
+        let out =
+            match (&self.mlp, &self.block_sparse_moe, &self.shared_mlp) {
+                (Some(mlp), None, None) => mlp.forward(&normed)?,
+                (None, Some(moe), Some(shared)) => {
+                    ops::add(&moe.forward(&normed)?, &shared.forward(&normed)?)?
+                }
+                _ => return Err(wrong_input(
+                    "a granitemoehybrid layer has either mlp or shared_mlp and block_sparse_moe",
+                )),
+            };
         ops::add(&h, &ops::multiply(&out, m)?)
     }
 
@@ -332,14 +476,49 @@ impl GraniteMoeHybrid {
         GraniteMoeHybridArgs::from_config(config)
     }
 
-    /// Python: `Model.sanitize` (dense): convolution weights `[C, 1, K]` become `[C, K, 1]`;
-    /// each `shared_mlp.input_linear` `[2 I, D]` splits into `mlp.gate_proj` and
-    /// `mlp.up_proj`, `shared_mlp.output_linear` becomes `mlp.down_proj`; a tied model's
-    /// redundant `lm_head.weight` is dropped.
-    pub fn sanitize(ck: &mut Checkpoint, layers: usize, tied: bool) -> crate::Result<()> {
+    /// Python: `Model.sanitize`: convolution weights `[C, 1, K]` become `[C, K, 1]`; with
+    /// experts, each `block_sparse_moe.input_linear` `[E, 2 I, D]` splits into
+    /// `switch_mlp.gate_proj` and `switch_mlp.up_proj` and `block_sparse_moe.output_linear`
+    /// becomes `switch_mlp.down_proj` (a quantized checkpoint's `scales` / `biases` too,
+    /// split by the same rows; mlx_lm splits the weights only); without, each
+    /// `shared_mlp.input_linear` `[2 I, D]` splits into `mlp.gate_proj` and `mlp.up_proj`,
+    /// `shared_mlp.output_linear` becomes `mlp.down_proj`; a tied model's redundant
+    /// `lm_head.weight` is dropped.
+    pub fn sanitize(
+        ck: &mut Checkpoint,
+        layers: usize,
+        tied: bool,
+        moe: bool,
+    ) -> crate::Result<()> {
         sanitize_conv_weights(ck, "conv1d.weight")?;
         let w = ck.weights_mut();
-        if w.contains("model.layers.0.shared_mlp.input_linear.weight") {
+        if moe {
+            for l in 0..layers {
+                let prefix = format!("model.layers.{l}.block_sparse_moe");
+                for k in ["weight", "scales", "biases"] {
+                    let input = format!("{prefix}.input_linear.{k}");
+                    let Some(weight) = w.get(&input).cloned() else {
+                        continue;
+                    };
+                    let file = w
+                        .file_of(&input)
+                        .map(std::path::Path::to_path_buf)
+                        .unwrap_or_default();
+                    w.take(&input);
+                    let halves = ops::split(&weight, 2, 1).map_err(|source| crate::Error::Mlx {
+                        path: file.clone(),
+                        source,
+                    })?;
+                    let switch = format!("{prefix}.switch_mlp");
+                    w.insert(format!("{switch}.gate_proj.{k}"), halves[0].clone(), &file);
+                    w.insert(format!("{switch}.up_proj.{k}"), halves[1].clone(), &file);
+                    w.rename(
+                        &format!("{prefix}.output_linear.{k}"),
+                        format!("{switch}.down_proj.{k}"),
+                    );
+                }
+            }
+        } else if w.contains("model.layers.0.shared_mlp.input_linear.weight") {
             for l in 0..layers {
                 let shared = format!("model.layers.{l}.shared_mlp");
                 let mlp = format!("model.layers.{l}.mlp");
@@ -377,7 +556,15 @@ impl GraniteMoeHybrid {
         options: &LoadOptions,
     ) -> crate::Result<GraniteMoeHybrid> {
         let a = GraniteMoeHybridArgs::from_config(config)?;
-        Self::sanitize(ck, a.attention_layers.len(), a.tie_word_embeddings)?;
+        Self::sanitize(
+            ck,
+            a.attention_layers.len(),
+            a.tie_word_embeddings,
+            a.moe.is_some(),
+        )?;
+        if a.moe.is_some() {
+            ck.set_quant_predicate(router_at_8_bits);
+        }
         // mlx_lm's granitemoehybrid has no cast predicate.
         ck.cast(options.dtype, |_| false)?;
         let mut layers = Vec::with_capacity(a.attention_layers.len());
@@ -403,6 +590,15 @@ impl GraniteMoeHybrid {
             logits_scaling: a.logits_scaling,
         })
     }
+}
+
+/// Python: granitemoehybrid's `quant_predicate` with experts: the routers
+/// (`block_sparse_moe.router.layer`) at 8 bits in groups of 64.
+fn router_at_8_bits(path: &str) -> Option<QuantParams> {
+    path.ends_with("router.layer").then_some(QuantParams {
+        group_size: 64,
+        bits: 8,
+    })
 }
 
 impl LanguageModel for GraniteMoeHybrid {

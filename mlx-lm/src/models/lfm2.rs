@@ -133,19 +133,6 @@ impl Lfm2Args {
             c.float("block_ffn_dim_multiplier")?,
         );
         let head_dim = c.dim_or("head_dim", Some(hidden / heads))?;
-        // transformers' rope settings are `rope_scaling or rope_parameters` (the same object
-        // `RotaryEmbedding::from_config` reads the scaling from), its rope_theta defaulting to
-        // the top level's, then to Lfm2Config.default_theta.
-        let nested = ["rope_scaling", "rope_parameters"]
-            .into_iter()
-            .find(|key| matches!(c.values().get(*key), Some(Value::Object(m)) if !m.is_empty()));
-        let nested_theta = match nested.and_then(|key| c.section(key)) {
-            Some(s) => s.float("rope_theta")?,
-            None => None,
-        };
-        let theta = nested_theta
-            .or(c.float("rope_theta")?)
-            .unwrap_or(1_000_000.0);
         Ok(Lfm2Args {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
@@ -158,9 +145,26 @@ impl Lfm2Args {
             conv_l_cache: c.dim("conv_L_cache")?,
             ff_dim,
             full_attn_idxs: full_attn_idxs(c, layers)?,
-            rope: RotaryEmbedding::from_config(c, head_dim, theta, false)?,
+            rope: RotaryEmbedding::from_config(c, head_dim, lfm2_rope_theta(c)?, false)?,
         })
     }
+}
+
+/// The RoPE base as transformers reads it for LFM2 and LFM2-MoE: the settings are
+/// `rope_scaling or rope_parameters` (the same object `RotaryEmbedding::from_config` reads
+/// the scaling from), their rope_theta defaulting to the top level's, then to the configs'
+/// `default_theta`, 1e6.
+pub(crate) fn lfm2_rope_theta(c: &ModelConfig) -> crate::Result<f64> {
+    let nested = ["rope_scaling", "rope_parameters"]
+        .into_iter()
+        .find(|key| matches!(c.values().get(*key), Some(Value::Object(m)) if !m.is_empty()));
+    let nested_theta = match nested.and_then(|key| c.section(key)) {
+        Some(s) => s.float("rope_theta")?,
+        None => None,
+    };
+    Ok(nested_theta
+        .or(c.float("rope_theta")?)
+        .unwrap_or(1_000_000.0))
 }
 
 /// The MLP's width (transformers' `Lfm2MLP.__init__`): with `auto_adjust`, two thirds of
@@ -189,7 +193,7 @@ fn feed_forward_dim(
 /// `"conv"`), else `full_attn_idxs`. transformers builds the layers from `layer_types` and
 /// derives it from `full_attn_idxs` only where it is absent; mlx_lm takes `full_attn_idxs`
 /// first. With neither, an error (mlx_lm fails too; transformers makes every layer attention).
-fn full_attn_idxs(c: &ModelConfig, layers: i32) -> crate::Result<Vec<i32>> {
+pub(crate) fn full_attn_idxs(c: &ModelConfig, layers: i32) -> crate::Result<Vec<i32>> {
     let error = |key: &str, message: String| invalid(c.path(), &c.key(key), &message);
     match c.get("layer_types") {
         Some(Value::Array(types)) => {
@@ -360,12 +364,13 @@ impl Forward for Lfm2Mlp {
 /// Python: `Lfm2DecoderLayer`: `h = x + operator(operator_norm(x))`, then `h +
 /// feed_forward(ffn_norm(h))`, where the operator is `self_attn` in a layer of
 /// `full_attn_idxs` and `conv` in the others. As in mlx_lm's module, a layer has exactly one
-/// of the two fields (the other is `None`, so the parameter paths are mlx_lm's).
+/// of the two fields (the other is `None`, so the parameter paths are mlx_lm's). The
+/// feed-forward block is lfm2's [`Lfm2Mlp`], or lfm2_moe's dense or sparse block.
 #[derive(Debug, Clone, TreeNode)]
-pub struct Lfm2DecoderLayer {
+pub struct Lfm2DecoderLayer<F = Lfm2Mlp> {
     pub self_attn: Option<Lfm2Attention>,
     pub conv: Option<ShortConv>,
-    pub feed_forward: Lfm2Mlp,
+    pub feed_forward: F,
     pub operator_norm: RMSNorm,
     pub ffn_norm: RMSNorm,
 }
@@ -384,6 +389,20 @@ impl Lfm2DecoderLayer {
         i: i32,
         a: &Lfm2Args,
     ) -> crate::Result<Lfm2DecoderLayer> {
+        Self::load_with(ck, path, i, a, |ck, path| Lfm2Mlp::load(ck, path, a))
+    }
+}
+
+impl<F> Lfm2DecoderLayer<F> {
+    /// Takes layer `i`'s tensors under `path`, its feed-forward block built by
+    /// `feed_forward` from its path (`{path}.feed_forward`).
+    pub fn load_with(
+        ck: &mut Checkpoint,
+        path: &str,
+        i: i32,
+        a: &Lfm2Args,
+        feed_forward: impl FnOnce(&mut Checkpoint, &str) -> crate::Result<F>,
+    ) -> crate::Result<Lfm2DecoderLayer<F>> {
         let (d, eps) = (a.hidden_size, a.norm_eps);
         let attention = a.full_attn_idxs.contains(&i);
         Ok(Lfm2DecoderLayer {
@@ -395,7 +414,7 @@ impl Lfm2DecoderLayer {
                     ShortConv::load(ck, &format!("{path}.conv"), d, a.conv_l_cache, a.conv_bias)
                 })
                 .transpose()?,
-            feed_forward: Lfm2Mlp::load(ck, &format!("{path}.feed_forward"), a)?,
+            feed_forward: feed_forward(ck, &format!("{path}.feed_forward"))?,
             operator_norm: ck.rms_norm(&format!("{path}.operator_norm"), d, eps)?,
             ffn_norm: ck.rms_norm(&format!("{path}.ffn_norm"), d, eps)?,
         })
@@ -412,7 +431,7 @@ impl Lfm2DecoderLayer {
     }
 }
 
-impl Layer for Lfm2DecoderLayer {
+impl<F: Forward + TreeNode> Layer for Lfm2DecoderLayer<F> {
     type Carry = ();
 
     fn forward(
@@ -442,16 +461,60 @@ impl Layer for Lfm2DecoderLayer {
     }
 }
 
-/// Python: `Lfm2Model`.
+/// Python: `Lfm2Model` (lfm2's and lfm2_moe's).
 #[derive(Debug, Clone, TreeNode)]
-pub struct Lfm2Model {
+pub struct Lfm2Model<F = Lfm2Mlp> {
     pub embed_tokens: MaybeQuantizedEmbedding,
-    pub layers: Vec<Lfm2DecoderLayer>,
+    pub layers: Vec<Lfm2DecoderLayer<F>>,
     /// The final norm (mlx_lm's name).
     pub embedding_norm: RMSNorm,
     /// The custom kernels this model may use.
     #[tree(static)]
     pub kernels: KernelOptions,
+}
+
+impl<F: Forward + TreeNode> Lfm2Model<F> {
+    /// Takes the embedding, the layers (each built by `layer` from its path and index) and
+    /// the final norm.
+    pub fn load(
+        ck: &mut Checkpoint,
+        a: &Lfm2Args,
+        kernels: KernelOptions,
+        mut layer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<Lfm2DecoderLayer<F>>,
+    ) -> crate::Result<Lfm2Model<F>> {
+        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
+        for i in 0..a.num_hidden_layers {
+            layers.push(layer(ck, &format!("model.layers.{i}"), i)?);
+        }
+        Ok(Lfm2Model {
+            embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, a.hidden_size)?,
+            layers,
+            embedding_norm: ck.rms_norm("model.embedding_norm", a.hidden_size, a.norm_eps)?,
+            kernels,
+        })
+    }
+
+    /// The logits of `inputs` through the tied output head (Python: `Model.__call__`).
+    pub fn logits(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+        let rows = Rows::of(inputs)?;
+        let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
+        let h = forward_layers(&self.layers, h, rows, self.kernels, cache)?;
+        let h = self.embedding_norm.forward(&h)?;
+        rows.unfold(&self.embed_tokens.as_linear(&h)?)
+    }
+
+    /// A key/value cache per attention layer, a convolution state per other layer.
+    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
+        make_layer_caches(&self.layers, batch, capacity, self.dtype())
+    }
+
+    pub fn dtype(&self) -> Dtype {
+        embedding_dtype(&self.embed_tokens)
+    }
+
+    pub fn vocab_size(&self) -> i32 {
+        embedding_vocab_size(&self.embed_tokens)
+    }
 }
 
 /// Python: `mlx_lm.models.lfm2.Model`.
@@ -482,46 +545,29 @@ impl Lfm2 {
         let a = Lfm2Args::from_config(config)?;
         Self::sanitize(ck)?;
         ck.cast(options.dtype, |_| false)?;
-        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
-        for i in 0..a.num_hidden_layers {
-            layers.push(Lfm2DecoderLayer::load(
-                ck,
-                &format!("model.layers.{i}"),
-                i,
-                &a,
-            )?);
-        }
         Ok(Lfm2 {
-            model: Lfm2Model {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, a.hidden_size)?,
-                layers,
-                embedding_norm: ck.rms_norm("model.embedding_norm", a.hidden_size, a.norm_eps)?,
-                kernels: options.kernels,
-            },
+            model: Lfm2Model::load(ck, &a, options.kernels, |ck, path, i| {
+                Lfm2DecoderLayer::load(ck, path, i, &a)
+            })?,
         })
     }
 }
 
 impl LanguageModel for Lfm2 {
     fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        let rows = Rows::of(inputs)?;
-        let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
-        let h = m.embedding_norm.forward(&h)?;
-        rows.unfold(&m.embed_tokens.as_linear(&h)?)
+        self.model.logits(inputs, cache)
     }
 
     fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
+        self.model.make_cache(batch, capacity)
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        self.model.dtype()
     }
 
     fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
+        self.model.vocab_size()
     }
 
     fn model_type(&self) -> &str {

@@ -17,6 +17,7 @@ pub mod helium;
 pub mod internlm3;
 pub mod jamba;
 pub mod lfm2;
+pub mod lfm2_moe;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
@@ -52,6 +53,7 @@ pub use helium::Helium;
 pub use internlm3::InternLM3;
 pub use jamba::Jamba;
 pub use lfm2::Lfm2;
+pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
@@ -88,7 +90,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 34] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -103,6 +105,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 34] {
         ("internlm3", builtin!(InternLM3)),
         ("jamba", builtin!(Jamba)),
         ("lfm2", builtin!(Lfm2)),
+        ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),

@@ -1,12 +1,13 @@
 //! `nemotron_h` (Python: `mlx_lm.models.nemotron_h`): NVIDIA's Nemotron-H, single-sublayer
 //! blocks `h + mixer(norm(h))` whose mixer is, per the block pattern, a Mamba-2 SSD (`M`,
 //! [`Mamba2Mixer`] with the gated norm per group), attention without positional embedding
-//! (`*`), or a ReLU² MLP (`-`); parameters under `backbone.*` (`embeddings`, `layers.i.{norm,
-//! mixer}`, `norm_f`) and `lm_head`.
+//! (`*`), a ReLU² MLP (`-`), or a mixture of ReLU² experts (`E`, Nemotron-3 Nano:
+//! [`NemotronHMoe`], DeepSeek-V3's grouped sigmoid router, a shared expert, optional latent
+//! projections); parameters under `backbone.*` (`embeddings`, `layers.i.{norm, mixer}`,
+//! `norm_f`) and `lm_head`.
 //!
 //! Only the `M` and `*` blocks have a cache entry (`ArraysCache(2)` / `KVCache`), as in mlx_lm,
-//! whose cache list is then shorter than the layers ([`Layer::has_cache`]). Mixture-of-experts
-//! blocks (`E`, Nemotron-3 Nano) are not supported yet: a config with one is an error.
+//! whose cache list is then shorter than the layers ([`Layer::has_cache`]).
 //!
 //! Where mlx_lm 0.32.2 is wrong: its mixer does not pass a right-padded batch's `lengths` to
 //! the SSD, so a padded sequence's prefill leaves the SSM state empty (its batch generation
@@ -19,13 +20,17 @@ use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
+use crate::blocks::mlp::relu2;
+use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Attention, AttentionConfig, Layer, LayerContext, TokenMixer};
+use crate::blocks::{GroupLimit, GroupRouting, MoeGate, SwitchMlp};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::stack_language_model;
+use crate::models::sparse::stack_experts;
 
 /// A block's kind, as mlx_lm's `hybrid_override_pattern` spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +41,8 @@ pub enum BlockType {
     Attention,
     /// `-`: the MLP.
     Mlp,
+    /// `E`: the mixture of experts.
+    Moe,
 }
 
 /// Python: nemotron_h's `ModelArgs`, as the blocks use it.
@@ -48,6 +55,8 @@ pub struct NemotronHArgs {
     pub mlp_bias: bool,
     pub tie_word_embeddings: bool,
     pub blocks: Vec<BlockType>,
+    /// The `E` blocks' experts and router (read where there are `E` blocks).
+    pub moe: Option<NemotronHMoeArgs>,
     pub attention: AttentionConfig,
     pub mixer: Mamba2Config,
 }
@@ -103,21 +112,27 @@ impl NemotronHArgs {
         // their `mtp.` tensors).
         c.declare_neutral(&["num_nextn_predict_layers", "mtp_layers_block_type"]);
         let blocks = block_types(c)?;
-        // The mixture-of-experts settings, unused without `E` blocks.
-        c.declare_neutral(&[
-            "n_routed_experts",
-            "n_shared_experts",
-            "moe_intermediate_size",
-            "moe_shared_expert_intermediate_size",
-            "moe_latent_size",
-            "moe_shared_expert_overlap",
-            "num_experts_per_tok",
-            "routed_scaling_factor",
-            "n_group",
-            "topk_group",
-            "norm_topk_prob",
-            "output_router_logits",
-        ]);
+        // Training only: whether the forward returns the router's logits; how transformers
+        // schedules the shared expert beside the routed ones (the same sum).
+        c.declare_neutral(&["output_router_logits", "moe_shared_expert_overlap"]);
+        let moe = if blocks.contains(&BlockType::Moe) {
+            Some(NemotronHMoeArgs::from_config(c)?)
+        } else {
+            // The mixture-of-experts settings, unused without `E` blocks.
+            c.declare_neutral(&[
+                "n_routed_experts",
+                "n_shared_experts",
+                "moe_intermediate_size",
+                "moe_shared_expert_intermediate_size",
+                "moe_latent_size",
+                "num_experts_per_tok",
+                "routed_scaling_factor",
+                "n_group",
+                "topk_group",
+                "norm_topk_prob",
+            ]);
+            None
+        };
         let attention_bias = c.bool_or("attention_bias", false)?;
         let head_dim = match c.usize("head_dim")? {
             Some(_) => c.dim("head_dim")?,
@@ -131,6 +146,7 @@ impl NemotronHArgs {
             mlp_bias: c.bool_or("mlp_bias", false)?,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
             blocks,
+            moe,
             attention: AttentionConfig {
                 hidden_size: hidden,
                 num_heads: heads,
@@ -163,16 +179,72 @@ impl NemotronHArgs {
     }
 }
 
+/// The `E` blocks, as transformers' `NemotronHConfig` (its defaults where a key is absent)
+/// and mlx_lm's `NemotronHMoE` read them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NemotronHMoeArgs {
+    pub num_experts: i32,
+    pub expert_size: i32,
+    /// The shared expert's width; `None` where `n_shared_experts` is 0 or null (mlx_lm
+    /// builds none for null; transformers always builds one: its default is 1).
+    pub shared_expert_size: Option<i32>,
+    /// Experts computing in this width, between `fc1_latent_proj` and `fc2_latent_proj`.
+    pub latent_size: Option<i32>,
+    pub routing: GroupRouting,
+}
+
+impl NemotronHMoeArgs {
+    fn from_config(c: &ModelConfig) -> crate::Result<NemotronHMoeArgs> {
+        let num_experts = c.dim_or("n_routed_experts", Some(8))?;
+        let top_k = c.dim_or("num_experts_per_tok", Some(2))?;
+        let n_group = c.dim_or("n_group", Some(1))?;
+        let topk_group = c.dim_or("topk_group", Some(1))?;
+        if top_k > num_experts {
+            return Err(invalid(
+                c.path(),
+                &c.key("num_experts_per_tok"),
+                &format!("{top_k} experts per token, but only {num_experts} experts"),
+            ));
+        }
+        if num_experts % n_group != 0 || topk_group > n_group {
+            return Err(invalid(
+                c.path(),
+                &c.key("n_group"),
+                &format!("{num_experts} experts in {n_group} groups, {topk_group} of them kept"),
+            ));
+        }
+        let shared = match c.get("n_shared_experts") {
+            Some(Value::Null) => 0,
+            _ => c.dim_or("n_shared_experts", Some(1))?,
+        };
+        let latent_size = match c.get("moe_latent_size") {
+            None | Some(Value::Null) => None,
+            Some(_) => Some(c.dim("moe_latent_size")?),
+        };
+        Ok(NemotronHMoeArgs {
+            num_experts,
+            expert_size: c.dim_or("moe_intermediate_size", Some(7688))?,
+            shared_expert_size: (shared > 0)
+                .then(|| c.dim_or("moe_shared_expert_intermediate_size", Some(7688)))
+                .transpose()?,
+            latent_size,
+            routing: GroupRouting {
+                top_k,
+                n_group,
+                topk_group,
+                routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
+                norm_topk_prob: c.bool_or("norm_topk_prob", true)?,
+                group_limit: GroupLimit::SeveralGroups,
+                denominator_eps: Some(1e-20),
+            },
+        })
+    }
+}
+
 /// The block list: `hybrid_override_pattern` (characters `M * - E`), else `layers_block_type`
 /// or `layer_types` (mlx_lm's `_block_type_to_char`, legacy spellings included).
 fn block_types(c: &ModelConfig) -> crate::Result<Vec<BlockType>> {
     let error = |key: &str, message: String| invalid(c.path(), &c.key(key), &message);
-    let moe = |key: &str| {
-        error(
-            key,
-            "mixture-of-experts blocks (E / moe) are not supported yet".into(),
-        )
-    };
     if let Some(pattern) = c.get("hybrid_override_pattern").filter(|v| !v.is_null()) {
         let chars: Vec<String> = match pattern {
             Value::String(s) => s.chars().map(String::from).collect(),
@@ -201,7 +273,7 @@ fn block_types(c: &ModelConfig) -> crate::Result<Vec<BlockType>> {
                 "M" => Ok(BlockType::Mamba),
                 "*" => Ok(BlockType::Attention),
                 "-" => Ok(BlockType::Mlp),
-                "E" => Err(moe("hybrid_override_pattern")),
+                "E" => Ok(BlockType::Moe),
                 other => Err(error(
                     "hybrid_override_pattern",
                     format!("unknown block {other:?} (expected M, *, - or E)"),
@@ -221,7 +293,7 @@ fn block_types(c: &ModelConfig) -> crate::Result<Vec<BlockType>> {
                 Some("linear_attention" | "mamba" | "conv") => Ok(BlockType::Mamba),
                 Some("full_attention" | "attention") => Ok(BlockType::Attention),
                 Some("mlp") => Ok(BlockType::Mlp),
-                Some("moe") => Err(moe(key)),
+                Some("moe") => Ok(BlockType::Moe),
                 _ => Err(error(key, format!("unknown block type {t}"))),
             })
             .collect(),
@@ -240,12 +312,98 @@ pub struct NemotronHMlp {
     pub down_proj: MaybeQuantizedLinear,
 }
 
+impl NemotronHMlp {
+    /// Takes the MLP under `path`: `dim` in and out, `hidden` between.
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        dim: i32,
+        hidden: i32,
+        bias: bool,
+    ) -> crate::Result<NemotronHMlp> {
+        Ok(NemotronHMlp {
+            up_proj: ck.linear(&format!("{path}.up_proj"), dim, hidden, bias)?,
+            down_proj: ck.linear(&format!("{path}.down_proj"), hidden, dim, bias)?,
+        })
+    }
+}
+
 impl Forward for NemotronHMlp {
     fn forward(&self, x: &Array) -> Result<Array> {
-        let h = self.up_proj.forward(x)?;
-        // Python: nn.relu2, `square(maximum(x, 0))` (the 0 takes x's dtype).
-        let h = ops::square(&ops::maximum(&h, &ops::zeros(&[], h.dtype())?)?)?;
-        self.down_proj.forward(&h)
+        self.down_proj.forward(&relu2(&self.up_proj.forward(x)?)?)
+    }
+}
+
+/// Python: `NemotronHMoE`: the grouped sigmoid router ([`MoeGate`], renormalizing by the sum
+/// plus 1e-20), the ReLU² experts (`switch_mlp`, in the latent width between
+/// `fc1_latent_proj` and `fc2_latent_proj` where there are those), their outputs summed by
+/// weight in the experts' dtype, plus the shared expert on the block's input.
+#[derive(Debug, Clone, TreeNode)]
+pub struct NemotronHMoe {
+    pub gate: MoeGate,
+    pub switch_mlp: SwitchMlp,
+    pub shared_experts: Option<NemotronHMlp>,
+    pub fc1_latent_proj: Option<MaybeQuantizedLinear>,
+    pub fc2_latent_proj: Option<MaybeQuantizedLinear>,
+}
+
+impl NemotronHMoe {
+    /// Takes the block under `path` (`backbone.layers.1.mixer`).
+    pub fn load(ck: &mut Checkpoint, path: &str, a: &NemotronHArgs) -> crate::Result<NemotronHMoe> {
+        let m = a.moe.ok_or_else(|| {
+            invalid(
+                ck.dir(),
+                "hybrid_override_pattern",
+                "an E block without the experts' settings",
+            )
+        })?;
+        let p = |name: &str| format!("{path}.{name}");
+        let d = a.hidden_size;
+        let expert_dim = m.latent_size.unwrap_or(d);
+        let latent = |ck: &mut Checkpoint, name: &str, i: i32, o: i32| {
+            m.latent_size
+                .map(|_| ck.linear(&p(name), i, o, a.mlp_bias))
+                .transpose()
+        };
+        Ok(NemotronHMoe {
+            gate: MoeGate::load(ck, &p("gate"), m.num_experts, d, m.routing)?,
+            switch_mlp: SwitchMlp::load(
+                ck,
+                &p("switch_mlp"),
+                expert_dim,
+                m.expert_size,
+                m.num_experts,
+                false,
+            )?,
+            shared_experts: m
+                .shared_expert_size
+                .map(|s| NemotronHMlp::load(ck, &p("shared_experts"), d, s, a.mlp_bias))
+                .transpose()?,
+            fc1_latent_proj: latent(ck, "fc1_latent_proj", d, expert_dim)?,
+            fc2_latent_proj: latent(ck, "fc2_latent_proj", expert_dim, d)?,
+        })
+    }
+}
+
+impl Forward for NemotronHMoe {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (inds, scores) = self.gate.route(x)?;
+        let h = match &self.fc1_latent_proj {
+            Some(proj) => proj.forward(x)?,
+            None => x.clone(),
+        };
+        let y = self.switch_mlp.forward(&h, &inds)?;
+        let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?
+            .sum(-2, false)?
+            .astype(y.dtype())?;
+        let y = match &self.fc2_latent_proj {
+            Some(proj) => proj.forward(&y)?,
+            None => y,
+        };
+        match &self.shared_experts {
+            Some(shared) => ops::add(&y, &shared.forward(x)?),
+            None => Ok(y),
+        }
     }
 }
 
@@ -256,6 +414,7 @@ pub enum NemotronHMixer {
     Mamba(Box<Mamba2Mixer>),
     Attention(Box<Attention>),
     Mlp(NemotronHMlp),
+    Moe(Box<NemotronHMoe>),
 }
 
 impl TreeNode for NemotronHMixer {
@@ -264,6 +423,7 @@ impl TreeNode for NemotronHMixer {
             NemotronHMixer::Mamba(m) => m.flatten(f),
             NemotronHMixer::Attention(a) => a.flatten(f),
             NemotronHMixer::Mlp(m) => m.flatten(f),
+            NemotronHMixer::Moe(m) => m.flatten(f),
         }
     }
 
@@ -276,7 +436,12 @@ impl TreeNode for NemotronHMixer {
                 Attention::unflatten(u).map(|a| NemotronHMixer::Attention(Box::new(a)))
             }
             NodeKind::Struct("NemotronHMlp") => NemotronHMlp::unflatten(u).map(NemotronHMixer::Mlp),
-            _ => Err(u.mismatch("a nemotron_h mixer (Mamba2Mixer, Attention or NemotronHMlp)")),
+            NodeKind::Struct("NemotronHMoe") => {
+                NemotronHMoe::unflatten(u).map(|m| NemotronHMixer::Moe(Box::new(m)))
+            }
+            _ => Err(u.mismatch(
+                "a nemotron_h mixer (Mamba2Mixer, Attention, NemotronHMlp or NemotronHMoe)",
+            )),
         }
     }
 
@@ -285,6 +450,7 @@ impl TreeNode for NemotronHMixer {
             NemotronHMixer::Mamba(m) => m.leaves_mut(f),
             NemotronHMixer::Attention(a) => a.leaves_mut(f),
             NemotronHMixer::Mlp(m) => m.leaves_mut(f),
+            NemotronHMixer::Moe(m) => m.leaves_mut(f),
         }
     }
 }
@@ -305,7 +471,6 @@ impl NemotronHBlock {
         a: &NemotronHArgs,
     ) -> crate::Result<NemotronHBlock> {
         let mixer = format!("{path}.mixer");
-        let p = |name: &str| format!("{mixer}.{name}");
         let (d, ff) = (a.hidden_size, a.intermediate_size);
         Ok(NemotronHBlock {
             norm: ck.rms_norm(&format!("{path}.norm"), d, a.layer_norm_epsilon)?,
@@ -316,10 +481,10 @@ impl NemotronHBlock {
                 BlockType::Attention => {
                     NemotronHMixer::Attention(Box::new(Attention::load(ck, &mixer, &a.attention)?))
                 }
-                BlockType::Mlp => NemotronHMixer::Mlp(NemotronHMlp {
-                    up_proj: ck.linear(&p("up_proj"), d, ff, a.mlp_bias)?,
-                    down_proj: ck.linear(&p("down_proj"), ff, d, a.mlp_bias)?,
-                }),
+                BlockType::Mlp => {
+                    NemotronHMixer::Mlp(NemotronHMlp::load(ck, &mixer, d, ff, a.mlp_bias)?)
+                }
+                BlockType::Moe => NemotronHMixer::Moe(Box::new(NemotronHMoe::load(ck, &mixer, a)?)),
             },
         })
     }
@@ -340,13 +505,14 @@ impl Layer for NemotronHBlock {
             NemotronHMixer::Mamba(m) => m.forward(&h, ctx.rows, cache)?,
             NemotronHMixer::Attention(a) => TokenMixer::forward(a.as_ref(), &h, ctx, cache)?,
             NemotronHMixer::Mlp(m) => m.forward(&h)?,
+            NemotronHMixer::Moe(m) => m.forward(&h)?,
         };
         ops::add(x, &h)
     }
 
-    /// The MLP blocks have no state, and no entry in the cache (as in mlx_lm).
+    /// The MLP and expert blocks have no state, and no entry in the cache (as in mlx_lm).
     fn has_cache(&self) -> bool {
-        !matches!(self.mixer, NemotronHMixer::Mlp(_))
+        !matches!(self.mixer, NemotronHMixer::Mlp(_) | NemotronHMixer::Moe(_))
     }
 
     /// Python: `ArraysCache(size=2)` for a Mamba-2 block, `KVCache()` for attention.
@@ -354,8 +520,8 @@ impl Layer for NemotronHBlock {
         match &self.mixer {
             NemotronHMixer::Mamba(m) => m.make_cache(batch, dtype),
             NemotronHMixer::Attention(a) => a.make_cache(batch, capacity, dtype),
-            NemotronHMixer::Mlp(_) => Err(crate::blocks::rows::wrong_input(
-                "an MLP block of nemotron_h has no cache",
+            NemotronHMixer::Mlp(_) | NemotronHMixer::Moe(_) => Err(wrong_input(
+                "an MLP or expert block of nemotron_h has no cache",
             )),
         }
     }
@@ -379,11 +545,24 @@ impl NemotronH {
         NemotronHArgs::from_config(config)
     }
 
-    /// Python: `Model.sanitize` (for dense models): the multi-token-prediction tensors
-    /// (`mtp.*`) dropped; convolution weights `[C, 1, K]` become `[C, K, 1]`.
-    pub fn sanitize(ck: &mut Checkpoint) -> crate::Result<()> {
+    /// Python: `Model.sanitize`: the multi-token-prediction tensors (`mtp.*`) dropped;
+    /// convolution weights `[C, 1, K]` become `[C, K, 1]`; each `E` block's experts
+    /// `mixer.experts.{e}.{up_proj,down_proj}` stacked into `mixer.switch_mlp.{fc1,fc2}`
+    /// (a quantized checkpoint's `scales` / `biases` too; mlx_lm stacks the weights only).
+    pub fn sanitize(ck: &mut Checkpoint, a: &NemotronHArgs) -> crate::Result<()> {
         ck.weights_mut().retain(|k, _| !k.starts_with("mtp."));
-        sanitize_conv_weights(ck, "conv1d.weight")
+        sanitize_conv_weights(ck, "conv1d.weight")?;
+        match &a.moe {
+            Some(m) => stack_experts(
+                ck,
+                "backbone",
+                a.blocks.len() as i32,
+                "mixer",
+                &[("down_proj", "fc2"), ("up_proj", "fc1")],
+                m.num_experts,
+            ),
+            None => Ok(()),
+        }
     }
 
     /// Reads the config, sanitizes and casts the tensors, builds the model.
@@ -393,9 +572,11 @@ impl NemotronH {
         options: &LoadOptions,
     ) -> crate::Result<NemotronH> {
         let a = NemotronHArgs::from_config(config)?;
-        Self::sanitize(ck)?;
-        // Python's cast_predicate: A_log stays float32.
-        ck.cast(options.dtype, |k| k.contains("A_log"))?;
+        Self::sanitize(ck, &a)?;
+        // Python's cast_predicate: A_log and the routers' correction biases stay float32.
+        ck.cast(options.dtype, |k| {
+            k.contains("A_log") || k.contains("e_score_correction_bias")
+        })?;
         let mut layers = Vec::with_capacity(a.blocks.len());
         for (i, block) in a.blocks.iter().enumerate() {
             layers.push(NemotronHBlock::load(

@@ -186,7 +186,7 @@ impl Qwen3Next {
                 "model",
                 args.stack.num_hidden_layers,
                 "mlp",
-                SAME_NAMES,
+                &SAME_NAMES,
                 moe.num_experts,
             )?;
         }

@@ -62,7 +62,7 @@ impl MoeArgs {
             "model",
             self.decoder.num_hidden_layers,
             self.experts_at,
-            self.expert_names,
+            &self.expert_names,
             self.moe.num_experts,
         )
     }
@@ -115,12 +115,12 @@ pub fn stack_experts(
     prefix: &str,
     layers: i32,
     experts_at: &str,
-    names: [(&str, &str); 3],
+    names: &[(&str, &str)],
     experts: i32,
 ) -> crate::Result<()> {
     for l in 0..layers {
         let prefix = format!("{prefix}.layers.{l}.{experts_at}");
-        for (hf, mlx) in names {
+        for &(hf, mlx) in names {
             for k in ["weight", "scales", "biases"] {
                 let key = |e: i32| format!("{prefix}.experts.{e}.{hf}.{k}");
                 if !ck.weights_mut().contains(&key(0)) {
