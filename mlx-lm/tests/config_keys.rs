@@ -175,7 +175,7 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
-        let key = if name == "nemotron_h" {
+        let key = if name.starts_with("nemotron_h") {
             "mamba_hidden_act"
         } else {
             "hidden_act"
