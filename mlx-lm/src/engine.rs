@@ -354,20 +354,13 @@ fn sample_rows(logprobs: &Array, x: &StepInputs, keys: &mut Array) -> mlx_rs::Re
 /// leaf, so keys, values, offset and a recurrent layer's state all become the sequence's,
 /// and nothing of the row's earlier request survives. The shapes are checked leaf by leaf.
 pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
-    let sources: Vec<Array> = tree_leaves(single).into_iter().cloned().collect();
     let start = Array::from_slice(&[row as i32], &[1])?;
-    let mut count = 0usize;
-    let mut failure: Option<Error> = None;
-    batch.leaves_mut(&mut |dst: &mut Array| {
-        let i = count;
-        count += 1;
-        if failure.is_some() {
-            return;
-        }
-        let Some(src) = sources.get(i) else {
-            return;
-        };
-        let result = (|| -> Result<Array> {
+    map_leaves(
+        batch,
+        single,
+        "the slot batch's",
+        "the sequence's",
+        |i, dst, src| {
             let update = if src.ndim() + 1 == dst.ndim() {
                 ops::expand_dims(src, 0)?
             } else {
@@ -387,22 +380,8 @@ pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
                 &start,
                 &[0],
             )?)
-        })();
-        match result {
-            Ok(a) => *dst = a,
-            Err(e) => failure = Some(e),
-        }
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    if count != sources.len() {
-        return Err(Error::InvalidArgument(format!(
-            "the sequence's cache has {} arrays but the slot batch's {count}",
-            sources.len()
-        )));
-    }
-    Ok(())
+        },
+    )
 }
 
 /// Reads row `row` of a slot batch's cache into `single`, a one-sequence cache of the
@@ -411,19 +390,12 @@ pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
 /// the sequence continues from `single` as from a prefill. The inverse of [`write_row`];
 /// `single`'s positions must cover the row's offset.
 pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
-    let sources: Vec<Array> = tree_leaves(batch).into_iter().cloned().collect();
-    let mut count = 0usize;
-    let mut failure: Option<Error> = None;
-    single.leaves_mut(&mut |dst: &mut Array| {
-        let i = count;
-        count += 1;
-        if failure.is_some() {
-            return;
-        }
-        let Some(src) = sources.get(i) else {
-            return;
-        };
-        let result = (|| -> Result<Array> {
+    map_leaves(
+        single,
+        batch,
+        "the sequence's",
+        "the slot batch's",
+        |i, dst, src| {
             let r = if dst.ndim() + 1 == src.ndim() {
                 src.index(row as i32)?
             } else {
@@ -432,10 +404,9 @@ pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
             let (r_shape, d) = (r.shape(), dst.shape());
             if r_shape.len() != d.len() || r_shape.iter().zip(d).any(|(n, k)| n < k) {
                 return Err(Error::InvalidArgument(format!(
-                    "cache leaf {i}: a row of the slot batch's {:?} does not cover a \
-                     sequence's {d:?}",
-                    src.shape()
-                )));
+                "cache leaf {i}: a row of the slot batch's {:?} does not cover a sequence's {d:?}",
+                src.shape()
+            )));
             }
             let r = if r_shape == d {
                 r
@@ -445,9 +416,34 @@ pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
                 ops::slice(&r, &start, &axes, d)?
             };
             Ok(r.astype(dst.dtype())?)
-        })();
-        match result {
-            Ok(a) => *dst = a,
+        },
+    )
+}
+
+/// Replaces each leaf of `dst` with `f(i, leaf, the i-th leaf of src)`, the two caches'
+/// leaves paired in flatten order; the first error stops it, and caches of different leaf
+/// counts (named `dst_name` and `src_name` in the message) are an error.
+fn map_leaves(
+    dst: &mut Cache,
+    src: &Cache,
+    dst_name: &str,
+    src_name: &str,
+    mut f: impl FnMut(usize, &Array, &Array) -> Result<Array>,
+) -> Result<()> {
+    let sources: Vec<Array> = tree_leaves(src).into_iter().cloned().collect();
+    let mut count = 0usize;
+    let mut failure: Option<Error> = None;
+    dst.leaves_mut(&mut |leaf: &mut Array| {
+        let i = count;
+        count += 1;
+        if failure.is_some() {
+            return;
+        }
+        let Some(source) = sources.get(i) else {
+            return;
+        };
+        match f(i, leaf, source) {
+            Ok(a) => *leaf = a,
             Err(e) => failure = Some(e),
         }
     })?;
@@ -456,7 +452,7 @@ pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
     }
     if count != sources.len() {
         return Err(Error::InvalidArgument(format!(
-            "the slot batch's cache has {} arrays but the sequence's {count}",
+            "{src_name} cache has {} arrays but {dst_name} {count}",
             sources.len()
         )));
     }
