@@ -430,7 +430,7 @@ fn map_leaves(
     src_name: &str,
     mut f: impl FnMut(usize, &Array, &Array) -> Result<Array>,
 ) -> Result<()> {
-    let sources: Vec<Array> = tree_leaves(src).into_iter().cloned().collect();
+    let sources = tree_leaves(src);
     let mut count = 0usize;
     let mut failure: Option<Error> = None;
     dst.leaves_mut(&mut |leaf: &mut Array| {

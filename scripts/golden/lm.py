@@ -29,6 +29,7 @@ after `torch/lm_transformers.py`: `lm.py llama-rope-parameters llama3-rope-param
 """
 import contextlib
 import json
+import math
 import pathlib
 import shutil
 import sys
@@ -1566,10 +1567,7 @@ def single_groups_padded(model):
 
 def rows(x):
     """The rows of a matmul with `x`: mlx-rs pads only products of more than one."""
-    n = 1
-    for d in x.shape[:-1]:
-        n *= d
-    return n
+    return math.prod(x.shape[:-1])
 
 
 class PaddedQuantizedLinear(nn.QuantizedLinear):
