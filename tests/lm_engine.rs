@@ -223,6 +223,8 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
     // Its two-token head is one chunk: the first step prefills it and decodes.
     let first = engine.step().unwrap();
     assert_eq!(first.len(), 1);
+    let times = engine.last_step_times();
+    assert!(times.prefill.is_some() && times.decode.is_some() && times.joined);
     let long_prompt = prompt(8, 300);
     let long = engine.insert(&long_prompt, greedy(5)).unwrap();
     // 299 tokens before the last one: 10 chunks of at most 32, one per step, while the short
@@ -231,6 +233,9 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
     for s in 0..chunks {
         let events = engine.step().unwrap();
         let ids: Vec<_> = events.iter().map(|e| e.id).collect();
+        let times = engine.last_step_times();
+        assert!(times.prefill.is_some() && times.decode.is_some(), "step {s}");
+        assert_eq!(times.joined, s + 1 == chunks, "step {s}: joined when its prefill ended");
         if s + 1 < chunks {
             assert_eq!(
                 ids,
@@ -252,7 +257,11 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
                 long_tokens.push(e.token);
             }
         }
+        let times = engine.last_step_times();
+        assert!(times.prefill.is_none() && !times.joined && times.decode.is_some());
     }
+    assert!(engine.step().unwrap().is_empty());
+    assert_eq!(engine.last_step_times(), Default::default(), "an idle step");
     let want: Vec<u32> = alone(&model, &long_prompt, &greedy(5), prefill)
         .into_iter()
         .map(|(t, _)| t)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The tables of bench/server/run.sh from its work folder: per side (`mlx_lm`, `rust`) and
-client count C, `SIDE-C.json` (bench/server/load.py's line), and `traces` (the Rust server's
-trace count from /metrics, when it was read).
+client count C, `SIDE-C.json` (bench/server/load.py's line), `rust-C.metrics-before` and
+`-after` (the Rust server's /metrics around the level, when read), and `traces` (its trace
+count at the end, when it was read).
 
     bench/server/report.py WORK LEVELS PREFIX COMMAND MACHINE MODEL ELAPSED_S COMMIT
 
@@ -21,6 +22,43 @@ def describe(model):
             "random weights")
 
 
+def metric_sums(text):
+    """{name with labels: value} of a Prometheus text's `_sum` and `_count` lines."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#") or " " not in line:
+            continue
+        name, value = line.rsplit(" ", 1)
+        if "_sum" in name or "_count" in name:
+            out[name] = float(value)
+    return out
+
+
+def breakdown(work, c):
+    """Mean seconds of the Rust server's parts over one level (None where not read)."""
+    before, after = (work / f"rust-{c}.metrics-{w}" for w in ("before", "after"))
+    if not (before.exists() and after.exists()):
+        return None
+    b, a = metric_sums(before.read_text()), metric_sums(after.read_text())
+
+    def mean(name, labels=""):
+        key = (lambda part: f"{name}_{part}{{{labels}}}" if labels else f"{name}_{part}")
+        n = a.get(key("count"), 0) - b.get(key("count"), 0)
+        return ((a.get(key("sum"), 0) - b.get(key("sum"), 0)) / n, int(n)) if n else (None, 0)
+
+    return {
+        "ttft_s": mean("mlx_lm_time_to_first_token_seconds"),
+        "prefill_chunk_s": mean("mlx_lm_prefill_chunk_seconds"),
+        "decode_step_s": mean("mlx_lm_decode_step_seconds", 'joined="false"'),
+        "decode_step_joined_s": mean("mlx_lm_decode_step_seconds", 'joined="true"'),
+    }
+
+
+def ms(part):
+    value, n = part
+    return "–" if value is None else f"{value * 1e3:.1f} ({n})"
+
+
 def main():
     work, levels, results, cmd, machine, model, elapsed, commit = sys.argv[1:]
     work = pathlib.Path(work)
@@ -38,6 +76,10 @@ def main():
             f"{r['tokens_per_s']:.1f} | {r['tokens_per_s'] / p['tokens_per_s']:.2f} | "
             f"{p['ttft_p50_ms']:.0f} | {r['ttft_p50_ms']:.0f} | {p['ttft_p99_ms']:.0f} | "
             f"{r['ttft_p99_ms']:.0f} |")
+    parts = {c: breakdown(work, c) for c in levels}
+    part_rows = [f"| {c} | {ms(b['ttft_s'])} | {ms(b['prefill_chunk_s'])} | "
+                 f"{ms(b['decode_step_joined_s'])} | {ms(b['decode_step_s'])} |"
+                 for c, b in parts.items() if b]
     errors = sorted({e for side in runs.values() for r in side.values() for e in r["errors"]})
     traced = ("The Rust server's trace count was not read in this run" if traces is None else
               f"The Rust server's decode step was traced {traces} time(s) for the whole run "
@@ -58,12 +100,23 @@ ratios, not the digits.
 
 {traced}; mlx_lm's batch step is not compiled.
 """
+    if part_rows:
+        md += """
+Where the Rust server's time went, per level (its /metrics before and after; mean ms, and how
+many): TTFT from a request's arrival at the engine to its first token (no HTTP, no
+tokenizer); a prefill chunk (batch 1, eager); a decode step of all 32 slots in which a request
+joined (its row copied into the slot batch) and one without.
+
+| clients | engine TTFT | prefill chunk | decode step, a request joined | decode step |
+|---:|---:|---:|---:|---:|
+""" + "\n".join(part_rows) + "\n"
     if errors:
         md += "\nFailed requests' errors: " + "; ".join(f"`{e}`" for e in errors) + ".\n"
     pathlib.Path(results + ".md").write_text(md)
     pathlib.Path(results + ".json").write_text(json.dumps(
         {"command": cmd, "commit": commit, "machine": machine, "model": model, "traces": traces,
-         "elapsed_s": int(elapsed), "runs": runs}, indent=1) + "\n")
+         "elapsed_s": int(elapsed), "runs": runs,
+         "rust_breakdown": {str(c): b for c, b in parts.items()}}, indent=1) + "\n")
     print(md)
 
 

@@ -13,10 +13,11 @@
 # 3. per side: starts the server (32 decode slots each; ours with 512 positions per slot),
 #    one warm-up request, then for each client count C, R requests split over C concurrent
 #    streaming clients (bench/server/load.py: greedy completions of N tokens, every prompt
-#    different), then stops it; ours reports its decode step's trace count (/metrics);
+#    different), then stops it; ours reports its decode step's trace count and, per level,
+#    where its time went (/metrics before and after the level);
 # 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS; bench/server/report.py):
 #    tokens/s (completion tokens over wall time), TTFT p50/p99 and the requests that failed,
-#    per side and client count.
+#    per side and client count, and the Rust server's mean prefill chunk and decode step.
 # One run, no repetitions: the machine is shared, so read the ratios, not the digits.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -72,6 +73,11 @@ wait_ready() {
   return 1
 }
 
+# The Rust server's Prometheus text (its step and prefill timings are read around each level).
+metrics() {
+  "$py" -c "import urllib.request; print(urllib.request.urlopen('$base/metrics').read().decode())"
+}
+
 for side in mlx_lm rust; do
   echo "=== $side ===" >&2
   if [ $side = mlx_lm ]; then
@@ -86,13 +92,14 @@ for side in mlx_lm rust; do
   "$py" bench/server/load.py "$base" --clients 1 --requests 1 --max-tokens 4 --tag warmup >/dev/null
   for c in $levels; do
     echo "--- $c clients ---" >&2
+    [ $side = mlx_lm ] || metrics >"$work/$side-$c.metrics-before"
     "$py" bench/server/load.py "$base" --clients "$c" --requests $(( (R + c - 1) / c )) \
       --max-tokens "$N" --prompt-words "$W" --tag "$side-$c" >"$work/$side-$c.json"
+    [ $side = mlx_lm ] || metrics >"$work/$side-$c.metrics-after"
     cat "$work/$side-$c.json" >&2
   done
   if [ $side = rust ]; then
-    "$py" -c "import urllib.request; print(urllib.request.urlopen('$base/metrics').read().decode())" \
-      | awk '/^mlx_lm_step_traces /{print $2}' >"$work/traces"
+    metrics | awk '/^mlx_lm_step_traces /{print $2}' >"$work/traces"
   fi
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 done

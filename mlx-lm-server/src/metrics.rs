@@ -5,9 +5,11 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-/// Upper bounds (seconds) of the time-to-first-token histogram's buckets.
-const TTFT_BUCKETS: [f64; 12] = [
-    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+/// Upper bounds (seconds) of the latency histograms' buckets: a decode step of a small model
+/// on a GPU takes about a millisecond, a long prompt's first token many seconds.
+const BUCKETS: [f64; 16] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+    60.0,
 ];
 
 /// The server's counters and gauges.
@@ -28,27 +30,81 @@ pub struct Metrics {
     pub prompt_cache_bytes: AtomicU64,
     /// Tokens per second of the engine's recent steps, as `f64` bits.
     pub tokens_per_second: AtomicU64,
-    ttft: Mutex<Histogram>,
+    ttft: Histogram,
+    prefill_chunk: Histogram,
+    decode_step: Histogram,
+    /// Decode steps in which a request joined the batch (they also copy its row in).
+    decode_step_joined: Histogram,
 }
 
 #[derive(Debug, Default)]
-struct Histogram {
-    counts: [u64; TTFT_BUCKETS.len()],
+struct Histogram(Mutex<Buckets>);
+
+#[derive(Debug, Default)]
+struct Buckets {
+    counts: [u64; BUCKETS.len()],
     count: u64,
     sum: f64,
 }
 
-impl Metrics {
-    /// Records one request's time to its first token.
-    pub fn observe_ttft(&self, seconds: f64) {
-        let mut h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
-        for (c, bound) in h.counts.iter_mut().zip(TTFT_BUCKETS) {
+impl Histogram {
+    fn observe(&self, seconds: f64) {
+        let mut h = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (c, bound) in h.counts.iter_mut().zip(BUCKETS) {
             if seconds <= bound {
                 *c += 1;
             }
         }
         h.count += 1;
         h.sum += seconds;
+    }
+
+    /// Writes the histogram's lines under `name`, with `labels` (`key="value"` pairs, or
+    /// empty) on each.
+    fn render(&self, s: &mut String, name: &str, labels: &str) {
+        let h = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let sep = if labels.is_empty() { "" } else { "," };
+        for (c, bound) in h.counts.iter().zip(BUCKETS) {
+            let _ = writeln!(s, "{name}_bucket{{{labels}{sep}le=\"{bound}\"}} {c}");
+        }
+        let _ = writeln!(s, "{name}_bucket{{{labels}{sep}le=\"+Inf\"}} {}", h.count);
+        let braces = |l: &str| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{{{l}}}")
+            }
+        };
+        let _ = writeln!(
+            s,
+            "{name}_sum{} {}\n{name}_count{} {}",
+            braces(labels),
+            h.sum,
+            braces(labels),
+            h.count
+        );
+    }
+}
+
+impl Metrics {
+    /// Records one request's time to its first token.
+    pub fn observe_ttft(&self, seconds: f64) {
+        self.ttft.observe(seconds);
+    }
+
+    /// Records where one engine step's time went.
+    pub fn observe_step(&self, times: &mlx_lm::StepTimes) {
+        if let Some(d) = times.prefill {
+            self.prefill_chunk.observe(d.as_secs_f64());
+        }
+        if let Some(d) = times.decode {
+            let h = if times.joined {
+                &self.decode_step_joined
+            } else {
+                &self.decode_step
+            };
+            h.observe(d.as_secs_f64());
+        }
     }
 
     pub fn set_tokens_per_second(&self, v: f64) {
@@ -137,14 +193,32 @@ impl Metrics {
             "Bytes of the prompt caches held.",
             get(&self.prompt_cache_bytes).to_string(),
         );
-        let h = self.ttft.lock().unwrap_or_else(|e| e.into_inner());
-        let name = "mlx_lm_time_to_first_token_seconds";
-        let _ = writeln!(s, "# HELP {name} Seconds from a request's arrival at the engine to its first token.\n# TYPE {name} histogram");
-        for (c, bound) in h.counts.iter().zip(TTFT_BUCKETS) {
-            let _ = writeln!(s, "{name}_bucket{{le=\"{bound}\"}} {c}");
-        }
-        let _ = writeln!(s, "{name}_bucket{{le=\"+Inf\"}} {}", h.count);
-        let _ = writeln!(s, "{name}_sum {}\n{name}_count {}", h.sum, h.count);
+        let mut histogram = |name: &str, help: &str, parts: &[(&Histogram, &str)]| {
+            let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} histogram");
+            for (h, labels) in parts {
+                h.render(&mut s, name, labels);
+            }
+        };
+        histogram(
+            "mlx_lm_time_to_first_token_seconds",
+            "Seconds from a request's arrival at the engine to its first token.",
+            &[(&self.ttft, "")],
+        );
+        histogram(
+            "mlx_lm_prefill_chunk_seconds",
+            "Seconds of one prefill chunk (at most --prefill-step-size prompt tokens, batch 1).",
+            &[(&self.prefill_chunk, "")],
+        );
+        histogram(
+            "mlx_lm_decode_step_seconds",
+            "Seconds of one decode step of every slot, from its inputs to its tokens read \
+             back; joined=\"true\": a request joined the batch in that step (its row is \
+             copied in).",
+            &[
+                (&self.decode_step, "joined=\"false\""),
+                (&self.decode_step_joined, "joined=\"true\""),
+            ],
+        );
         s
     }
 }

@@ -238,6 +238,7 @@ impl Worker<'_> {
             Ok(events) => events,
             Err(e) => return self.recover(e),
         };
+        self.metrics.observe_step(&self.engine.last_step_times());
         let mut tokens = 0usize;
         for e in events {
             tokens += 1;

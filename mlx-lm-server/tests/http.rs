@@ -150,6 +150,26 @@ async fn chat_and_completions_equal_generate() {
         metrics.contains("mlx_lm_time_to_first_token_seconds_count 6\n"),
         "{metrics}"
     );
+    // One request at a time: each joined the batch in a step of its own, and each whose
+    // prompt was not all in the prompt cache had one prefill chunk (2048 tokens a chunk).
+    let value = |name: &str| -> f64 {
+        let line = metrics
+            .lines()
+            .find(|l| l.starts_with(name) && l[name.len()..].starts_with(' '))
+            .unwrap_or_else(|| panic!("no {name} in {metrics}"));
+        line[name.len() + 1..].parse().unwrap()
+    };
+    assert_eq!(
+        value("mlx_lm_decode_step_seconds_count{joined=\"true\"}"),
+        6.0
+    );
+    let chunks = value("mlx_lm_prefill_chunk_seconds_count");
+    assert!((1.0..=6.0).contains(&chunks), "{metrics}");
+    assert!(value("mlx_lm_prefill_chunk_seconds_sum") > 0.0, "{metrics}");
+    assert!(
+        value("mlx_lm_decode_step_seconds_count{joined=\"false\"}") > 0.0,
+        "{metrics}"
+    );
     server.shutdown().await;
 }
 

@@ -45,6 +45,7 @@
 //! a batch of one here does not match yet (about half its tokens per second on the CPU).
 
 use std::collections::{HashSet, VecDeque};
+use std::time::{Duration, Instant};
 
 use mlx_rs::ops::{self, CumsumOptions};
 use mlx_rs::{random, Array, Dtype};
@@ -156,6 +157,20 @@ pub struct TokenEvent {
     /// How many of the request's prompt tokens came from a cached prefix instead of being
     /// prefilled (OpenAI's `cached_tokens`).
     pub cached_tokens: usize,
+}
+
+/// Where the wall time of one [`Engine::step`] went: each part ends when its arrays are
+/// evaluated, so a GPU's work is in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StepTimes {
+    /// The prefill chunk the step ran, if any.
+    pub prefill: Option<Duration>,
+    /// The decode of the running requests, from building its inputs to reading its tokens
+    /// back; `None` when no slot was running.
+    pub decode: Option<Duration>,
+    /// Whether a prefill finished and its request joined the batch in this step: its row is
+    /// written into the slot batch lazily, so that decode also pays the copy.
+    pub joined: bool,
 }
 
 /// The state the compiled step reads and writes.
@@ -527,6 +542,7 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     prompt_cache: LruPromptCache,
     prompt_cache_hits: u64,
     prompt_tokens_reused: u64,
+    last_times: StepTimes,
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
@@ -593,6 +609,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             ),
             prompt_cache_hits: 0,
             prompt_tokens_reused: 0,
+            last_times: StepTimes::default(),
         })
     }
 
@@ -802,6 +819,11 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         &self.prompt_cache
     }
 
+    /// Where the last [`step`](Self::step)'s time went (a server's latency metrics).
+    pub fn last_step_times(&self) -> StepTimes {
+        self.last_times
+    }
+
     /// The slot batch's cache (one row per slot).
     pub fn cache(&self) -> &[LayerCache] {
         &self.state.cache
@@ -814,15 +836,18 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     /// others as they were; an `Err` of the decode step itself means the engine's state is
     /// no longer usable.
     pub fn step(&mut self) -> Result<Vec<TokenEvent>> {
+        self.last_times = StepTimes::default();
         self.advance_prefill()?;
         if self.slots.iter().all(Option::is_none) {
             return Ok(Vec::new());
         }
+        let started = Instant::now();
         let inputs = self.inputs()?;
         let out = self.step.call(&mut self.state, &inputs)?;
         eval(&out)?;
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
+        self.last_times.decode = Some(started.elapsed());
         let mut events = Vec::new();
         let mut finished = Vec::new();
         for (b, slot) in self.slots.iter_mut().enumerate() {
@@ -1006,12 +1031,14 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             let chunk = &p.request.prompt[p.done..end];
             let model = self.model;
             let cache = &mut p.cache;
+            let started = Instant::now();
             let result = (|| -> Result<()> {
                 let ids = Array::from_slice(chunk, &[1, chunk.len() as i32])?;
                 model.forward(&ids, Some(cache))?;
                 eval(&*cache)?;
                 Ok(())
             })();
+            self.last_times.prefill = Some(started.elapsed());
             if let Err(e) = result {
                 let id = p.request.id;
                 self.prefill = None;
@@ -1025,6 +1052,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         if let Some(p) = self.prefill.take() {
             let id = p.request.id;
             self.install(p).map_err(|e| failed_prefill(id, e))?;
+            self.last_times.joined = true;
         }
         Ok(())
     }

@@ -63,7 +63,7 @@ pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
 pub use engine::{
-    read_row, write_row, Engine, EngineOptions, RequestId, RequestOptions, TokenEvent,
+    read_row, write_row, Engine, EngineOptions, RequestId, RequestOptions, StepTimes, TokenEvent,
 };
 pub use error::{Error, Result};
 pub use generate::{
