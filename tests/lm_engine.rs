@@ -234,8 +234,15 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
         let events = engine.step().unwrap();
         let ids: Vec<_> = events.iter().map(|e| e.id).collect();
         let times = engine.last_step_times();
-        assert!(times.prefill.is_some() && times.decode.is_some(), "step {s}");
-        assert_eq!(times.joined, s + 1 == chunks, "step {s}: joined when its prefill ended");
+        assert!(
+            times.prefill.is_some() && times.decode.is_some(),
+            "step {s}"
+        );
+        assert_eq!(
+            times.joined,
+            s + 1 == chunks,
+            "step {s}: joined when its prefill ended"
+        );
         if s + 1 < chunks {
             assert_eq!(
                 ids,

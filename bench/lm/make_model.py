@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B or SmolLM2-135M, written by mlx_lm
+"""A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B,
+SmolLM2-135M, LFM2-1.2B, Mamba2-1.3B or Nemotron-H-8B, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -10,7 +11,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba2|nemotron_h] [--out DIR]
                            [--dtype bfloat16|float32]
                            [--quantize BITS] [--seed S]
 
@@ -96,8 +97,87 @@ SMOLLM2 = {
 SMOLLM2_384 = dict(SMOLLM2, vocab_size=384)
 QWEN3_384 = dict(QWEN3, vocab_size=384)
 
+# LiquidAI/LFM2-1.2B's config.json (the fields mlx_lm's lfm2 reads): 16 layers, 10 gated short
+# convolutions and 6 attention layers (32 query / 8 key-value heads of 64), hidden 2048, MLP
+# 12288 auto-adjusted to 8192, vocabulary 65536, tied.
+LFM2 = {
+    "model_type": "lfm2",
+    "vocab_size": 65536,
+    "hidden_size": 2048,
+    "num_hidden_layers": 16,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "max_position_embeddings": 128000,
+    "norm_eps": 1e-5,
+    "conv_bias": False,
+    "conv_L_cache": 3,
+    "block_dim": 2048,
+    "block_ff_dim": 12288,
+    "block_multiple_of": 256,
+    "block_ffn_dim_multiplier": 1.0,
+    "block_auto_adjust_ff_dim": True,
+    "full_attn_idxs": [2, 5, 8, 10, 12, 14],
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": True,
+}
+
+# state-spaces/mamba2-1.3b (mamba_ssm's config: d_model 2048, n_layer 48, Mamba-2 defaults
+# d_state 128, headdim 64, expand 2, ngroups 1, d_conv 4, vocabulary 50277 padded to a
+# multiple of 16) in the fields mlx_lm's mamba2 reads.
+MAMBA2 = {
+    "model_type": "mamba2",
+    "vocab_size": 50288,
+    "hidden_size": 2048,
+    "expand": 2,
+    "intermediate_size": 4096,
+    "num_heads": 64,
+    "head_dim": 64,
+    "state_size": 128,
+    "num_hidden_layers": 48,
+    "layer_norm_epsilon": 1e-5,
+    "conv_kernel": 4,
+    "n_groups": 1,
+    "use_bias": False,
+    "use_conv_bias": True,
+    "tie_word_embeddings": True,
+    "time_step_limit": [0.0, float("inf")],
+    "time_step_rank": "auto",
+    "chunk_size": 256,
+}
+
+# Nemotron-H-8B's shape: 52 blocks, 24 Mamba-2 (M: 128 heads of 64, state 128, 8 groups),
+# 4 attention (*: 32 query / 8 key-value heads of 128) and 24 ReLU-squared MLPs (-: 21504),
+# hidden 4096, vocabulary 131072, untied.
+NEMOTRON_H = {
+    "model_type": "nemotron_h",
+    "vocab_size": 131072,
+    "hidden_size": 4096,
+    "intermediate_size": 21504,
+    "max_position_embeddings": 8192,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "attention_bias": False,
+    "mamba_num_heads": 128,
+    "mamba_head_dim": 64,
+    "mamba_proj_bias": False,
+    "ssm_state_size": 128,
+    "conv_kernel": 4,
+    "n_groups": 8,
+    "mlp_bias": False,
+    "layer_norm_epsilon": 1e-5,
+    "use_bias": False,
+    "use_conv_bias": True,
+    "hybrid_override_pattern": "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+    "mlp_hidden_act": "relu2",
+    "mamba_hidden_act": "silu",
+    "residual_in_fp32": False,
+    "tie_word_embeddings": False,
+    "time_step_limit": [0.0, float("inf")],
+}
+
 ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
-         "qwen3_384": QWEN3_384}
+         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H}
 
 
 def main():
