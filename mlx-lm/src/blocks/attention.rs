@@ -12,6 +12,7 @@ use mlx_tree::TreeNode;
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::mask::PlainMask;
+use crate::blocks::norm::{heads_normed, LayerNorm2D, PerHeadLayerNorm};
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, heads_first, merge_heads, wrong_input, Rows};
 use crate::cache::{KvCache, LayerCache, RotatingKvCache};
@@ -128,18 +129,20 @@ impl Attention {
 }
 
 /// An attention layer's parameters and settings, borrowed from the layer whatever mlx_lm
-/// calls them there (`o_proj` or `out_proj`, `q_norm` or `q_layernorm`, ...): what an
-/// architecture whose attention has other parameter names computes with, so the
-/// computation is written once.
-#[derive(Debug, Clone, Copy)]
-pub struct AttentionParts<'a> {
+/// calls them there (`o_proj`, `out_proj` or `dense`; `q_norm` or `q_layernorm`, ...): what
+/// an architecture whose attention has other parameter names computes with, so the
+/// computation is written once. `N` is the per-head norm of queries and keys: RMSNorm
+/// (qwen3), or one with a weight per head (cohere's [`LayerNorm2D`](super::LayerNorm2D),
+/// stablelm's [`PerHeadLayerNorm`](super::PerHeadLayerNorm)).
+#[derive(Debug)]
+pub struct AttentionParts<'a, N = RMSNorm> {
     pub q_proj: &'a MaybeQuantizedLinear,
     pub k_proj: &'a MaybeQuantizedLinear,
     pub v_proj: &'a MaybeQuantizedLinear,
     pub o_proj: &'a MaybeQuantizedLinear,
-    /// Per-head RMSNorm of queries and keys.
-    pub q_norm: Option<&'a RMSNorm>,
-    pub k_norm: Option<&'a RMSNorm>,
+    /// Per-head norm of queries and keys.
+    pub q_norm: Option<&'a N>,
+    pub k_norm: Option<&'a N>,
     pub rope: Option<&'a RotaryEmbedding>,
     pub n_heads: i32,
     pub n_kv_heads: i32,
@@ -149,7 +152,44 @@ pub struct AttentionParts<'a> {
     pub output_gate: bool,
 }
 
-impl AttentionParts<'_> {
+// Not derived: a derive would ask `N: Clone`, and the parts only borrow it.
+impl<N> Clone for AttentionParts<'_, N> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<N> Copy for AttentionParts<'_, N> {}
+
+/// A norm of each head's features, and how projected rows become normalized heads under it.
+pub trait HeadNorm: Forward {
+    /// Rows `y` `[B * L, n * head_dim]` as `n` normalized heads `[B, n, L, head_dim]`. A norm
+    /// with a weight per head normalizes before the heads move to the front.
+    fn heads(&self, y: &Array, rows: Rows, n: i32) -> Result<Array> {
+        heads_normed(y, rows, n, Some(self))
+    }
+}
+
+/// Its weight is over the features alone, so one token's heads are normalized after the
+/// reshape that puts them in front (no transpose).
+impl HeadNorm for RMSNorm {
+    fn heads(&self, y: &Array, rows: Rows, n: i32) -> Result<Array> {
+        heads(y, rows, n, Some(self))
+    }
+}
+
+impl HeadNorm for LayerNorm2D {}
+
+impl HeadNorm for PerHeadLayerNorm {}
+
+fn heads_of<N: HeadNorm>(y: &Array, rows: Rows, n: i32, norm: Option<&N>) -> Result<Array> {
+    match norm {
+        Some(norm) => norm.heads(y, rows, n),
+        None => heads(y, rows, n, None),
+    }
+}
+
+impl<N: HeadNorm> AttentionParts<'_, N> {
     /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
     pub fn forward(
         &self,
@@ -158,6 +198,19 @@ impl AttentionParts<'_> {
         mask: &PlainMask,
         fused: bool,
         cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        self.forward_upcast(x, rows, mask, fused, cache, Upcast::None)
+    }
+
+    /// [`forward`](Self::forward) with some operands of the attention product in float32.
+    pub fn forward_upcast(
+        &self,
+        x: &Array,
+        rows: Rows,
+        mask: &PlainMask,
+        fused: bool,
+        cache: Option<&mut LayerCache>,
+        upcast: Upcast,
     ) -> Result<Array> {
         let (queries, gate) = if self.output_gate {
             let q = ops::reshape(
@@ -173,11 +226,11 @@ impl AttentionParts<'_> {
             (heads_first(&q)?, Some(gate))
         } else {
             let q = self.q_proj.forward(x)?;
-            (heads(&q, rows, self.n_heads, self.q_norm)?, None)
+            (heads_of(&q, rows, self.n_heads, self.q_norm)?, None)
         };
-        let keys = heads(&self.k_proj.forward(x)?, rows, self.n_kv_heads, self.k_norm)?;
+        let keys = heads_of(&self.k_proj.forward(x)?, rows, self.n_kv_heads, self.k_norm)?;
         let values = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend(
+        let out = attend_upcast(
             queries,
             keys,
             values,
@@ -187,6 +240,7 @@ impl AttentionParts<'_> {
             self.window,
             fused,
             cache,
+            upcast,
         )?;
         let out = merge_heads(&out)?;
         match gate {

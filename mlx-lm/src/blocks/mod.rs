@@ -28,7 +28,7 @@ pub mod soft_cap;
 pub mod ssd;
 pub mod switch;
 
-pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, Upcast};
+pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, HeadNorm, Upcast};
 pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
 pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{

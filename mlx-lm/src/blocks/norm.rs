@@ -128,7 +128,12 @@ impl Forward for LayerNorm2D {
 /// Projected rows `y` `[B * L, n * head_dim]` as `n` heads `[B, n, L, head_dim]`, each
 /// position's heads normalized by `norm` (a norm whose weights are per head, over `[B, L, n,
 /// head_dim]`) before the transpose, as mlx_lm orders it.
-pub fn heads_normed<N: Forward>(y: &Array, rows: Rows, n: i32, norm: Option<&N>) -> Result<Array> {
+pub fn heads_normed<N: Forward + ?Sized>(
+    y: &Array,
+    rows: Rows,
+    n: i32,
+    norm: Option<&N>,
+) -> Result<Array> {
     match norm {
         None => heads(y, rows, n, None),
         Some(norm) => {

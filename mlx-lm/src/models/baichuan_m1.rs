@@ -20,7 +20,6 @@ use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding};
 use crate::cache::{ArraysCache, KvCache, LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
 
 /// Python: baichuan_m1's `ModelArgs`.
 #[derive(Debug, Clone)]
@@ -392,24 +391,4 @@ impl BaichuanM1 {
     }
 }
 
-impl LanguageModel for BaichuanM1 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, Some(&self.lm_head))
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "baichuan_m1"
-    }
-}
+crate::models::base::stack_language_model!(BaichuanM1, model, "baichuan_m1", |m| Some(&m.lm_head));

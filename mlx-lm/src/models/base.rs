@@ -225,18 +225,25 @@ macro_rules! dense_decoder {
 pub(crate) use dense_decoder;
 
 /// The [`LanguageModel`](crate::LanguageModel) impl of a model whose layer stack (a
-/// [`DecoderModel`] under `model`, or a [`Backbone`](crate::blocks::Backbone) under
-/// `backbone`: mamba, mamba2, nemotron_h) computes the logits, with its output head under
-/// `lm_head` (`None`: tied).
+/// [`DecoderModel`] or [`LayerStack`](crate::blocks::LayerStack) under `model`, or a
+/// [`Backbone`](crate::blocks::Backbone) under `backbone`: mamba, mamba2, nemotron_h) computes
+/// the logits, with its output head under `lm_head` (`None`: tied), or where the closure
+/// given last says (`|m| Some(&m.lm_head)`: always untied; `|_m| None`: always tied).
 macro_rules! stack_language_model {
     ($name:ident, $stack:ident, $model_type:literal) => {
+        $crate::models::base::stack_language_model!($name, $stack, $model_type, |m| m
+            .lm_head
+            .as_ref());
+    };
+    ($name:ident, $stack:ident, $model_type:literal, |$m:ident| $head:expr) => {
         impl $crate::LanguageModel for $name {
             fn forward(
                 &self,
                 inputs: &mlx_rs::Array,
                 cache: Option<&mut [$crate::LayerCache]>,
             ) -> mlx_rs::Result<mlx_rs::Array> {
-                self.$stack.logits(inputs, cache, self.lm_head.as_ref())
+                let $m = self;
+                self.$stack.logits(inputs, cache, $head)
             }
 
             fn make_cache(

@@ -8,16 +8,13 @@ use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::attention::attend;
-use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    heads_normed, rope_theta, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
+    rope_theta, AttentionParts, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
     RotaryEmbedding, StackEnds,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
 
 /// Python: cohere's `ModelArgs`, over every key of transformers' `CohereConfig`.
 #[derive(Debug, Clone)]
@@ -135,32 +132,27 @@ impl CohereAttention {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = heads_normed(
-            &self.q_proj.forward(x)?,
-            rows,
-            self.n_heads,
-            self.q_norm.as_ref(),
-        )?;
-        let k = heads_normed(
-            &self.k_proj.forward(x)?,
-            rows,
-            self.n_kv_heads,
-            self.k_norm.as_ref(),
-        )?;
-        let v = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend(
-            q,
-            k,
-            v,
-            Some(&self.rope),
-            self.scale,
+        AttentionParts {
+            q_proj: &self.q_proj,
+            k_proj: &self.k_proj,
+            v_proj: &self.v_proj,
+            o_proj: &self.o_proj,
+            q_norm: self.q_norm.as_ref(),
+            k_norm: self.k_norm.as_ref(),
+            rope: Some(&self.rope),
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            scale: self.scale,
+            window: None,
+            output_gate: false,
+        }
+        .forward(
+            x,
+            ctx.rows,
             ctx.masks.for_window(None),
-            None,
             ctx.kernels.fused_decode_attention,
             cache,
-        )?;
-        self.o_proj.forward(&merge_heads(&out)?)
+        )
     }
 }
 
@@ -244,24 +236,4 @@ impl Cohere {
     }
 }
 
-impl LanguageModel for Cohere {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, None)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "cohere"
-    }
-}
+crate::models::base::stack_language_model!(Cohere, model, "cohere", |_m| None);

@@ -9,15 +9,14 @@
 //! `hidden_act` (transformers' default and the Phi configs' value, `gelu_new`, is that
 //! GELU; `gelu` is the exact one, as transformers computes it).
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
+use mlx_nn::{Forward, LayerNorm, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
-use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    attend_upcast, make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits,
-    Activation, Layer, LayerContext, RotaryEmbedding, StackEnds, StackParts, Upcast,
+    make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation,
+    AttentionParts, Layer, LayerContext, RotaryEmbedding, StackEnds, StackParts, Upcast,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -139,23 +138,28 @@ impl PhiAttention {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = heads(&self.q_proj.forward(x)?, rows, self.n_heads, None)?;
-        let k = heads(&self.k_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let v = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend_upcast(
-            q,
-            k,
-            v,
-            Some(&self.rope),
-            self.scale,
+        AttentionParts::<RMSNorm> {
+            q_proj: &self.q_proj,
+            k_proj: &self.k_proj,
+            v_proj: &self.v_proj,
+            o_proj: &self.dense,
+            q_norm: None,
+            k_norm: None,
+            rope: Some(&self.rope),
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            scale: self.scale,
+            window: None,
+            output_gate: false,
+        }
+        .forward_upcast(
+            x,
+            ctx.rows,
             ctx.masks.for_window(None),
-            None,
             ctx.kernels.fused_decode_attention,
             cache,
             Upcast::Queries,
-        )?;
-        self.dense.forward(&merge_heads(&out)?)
+        )
     }
 }
 

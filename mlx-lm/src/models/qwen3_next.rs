@@ -5,7 +5,7 @@
 //! `num_experts: 0`, the dense MLP in every layer).
 
 use mlx_nn::MaybeQuantizedLinear;
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_rs::ops;
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
@@ -13,10 +13,8 @@ use crate::blocks::{
     GatedDeltaNetConfig, GdnProjections, Hybrid, Mlp, MoeConfig, RotaryEmbedding, Router,
     SparseMoe, StackConfig,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
 use crate::models::qwen3_5::full_attention_layers;
 use crate::models::qwen3_moe::mlp_only_layers;
 use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
@@ -270,24 +268,4 @@ pub(crate) fn gates_at_8_bits(path: &str) -> Option<QuantParams> {
     })
 }
 
-impl LanguageModel for Qwen3Next {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, self.lm_head.as_ref())
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "qwen3_next"
-    }
-}
+crate::models::base::stack_language_model!(Qwen3Next, model, "qwen3_next");

@@ -15,7 +15,7 @@
 //! bfloat16 (mlx_lm and this: unrounded; the same for a square width such as the golden
 //! models'), and accumulates the RG-LRU in float32 (the same for a float32 model).
 
-use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
+use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
@@ -271,7 +271,7 @@ impl Layer for GriffinLayer {
                 scale,
                 window,
                 ..
-            } => AttentionParts {
+            } => AttentionParts::<RMSNorm> {
                 q_proj,
                 k_proj,
                 v_proj,

@@ -9,15 +9,13 @@ use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    attend_upcast, heads_normed, partial_rotary_factor, rope_theta, Layer, LayerContext,
-    LayerStack, Mlp, PerHeadLayerNorm, RotaryEmbedding, StackEnds, Upcast,
+    partial_rotary_factor, rope_theta, AttentionParts, Layer, LayerContext, LayerStack, Mlp,
+    PerHeadLayerNorm, RotaryEmbedding, StackEnds, Upcast,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
 
 /// Python: stablelm's `ModelArgs`, over every key of transformers' `StableLmConfig`.
 #[derive(Debug, Clone)]
@@ -150,33 +148,28 @@ impl StableLmAttention {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = heads_normed(
-            &self.q_proj.forward(x)?,
-            rows,
-            self.n_heads,
-            self.q_layernorm.as_ref(),
-        )?;
-        let k = heads_normed(
-            &self.k_proj.forward(x)?,
-            rows,
-            self.n_kv_heads,
-            self.k_layernorm.as_ref(),
-        )?;
-        let v = heads(&self.v_proj.forward(x)?, ctx.rows, self.n_kv_heads, None)?;
-        let out = attend_upcast(
-            q,
-            k,
-            v,
-            Some(&self.rope),
-            self.scale,
+        AttentionParts {
+            q_proj: &self.q_proj,
+            k_proj: &self.k_proj,
+            v_proj: &self.v_proj,
+            o_proj: &self.o_proj,
+            q_norm: self.q_layernorm.as_ref(),
+            k_norm: self.k_layernorm.as_ref(),
+            rope: Some(&self.rope),
+            n_heads: self.n_heads,
+            n_kv_heads: self.n_kv_heads,
+            scale: self.scale,
+            window: None,
+            output_gate: false,
+        }
+        .forward_upcast(
+            x,
+            ctx.rows,
             ctx.masks.for_window(None),
-            None,
             ctx.kernels.fused_decode_attention,
             cache,
             Upcast::QueriesKeys,
-        )?;
-        self.o_proj.forward(&merge_heads(&out)?)
+        )
     }
 }
 
@@ -273,24 +266,4 @@ impl StableLm {
     }
 }
 
-impl LanguageModel for StableLm {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, Some(&self.lm_head))
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "stablelm"
-    }
-}
+crate::models::base::stack_language_model!(StableLm, model, "stablelm", |m| Some(&m.lm_head));

@@ -27,7 +27,6 @@ use crate::blocks::{
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::model::LanguageModel;
 
 /// Python: starcoder2's `ModelArgs`, over every key of transformers' `Starcoder2Config`.
 #[derive(Debug, Clone)]
@@ -218,24 +217,4 @@ impl Starcoder2 {
     }
 }
 
-impl LanguageModel for Starcoder2 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        self.model.logits(inputs, cache, self.lm_head.as_ref())
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        self.model.make_cache(batch, capacity)
-    }
-
-    fn dtype(&self) -> Dtype {
-        self.model.dtype()
-    }
-
-    fn vocab_size(&self) -> i32 {
-        self.model.vocab_size()
-    }
-
-    fn model_type(&self) -> &str {
-        "starcoder2"
-    }
-}
+crate::models::base::stack_language_model!(Starcoder2, model, "starcoder2");
