@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B,
-SmolLM2-135M, LFM2-1.2B, Mamba2-1.3B or Nemotron-H-8B, written by mlx_lm
+SmolLM2-135M, LFM2-1.2B, Mamba2-1.3B, Nemotron-H-8B or Qwen3-30B-A3B, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -11,7 +11,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba2|nemotron_h] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba2|nemotron_h|qwen3_moe] [--out DIR]
                            [--dtype bfloat16|float32]
                            [--quantize BITS] [--seed S]
 
@@ -176,8 +176,34 @@ NEMOTRON_H = {
     "time_step_limit": [0.0, float("inf")],
 }
 
+# Qwen/Qwen3-30B-A3B's config.json (the fields mlx_lm's qwen3_moe reads): 48 layers, each a
+# mixture of 128 experts of width 768, 8 routed per token (normalized), 32 query / 4 key-value
+# heads of 128, hidden 2048, vocabulary 151936, untied. About 61 GB in bfloat16 and 17 GB in
+# 4 bits: make it with --quantize 4 on a machine with the memory.
+QWEN3_MOE = {
+    "model_type": "qwen3_moe",
+    "hidden_size": 2048,
+    "num_hidden_layers": 48,
+    "intermediate_size": 6144,
+    "num_attention_heads": 32,
+    "num_experts": 128,
+    "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1,
+    "mlp_only_layers": [],
+    "moe_intermediate_size": 768,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 151936,
+    "num_key_value_heads": 4,
+    "head_dim": 128,
+    "rope_theta": 1000000.0,
+    "tie_word_embeddings": False,
+    "max_position_embeddings": 40960,
+    "norm_topk_prob": True,
+}
+
 ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
-         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H}
+         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
+         "qwen3_moe": QWEN3_MOE}
 
 
 def main():
