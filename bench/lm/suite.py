@@ -70,8 +70,10 @@ def run_json(cmd, path, env=None):
         return json.loads(path.read_text())
     log(" ".join(map(str, cmd)) + (f"  ({env})" if env else ""))
     t = time.time()
-    out = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, check=True,
-                         env={**os.environ, **(env or {})}, cwd=ROOT).stdout
+    out = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         check=True, env={**os.environ, **(env or {})}, cwd=ROOT)
+    sys.stderr.write(out.stderr.decode(errors="replace"))
+    out = out.stdout
     data = json.loads(out.decode().strip().splitlines()[-1])
     data["process_s"] = time.time() - t
     log(f"  {data['process_s']:.1f} s")
@@ -143,12 +145,31 @@ def main():
     for arch, quant, d in models:
         for b in batches:
             sides = {"python": [], "rust": []}
+            failed = {}
             for k in range(1, a.rounds + 1):
                 tag = f"{arch}-{quant}-b{b}-r{k}"
                 args = ["--model", d, "--prompt", prompts[b]] + common
-                sides["python"].append(run_json(py + args, work / f"run-{tag}-python.json"))
-                sides["rust"].append(run_json([a.rust] + args, work / f"run-{tag}-rust.json"))
+                for side, cmd in (("python", py), ("rust", [a.rust])):
+                    if side in failed:
+                        continue
+                    try:
+                        sides[side].append(run_json(cmd + args, work / f"run-{tag}-{side}.json"))
+                    except subprocess.CalledProcessError as e:
+                        # A side that crashes (an MLX bug on this device) is reported, and the
+                        # other side still measured.
+                        failed[side] = f"exit {e.returncode}: {last_line(e.stderr)}"
+                        log(f"  {side} failed: {failed[side]}")
             row = {"arch": arch, "quant": quant, "batch": b}
+            if failed:
+                row["failed"] = failed
+                failures.append(f"{arch}-{quant} batch {b}: " + "; ".join(
+                    f"{side} {why}" for side, why in failed.items()))
+                row.update({side: {"decode_tps": statistics.median(
+                    r["decode_tps"] for o in outs for r in o["runs"]),
+                    "weight_bytes": outs[0]["weight_bytes"]}
+                    for side, outs in sides.items() if side not in failed})
+                rows.append(row)
+                continue
             for side, outs in sides.items():
                 runs = [r for o in outs for r in o["runs"]]
                 row[side] = {
@@ -217,6 +238,12 @@ def main():
         sys.exit("FAILED: " + "; ".join(failures))
 
 
+def last_line(stderr):
+    lines = (stderr or b"").decode(errors="replace").strip().splitlines()
+    return next((l for l in reversed(lines) if "Error" in l or "what()" in l),
+                lines[-1] if lines else "no output")
+
+
 def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
     gpu = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
                          stdout=subprocess.PIPE, text=True).stdout.strip() if has_nvidia() else ""
@@ -254,6 +281,13 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
     ]
     for r in rows:
+        if "failed" in r:
+            cols = {side: (f"fails: {r['failed'][side]}" if side in r["failed"]
+                           else f"{r[side]['decode_tps']:.1f}") for side in ("python", "rust")}
+            weights = next((r[s]["weight_bytes"] for s in ("rust", "python") if s in r), 0)
+            lines.append(f"| {r['arch']} {r['quant']} | {weights / 1e9:.2f} GB | {r['batch']} "
+                         f"| {cols['python']} | {cols['rust']} |" + " |" * 12)
+            continue
         py, rs = r["python"], r["rust"]
         lines.append(
             f"| {r['arch']} {r['quant']} | {rs['weight_bytes'] / 1e9:.2f} GB | {r['batch']} "
