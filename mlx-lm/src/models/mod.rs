@@ -6,10 +6,13 @@
 pub mod baichuan_m1;
 pub mod base;
 pub mod cohere;
+pub mod deepseek_v2;
 pub mod deepseek_v3;
+pub mod dots1;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
+pub mod glm4_moe;
 pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoehybrid;
@@ -42,10 +45,13 @@ pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
 pub use cohere::Cohere;
+pub use deepseek_v2::DeepseekV2;
 pub use deepseek_v3::DeepseekV3;
+pub use dots1::Dots1;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use glm4_moe::Glm4Moe;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -90,14 +96,17 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 38] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
+        ("deepseek_v2", builtin!(DeepseekV2)),
         ("deepseek_v3", builtin!(DeepseekV3)),
+        ("dots1", builtin!(Dots1)),
         ("falcon_h1", builtin!(FalconH1)),
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
+        ("glm4_moe", builtin!(Glm4Moe)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
