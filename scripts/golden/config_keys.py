@@ -26,6 +26,7 @@ from transformers import (  # noqa: E402
     DeepseekV2Config,
     DeepseekV3Config,
     Dots1Config,
+    Ernie4_5_MoeConfig,
     FalconH1Config,
     FalconMambaConfig,
     GraniteConfig,
@@ -33,6 +34,7 @@ from transformers import (  # noqa: E402
     Gemma2Config,
     GemmaConfig,
     Glm4MoeConfig,
+    GraniteMoeConfig,
     GraniteMoeHybridConfig,
     HeliumConfig,
     InternLM3Config,
@@ -48,6 +50,7 @@ from transformers import (  # noqa: E402
     OlmoeConfig,
     OlmoHybridConfig,
     PhiConfig,
+    PhimoeConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -302,6 +305,18 @@ def configs():
                                                          "beta_fast": 32, "beta_slow": 1,
                                                          "original_max_position_embeddings":
                                                              4096}),
+        # Granite-3.0-MoE's scalars and experts.
+        "granitemoe": GraniteMoeConfig(**SIZES, embedding_multiplier=12.0,
+                                       residual_multiplier=0.22, attention_multiplier=0.015625,
+                                       logits_scaling=6.0, num_local_experts=8,
+                                       num_experts_per_tok=2),
+        # Phi-mini-MoE's kind: no rope scaling, biased attention and head.
+        "phimoe": PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
+                               attention_bias=True, lm_head_bias=True),
+        # ERNIE-4.5-MoE as transformers defaults it (moe_layer_end_index -1: the last layer).
+        "ernie4_5_moe": Ernie4_5_MoeConfig(**SIZES, moe_num_experts=8, moe_k=2,
+                                           moe_intermediate_size=32,
+                                           moe_num_shared_experts=1),
         "dots1": Dots1Config(**SIZES, n_routed_experts=8, n_shared_experts=2,
                              num_experts_per_tok=2, moe_intermediate_size=32,
                              first_k_dense_replace=1),

@@ -954,6 +954,55 @@ CONFIGS = {
          "attention_bias": False, "tie_word_embeddings": False},
         mx.float32, 40,
     ),
+    # Granite-3.0-1B-A400M's shape: granite's scalars (its embedding 12, residual 0.22,
+    # attention 1/64, logits 6), 8 experts (its 32) under block_sparse_moe, top 4 (its 8),
+    # tied embeddings.
+    "granitemoe": (
+        {**BASE, "model_type": "granitemoe", "num_hidden_layers": 3, "intermediate_size": 64,
+         "num_local_experts": 8, "num_experts_per_tok": 4, "embedding_multiplier": 12.0,
+         "residual_multiplier": 0.22, "attention_multiplier": 0.015625,
+         "logits_scaling": 6.0, "attention_bias": False, "rope_theta": 10000.0,
+         "rms_norm_eps": 1e-6, "tie_word_embeddings": True},
+        mx.float32, 41,
+    ),
+    # Phi-mini-MoE's shape (no rope scaling; Phi-3.5-MoE's long rope is not built yet):
+    # LayerNorms, biased attention and head, 8 experts (its 16), top 2 by sparsemixer with
+    # router_jitter_noise 0.01.
+    "phimoe": (
+        {**BASE, "model_type": "phimoe", "num_hidden_layers": 3, "num_local_experts": 8,
+         "num_experts_per_tok": 2, "router_jitter_noise": 0.01, "rope_theta": 10000.0,
+         "rope_scaling": None, "attention_bias": True, "lm_head_bias": True,
+         "sliding_window": None, "tie_word_embeddings": False},
+        mx.float32, 42,
+    ),
+    # sparsemixer's band wide enough to hold several experts (jitter 0.3), top 4.
+    "phimoe-jitter": (
+        {**BASE, "model_type": "phimoe", "num_hidden_layers": 3, "num_local_experts": 8,
+         "num_experts_per_tok": 4, "router_jitter_noise": 0.3, "rope_theta": 10000.0,
+         "attention_bias": True, "lm_head_bias": True, "tie_word_embeddings": False},
+        mx.float32, 43,
+    ),
+    # ERNIE-4.5-21B-A3B's shape: interleaved rope, layer 0 dense then sparse to the last
+    # (moe_layer_end_index), 16 experts (its 64), top 6 (its 6) of a float32 softmax,
+    # renormalized, two shared experts; tied; its aux-free correction bias is in the
+    # checkpoint only (mlx_lm drops it).
+    "ernie4_5_moe": (
+        {**BASE, "model_type": "ernie4_5_moe", "num_hidden_layers": 3, "use_bias": False,
+         "moe_num_experts": 16, "moe_k": 6, "moe_intermediate_size": 32,
+         "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 2,
+         "moe_layer_interval": 1, "moe_use_aux_free": True, "rope_theta": 500000.0,
+         "tie_word_embeddings": True},
+        mx.float32, 44,
+    ),
+    # Biases everywhere (use_bias), a sigmoid gate, every other layer sparse, no shared
+    # experts, the experts as wide as the dense MLP (moe_intermediate_size 0), untied.
+    "ernie4_5_moe-bias": (
+        {**BASE, "model_type": "ernie4_5_moe", "num_hidden_layers": 4, "use_bias": True,
+         "moe_num_experts": 8, "moe_k": 2, "moe_intermediate_size": 0,
+         "moe_layer_start_index": 0, "moe_layer_interval": 2, "moe_gate_act": "sigmoid",
+         "rope_theta": 10000.0, "tie_word_embeddings": False},
+        mx.float32, 45,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -964,7 +1013,9 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40,
                "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40,
                "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
-               "deepseek_v2": 40, "deepseek_v2-lite": 40}
+               "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
+               "phimoe": 40, "phimoe-jitter": 40, "ernie4_5_moe": 40,
+               "ernie4_5_moe-bias": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1028,6 +1079,11 @@ QUANTIZED = {
     "dots1-tied": None,
     "deepseek_v2": (32, 4, None),
     "deepseek_v2-lite": None,
+    "granitemoe": (32, 4, None),
+    "phimoe": (32, 4, None),
+    "phimoe-jitter": None,
+    "ernie4_5_moe": (32, 4, None),
+    "ernie4_5_moe-bias": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -1079,7 +1135,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "granitemoehybrid-tiny", "nemotron_h-moe",
                      # Issue 38, grouped-router families.
                      "glm4_moe", "glm4_moe-air", "dots1", "dots1-tied",
-                     "deepseek_v2", "deepseek_v2-lite"}
+                     "deepseek_v2", "deepseek_v2-lite", "granitemoe",
+                     "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1313,6 +1370,12 @@ def make_models(names):
             weights_recipe.write(MODELS / "deepseek_v3-hf")
             hf_layout_deepseek_v3_4bit(config)
             weights_recipe.write(MODELS / "deepseek_v3-4bit-hf")
+        if name == "phimoe":
+            hf_layout_mixtral("phimoe")
+            weights_recipe.write(MODELS / "phimoe-hf")
+        if name == "granitemoe":
+            hf_layout_granitemoe()
+            weights_recipe.write(MODELS / "granitemoe-hf")
         if name in HF_EXPERTS:
             hf_layout_experts(name, config)
             weights_recipe.write(MODELS / f"{name}-hf")
@@ -1484,12 +1547,12 @@ def hf_layout_lfm2_moe():
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
 
-def hf_layout_mixtral():
-    """The Mixtral weights as a Hugging Face checkpoint stores them: each expert's
-    projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down, up).
-    mlx_lm's sanitize stacks them back into `switch_mlp`."""
-    src = MODELS / "mixtral"
-    dst = MODELS / "mixtral-hf"
+def hf_layout_mixtral(name="mixtral"):
+    """The Mixtral weights (phimoe's too) as a Hugging Face checkpoint stores them: each
+    expert's projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down,
+    up). mlx_lm's sanitize stacks them back into `switch_mlp`."""
+    src = MODELS / name
+    dst = MODELS / f"{name}-hf"
     shutil.copytree(src, dst)
     (dst / "model.safetensors.index.json").unlink()
     weights = mx.load(str(src / "model.safetensors"))
@@ -1547,7 +1610,7 @@ def hf_layout_qwen3_5_moe():
 # Models also written as a Hugging Face checkpoint holds them (`<name>-hf`): each expert's
 # projections apart (`mlp.experts.{e}.gate_proj`) and, where the family's checkpoints append
 # one, a multi-token-prediction layer (`model.layers.{num_hidden_layers}`) mlx_lm drops.
-HF_EXPERTS = {"glm4_moe": True, "dots1": False, "deepseek_v2": False}
+HF_EXPERTS = {"glm4_moe": True, "dots1": False, "deepseek_v2": False, "ernie4_5_moe": False}
 
 
 def hf_layout_experts(name, config):
@@ -1569,10 +1632,40 @@ def hf_layout_experts(name, config):
         prefix += ".mlp" if stacked == ".mlp.experts." else ""
         for e in range(v.shape[0]):
             out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+    if config["model_type"] == "ernie4_5_moe":
+        # ERNIE-4.5's aux-free correction bias and a multi-token-prediction tensor, which
+        # mlx_lm's sanitize drops.
+        out["model.layers.1.mlp.moe_statics.e_score_correction_bias"] = mx.zeros((1, 16))
+        out["model.mtp_linear_proj.0.weight"] = mx.zeros((4, 4))
     if HF_EXPERTS[name]:
         n = config["num_hidden_layers"]
         out[f"model.layers.{n}.eh_proj.weight"] = mx.zeros((4, 4))
         out[f"model.layers.{n}.mlp.experts.0.up_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_granitemoe():
+    """The GraniteMoE weights as a Hugging Face checkpoint stores them: each layer's experts
+    fused, `block_sparse_moe.input_linear` `[E, 2I, D]` (gate rows first) and
+    `block_sparse_moe.output_linear` `[E, D, I]`. mlx_lm's sanitize splits and renames them."""
+    src = MODELS / "granitemoe"
+    dst = MODELS / "granitemoe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj", "input_linear")] = \
+                mx.concatenate([v, up], axis=1)
+        elif ".switch_mlp.down_proj." in k:
+            out[k.replace("switch_mlp.down_proj", "output_linear")] = v
+        else:
+            out[k] = v
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 

@@ -487,6 +487,9 @@ PROMPT_CACHE = [
     ("dots1", 34),
     # deepseek_v2: the latent expanded per head before an ordinary key/value cache.
     ("deepseek_v2", 34),
+    ("granitemoe", 34),
+    ("phimoe", 34),
+    ("ernie4_5_moe", 34),
     # Issue 37, RMSNorm llama-likes: internlm3's dynamic NTK rope (a prefix of 16, its
     # max_position_embeddings: the continuation's base grows), granite's multipliers.
     ("internlm3", 16),
