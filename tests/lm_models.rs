@@ -593,6 +593,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
 /// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
 /// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
+/// up to 4.3e-6 for glm4_moe (4-bit), 7.2e-6 for dots1-tied (0 for the other dots1 models),
+/// 3.8e-6 for deepseek_v2, 9.5e-7 for granitemoe, 2.9e-6 for phimoe and ernie4_5_moe,
 /// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
@@ -763,7 +765,12 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        let top_k = text["num_experts_per_tok"].as_u64().unwrap() as usize;
+        // ERNIE-4.5 calls it moe_k.
+        let top_k = text
+            .get("num_experts_per_tok")
+            .or_else(|| text.get("moe_k"))
+            .and_then(Value::as_u64)
+            .unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"
