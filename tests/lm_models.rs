@@ -86,6 +86,30 @@ const MODELS: &[&str] = &[
     "deepseek_v3-lite",
     "deepseek_v3-hf",
     "deepseek_v3-4bit-hf",
+    // Issue 38, grouped-router families.
+    "glm4_moe",
+    "glm4_moe-4bit",
+    "glm4_moe-air",
+    "glm4_moe-hf",
+    "dots1",
+    "dots1-4bit",
+    "dots1-tied",
+    "dots1-hf",
+    "deepseek_v2",
+    "deepseek_v2-4bit",
+    "deepseek_v2-lite",
+    "deepseek_v2-hf",
+    "granitemoe",
+    "granitemoe-4bit",
+    "granitemoe-hf",
+    "phimoe",
+    "phimoe-4bit",
+    "phimoe-jitter",
+    "phimoe-hf",
+    "ernie4_5_moe",
+    "ernie4_5_moe-4bit",
+    "ernie4_5_moe-bias",
+    "ernie4_5_moe-hf",
     // Issue 37, RMSNorm llama-likes.
     "helium",
     "helium-4bit",
@@ -569,6 +593,8 @@ fn last_logprobs(logits: &Array) -> Array {
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
 /// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
 /// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
+/// up to 4.3e-6 for glm4_moe (4-bit), 7.2e-6 for dots1-tied (0 for the other dots1 models),
+/// 3.8e-6 for deepseek_v2, 9.5e-7 for granitemoe, 2.9e-6 for phimoe and ernie4_5_moe,
 /// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
@@ -684,6 +710,12 @@ const MOE: &[&str] = &[
     "qwen3_5_moe",
     "deepseek_v3",
     "lfm2_moe",
+    "glm4_moe",
+    "dots1",
+    "deepseek_v2",
+    "granitemoe",
+    "phimoe",
+    "ernie4_5_moe",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -733,7 +765,12 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        let top_k = text["num_experts_per_tok"].as_u64().unwrap() as usize;
+        // ERNIE-4.5 calls it moe_k.
+        let top_k = text
+            .get("num_experts_per_tok")
+            .or_else(|| text.get("moe_k"))
+            .and_then(Value::as_u64)
+            .unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"
@@ -1189,6 +1226,23 @@ fn parameter_paths_are_mlx_lm_s() {
         "deepseek_v3",
         "deepseek_v3-4bit",
         "deepseek_v3-lite",
+        "glm4_moe",
+        "glm4_moe-4bit",
+        "glm4_moe-air",
+        "dots1",
+        "dots1-4bit",
+        "dots1-tied",
+        "deepseek_v2",
+        "deepseek_v2-4bit",
+        "deepseek_v2-lite",
+        "granitemoe",
+        "granitemoe-4bit",
+        "phimoe",
+        "phimoe-4bit",
+        "phimoe-jitter",
+        "ernie4_5_moe",
+        "ernie4_5_moe-4bit",
+        "ernie4_5_moe-bias",
         "helium",
         "helium-4bit",
         "seed_oss",

@@ -18,9 +18,10 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, Gemma, Gemma2, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
-    RecurrentGemma, SeedOss, SmolLM3,
+    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Glm4Moe, Granite,
+    GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2, Mixtral, NemotronH,
+    Olmoe, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss,
+    SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -73,6 +74,12 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         "deepseek_v3" => DeepseekV3::args(c).map(drop),
+        "glm4_moe" => Glm4Moe::args(c).map(drop),
+        "deepseek_v2" => DeepseekV2::args(c).map(drop),
+        "granitemoe" => GraniteMoe::args(c).map(drop),
+        "phimoe" => PhiMoe::args(c).map(drop),
+        "ernie4_5_moe" => Ernie45Moe::args(c).map(drop),
+        "dots1" => Dots1::args(c).map(drop),
         "helium" => Helium::args(c).map(drop),
         "seed_oss" => SeedOss::args(c).map(drop),
         "internlm3" => InternLM3::args(c).map(drop),
@@ -143,6 +150,12 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "jamba",
         "baichuan_m1",
         "deepseek_v3",
+        "glm4_moe",
+        "dots1",
+        "deepseek_v2",
+        "granitemoe",
+        "phimoe",
+        "ernie4_5_moe",
         "helium",
         "seed_oss",
         "internlm3",

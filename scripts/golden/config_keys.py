@@ -23,13 +23,18 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
     CohereConfig,
+    DeepseekV2Config,
     DeepseekV3Config,
+    Dots1Config,
+    Ernie4_5_MoeConfig,
     FalconH1Config,
     FalconMambaConfig,
     GraniteConfig,
     GPTNeoXConfig,
     Gemma2Config,
     GemmaConfig,
+    Glm4MoeConfig,
+    GraniteMoeConfig,
     GraniteMoeHybridConfig,
     HeliumConfig,
     InternLM3Config,
@@ -45,6 +50,7 @@ from transformers import (  # noqa: E402
     OlmoeConfig,
     OlmoHybridConfig,
     PhiConfig,
+    PhimoeConfig,
     Qwen2Config,
     Qwen2MoeConfig,
     Qwen3_5Config,
@@ -279,6 +285,41 @@ def configs():
                                         num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
                                         qk_rope_head_dim=16, v_head_dim=32,
                                         qk_nope_head_dim=32, moe_intermediate_size=32),
+        # Issue 38, grouped-router families: GLM-4.5's q/k norms and partial rope; dots1's
+        # defaults (its sliding_window 4096 from max_window_layers 62 on: none in 4 layers).
+        "glm4_moe": Glm4MoeConfig(**SIZES, head_dim=16, n_routed_experts=8, n_group=2,
+                                  topk_group=1, num_experts_per_tok=2, moe_intermediate_size=32,
+                                  use_qk_norm=True, attention_bias=True),
+        # DeepSeek-V2's router (group_limited_greedy, 16 experts in 4 groups) and DeepSeek-V2's
+        # yarn rope as its checkpoints give it.
+        "deepseek_v2": DeepseekV2Config(**SIZES, n_routed_experts=16, n_group=4, topk_group=2,
+                                        num_experts_per_tok=4, kv_lora_rank=32, q_lora_rank=64,
+                                        qk_rope_head_dim=16, v_head_dim=32, qk_nope_head_dim=32,
+                                        moe_intermediate_size=32,
+                                        topk_method="group_limited_greedy",
+                                        max_position_embeddings=163840,
+                                        rope_parameters={"rope_type": "yarn", "factor": 40.0,
+                                                         "rope_theta": 10000.0,
+                                                         "mscale": 0.707,
+                                                         "mscale_all_dim": 0.707,
+                                                         "beta_fast": 32, "beta_slow": 1,
+                                                         "original_max_position_embeddings":
+                                                             4096}),
+        # Granite-3.0-MoE's scalars and experts.
+        "granitemoe": GraniteMoeConfig(**SIZES, embedding_multiplier=12.0,
+                                       residual_multiplier=0.22, attention_multiplier=0.015625,
+                                       logits_scaling=6.0, num_local_experts=8,
+                                       num_experts_per_tok=2),
+        # Phi-mini-MoE's kind: no rope scaling, biased attention and head.
+        "phimoe": PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
+                               attention_bias=True, lm_head_bias=True),
+        # ERNIE-4.5-MoE as transformers defaults it (moe_layer_end_index -1: the last layer).
+        "ernie4_5_moe": Ernie4_5_MoeConfig(**SIZES, moe_num_experts=8, moe_k=2,
+                                           moe_intermediate_size=32,
+                                           moe_num_shared_experts=1),
+        "dots1": Dots1Config(**SIZES, n_routed_experts=8, n_shared_experts=2,
+                             num_experts_per_tok=2, moe_intermediate_size=32,
+                             first_k_dense_replace=1),
         # Issue 37, RMSNorm llama-likes (helper A).
         "helium": HeliumConfig(**SIZES, head_dim=16),
         "seed_oss": SeedOssConfig(**SIZES, head_dim=16),

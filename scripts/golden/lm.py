@@ -868,6 +868,141 @@ CONFIGS = {
          "final_logit_softcapping": 10.0},
         mx.bfloat16, 34,
     ),
+    # GLM-4.5's shape: heads wider than hidden / heads (its 96 x 128 over 4096; here 4 x 32
+    # over 64), biased q/k/v, per-head q/k norms, rope over half of each head
+    # (partial_rotary_factor), the first layer dense, then 16 routed experts (its 160), top 4
+    # (its 8), sigmoid scores with the correction bias, renormalized, scaled by 2.5, one
+    # shared expert; an untied head.
+    "glm4_moe": (
+        {**BASE, "model_type": "glm4_moe", "num_hidden_layers": 3, "head_dim": 32,
+         "partial_rotary_factor": 0.5, "attention_bias": True, "use_qk_norm": True,
+         "moe_intermediate_size": 32, "n_routed_experts": 16, "n_shared_experts": 1,
+         "num_experts_per_tok": 4, "n_group": 1, "topk_group": 1,
+         "routed_scaling_factor": 2.5, "norm_topk_prob": True, "first_k_dense_replace": 1,
+         "rope_theta": 1000000.0, "rope_scaling": None, "tie_word_embeddings": False,
+         "num_nextn_predict_layers": 1},
+        mx.float32, 35,
+    ),
+    # GLM-4.5-Air's: no q/k norms, scale 1; the experts in 2 groups of which 1 is kept
+    # (glm4_moe's copy of the grouped router), top 2; two dense layers.
+    "glm4_moe-air": (
+        {**BASE, "model_type": "glm4_moe", "num_hidden_layers": 4, "head_dim": 32,
+         "partial_rotary_factor": 0.5, "attention_bias": True, "use_qk_norm": False,
+         "moe_intermediate_size": 32, "n_routed_experts": 8, "n_shared_experts": 1,
+         "num_experts_per_tok": 2, "n_group": 2, "topk_group": 1,
+         "routed_scaling_factor": 1.0, "norm_topk_prob": True, "first_k_dense_replace": 2,
+         "rope_theta": 1000000.0, "rope_scaling": None, "tie_word_embeddings": False},
+        mx.float32, 36,
+    ),
+    # dots.llm1's shape: as many key/value heads as query heads, q/k norms, the first layer
+    # dense, then 16 routed experts (its 128), top 6 (its 6), the correction bias, renormalized,
+    # scaled by 2.5, two shared experts (n_shared_experts 2: one MLP twice as wide); ungrouped
+    # (n_group 1) and untied.
+    "dots1": (
+        {**BASE, "model_type": "dots1", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_routed_experts": 16, "n_shared_experts": 2,
+         "num_experts_per_tok": 6, "n_group": 1, "topk_group": 1, "norm_topk_prob": True,
+         "routed_scaling_factor": 2.5, "first_k_dense_replace": 1, "scoring_func": "noaux_tc",
+         "rope_theta": 10000000.0, "sliding_window": None, "max_window_layers": 62,
+         "tie_word_embeddings": False},
+        mx.float32, 37,
+    ),
+    # dots1's copy of the grouped router with groups dropped (4 groups, 2 kept), biased MLPs
+    # (mlp_bias), tied embeddings, a linear rope scaling; every layer sparse.
+    "dots1-tied": (
+        {**BASE, "model_type": "dots1", "num_hidden_layers": 3, "num_key_value_heads": 2,
+         "moe_intermediate_size": 32, "n_routed_experts": 16, "n_shared_experts": 1,
+         "num_experts_per_tok": 4, "n_group": 4, "topk_group": 2, "norm_topk_prob": False,
+         "routed_scaling_factor": 1.0, "first_k_dense_replace": 0, "mlp_bias": True,
+         "rope_theta": 10000.0, "rope_scaling": {"type": "linear", "factor": 2.0},
+         "tie_word_embeddings": True},
+        mx.float32, 38,
+    ),
+    # DeepSeek-V2's shape: the latent attention with a low-rank query, expanded per head
+    # before the cache (mlx_lm's deepseek_v2 keeps kv_b_proj whole); yarn rope with mscale
+    # and mscale_all_dim; the first layer dense, then 16 routed experts (its 160) in 4 groups
+    # (its 8), 2 kept (its 3) by their best expert (group_limited_greedy), top 4 (its 6) of
+    # the softmax, unnormalized, scaled by 16 (its 16), two shared experts.
+    "deepseek_v2": (
+        {**BASE, "model_type": "deepseek_v2", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 2, "n_routed_experts": 16,
+         "routed_scaling_factor": 16.0, "kv_lora_rank": 32, "q_lora_rank": 64,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "group_limited_greedy", "scoring_func": "softmax",
+         "norm_topk_prob": False, "n_group": 4, "topk_group": 2, "num_experts_per_tok": 4,
+         "moe_layer_freq": 1, "first_k_dense_replace": 1, "rms_norm_eps": 1e-6,
+         "rope_theta": 10000.0,
+         "rope_scaling": {"type": "yarn", "factor": 40.0, "mscale": 0.707,
+                          "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1,
+                          "original_max_position_embeddings": 4096},
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 39,
+    ),
+    # DeepSeek-V2-Lite's: one q_proj (no q_lora_rank), greedy top 2 of 8, scale 1; every
+    # other layer sparse (moe_layer_freq 2).
+    "deepseek_v2-lite": (
+        {**BASE, "model_type": "deepseek_v2", "num_hidden_layers": 3, "num_key_value_heads": 4,
+         "moe_intermediate_size": 32, "n_shared_experts": 2, "n_routed_experts": 8,
+         "routed_scaling_factor": 1.0, "kv_lora_rank": 32, "q_lora_rank": None,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "qk_nope_head_dim": 32,
+         "topk_method": "greedy", "scoring_func": "softmax", "norm_topk_prob": False,
+         "n_group": 1, "topk_group": 1, "num_experts_per_tok": 2, "moe_layer_freq": 2,
+         "first_k_dense_replace": 0, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+         "rope_scaling": {"type": "yarn", "factor": 40.0, "mscale": 0.707,
+                          "mscale_all_dim": 0.707, "beta_fast": 32, "beta_slow": 1,
+                          "original_max_position_embeddings": 4096},
+         "attention_bias": False, "tie_word_embeddings": False},
+        mx.float32, 40,
+    ),
+    # Granite-3.0-1B-A400M's shape: granite's scalars (its embedding 12, residual 0.22,
+    # attention 1/64, logits 6), 8 experts (its 32) under block_sparse_moe, top 4 (its 8),
+    # tied embeddings.
+    "granitemoe": (
+        {**BASE, "model_type": "granitemoe", "num_hidden_layers": 3, "intermediate_size": 64,
+         "num_local_experts": 8, "num_experts_per_tok": 4, "embedding_multiplier": 12.0,
+         "residual_multiplier": 0.22, "attention_multiplier": 0.015625,
+         "logits_scaling": 6.0, "attention_bias": False, "rope_theta": 10000.0,
+         "rms_norm_eps": 1e-6, "tie_word_embeddings": True},
+        mx.float32, 41,
+    ),
+    # Phi-mini-MoE's shape (no rope scaling; Phi-3.5-MoE's long rope is not built yet):
+    # LayerNorms, biased attention and head, 8 experts (its 16), top 2 by sparsemixer with
+    # router_jitter_noise 0.01.
+    "phimoe": (
+        {**BASE, "model_type": "phimoe", "num_hidden_layers": 3, "num_local_experts": 8,
+         "num_experts_per_tok": 2, "router_jitter_noise": 0.01, "rope_theta": 10000.0,
+         "rope_scaling": None, "attention_bias": True, "lm_head_bias": True,
+         "sliding_window": None, "tie_word_embeddings": False},
+        mx.float32, 42,
+    ),
+    # sparsemixer's band wide enough to hold several experts (jitter 0.3), top 4.
+    "phimoe-jitter": (
+        {**BASE, "model_type": "phimoe", "num_hidden_layers": 3, "num_local_experts": 8,
+         "num_experts_per_tok": 4, "router_jitter_noise": 0.3, "rope_theta": 10000.0,
+         "attention_bias": True, "lm_head_bias": True, "tie_word_embeddings": False},
+        mx.float32, 43,
+    ),
+    # ERNIE-4.5-21B-A3B's shape: interleaved rope, layer 0 dense then sparse to the last
+    # (moe_layer_end_index), 16 experts (its 64), top 6 (its 6) of a float32 softmax,
+    # renormalized, two shared experts; tied; its aux-free correction bias is in the
+    # checkpoint only (mlx_lm drops it).
+    "ernie4_5_moe": (
+        {**BASE, "model_type": "ernie4_5_moe", "num_hidden_layers": 3, "use_bias": False,
+         "moe_num_experts": 16, "moe_k": 6, "moe_intermediate_size": 32,
+         "moe_num_shared_experts": 2, "moe_layer_start_index": 1, "moe_layer_end_index": 2,
+         "moe_layer_interval": 1, "moe_use_aux_free": True, "rope_theta": 500000.0,
+         "tie_word_embeddings": True},
+        mx.float32, 44,
+    ),
+    # Biases everywhere (use_bias), a sigmoid gate, every other layer sparse, no shared
+    # experts, the experts as wide as the dense MLP (moe_intermediate_size 0), untied.
+    "ernie4_5_moe-bias": (
+        {**BASE, "model_type": "ernie4_5_moe", "num_hidden_layers": 4, "use_bias": True,
+         "moe_num_experts": 8, "moe_k": 2, "moe_intermediate_size": 0,
+         "moe_layer_start_index": 0, "moe_layer_interval": 2, "moe_gate_act": "sigmoid",
+         "rope_theta": 10000.0, "tie_word_embeddings": False},
+        mx.float32, 45,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -876,7 +1011,11 @@ CONFIGS = {
 # decode step the unsorted one.
 PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qwen3_next": 40,
                "qwen3_5_moe": 40, "deepseek_v3": 40, "deepseek_v3-lite": 40, "lfm2_moe": 40,
-               "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40}
+               "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40,
+               "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
+               "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
+               "phimoe": 40, "phimoe-jitter": 40, "ernie4_5_moe": 40,
+               "ernie4_5_moe-bias": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -934,6 +1073,17 @@ QUANTIZED = {
     "baichuan_m1-global": None,
     "deepseek_v3": (32, 4, None),
     "deepseek_v3-lite": None,
+    "glm4_moe": (32, 4, None),
+    "glm4_moe-air": None,
+    "dots1": (32, 4, None),
+    "dots1-tied": None,
+    "deepseek_v2": (32, 4, None),
+    "deepseek_v2-lite": None,
+    "granitemoe": (32, 4, None),
+    "phimoe": (32, 4, None),
+    "phimoe-jitter": None,
+    "ernie4_5_moe": (32, 4, None),
+    "ernie4_5_moe-bias": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -982,7 +1132,11 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "gemma", "gemma-bf16", "gemma2", "gemma2-bf16",
                      # Issue 35, mixture-of-experts hybrids.
                      "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
-                     "granitemoehybrid-tiny", "nemotron_h-moe"}
+                     "granitemoehybrid-tiny", "nemotron_h-moe",
+                     # Issue 38, grouped-router families.
+                     "glm4_moe", "glm4_moe-air", "dots1", "dots1-tied",
+                     "deepseek_v2", "deepseek_v2-lite", "granitemoe",
+                     "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1216,6 +1370,15 @@ def make_models(names):
             weights_recipe.write(MODELS / "deepseek_v3-hf")
             hf_layout_deepseek_v3_4bit(config)
             weights_recipe.write(MODELS / "deepseek_v3-4bit-hf")
+        if name == "phimoe":
+            hf_layout_mixtral("phimoe")
+            weights_recipe.write(MODELS / "phimoe-hf")
+        if name == "granitemoe":
+            hf_layout_granitemoe()
+            weights_recipe.write(MODELS / "granitemoe-hf")
+        if name in HF_EXPERTS:
+            hf_layout_experts(name, config)
+            weights_recipe.write(MODELS / f"{name}-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -1384,12 +1547,12 @@ def hf_layout_lfm2_moe():
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
 
-def hf_layout_mixtral():
-    """The Mixtral weights as a Hugging Face checkpoint stores them: each expert's
-    projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down, up).
-    mlx_lm's sanitize stacks them back into `switch_mlp`."""
-    src = MODELS / "mixtral"
-    dst = MODELS / "mixtral-hf"
+def hf_layout_mixtral(name="mixtral"):
+    """The Mixtral weights (phimoe's too) as a Hugging Face checkpoint stores them: each
+    expert's projections apart, `block_sparse_moe.experts.{e}.w1` / `w2` / `w3` (gate, down,
+    up). mlx_lm's sanitize stacks them back into `switch_mlp`."""
+    src = MODELS / name
+    dst = MODELS / f"{name}-hf"
     shutil.copytree(src, dst)
     (dst / "model.safetensors.index.json").unlink()
     weights = mx.load(str(src / "model.safetensors"))
@@ -1440,6 +1603,69 @@ def hf_layout_qwen3_5_moe():
             v = v - 1.0
         out[k] = v
     out["mtp.fc.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+# Models also written as a Hugging Face checkpoint holds them (`<name>-hf`): each expert's
+# projections apart (`mlp.experts.{e}.gate_proj`) and, where the family's checkpoints append
+# one, a multi-token-prediction layer (`model.layers.{num_hidden_layers}`) mlx_lm drops.
+HF_EXPERTS = {"glm4_moe": True, "dots1": False, "deepseek_v2": False, "ernie4_5_moe": False}
+
+
+def hf_layout_experts(name, config):
+    """The experts of `name` unstacked as a Hugging Face checkpoint stores them (from mlx_lm's
+    `switch_mlp` or dots1's stacked `experts`), plus the MTP layer HF_EXPERTS asks for.
+    mlx_lm's sanitize stacks them back."""
+    src = MODELS / name
+    dst = MODELS / f"{name}-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        stacked = next((s for s in (".switch_mlp.", ".mlp.experts.") if s in k), None)
+        if stacked is None:
+            out[k] = v
+            continue
+        prefix, rest = k.split(stacked)
+        prefix += ".mlp" if stacked == ".mlp.experts." else ""
+        for e in range(v.shape[0]):
+            out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+    if config["model_type"] == "ernie4_5_moe":
+        # ERNIE-4.5's aux-free correction bias and a multi-token-prediction tensor, which
+        # mlx_lm's sanitize drops.
+        out["model.layers.1.mlp.moe_statics.e_score_correction_bias"] = mx.zeros((1, 16))
+        out["model.mtp_linear_proj.0.weight"] = mx.zeros((4, 4))
+    if HF_EXPERTS[name]:
+        n = config["num_hidden_layers"]
+        out[f"model.layers.{n}.eh_proj.weight"] = mx.zeros((4, 4))
+        out[f"model.layers.{n}.mlp.experts.0.up_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_granitemoe():
+    """The GraniteMoE weights as a Hugging Face checkpoint stores them: each layer's experts
+    fused, `block_sparse_moe.input_linear` `[E, 2I, D]` (gate rows first) and
+    `block_sparse_moe.output_linear` `[E, D, I]`. mlx_lm's sanitize splits and renames them."""
+    src = MODELS / "granitemoe"
+    dst = MODELS / "granitemoe-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp.up_proj." in k:
+            continue
+        if ".switch_mlp.gate_proj." in k:
+            up = weights[k.replace("gate_proj", "up_proj")]
+            out[k.replace("switch_mlp.gate_proj", "input_linear")] = \
+                mx.concatenate([v, up], axis=1)
+        elif ".switch_mlp.down_proj." in k:
+            out[k.replace("switch_mlp.down_proj", "output_linear")] = v
+        else:
+            out[k] = v
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 

@@ -183,6 +183,14 @@ CASES = [
     # Multi-head latent attention's compressed cache, left-padded; the grouped router.
     {"model": "deepseek_v3", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     {"model": "deepseek_v3-lite", "lengths": [9, 2, 15], "max_tokens": 16},
+    # Issue 38: the grouped router's families, left-padded.
+    {"model": "glm4_moe", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "dots1-tied", "lengths": [9, 2, 15], "max_tokens": 16},
+    {"model": "deepseek_v2", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "deepseek_v2-lite", "lengths": [9, 2, 15], "max_tokens": 16},
+    {"model": "granitemoe", "lengths": [5, 17, 9, 12], "max_tokens": 20},
+    {"model": "phimoe-jitter", "lengths": [9, 2, 15], "max_tokens": 16},
+    {"model": "ernie4_5_moe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
     # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
     # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)

@@ -481,6 +481,15 @@ PROMPT_CACHE = [
     # Multi-head latent attention: the compressed cache (keys the latent, values the rotary
     # key part); the prefix's expanded path, then the absorbed one-token steps.
     ("deepseek_v3", 34),
+    # The grouped sigmoid router's families (issue 38): glm4_moe's partial rope and q/k
+    # norms, dots1's experts under `experts`.
+    ("glm4_moe", 34),
+    ("dots1", 34),
+    # deepseek_v2: the latent expanded per head before an ordinary key/value cache.
+    ("deepseek_v2", 34),
+    ("granitemoe", 34),
+    ("phimoe", 34),
+    ("ernie4_5_moe", 34),
     # Issue 37, RMSNorm llama-likes: internlm3's dynamic NTK rope (a prefix of 16, its
     # max_position_embeddings: the continuation's base grows), granite's multipliers.
     ("internlm3", 16),

@@ -19,6 +19,7 @@ use mlx_tree::{StaticData, TreeNode};
 use crate::blocks::mlp::Mlp;
 use crate::blocks::switch::SwitchGlu;
 use crate::checkpoint::Checkpoint;
+use crate::config::{invalid, ModelConfig};
 
 /// When the router drops groups: the one place where mlx_lm's copies differ.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, StaticData)]
@@ -41,6 +42,62 @@ pub struct GroupRouting {
     pub group_limit: GroupLimit,
     /// nemotron_h.py's copy renormalizes by `sum + 1e-20`, the others by the sum alone.
     pub denominator_eps: Option<f32>,
+}
+
+impl GroupRouting {
+    /// The router of `num_experts` experts as a config describes it: `num_experts_per_tok`,
+    /// `n_group`, `topk_group` (both 1 when absent), `routed_scaling_factor` (1 when absent)
+    /// and `norm_topk_prob` (`norm_default` when absent: transformers' default differs by
+    /// family). A split the router cannot take (groups that do not divide the experts, fewer
+    /// than two experts per group where groups are ranked, more experts per token than the
+    /// kept groups hold) is an error naming the key.
+    pub fn from_config(
+        c: &ModelConfig,
+        num_experts: i32,
+        group_limit: GroupLimit,
+        norm_default: bool,
+    ) -> crate::Result<GroupRouting> {
+        let e = num_experts;
+        let n_group = c.dim_or("n_group", Some(1))?;
+        let topk_group = c.dim_or("topk_group", Some(1))?;
+        let top_k = c.dim_or("num_experts_per_tok", Some(1))?;
+        if e % n_group != 0 {
+            return Err(invalid(
+                c.path(),
+                &c.key("n_group"),
+                &format!("{n_group} groups do not divide {e} experts"),
+            ));
+        }
+        if !(1..=n_group).contains(&topk_group) || (n_group > 1 && e / n_group < 2) {
+            return Err(invalid(
+                c.path(),
+                &c.key("topk_group"),
+                &format!(
+                    "{topk_group} of {n_group} groups of {} experts",
+                    e / n_group
+                ),
+            ));
+        }
+        if top_k > topk_group * (e / n_group) {
+            return Err(invalid(
+                c.path(),
+                &c.key("num_experts_per_tok"),
+                &format!(
+                    "{top_k} experts from {topk_group} groups of {}",
+                    e / n_group
+                ),
+            ));
+        }
+        Ok(GroupRouting {
+            top_k,
+            n_group,
+            topk_group,
+            routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
+            norm_topk_prob: c.bool_or("norm_topk_prob", norm_default)?,
+            group_limit,
+            denominator_eps: None,
+        })
+    }
 }
 
 /// Python: `group_expert_select(gates, e_score_correction_bias, top_k, n_group, topk_group,
@@ -156,17 +213,204 @@ impl Forward for GroupedMoe {
     /// `sum_k score_k * expert_k(x)` in the experts' dtype (the weights are float32), plus
     /// the shared experts.
     fn forward(&self, x: &Array) -> Result<Array> {
-        let (inds, scores) = self.gate.route(x)?;
+        grouped_moe_forward(
+            &self.gate,
+            &self.switch_mlp,
+            self.shared_experts.as_ref(),
+            x,
+        )
+    }
+}
+
+/// The forward of the grouped-router blocks (`DeepseekV3MoE`, glm4_moe's `MoE`, dots1's
+/// `Dots1MoE`, whose experts sit under another name): `sum_k score_k * expert_k(x)` in the
+/// experts' dtype (the scores are float32), plus the shared experts.
+pub fn grouped_moe_forward(
+    gate: &MoeGate,
+    experts: &SwitchGlu,
+    shared_experts: Option<&Mlp>,
+    x: &Array,
+) -> Result<Array> {
+    let (inds, scores) = gate.route(x)?;
+    let y = experts.forward(x, &inds)?;
+    let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?
+        .sum(-2, false)?
+        .astype(y.dtype())?;
+    match shared_experts {
+        Some(shared) => ops::add(&y, &shared.forward(x)?),
+        None => Ok(y),
+    }
+}
+
+/// Python: deepseek_v2's `MoEGate` arguments: softmax scores, `topk_method`
+/// `"group_limited_greedy"` (DeepSeek-V2: the experts in `n_group` groups, each scored by its
+/// best expert, all but the best `topk_group` groups dropped) or anything else (`"greedy"`,
+/// mlx_lm's default `"gready"`: the plain top k); the top k's scores times
+/// `routed_scaling_factor`, never renormalized.
+#[derive(Debug, Clone, Copy, PartialEq, StaticData)]
+pub struct GreedyRouting {
+    pub top_k: i32,
+    pub n_group: i32,
+    pub topk_group: i32,
+    pub routed_scaling_factor: f32,
+    pub group_limited: bool,
+}
+
+/// deepseek_v2's `MoEGate.__call__` after the gate's product: the experts `[..., top_k]`
+/// (`uint32`) and their weights in the logits' dtype.
+pub fn greedy_expert_select(gates: &Array, r: &GreedyRouting) -> Result<(Array, Array)> {
+    let mut scores = ops::softmax(gates, -1, true)?;
+    let drop = r.n_group - r.topk_group;
+    // With no group to drop, Python's slice `[..., :0, :]` writes nothing.
+    if r.group_limited && drop > 0 {
+        scores = ops::unflatten(&scores, -1, &[r.n_group, -1])?;
+        let group_scores = ops::max(&scores, -1, true)?;
+        let group_idx =
+            ops::argpartition(&group_scores, drop - 1, -2)?.index((Ellipsis, ..drop, ..))?;
+        let group_idx = ops::stop_gradient(&group_idx)?;
+        let zero = Array::from_scalar(0.0f32).astype(scores.dtype())?;
+        scores = ops::put_along_axis(&scores, &group_idx, zero, -2)?;
+        scores = ops::flatten(&scores, -2, -1)?;
+    }
+    let k = r.top_k;
+    let inds = ops::argpartition(&ops::negative(&scores)?, k - 1, -1)?.index((Ellipsis, ..k))?;
+    let inds = ops::stop_gradient(&inds)?;
+    let scores = ops::take_along_axis(&scores, &inds, -1)?;
+    // A Python float scales the array in its own dtype.
+    let factor = Array::from_scalar(r.routed_scaling_factor).astype(scores.dtype())?;
+    Ok((inds, ops::multiply(&scores, &factor)?))
+}
+
+impl GreedyRouting {
+    /// The router of `num_experts` experts as a deepseek_v2 config describes it
+    /// (`topk_method`, `num_experts_per_tok`, `n_group`, `topk_group`,
+    /// `routed_scaling_factor`); a group split the router cannot take is an error naming the
+    /// key.
+    pub fn from_config(c: &ModelConfig, num_experts: i32) -> crate::Result<GreedyRouting> {
+        let group_limited = c.string("topk_method")? == Some("group_limited_greedy");
+        let top_k = c.dim("num_experts_per_tok")?;
+        let (n_group, topk_group) = if group_limited {
+            let routing =
+                GroupRouting::from_config(c, num_experts, GroupLimit::SeveralGroups, false)?;
+            (routing.n_group, routing.topk_group)
+        } else {
+            // Greedy routing reads no groups.
+            c.declare_neutral(&["n_group", "topk_group"]);
+            (1, 1)
+        };
+        Ok(GreedyRouting {
+            top_k,
+            n_group,
+            topk_group,
+            routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
+            group_limited,
+        })
+    }
+}
+
+/// Python: deepseek_v2's `MoEGate`: the gate's weight `[E, hidden]`, a plain array (never
+/// quantized).
+#[derive(Debug, Clone, TreeNode)]
+pub struct GreedyGate {
+    pub weight: Array,
+    #[tree(static)]
+    pub routing: GreedyRouting,
+}
+
+/// Python: `DeepseekV2MoE`: the softmax router ([`GreedyGate`]), the routed experts
+/// (`switch_mlp`) and, with `n_shared_experts`, a dense MLP every token goes through.
+#[derive(Debug, Clone, TreeNode)]
+pub struct GreedyMoe {
+    pub gate: GreedyGate,
+    pub switch_mlp: SwitchGlu,
+    pub shared_experts: Option<Mlp>,
+}
+
+impl GreedyMoe {
+    /// Takes the block under `path` (`model.layers.1.mlp`).
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        hidden_size: i32,
+        expert_size: i32,
+        num_experts: i32,
+        shared_size: Option<i32>,
+        routing: GreedyRouting,
+    ) -> crate::Result<GreedyMoe> {
+        let p = |name: &str| format!("{path}.{name}");
+        let d = hidden_size;
+        Ok(GreedyMoe {
+            gate: GreedyGate {
+                weight: ck.array(&p("gate.weight"), &[num_experts, d])?,
+                routing,
+            },
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, expert_size, num_experts, false)?,
+            shared_experts: shared_size
+                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
+                .transpose()?,
+        })
+    }
+}
+
+impl Forward for GreedyMoe {
+    /// `sum_k score_k * expert_k(x)` (in the scores' and experts' common dtype, no cast back
+    /// as deepseek_v2 writes it), plus the shared experts.
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let gates = ops::matmul(x, &self.gate.weight.swapaxes(-1, -2)?)?;
+        let (inds, scores) = greedy_expert_select(&gates, &self.gate.routing)?;
         let y = self.switch_mlp.forward(x, &inds)?;
-        let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?
-            .sum(-2, false)?
-            .astype(y.dtype())?;
+        let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
         match &self.shared_experts {
             Some(shared) => ops::add(&y, &shared.forward(x)?),
             None => Ok(y),
         }
     }
 }
+
+/// A layer's feed-forward block: the dense MLP or the grouped-router experts, under `mlp`.
+// One per layer, built once at load: the variants' sizes cost nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum GroupedFeedForward {
+    Dense(Mlp),
+    Sparse(GroupedMoe),
+}
+
+impl TreeNode for GroupedFeedForward {
+    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
+        match self {
+            GroupedFeedForward::Dense(m) => m.flatten(f),
+            GroupedFeedForward::Sparse(m) => m.flatten(f),
+        }
+    }
+
+    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
+        match u.peek_kind()? {
+            mlx_tree::NodeKind::Struct("GroupedMoe") => {
+                GroupedMoe::unflatten(u).map(GroupedFeedForward::Sparse)
+            }
+            _ => Mlp::unflatten(u).map(GroupedFeedForward::Dense),
+        }
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        match self {
+            GroupedFeedForward::Dense(m) => m.leaves_mut(f),
+            GroupedFeedForward::Sparse(m) => m.leaves_mut(f),
+        }
+    }
+}
+
+impl Forward for GroupedFeedForward {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match self {
+            GroupedFeedForward::Dense(m) => m.forward(x),
+            GroupedFeedForward::Sparse(m) => m.forward(x),
+        }
+    }
+}
+
+impl crate::blocks::decoder::ChannelMixer for GroupedFeedForward {}
 
 #[cfg(test)]
 mod tests {

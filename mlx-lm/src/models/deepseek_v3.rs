@@ -3,61 +3,16 @@
 //! ([`GroupedMoe`]) with shared experts; the first `first_k_dense_replace` layers (and those
 //! `moe_layer_freq` skips) dense (DeepSeek-V3, R1, Kimi-K2 and their shape).
 
-use mlx_nn::{Forward, MaybeQuantizedLinear};
-use mlx_rs::{Array, Result};
+use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
+pub use crate::blocks::group_router::GroupedFeedForward;
 use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedMoe};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::{load_lm_head, rope_theta, DecoderModel, Mlp, RotaryEmbedding, StackConfig};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
-
-/// A layer's feed-forward block: the dense MLP or the grouped-router experts, under `mlp`.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum GroupedFeedForward {
-    Dense(Mlp),
-    Sparse(GroupedMoe),
-}
-
-impl TreeNode for GroupedFeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            GroupedFeedForward::Dense(m) => m.flatten(f),
-            GroupedFeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("GroupedMoe") => {
-                GroupedMoe::unflatten(u).map(GroupedFeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(GroupedFeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            GroupedFeedForward::Dense(m) => m.leaves_mut(f),
-            GroupedFeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for GroupedFeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            GroupedFeedForward::Dense(m) => m.forward(x),
-            GroupedFeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
-impl crate::blocks::decoder::ChannelMixer for GroupedFeedForward {}
 
 /// What a deepseek_v3 config describes.
 #[derive(Debug, Clone)]
@@ -117,39 +72,7 @@ impl DeepseekV3 {
             num_hidden_layers: c.dim("num_hidden_layers")?,
             rms_norm_eps: c.float_or("rms_norm_eps", 1e-6)? as f32,
         };
-        let q_lora_rank = match c.get("q_lora_rank") {
-            None | Some(serde_json::Value::Null) => {
-                c.declare_neutral(&["q_lora_rank"]);
-                None
-            }
-            Some(_) => Some(c.dim("q_lora_rank")?),
-        };
-        let qk_nope_head_dim = c.dim("qk_nope_head_dim")?;
-        let qk_rope_head_dim = c.dim("qk_rope_head_dim")?;
-        // transformers derives these two from the others.
-        c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
-        c.require_value("head_dim", qk_rope_head_dim)?;
-        let rope =
-            RotaryEmbedding::from_config(c, qk_rope_head_dim, rope_theta(c, Some(10000.0))?, true)?;
-        let (mscale_all_dim, factor) = match c.section("rope_scaling") {
-            Some(s) => (
-                s.float("mscale_all_dim")?.unwrap_or(0.0),
-                s.float("factor")?.unwrap_or(1.0),
-            ),
-            None => (0.0, 1.0),
-        };
-        let attention = MlaConfig {
-            hidden_size: stack.hidden_size,
-            num_heads: c.dim("num_attention_heads")?,
-            q_lora_rank,
-            kv_lora_rank: c.dim("kv_lora_rank")?,
-            qk_nope_head_dim,
-            qk_rope_head_dim,
-            v_head_dim: c.dim("v_head_dim")?,
-            attention_bias: c.bool_or("attention_bias", false)?,
-            rope,
-            scale: mla_scale(qk_nope_head_dim + qk_rope_head_dim, mscale_all_dim, factor),
-        };
+        let attention = mla_config(c, stack.hidden_size)?;
         let num_experts = match c.get("n_routed_experts") {
             None | Some(serde_json::Value::Null) => {
                 c.declare_neutral(&["n_routed_experts"]);
@@ -157,38 +80,28 @@ impl DeepseekV3 {
             }
             Some(_) => Some(expert_counts(c, "n_routed_experts")?.1),
         };
-        let n_group = c.dim_or("n_group", Some(1))?;
-        let topk_group = c.dim_or("topk_group", Some(1))?;
-        let top_k = c.dim_or("num_experts_per_tok", Some(1))?;
-        if let Some(e) = num_experts {
-            if n_group <= 0 || e % n_group != 0 {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("n_group"),
-                    &format!("{n_group} groups do not divide {e} experts"),
-                ));
+        let routing = match num_experts {
+            Some(e) => GroupRouting::from_config(c, e, GroupLimit::SeveralGroups, true)?,
+            // No routed experts: the router's keys describe nothing that runs.
+            None => {
+                c.declare_neutral(&[
+                    "n_group",
+                    "topk_group",
+                    "num_experts_per_tok",
+                    "routed_scaling_factor",
+                    "norm_topk_prob",
+                ]);
+                GroupRouting {
+                    top_k: 1,
+                    n_group: 1,
+                    topk_group: 1,
+                    routed_scaling_factor: 1.0,
+                    norm_topk_prob: true,
+                    group_limit: GroupLimit::SeveralGroups,
+                    denominator_eps: None,
+                }
             }
-            if !(1..=n_group).contains(&topk_group) || (n_group > 1 && e / n_group < 2) {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("topk_group"),
-                    &format!(
-                        "{topk_group} of {n_group} groups of {} experts",
-                        e / n_group
-                    ),
-                ));
-            }
-            if top_k > topk_group * (e / n_group) {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("num_experts_per_tok"),
-                    &format!(
-                        "{top_k} experts from {topk_group} groups of {}",
-                        e / n_group
-                    ),
-                ));
-            }
-        }
+        };
         let expert_size = c.dim("moe_intermediate_size")?;
         let shared_expert_size = match c.get("n_shared_experts") {
             None | Some(serde_json::Value::Null) => {
@@ -197,35 +110,14 @@ impl DeepseekV3 {
             }
             Some(_) => Some(expert_size * c.dim("n_shared_experts")?),
         };
-        // Zero is a valid count here (every layer sparse), where `dim` wants a size.
-        let first_dense = c.usize("first_k_dense_replace")?.unwrap_or(0);
-        let first_dense = i32::try_from(first_dense).unwrap_or(i32::MAX);
-        let freq = c.dim_or("moe_layer_freq", Some(1))?;
-        if freq <= 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("moe_layer_freq"),
-                "must be positive",
-            ));
-        }
-        let sparse = (0..stack.num_hidden_layers)
-            .map(|i| num_experts.is_some() && i >= first_dense && i % freq == 0)
-            .collect();
+        let sparse = sparse_layers(c, stack.num_hidden_layers, num_experts.is_some())?;
         Ok(DeepseekV3Args {
             intermediate_size: c.dim("intermediate_size")?,
             attention,
             expert_size,
             num_experts,
             shared_expert_size,
-            routing: GroupRouting {
-                top_k,
-                n_group,
-                topk_group,
-                routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
-                norm_topk_prob: c.bool_or("norm_topk_prob", true)?,
-                group_limit: GroupLimit::SeveralGroups,
-                denominator_eps: None,
-            },
+            routing,
             sparse,
             stack,
         })
@@ -327,6 +219,73 @@ impl DeepseekV3 {
         }
         Ok(())
     }
+}
+
+/// DeepSeek-V2/V3's attention as a config describes it: `q_lora_rank` (null: one `q_proj`),
+/// `kv_lora_rank`, the head widths (transformers' derived `qk_head_dim` and `head_dim` must
+/// agree), `attention_bias`, and the interleaved rope of `qk_rope_head_dim` features with
+/// yarn's `mscale_all_dim` also scaling the attention.
+pub(crate) fn mla_config(c: &ModelConfig, hidden_size: i32) -> crate::Result<MlaConfig> {
+    let q_lora_rank = match c.get("q_lora_rank") {
+        None | Some(serde_json::Value::Null) => {
+            c.declare_neutral(&["q_lora_rank"]);
+            None
+        }
+        Some(_) => Some(c.dim("q_lora_rank")?),
+    };
+    let qk_nope_head_dim = c.dim("qk_nope_head_dim")?;
+    let qk_rope_head_dim = c.dim("qk_rope_head_dim")?;
+    // transformers derives these two from the others.
+    c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
+    c.require_value("head_dim", qk_rope_head_dim)?;
+    let rope =
+        RotaryEmbedding::from_config(c, qk_rope_head_dim, rope_theta(c, Some(10000.0))?, true)?;
+    // transformers 5 writes the scaling under `rope_parameters`.
+    let scaling = c
+        .section("rope_scaling")
+        .or_else(|| c.section("rope_parameters"));
+    let (mscale_all_dim, factor) = match scaling {
+        Some(s) => (
+            s.float("mscale_all_dim")?.unwrap_or(0.0),
+            s.float("factor")?.unwrap_or(1.0),
+        ),
+        None => (0.0, 1.0),
+    };
+    Ok(MlaConfig {
+        hidden_size,
+        num_heads: c.dim("num_attention_heads")?,
+        q_lora_rank,
+        kv_lora_rank: c.dim("kv_lora_rank")?,
+        qk_nope_head_dim,
+        qk_rope_head_dim,
+        v_head_dim: c.dim("v_head_dim")?,
+        attention_bias: c.bool_or("attention_bias", false)?,
+        rope,
+        scale: mla_scale(qk_nope_head_dim + qk_rope_head_dim, mscale_all_dim, factor),
+    })
+}
+
+/// Per layer of `layers`, whether it is sparse: with routed `experts`, the layers from
+/// `first_k_dense_replace` on that `moe_layer_freq` divides.
+pub(crate) fn sparse_layers(
+    c: &ModelConfig,
+    layers: i32,
+    experts: bool,
+) -> crate::Result<Vec<bool>> {
+    // Zero is a valid count here (every layer sparse), where `dim` wants a size.
+    let first_dense = c.usize("first_k_dense_replace")?.unwrap_or(0);
+    let first_dense = i32::try_from(first_dense).unwrap_or(i32::MAX);
+    let freq = c.dim_or("moe_layer_freq", Some(1))?;
+    if freq <= 0 {
+        return Err(invalid(
+            c.path(),
+            &c.key("moe_layer_freq"),
+            "must be positive",
+        ));
+    }
+    Ok((0..layers)
+        .map(|i| experts && i >= first_dense && i % freq == 0)
+        .collect())
 }
 
 crate::models::base::stack_language_model!(DeepseekV3, model, "deepseek_v3");

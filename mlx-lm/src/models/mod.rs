@@ -6,12 +6,17 @@
 pub mod baichuan_m1;
 pub mod base;
 pub mod cohere;
+pub mod deepseek_v2;
 pub mod deepseek_v3;
+pub mod dots1;
+pub mod ernie4_5_moe;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
+pub mod glm4_moe;
 pub mod gpt_neox;
 pub mod granite;
+pub mod granitemoe;
 pub mod granitemoehybrid;
 pub mod helium;
 pub mod internlm3;
@@ -26,6 +31,7 @@ pub mod nemotron_h;
 pub mod olmo_hybrid;
 pub mod olmoe;
 pub mod phi;
+pub mod phimoe;
 pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
@@ -42,12 +48,17 @@ pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
 pub use cohere::Cohere;
+pub use deepseek_v2::DeepseekV2;
 pub use deepseek_v3::DeepseekV3;
+pub use dots1::Dots1;
+pub use ernie4_5_moe::Ernie45Moe;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use glm4_moe::Glm4Moe;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
+pub use granitemoe::GraniteMoe;
 pub use granitemoehybrid::GraniteMoeHybrid;
 pub use helium::Helium;
 pub use internlm3::InternLM3;
@@ -62,6 +73,7 @@ pub use nemotron_h::NemotronH;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
 pub use phi::Phi;
+pub use phimoe::PhiMoe;
 pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
@@ -90,16 +102,21 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 41] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
+        ("deepseek_v2", builtin!(DeepseekV2)),
         ("deepseek_v3", builtin!(DeepseekV3)),
+        ("dots1", builtin!(Dots1)),
+        ("ernie4_5_moe", builtin!(Ernie45Moe)),
         ("falcon_h1", builtin!(FalconH1)),
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
+        ("glm4_moe", builtin!(Glm4Moe)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
+        ("granitemoe", builtin!(GraniteMoe)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
         ("helium", builtin!(Helium)),
         ("internlm3", builtin!(InternLM3)),
@@ -114,6 +131,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
         ("phi", builtin!(Phi)),
+        ("phimoe", builtin!(PhiMoe)),
         ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),

@@ -1,0 +1,260 @@
+//! `phimoe` (Python: `mlx_lm.models.phimoe`): a pre-LayerNorm decoder (weight and bias) with
+//! biased attention projections and head, every layer's MLP a sparse block under
+//! `block_sparse_moe` routed by the inference path of Hugging Face's `sparsemixer`
+//! ([`sparsemixer`]) (Phi-3.5-MoE, Phi-mini-MoE).
+
+use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
+use mlx_rs::ops;
+use mlx_rs::{Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::{
+    plain_rope, rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack, StackEnds,
+    SwitchGlu, TokenMixer,
+};
+use crate::cache::LayerCache;
+use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::config::{invalid, ModelConfig};
+use crate::models::sparse::{expert_counts, stack_experts};
+
+/// Python: phimoe's `sparsemixer` (the inference path of Hugging Face's): `top_k` rounds,
+/// each taking the best remaining expert and, as its weight, its probability under a softmax
+/// over the remaining experts whose logits lie within `2 * jitter_eps` (relative to
+/// `max(|gates|, top)`) of its own; the expert then masked to `-inf` for the next round. The
+/// experts `[..., top_k]` (`uint32`) and weights in the gates' dtype.
+pub fn sparsemixer(gates: &Array, top_k: i32, jitter_eps: f64) -> Result<(Array, Array)> {
+    let dtype = gates.dtype();
+    // Python floats meet the arrays in the arrays' dtype.
+    let threshold = Array::from_scalar((2.0 * jitter_eps) as f32).astype(dtype)?;
+    let minus_inf = Array::from_scalar(f32::NEG_INFINITY).astype(dtype)?;
+    let mut masked = gates.clone();
+    let (mut inds, mut scores) = (Vec::new(), Vec::new());
+    for _ in 0..top_k {
+        let top = ops::max(&masked, -1, true)?;
+        let ind = ops::stop_gradient(&ops::argmax(&masked, -1, true)?)?;
+        let factor = ops::maximum(&ops::abs(gates)?, &top)?;
+        let far = ops::greater(
+            &ops::divide(&ops::subtract(&top, gates)?, &factor)?,
+            &threshold,
+        )?;
+        let band = ops::where_(&far, &minus_inf, &masked)?;
+        let band = ops::softmax(&band, -1, true)?;
+        scores.push(ops::take_along_axis(&band, &ind, -1)?);
+        masked = ops::put_along_axis(&masked, &ind, &minus_inf, -1)?;
+        inds.push(ind);
+    }
+    Ok((ops::concatenate(&inds, -1)?, ops::concatenate(&scores, -1)?))
+}
+
+/// Python: `PhiMoESparseMoeBlock`: the router's logits (`gate`), [`sparsemixer`], the
+/// experts (`switch_mlp`) summed by the weights.
+#[derive(Debug, Clone, TreeNode)]
+pub struct PhiMoeSparseMoeBlock {
+    pub gate: MaybeQuantizedLinear,
+    pub switch_mlp: SwitchGlu,
+    #[tree(static)]
+    pub top_k: i32,
+    #[tree(static)]
+    pub jitter_eps: f64,
+}
+
+impl Forward for PhiMoeSparseMoeBlock {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (inds, scores) = sparsemixer(&self.gate.forward(x)?, self.top_k, self.jitter_eps)?;
+        let y = self.switch_mlp.forward(x, &inds)?;
+        ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)
+    }
+}
+
+/// Python: `PhiMoEDecoderLayer`: `h = x + attn(input_layernorm(x))`, then
+/// `h + block_sparse_moe(post_attention_layernorm(h))`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct PhiMoeLayer {
+    pub self_attn: Attention,
+    pub block_sparse_moe: PhiMoeSparseMoeBlock,
+    pub input_layernorm: LayerNorm,
+    pub post_attention_layernorm: LayerNorm,
+}
+
+impl Layer for PhiMoeLayer {
+    type Carry = ();
+
+    fn forward(
+        &self,
+        x: &Array,
+        _carry: &mut (),
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let r = TokenMixer::forward(
+            &self.self_attn,
+            &self.input_layernorm.forward(x)?,
+            ctx,
+            cache,
+        )?;
+        let h = ops::add(x, &r)?;
+        let r = self
+            .block_sparse_moe
+            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+        ops::add(&h, &r)
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        self.self_attn.make_cache(batch, capacity, dtype)
+    }
+}
+
+/// Python: `PhiMoEModel`.
+pub type PhiMoeModel = LayerStack<PhiMoeLayer, LayerNorm>;
+
+/// What a phimoe config describes.
+#[derive(Debug, Clone)]
+pub struct PhiMoeArgs {
+    pub attention: AttentionConfig,
+    pub vocab_size: i32,
+    pub num_hidden_layers: i32,
+    pub intermediate_size: i32,
+    pub eps: f32,
+    pub num_experts: i32,
+    pub top_k: i32,
+    pub jitter_eps: f64,
+}
+
+/// Python: `mlx_lm.models.phimoe.Model`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct PhiMoe {
+    pub model: PhiMoeModel,
+    pub lm_head: Option<MaybeQuantizedLinear>,
+}
+
+impl PhiMoe {
+    /// Python: phimoe's `ModelArgs`, over every key of transformers' `PhimoeConfig`. mlx_lm
+    /// always biases the attention and the head and never slides: `attention_bias` /
+    /// `lm_head_bias` false, or a `sliding_window` shorter than `max_position_embeddings`,
+    /// is an error naming the key. Phi-3.5-MoE's long rope (`rope_scaling` of type
+    /// `longrope`, mlx_lm's `SuScaledRoPE`) is not built here yet: an error naming
+    /// `rope_scaling`; without one (Phi-mini-MoE) the rope is the plain one.
+    pub fn args(c: &ModelConfig) -> crate::Result<PhiMoeArgs> {
+        c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
+        c.require_value("attention_bias", true)?;
+        c.require_value("lm_head_bias", true)?;
+        c.require_value("tie_word_embeddings", false)?;
+        // Training only: dropout, weight init, the router's auxiliary loss, its logits output
+        // and the input jitter; `original_max_position_embeddings` sizes only the long rope.
+        c.declare_neutral(&[
+            "attention_dropout",
+            "initializer_range",
+            "output_router_logits",
+            "router_aux_loss_coef",
+            "input_jitter_noise",
+            "original_max_position_embeddings",
+        ]);
+        let max_positions = c.usize("max_position_embeddings")?.unwrap_or(131072);
+        if let Some(window) = c.usize("sliding_window")? {
+            if window < max_positions {
+                return Err(invalid(
+                    c.path(),
+                    &c.key("sliding_window"),
+                    &format!(
+                        "{window} is not supported by phimoe (supported: null, or at least \
+                         max_position_embeddings, {max_positions}: mlx_lm never slides)"
+                    ),
+                ));
+            }
+        }
+        let hidden = c.dim("hidden_size")?;
+        let heads = c.dim("num_attention_heads")?;
+        let head_dim = hidden / heads;
+        let rope = plain_rope(c, head_dim, rope_theta(c, Some(10000.0))?, false)?;
+        let (top_k, num_experts) = expert_counts(c, "num_local_experts")?;
+        Ok(PhiMoeArgs {
+            attention: AttentionConfig {
+                hidden_size: hidden,
+                num_heads: heads,
+                num_kv_heads: c.dim_or("num_key_value_heads", Some(heads))?,
+                head_dim,
+                qkv_bias: true,
+                o_bias: true,
+                qk_norm: None,
+                output_gate: false,
+                rope: Some(rope),
+                sliding_window: None,
+            },
+            vocab_size: c.dim("vocab_size")?,
+            num_hidden_layers: c.dim("num_hidden_layers")?,
+            intermediate_size: c.dim("intermediate_size")?,
+            eps: c.float_or("rms_norm_eps", 1e-5)? as f32,
+            num_experts,
+            top_k,
+            jitter_eps: c.float_or("router_jitter_noise", 0.01)?,
+        })
+    }
+
+    /// Python: phimoe's `sanitize`: each layer's `block_sparse_moe.experts.{e}.w1` / `w2` /
+    /// `w3` stacked into `switch_mlp.gate_proj` / `down_proj` / `up_proj`; also precomputed
+    /// rotary frequencies dropped.
+    pub fn sanitize(ck: &mut Checkpoint, args: &PhiMoeArgs) -> crate::Result<()> {
+        ck.weights_mut()
+            .retain(|k, _| !k.contains("rotary_emb.inv_freq"));
+        stack_experts(
+            ck,
+            "model",
+            args.num_hidden_layers,
+            "block_sparse_moe",
+            &[("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")],
+            args.num_experts,
+        )
+    }
+
+    /// Reads the config, sanitizes and casts the tensors, builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<PhiMoe> {
+        let a = Self::args(config)?;
+        Self::sanitize(ck, &a)?;
+        ck.cast(options.dtype, |_| false)?;
+        let h = a.attention.hidden_size;
+        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
+        for i in 0..a.num_hidden_layers {
+            let p = |name: &str| format!("model.layers.{i}.{name}");
+            let moe = p("block_sparse_moe");
+            layers.push(PhiMoeLayer {
+                self_attn: Attention::load(ck, &p("self_attn"), &a.attention)?,
+                block_sparse_moe: PhiMoeSparseMoeBlock {
+                    gate: ck.linear(&format!("{moe}.gate"), h, a.num_experts, false)?,
+                    switch_mlp: SwitchGlu::load(
+                        ck,
+                        &format!("{moe}.switch_mlp"),
+                        h,
+                        a.intermediate_size,
+                        a.num_experts,
+                        false,
+                    )?,
+                    top_k: a.top_k,
+                    jitter_eps: a.jitter_eps,
+                },
+                input_layernorm: ck.layer_norm(&p("input_layernorm"), h, a.eps, true)?,
+                post_attention_layernorm: ck.layer_norm(
+                    &p("post_attention_layernorm"),
+                    h,
+                    a.eps,
+                    true,
+                )?,
+            });
+        }
+        Ok(PhiMoe {
+            model: PhiMoeModel {
+                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, h)?,
+                layers,
+                norm: ck.layer_norm("model.norm", h, a.eps, true)?,
+                kernels: options.kernels,
+                ends: StackEnds::default(),
+            },
+            lm_head: Some(ck.linear("lm_head", h, a.vocab_size, true)?),
+        })
+    }
+}
+
+crate::models::base::stack_language_model!(PhiMoe, model, "phimoe");
