@@ -10,6 +10,7 @@ pub mod deepseek_v3;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
+pub mod gemma3_text;
 pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoehybrid;
@@ -46,6 +47,7 @@ pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use gemma3_text::{Gemma3, Gemma3Text};
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -90,7 +92,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 37] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -98,6 +100,8 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
         ("falcon_h1", builtin!(FalconH1)),
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
+        ("gemma3", builtin!(Gemma3)),
+        ("gemma3_text", builtin!(Gemma3Text)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
