@@ -231,7 +231,9 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
         let prompt = ids(&case["prompt"]);
         let prefix = case["prefix"].as_u64().unwrap() as usize;
         // One-token calls after the prefix (rotating caches mid-rotation when saved).
-        let steps = case.get("steps").map_or(0, |s| s.as_u64().unwrap() as usize);
+        let steps = case
+            .get("steps")
+            .map_or(0, |s| s.as_u64().unwrap() as usize);
         let end = prefix + steps;
         let expected = ids(&case["tokens"]);
         let python_file = data_dir().join("lm").join(case["file"].as_str().unwrap());

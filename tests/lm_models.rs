@@ -520,7 +520,11 @@ fn compiled_bfloat16_generation_departs_from_mlx_lm_only_at_near_ties() {
         // into the residual) and sliding layers whose compiled step attends over the ring
         // with a mask: measured 0.1875, three steps near -8, the tokens mlx_lm's throughout
         // (and with `compile: false` its bits).
-        let bound = if name == "gemma3_text-bf16" { 0.1875 } else { BOUND };
+        let bound = if name == "gemma3_text-bf16" {
+            0.1875
+        } else {
+            BOUND
+        };
         let g = golden(name);
         let model = load(name);
         let options = GenerateOptions {

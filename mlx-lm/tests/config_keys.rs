@@ -18,9 +18,9 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV3, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
-    RecurrentGemma, SeedOss, SmolLM3,
+    DeepseekV3, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text, Granite, GraniteMoeHybrid, Helium,
+    InternLM3, Llama, Mamba, Mamba2, Mixtral, NemotronH, Olmoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
+    Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -406,7 +406,11 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gemma3_text", "final_logit_softcapping", json!(30.0)),
         ("gemma3_text", "attn_logit_softcapping", json!(50.0)),
         ("gemma3_text", "hidden_activation", json!("gelu")),
-        ("gemma3_text", "layer_types", json!(vec!["full_attention"; 6])),
+        (
+            "gemma3_text",
+            "layer_types",
+            json!(vec!["full_attention"; 6]),
+        ),
         ("gemma3_text", "sliding_window_pattern", json!(3)),
         ("gemma3_text", "rope_theta", json!(500000.0)),
         ("gemma3_text", "rope_local_base_freq", json!(20000.0)),
@@ -416,7 +420,11 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             json!({"sliding_attention": {"rope_type": "yarn", "factor": 2.0},
                    "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}),
         ),
-        ("gemma3_text-scaled", "rope_scaling", json!({"rope_type": "linear", "factor": 4.0})),
+        (
+            "gemma3_text-scaled",
+            "rope_scaling",
+            json!({"rope_type": "linear", "factor": 4.0}),
+        ),
         // Experts in whole groups; top-k within the experts.
         ("nemotron_h-moe", "n_group", json!(3)),
         ("nemotron_h-moe", "num_experts_per_tok", json!(9)),

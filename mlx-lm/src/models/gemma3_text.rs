@@ -173,7 +173,10 @@ fn pattern(c: &ModelConfig, layers: i32) -> crate::Result<i32> {
         None | Some(Value::Null) => {}
         Some(Value::Array(types)) => {
             if types.len() != layers as usize {
-                return Err(error(format!("{} entries for {layers} layers", types.len())));
+                return Err(error(format!(
+                    "{} entries for {layers} layers",
+                    types.len()
+                )));
             }
             for (i, t) in types.iter().enumerate() {
                 let sliding = (i as i32 + 1) % pattern != 0;
@@ -217,46 +220,54 @@ fn ropes(c: &ModelConfig, dims: i32) -> crate::Result<(RotaryEmbedding, RotaryEm
     // A kind's rope: its base (agreeing with mlx_lm's top-level key) and, for the global
     // kind, a linear factor (agreeing with `rope_scaling`); other types are not what mlx_lm
     // builds for Gemma 3.
-    let kind = |name: &str, top: &str, default: f64, scaled: bool| -> crate::Result<RotaryEmbedding> {
-        let s = params.section(name);
-        let base = match (&s, c.float(top)?) {
-            (Some(s), top_value) => {
-                let base = s.float("rope_theta")?.or(top_value).unwrap_or(default);
-                if let Some(t) = top_value.filter(|t| *t != base) {
+    let kind =
+        |name: &str, top: &str, default: f64, scaled: bool| -> crate::Result<RotaryEmbedding> {
+            let s = params.section(name);
+            let base = match (&s, c.float(top)?) {
+                (Some(s), top_value) => {
+                    let base = s.float("rope_theta")?.or(top_value).unwrap_or(default);
+                    if let Some(t) = top_value.filter(|t| *t != base) {
+                        return Err(invalid(
+                            c.path(),
+                            &c.key(top),
+                            &format!("{t}, but {} is {base}", s.key("rope_theta")),
+                        ));
+                    }
+                    base
+                }
+                (None, top_value) => top_value.unwrap_or(default),
+            };
+            let plain = RotaryEmbedding::plain(dims, false, base as f32);
+            let Some(s) = s else { return Ok(plain) };
+            let rope_type = s.string("rope_type")?.unwrap_or("default").to_string();
+            let factor = match rope_type.as_str() {
+                "default" => None,
+                "linear" if scaled => Some(s.float("factor")?.ok_or_else(|| {
+                    invalid(
+                        c.path(),
+                        &s.key("factor"),
+                        "missing (a linear rope needs it)",
+                    )
+                })?),
+                other => {
                     return Err(invalid(
                         c.path(),
-                        &c.key(top),
-                        &format!("{t}, but {} is {base}", s.key("rope_theta")),
-                    ));
+                        &s.key("rope_type"),
+                        &format!(
+                            "{other:?} is not supported for {name} layers (default{})",
+                            if scaled { ", linear" } else { "" }
+                        ),
+                    ))
                 }
-                base
-            }
-            (None, top_value) => top_value.unwrap_or(default),
+            };
+            Ok(match factor {
+                Some(f) => RotaryEmbedding {
+                    scale: (1.0 / f) as f32,
+                    ..plain
+                },
+                None => plain,
+            })
         };
-        let plain = RotaryEmbedding::plain(dims, false, base as f32);
-        let Some(s) = s else { return Ok(plain) };
-        let rope_type = s.string("rope_type")?.unwrap_or("default").to_string();
-        let factor = match rope_type.as_str() {
-            "default" => None,
-            "linear" if scaled => Some(s.float("factor")?.ok_or_else(|| {
-                invalid(c.path(), &s.key("factor"), "missing (a linear rope needs it)")
-            })?),
-            other => {
-                return Err(invalid(
-                    c.path(),
-                    &s.key("rope_type"),
-                    &format!("{other:?} is not supported for {name} layers (default{})", if scaled { ", linear" } else { "" }),
-                ))
-            }
-        };
-        Ok(match factor {
-            Some(f) => RotaryEmbedding {
-                scale: (1.0 / f) as f32,
-                ..plain
-            },
-            None => plain,
-        })
-    };
     let local = kind("sliding_attention", "rope_local_base_freq", 10000.0, false)?;
     let global = kind("full_attention", "rope_theta", 1_000_000.0, true)?;
     if c.get("rope_scaling").is_some_and(|v| !v.is_null()) {
@@ -364,7 +375,8 @@ impl Gemma3Attention {
             self.n_kv_heads,
             Some(&self.k_norm),
         )?;
-        let v = heads_normed::<GemmaRmsNorm>(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
+        let v =
+            heads_normed::<GemmaRmsNorm>(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
         let out = attend(
             q,
             k,
@@ -417,13 +429,9 @@ impl Layer for Gemma3Layer {
         let a = &self.self_attn;
         let dims = (a.head_dim, a.head_dim);
         Ok(match a.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(
-                batch,
-                a.n_kv_heads,
-                w,
-                dims,
-                dtype,
-            )?),
+            Some(w) => {
+                LayerCache::Rotating(RotatingKvCache::new(batch, a.n_kv_heads, w, dims, dtype)?)
+            }
             None => LayerCache::Kv(KvCache::new(batch, a.n_kv_heads, capacity, dims, dtype)?),
         })
     }
@@ -492,7 +500,9 @@ impl Gemma3Text {
         prefix: &str,
     ) -> crate::Result<Gemma3Text> {
         ck.cast(options.dtype, |_| false)?;
-        let has_head = ck.weights_mut().contains(&format!("{prefix}lm_head.weight"));
+        let has_head = ck
+            .weights_mut()
+            .contains(&format!("{prefix}lm_head.weight"));
         check_tie(config, has_head)?;
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
         let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
@@ -521,7 +531,11 @@ impl Gemma3Text {
         })?;
         Ok(Gemma3Text {
             model: Gemma3Model {
-                embed_tokens: ck.embedding(&format!("{prefix}model.embed_tokens"), a.vocab_size, d)?,
+                embed_tokens: ck.embedding(
+                    &format!("{prefix}model.embed_tokens"),
+                    a.vocab_size,
+                    d,
+                )?,
                 layers,
                 norm: GemmaRmsNorm::load(ck, &format!("{prefix}model.norm"), d, eps)?,
                 kernels: options.kernels,
@@ -566,7 +580,11 @@ impl Gemma3 {
         ]);
         config.declare_neutral(&["tie_word_embeddings"]);
         let Some(text) = config.section("text_config") else {
-            return Err(invalid(config.path(), &config.key("text_config"), "missing"));
+            return Err(invalid(
+                config.path(),
+                &config.key("text_config"),
+                "missing",
+            ));
         };
         let vocab = match (config.usize("vocab_size")?, text.usize("vocab_size")?) {
             (Some(top), Some(t)) if t != top => {
@@ -601,7 +619,9 @@ impl Gemma3 {
         ck.weights_mut().retain(|k, _| {
             !k.starts_with("vision_tower.") && !k.starts_with("multi_modal_projector.")
         });
-        let text = config.section("text_config").unwrap_or_else(|| config.clone());
+        let text = config
+            .section("text_config")
+            .unwrap_or_else(|| config.clone());
         Ok(Gemma3 {
             language_model: Gemma3Text::load(ck, &text, options, &a, "language_model.")?,
         })
