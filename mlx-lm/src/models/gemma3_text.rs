@@ -215,7 +215,11 @@ fn ropes(c: &ModelConfig, dims: i32) -> crate::Result<(RotaryEmbedding, RotaryEm
         ));
     }
     let Some(params) = c.section("rope_parameters") else {
-        unreachable!("an object was matched")
+        return Err(invalid(
+            c.path(),
+            &c.key("rope_parameters"),
+            "not an object",
+        ));
     };
     // A kind's rope: its base (agreeing with mlx_lm's top-level key) and, for the global
     // kind, a linear factor (agreeing with `rope_scaling`); other types are not what mlx_lm
