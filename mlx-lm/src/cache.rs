@@ -23,6 +23,8 @@ use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
+use crate::blocks::mask::{causal_mask_at, PlainMask};
+
 /// `offset + arange(length)`: the positions of `length` new tokens.
 fn new_positions(offset: &Array, length: i32) -> Result<Array> {
     ops::add(&ops::arange(0, length, 1, Dtype::Int32)?, offset)
@@ -276,7 +278,18 @@ impl KvCache {
 }
 
 /// A sliding-window key/value cache (Python: `RotatingKVCache(max_size=window, keep=0)`): a
-/// ring buffer of the last `window` positions, each slot remembering which position it holds.
+/// ring buffer of the last `window` positions, each slot remembering which position it holds,
+/// laid out as mlx_lm's.
+///
+/// mlx_lm's layout, which this one keeps: a call of several tokens attends over the last
+/// `min(offset, window - 1)` positions in temporal order followed by the new ones, then the
+/// ring holds the last `min(offset, window)` positions in temporal order from slot 0; a
+/// one-token step writes the slot of the oldest position (the first empty one while the
+/// window fills) and attends over the ring as it lies. So slot `i` holds position `p` with
+/// `p = i + E (mod window)`, `E` the offset after the last call of several tokens when that
+/// reached the window, else 0. The slots' order is the order of the attention's sums: with
+/// mlx_lm's order and, in [prefix mode](Self::set_prefix_attention), mlx_lm's operands, a
+/// model computes mlx_lm's numbers bit for bit.
 #[derive(Debug, Clone, TreeNode)]
 pub struct RotatingKvCache {
     /// `[batch, kv_heads, window, k_head_dim]`.
@@ -287,6 +300,10 @@ pub struct RotatingKvCache {
     pub positions: Array,
     /// The number of positions written (an `int32` scalar).
     pub offset: Array,
+    /// Whether attention reads exactly mlx_lm's operands (see
+    /// [`set_prefix_attention`](Self::set_prefix_attention)).
+    #[tree(static)]
+    pub(crate) prefix_attention: bool,
 }
 
 impl RotatingKvCache {
@@ -303,6 +320,7 @@ impl RotatingKvCache {
             values: ops::zeros(&[batch, kv_heads, window, head_dims.1], dtype)?,
             positions: ops::full(&[window], -1i32, None)?,
             offset: Array::from_scalar(0i32),
+            prefix_attention: false,
         })
     }
 
@@ -311,18 +329,99 @@ impl RotatingKvCache {
         self.keys.shape().get(2).copied().unwrap_or(0)
     }
 
-    /// Attends the new positions over the window's slots followed by the new keys themselves
-    /// (so a chunk longer than the window still sees, for each position, exactly the
-    /// `window` positions up to it), then writes the newest `min(length, window)` into their
-    /// slots (`position % window`). Returns keys, values and the mask `[length, window +
-    /// length]`.
+    /// Whether attention reads exactly mlx_lm's operands (see
+    /// [`set_prefix_attention`](Self::set_prefix_attention)).
+    pub fn prefix_attention(&self) -> bool {
+        self.prefix_attention
+    }
+
+    /// Makes attention read exactly the keys and values mlx_lm's `RotatingKVCache` returns,
+    /// with mlx_lm's masks: for several new positions the last `min(offset, window - 1)`
+    /// held ones in temporal order, then the new ones (`"causal"`, or an explicit mask where
+    /// the window cuts in); for one, the written slots of the ring and no mask. Off (the
+    /// default), attention reads the whole ring (and the new positions) with a mask of what
+    /// each position may see, array positions throughout, so a compiled step serves every
+    /// token. As [`KvCache::set_prefix_attention`], the mode reads the offset on the host
+    /// and cannot be traced.
+    pub fn set_prefix_attention(&mut self, on: bool) {
+        self.prefix_attention = on;
+    }
+
+    /// The slot of each position `first..first + n` of what the ring holds (`int32 [n]`): the
+    /// ring is consecutive modulo the window, its newest position (`offset - 1`) in the slot
+    /// of the largest held position.
+    fn slots_of(&self, first: &Array, n: i32) -> Result<Array> {
+        let window = self.window();
+        let newest = ops::argmax(&self.positions, None, false)?.astype(Dtype::Int32)?;
+        let back = ops::subtract(&ops::subtract(&self.offset, 1)?, &newest)?;
+        let p = new_positions(first, n)?;
+        // + window: p - back may be below zero, and the remainder of a negative is its sign's.
+        ops::remainder(&ops::add(&ops::subtract(&p, &back)?, window)?, window)
+    }
+
+    /// One new position (`[batch, kv_heads, 1, dim]`), written over the oldest (or the first
+    /// empty) slot, as mlx_lm's `_update_in_place` does.
+    fn write_step(&mut self, keys: &Array, values: &Array) -> Result<()> {
+        let slot = ops::argmin(&self.positions, None, false)?.astype(Dtype::Int32)?;
+        let start = ops::reshape(&slot, &[1])?;
+        self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
+        self.values = ops::slice_update(&self.values, values, &start, &[2])?;
+        let position = ops::reshape(&self.offset, &[1])?;
+        self.positions = ops::slice_update(&self.positions, &position, &start, &[0])?;
+        self.offset = ops::add(&self.offset, 1)?;
+        Ok(())
+    }
+
+    /// Several new positions (`[batch, kv_heads, length, dim]`): the ring then holds the last
+    /// `min(offset, window)` positions in temporal order from slot 0, as mlx_lm's buffer does
+    /// after `_update_concat` (and its next `_update_in_place` trims it to).
+    fn write_chunk(&mut self, keys: &Array, values: &Array, length: i32) -> Result<()> {
+        let window = self.window();
+        let end = ops::add(&self.offset, length)?;
+        let first = ops::maximum(&ops::subtract(&end, window)?, 0)?;
+        let targets = new_positions(&first, window)?;
+        let written = ops::less(&targets, &end)?;
+        let is_new = ops::greater_equal(&targets, &self.offset)?;
+        let old = self.slots_of(&first, window)?;
+        let new = ops::add(&ops::subtract(&targets, &self.offset)?, window)?;
+        let index = ops::clip(&ops::where_(&is_new, &new, &old)?, 0, window + length - 1)?;
+        let slot_mask = ops::reshape(&written, &[1, 1, window, 1])?;
+        let relaid = |ring: &Array, new: &Array| -> Result<Array> {
+            let all = ops::concatenate(&[ring.clone(), new.clone()], 2)?;
+            ops::where_(&slot_mask, &ops::take(&all, &index, 2)?, ring)
+        };
+        self.keys = relaid(&self.keys, keys)?;
+        self.values = relaid(&self.values, values)?;
+        self.positions = ops::where_(&written, &targets, Array::from_scalar(-1i32))?;
+        self.offset = end;
+        Ok(())
+    }
+
+    /// Writes the new positions and returns what attention reads: keys, values and their
+    /// mask. In [prefix mode](Self::set_prefix_attention), mlx_lm's operands and masks.
+    /// Otherwise, for one position, the ring after the write with a mask of its written
+    /// slots (`[1, window]`); for several, the ring before the write followed by the new
+    /// positions, with a mask (`[length, window + length]`) that gives each position exactly
+    /// the `window` positions up to it.
     pub fn update_and_fetch(
         &mut self,
         keys: &Array,
         values: &Array,
-    ) -> Result<(Array, Array, Array)> {
+    ) -> Result<(Array, Array, PlainMask)> {
         let window = self.window();
         let length = keys.shape().get(2).copied().unwrap_or(0);
+        if self.prefix_attention {
+            return self.update_and_fetch_prefix(keys, values, length);
+        }
+        if length == 1 {
+            self.write_step(keys, values)?;
+            let mask = ops::reshape(&ops::greater_equal(&self.positions, 0)?, &[1, window])?;
+            return Ok((
+                self.keys.clone(),
+                self.values.clone(),
+                PlainMask::Array(mask),
+            ));
+        }
         let new = new_positions(&self.offset, length)?;
         let all_keys = ops::concatenate(&[self.keys.clone(), keys.clone()], 2)?;
         let all_values = ops::concatenate(&[self.values.clone(), values.clone()], 2)?;
@@ -332,28 +431,44 @@ impl RotatingKvCache {
             &ops::logical_and(&ops::greater_equal(&held, 0)?, &ops::less_equal(&held, &q)?)?,
             &ops::less(&ops::subtract(&q, &held)?, window)?,
         )?;
+        self.write_chunk(keys, values, length)?;
+        Ok((all_keys, all_values, PlainMask::Array(mask)))
+    }
 
-        // Slot s takes the newest written position p with p % window == s, if any.
-        let kept = length.min(window);
-        let first = length - kept;
-        let newest_keys = keys.index((.., .., first..))?;
-        let newest_values = values.index((.., .., first..))?;
-        let newest_positions = new.index(first..)?;
-        let base = ops::add(&self.offset, first)?;
-        let slots = ops::arange(0, window, 1, Dtype::Int32)?;
-        let index = ops::remainder(&ops::subtract(&slots, &base)?, window)?;
-        let written = ops::less(&index, kept)?;
-        let index = ops::minimum(&index, kept - 1)?;
-        let gathered = |x: &Array| ops::take(x, &index, 2);
-        let slot_mask = ops::reshape(&written, &[1, 1, window, 1])?;
-        self.keys = ops::where_(&slot_mask, &gathered(&newest_keys)?, &self.keys)?;
-        self.values = ops::where_(&slot_mask, &gathered(&newest_values)?, &self.values)?;
-        self.positions = ops::where_(
-            &written,
-            &ops::take(&newest_positions, &index, 0)?,
-            &self.positions,
-        )?;
-        self.offset = ops::add(&self.offset, length)?;
+    /// Python: `RotatingKVCache.update_and_fetch` and `make_mask(N, window_size=max_size)`.
+    fn update_and_fetch_prefix(
+        &mut self,
+        keys: &Array,
+        values: &Array,
+        length: i32,
+    ) -> Result<(Array, Array, PlainMask)> {
+        let window = self.window();
+        let offset = self.offset.item::<i32>()?;
+        if length == 1 {
+            self.write_step(keys, values)?;
+            let n = (offset + 1).min(window);
+            return Ok((
+                self.keys.index((.., .., ..n))?,
+                self.values.index((.., .., ..n))?,
+                PlainMask::None,
+            ));
+        }
+        let kept = offset.min(window - 1);
+        let (all_keys, all_values) = if kept == 0 {
+            (keys.clone(), values.clone())
+        } else {
+            let slots = self.slots_of(&Array::from_scalar(offset - kept), kept)?;
+            let with = |ring: &Array, new: &Array| -> Result<Array> {
+                ops::concatenate(&[ops::take(ring, &slots, 2)?, new.clone()], 2)
+            };
+            (with(&self.keys, keys)?, with(&self.values, values)?)
+        };
+        let mask = if kept + length > window {
+            PlainMask::Array(causal_mask_at(length, kept, Some(window))?)
+        } else {
+            PlainMask::Causal
+        };
+        self.write_chunk(keys, values, length)?;
         Ok((all_keys, all_values, mask))
     }
 }
@@ -610,13 +725,20 @@ pub fn write_in_place(cache: &mut [LayerCache]) -> Result<()> {
     for_each_kv(cache, |kv| kv.set_writes_in_place(true))
 }
 
-/// Sets [`KvCache::set_prefix_attention`] on every key/value layer.
+/// Sets [`KvCache::set_prefix_attention`] on every key/value layer and
+/// [`RotatingKvCache::set_prefix_attention`] on every sliding-window one.
 pub fn set_prefix_attention(cache: &mut [LayerCache], on: bool) {
-    // Setting a flag cannot fail.
-    let _ = for_each_kv(cache, |kv| {
-        kv.set_prefix_attention(on);
-        Ok(())
-    });
+    for layer in cache {
+        // Setting a flag cannot fail.
+        let _ = layer.try_for_each_mut(&mut |c| -> Result<()> {
+            match c {
+                LayerCache::Kv(kv) => kv.set_prefix_attention(on),
+                LayerCache::Rotating(ring) => ring.set_prefix_attention(on),
+                _ => {}
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Grows every key/value buffer to `capacity` positions.

@@ -356,16 +356,23 @@ fn layer_state(
         LayerCache::Rotating(c) => {
             let offset = c.offset.item::<i32>()?;
             let window = c.window();
-            let n = offset.min(window);
-            // Temporal order: positions offset-n .. offset-1, each in slot p % window.
-            let slots: Vec<i32> = (offset - n..offset).map(|p| p % window).collect();
-            let slots = Array::from_slice(&slots, &[n])?;
-            push("0", Entry::Array(ops::take(&c.keys, &slots, 2)?));
-            push("1", Entry::Array(ops::take(&c.values, &slots, 2)?));
+            // Before the window fills, position p sits in slot p: the written slots, mlx_lm's
+            // buffer after a prompt; after, the ring as it lies, mlx_lm's `_idx` one past the
+            // newest position's slot. (After a call of several tokens mlx_lm keeps the whole
+            // chunk until its next step trims it to the window; the file then holds the
+            // window's last positions, which mlx_lm reads to the same state.)
+            let (n, idx) = if offset < window {
+                (offset, offset)
+            } else {
+                let newest = ops::argmax(&c.positions, None, false)?.item::<u32>()? as i32;
+                (window, newest + 1)
+            };
+            push("0", Entry::Array(c.keys.index((.., .., ..n))?));
+            push("1", Entry::Array(c.values.index((.., .., ..n))?));
             push("2", Entry::Scalar(offset));
             push("3", Entry::Scalar(0));
             push("4", Entry::Scalar(window));
-            push("5", Entry::Scalar(n));
+            push("5", Entry::Scalar(idx));
         }
         LayerCache::Arrays(c) => {
             for (j, a) in c.cache.iter().enumerate() {
@@ -387,9 +394,11 @@ fn layer_state(
     Ok(())
 }
 
-/// A Python `RotatingKVCache` state as a ring of `max_size` slots (position `p` in slot
-/// `p % max_size`). Python's buffer, put in temporal order as its `_temporal_order` does,
-/// ends with the newest position.
+/// A Python `RotatingKVCache` state as a ring of `max_size` slots in mlx_lm's layout (see
+/// [`RotatingKvCache`]). A full ring mid-rotation (`idx` short of its end) keeps its slots, so
+/// the next steps write where mlx_lm's would; any other buffer, put in temporal order as
+/// `_temporal_order` does (it ends with the newest position), gives its last positions from
+/// slot 0, where mlx_lm's next call trims it to.
 fn rotating_from_python(
     keys: &Array,
     values: &Array,
@@ -398,43 +407,46 @@ fn rotating_from_python(
     idx: i32,
 ) -> mlx_rs::Result<RotatingKvCache> {
     let length = keys.shape()[2];
-    let temporal = |v: &Array| -> mlx_rs::Result<Array> {
-        if idx == length {
-            Ok(v.clone())
-        } else if idx < offset {
-            ops::concatenate(&[v.index((.., .., idx..))?, v.index((.., .., ..idx))?], 2)
-        } else {
-            v.index((.., .., ..idx))
-        }
-    };
-    let (keys, values) = (temporal(keys)?, temporal(values)?);
-    let held = keys.shape()[2];
-    let n = offset.min(max_size).min(held);
-    let first = offset - n;
-    // Slot s holds the position p in first..offset with p % max_size == s, if any.
-    let mut index = vec![0i32; max_size as usize];
-    let mut positions = vec![-1i32; max_size as usize];
-    for p in first..offset {
-        let s = (p % max_size) as usize;
-        index[s] = held - n + (p - first);
-        positions[s] = p;
-    }
-    let written = Array::from_slice(&positions, &[max_size])?;
-    let mask = ops::reshape(&ops::greater_equal(&written, 0)?, &[1, 1, max_size, 1])?;
-    let index = Array::from_slice(&index, &[max_size])?;
-    let ring = |v: &Array| -> mlx_rs::Result<Array> {
-        let gathered = ops::take(v, &index, 2)?;
-        ops::where_(
-            &mask,
-            &gathered,
-            Array::from_scalar(0.0f32).astype(v.dtype())?,
-        )
+    let mid_rotation = length == max_size && idx < length && idx < offset && offset >= max_size;
+    let (ring_keys, ring_values, positions) = if mid_rotation {
+        // Slot s holds offset - 1 - ((idx - 1 - s) mod max_size).
+        let positions: Vec<i32> = (0..max_size)
+            .map(|s| offset - 1 - (idx - 1 - s).rem_euclid(max_size))
+            .collect();
+        (keys.clone(), values.clone(), positions)
+    } else {
+        let temporal = |v: &Array| -> mlx_rs::Result<Array> {
+            if idx == length {
+                Ok(v.clone())
+            } else if idx < offset {
+                ops::concatenate(&[v.index((.., .., idx..))?, v.index((.., .., ..idx))?], 2)
+            } else {
+                v.index((.., .., ..idx))
+            }
+        };
+        let (keys, values) = (temporal(keys)?, temporal(values)?);
+        let held = keys.shape()[2];
+        let n = offset.min(max_size).min(held);
+        let last = |v: &Array| -> mlx_rs::Result<Array> {
+            let v = v.index((.., .., held - n..))?;
+            if n == max_size {
+                return Ok(v);
+            }
+            let mut shape = v.shape().to_vec();
+            shape[2] = max_size - n;
+            ops::concatenate(&[v, ops::zeros(&shape, keys.dtype())?], 2)
+        };
+        let positions: Vec<i32> = (0..max_size)
+            .map(|s| if s < n { offset - n + s } else { -1 })
+            .collect();
+        (last(&keys)?, last(&values)?, positions)
     };
     Ok(RotatingKvCache {
-        keys: ring(&keys)?,
-        values: ring(&values)?,
-        positions: written,
+        keys: ring_keys,
+        values: ring_values,
+        positions: Array::from_slice(&positions, &[max_size])?,
         offset: Array::from_scalar(offset),
+        prefix_attention: false,
     })
 }
 

@@ -18,10 +18,10 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Glm4Moe, Granite,
-    GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2, Mixtral, NemotronH,
-    Olmoe, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss,
-    SmolLM3,
+    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text,
+    Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
+    Mixtral, NemotronH, Olmoe, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
+    RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -91,6 +91,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "gpt_neox" => GptNeoxArgs::from_config(c).map(drop),
         "gemma" => Gemma::args(c).map(drop),
         "gemma2" => Gemma2::args(c).map(drop),
+        "gemma3_text" => Gemma3Text::args(c).map(drop),
+        "gemma3" => Gemma3::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -167,6 +169,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "gpt_neox",
         "gemma",
         "gemma2",
+        "gemma3_text",
+        "gemma3",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -410,6 +414,30 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gemma2", "attn_logit_softcapping", json!(null)),
         ("gemma2", "layer_types", json!(["full_attention"])),
         ("gemma2", "use_bidirectional_attention", json!(true)),
+        // Gemma 3: the fused attention (no caps), the tanh GELU, layer kinds and ropes that
+        // must say what sliding_window_pattern and mlx_lm's rope keys say.
+        ("gemma3_text", "final_logit_softcapping", json!(30.0)),
+        ("gemma3_text", "attn_logit_softcapping", json!(50.0)),
+        ("gemma3_text", "hidden_activation", json!("gelu")),
+        (
+            "gemma3_text",
+            "layer_types",
+            json!(vec!["full_attention"; 6]),
+        ),
+        ("gemma3_text", "sliding_window_pattern", json!(3)),
+        ("gemma3_text", "rope_theta", json!(500000.0)),
+        ("gemma3_text", "rope_local_base_freq", json!(20000.0)),
+        (
+            "gemma3_text",
+            "rope_parameters",
+            json!({"sliding_attention": {"rope_type": "yarn", "factor": 2.0},
+                   "full_attention": {"rope_type": "default", "rope_theta": 1000000.0}}),
+        ),
+        (
+            "gemma3_text-scaled",
+            "rope_scaling",
+            json!({"rope_type": "linear", "factor": 4.0}),
+        ),
         // Experts in whole groups; top-k within the experts.
         ("nemotron_h-moe", "n_group", json!(3)),
         ("nemotron_h-moe", "num_experts_per_tok", json!(9)),

@@ -32,6 +32,8 @@ from transformers import (  # noqa: E402
     GraniteConfig,
     GPTNeoXConfig,
     Gemma2Config,
+    Gemma3Config,
+    Gemma3TextConfig,
     GemmaConfig,
     Glm4MoeConfig,
     GraniteMoeConfig,
@@ -360,6 +362,18 @@ def configs():
         "gemma": GemmaConfig(**dict(SIZES, num_key_value_heads=1), head_dim=16),
         # Gemma 2: transformers 5 writes the alternating layer_types and the soft caps.
         "gemma2": Gemma2Config(**SIZES, head_dim=16, query_pre_attn_scalar=16),
+        # Gemma 3 as transformers 5 writes it: layer_types and the ropes per layer kind under
+        # rope_parameters (6 layers, its pattern of 6: five sliding, one global); with the
+        # global layers' rope scaled (Gemma-3-4B's linear 8); the multimodal wrapper.
+        "gemma3_text": Gemma3TextConfig(**dict(SIZES, num_hidden_layers=6), head_dim=16,
+                                        query_pre_attn_scalar=16),
+        "gemma3_text-scaled": Gemma3TextConfig(
+            **dict(SIZES, num_hidden_layers=6), head_dim=16, query_pre_attn_scalar=16,
+            rope_parameters={"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                             "full_attention": {"rope_type": "linear", "factor": 8.0,
+                                                "rope_theta": 1000000.0}}),
+        "gemma3": Gemma3Config(text_config=Gemma3TextConfig(
+            **dict(SIZES, num_hidden_layers=6), head_dim=16, query_pre_attn_scalar=16).to_dict()),
     }
 
 

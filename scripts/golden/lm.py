@@ -1003,6 +1003,48 @@ CONFIGS = {
          "rope_theta": 10000.0, "tie_word_embeddings": False},
         mx.float32, 45,
     ),
+    # Issue 37, Gemma 3 (helper dense-a). Gemma-3-1B's shape: one key-value head for 4 query
+    # heads, heads of 32 wider than hidden/heads (its 256 against 1152 / 4), q/k Gemma norms,
+    # query_pre_attn_scalar = head_dim, sliding layers of window 8 with a rope of base 10^4
+    # and every third layer global (its 5 : 1 as 2 : 1) with base 10^6; the head tied (no
+    # lm_head in the file). The prompt (24) and generation run far past the window.
+    "gemma3_text": (
+        {**BASE, "model_type": "gemma3_text", "num_hidden_layers": 4, "head_dim": 32,
+         "num_key_value_heads": 1, "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 32,
+         "sliding_window": 8, "sliding_window_pattern": 3, "rope_theta": 1000000.0,
+         "rope_local_base_freq": 10000.0, "hidden_activation": "gelu_pytorch_tanh",
+         "tie_word_embeddings": True},
+        mx.float32, 35,
+    ),
+    # Gemma-3-4B's kind: 2 key-value heads for 4, the global layers' rope scaled linearly by
+    # 8, the head untied (an lm_head in the file), query_pre_attn_scalar other than head_dim.
+    "gemma3_text-untied": (
+        {**BASE, "model_type": "gemma3_text", "num_hidden_layers": 4, "head_dim": 16,
+         "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 24, "sliding_window": 6,
+         "sliding_window_pattern": 2, "rope_theta": 1000000.0,
+         "rope_local_base_freq": 10000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+         "tie_word_embeddings": False},
+        mx.float32, 36,
+    ),
+    # In bfloat16, as the checkpoints are: sqrt(hidden) and the norms' 1 + w round there.
+    "gemma3_text-bf16": (
+        {**BASE, "model_type": "gemma3_text", "num_hidden_layers": 3, "head_dim": 16,
+         "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 16, "sliding_window": 8,
+         "sliding_window_pattern": 3},
+        mx.bfloat16, 37,
+    ),
+    # The text model of a multimodal Gemma 3 checkpoint: text_config without head counts
+    # (the wrapper's defaults, 8 and 4), the top-level vocab_size, and the vision tower's and
+    # projector's tensors in the file (sanitize drops them).
+    "gemma3": (
+        {"model_type": "gemma3", "vocab_size": VOCAB,
+         "text_config": {"model_type": "gemma3_text", "hidden_size": 64,
+                         "intermediate_size": 128, "num_hidden_layers": 3, "head_dim": 16,
+                         "rms_norm_eps": 1e-6, "query_pre_attn_scalar": 16,
+                         "sliding_window": 8, "sliding_window_pattern": 3,
+                         "rope_scaling": {"rope_type": "linear", "factor": 8.0}}},
+        mx.float32, 38,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -1104,6 +1146,11 @@ QUANTIZED = {
     "gemma-bf16": None,
     "gemma2": (32, 4, None),
     "gemma2-bf16": None,
+    # Issue 37, Gemma 3 (helper dense-a).
+    "gemma3_text": (32, 4, None),
+    "gemma3_text-untied": None,
+    "gemma3_text-bf16": None,
+    "gemma3": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -1130,6 +1177,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "cohere", "cohere-bias", "gpt_neox", "gpt_neox-seq",
                      # Issue 37, Gemma (helper B).
                      "gemma", "gemma-bf16", "gemma2", "gemma2-bf16",
+                     # Issue 37, Gemma 3 (helper dense-a).
+                     "gemma3_text", "gemma3_text-untied", "gemma3_text-bf16", "gemma3",
                      # Issue 35, mixture-of-experts hybrids.
                      "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
                      "granitemoehybrid-tiny", "nemotron_h-moe",
@@ -1242,9 +1291,56 @@ GEMMA_CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"
 )
 
+# Gemma 3's instruction-tuned checkpoints' template: Gemma's turns, a system message put in
+# front of the first user turn's text (two newlines after it), content given as a string or
+# as a list of parts (an image part becomes <start_of_image>).
+GEMMA3_CHAT_TEMPLATE = (
+    "{{ bos_token }}\n"
+    "{%- if messages[0]['role'] == 'system' -%}\n"
+    "    {%- if messages[0]['content'] is string -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'] + '\n\n' -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set first_user_prefix = messages[0]['content'][0]['text'] + '\n\n' -%}\n"
+    "    {%- endif -%}\n"
+    "    {%- set loop_messages = messages[1:] -%}\n"
+    "{%- else -%}\n"
+    "    {%- set first_user_prefix = \"\" -%}\n"
+    "    {%- set loop_messages = messages -%}\n"
+    "{%- endif -%}\n"
+    "{%- for message in loop_messages -%}\n"
+    "    {%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) -%}\n"
+    "        {{ raise_exception(\"Conversation roles must alternate user/assistant/user/assistant/...\") }}\n"
+    "    {%- endif -%}\n"
+    "    {%- if (message['role'] == 'assistant') -%}\n"
+    "        {%- set role = \"model\" -%}\n"
+    "    {%- else -%}\n"
+    "        {%- set role = message['role'] -%}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<start_of_turn>' + role + '\n' + (first_user_prefix if loop.first else \"\") }}\n"
+    "    {%- if message['content'] is string -%}\n"
+    "        {{ message['content'] | trim }}\n"
+    "    {%- elif message['content'] is iterable -%}\n"
+    "        {%- for item in message['content'] -%}\n"
+    "            {%- if item['type'] == 'image' -%}\n"
+    "                {{ '<start_of_image>' }}\n"
+    "            {%- elif item['type'] == 'text' -%}\n"
+    "                {{ item['text'] | trim }}\n"
+    "            {%- endif -%}\n"
+    "        {%- endfor -%}\n"
+    "    {%- else -%}\n"
+    "        {{ raise_exception(\"Invalid content type\") }}\n"
+    "    {%- endif -%}\n"
+    "    {{ '<end_of_turn>\n' }}\n"
+    "{%- endfor -%}\n"
+    "{%- if add_generation_prompt -%}\n"
+    "    {{'<start_of_turn>model\n'}}\n"
+    "{%- endif -%}\n"
+)
+
 # Model families whose golden models carry their real chat template (by model_type) in
 # place of the shared tokenizer's ChatML one.
-CHAT_TEMPLATES = {"gemma": GEMMA_CHAT_TEMPLATE, "gemma2": GEMMA_CHAT_TEMPLATE}
+CHAT_TEMPLATES = {"gemma": GEMMA_CHAT_TEMPLATE, "gemma2": GEMMA_CHAT_TEMPLATE,
+                  "gemma3_text": GEMMA3_CHAT_TEMPLATE, "gemma3": GEMMA3_CHAT_TEMPLATE}
 
 
 def corpus():
@@ -1329,6 +1425,13 @@ def make_models(names):
             perturb_constants(model, mx.random.key(seed + 100))
         else:
             perturb_norms(model, mx.random.key(seed + 100))
+        if config["model_type"] == "gemma3_text" and config.get("tie_word_embeddings", True):
+            # mlx_lm's gemma3_text ties its head when the checkpoint has none (sanitize).
+            model.pop("lm_head")
+            model.tie_word_embeddings = True
+        if config["model_type"] == "gemma3":
+            model.language_model.pop("lm_head")
+            model.language_model.tie_word_embeddings = True
         if config["model_type"] == "recurrent_gemma" and config.get("tie_word_embeddings"):
             # mlx_lm's recurrent_gemma always builds `lm_head` and drops it at load when the
             # checkpoint has none: a tied checkpoint is one without it.
@@ -1362,6 +1465,9 @@ def make_models(names):
         if name == "mixtral":
             hf_layout_mixtral()
             weights_recipe.write(MODELS / "mixtral-hf")
+        if name == "gemma3":
+            gemma3_vision_tensors()
+            weights_recipe.write(MODELS / "gemma3")
         if name == "gpt_neox":
             hf_layout_gpt_neox()
             weights_recipe.write(MODELS / "gpt_neox-hf")
@@ -1428,6 +1534,21 @@ def hf_layout_qwen3_5():
     out["mtp.fc.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def gemma3_vision_tensors():
+    """A multimodal Gemma 3 checkpoint's tensors beside the text model's: a vision tower's and
+    the projector's (small stand-ins), which mlx_lm's gemma3 sanitize drops."""
+    path = MODELS / "gemma3" / "model.safetensors"
+    weights = mx.load(str(path))
+    key = mx.random.key(3803)
+    weights["vision_tower.vision_model.embeddings.patch_embedding.weight"] = mx.random.normal(
+        (8, 3, 2, 2), key=key)
+    weights["multi_modal_projector.mm_input_projection_weight"] = mx.random.normal(
+        (8, 64), key=mx.random.split(key)[0])
+    path.unlink()
+    (path.parent / "model.safetensors.index.json").unlink()
+    mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
 
 
 def hf_layout_gpt_neox():

@@ -242,6 +242,10 @@ CASES = [
     {"model": "gemma2", "lengths": [3, 14, 8, 11], "max_tokens": 24, "mlx_lm_fails": True},
     {"model": "gemma2-bf16", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8,
      "mlx_lm_fails": True},
+    # Gemma 3: rotating caches beside key/value caches, so prompts of one length, longer than
+    # the window (8) and than one prefill chunk; the wrapper 4-bit, sampled.
+    {"model": "gemma3_text", "lengths": [20, 20, 20], "max_tokens": 24, "prefill_step_size": 8},
+    {"model": "gemma3-4bit", "lengths": [13, 13], "max_tokens": 16, "seed": 9, "temp": 1.0},
     # LFM2-MoE: the short-convolution state with right-padded prompts (mlx_lm keeps the
     # padding out: measured equal to each prompt alone), the sigmoid router with its expert
     # bias; 4-bit (the router at 8 bits) sampled; prompts longer than one prefill chunk.

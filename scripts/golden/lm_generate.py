@@ -125,6 +125,10 @@ CLI = [
      "system_prompt": "Be brief."},
     # Gemma's own chat template (bos, <start_of_turn>user ... <start_of_turn>model).
     {"model": "gemma2", "prompt": "  Why is the sky blue?  ", "chat": True, "max_tokens": 48},
+    # Gemma 3's template: the system message in front of the first user turn; the sliding
+    # layers' window (8) passed many times over.
+    {"model": "gemma3_text", "prompt": "Why is the sea salty?", "chat": True, "max_tokens": 64,
+     "system_prompt": "Answer briefly."},
 ]
 
 
@@ -503,6 +507,9 @@ PROMPT_CACHE = [
     ("gpt_neox", 16),
     # Gemma 2: key/value caches under the soft-capped attention.
     ("gemma2", 16),
+    # Gemma 3: rotating caches of window 8 after a prefix of 16 (mlx_lm keeps the whole
+    # chunk until its next step) beside key/value caches.
+    ("gemma3_text", 16),
     # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
     # path in the prefix.
     ("lfm2_moe", 34),
@@ -513,6 +520,9 @@ PROMPT_CACHE = [
     ("nemotron_h-moe", 34),
 ]
 CONTINUE_TOKENS = 16
+# (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the
+# rotating caches are rings mid-rotation (their `_idx` inside the window) when saved.
+PROMPT_CACHE_STEPS = [("gemma3_text", 12, 5)]
 
 
 def prompt_cache():
@@ -534,6 +544,22 @@ def prompt_cache():
         cases.append({"model": name, "prefix": prefix, "prompt": prompt.tolist(),
                       "file": path.name, "tokens": tokens})
         print(f"prompt cache {name}: {tokens}")
+    for name, prefix, steps in PROMPT_CACHE_STEPS:
+        model, _ = load(str(MODELS / name))
+        prompt = prompt_ids(name)
+        cache = make_prompt_cache(model)
+        model(prompt[None, :prefix], cache=cache)
+        for i in range(prefix, prefix + steps):
+            model(prompt[None, i:i + 1], cache=cache)
+        mx.eval([c.state for c in cache])
+        path = OUT / f"prompt-cache-{name}-steps.safetensors"
+        save_prompt_cache(str(path), cache, {"model": name, "note": "golden ✓"})
+        end = prefix + steps
+        tokens = [t for t, _ in generate_step(prompt[end:], model, prompt_cache=cache,
+                                               max_tokens=CONTINUE_TOKENS)]
+        cases.append({"model": name, "prefix": prefix, "steps": steps,
+                      "prompt": prompt.tolist(), "file": path.name, "tokens": tokens})
+        print(f"prompt cache {name} after {steps} steps: {tokens}")
     return cases
 
 

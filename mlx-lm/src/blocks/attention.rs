@@ -457,7 +457,8 @@ pub fn attend_upcast(
         }
         LayerCache::Rotating(c) => {
             let (q, k) = rotate(&c.offset)?;
-            (q, c.update_and_fetch(&k, &values)?)
+            let (keys, values, mask) = c.update_and_fetch(&k, &values)?;
+            return upcast.sdpa(&q, &keys, &values, scale, mask.as_mask());
         }
         other => {
             return Err(wrong_input(&format!(

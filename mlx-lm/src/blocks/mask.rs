@@ -8,9 +8,14 @@ use crate::cache::LayerCache;
 
 /// Python: `create_causal_mask(n, window_size=window)` (no cache).
 pub fn causal_mask(n: i32, window: Option<i32>) -> Result<Array> {
-    let positions = ops::arange(0, n, 1, Dtype::Int32)?;
-    let rows = ops::expand_dims(&positions, 1)?;
-    let cols = ops::expand_dims(&positions, 0)?;
+    causal_mask_at(n, 0, window)
+}
+
+/// Python: `create_causal_mask(n, offset, window_size=window)`: `[n, offset + n]`, the `n`
+/// new positions after `offset` held ones.
+pub fn causal_mask_at(n: i32, offset: i32, window: Option<i32>) -> Result<Array> {
+    let rows = ops::expand_dims(&ops::arange(offset, offset + n, 1, Dtype::Int32)?, 1)?;
+    let cols = ops::expand_dims(&ops::arange(0, offset + n, 1, Dtype::Int32)?, 0)?;
     let mut mask = ops::greater_equal(&rows, &cols)?;
     if let Some(w) = window {
         mask = ops::logical_and(&mask, &ops::less(&rows, &ops::add(&cols, w)?)?)?;

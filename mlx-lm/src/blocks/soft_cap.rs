@@ -5,7 +5,7 @@
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Result};
 
-use crate::blocks::mask::causal_mask;
+use crate::blocks::mask::{causal_mask, causal_mask_at, PlainMask};
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::wrong_input;
 use crate::cache::LayerCache;
@@ -78,7 +78,16 @@ pub fn attend_soft_capped(
                 rope.forward(&keys, &offset)?,
             );
             let (keys, values, mask) = c.update_and_fetch(&k, &values)?;
-            (q, keys, values, Some(mask))
+            // The eager path takes explicit masks only (gemma2's `return_array=True`).
+            let mask = match mask {
+                PlainMask::None => None,
+                PlainMask::Causal => {
+                    let held = keys.shape()[2] - length;
+                    Some(causal_mask_at(length, held, None)?)
+                }
+                PlainMask::Array(m) | PlainMask::Cached(m) => Some(m),
+            };
+            (q, keys, values, mask)
         }
         Some(other) => {
             return Err(wrong_input(&format!(

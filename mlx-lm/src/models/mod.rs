@@ -13,6 +13,7 @@ pub mod ernie4_5_moe;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
+pub mod gemma3_text;
 pub mod glm4_moe;
 pub mod gpt_neox;
 pub mod granite;
@@ -55,6 +56,7 @@ pub use ernie4_5_moe::Ernie45Moe;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use gemma3_text::{Gemma3, Gemma3Text};
 pub use glm4_moe::Glm4Moe;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
@@ -102,7 +104,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 41] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 43] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -114,6 +116,8 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 41] {
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
         ("glm4_moe", builtin!(Glm4Moe)),
+        ("gemma3", builtin!(Gemma3)),
+        ("gemma3_text", builtin!(Gemma3Text)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoe", builtin!(GraniteMoe)),
