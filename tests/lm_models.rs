@@ -117,6 +117,18 @@ const MODELS: &[&str] = &[
     "gemma2",
     "gemma2-4bit",
     "gemma2-bf16",
+    // Issue 37, Phi-3 (dense-b).
+    "phi3",
+    "phi3-4bit",
+    "phi3-tied",
+    "phi3-plain",
+    "olmo2",
+    "olmo2-4bit",
+    "olmo2-bias",
+    "olmo3",
+    "olmo3-4bit",
+    "glm4",
+    "glm4-4bit",
     "lfm2_moe",
     "lfm2_moe-4bit",
     "lfm2_moe-hf",
@@ -157,6 +169,9 @@ const NEAR_TIES: &[&str] = &[
     // -8) from mlx_lm's, with `compile: false` exactly mlx_lm's.
     "gemma-bf16",
     "gemma2-bf16",
+    // phi3-plain (Phi-3-mini-4k's kind in bfloat16): an exact tie on its greedy path
+    // (mlx_lm's margin 0), the compiled step fusing the SwiGLU and residual chains.
+    "phi3-plain",
 ];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
@@ -1216,6 +1231,16 @@ fn parameter_paths_are_mlx_lm_s() {
         "gemma-4bit",
         "gemma2",
         "gemma2-4bit",
+        "phi3",
+        "phi3-4bit",
+        "phi3-tied",
+        "olmo2",
+        "olmo2-4bit",
+        "olmo2-bias",
+        "olmo3",
+        "olmo3-4bit",
+        "glm4",
+        "glm4-4bit",
         "lfm2_moe",
         "lfm2_moe-4bit",
         "lfm2_moe-scaled",

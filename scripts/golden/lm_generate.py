@@ -125,6 +125,15 @@ CLI = [
      "system_prompt": "Be brief."},
     # Gemma's own chat template (bos, <start_of_turn>user ... <start_of_turn>model).
     {"model": "gemma2", "prompt": "  Why is the sky blue?  ", "chat": True, "max_tokens": 48},
+    # Phi-3's own chat template (<|system|> ... <|end|>, <|user|>, <|assistant|>).
+    {"model": "phi3", "prompt": "Explain rope scaling.", "chat": True, "max_tokens": 48,
+     "system_prompt": "You are a helpful assistant."},
+    # OLMo 2's own chat template (Tülu 3's <|system|> / <|user|> / <|assistant|>).
+    {"model": "olmo2", "prompt": "What is a post-norm layer?", "chat": True, "max_tokens": 48,
+     "system_prompt": "Answer briefly."},
+    # GLM-4-0414's own chat template ([gMASK]<sop>, <|system|>, <|user|>, <|assistant|>).
+    {"model": "glm4", "prompt": "Hi there.", "chat": True, "max_tokens": 40,
+     "system_prompt": "Be kind."},
 ]
 
 
@@ -494,6 +503,14 @@ PROMPT_CACHE = [
     ("gpt_neox", 16),
     # Gemma 2: key/value caches under the soft-capped attention.
     ("gemma2", 16),
+    # Phi-3: key/value caches of the fused projections, longrope, a prefix of 16 within
+    # original_max_position_embeddings (32) and a continuation past it.
+    ("phi3", 16),
+    # OLMo 3: rotating caches (window 8) past their window beside the full layers' key/value
+    # caches.
+    ("olmo3", 16),
+    # GLM-4: key/value caches under the partial traditional rope.
+    ("glm4", 16),
     # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
     # path in the prefix.
     ("lfm2_moe", 34),

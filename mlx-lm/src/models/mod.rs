@@ -10,6 +10,7 @@ pub mod deepseek_v3;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
+pub mod glm4;
 pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoehybrid;
@@ -23,9 +24,12 @@ pub mod mamba;
 pub mod mamba2;
 pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmo2;
+pub mod olmo3;
 pub mod olmo_hybrid;
 pub mod olmoe;
 pub mod phi;
+pub mod phi3;
 pub mod plamo2;
 pub mod qwen2;
 pub mod qwen2_moe;
@@ -46,6 +50,7 @@ pub use deepseek_v3::DeepseekV3;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use glm4::Glm4;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -59,9 +64,12 @@ pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmo2::Olmo2;
+pub use olmo3::Olmo3;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
 pub use phi::Phi;
+pub use phi3::Phi3;
 pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
 pub use qwen2_moe::Qwen2Moe;
@@ -90,7 +98,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 39] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -98,6 +106,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
         ("falcon_h1", builtin!(FalconH1)),
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
+        ("glm4", builtin!(Glm4)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoehybrid", builtin!(GraniteMoeHybrid)),
@@ -111,9 +120,12 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
         ("mamba2", builtin!(Mamba2)),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmo2", builtin!(Olmo2)),
+        ("olmo3", builtin!(Olmo3)),
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
         ("phi", builtin!(Phi)),
+        ("phi3", builtin!(Phi3)),
         ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
