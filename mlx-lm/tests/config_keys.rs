@@ -19,8 +19,8 @@ use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     DeepseekV3, FalconH1, Gemma, Gemma2, Glm4, Granite, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Mamba, Mamba2, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
-    RecurrentGemma, SeedOss, SmolLM3,
+    Mamba, Mamba2, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
+    Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -419,7 +419,11 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             json!({"rope_type": "longrope", "rope_theta": 10000.0,
                    "long_factor": [2.0, 2.0, 2.0, 2.0], "short_factor": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}),
         ),
-        ("phi3-longrope", "original_max_position_embeddings", json!(64)),
+        (
+            "phi3-longrope",
+            "original_max_position_embeddings",
+            json!(64),
+        ),
         // OLMo's MLP is SwiGLU; OLMo 3's layer kinds are one per layer, sliding or full.
         ("olmo2", "hidden_act", json!("gelu")),
         ("olmo3", "layer_types", json!(["full_attention"])),
@@ -443,7 +447,12 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         (
             "olmo3",
             "layer_types",
-            json!(["sliding_attention", "chunked_attention", "full_attention", "full_attention"]),
+            json!([
+                "sliding_attention",
+                "chunked_attention",
+                "full_attention",
+                "full_attention"
+            ]),
         ),
         // Experts in whole groups; top-k within the experts.
         ("nemotron_h-moe", "n_group", json!(3)),

@@ -45,8 +45,8 @@ pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
-pub use post_norm::PostNormLayer;
 pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
+pub use post_norm::PostNormLayer;
 pub use rope::{
     initialize_rope, partial_rotary_factor, plain_rope, rope_theta, RopeDefaults, RotaryEmbedding,
 };

@@ -110,7 +110,11 @@ impl Olmo3 {
             .attention(a.sliding_rope.clone(), Some(a.sliding_window));
         let layers = (0..a.olmo.num_hidden_layers)
             .map(|i| {
-                let attention = if a.sliding[i as usize] { &sliding } else { &full };
+                let attention = if a.sliding[i as usize] {
+                    &sliding
+                } else {
+                    &full
+                };
                 a.olmo.layer(ck, i, attention, false)
             })
             .collect::<crate::Result<Vec<_>>>()?;
@@ -142,7 +146,10 @@ fn per_layer_type(c: &ModelConfig) -> crate::Result<Option<(f64, f64)>> {
         s.float("rope_theta")?
             .ok_or_else(|| invalid(c.path(), &s.key("rope_theta"), "missing"))
     };
-    Ok(Some((theta("full_attention")?, theta("sliding_attention")?)))
+    Ok(Some((
+        theta("full_attention")?,
+        theta("sliding_attention")?,
+    )))
 }
 
 crate::models::base::stack_language_model!(Olmo3, model, "olmo3");

@@ -87,7 +87,10 @@ impl Phi3Args {
             },
         )?;
         // The plain and linear ropes do not read these (longrope does, above).
-        c.declare_neutral(&["max_position_embeddings", "original_max_position_embeddings"]);
+        c.declare_neutral(&[
+            "max_position_embeddings",
+            "original_max_position_embeddings",
+        ]);
         let max_positions = c.float("max_position_embeddings")?.unwrap_or(131072.0);
         let sliding_window = match c.usize("sliding_window")? {
             Some(w) if (w as f64) < max_positions => Some(c.dim("sliding_window")?),
