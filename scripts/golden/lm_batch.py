@@ -249,10 +249,11 @@ CASES = [
      "top_k": 20},
     {"model": "olmo2-bias", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     {"model": "olmo3", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
-    # GLM-4: left padding under the sandwich norms, 4-bit sampled with chunked prefill.
+    # GLM-4: left padding under the sandwich norms, 4-bit sampled, chunked prefill.
     {"model": "glm4", "lengths": [3, 14, 8, 11], "max_tokens": 24},
-    {"model": "glm4-4bit", "lengths": [30, 7, 19], "max_tokens": 12, "seed": 16, "temp": 1.0,
-     "top_k": 20, "prefill_step_size": 8},
+    {"model": "glm4-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 16, "temp": 1.0,
+     "top_k": 20},
+    {"model": "glm4", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     # LFM2-MoE: the short-convolution state with right-padded prompts (mlx_lm keeps the
     # padding out: measured equal to each prompt alone), the sigmoid router with its expert
     # bias; 4-bit (the router at 8 bits) sampled; prompts longer than one prefill chunk.

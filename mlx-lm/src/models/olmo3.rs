@@ -1,4 +1,4 @@
-//! `olmo3` (Python: `mlx_lm.models.olmo3`): OLMo 3, OLMo 2's layers ([`PostNormLayer`] over
+//! `olmo3` (Python: `mlx_lm.models.olmo3`): OLMo 3, OLMo 2's layers ([`PostNormLayer`](crate::blocks::PostNormLayer) over
 //! [`WholeQkNormAttention`]) with sliding-window attention in the layers `layer_types` names
 //! `sliding_attention` (by default three of every four) and full attention in the others.
 //! The sliding layers rotate with the plain rope at `rope_theta`; only the full layers take
