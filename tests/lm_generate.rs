@@ -623,6 +623,10 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "phi",
         "cohere",
         "gpt_neox",
+        "phi3",
+        "olmo2",
+        "olmo3",
+        "glm4",
         // Its routers (`feed_forward.gate`) at 8 bits in groups of 64, the expert bias
         // kept as it is (lfm2_moe's `quant_predicate`).
         "lfm2_moe",
@@ -1480,6 +1484,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "phi",
         "cohere",
         "gpt_neox",
+        "phi3",
+        "olmo2",
+        "olmo3",
+        "glm4",
         "lfm2_moe-scaled",
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
@@ -1649,13 +1657,25 @@ fn recurrent_gemma_hf_layout_loads_and_config_keys_are_read() {
 /// prefill, then one token at a time through the ring buffer) gives the whole prompt's.
 #[test]
 fn starcoder2_sliding_window_slides_every_layer() {
-    let dir = copy_model("starcoder2", "starcoder2-window");
+    window_slides_every_layer("starcoder2");
+}
+
+/// phi3's `sliding_window` (Phi-3-mini-4k's 2047 of 4096), read as transformers reads it
+/// (mlx_lm ignores it): as starcoder2's.
+#[test]
+fn phi3_sliding_window_slides_every_layer() {
+    window_slides_every_layer("phi3");
+}
+
+/// The golden model `name` with `sliding_window: 8` slides every layer's attention.
+fn window_slides_every_layer(name: &str) {
+    let dir = copy_model(name, &format!("{name}-window"));
     let path = dir.join("config.json");
     let mut config: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     config["sliding_window"] = serde_json::json!(8);
     std::fs::write(&path, config.to_string()).unwrap();
     let (windowed, _) = load_model(&dir, LoadOptions::default()).unwrap();
-    let full = load("starcoder2");
+    let full = load(name);
     let cache = windowed.make_cache(1, 64).unwrap();
     assert!(cache.iter().all(|c| matches!(c, LayerCache::Rotating(_))));
 

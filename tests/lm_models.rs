@@ -147,6 +147,18 @@ const MODELS: &[&str] = &[
     "gemma3_text-bf16",
     "gemma3",
     "gemma3-4bit",
+    // Issue 37, Phi-3 (dense-b).
+    "phi3",
+    "phi3-4bit",
+    "phi3-tied",
+    "phi3-plain",
+    "olmo2",
+    "olmo2-4bit",
+    "olmo2-bias",
+    "olmo3",
+    "olmo3-4bit",
+    "glm4",
+    "glm4-4bit",
     "lfm2_moe",
     "lfm2_moe-4bit",
     "lfm2_moe-hf",
@@ -190,6 +202,9 @@ const NEAR_TIES: &[&str] = &[
     // gemma3_text-bf16 too (Gemma 2's layer): measured 0.1875 compiled, bit-identical with
     // `compile: false`.
     "gemma3_text-bf16",
+    // phi3-plain (Phi-3-mini-4k's kind in bfloat16): an exact tie on its greedy path
+    // (mlx_lm's margin 0), the compiled step fusing the SwiGLU and residual chains.
+    "phi3-plain",
 ];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
@@ -1285,6 +1300,16 @@ fn parameter_paths_are_mlx_lm_s() {
         "gemma3_text",
         "gemma3_text-4bit",
         "gemma3_text-untied",
+        "phi3",
+        "phi3-4bit",
+        "phi3-tied",
+        "olmo2",
+        "olmo2-4bit",
+        "olmo2-bias",
+        "olmo3",
+        "olmo3-4bit",
+        "glm4",
+        "glm4-4bit",
         "lfm2_moe",
         "lfm2_moe-4bit",
         "lfm2_moe-scaled",

@@ -18,10 +18,10 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text,
+    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text, Glm4,
     Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
-    Mixtral, NemotronH, Olmoe, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5,
-    RecurrentGemma, SeedOss, SmolLM3,
+    Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
+    Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -93,6 +93,10 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "gemma2" => Gemma2::args(c).map(drop),
         "gemma3_text" => Gemma3Text::args(c).map(drop),
         "gemma3" => Gemma3::args(c).map(drop),
+        "phi3" => Phi3::args(c).map(drop),
+        "olmo2" => Olmo2::args(c).map(drop),
+        "olmo3" => Olmo3::args(c).map(drop),
+        "glm4" => Glm4::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -171,6 +175,10 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "gemma2",
         "gemma3_text",
         "gemma3",
+        "phi3",
+        "olmo2",
+        "olmo3",
+        "glm4",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -437,6 +445,55 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             "gemma3_text-scaled",
             "rope_scaling",
             json!({"rope_type": "linear", "factor": 4.0}),
+        ),
+        // phi3 builds the longrope, linear and plain ropes only (mlx_lm runs another type as
+        // the plain rope); longrope's factors are one per rotated pair, and its original
+        // context is said once.
+        (
+            "phi3",
+            "rope_parameters",
+            json!({"rope_type": "yarn", "factor": 2.0, "rope_theta": 10000.0}),
+        ),
+        (
+            "phi3-longrope",
+            "rope_parameters",
+            json!({"rope_type": "longrope", "rope_theta": 10000.0,
+                   "long_factor": [2.0, 2.0, 2.0, 2.0], "short_factor": [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]}),
+        ),
+        (
+            "phi3-longrope",
+            "original_max_position_embeddings",
+            json!(64),
+        ),
+        // OLMo's MLP is SwiGLU; OLMo 3's layer kinds are one per layer, sliding or full.
+        ("olmo2", "hidden_act", json!("gelu")),
+        ("olmo3", "layer_types", json!(["full_attention"])),
+        // transformers 5's rope per layer type: the plain rope only (a scaled one is read
+        // from rope_scaling).
+        (
+            "olmo3",
+            "rope_parameters",
+            json!({"full_attention": {"rope_type": "yarn", "factor": 8.0,
+                                      "rope_theta": 500000.0},
+                   "sliding_attention": {"rope_type": "default", "rope_theta": 500000.0}}),
+        ),
+        // mlx_lm's GLM-4 always has its own head and builds the plain rope.
+        ("glm4", "tie_word_embeddings", json!(true)),
+        (
+            "glm4",
+            "rope_parameters",
+            json!({"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0,
+                   "partial_rotary_factor": 0.5}),
+        ),
+        (
+            "olmo3",
+            "layer_types",
+            json!([
+                "sliding_attention",
+                "chunked_attention",
+                "full_attention",
+                "full_attention"
+            ]),
         ),
         // Experts in whole groups; top-k within the experts.
         ("nemotron_h-moe", "n_group", json!(3)),

@@ -37,6 +37,7 @@ from transformers import (  # noqa: E402
     GemmaConfig,
     Glm4MoeConfig,
     GraniteMoeConfig,
+    Glm4Config,
     GraniteMoeHybridConfig,
     HeliumConfig,
     InternLM3Config,
@@ -50,7 +51,10 @@ from transformers import (  # noqa: E402
     MixtralConfig,
     NemotronHConfig,
     OlmoeConfig,
+    Olmo2Config,
+    Olmo3Config,
     OlmoHybridConfig,
+    Phi3Config,
     PhiConfig,
     PhimoeConfig,
     Qwen2Config,
@@ -374,6 +378,29 @@ def configs():
                                                 "rope_theta": 1000000.0}}),
         "gemma3": Gemma3Config(text_config=Gemma3TextConfig(
             **dict(SIZES, num_hidden_layers=6), head_dim=16, query_pre_attn_scalar=16).to_dict()),
+        # Phi-3 (issue 37, dense-b): the plain rope as transformers defaults it, and
+        # Phi-3-mini-128k's kind (longrope, which transformers 5 moves into rope_parameters
+        # with its original_max_position_embeddings; the 4k model's sliding window).
+        "phi3": Phi3Config(**SIZES),
+        "phi3-longrope": Phi3Config(**SIZES, max_position_embeddings=1024,
+                                    original_max_position_embeddings=32, sliding_window=2047,
+                                    rope_scaling={"type": "longrope",
+                                                  "short_factor": [1.0] * 8,
+                                                  "long_factor": [2.0] * 8}),
+        # OLMo 2 and OLMo 3 as transformers defaults them (OLMo 3: three sliding layers to one
+        # full, its window 4096, rope_parameters per layer type), and OLMo 3 as its released
+        # configs write the rope (rope_theta, the full layers' yarn under rope_scaling).
+        "olmo2": Olmo2Config(**SIZES),
+        "olmo3": Olmo3Config(**SIZES),
+        "olmo3-yarn": dict(
+            {k: v for k, v in Olmo3Config(**SIZES).to_dict().items() if k != "rope_parameters"},
+            rope_theta=500000.0,
+            rope_scaling={"rope_type": "yarn", "factor": 8.0,
+                          "original_max_position_embeddings": 8192, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "attention_factor": 1.2079441541679836}),
+        # GLM-4-0414 as transformers defaults it (biased q/k/v, partial_rotary_factor 0.5 under
+        # rope_parameters).
+        "glm4": Glm4Config(**SIZES, head_dim=16),
     }
 
 

@@ -1045,6 +1045,77 @@ CONFIGS = {
                          "rope_scaling": {"rope_type": "linear", "factor": 8.0}}},
         mx.float32, 38,
     ),
+    # Phi-3-mini-128k's shape (issue 37, dense-b): MHA, untied, the fused qkv_proj and
+    # gate_up_proj, longrope with its short and long factors (mlx_lm rotates with the long
+    # ones at every length) and max / original_max_position_embeddings 32 as its
+    # 131072 / 4096; original_max_position_embeddings 32 lies inside the 24-token prompt and
+    # its 64 greedy tokens, so the generation crosses it. Phi-3.5's sliding_window beyond
+    # every position (mlx_lm ignores the key).
+    "phi3": (
+        {**BASE, "model_type": "phi3", "num_key_value_heads": 4, "rope_theta": 10000.0,
+         "max_position_embeddings": 1024, "original_max_position_embeddings": 32,
+         "rope_scaling": {"type": "longrope",
+                          "short_factor": [1.0 + 0.05 * i for i in range(8)],
+                          "long_factor": [1.5 + 0.4 * i for i in range(8)]},
+         "sliding_window": 262144, "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 50,
+    ),
+    # Phi-4-mini's shape: GQA 4:2, tied, longrope over 0.75 of each head (12 of 16 features:
+    # the scale multiplies the rotated ones only), max 16 times original.
+    "phi3-tied": (
+        {**BASE, "model_type": "phi3", "rope_theta": 250000.0, "partial_rotary_factor": 0.75,
+         "max_position_embeddings": 256, "original_max_position_embeddings": 16,
+         "rope_scaling": {"type": "longrope",
+                          "short_factor": [1.0, 1.1, 1.3, 1.6, 2.0, 2.5],
+                          "long_factor": [1.0, 1.5, 3.0, 6.0, 12.0, 20.0]},
+         "hidden_act": "silu", "tie_word_embeddings": True},
+        mx.float32, 51,
+    ),
+    # Phi-3-mini-4k's kind: the plain rope (no scaling), in bfloat16 as its checkpoints are.
+    "phi3-plain": (
+        {**BASE, "model_type": "phi3", "num_key_value_heads": 4, "rope_theta": 10000.0,
+         "max_position_embeddings": 4096, "original_max_position_embeddings": 4096,
+         "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.bfloat16, 52,
+    ),
+    # OLMo-2-0325-32B's kind (issue 37, dense-b): post-norm layers, q/k RMSNorms over the
+    # whole projection, GQA 4:2 (its 40 : 8), untied, rope_theta 500000.
+    "olmo2": (
+        {**BASE, "model_type": "olmo2", "rms_norm_eps": 1e-6, "rope_theta": 500000.0,
+         "attention_bias": False, "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 53,
+    ),
+    # Tied (mlx_lm's default), MHA, biases on the four attention projections and (mlx_lm's
+    # mlp_bias) the MLP, head_dim wider than hidden / heads, in bfloat16.
+    "olmo2-bias": (
+        {**BASE, "model_type": "olmo2", "num_key_value_heads": 4, "head_dim": 32,
+         "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "attention_bias": True,
+         "mlp_bias": True, "tie_word_embeddings": True},
+        mx.bfloat16, 54,
+    ),
+    # OLMo-3-7B's kind: three sliding-window layers (window 8, inside the 24-token prompt) to
+    # one full layer, the full layers' long-context yarn (factor 8, attention_factor
+    # 0.1 ln 8 + 1 as its config writes it), GQA 4:2, untied.
+    "olmo3": (
+        {**BASE, "model_type": "olmo3", "num_hidden_layers": 4, "rms_norm_eps": 1e-6,
+         "rope_theta": 500000.0, "sliding_window": 8, "attention_bias": False,
+         "max_position_embeddings": 512,
+         "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+         "rope_scaling": {"rope_type": "yarn", "factor": 8.0,
+                          "original_max_position_embeddings": 64, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "attention_factor": 1.2079441541679836},
+         "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 55,
+    ),
+    # GLM-4-9B-0414's shape (issue 37, dense-b): sandwich norms, the fused gate_up_proj,
+    # biased q/k/v, the traditional rope over half of each head, heads wider than
+    # hidden / heads (its 128 against 4096 / 32), GQA 4:2 (its 32 : 2), its own lm_head.
+    "glm4": (
+        {**BASE, "model_type": "glm4", "head_dim": 32, "partial_rotary_factor": 0.5,
+         "rope_theta": 10000.0, "attention_bias": True, "hidden_act": "silu",
+         "tie_word_embeddings": False},
+        mx.float32, 56,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -1151,6 +1222,13 @@ QUANTIZED = {
     "gemma3_text-untied": None,
     "gemma3_text-bf16": None,
     "gemma3": (32, 4, None),
+    "phi3": (32, 4, None),
+    "phi3-tied": None,
+    "phi3-plain": None,
+    "olmo2": (32, 4, None),
+    "olmo2-bias": None,
+    "olmo3": (32, 4, None),
+    "glm4": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -1179,6 +1257,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "gemma", "gemma-bf16", "gemma2", "gemma2-bf16",
                      # Issue 37, Gemma 3 (helper dense-a).
                      "gemma3_text", "gemma3_text-untied", "gemma3_text-bf16", "gemma3",
+                     # Issue 37, Phi-3 (dense-b).
+                     "phi3", "phi3-tied", "phi3-plain", "olmo2", "olmo2-bias", "olmo3",
+                     "glm4",
                      # Issue 35, mixture-of-experts hybrids.
                      "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
                      "granitemoehybrid-tiny", "nemotron_h-moe",
@@ -1341,6 +1422,44 @@ GEMMA3_CHAT_TEMPLATE = (
 # place of the shared tokenizer's ChatML one.
 CHAT_TEMPLATES = {"gemma": GEMMA_CHAT_TEMPLATE, "gemma2": GEMMA_CHAT_TEMPLATE,
                   "gemma3_text": GEMMA3_CHAT_TEMPLATE, "gemma3": GEMMA3_CHAT_TEMPLATE}
+
+# microsoft/Phi-3-mini-4k-instruct's (Phi-3.5-mini-instruct's too): <|system|>, <|user|>,
+# <|assistant|> turns each closed by <|end|>, the eos token after a conversation that asks
+# for no reply.
+CHAT_TEMPLATES["phi3"] = (
+    "{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{{'<|system|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% elif message['role'] == 'user' %}{{'<|user|>\n' + message['content'] + '<|end|>\n'}}"
+    "{% elif message['role'] == 'assistant' %}"
+    "{{'<|assistant|>\n' + message['content'] + '<|end|>\n'}}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|assistant|>\n' }}{% else %}{{ eos_token }}{% endif %}"
+)
+
+# allenai/OLMo-2-1124-7B-Instruct's (Tülu 3's): bos, <|system|> / <|user|> / <|assistant|>
+# headers on their own lines, the eos token after each assistant turn.
+OLMO2_CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'system' %}"
+    "{{ '<|system|>\n' + message['content'] + '\n' }}"
+    "{% elif message['role'] == 'user' %}{{ '<|user|>\n' + message['content'] + '\n' }}"
+    "{% elif message['role'] == 'assistant' %}{% if not loop.last %}"
+    "{{ '<|assistant|>\n'  + message['content'] + eos_token + '\n' }}"
+    "{% else %}{{ '<|assistant|>\n'  + message['content'] + eos_token }}{% endif %}{% endif %}"
+    "{% if loop.last and add_generation_prompt %}{{ '<|assistant|>\n' }}{% endif %}"
+    "{% endfor %}"
+)
+CHAT_TEMPLATES["olmo2"] = OLMO2_CHAT_TEMPLATE
+
+# THUDM/GLM-4-9B-0414's, without its tool and observation branches: [gMASK]<sop>, the
+# system messages first, then <|user|> / <|assistant|> turns, each header on its own line.
+CHAT_TEMPLATES["glm4"] = (
+    "[gMASK]<sop>{%- for msg in messages %}{%- if msg.role == 'system' %}<|system|>\n"
+    "{{ msg.content }}{%- endif %}{%- endfor %}"
+    "{%- for message in messages if message.role != 'system' %}"
+    "{%- set role = message['role'] %}{%- set content = message['content'] %}"
+    "{%- if role == 'user' %}<|user|>\n{{ content }}"
+    "{%- elif role == 'assistant' %}<|assistant|>\n{{ content }}{%- endif %}{%- endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
 
 
 def corpus():

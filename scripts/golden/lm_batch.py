@@ -246,6 +246,26 @@ CASES = [
     # the window (8) and than one prefill chunk; the wrapper 4-bit, sampled.
     {"model": "gemma3_text", "lengths": [20, 20, 20], "max_tokens": 24, "prefill_step_size": 8},
     {"model": "gemma3-4bit", "lengths": [13, 13], "max_tokens": 16, "seed": 9, "temp": 1.0},
+    # Phi-3 (issue 37, dense-b): left padding under the fused projections and longrope (the
+    # batch's per-row offsets), 4-bit with sampling, the tied partial longrope with chunked
+    # prefill.
+    {"model": "phi3", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "phi3-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 14, "temp": 1.0,
+     "top_k": 20},
+    {"model": "phi3-tied", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # OLMo 2 (issue 37, dense-b): left padding under the post-norm layers and whole-projection
+    # q/k norms, 4-bit sampled, bfloat16 with biases and chunked prefill; OLMo 3's sliding
+    # layers with prompts of one length, longer than the window and than one prefill chunk.
+    {"model": "olmo2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "olmo2-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 15, "temp": 1.0,
+     "top_k": 20},
+    {"model": "olmo2-bias", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    {"model": "olmo3", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    # GLM-4: left padding under the sandwich norms, 4-bit sampled, chunked prefill.
+    {"model": "glm4", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "glm4-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 16, "temp": 1.0,
+     "top_k": 20},
+    {"model": "glm4", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     # LFM2-MoE: the short-convolution state with right-padded prompts (mlx_lm keeps the
     # padding out: measured equal to each prompt alone), the sigmoid router with its expert
     # bias; 4-bit (the router at 8 bits) sampled; prompts longer than one prefill chunk.

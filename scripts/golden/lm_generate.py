@@ -129,6 +129,15 @@ CLI = [
     # layers' window (8) passed many times over.
     {"model": "gemma3_text", "prompt": "Why is the sea salty?", "chat": True, "max_tokens": 64,
      "system_prompt": "Answer briefly."},
+    # Phi-3's own chat template (<|system|> ... <|end|>, <|user|>, <|assistant|>).
+    {"model": "phi3", "prompt": "Explain rope scaling.", "chat": True, "max_tokens": 48,
+     "system_prompt": "You are a helpful assistant."},
+    # OLMo 2's own chat template (Tülu 3's <|system|> / <|user|> / <|assistant|>).
+    {"model": "olmo2", "prompt": "What is a post-norm layer?", "chat": True, "max_tokens": 48,
+     "system_prompt": "Answer briefly."},
+    # GLM-4-0414's own chat template ([gMASK]<sop>, <|system|>, <|user|>, <|assistant|>).
+    {"model": "glm4", "prompt": "Hi there.", "chat": True, "max_tokens": 40,
+     "system_prompt": "Be kind."},
 ]
 
 
@@ -510,6 +519,14 @@ PROMPT_CACHE = [
     # Gemma 3: rotating caches of window 8 after a prefix of 16 (mlx_lm keeps the whole
     # chunk until its next step) beside key/value caches.
     ("gemma3_text", 16),
+    # Phi-3: key/value caches of the fused projections, longrope, a prefix of 16 within
+    # original_max_position_embeddings (32) and a continuation past it.
+    ("phi3", 16),
+    # OLMo 3: rotating caches (window 8) past their window beside the full layers' key/value
+    # caches.
+    ("olmo3", 16),
+    # GLM-4: key/value caches under the partial traditional rope.
+    ("glm4", 16),
     # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
     # path in the prefix.
     ("lfm2_moe", 34),

@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -11,6 +11,7 @@ pub mod attention;
 pub mod backbone;
 pub mod conv;
 pub mod decoder;
+pub mod fused;
 pub mod gated_delta_net;
 pub mod group_router;
 pub mod layer;
@@ -20,6 +21,7 @@ pub mod mla_expanded;
 pub mod mlp;
 pub mod moe;
 pub mod norm;
+pub mod post_norm;
 pub mod rglru;
 pub mod rope;
 pub mod rows;
@@ -28,6 +30,7 @@ pub mod short_conv;
 pub mod soft_cap;
 pub mod ssd;
 pub mod switch;
+pub mod whole_qk_norm;
 
 pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, HeadNorm, Upcast};
 pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
@@ -35,6 +38,7 @@ pub use conv::{causal_conv1d, ConvActivation};
 pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
 };
+pub use fused::{split_qkv, FusedGateUpMlp};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig, GdnProjections};
 pub use group_router::{
     greedy_expert_select, group_expert_select, grouped_moe_forward, GreedyGate, GreedyMoe,
@@ -47,10 +51,14 @@ pub use mla_expanded::ExpandedMla;
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
-pub use rope::{initialize_rope, partial_rotary_factor, plain_rope, rope_theta, RotaryEmbedding};
+pub use post_norm::PostNormLayer;
+pub use rope::{
+    initialize_rope, partial_rotary_factor, plain_rope, rope_theta, RopeDefaults, RotaryEmbedding,
+};
 pub use rows::Rows;
 pub use selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
 pub use short_conv::ShortConv;
 pub use soft_cap::{attend_soft_capped, soft_capped_attention};
 pub use ssd::{Mamba2Config, Mamba2Mixer};
 pub use switch::{QuantizedSwitchLinear, SwitchGlu, SwitchLinear, SwitchMlp};
+pub use whole_qk_norm::WholeQkNormAttention;

@@ -61,6 +61,17 @@ pub struct DynamicNtk {
     pub factor: f64,
 }
 
+/// What an architecture's `ModelArgs` default the position limits a scaled rope reads to,
+/// where the config does not say.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RopeDefaults {
+    /// `max_position_embeddings` (a dynamic or longrope rope's; the scale of longrope).
+    pub max_position_embeddings: Option<f64>,
+    /// `original_max_position_embeddings` at the config's top level (phi3's; a longrope
+    /// section's own key comes first).
+    pub original_max_position_embeddings: Option<f64>,
+}
+
 /// Python: `initialize_rope(dims, base, traditional, scaling_config)` with the scaling read from
 /// `config` ([`RotaryEmbedding::from_config`]).
 pub fn initialize_rope(
@@ -197,6 +208,28 @@ impl RotaryEmbedding {
         traditional: bool,
         max_position_embeddings_default: Option<f64>,
     ) -> Result<RotaryEmbedding> {
+        Self::from_config_with(
+            config,
+            dims,
+            base,
+            traditional,
+            RopeDefaults {
+                max_position_embeddings: max_position_embeddings_default,
+                original_max_position_embeddings: None,
+            },
+        )
+    }
+
+    /// [`from_config`](Self::from_config) for an architecture whose position limits have
+    /// defaults (phi3's: 131072 and 4096).
+    pub fn from_config_with(
+        config: &ModelConfig,
+        dims: i32,
+        base: f64,
+        traditional: bool,
+        defaults: RopeDefaults,
+    ) -> Result<RotaryEmbedding> {
+        let max_position_embeddings_default = defaults.max_position_embeddings;
         let path = config.path();
         let plain = RotaryEmbedding::plain(dims, traditional, base as f32);
         let Some(s) = scaling_section(config)? else {
@@ -308,11 +341,77 @@ impl RotaryEmbedding {
                     ..plain
                 })
             }
+            // Python: `SuScaledRoPE` (phi3 builds it for `su` too). The `original_max_position_
+            // embeddings` is the section's (initialize_rope's) or the config's (phi3's).
+            "longrope" | "su" => {
+                let original = match (
+                    s.float("original_max_position_embeddings")?,
+                    config.float("original_max_position_embeddings")?,
+                ) {
+                    (Some(a), Some(b)) if a != b => {
+                        return Err(invalid(
+                            path,
+                            &s.key("original_max_position_embeddings"),
+                            &format!(
+                                "{a}, but original_max_position_embeddings is {b}: which one \
+                                 applies is ambiguous"
+                            ),
+                        ))
+                    }
+                    (Some(a), _) | (None, Some(a)) => a,
+                    (None, None) => defaults.original_max_position_embeddings.ok_or_else(|| {
+                        invalid(path, &s.key("original_max_position_embeddings"), "missing")
+                    })?,
+                };
+                let max = max_position_embeddings()?.ok_or_else(|| {
+                    invalid(
+                        path,
+                        &config.key("max_position_embeddings"),
+                        "missing (a longrope rope needs it)",
+                    )
+                })?;
+                let factors = |name: &str| -> Result<Vec<f32>> {
+                    let v = s.get(name).cloned().unwrap_or(Value::Null);
+                    let list = v
+                        .as_array()
+                        .and_then(|l| l.iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+                        .filter(|l: &Vec<f32>| l.len() as i32 == dims / 2);
+                    list.ok_or_else(|| {
+                        invalid(
+                            path,
+                            &s.key(name),
+                            &format!("expected {} numbers (dims / 2), found {v}", dims / 2),
+                        )
+                    })
+                };
+                // mlx_lm multiplies the frequencies by the long factors at every length;
+                // transformers switches to the short ones while the sequence fits in
+                // original_max_position_embeddings. This follows mlx_lm: the short factors
+                // are checked and unused (see docs/language-models.md, phi3).
+                let long = factors("long_factor")?;
+                factors("short_factor")?;
+                let su = SuScaled {
+                    dims,
+                    base,
+                    long_factor: long,
+                    max_position_embeddings: max,
+                    original_max_position_embeddings: original,
+                };
+                Ok(RotaryEmbedding {
+                    base: None,
+                    freqs: Some(su.freqs().map_err(mlx)?),
+                    input_scale: Some(su.scale() as f32),
+                    // Python's SuScaledRoPE is never traditional.
+                    traditional: false,
+                    ..plain
+                })
+            }
             other => Err(invalid(
                 path,
                 &s.key("type"),
                 &format!(
-                    "rope type {other:?} is not supported (default, linear, dynamic, llama3, yarn)"
+                    "rope type {other:?} is not supported (default, linear, dynamic, llama3, \
+                     yarn, longrope, su)"
                 ),
             )),
         }
@@ -544,6 +643,34 @@ impl Yarn {
             &ops::multiply(&extra, &ops::subtract(Array::from_scalar(1.0f32), &mask)?)?,
         )?;
         ops::divide(&numerator, &denominator)?.to_vec::<f32>()
+    }
+}
+
+/// The parameters of `SuScaledRoPE` (phi3's `longrope` / `su`).
+struct SuScaled {
+    dims: i32,
+    base: f64,
+    long_factor: Vec<f32>,
+    max_position_embeddings: f64,
+    original_max_position_embeddings: f64,
+}
+
+impl SuScaled {
+    /// Python: `long_factor * base ** (arange(0, dims, 2) / dims)`, in float32.
+    fn freqs(&self) -> mlx_rs::Result<Vec<f32>> {
+        let long = Array::from_slice(&self.long_factor, &[self.long_factor.len() as i32])?;
+        ops::multiply(&long, &base_freqs(self.dims, self.base)?)?.to_vec::<f32>()
+    }
+
+    /// Python: the scale of the rotated features, `sqrt(1 + ln(factor) / ln(original))` for
+    /// `factor = max / original` above 1, else 1 (in f64, as Python computes it).
+    fn scale(&self) -> f64 {
+        let factor = self.max_position_embeddings / self.original_max_position_embeddings;
+        if factor <= 1.0 {
+            1.0
+        } else {
+            (1.0 + factor.ln() / self.original_max_position_embeddings.ln()).sqrt()
+        }
     }
 }
 

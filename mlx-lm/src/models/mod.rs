@@ -14,6 +14,7 @@ pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
 pub mod gemma3_text;
+pub mod glm4;
 pub mod glm4_moe;
 pub mod gpt_neox;
 pub mod granite;
@@ -29,9 +30,12 @@ pub mod mamba;
 pub mod mamba2;
 pub mod mixtral;
 pub mod nemotron_h;
+pub mod olmo2;
+pub mod olmo3;
 pub mod olmo_hybrid;
 pub mod olmoe;
 pub mod phi;
+pub mod phi3;
 pub mod phimoe;
 pub mod plamo2;
 pub mod qwen2;
@@ -57,6 +61,7 @@ pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
 pub use gemma3_text::{Gemma3, Gemma3Text};
+pub use glm4::Glm4;
 pub use glm4_moe::Glm4Moe;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
@@ -72,9 +77,12 @@ pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use olmo2::Olmo2;
+pub use olmo3::Olmo3;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
 pub use phi::Phi;
+pub use phi3::Phi3;
 pub use phimoe::PhiMoe;
 pub use plamo2::Plamo2;
 pub use qwen2::Qwen2;
@@ -104,7 +112,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 43] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 47] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -118,6 +126,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 43] {
         ("glm4_moe", builtin!(Glm4Moe)),
         ("gemma3", builtin!(Gemma3)),
         ("gemma3_text", builtin!(Gemma3Text)),
+        ("glm4", builtin!(Glm4)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoe", builtin!(GraniteMoe)),
@@ -132,10 +141,13 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 43] {
         ("mamba2", builtin!(Mamba2)),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
+        ("olmo2", builtin!(Olmo2)),
+        ("olmo3", builtin!(Olmo3)),
         ("olmo_hybrid", builtin!(OlmoHybrid)),
         ("olmoe", builtin!(Olmoe)),
         ("phi", builtin!(Phi)),
         ("phimoe", builtin!(PhiMoe)),
+        ("phi3", builtin!(Phi3)),
         ("plamo2", builtin!(Plamo2)),
         ("qwen2", builtin!(Qwen2)),
         ("qwen2_moe", builtin!(Qwen2Moe)),
