@@ -128,6 +128,10 @@ const MODELS: &[&str] = &[
     "nemotron_h-moe",
     "nemotron_h-moe-4bit",
     "nemotron_h-moe-hf",
+    "kimi_linear",
+    "kimi_linear-4bit",
+    "kimi_linear-hf",
+    "kimi_linear-tied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -684,6 +688,7 @@ const MOE: &[&str] = &[
     "qwen3_5_moe",
     "deepseek_v3",
     "lfm2_moe",
+    "kimi_linear",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -733,7 +738,12 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        let top_k = text["num_experts_per_tok"].as_u64().unwrap() as usize;
+        // kimi_linear's is num_experts_per_token.
+        let top_k = text
+            .get("num_experts_per_tok")
+            .or_else(|| text.get("num_experts_per_token"))
+            .and_then(Value::as_u64)
+            .unwrap() as usize;
         assert!(
             g.prompt.len() * top_k >= 64,
             "{name}: the prompt does not take the sorted path"
@@ -946,6 +956,12 @@ fn jamba_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("kimi_linear");
+    python_compile_fails_where_ours_traces_once("kimi_linear-tied");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1019,6 +1035,9 @@ fn models_rebuild_from_their_leaves() {
         "granitemoehybrid-tiny-4bit",
         "nemotron_h-moe",
         "nemotron_h-moe-4bit",
+        "kimi_linear",
+        "kimi_linear-4bit",
+        "kimi_linear-tied",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1224,6 +1243,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "granitemoehybrid-tiny-4bit",
         "nemotron_h-moe",
         "nemotron_h-moe-4bit",
+        "kimi_linear",
+        "kimi_linear-4bit",
+        "kimi_linear-tied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

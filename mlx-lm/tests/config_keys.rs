@@ -12,6 +12,7 @@ use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::lfm2_moe::Lfm2MoeArgs;
+use mlx_lm::models::kimi_linear::KimiLinearArgs;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::phi::PhiArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
@@ -73,6 +74,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "jamba" => JambaArgs::from_config(c).map(drop),
         "baichuan_m1" => BaichuanM1Args::from_config(c).map(drop),
         "deepseek_v3" => DeepseekV3::args(c).map(drop),
+        "kimi_linear" => KimiLinearArgs::from_config(c).map(drop),
         "helium" => Helium::args(c).map(drop),
         "seed_oss" => SeedOss::args(c).map(drop),
         "internlm3" => InternLM3::args(c).map(drop),
@@ -143,6 +145,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "jamba",
         "baichuan_m1",
         "deepseek_v3",
+        "kimi_linear",
         "helium",
         "seed_oss",
         "internlm3",

@@ -16,6 +16,7 @@ pub mod granitemoehybrid;
 pub mod helium;
 pub mod internlm3;
 pub mod jamba;
+pub mod kimi_linear;
 pub mod lfm2;
 pub mod lfm2_moe;
 pub mod llama;
@@ -59,6 +60,7 @@ pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
+pub use kimi_linear::KimiLinear;
 pub use olmo_hybrid::OlmoHybrid;
 pub use olmoe::Olmoe;
 pub use phi::Phi;
@@ -90,7 +92,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 36] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -104,6 +106,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 35] {
         ("helium", builtin!(Helium)),
         ("internlm3", builtin!(InternLM3)),
         ("jamba", builtin!(Jamba)),
+        ("kimi_linear", builtin!(KimiLinear)),
         ("lfm2", builtin!(Lfm2)),
         ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
