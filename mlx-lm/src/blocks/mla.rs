@@ -254,11 +254,7 @@ impl Mla {
         Ok(mla)
     }
 
-    fn rotate<'o>(
-        &self,
-        x: &Array,
-        offset: impl Into<fast::RopeOffset<'o>>,
-    ) -> Result<Array> {
+    fn rotate<'o>(&self, x: &Array, offset: impl Into<fast::RopeOffset<'o>>) -> Result<Array> {
         if self.nope {
             Ok(x.clone())
         } else {

@@ -64,11 +64,7 @@ pub struct KimiRouting {
 /// (not shapeless); as the grouped router of deepseek_v3 ([`crate::blocks::group_router`])
 /// the compiled function gives the eager ops' bits, so it runs eagerly and a compiled decode
 /// step compiles it with the rest.
-pub fn kimi_expert_select(
-    gates: &Array,
-    bias: &Array,
-    r: &KimiRouting,
-) -> Result<(Array, Array)> {
+pub fn kimi_expert_select(gates: &Array, bias: &Array, r: &KimiRouting) -> Result<(Array, Array)> {
     let scores = match r.score_function {
         ScoreFunction::Sigmoid => ops::sigmoid(gates)?,
         ScoreFunction::Softmax => ops::softmax(gates, &[-1][..], true)?,
@@ -216,6 +212,9 @@ impl KimiLinearArgs {
                 "must be true: kimi_linear's attention has no rotary embedding here, as in mlx_lm",
             ));
         }
+        // The released config names Moonshot's remote code (`auto_map`), which this file
+        // replaces.
+        c.declare_neutral(&["auto_map"]);
         // No rotary embedding (mla_use_nope), so its base and scaling enter nothing; the
         // context length only sizes the reference's buffers; initialization, dropout, the
         // key-value head count (every MLA head reads the one latent) and the multi-token
@@ -308,7 +307,13 @@ impl KimiLinearArgs {
         c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
         let kinds: Vec<&str> = linear
             .iter()
-            .map(|l| if *l { "linear_attention" } else { "full_attention" })
+            .map(|l| {
+                if *l {
+                    "linear_attention"
+                } else {
+                    "full_attention"
+                }
+            })
             .collect();
         c.require_value("layer_types", kinds)?;
 
@@ -355,8 +360,8 @@ impl KimiLinearArgs {
                 ));
             }
         }
-        let first_dense = i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0))
-            .unwrap_or(i32::MAX);
+        let first_dense =
+            i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0)).unwrap_or(i32::MAX);
         let freq = c.dim_or("moe_layer_freq", Some(1))?;
         let sparse = (0..layers)
             .map(|i| num_experts > 0 && i >= first_dense && i % freq == 0)
@@ -409,11 +414,7 @@ impl KimiLinearArgs {
 }
 
 /// A list of 1-based layer numbers under `key` (`None` when absent), each in `1..=layers`.
-fn one_based_layers(
-    c: &ModelConfig,
-    key: &str,
-    layers: i32,
-) -> crate::Result<Option<Vec<i32>>> {
+fn one_based_layers(c: &ModelConfig, key: &str, layers: i32) -> crate::Result<Option<Vec<i32>>> {
     let error = |message: String| invalid(c.path(), &c.key(key), &message);
     match c.get(key) {
         None | Some(Value::Null) => Ok(None),
@@ -480,7 +481,13 @@ impl KimiDeltaAttention {
         let p = |name: &str| format!("{path}.{name}");
         let mut conv = |name: &str| -> crate::Result<ShortConv1d> {
             Ok(ShortConv1d {
-                conv: load_depthwise_conv1d(ck, &p(&format!("{name}.conv")), pd, a.conv_kernel, false)?,
+                conv: load_depthwise_conv1d(
+                    ck,
+                    &p(&format!("{name}.conv")),
+                    pd,
+                    a.conv_kernel,
+                    false,
+                )?,
             })
         };
         let (q_conv, k_conv, v_conv) = (conv("q_conv")?, conv("k_conv")?, conv("v_conv")?);
@@ -677,7 +684,9 @@ impl Layer for KimiDecoderLayer {
     ) -> Result<Array> {
         let n = self.input_layernorm.forward(x)?;
         let r = match &self.self_attn {
-            KimiMixer::Kda(kda) => kda.forward(&n, ctx.rows, ctx.kernels.fused_gated_delta, cache)?,
+            KimiMixer::Kda(kda) => {
+                kda.forward(&n, ctx.rows, ctx.kernels.fused_gated_delta, cache)?
+            }
             KimiMixer::Mla(mla) => mla.forward(&n, ctx.rows, cache)?,
         };
         let h = ops::add(x, &r)?;
@@ -726,7 +735,7 @@ impl KimiLinear {
     pub fn sanitize(ck: &mut Checkpoint, a: &KimiLinearArgs) -> crate::Result<()> {
         let tied = a.tie_word_embeddings;
         ck.weights_mut()
-            .retain(|k, _| !k.starts_with("model.mtp") && !(tied && k == "lm_head.weight"));
+            .retain(|k, _| !(k.starts_with("model.mtp") || tied && k == "lm_head.weight"));
         let layers = a.num_hidden_layers;
         if a.num_experts > 0 {
             stack_experts(
