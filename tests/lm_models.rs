@@ -572,7 +572,7 @@ fn last_logprobs(logits: &Array) -> Array {
 /// the last place (measured on the CPU over 256 steps: up to 3.8e-6 for qwen3_5, 2.9e-6 for
 /// lfm2 and lfm2-4bit, 5.7e-6 for recurrent_gemma, 0 for mamba and the Mamba-2 family, up to
 /// 2.9e-6 for qwen3_moe, mixtral, qwen2_moe and deepseek_v3 (4-bit), 5.7e-6 for olmo_hybrid,
-/// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
+/// 0 for jamba, 4.8e-6 for lfm2_moe-scaled and kimi_linear-tied, 0 for granitemoehybrid-tiny and nemotron_h-moe,
 /// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
@@ -725,7 +725,8 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// compute a prompt in the SSD's chunked form and a step as the recurrence: up to 1.2e-7 and
 /// 7.2e-7; deepseek_v3's multi-head latent attention computes a prompt with the latent
 /// expanded into per-head keys and values and a step with the projection absorbed into the
-/// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3), 1e-5
+/// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3) and 1.4e-6
+/// (kimi_linear-tied, its latent attention beside Kimi Delta Attention), 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
 /// outputs at other tokens) moves them by whole units.
 #[test]
