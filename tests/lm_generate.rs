@@ -480,6 +480,7 @@ fn a_generation_continues_from_its_own_cache() {
         "lfm2_moe",
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
+        "kimi_linear",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -635,6 +636,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "granitemoehybrid-tiny",
         // Its routers a plain array, never quantized.
         "nemotron_h-moe",
+        // Its routers (`mlp.gate`) at 8 bits in groups of 64 (kimi_linear's
+        // `quant_predicate`), the correction biases, `A_log` and `dt_bias` kept as they are.
+        "kimi_linear",
     ] {
         let options = LoadOptions {
             quantize: Some(QuantParams {
@@ -1491,6 +1495,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "lfm2_moe-scaled",
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
+        "kimi_linear-tied",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

@@ -170,6 +170,10 @@ const MODELS: &[&str] = &[
     "nemotron_h-moe",
     "nemotron_h-moe-4bit",
     "nemotron_h-moe-hf",
+    "kimi_linear",
+    "kimi_linear-4bit",
+    "kimi_linear-hf",
+    "kimi_linear-tied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -622,6 +626,7 @@ fn last_logprobs(logits: &Array) -> Array {
 /// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
 /// up to 4.3e-6 for glm4_moe (4-bit), 7.2e-6 for dots1-tied (0 for the other dots1 models),
 /// 3.8e-6 for deepseek_v2, 9.5e-7 for granitemoe, 2.9e-6 for phimoe and ernie4_5_moe,
+/// 0 for jamba, 4.8e-6 for lfm2_moe-scaled and kimi_linear-tied, 0 for granitemoehybrid-tiny and nemotron_h-moe,
 /// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
 /// float32 that the separate ops round to bfloat16 (see
@@ -743,6 +748,7 @@ const MOE: &[&str] = &[
     "granitemoe",
     "phimoe",
     "ernie4_5_moe",
+    "kimi_linear",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -779,7 +785,8 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// compute a prompt in the SSD's chunked form and a step as the recurrence: up to 1.2e-7 and
 /// 7.2e-7; deepseek_v3's multi-head latent attention computes a prompt with the latent
 /// expanded into per-head keys and values and a step with the projection absorbed into the
-/// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3), 1e-5
+/// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3) and 1.4e-6
+/// (kimi_linear-tied, its latent attention beside Kimi Delta Attention), 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
 /// outputs at other tokens) moves them by whole units.
 #[test]
@@ -792,10 +799,11 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        // ERNIE-4.5 calls it moe_k.
+        // ERNIE-4.5 calls it moe_k, kimi_linear num_experts_per_token.
         let top_k = text
             .get("num_experts_per_tok")
             .or_else(|| text.get("moe_k"))
+            .or_else(|| text.get("num_experts_per_token"))
             .and_then(Value::as_u64)
             .unwrap() as usize;
         assert!(
@@ -1010,6 +1018,12 @@ fn jamba_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("kimi_linear");
+    python_compile_fails_where_ours_traces_once("kimi_linear-tied");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1083,6 +1097,9 @@ fn models_rebuild_from_their_leaves() {
         "granitemoehybrid-tiny-4bit",
         "nemotron_h-moe",
         "nemotron_h-moe-4bit",
+        "kimi_linear",
+        "kimi_linear-4bit",
+        "kimi_linear-tied",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1318,6 +1335,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "granitemoehybrid-tiny-4bit",
         "nemotron_h-moe",
         "nemotron_h-moe-4bit",
+        "kimi_linear",
+        "kimi_linear-4bit",
+        "kimi_linear-tied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

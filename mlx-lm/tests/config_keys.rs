@@ -10,6 +10,7 @@ use mlx_lm::models::baichuan_m1::BaichuanM1Args;
 use mlx_lm::models::cohere::CohereArgs;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
+use mlx_lm::models::kimi_linear::KimiLinearArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::lfm2_moe::Lfm2MoeArgs;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
@@ -80,6 +81,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "phimoe" => PhiMoe::args(c).map(drop),
         "ernie4_5_moe" => Ernie45Moe::args(c).map(drop),
         "dots1" => Dots1::args(c).map(drop),
+        "kimi_linear" => KimiLinearArgs::from_config(c).map(drop),
         "helium" => Helium::args(c).map(drop),
         "seed_oss" => SeedOss::args(c).map(drop),
         "internlm3" => InternLM3::args(c).map(drop),
@@ -162,6 +164,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "granitemoe",
         "phimoe",
         "ernie4_5_moe",
+        "kimi_linear",
         "helium",
         "seed_oss",
         "internlm3",
@@ -498,6 +501,34 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         // Experts in whole groups; top-k within the experts.
         ("nemotron_h-moe", "n_group", json!(3)),
         ("nemotron_h-moe", "num_experts_per_tok", json!(9)),
+        // mlx_lm's kimi_linear never rotates: a config with rope in its attention, or a
+        // low-rank query, is another model; transformers' derived keys must agree with the
+        // checkpoint's own; routers it does not have; top-k within the experts.
+        ("kimi_linear", "mla_use_nope", json!(false)),
+        ("kimi_linear", "q_lora_rank", json!(16)),
+        ("kimi_linear", "linear_head_dim", json!(64)),
+        (
+            "kimi_linear",
+            "layer_types",
+            json!([
+                "linear_attention",
+                "full_attention",
+                "linear_attention",
+                "full_attention"
+            ]),
+        ),
+        (
+            "kimi_linear",
+            "mlp_layer_types",
+            json!(["sparse", "sparse", "sparse", "sparse"]),
+        ),
+        ("kimi_linear", "num_experts_per_token", json!(9)),
+        ("kimi_linear-remote", "use_grouped_topk", json!(false)),
+        (
+            "kimi_linear-remote",
+            "moe_router_activation_func",
+            json!("tanh"),
+        ),
     ];
     for (name, key, value) in cases {
         let mut config = transformers_config(name);

@@ -42,6 +42,7 @@ from transformers import (  # noqa: E402
     HeliumConfig,
     InternLM3Config,
     JambaConfig,
+    KimiLinearConfig,
     Lfm2Config,
     Lfm2MoeConfig,
     LlamaConfig,
@@ -326,6 +327,37 @@ def configs():
         "dots1": Dots1Config(**SIZES, n_routed_experts=8, n_shared_experts=2,
                              num_experts_per_tok=2, moe_intermediate_size=32,
                              first_k_dense_replace=1),
+        # Kimi Linear: transformers' class (which derives layer_types, mlp_layer_types and the
+        # linear_* sizes from the checkpoint's linear_attn_config and first_k_dense_replace)
+        # with the keys the released config.json adds (mla_use_nope, linear_attn_config).
+        "kimi_linear": KimiLinearConfig(**dict(SIZES, num_key_value_heads=4), num_experts=8,
+                                        moe_intermediate_size=32, num_experts_per_token=2,
+                                        kv_lora_rank=32, qk_rope_head_dim=16, v_head_dim=32,
+                                        qk_nope_head_dim=32, mla_use_nope=True,
+                                        first_k_dense_replace=1, linear_attn_config={
+                                            "num_heads": 2, "head_dim": 32,
+                                            "short_conv_kernel_size": 4,
+                                            "kda_layers": [1, 2, 3], "full_attn_layers": [4]}),
+        # The released checkpoints run Moonshot's remote code: the keys of
+        # Kimi-Linear-48B-A3B-Instruct's config.json (what mlx_lm reads), at small sizes.
+        "kimi_linear-remote": {
+            "model_type": "kimi_linear", "architectures": ["KimiLinearForCausalLM"],
+            "auto_map": {"AutoConfig": "configuration_kimi.KimiLinearConfig"},
+            "vocab_size": 384, "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "head_dim": 72, "hidden_act": "silu", "initializer_range": 0.02,
+            "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "rope_scaling": None,
+            "model_max_length": 1048576, "tie_word_embeddings": False, "use_cache": True,
+            "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": 0,
+            "kv_lora_rank": 32, "q_lora_rank": None, "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16, "v_head_dim": 32, "mla_use_nope": True,
+            "num_experts": 8, "moe_intermediate_size": 32, "num_experts_per_token": 2,
+            "num_shared_experts": 1, "moe_router_activation_func": "sigmoid",
+            "moe_renormalize": True, "routed_scaling_factor": 2.446,
+            "first_k_dense_replace": 1, "moe_layer_freq": 1, "use_grouped_topk": True,
+            "num_expert_group": 1, "topk_group": 1, "num_nextn_predict_layers": 0,
+            "linear_attn_config": {"num_heads": 2, "head_dim": 32, "short_conv_kernel_size": 4,
+                                   "kda_layers": [1, 2, 3], "full_attn_layers": [4]}},
         # Issue 37, RMSNorm llama-likes (helper A).
         "helium": HeliumConfig(**SIZES, head_dim=16),
         "seed_oss": SeedOssConfig(**SIZES, head_dim=16),

@@ -695,6 +695,50 @@ CONFIGS = {
          "attention_bias": False, "tie_word_embeddings": False},
         mx.float32, 22,
     ),
+    # Kimi-Linear-48B-A3B's layer mix (Kimi Delta Attention in three layers of four, MLA in
+    # every fourth; 27 layers of 2304 there) at hidden 64 and 8 layers: 2 KDA heads of 32 (its
+    # 32 of 128) with a per-channel gate, short convolutions of 4; MLA without rope
+    # (mla_use_nope) over a latent of 32 (its 512), 32 + 16 query/key features per head (its
+    # 128 + 64), values of 32 (its 128), 4 heads (its 32); the first layer dense, then 8
+    # routed experts of 32 (its 256 of 1024), top 4 (its 8), sigmoid scores with the
+    # correction bias, renormalized and scaled by 2.446 (its own factor), one shared expert;
+    # untied head.
+    "kimi_linear": (
+        {"model_type": "kimi_linear", "vocab_size": VOCAB, "hidden_size": 64,
+         "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "intermediate_size": 128, "head_dim": 72, "rope_theta": 10000.0,
+         "rms_norm_eps": 1e-5, "model_max_length": 4096, "num_experts": 8,
+         "moe_intermediate_size": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+         "qk_rope_head_dim": 16, "v_head_dim": 32, "mla_use_nope": True,
+         "num_experts_per_token": 4, "num_shared_experts": 1,
+         "moe_router_activation_func": "sigmoid", "moe_renormalize": True,
+         "routed_scaling_factor": 2.446, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+         "use_grouped_topk": True, "num_expert_group": 1, "topk_group": 1,
+         "tie_word_embeddings": False, "hidden_act": "silu", "q_lora_rank": None,
+         "linear_attn_config": {"num_heads": 2, "head_dim": 32, "short_conv_kernel_size": 4,
+                                "kda_layers": [1, 2, 3, 5, 6, 7], "full_attn_layers": [4, 8]}},
+        mx.float32, 41,
+    ),
+    # What the other leaves out: a tied head, experts in 2 groups of which 1 is kept, every
+    # other layer sparse from the first (moe_layer_freq 2, first_k_dense_replace 0), top 2
+    # not renormalized, no shared expert, softmax scores, a convolution of 3 taps, KDA heads
+    # of 64 (different from MLA's), MLA first.
+    "kimi_linear-tied": (
+        {"model_type": "kimi_linear", "vocab_size": VOCAB, "hidden_size": 64,
+         "num_hidden_layers": 5, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "intermediate_size": 96, "head_dim": 64, "rope_theta": 10000.0,
+         "rms_norm_eps": 1e-6, "model_max_length": 4096, "num_experts": 8,
+         "moe_intermediate_size": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+         "qk_rope_head_dim": 16, "v_head_dim": 16, "mla_use_nope": True,
+         "num_experts_per_token": 2, "num_shared_experts": 0,
+         "moe_router_activation_func": "softmax", "moe_renormalize": False,
+         "routed_scaling_factor": 1.0, "first_k_dense_replace": 0, "moe_layer_freq": 2,
+         "use_grouped_topk": True, "num_expert_group": 2, "topk_group": 1,
+         "tie_word_embeddings": True, "hidden_act": "silu",
+         "linear_attn_config": {"num_heads": 1, "head_dim": 64, "short_conv_kernel_size": 3,
+                                "kda_layers": [2, 3, 5], "full_attn_layers": [1, 4]}},
+        mx.float32, 42,
+    ),
     # Issue 37, RMSNorm llama-likes (helper A).
     # Helium-1 2B's shape: grouped heads (its 16 / 8), head_dim the key mlx_lm ignores
     # (hidden / heads), traditional rope at rope_theta, no biases, untied (mlx_lm cannot load a
@@ -1128,7 +1172,7 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
                "phimoe": 40, "phimoe-jitter": 40, "ernie4_5_moe": 40,
-               "ernie4_5_moe-bias": 40}
+               "ernie4_5_moe-bias": 40, "kimi_linear": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1197,6 +1241,9 @@ QUANTIZED = {
     "phimoe-jitter": None,
     "ernie4_5_moe": (32, 4, None),
     "ernie4_5_moe-bias": None,
+    # mlx_lm's quant_predicate: the router (`mlp.gate`) at 8 bits.
+    "kimi_linear": (32, 4, None),
+    "kimi_linear-tied": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -1266,7 +1313,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 38, grouped-router families.
                      "glm4_moe", "glm4_moe-air", "dots1", "dots1-tied",
                      "deepseek_v2", "deepseek_v2-lite", "granitemoe",
-                     "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias"}
+                     "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias",
+                     # Issue 35, Kimi Linear.
+                     "kimi_linear", "kimi_linear-tied"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1604,6 +1653,9 @@ def make_models(names):
         if name in HF_EXPERTS:
             hf_layout_experts(name, config)
             weights_recipe.write(MODELS / f"{name}-hf")
+        if name == "kimi_linear":
+            hf_layout_kimi_linear(config)
+            weights_recipe.write(MODELS / "kimi_linear-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -1938,6 +1990,51 @@ def hf_layout_deepseek_v3(config):
         elif not k.endswith("unembed_out.weight"):
             out[k] = v
     out["model.layers.61.eh_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_kimi_linear(config):
+    """The Kimi-Linear weights as the released checkpoint (its remote code) stores them: the
+    sparse layers under `block_sparse_moe` with each expert's `w1`/`w2`/`w3` apart and the
+    correction bias on the gate, the short convolutions as `q_conv1d` `[C, 1, K]`, `dt_bias`
+    per head `[H, Dk]`, the latent's up-projection as one `kv_b_proj`, and a
+    multi-token-prediction tensor (`model.mtp.`) mlx_lm drops. mlx_lm's sanitize maps it back
+    to the same model."""
+    src = MODELS / "kimi_linear"
+    dst = MODELS / "kimi_linear-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    heads = config["linear_attn_config"]["num_heads"]
+    names = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+    out = {}
+    for k, v in weights.items():
+        if ".mlp.switch_mlp." in k:
+            prefix, rest = k.split(".mlp.switch_mlp.")
+            proj, leaf = rest.split(".")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.block_sparse_moe.experts.{e}.{names[proj]}.{leaf}"] = v[e]
+        elif ".mlp.e_score_correction_bias" in k:
+            out[k.replace(".mlp.e_score_correction_bias",
+                          ".block_sparse_moe.gate.e_score_correction_bias")] = v
+        elif (".mlp.gate." in k or ".mlp.shared_experts." in k) and any(
+                f"{k.split('.mlp.')[0]}.mlp.switch_mlp.{p}.weight" in weights
+                for p in names):
+            out[k.replace(".mlp.", ".block_sparse_moe.")] = v
+        elif "_conv.conv.weight" in k:
+            out[k.replace("_conv.conv.weight", "_conv1d.weight")] = v.moveaxis(1, 2)
+        elif k.endswith(".dt_bias"):
+            out[k] = v.reshape(heads, -1)
+        elif k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            wk = v.swapaxes(-1, -2)
+            wv = weights[prefix + "unembed_out.weight"]
+            kv_b = mx.concatenate([wk, wv], axis=1)
+            out[prefix + "kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+        elif not k.endswith("unembed_out.weight"):
+            out[k] = v
+    out["model.mtp.0.eh_proj.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 

@@ -191,6 +191,15 @@ CASES = [
     {"model": "granitemoe", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "phimoe-jitter", "lengths": [9, 2, 15], "max_tokens": 16},
     {"model": "ernie4_5_moe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    # kimi_linear: mlx_lm masks KDA's three convolutions and its recurrence (the cache's
+    # lengths), so its batch is the reference; MLA's compressed cache left-padded, the
+    # grouped router. Different lengths, 4-bit with sampling, the tied one (softmax router in
+    # groups) across prefill chunks.
+    {"model": "kimi_linear", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "kimi_linear-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13,
+     "temp": 1.0, "top_k": 20},
+    {"model": "kimi_linear-tied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
     # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
     # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)

@@ -535,6 +535,10 @@ PROMPT_CACHE = [
     ("granitemoehybrid-tiny", 34),
     # Nemotron-3-Nano's kind: no cache entries for the expert blocks.
     ("nemotron_h-moe", 34),
+    # Kimi Linear: KDA's ArraysCache(4) (three convolution states, the float32 recurrent
+    # state) beside MLA's compressed key/value caches; the sparse blocks' sorted path in the
+    # prefix.
+    ("kimi_linear", 34),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the

@@ -175,6 +175,10 @@ pub struct Mla {
     pub qk_rope_head_dim: i32,
     #[tree(static)]
     pub scale: f32,
+    /// kimi_linear's MLA (`mla_use_nope`): the query's and key's rotary parts enter the
+    /// scores unrotated (`rope` is then never applied).
+    #[tree(static)]
+    pub nope: bool,
 }
 
 /// `mx.finfo(dtype).min`: the additive mask of a position the query must not see.
@@ -231,7 +235,31 @@ impl Mla {
             kv_lora_rank: c.kv_lora_rank,
             qk_rope_head_dim: c.qk_rope_head_dim,
             scale: c.scale,
+            nope: false,
         })
+    }
+
+    /// Python: kimi_linear's `KimiMLAAttention`: [`load`](Self::load)'s layer without
+    /// rotary embedding (`c.rope` unused), its `kv_a_layernorm` at `kv_norm_eps` (the
+    /// config's `rms_norm_eps`, where DeepSeek's is 1e-6).
+    pub fn load_nope(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &MlaConfig,
+        kv_norm_eps: f32,
+    ) -> crate::Result<Mla> {
+        let mut mla = Self::load(ck, path, c)?;
+        mla.nope = true;
+        mla.kv_a_layernorm.eps = kv_norm_eps;
+        Ok(mla)
+    }
+
+    fn rotate<'o>(&self, x: &Array, offset: impl Into<fast::RopeOffset<'o>>) -> Result<Array> {
+        if self.nope {
+            Ok(x.clone())
+        } else {
+            self.rope.forward(x, offset)
+        }
     }
 
     /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
@@ -260,16 +288,16 @@ impl Mla {
                     .then(|| causal_mask(rows.len, None))
                     .transpose()?;
                 (
-                    self.rope.forward(q_pe, 0)?,
+                    self.rotate(q_pe, 0)?,
                     kv_latent,
-                    self.rope.forward(&k_pe, 0)?,
+                    self.rotate(&k_pe, 0)?,
                     mask,
                 )
             }
             Some(LayerCache::Kv(c)) => {
                 let offset = c.rope_offset()?;
-                let q_pe = self.rope.forward(q_pe, &offset)?;
-                let k_pe = self.rope.forward(&k_pe, &offset)?;
+                let q_pe = self.rotate(q_pe, &offset)?;
+                let k_pe = self.rotate(&k_pe, &offset)?;
                 let (latent, pe, mask) = fetch(c, &kv_latent, &k_pe, rows.len)?;
                 (q_pe, latent, pe, mask)
             }

@@ -257,7 +257,7 @@ pub fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
 }
 
 /// Python: `_gated_delta_step_ops`, one step of the recurrence (`q`, `k` `[B, H, Dk]`, `v`
-/// `[B, H, Dv]`, `g`, `beta` `[B, H]`, `state` `[B, H, Dv, Dk]`, `mask` `[B]`): the step's
+/// `[B, H, Dv]`, `g` `[B, H]` or per key channel `[B, H, Dk]`, `beta` `[B, H]`, `state` `[B, H, Dv, Dk]`, `mask` `[B]`): the step's
 /// output in `q`'s dtype and the new state, compiled as mlx_lm compiles it (shapes part of
 /// the trace: one trace per prompt shape, then cache hits for every step).
 fn gated_delta_step(
@@ -274,7 +274,14 @@ fn gated_delta_step(
     inputs.extend(mask);
     let out = compiled(&SLOT, false, &inputs, &|xs| {
         let (q, k, v, g, beta, old_state) = (&xs[0], &xs[1], &xs[2], &xs[3], &xs[4], &xs[5]);
-        let state = ops::multiply(old_state, &ops::expand_dims(g, [-1, -2])?)?;
+        // Python: `g[..., None, None]` for a gate per head `[B, H]`, `g[..., None, :]` for
+        // one per key channel `[B, H, Dk]` (kimi_linear's).
+        let decay = if g.ndim() == 3 {
+            ops::expand_dims(g, -2)?
+        } else {
+            ops::expand_dims(g, [-1, -2])?
+        };
+        let state = ops::multiply(old_state, &decay)?;
         let k_row = ops::expand_dims(k, -2)?;
         let kv_mem = ops::sum(&ops::multiply(&state, &k_row)?, -1, false)?;
         let delta = ops::multiply(&ops::subtract(v, &kv_mem)?, &ops::expand_dims(beta, -1)?)?;

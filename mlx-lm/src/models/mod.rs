@@ -23,6 +23,7 @@ pub mod granitemoehybrid;
 pub mod helium;
 pub mod internlm3;
 pub mod jamba;
+pub mod kimi_linear;
 pub mod lfm2;
 pub mod lfm2_moe;
 pub mod llama;
@@ -70,6 +71,7 @@ pub use granitemoehybrid::GraniteMoeHybrid;
 pub use helium::Helium;
 pub use internlm3::InternLM3;
 pub use jamba::Jamba;
+pub use kimi_linear::KimiLinear;
 pub use lfm2::Lfm2;
 pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
@@ -112,7 +114,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 47] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 48] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -134,6 +136,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 47] {
         ("helium", builtin!(Helium)),
         ("internlm3", builtin!(InternLM3)),
         ("jamba", builtin!(Jamba)),
+        ("kimi_linear", builtin!(KimiLinear)),
         ("lfm2", builtin!(Lfm2)),
         ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
