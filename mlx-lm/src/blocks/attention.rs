@@ -132,8 +132,8 @@ impl Attention {
 /// calls them there (`o_proj`, `out_proj` or `dense`; `q_norm` or `q_layernorm`, ...): what
 /// an architecture whose attention has other parameter names computes with, so the
 /// computation is written once. `N` is the per-head norm of queries and keys: RMSNorm
-/// (qwen3), or one with a weight per head (cohere's [`LayerNorm2D`](super::LayerNorm2D),
-/// stablelm's [`PerHeadLayerNorm`](super::PerHeadLayerNorm)).
+/// (qwen3), or one with a weight per head (cohere's [`LayerNorm2D`],
+/// stablelm's [`PerHeadLayerNorm`]).
 #[derive(Debug)]
 pub struct AttentionParts<'a, N = RMSNorm> {
     pub q_proj: &'a MaybeQuantizedLinear,
