@@ -2,111 +2,20 @@
 //! RMS-normalized over their whole projection (not per head) before the heads split, and a
 //! sparse block in every layer (OLMoE-1B-7B): softmax router, top-k, optionally renormalized.
 
-use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{Array, Dtype, Result};
+use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
-use crate::blocks::attention::attend;
-use crate::blocks::rows::{heads, merge_heads};
+use crate::blocks::whole_qk_norm::WholeQkNormAttention;
 use crate::blocks::{
-    rope_theta, DecoderModel, LayerContext, MoeConfig, RotaryEmbedding, Router, SparseMoe,
-    TokenMixer,
+    rope_theta, AttentionConfig, DecoderModel, MoeConfig, RotaryEmbedding, Router, SparseMoe,
 };
-use crate::cache::{KvCache, LayerCache};
-use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
 use crate::models::sparse::{expert_counts, MoeArgs, SAME_NAMES};
 
-/// Python: olmoe's `Attention`: `q_norm` / `k_norm` over `heads * head_dim` features.
-#[derive(Debug, Clone, TreeNode)]
-pub struct OlmoeAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub q_norm: RMSNorm,
-    pub k_norm: RMSNorm,
-    pub rope: RotaryEmbedding,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub scale: f32,
-}
-
-impl OlmoeAttention {
-    fn load(ck: &mut Checkpoint, path: &str, d: &DecoderArgs) -> crate::Result<OlmoeAttention> {
-        let (dim, h, kv, hd) = (
-            d.hidden_size,
-            d.num_attention_heads,
-            d.num_key_value_heads,
-            d.head_dim,
-        );
-        let p = |name: &str| format!("{path}.{name}");
-        Ok(OlmoeAttention {
-            q_proj: ck.linear(&p("q_proj"), dim, h * hd, d.qkv_bias)?,
-            k_proj: ck.linear(&p("k_proj"), dim, kv * hd, d.qkv_bias)?,
-            v_proj: ck.linear(&p("v_proj"), dim, kv * hd, d.qkv_bias)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, dim, d.o_bias)?,
-            q_norm: ck.rms_norm(&p("q_norm"), h * hd, d.rms_norm_eps)?,
-            k_norm: ck.rms_norm(&p("k_norm"), kv * hd, d.rms_norm_eps)?,
-            rope: d.rope.clone(),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
-            scale: (hd as f64).powf(-0.5) as f32,
-        })
-    }
-}
-
-impl TokenMixer for OlmoeAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = self.q_norm.forward(&self.q_proj.forward(x)?)?;
-        let k = self.k_norm.forward(&self.k_proj.forward(x)?)?;
-        let out = attend(
-            heads(&q, rows, self.n_heads, None)?,
-            heads(&k, rows, self.n_kv_heads, None)?,
-            heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?,
-            Some(&self.rope),
-            self.scale,
-            ctx.masks.for_window(None),
-            None,
-            ctx.kernels.fused_decode_attention,
-            cache,
-        )?;
-        self.o_proj.forward(&merge_heads(&out)?)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
-    }
-}
+/// Python: olmoe's `Attention`: `q_norm` / `k_norm` over `heads * head_dim` features, as
+/// OLMo 2's.
+pub type OlmoeAttention = WholeQkNormAttention;
 
 /// Python: `mlx_lm.models.olmoe.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -186,7 +95,20 @@ impl Olmoe {
         let (model, lm_head) = args.load_with(
             ck,
             options.kernels,
-            |ck, path, _| OlmoeAttention::load(ck, &format!("{path}.self_attn"), &args.decoder),
+            |ck, path, i| {
+                let d = &args.decoder;
+                // Its q/k norms are over the whole projection, never per head.
+                let attention = AttentionConfig {
+                    qk_norm: None,
+                    ..d.attention(i)
+                };
+                WholeQkNormAttention::load(
+                    ck,
+                    &format!("{path}.self_attn"),
+                    &attention,
+                    d.rms_norm_eps,
+                )
+            },
             |ck, path, _| SparseMoe::load(ck, path, &args.moe),
         )?;
         Ok(Olmoe { model, lm_head })
