@@ -319,12 +319,17 @@ fn floats(a: &Array) -> Vec<f32> {
 /// every layer: measured up to 1.6e-4 there, so 5e-4. In the bfloat16 models with exact
 /// ties on their greedy path (`NEAR_TIES`) such a difference can round a bfloat16 value to
 /// its neighbour: measured, phi-bf16's log-probabilities one bfloat16 step (0.03125, at
-/// magnitudes 4 to 8) from mlx_lm's at one step of 64.
+/// magnitudes 4 to 8) from mlx_lm's at one step of 64. Gemma 3 (float32) measured 2.2e-5 on
+/// its prompt logits and 1.3e-5 on its eager log-probabilities there (not yet broken down by
+/// layer: its norms round `1 + w` in the weight dtype, its residual sums go through
+/// `clip_residual`), so 5e-5.
 fn logit_tolerance(name: &str) -> f32 {
     if mlx::core::sys::PREBUILT_MLX {
         0.0
     } else if name.starts_with("plamo2") {
         5e-4
+    } else if name.starts_with("gemma3") && !NEAR_TIES.contains(&name) {
+        5e-5
     } else if NEAR_TIES.contains(&name) {
         0.03125
     } else {
