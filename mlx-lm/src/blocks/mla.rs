@@ -192,28 +192,66 @@ fn lowest(dtype: Dtype) -> Result<Array> {
     Array::from_scalar(v).astype(dtype)
 }
 
+/// An MLA layer's query projection: `q_proj`, or with `q_lora_rank` the low-rank `q_a_proj`
+/// → `q_a_layernorm` → `q_b_proj`; the other parameters are `None`.
+pub(crate) type QueryProjections = (
+    Option<MaybeQuantizedLinear>,
+    Option<MaybeQuantizedLinear>,
+    Option<RMSNorm>,
+    Option<MaybeQuantizedLinear>,
+);
+
+/// Takes the query projection of the layer under `path` (deepseek_v3's absorbed MLA and
+/// deepseek_v2's expanded one read the same tensors).
+pub(crate) fn load_query(
+    ck: &mut Checkpoint,
+    path: &str,
+    c: &MlaConfig,
+) -> crate::Result<QueryProjections> {
+    let p = |name: &str| format!("{path}.{name}");
+    let (d, h) = (c.hidden_size, c.num_heads);
+    let q_head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
+    Ok(match c.q_lora_rank {
+        None => (
+            Some(ck.linear(&p("q_proj"), d, h * q_head_dim, false)?),
+            None,
+            None,
+            None,
+        ),
+        Some(r) => (
+            None,
+            Some(ck.linear(&p("q_a_proj"), d, r, c.attention_bias)?),
+            // Python: eps 1e-6 whatever the config's rms_norm_eps.
+            Some(ck.rms_norm(&p("q_a_layernorm"), r, 1e-6)?),
+            Some(ck.linear(&p("q_b_proj"), r, h * q_head_dim, false)?),
+        ),
+    })
+}
+
+/// The queries of rows `x` through the projection [`load_query`] took.
+pub(crate) fn project_query(
+    x: &Array,
+    q: (
+        &Option<MaybeQuantizedLinear>,
+        &Option<MaybeQuantizedLinear>,
+        &Option<RMSNorm>,
+        &Option<MaybeQuantizedLinear>,
+    ),
+) -> Result<Array> {
+    match q {
+        (Some(q_proj), ..) => q_proj.forward(x),
+        (None, Some(a), Some(norm), Some(b)) => b.forward(&norm.forward(&a.forward(x)?)?),
+        _ => Err(wrong_input("an MLA layer without its query projection")),
+    }
+}
+
 impl Mla {
     /// Takes the layer's tensors under `path` (`model.layers.0.self_attn`), with `kv_b_proj`
     /// already split into `embed_q` / `unembed_out` ([`split_kv_b_proj`]).
     pub fn load(ck: &mut Checkpoint, path: &str, c: &MlaConfig) -> crate::Result<Mla> {
         let p = |name: &str| format!("{path}.{name}");
         let (d, h) = (c.hidden_size, c.num_heads);
-        let q_head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
-        let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = match c.q_lora_rank {
-            None => (
-                Some(ck.linear(&p("q_proj"), d, h * q_head_dim, false)?),
-                None,
-                None,
-                None,
-            ),
-            Some(r) => (
-                None,
-                Some(ck.linear(&p("q_a_proj"), d, r, c.attention_bias)?),
-                // Python: eps 1e-6 whatever the config's rms_norm_eps.
-                Some(ck.rms_norm(&p("q_a_layernorm"), r, 1e-6)?),
-                Some(ck.linear(&p("q_b_proj"), r, h * q_head_dim, false)?),
-            ),
-        };
+        let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = load_query(ck, path, c)?;
         Ok(Mla {
             q_proj,
             q_a_proj,
@@ -264,16 +302,15 @@ impl Mla {
 
     /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
     pub fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
-        let q = match (
-            &self.q_proj,
-            &self.q_a_proj,
-            &self.q_a_layernorm,
-            &self.q_b_proj,
-        ) {
-            (Some(q_proj), ..) => q_proj.forward(x)?,
-            (None, Some(a), Some(norm), Some(b)) => b.forward(&norm.forward(&a.forward(x)?)?)?,
-            _ => return Err(wrong_input("an MLA layer without its query projection")),
-        };
+        let q = project_query(
+            x,
+            (
+                &self.q_proj,
+                &self.q_a_proj,
+                &self.q_a_layernorm,
+                &self.q_b_proj,
+            ),
+        )?;
         let q = heads(&q, rows, self.num_heads, None)?;
         let q = ops::split(&q, &[self.qk_nope_head_dim][..], -1)?;
         let (q_nope, q_pe) = (&q[0], &q[1]);

@@ -14,7 +14,7 @@ use mlx_tree::TreeNode;
 use crate::blocks::attention::attend;
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
-use crate::blocks::mla::MlaConfig;
+use crate::blocks::mla::{load_query, project_query, MlaConfig};
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, merge_heads, wrong_input, Rows};
 use crate::cache::{KvCache, LayerCache};
@@ -51,22 +51,7 @@ impl ExpandedMla {
     pub fn load(ck: &mut Checkpoint, path: &str, c: &MlaConfig) -> crate::Result<ExpandedMla> {
         let p = |name: &str| format!("{path}.{name}");
         let (d, h) = (c.hidden_size, c.num_heads);
-        let q_head_dim = c.qk_nope_head_dim + c.qk_rope_head_dim;
-        let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = match c.q_lora_rank {
-            None => (
-                Some(ck.linear(&p("q_proj"), d, h * q_head_dim, false)?),
-                None,
-                None,
-                None,
-            ),
-            Some(r) => (
-                None,
-                Some(ck.linear(&p("q_a_proj"), d, r, c.attention_bias)?),
-                // Python: eps 1e-6 whatever the config's rms_norm_eps.
-                Some(ck.rms_norm(&p("q_a_layernorm"), r, 1e-6)?),
-                Some(ck.linear(&p("q_b_proj"), r, h * q_head_dim, false)?),
-            ),
-        };
+        let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = load_query(ck, path, c)?;
         Ok(ExpandedMla {
             q_proj,
             q_a_proj,
@@ -104,16 +89,15 @@ impl ExpandedMla {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let rows: Rows = ctx.rows;
-        let q = match (
-            &self.q_proj,
-            &self.q_a_proj,
-            &self.q_a_layernorm,
-            &self.q_b_proj,
-        ) {
-            (Some(q_proj), ..) => q_proj.forward(x)?,
-            (None, Some(a), Some(norm), Some(b)) => b.forward(&norm.forward(&a.forward(x)?)?)?,
-            _ => return Err(wrong_input("an MLA layer without its query projection")),
-        };
+        let q = project_query(
+            x,
+            (
+                &self.q_proj,
+                &self.q_a_proj,
+                &self.q_a_layernorm,
+                &self.q_b_proj,
+            ),
+        )?;
         let q = heads(&q, rows, self.num_heads, None)?;
         let q = ops::split(&q, &[self.qk_nope_head_dim][..], -1)?;
         let compressed = self.kv_a_proj_with_mqa.forward(x)?;
