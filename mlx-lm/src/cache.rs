@@ -547,6 +547,24 @@ pub enum LayerCache {
 }
 
 impl LayerCache {
+    /// An attention layer's cache of `kv_heads` heads of `head_dim` features: a rotating
+    /// cache of the `window` for a sliding-window layer (mlx_lm's
+    /// `RotatingKVCache(max_size=sliding_window)`), else a key/value cache of `capacity`.
+    pub fn attention(
+        batch: i32,
+        kv_heads: i32,
+        head_dim: i32,
+        window: Option<i32>,
+        capacity: i32,
+        dtype: Dtype,
+    ) -> Result<LayerCache> {
+        let dims = (head_dim, head_dim);
+        Ok(match window {
+            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv_heads, w, dims, dtype)?),
+            None => LayerCache::Kv(KvCache::new(batch, kv_heads, capacity, dims, dtype)?),
+        })
+    }
+
     /// The name of the kind, as mlx_lm's class names it.
     pub fn class_name(&self) -> &'static str {
         match self {

@@ -15,7 +15,7 @@ use crate::blocks::mask::PlainMask;
 use crate::blocks::norm::{heads_normed, LayerNorm2D, PerHeadLayerNorm};
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, heads_first, merge_heads, wrong_input, Rows};
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::Checkpoint;
 use crate::kernels::decode_attention;
 
@@ -281,11 +281,14 @@ impl TokenMixer for Attention {
     /// A rotating cache of the window for a sliding-window layer (Python: llama's
     /// `make_cache`), else a key/value cache of `capacity`.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(match self.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        })
+        LayerCache::attention(
+            batch,
+            self.n_kv_heads,
+            self.head_dim,
+            self.window,
+            capacity,
+            dtype,
+        )
     }
 
     fn window(&self) -> Option<i32> {

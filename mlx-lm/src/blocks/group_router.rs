@@ -367,51 +367,6 @@ impl Forward for GreedyMoe {
     }
 }
 
-/// A layer's feed-forward block: the dense MLP or the grouped-router experts, under `mlp`.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum GroupedFeedForward {
-    Dense(Mlp),
-    Sparse(GroupedMoe),
-}
-
-impl TreeNode for GroupedFeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            GroupedFeedForward::Dense(m) => m.flatten(f),
-            GroupedFeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("GroupedMoe") => {
-                GroupedMoe::unflatten(u).map(GroupedFeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(GroupedFeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            GroupedFeedForward::Dense(m) => m.leaves_mut(f),
-            GroupedFeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for GroupedFeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            GroupedFeedForward::Dense(m) => m.forward(x),
-            GroupedFeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
-impl crate::blocks::decoder::ChannelMixer for GroupedFeedForward {}
-
 #[cfg(test)]
 mod tests {
     use super::*;

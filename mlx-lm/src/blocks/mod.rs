@@ -42,7 +42,7 @@ pub use fused::{split_qkv, FusedGateUpMlp};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig, GdnProjections};
 pub use group_router::{
     greedy_expert_select, group_expert_select, grouped_moe_forward, GreedyGate, GreedyMoe,
-    GreedyRouting, GroupLimit, GroupRouting, GroupedFeedForward, GroupedMoe, MoeGate,
+    GreedyRouting, GroupLimit, GroupRouting, GroupedMoe, MoeGate,
 };
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
 pub use mask::{Masks, PlainMask};

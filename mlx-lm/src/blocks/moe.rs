@@ -144,16 +144,18 @@ impl Forward for SparseMoe {
 }
 
 /// A layer's feed-forward block where a model mixes dense and sparse layers (Qwen3-MoE's
-/// `mlp_only_layers` and `decoder_sparse_step`): under the layer's `mlp` either way.
+/// `mlp_only_layers` and `decoder_sparse_step`, DeepSeek's `first_k_dense_replace`): under
+/// the layer's `mlp` either way. `S` is the family's sparse block; the dense one is always
+/// [`Mlp`], which is how a tree tells them apart.
 // One per layer, built once at load: the variants' sizes cost nothing worth a box.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone)]
-pub enum FeedForward {
+pub enum FeedForward<S = SparseMoe> {
     Dense(Mlp),
-    Sparse(SparseMoe),
+    Sparse(S),
 }
 
-impl TreeNode for FeedForward {
+impl<S: TreeNode> TreeNode for FeedForward<S> {
     fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
         match self {
             FeedForward::Dense(m) => m.flatten(f),
@@ -163,10 +165,8 @@ impl TreeNode for FeedForward {
 
     fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
         match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("SparseMoe") => {
-                SparseMoe::unflatten(u).map(FeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(FeedForward::Dense),
+            mlx_tree::NodeKind::Struct("Mlp") => Mlp::unflatten(u).map(FeedForward::Dense),
+            _ => S::unflatten(u).map(FeedForward::Sparse),
         }
     }
 
@@ -178,7 +178,7 @@ impl TreeNode for FeedForward {
     }
 }
 
-impl Forward for FeedForward {
+impl<S: Forward> Forward for FeedForward<S> {
     fn forward(&self, x: &Array) -> Result<Array> {
         match self {
             FeedForward::Dense(m) => m.forward(x),
@@ -187,7 +187,7 @@ impl Forward for FeedForward {
     }
 }
 
-impl crate::blocks::decoder::ChannelMixer for FeedForward {}
+impl<S: Forward + TreeNode + Clone> crate::blocks::decoder::ChannelMixer for FeedForward<S> {}
 
 impl crate::blocks::decoder::ChannelMixer for SparseMoe {}
 

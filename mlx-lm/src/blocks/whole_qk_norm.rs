@@ -12,7 +12,7 @@ use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, merge_heads};
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
 
 /// Python: olmo2's `Attention`, olmo3's `Olmo3Attention`.
@@ -101,11 +101,14 @@ impl TokenMixer for WholeQkNormAttention {
     /// A rotating cache of the window for a sliding-window layer (Python: olmo3's
     /// `RotatingKVCache(max_size=sliding_window)`), else a key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(match self.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        })
+        LayerCache::attention(
+            batch,
+            self.n_kv_heads,
+            self.head_dim,
+            self.window,
+            capacity,
+            dtype,
+        )
     }
 
     fn window(&self) -> Option<i32> {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::blocks::attention::attend;
 use crate::blocks::rows::{heads, merge_heads, wrong_input};
 use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding};
-use crate::cache::{ArraysCache, KvCache, LayerCache, RotatingKvCache};
+use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -278,10 +278,7 @@ impl BaichuanM1Attention {
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.n_kv_heads, self.head_dim);
         let zeros = ops::zeros(&[batch, kv, 1, hd], dtype)?;
-        let keys_values = match self.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        };
+        let keys_values = LayerCache::attention(batch, kv, hd, self.window, capacity, dtype)?;
         Ok(LayerCache::List(vec![
             LayerCache::Arrays(ArraysCache::new(vec![zeros.clone(), zeros])),
             keys_values,

@@ -6,17 +6,18 @@
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
-pub use crate::blocks::group_router::GroupedFeedForward;
 use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedMoe};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
-use crate::blocks::{load_lm_head, rope_theta, DecoderModel, Mlp, RotaryEmbedding, StackConfig};
+use crate::blocks::{
+    load_lm_head, rope_theta, DecoderModel, FeedForward, Mlp, RotaryEmbedding, StackConfig,
+};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
 
-/// What a deepseek_v3 config describes.
+/// What a DeepSeek-V2 or V3 config describes; `R` is the family's router.
 #[derive(Debug, Clone)]
-pub struct DeepseekV3Args {
+pub struct DeepseekArgs<R> {
     pub stack: StackConfig,
     pub intermediate_size: i32,
     pub attention: MlaConfig,
@@ -24,35 +25,28 @@ pub struct DeepseekV3Args {
     /// `None`: no routed experts (`n_routed_experts` null), every layer dense.
     pub num_experts: Option<i32>,
     pub shared_expert_size: Option<i32>,
-    pub routing: GroupRouting,
+    /// The router, with routed experts.
+    pub routing: Option<R>,
     /// Per layer: sparse (else the dense MLP of `intermediate_size`).
     pub sparse: Vec<bool>,
 }
 
-/// Python: `mlx_lm.models.deepseek_v3.Model`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct DeepseekV3 {
-    pub model: DecoderModel<Mla, GroupedFeedForward>,
-    pub lm_head: Option<MaybeQuantizedLinear>,
-}
+/// What a deepseek_v3 config describes.
+pub type DeepseekV3Args = DeepseekArgs<GroupRouting>;
 
-impl DeepseekV3 {
-    /// Python: deepseek_v3's `ModelArgs`, over every key of transformers'
-    /// `DeepseekV3Config`. Supported only as mlx_lm runs it: the `noaux_tc` router with
-    /// sigmoid scores, interleaved ("traditional") rotary features, an untied head.
-    pub fn args(c: &ModelConfig) -> crate::Result<DeepseekV3Args> {
+impl<R> DeepseekArgs<R> {
+    /// The keys DeepSeek-V2 and V3 read alike; `routing` reads the family's router from the
+    /// routed expert count.
+    pub(crate) fn read(
+        c: &ModelConfig,
+        routing: impl FnOnce(i32) -> crate::Result<R>,
+    ) -> crate::Result<DeepseekArgs<R>> {
         c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
-        c.require_value("topk_method", "noaux_tc")?;
-        c.require_value("scoring_func", "sigmoid")?;
-        // transformers' `rope_interleave` (default true) is mlx_lm's traditional rope, which
-        // it always uses.
-        c.require_value("rope_interleave", true)?;
         c.require_value("tie_word_embeddings", false)?;
         // Dropout is off at inference; initializer_range only draws weights a checkpoint
-        // replaces; the auxiliary loss, the router-logits output and the key-value head count
-        // (every MLA head reads the one latent) do not enter the forward; the multi-token
-        // prediction layers (`num_nextn_predict_layers`) are dropped at load as mlx_lm drops
-        // them; `pretraining_tp` only splits transformers' matmuls.
+        // replaces; the auxiliary losses, the router-logits output and the key-value head
+        // count (every head reads the one latent) do not enter the forward;
+        // `pretraining_tp` only splits transformers' matmuls, `ep_size` places experts.
         c.declare_neutral(&[
             "attention_dropout",
             "initializer_range",
@@ -62,7 +56,6 @@ impl DeepseekV3 {
             "output_router_logits",
             "router_aux_loss_coef",
             "num_key_value_heads",
-            "num_nextn_predict_layers",
             "pretraining_tp",
             "ep_size",
         ]);
@@ -81,9 +74,9 @@ impl DeepseekV3 {
             Some(_) => Some(expert_counts(c, "n_routed_experts")?.1),
         };
         let routing = match num_experts {
-            Some(e) => GroupRouting::from_config(c, e, GroupLimit::SeveralGroups, true)?,
-            // No routed experts: the router's keys describe nothing that runs.
+            Some(e) => Some(routing(e)?),
             None => {
+                // No routed experts: the router's keys describe nothing that runs.
                 c.declare_neutral(&[
                     "n_group",
                     "topk_group",
@@ -91,15 +84,7 @@ impl DeepseekV3 {
                     "routed_scaling_factor",
                     "norm_topk_prob",
                 ]);
-                GroupRouting {
-                    top_k: 1,
-                    n_group: 1,
-                    topk_group: 1,
-                    routed_scaling_factor: 1.0,
-                    norm_topk_prob: true,
-                    group_limit: GroupLimit::SeveralGroups,
-                    denominator_eps: None,
-                }
+                None
             }
         };
         let expert_size = c.dim("moe_intermediate_size")?;
@@ -110,16 +95,66 @@ impl DeepseekV3 {
             }
             Some(_) => Some(expert_size * c.dim("n_shared_experts")?),
         };
-        let sparse = sparse_layers(c, stack.num_hidden_layers, num_experts.is_some())?;
-        Ok(DeepseekV3Args {
+        Ok(DeepseekArgs {
             intermediate_size: c.dim("intermediate_size")?,
             attention,
             expert_size,
             num_experts,
             shared_expert_size,
             routing,
-            sparse,
+            sparse: sparse_layers(c, stack.num_hidden_layers, num_experts.is_some())?,
             stack,
+        })
+    }
+
+    /// Layer `layer`'s feed-forward block under `path`: where the layer is sparse, `sparse`
+    /// loads the family's sparse block from the routed expert count and the router.
+    pub(crate) fn feed_forward<S>(
+        &self,
+        ck: &mut Checkpoint,
+        path: &str,
+        layer: i32,
+        sparse: impl FnOnce(&mut Checkpoint, i32, R) -> crate::Result<S>,
+    ) -> crate::Result<FeedForward<S>>
+    where
+        R: Copy,
+    {
+        Ok(match (self.num_experts, self.routing) {
+            (Some(e), Some(r)) if self.sparse[layer as usize] => {
+                FeedForward::Sparse(sparse(ck, e, r)?)
+            }
+            _ => FeedForward::Dense(Mlp::load(
+                ck,
+                path,
+                self.stack.hidden_size,
+                self.intermediate_size,
+                false,
+            )?),
+        })
+    }
+}
+
+/// Python: `mlx_lm.models.deepseek_v3.Model`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct DeepseekV3 {
+    pub model: DecoderModel<Mla, FeedForward<GroupedMoe>>,
+    pub lm_head: Option<MaybeQuantizedLinear>,
+}
+
+impl DeepseekV3 {
+    /// Python: deepseek_v3's `ModelArgs`, over every key of transformers'
+    /// `DeepseekV3Config`. Supported only as mlx_lm runs it: the `noaux_tc` router with
+    /// sigmoid scores, interleaved ("traditional") rotary features, an untied head.
+    pub fn args(c: &ModelConfig) -> crate::Result<DeepseekV3Args> {
+        c.require_value("topk_method", "noaux_tc")?;
+        c.require_value("scoring_func", "sigmoid")?;
+        // transformers' `rope_interleave` (default true) is mlx_lm's traditional rope, which
+        // it always uses.
+        c.require_value("rope_interleave", true)?;
+        // The multi-token prediction layers are dropped at load as mlx_lm drops them.
+        c.declare_neutral(&["num_nextn_predict_layers"]);
+        DeepseekArgs::read(c, |e| {
+            GroupRouting::from_config(c, e, GroupLimit::SeveralGroups, true)
         })
     }
 
@@ -141,26 +176,16 @@ impl DeepseekV3 {
             options.kernels,
             |ck, path, _| Mla::load(ck, &format!("{path}.self_attn"), &a.attention),
             |ck, path, i| {
-                let d = a.stack.hidden_size;
-                Ok(match a.num_experts {
-                    Some(e) if a.sparse[i as usize] => {
-                        GroupedFeedForward::Sparse(GroupedMoe::load(
-                            ck,
-                            path,
-                            d,
-                            a.expert_size,
-                            e,
-                            a.shared_expert_size,
-                            a.routing,
-                        )?)
-                    }
-                    _ => GroupedFeedForward::Dense(Mlp::load(
+                a.feed_forward(ck, path, i, |ck, e, routing| {
+                    GroupedMoe::load(
                         ck,
                         path,
-                        d,
-                        a.intermediate_size,
-                        false,
-                    )?),
+                        a.stack.hidden_size,
+                        a.expert_size,
+                        e,
+                        a.shared_expert_size,
+                        routing,
+                    )
                 })
             },
         )?;

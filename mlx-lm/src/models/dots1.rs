@@ -10,7 +10,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::group_router::{grouped_moe_forward, GroupLimit, GroupRouting, MoeGate};
 use crate::blocks::{
-    load_lm_head, rope_theta, Attention, DecoderModel, Mlp, RotaryEmbedding, SwitchGlu,
+    load_lm_head, rope_theta, Attention, DecoderModel, FeedForward, Mlp, RotaryEmbedding, SwitchGlu,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -32,51 +32,6 @@ impl Forward for Dots1Moe {
     }
 }
 
-/// A dots1 layer's feed-forward block, under `mlp`: the dense MLP or the sparse block.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Dots1FeedForward {
-    Dense(Mlp),
-    Sparse(Dots1Moe),
-}
-
-impl TreeNode for Dots1FeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            Dots1FeedForward::Dense(m) => m.flatten(f),
-            Dots1FeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("Dots1Moe") => {
-                Dots1Moe::unflatten(u).map(Dots1FeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(Dots1FeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            Dots1FeedForward::Dense(m) => m.leaves_mut(f),
-            Dots1FeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for Dots1FeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            Dots1FeedForward::Dense(m) => m.forward(x),
-            Dots1FeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
-impl crate::blocks::decoder::ChannelMixer for Dots1FeedForward {}
-
 /// What a dots1 config describes.
 #[derive(Debug, Clone)]
 pub struct Dots1Args {
@@ -92,7 +47,7 @@ pub struct Dots1Args {
 /// Python: `mlx_lm.models.dots1.Model`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct Dots1 {
-    pub model: DecoderModel<Attention, Dots1FeedForward>,
+    pub model: DecoderModel<Attention, FeedForward<Dots1Moe>>,
     /// The output projection; `None` with tied embeddings.
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
@@ -164,7 +119,7 @@ impl Dots1 {
                 let h = d.hidden_size;
                 let p = |name: &str| format!("{path}.{name}");
                 Ok(if a.sparse[i as usize] {
-                    Dots1FeedForward::Sparse(Dots1Moe {
+                    FeedForward::Sparse(Dots1Moe {
                         gate: MoeGate::load(ck, &p("gate"), a.num_experts, h, a.routing)?,
                         experts: SwitchGlu::load(
                             ck,
@@ -183,13 +138,7 @@ impl Dots1 {
                         )?,
                     })
                 } else {
-                    Dots1FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        h,
-                        d.intermediate_size,
-                        d.mlp_bias,
-                    )?)
+                    FeedForward::Dense(Mlp::load(ck, path, h, d.intermediate_size, d.mlp_bias)?)
                 })
             },
         )?;

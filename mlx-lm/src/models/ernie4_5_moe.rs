@@ -11,7 +11,7 @@ use mlx_tree::{StaticData, TreeNode};
 
 use crate::blocks::moe::top_k_first;
 use crate::blocks::{
-    load_lm_head, plain_rope, rope_theta, Attention, DecoderModel, Mlp, SwitchGlu,
+    load_lm_head, plain_rope, rope_theta, Attention, DecoderModel, FeedForward, Mlp, SwitchGlu,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -60,51 +60,6 @@ impl Forward for Ernie45MoeMlp {
     }
 }
 
-/// An ernie4_5_moe layer's feed-forward block, under `mlp`: dense or sparse.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Ernie45FeedForward {
-    Dense(Mlp),
-    Sparse(Ernie45MoeMlp),
-}
-
-impl TreeNode for Ernie45FeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            Ernie45FeedForward::Dense(m) => m.flatten(f),
-            Ernie45FeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("Ernie45MoeMlp") => {
-                Ernie45MoeMlp::unflatten(u).map(Ernie45FeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(Ernie45FeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            Ernie45FeedForward::Dense(m) => m.leaves_mut(f),
-            Ernie45FeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for Ernie45FeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            Ernie45FeedForward::Dense(m) => m.forward(x),
-            Ernie45FeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
-impl crate::blocks::decoder::ChannelMixer for Ernie45FeedForward {}
-
 /// What an ernie4_5_moe config describes.
 #[derive(Debug, Clone)]
 pub struct Ernie45MoeArgs {
@@ -121,7 +76,7 @@ pub struct Ernie45MoeArgs {
 /// Python: `mlx_lm.models.ernie4_5_moe.Model`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct Ernie45Moe {
-    pub model: DecoderModel<Attention, Ernie45FeedForward>,
+    pub model: DecoderModel<Attention, FeedForward<Ernie45MoeMlp>>,
     /// The output projection; `None` with tied embeddings.
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
@@ -271,7 +226,7 @@ impl Ernie45Moe {
                 let h = d.hidden_size;
                 let p = |name: &str| format!("{path}.{name}");
                 Ok(if a.sparse[i as usize] {
-                    Ernie45FeedForward::Sparse(Ernie45MoeMlp {
+                    FeedForward::Sparse(Ernie45MoeMlp {
                         gate: ck.linear(&p("gate"), h, a.num_experts, false)?,
                         switch_mlp: SwitchGlu::load(
                             ck,
@@ -289,13 +244,7 @@ impl Ernie45Moe {
                         activation: a.activation,
                     })
                 } else {
-                    Ernie45FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        h,
-                        d.intermediate_size,
-                        d.mlp_bias,
-                    )?)
+                    FeedForward::Dense(Mlp::load(ck, path, h, d.intermediate_size, d.mlp_bias)?)
                 })
             },
         )?;

@@ -39,7 +39,7 @@ use crate::blocks::{
     heads_normed, rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, Mlp,
     RotaryEmbedding, StackEnds,
 };
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -431,13 +431,7 @@ impl Layer for Gemma3Layer {
     /// layer, a `KVCache` for a global one.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let a = &self.self_attn;
-        let dims = (a.head_dim, a.head_dim);
-        Ok(match a.window {
-            Some(w) => {
-                LayerCache::Rotating(RotatingKvCache::new(batch, a.n_kv_heads, w, dims, dtype)?)
-            }
-            None => LayerCache::Kv(KvCache::new(batch, a.n_kv_heads, capacity, dims, dtype)?),
-        })
+        LayerCache::attention(batch, a.n_kv_heads, a.head_dim, a.window, capacity, dtype)
     }
 
     fn window(&self) -> Option<i32> {

@@ -6,8 +6,10 @@
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
-use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedFeedForward, GroupedMoe};
-use crate::blocks::{partial_rotary_factor, plain_rope, rope_theta, Attention, DecoderModel, Mlp};
+use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedMoe};
+use crate::blocks::{
+    partial_rotary_factor, plain_rope, rope_theta, Attention, DecoderModel, FeedForward, Mlp,
+};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::ModelConfig;
 use crate::models::base::DecoderArgs;
@@ -29,7 +31,7 @@ pub struct Glm4MoeArgs {
 /// Python: `mlx_lm.models.glm4_moe.Model`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct Glm4Moe {
-    pub model: DecoderModel<Attention, GroupedFeedForward>,
+    pub model: DecoderModel<Attention, FeedForward<GroupedMoe>>,
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
 
@@ -137,18 +139,16 @@ impl Glm4Moe {
             |ck, path, i| Attention::load(ck, &format!("{path}.self_attn"), &d.attention(i)),
             |ck, path, i| {
                 Ok(match a.num_experts {
-                    Some(e) if a.sparse[i as usize] => {
-                        GroupedFeedForward::Sparse(GroupedMoe::load(
-                            ck,
-                            path,
-                            d.hidden_size,
-                            a.expert_size,
-                            e,
-                            a.shared_expert_size,
-                            a.routing,
-                        )?)
-                    }
-                    _ => GroupedFeedForward::Dense(Mlp::load(
+                    Some(e) if a.sparse[i as usize] => FeedForward::Sparse(GroupedMoe::load(
+                        ck,
+                        path,
+                        d.hidden_size,
+                        a.expert_size,
+                        e,
+                        a.shared_expert_size,
+                        a.routing,
+                    )?),
+                    _ => FeedForward::Dense(Mlp::load(
                         ck,
                         path,
                         d.hidden_size,

@@ -11,8 +11,9 @@
 
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
-use mlx_tree::TreeNode;
+use mlx_tree::{Flattener, TreeNode, Unflattener};
 
+use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::{
     rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack, LogitsMap, Mlp,
     RotaryEmbedding, StackEnds, TokenMixer,
@@ -63,19 +64,51 @@ impl GraniteArgs {
     }
 }
 
-/// Python: granite's `TransformerBlock`: `h = x + attn(input_layernorm(x)) * m`, then
+/// Python: granite's `TransformerBlock` (and granitemoe's, whose channel mixer is the sparse
+/// block under `block_sparse_moe`): `h = x + attn(input_layernorm(x)) * m`, then
 /// `h + mlp(post_attention_layernorm(h)) * m`, `m` the residual multiplier.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GraniteLayer {
+#[derive(Debug, Clone)]
+pub struct GraniteLayer<C = Mlp> {
     pub self_attn: Attention,
-    pub mlp: Mlp,
+    /// Under the field the mixer names ([`ChannelMixer::KEY`]).
+    pub mlp: C,
     pub input_layernorm: RMSNorm,
     pub post_attention_layernorm: RMSNorm,
-    #[tree(static)]
     pub residual_multiplier: f32,
 }
 
-impl Layer for GraniteLayer {
+impl<C: ChannelMixer> TreeNode for GraniteLayer<C> {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        f.struct_node("GraniteLayer", |f| {
+            f.field("self_attn", &self.self_attn);
+            f.field(C::KEY, &self.mlp);
+            f.field("input_layernorm", &self.input_layernorm);
+            f.field("post_attention_layernorm", &self.post_attention_layernorm);
+            f.static_field("residual_multiplier", &self.residual_multiplier);
+        });
+    }
+
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        u.struct_node("GraniteLayer", |u| {
+            Ok(GraniteLayer {
+                self_attn: u.field("self_attn")?,
+                mlp: u.field(C::KEY)?,
+                input_layernorm: u.field("input_layernorm")?,
+                post_attention_layernorm: u.field("post_attention_layernorm")?,
+                residual_multiplier: u.static_field("residual_multiplier")?,
+            })
+        })
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        self.self_attn.leaves_mut(f)?;
+        self.mlp.leaves_mut(f)?;
+        self.input_layernorm.leaves_mut(f)?;
+        self.post_attention_layernorm.leaves_mut(f)
+    }
+}
+
+impl<C: ChannelMixer> Layer for GraniteLayer<C> {
     type Carry = ();
 
     fn forward(
@@ -101,6 +134,48 @@ impl Layer for GraniteLayer {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         self.self_attn.make_cache(batch, capacity, dtype)
+    }
+}
+
+impl GraniteArgs {
+    /// Granite's stack and head, each layer's channel mixer loaded by `mlp` from its path
+    /// (`model.layers.{i}.` and [`ChannelMixer::KEY`]).
+    pub(crate) fn load_stack<C: ChannelMixer>(
+        &self,
+        ck: &mut Checkpoint,
+        options: &LoadOptions,
+        mut mlp: impl FnMut(&mut Checkpoint, &str) -> crate::Result<C>,
+    ) -> crate::Result<(LayerStack<GraniteLayer<C>>, Option<MaybeQuantizedLinear>)> {
+        let d = &self.decoder;
+        let (h, eps) = (d.hidden_size, d.rms_norm_eps);
+        let mut layers = Vec::with_capacity(d.num_hidden_layers as usize);
+        for i in 0..d.num_hidden_layers {
+            let p = |name: &str| format!("model.layers.{i}.{name}");
+            let attention: AttentionConfig = d.attention(i);
+            let mut self_attn = Attention::load(ck, &p("self_attn"), &attention)?;
+            self_attn.scale = self.attention_multiplier;
+            layers.push(GraniteLayer {
+                self_attn,
+                mlp: mlp(ck, &p(C::KEY))?,
+                input_layernorm: ck.rms_norm(&p("input_layernorm"), h, eps)?,
+                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), h, eps)?,
+                residual_multiplier: self.residual_multiplier,
+            });
+        }
+        let stack = LayerStack {
+            embed_tokens: ck.embedding("model.embed_tokens", d.vocab_size, h)?,
+            layers,
+            norm: ck.rms_norm("model.norm", h, eps)?,
+            kernels: options.kernels,
+            ends: StackEnds {
+                embed_scale: Some(self.embedding_multiplier.into()),
+                logits: Some(LogitsMap::Divide(self.logits_scaling.into())),
+            },
+        };
+        let lm_head = (!d.tie_word_embeddings)
+            .then(|| ck.linear("lm_head", h, d.vocab_size, false))
+            .transpose()?;
+        Ok((stack, lm_head))
     }
 }
 
@@ -131,36 +206,10 @@ impl Granite {
         let d = &a.decoder;
         d.sanitize(ck);
         ck.cast(options.dtype, |_| false)?;
-        let (h, eps) = (d.hidden_size, d.rms_norm_eps);
-        let mut layers = Vec::with_capacity(d.num_hidden_layers as usize);
-        for i in 0..d.num_hidden_layers {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let attention: AttentionConfig = d.attention(i);
-            let mut self_attn = Attention::load(ck, &p("self_attn"), &attention)?;
-            self_attn.scale = a.attention_multiplier;
-            layers.push(GraniteLayer {
-                self_attn,
-                mlp: Mlp::load(ck, &p("mlp"), h, d.intermediate_size, d.mlp_bias)?,
-                input_layernorm: ck.rms_norm(&p("input_layernorm"), h, eps)?,
-                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), h, eps)?,
-                residual_multiplier: a.residual_multiplier,
-            });
-        }
-        Ok(Granite {
-            model: GraniteModel {
-                embed_tokens: ck.embedding("model.embed_tokens", d.vocab_size, h)?,
-                layers,
-                norm: ck.rms_norm("model.norm", h, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: Some(a.embedding_multiplier.into()),
-                    logits: Some(LogitsMap::Divide(a.logits_scaling.into())),
-                },
-            },
-            lm_head: (!d.tie_word_embeddings)
-                .then(|| ck.linear("lm_head", h, d.vocab_size, false))
-                .transpose()?,
-        })
+        let (model, lm_head) = a.load_stack(ck, options, |ck, path| {
+            Mlp::load(ck, path, d.hidden_size, d.intermediate_size, d.mlp_bias)
+        })?;
+        Ok(Granite { model, lm_head })
     }
 }
 

@@ -6,18 +6,16 @@
 //! summed by them and cast back to the experts' dtype (IBM Granite 3.0/3.1 MoE: 1B-A400M,
 //! 3B-A800M).
 
-use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
+use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::moe::top_k_last;
-use crate::blocks::{
-    Attention, Layer, LayerContext, LayerStack, LogitsMap, StackEnds, SwitchGlu, TokenMixer,
-};
-use crate::cache::LayerCache;
+use crate::blocks::{LayerStack, SwitchGlu};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::ModelConfig;
-use crate::models::granite::GraniteArgs;
+use crate::models::granite::{GraniteArgs, GraniteLayer};
 use crate::models::sparse::expert_counts;
 use crate::quantization::QuantParams;
 
@@ -65,45 +63,12 @@ impl Forward for GraniteMoeMoe {
     }
 }
 
+impl ChannelMixer for GraniteMoeMoe {
+    const KEY: &'static str = "block_sparse_moe";
+}
+
 /// Python: `GraniteMoeDecoderLayer`: granite's layer with the sparse block for the MLP.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GraniteMoeLayer {
-    pub self_attn: Attention,
-    pub block_sparse_moe: GraniteMoeMoe,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
-    #[tree(static)]
-    pub residual_multiplier: f32,
-}
-
-impl Layer for GraniteMoeLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let m = self.residual_multiplier;
-        let r = TokenMixer::forward(
-            &self.self_attn,
-            &self.input_layernorm.forward(x)?,
-            ctx,
-            cache,
-        )?;
-        let h = ops::add(x, &ops::multiply(&r, m)?)?;
-        let r = self
-            .block_sparse_moe
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &ops::multiply(&r, m)?)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        self.self_attn.make_cache(batch, capacity, dtype)
-    }
-}
+pub type GraniteMoeLayer = GraniteLayer<GraniteMoeMoe>;
 
 /// Python: `GraniteMoEModel`.
 pub type GraniteMoeModel = LayerStack<GraniteMoeLayer>;
@@ -177,20 +142,14 @@ impl GraniteMoe {
         ck.cast(options.dtype, |_| false)?;
         ck.set_quant_predicate(quant_predicate);
         let a = &args.granite;
-        let d = &a.decoder;
-        let (h, eps) = (d.hidden_size, d.rms_norm_eps);
-        let mut layers = Vec::with_capacity(d.num_hidden_layers as usize);
-        for i in 0..d.num_hidden_layers {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let mut self_attn = Attention::load(ck, &p("self_attn"), &d.attention(i))?;
-            self_attn.scale = a.attention_multiplier;
-            let moe = p("block_sparse_moe");
-            let block_sparse_moe = GraniteMoeMoe {
+        let (h, intermediate) = (a.decoder.hidden_size, a.decoder.intermediate_size);
+        let (model, lm_head) = a.load_stack(ck, options, |ck, moe| {
+            Ok(GraniteMoeMoe {
                 switch_mlp: SwitchGlu::load(
                     ck,
                     &format!("{moe}.switch_mlp"),
                     h,
-                    d.intermediate_size,
+                    intermediate,
                     args.num_experts,
                     false,
                 )?,
@@ -198,30 +157,9 @@ impl GraniteMoe {
                     layer: ck.linear(&format!("{moe}.router.layer"), h, args.num_experts, false)?,
                     top_k: args.top_k,
                 },
-            };
-            layers.push(GraniteMoeLayer {
-                self_attn,
-                block_sparse_moe,
-                input_layernorm: ck.rms_norm(&p("input_layernorm"), h, eps)?,
-                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), h, eps)?,
-                residual_multiplier: a.residual_multiplier,
-            });
-        }
-        Ok(GraniteMoe {
-            model: GraniteMoeModel {
-                embed_tokens: ck.embedding("model.embed_tokens", d.vocab_size, h)?,
-                layers,
-                norm: ck.rms_norm("model.norm", h, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: Some(a.embedding_multiplier.into()),
-                    logits: Some(LogitsMap::Divide(a.logits_scaling.into())),
-                },
-            },
-            lm_head: (!d.tie_word_embeddings)
-                .then(|| ck.linear("lm_head", h, d.vocab_size, false))
-                .transpose()?,
-        })
+            })
+        })?;
+        Ok(GraniteMoe { model, lm_head })
     }
 }
 

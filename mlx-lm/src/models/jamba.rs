@@ -16,7 +16,7 @@ use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMS
 use mlx_rs::compile::CompiledFn;
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
+use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::conv::{
@@ -24,6 +24,7 @@ use crate::blocks::conv::{
 };
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
+use crate::blocks::moe::FeedForward;
 use crate::blocks::rows::{arrays_entry, wrong_input};
 use crate::blocks::{
     forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
@@ -352,49 +353,6 @@ impl Forward for JambaSparseMoe {
     }
 }
 
-/// A layer's `feed_forward`: the dense MLP or the sparse block (transparent in paths).
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum JambaFeedForward {
-    Dense(Mlp),
-    Sparse(JambaSparseMoe),
-}
-
-impl TreeNode for JambaFeedForward {
-    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
-        match self {
-            JambaFeedForward::Dense(m) => m.flatten(f),
-            JambaFeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            NodeKind::Struct("JambaSparseMoe") => {
-                JambaSparseMoe::unflatten(u).map(JambaFeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(JambaFeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            JambaFeedForward::Dense(m) => m.leaves_mut(f),
-            JambaFeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for JambaFeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            JambaFeedForward::Dense(m) => m.forward(x),
-            JambaFeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
 /// Python: `JambaDecoderLayer`: `r = x + mixer(input_layernorm(x))`, then `r +
 /// feed_forward(pre_ff_layernorm(r))`; the mixer is `self_attn` or `mamba` (the other field
 /// is `None`, so the parameter paths are mlx_lm's).
@@ -402,7 +360,7 @@ impl Forward for JambaFeedForward {
 pub struct JambaLayer {
     pub self_attn: Option<Attention>,
     pub mamba: Option<JambaMambaMixer>,
-    pub feed_forward: JambaFeedForward,
+    pub feed_forward: FeedForward<JambaSparseMoe>,
     pub input_layernorm: RMSNorm,
     pub pre_ff_layernorm: RMSNorm,
 }
@@ -414,7 +372,7 @@ impl JambaLayer {
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
         let attention = a.attention_layers[i];
         let feed_forward = if a.expert_layers[i] {
-            JambaFeedForward::Sparse(JambaSparseMoe {
+            FeedForward::Sparse(JambaSparseMoe {
                 router: ck.linear(&p("feed_forward.router"), d, a.num_experts, false)?,
                 switch_mlp: SwitchGlu::load(
                     ck,
@@ -427,7 +385,7 @@ impl JambaLayer {
                 top_k: a.num_experts_per_tok,
             })
         } else {
-            JambaFeedForward::Dense(Mlp::load(
+            FeedForward::Dense(Mlp::load(
                 ck,
                 &p("feed_forward"),
                 d,

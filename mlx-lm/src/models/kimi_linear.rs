@@ -18,6 +18,7 @@ use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, Conv
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::gated_delta_net::normalize_qk;
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
+use crate::blocks::moe::FeedForward;
 use crate::blocks::rows::arrays_entry;
 use crate::blocks::switch::SwitchGlu;
 use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding, Rows};
@@ -121,49 +122,6 @@ impl Forward for KimiSparseMoe {
         match &self.shared_experts {
             Some(shared) => ops::add(&y, &shared.forward(x)?),
             None => Ok(y),
-        }
-    }
-}
-
-/// A layer's feed-forward block: the dense MLP (`KimiMLP`) or the experts, under `mlp`.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum KimiFeedForward {
-    Dense(Mlp),
-    Sparse(KimiSparseMoe),
-}
-
-impl TreeNode for KimiFeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            KimiFeedForward::Dense(m) => m.flatten(f),
-            KimiFeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("KimiSparseMoe") => {
-                KimiSparseMoe::unflatten(u).map(KimiFeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(KimiFeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            KimiFeedForward::Dense(m) => m.leaves_mut(f),
-            KimiFeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for KimiFeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            KimiFeedForward::Dense(m) => m.forward(x),
-            KimiFeedForward::Sparse(m) => m.forward(x),
         }
     }
 }
@@ -628,7 +586,7 @@ impl TreeNode for KimiMixer {
 #[derive(Debug, Clone, TreeNode)]
 pub struct KimiDecoderLayer {
     pub self_attn: KimiMixer,
-    pub mlp: KimiFeedForward,
+    pub mlp: FeedForward<KimiSparseMoe>,
     pub input_layernorm: RMSNorm,
     pub post_attention_layernorm: RMSNorm,
 }
@@ -650,7 +608,7 @@ impl KimiDecoderLayer {
         };
         let mlp = if a.sparse[i] {
             let e = a.num_experts;
-            KimiFeedForward::Sparse(KimiSparseMoe {
+            FeedForward::Sparse(KimiSparseMoe {
                 gate: ck.linear(&p("mlp.gate"), d, e, false)?,
                 switch_mlp: SwitchGlu::load(ck, &p("mlp.switch_mlp"), d, a.expert_size, e, false)?,
                 e_score_correction_bias: ck.array(&p("mlp.e_score_correction_bias"), &[e])?,
@@ -661,7 +619,7 @@ impl KimiDecoderLayer {
                 routing: a.routing,
             })
         } else {
-            KimiFeedForward::Dense(Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?)
+            FeedForward::Dense(Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?)
         };
         Ok(KimiDecoderLayer {
             self_attn,

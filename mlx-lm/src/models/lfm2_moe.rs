@@ -9,7 +9,7 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::moe::top_k_last;
-use crate::blocks::{Mlp, RotaryEmbedding, SwitchGlu};
+use crate::blocks::{FeedForward, Mlp, RotaryEmbedding, SwitchGlu};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -187,55 +187,10 @@ impl Forward for Lfm2MoeSparseMoeBlock {
     }
 }
 
-/// A layer's feed-forward block under `feed_forward`: Python's `MLP` (`gate_proj`,
-/// `up_proj`, `down_proj`, SwiGLU) in the first `num_dense_layers` layers, the sparse block
-/// in the others.
-// One per layer, built once at load: the variants' sizes cost nothing worth a box.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
-pub enum Lfm2MoeFeedForward {
-    Dense(Mlp),
-    Sparse(Lfm2MoeSparseMoeBlock),
-}
-
-impl TreeNode for Lfm2MoeFeedForward {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            Lfm2MoeFeedForward::Dense(m) => m.flatten(f),
-            Lfm2MoeFeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("Lfm2MoeSparseMoeBlock") => {
-                Lfm2MoeSparseMoeBlock::unflatten(u).map(Lfm2MoeFeedForward::Sparse)
-            }
-            _ => Mlp::unflatten(u).map(Lfm2MoeFeedForward::Dense),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            Lfm2MoeFeedForward::Dense(m) => m.leaves_mut(f),
-            Lfm2MoeFeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
-}
-
-impl Forward for Lfm2MoeFeedForward {
-    fn forward(&self, x: &Array) -> Result<Array> {
-        match self {
-            Lfm2MoeFeedForward::Dense(m) => m.forward(x),
-            Lfm2MoeFeedForward::Sparse(m) => m.forward(x),
-        }
-    }
-}
-
 /// Python: `mlx_lm.models.lfm2_moe.Model`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct Lfm2Moe {
-    pub model: Lfm2Model<Lfm2MoeFeedForward>,
+    pub model: Lfm2Model<FeedForward<Lfm2MoeSparseMoeBlock>>,
 }
 
 /// Liquid AI's names for the SwiGLU projections against mlx_lm's.
@@ -290,7 +245,7 @@ impl Lfm2Moe {
         let model = Lfm2Model::load(ck, &a.base, options.kernels, |ck, path, i| {
             Lfm2DecoderLayer::load_with(ck, path, i, &a.base, |ck, path| {
                 Ok(if i < a.num_dense_layers {
-                    Lfm2MoeFeedForward::Dense(Mlp::load(
+                    FeedForward::Dense(Mlp::load(
                         ck,
                         path,
                         a.base.hidden_size,
@@ -298,7 +253,7 @@ impl Lfm2Moe {
                         false,
                     )?)
                 } else {
-                    Lfm2MoeFeedForward::Sparse(Lfm2MoeSparseMoeBlock::load(ck, path, &a)?)
+                    FeedForward::Sparse(Lfm2MoeSparseMoeBlock::load(ck, path, &a)?)
                 })
             })
         })?;

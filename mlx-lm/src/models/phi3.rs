@@ -30,7 +30,7 @@ use crate::blocks::{
     load_lm_head, partial_rotary_factor, rope_theta, split_qkv, DecoderModel, FusedGateUpMlp,
     LayerContext, RopeDefaults, RotaryEmbedding, StackConfig, TokenMixer,
 };
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -222,11 +222,14 @@ impl TokenMixer for Phi3Attention {
 
     /// A rotating cache of the window when the layer slides, else a key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(match self.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        })
+        LayerCache::attention(
+            batch,
+            self.n_kv_heads,
+            self.head_dim,
+            self.window,
+            capacity,
+            dtype,
+        )
     }
 
     fn window(&self) -> Option<i32> {
