@@ -265,12 +265,15 @@ fn golden(name: &str) -> Golden {
     }
 }
 
-/// The model `name`, with our one-kernel gated delta rule (CUDA only) on or off: a choice of
-/// the model, so the tests that differ in it run side by side.
-fn load_with(name: &str, fused_gated_delta: bool) -> Model {
+/// The model `name`, with our one-kernel recurrences (CUDA only: the gated delta rule, the
+/// Mamba-2 decode step, Mamba-1's selective scan) on or off: a choice of the model, so the
+/// tests that differ in it run side by side.
+fn load_with(name: &str, fused_scans: bool) -> Model {
     let options = LoadOptions {
         kernels: KernelOptions {
-            fused_gated_delta,
+            fused_gated_delta: fused_scans,
+            fused_ssm_update: fused_scans,
+            fused_selective_scan: fused_scans,
             ..Default::default()
         },
         ..Default::default()
@@ -360,8 +363,8 @@ fn compare(ours: &Array, theirs: &Array, tol: f32) -> (usize, f32) {
     (differing, worst)
 }
 
-/// mlx_lm's own algorithm, op for op: on a CUDA GPU, with our one-kernel gated delta rule
-/// off (mlx_lm runs the recurrence as compiled array ops there, and so do we then).
+/// mlx_lm's own algorithm, op for op: on a CUDA GPU, with our one-kernel recurrences off
+/// (mlx_lm runs them as array ops there, and so do we then).
 #[test]
 fn prompt_logits_equal_mlx_lm() {
     for name in models() {
@@ -409,7 +412,10 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
 
 #[test]
 fn greedy_generation_equals_mlx_lm() {
-    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule.
+    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule, the Mamba-2
+    // family with the one-kernel decode step and Mamba-1's with the one-kernel scan (their
+    // float32 sums against the ops' TF32 matmuls and, in bfloat16, a float32 state where the
+    // ops round it each step; tests/lm_ssm.rs and tests/lm_selective_scan.rs compare them).
     for name in models().into_iter().filter(|n| !NEAR_TIES.contains(n)) {
         let g = golden(name);
         let model = load(name);

@@ -27,3 +27,50 @@ pub fn ids(v: &Value) -> Vec<u32> {
         .map(|t| t.as_u64().unwrap() as u32)
         .collect()
 }
+
+/// `name` loaded with `kernels`: its greedy generation from mlx_lm's golden prompt (`n`
+/// tokens, the default compiled step): the tokens, each step's log-probabilities, the traces.
+pub fn greedy_with(
+    name: &str,
+    kernels: mlx::lm::KernelOptions,
+    n: usize,
+) -> (Vec<u32>, Vec<Vec<f32>>, u64) {
+    let options = mlx::lm::LoadOptions {
+        kernels,
+        ..Default::default()
+    };
+    let model = mlx::lm::load_model(model_dir(name), options).unwrap().0;
+    let prompt = ids(&golden(&format!("{name}.json"))["prompt"]);
+    let options = mlx::lm::GenerateOptions {
+        max_tokens: n,
+        ..Default::default()
+    };
+    let mut steps = mlx::lm::generate_step(&model, &prompt, &options).unwrap();
+    let (mut tokens, mut logprobs) = (Vec::new(), Vec::new());
+    for step in steps.by_ref() {
+        let (token, lp) = step.unwrap();
+        tokens.push(token);
+        let lp = lp.astype(mlx::core::Dtype::Float32).unwrap();
+        logprobs.push(lp.to_vec::<f32>().unwrap());
+    }
+    (tokens, logprobs, steps.traces())
+}
+
+/// `name` loaded with `kernels`: its logits `[1, L, vocab]` of mlx_lm's golden prompt, one
+/// forward without a cache, in float32.
+pub fn prompt_logits_with(name: &str, kernels: mlx::lm::KernelOptions) -> Vec<f32> {
+    let options = mlx::lm::LoadOptions {
+        kernels,
+        ..Default::default()
+    };
+    let model = mlx::lm::load_model(model_dir(name), options).unwrap().0;
+    let prompt = ids(&golden(&format!("{name}.json"))["prompt"]);
+    let prompt: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let inputs = mlx::core::Array::from_slice(&prompt, &[1, prompt.len() as i32]).unwrap();
+    let logits = model.forward(&inputs, None).unwrap();
+    logits
+        .astype(mlx::core::Dtype::Float32)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+}

@@ -1,0 +1,322 @@
+//! The one-kernel Mamba-1 selective scan of `mlx_lm::kernels::selective_scan` (CUDA only)
+//! against the recurrence computed on the host, op by op as the ops path rounds it, at real
+//! models' sizes; and in whole models (mamba, falcon_mamba, jamba): prompt logits and greedy
+//! generation with the kernel on and off.
+
+mod support;
+
+use mlx::core::half::bf16;
+use mlx::core::{ops, random, Array, Dtype, Result};
+use mlx::lm::kernels::selective_scan::{is_supported, selective_scan_kernel, ScanInputs};
+use mlx::lm::KernelOptions;
+use support::golden::on_cuda;
+use support::lm::{greedy_with, prompt_logits_with};
+
+struct Case {
+    name: &'static str,
+    batch: i32,
+    steps: i32,
+    channels: i32,
+    state: i32,
+    dtype: Dtype,
+    /// Per sequence, how many leading steps are real (the rest masked), or no mask.
+    lengths: Option<Vec<i32>>,
+}
+
+fn host(a: &Array) -> Result<Vec<f32>> {
+    a.astype(Dtype::Float32)?.to_vec::<f32>()
+}
+
+/// The scan on the host in float32, each op's result rounded to `dtype` as the ops round it
+/// (`dx = Δ x`, `exp(Δ a)`, `h exp(Δ a) + dx b`, the readout sum, `D x`): `y` and the state.
+fn reference(case: &Case, arrays: &[Vec<f32>; 7], mask: Option<&[bool]>) -> (Vec<f32>, Vec<f32>) {
+    let rt = |v: f32| {
+        if case.dtype == Dtype::Bfloat16 {
+            bf16::from_f32(v).to_f32()
+        } else {
+            v
+        }
+    };
+    let [x, delta, a, b, c, d, state] = arrays;
+    let (bs, s, i_n, n) = (
+        case.batch as usize,
+        case.steps as usize,
+        case.channels as usize,
+        case.state as usize,
+    );
+    let mut h = state.clone();
+    let mut y = vec![0.0f32; bs * s * i_n];
+    for bi in 0..bs {
+        for t in 0..s {
+            let bt = bi * s + t;
+            let keep = mask.map_or(true, |m| m[bt]);
+            for i in 0..i_n {
+                let (dl, xv) = (delta[bt * i_n + i], x[bt * i_n + i]);
+                let dx = rt(dl * xv);
+                let mut acc = 0.0f32;
+                for k in 0..n {
+                    let at = (bi * i_n + i) * n + k;
+                    let decay = rt(rt(dl * a[i * n + k]).exp());
+                    let next = rt(rt(h[at] * decay) + rt(dx * b[bt * n + k]));
+                    acc += next * c[bt * n + k];
+                    if keep {
+                        h[at] = next;
+                    }
+                }
+                y[bt * i_n + i] = rt(rt(acc) + rt(d[i] * xv));
+            }
+        }
+    }
+    (y, h)
+}
+
+fn check(case: &Case, seed: u64) -> Result<()> {
+    let (bs, s, i, n) = (case.batch, case.steps, case.channels, case.state);
+    let keys = random::split(&random::key(seed)?, 7)?;
+    let normal = |k: i32, shape: &[i32], scale: f32| -> Result<Array> {
+        let x = random::normal(shape, Default::default(), &keys.index(k)?)?;
+        ops::multiply(&x, scale)?.astype(case.dtype)
+    };
+    // Δ after its softplus (positive, around 0.1 to 2), A = -exp(A_log) with Mamba's A_log =
+    // log(1..=N) per channel, the rest of unit size.
+    let delta = ops::logaddexp(&normal(1, &[bs, s, i], 1.0)?, 0.0f32)?.astype(case.dtype)?;
+    let a_row = ops::negative(&ops::arange(1, n + 1, 1, Dtype::Float32)?)?;
+    let a = ops::broadcast_to(&ops::expand_dims(&a_row, 0)?, &[i, n])?.astype(case.dtype)?;
+    let inputs = [
+        normal(0, &[bs, s, i], 1.0)?,
+        delta,
+        a,
+        normal(2, &[bs, s, n], 1.0)?,
+        normal(3, &[bs, s, n], 1.0)?,
+        normal(4, &[i], 1.0)?,
+        normal(5, &[bs, i, n], 0.5)?,
+    ];
+    let mask = case
+        .lengths
+        .as_ref()
+        .map(|lengths| -> Result<Array> {
+            let steps = ops::arange(0, s, 1, Dtype::Int32)?;
+            let lengths = ops::expand_dims(&Array::from_slice(lengths, &[bs])?, 1)?;
+            ops::less(&steps, &lengths)
+        })
+        .transpose()?;
+    let scan = ScanInputs {
+        x: &inputs[0],
+        delta: &inputs[1],
+        a: &inputs[2],
+        b: &inputs[3],
+        c: &inputs[4],
+        d: &inputs[5],
+    };
+    assert!(
+        is_supported(&scan, &inputs[6], mask.as_ref())?,
+        "{}",
+        case.name
+    );
+    let (y, state) = selective_scan_kernel(&scan, &inputs[6], mask.as_ref())?;
+    assert_eq!(y.shape(), inputs[0].shape(), "{}", case.name);
+    assert_eq!(y.dtype(), case.dtype, "{}", case.name);
+    assert_eq!(state.shape(), inputs[6].shape(), "{}", case.name);
+    assert_eq!(state.dtype(), case.dtype, "{}", case.name);
+
+    let arrays: [Vec<f32>; 7] = [
+        host(&inputs[0])?,
+        host(&inputs[1])?,
+        host(&inputs[2])?,
+        host(&inputs[3])?,
+        host(&inputs[4])?,
+        host(&inputs[5])?,
+        host(&inputs[6])?,
+    ];
+    let mask_host = mask
+        .as_ref()
+        .map(|m| m.to_vec::<bool>())
+        .transpose()?;
+    let (y_ref, state_ref) = reference(case, &arrays, mask_host.as_deref());
+    // float32: the GPU's expf and the readout's order of summation against the host's, a few
+    // float32 roundings per step that the decaying state does not let grow: 1e-5 of the
+    // values' size. bfloat16: such a difference can turn one of the step's roundings the
+    // other way, one bfloat16 step (2^-8) that the state carries on: 2^-6 bounds it. A wrong
+    // channel, position or decay is off by the whole value.
+    let rel = if case.dtype == Dtype::Float32 {
+        1e-5
+    } else {
+        2f32.powi(-6)
+    };
+    for (what, ours, theirs) in [
+        ("output", host(&y)?, y_ref),
+        ("state", host(&state)?, state_ref),
+    ] {
+        let mean = theirs.iter().map(|v| v.abs()).sum::<f32>() / theirs.len() as f32;
+        let mut worst = 0.0f32;
+        for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+            let bound = rel * (b.abs() + mean);
+            assert!(
+                (a - b).abs() <= bound,
+                "{} {what}, entry {k}: {a} vs {b} (bound {bound})",
+                case.name
+            );
+            worst = worst.max((a - b).abs() / (b.abs() + mean));
+        }
+        eprintln!("{} {what}: within {worst:e} (relative), bound {rel:e}", case.name);
+    }
+    Ok(())
+}
+
+#[test]
+fn kernel_matches_the_recurrence_at_real_model_sizes() -> Result<()> {
+    if !on_cuda() {
+        println!(
+            "SKIPPED kernel_matches_the_recurrence_at_real_model_sizes: needs MLX on a CUDA GPU"
+        );
+        return Ok(());
+    }
+    let base = || Case {
+        name: "",
+        batch: 1,
+        steps: 1,
+        channels: 1536,
+        state: 16,
+        dtype: Dtype::Float32,
+        lengths: None,
+    };
+    let cases = [
+        // Mamba-130M (1536 channels, state 16): a decode step, a prompt.
+        Case {
+            name: "mamba-130m decode, float32",
+            ..base()
+        },
+        Case {
+            name: "mamba-130m prompt, bfloat16",
+            steps: 77,
+            dtype: Dtype::Bfloat16,
+            ..base()
+        },
+        // Mamba-2.8B / Jamba-v0.1 widths (5120, 8192 channels).
+        Case {
+            name: "mamba-2.8b prompt, float32",
+            steps: 33,
+            channels: 5120,
+            ..base()
+        },
+        Case {
+            name: "jamba decode, bfloat16, batch 2",
+            batch: 2,
+            channels: 8192,
+            dtype: Dtype::Bfloat16,
+            ..base()
+        },
+        // A right-padded batch: masked steps leave the state as it was.
+        Case {
+            name: "padded batch, float32",
+            batch: 3,
+            steps: 9,
+            channels: 96,
+            lengths: Some(vec![9, 4, 0]),
+            ..base()
+        },
+    ];
+    for (k, case) in cases.iter().enumerate() {
+        check(case, 500 + k as u64)?;
+    }
+    Ok(())
+}
+
+#[test]
+fn arguments_it_does_not_take_are_errors() -> Result<()> {
+    let x = ops::zeros(&[1, 2, 8], Dtype::Float32)?;
+    let bc = ops::zeros(&[1, 2, 16], Dtype::Float32)?;
+    let a = ops::zeros(&[8, 16], Dtype::Float32)?;
+    let d = ops::zeros(&[8], Dtype::Float32)?;
+    let state = ops::zeros(&[1, 8, 16], Dtype::Float32)?;
+    // A state wider than the kernel keeps in registers, a state of another dtype, B of another
+    // length than x: not taken anywhere.
+    let wide_bc = ops::zeros(&[1, 2, 128], Dtype::Float32)?;
+    let wide_a = ops::zeros(&[8, 128], Dtype::Float32)?;
+    let wide_state = ops::zeros(&[1, 8, 128], Dtype::Float32)?;
+    let bf16_state = state.astype(Dtype::Bfloat16)?;
+    let short_bc = ops::zeros(&[1, 1, 16], Dtype::Float32)?;
+    for (bc, a, state) in [
+        (&wide_bc, &wide_a, &wide_state),
+        (&bc, &a, &bf16_state),
+        (&short_bc, &a, &state),
+    ] {
+        let scan = ScanInputs {
+            x: &x,
+            delta: &x,
+            a,
+            b: bc,
+            c: bc,
+            d: &d,
+        };
+        assert!(!is_supported(&scan, state, None)?);
+        let e = selective_scan_kernel(&scan, state, None).unwrap_err();
+        assert!(e.to_string().contains("unsupported arguments"), "{e}");
+    }
+    Ok(())
+}
+
+/// The Mamba-1 models with the kernel on and off: prompt logits (the prefill through the
+/// kernel) near, greedy tokens the same over 64 steps, one trace with the kernel. Not on a
+/// CUDA GPU the kernel does not run: the same graph, the same bits.
+#[test]
+fn mamba_models_generate_the_same_tokens_with_the_kernel() {
+    let on = KernelOptions::default();
+    let off = KernelOptions {
+        fused_selective_scan: false,
+        ..on
+    };
+    for name in ["mamba", "falcon_mamba", "jamba", "mamba-bf16"] {
+        let bf16 = name.ends_with("bf16");
+        // On a GPU: float32, the kernel's readout against the ops' TF32 matmul, through 4 to 8
+        // layers: 2e-3, the bound of the CUDA log-probabilities against mlx_lm's
+        // (`lm_models.rs`' greedy test). bfloat16: the kernel rounds as the ops do but sums the
+        // readout in float32 in another order, so a rounding may go the other way: 0.125, two
+        // bfloat16 steps of a log-probability near -8 (`compiled_tolerance` in lm_models.rs).
+        // A wrong state, decay or position moves them by 1e-1 and more.
+        let bound = match (on_cuda(), bf16) {
+            (false, _) => 0.0,
+            (true, false) => 2e-3,
+            (true, true) => 0.125,
+        };
+        let logits = prompt_logits_with(name, on);
+        let logits_ops = prompt_logits_with(name, off);
+        let worst = logits
+            .iter()
+            .zip(&logits_ops)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        eprintln!("{name}: prompt logits with the kernel within {worst} of the ops'");
+        assert!(worst <= bound, "{name}: prompt logits off by {worst}");
+
+        let (tokens, logprobs, traces) = greedy_with(name, on, 64);
+        let (tokens_ops, logprobs_ops, _) = greedy_with(name, off, 64);
+        assert_eq!(traces, 1, "{name}: one trace for 64 steps with the kernel");
+        let mut worst = 0.0f32;
+        for (step, (ours, theirs)) in logprobs.iter().zip(&logprobs_ops).enumerate() {
+            let diff = ours
+                .iter()
+                .zip(theirs)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0f32, f32::max);
+            worst = worst.max(diff);
+            if tokens[step] != tokens_ops[step] {
+                // Only where the ops' pick was a tie within the bound; the rest is not
+                // compared then.
+                let mut sorted = theirs.clone();
+                sorted.sort_by(|a, b| b.total_cmp(a));
+                let margin = sorted[0] - sorted[1];
+                assert!(
+                    margin <= bound,
+                    "{name}, step {step}: token {} where the ops' {} led by {margin}",
+                    tokens[step],
+                    tokens_ops[step]
+                );
+                eprintln!("{name}: a tie to {bound} at step {step}, the rest not compared");
+                break;
+            }
+        }
+        eprintln!("{name}: log-probabilities with the kernel within {worst} of the ops'");
+        assert!(worst <= bound, "{name}: log-probabilities off by {worst}");
+    }
+}
