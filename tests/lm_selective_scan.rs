@@ -70,19 +70,19 @@ fn reference(case: &Case, arrays: &[Vec<f32>; 7], mask: Option<&[bool]>) -> (Vec
     (y, h)
 }
 
-fn check(case: &Case, seed: u64) -> Result<()> {
+/// x, Δ, A, B, C, D and the state of `case`: Δ after its softplus (positive, around 0.1 to
+/// 2), A = -exp(A_log) with Mamba's A_log = log(1..=N) per channel, the rest of unit size.
+fn random_inputs(case: &Case, seed: u64) -> Result<[Array; 7]> {
     let (bs, s, i, n) = (case.batch, case.steps, case.channels, case.state);
     let keys = random::split(&random::key(seed)?, 7)?;
     let normal = |k: i32, shape: &[i32], scale: f32| -> Result<Array> {
         let x = random::normal(shape, Default::default(), &keys.index(k)?)?;
         ops::multiply(&x, scale)?.astype(case.dtype)
     };
-    // Δ after its softplus (positive, around 0.1 to 2), A = -exp(A_log) with Mamba's A_log =
-    // log(1..=N) per channel, the rest of unit size.
     let delta = ops::logaddexp(&normal(1, &[bs, s, i], 1.0)?, 0.0f32)?.astype(case.dtype)?;
     let a_row = ops::negative(&ops::arange(1, n + 1, 1, Dtype::Float32)?)?;
     let a = ops::broadcast_to(&ops::expand_dims(&a_row, 0)?, &[i, n])?.astype(case.dtype)?;
-    let inputs = [
+    Ok([
         normal(0, &[bs, s, i], 1.0)?,
         delta,
         a,
@@ -90,7 +90,50 @@ fn check(case: &Case, seed: u64) -> Result<()> {
         normal(3, &[bs, s, n], 1.0)?,
         normal(4, &[i], 1.0)?,
         normal(5, &[bs, i, n], 0.5)?,
-    ];
+    ])
+}
+
+fn host_arrays(inputs: &[Array; 7]) -> Result<[Vec<f32>; 7]> {
+    Ok([
+        host(&inputs[0])?,
+        host(&inputs[1])?,
+        host(&inputs[2])?,
+        host(&inputs[3])?,
+        host(&inputs[4])?,
+        host(&inputs[5])?,
+        host(&inputs[6])?,
+    ])
+}
+
+/// Every `|ours - theirs|` within `rel * (|theirs| + mean |theirs|)`. float32: the GPU's expf
+/// and the readout's order of summation against the host's, a few float32 roundings per step
+/// that the decaying state does not let grow: 1e-5. bfloat16: such a difference can turn one
+/// of the step's roundings the other way, one bfloat16 step (2^-8) that the state carries
+/// on: 2^-6. A wrong channel, position or decay is off by the whole value.
+fn assert_within(case: &Case, what: &str, ours: &[f32], theirs: &[f32]) -> Result<()> {
+    let rel = if case.dtype == Dtype::Float32 {
+        1e-5
+    } else {
+        2f32.powi(-6)
+    };
+    let mean = theirs.iter().map(|v| v.abs()).sum::<f32>() / theirs.len() as f32;
+    let mut worst = 0.0f32;
+    for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        let bound = rel * (b.abs() + mean);
+        assert!(
+            (a - b).abs() <= bound,
+            "{} {what}, entry {k}: {a} vs {b} (bound {bound})",
+            case.name
+        );
+        worst = worst.max((a - b).abs() / (b.abs() + mean));
+    }
+    eprintln!("{} {what}: within {worst:e} (relative), bound {rel:e}", case.name);
+    Ok(())
+}
+
+fn check(case: &Case, seed: u64) -> Result<()> {
+    let (bs, s) = (case.batch, case.steps);
+    let inputs = random_inputs(case, seed)?;
     let mask = case
         .lengths
         .as_ref()
@@ -119,46 +162,45 @@ fn check(case: &Case, seed: u64) -> Result<()> {
     assert_eq!(state.shape(), inputs[6].shape(), "{}", case.name);
     assert_eq!(state.dtype(), case.dtype, "{}", case.name);
 
-    let arrays: [Vec<f32>; 7] = [
-        host(&inputs[0])?,
-        host(&inputs[1])?,
-        host(&inputs[2])?,
-        host(&inputs[3])?,
-        host(&inputs[4])?,
-        host(&inputs[5])?,
-        host(&inputs[6])?,
-    ];
-    let mask_host = mask
-        .as_ref()
-        .map(|m| m.to_vec::<bool>())
-        .transpose()?;
-    let (y_ref, state_ref) = reference(case, &arrays, mask_host.as_deref());
-    // float32: the GPU's expf and the readout's order of summation against the host's, a few
-    // float32 roundings per step that the decaying state does not let grow: 1e-5 of the
-    // values' size. bfloat16: such a difference can turn one of the step's roundings the
-    // other way, one bfloat16 step (2^-8) that the state carries on: 2^-6 bounds it. A wrong
-    // channel, position or decay is off by the whole value.
-    let rel = if case.dtype == Dtype::Float32 {
-        1e-5
-    } else {
-        2f32.powi(-6)
-    };
-    for (what, ours, theirs) in [
-        ("output", host(&y)?, y_ref),
-        ("state", host(&state)?, state_ref),
-    ] {
-        let mean = theirs.iter().map(|v| v.abs()).sum::<f32>() / theirs.len() as f32;
-        let mut worst = 0.0f32;
-        for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-            let bound = rel * (b.abs() + mean);
-            assert!(
-                (a - b).abs() <= bound,
-                "{} {what}, entry {k}: {a} vs {b} (bound {bound})",
-                case.name
-            );
-            worst = worst.max((a - b).abs() / (b.abs() + mean));
+    let mask_host = mask.as_ref().map(|m| m.to_vec::<bool>()).transpose()?;
+    let (y_ref, state_ref) = reference(case, &host_arrays(&inputs)?, mask_host.as_deref());
+    assert_within(case, "output", &host(&y)?, &y_ref)?;
+    assert_within(case, "state", &host(&state)?, &state_ref)?;
+    Ok(())
+}
+
+#[test]
+fn the_host_recurrence_is_the_ops_path() -> Result<()> {
+    for (k, dtype) in [(0u64, Dtype::Float32), (1, Dtype::Bfloat16)] {
+        let case = Case {
+            name: "host",
+            batch: 2,
+            steps: 12,
+            channels: 48,
+            state: 16,
+            dtype,
+            lengths: None,
+        };
+        let inputs = random_inputs(&case, 900 + k)?;
+        let mut state = inputs[6].clone();
+        let mut ys = Vec::new();
+        for t in 0..case.steps {
+            let (x, delta) = (inputs[0].index((.., t))?, inputs[1].index((.., t))?);
+            let (b, c) = (inputs[3].index((.., t))?, inputs[4].index((.., t))?);
+            let input = ops::multiply(
+                &ops::expand_dims(&ops::multiply(&delta, &x)?, -1)?,
+                &ops::expand_dims(&b, 1)?,
+            )?;
+            let decay = ops::exp(&ops::multiply(&ops::expand_dims(&delta, -1)?, &inputs[2])?)?;
+            state = ops::add(&input, &ops::multiply(&state, &decay)?)?;
+            let y = ops::squeeze(&ops::matmul(&state, &ops::expand_dims(&c, -1)?)?, 2)?;
+            ys.push(ops::add(&y, &ops::multiply(&inputs[5], &x)?)?);
         }
-        eprintln!("{} {what}: within {worst:e} (relative), bound {rel:e}", case.name);
+        let y = ops::stack(&ys, 1)?;
+        let arrays = host_arrays(&inputs)?;
+        let (y_ref, state_ref) = reference(&case, &arrays, None);
+        assert_within(&case, "output (host)", &y_ref, &host(&y)?)?;
+        assert_within(&case, "state (host)", &state_ref, &host(&state)?)?;
     }
     Ok(())
 }
