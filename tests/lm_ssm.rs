@@ -229,14 +229,14 @@ fn the_bounds_hold_for_the_kernels_formula_on_the_host() -> Result<()> {
 }
 
 /// How far the kernel's output may be from the ops' (relative, see `assert_near`), for inputs
-/// of `dtype` (the output is float32 where `D` is, whatever the inputs'). It sums N
-/// products in another order than the ops' matmuls, which on an NVIDIA GPU round float32
-/// inputs to TF32 (10 bits): 2^-9 of the values' size bounds that (on the CPU, where the
-/// matmuls are float32, the kernel's formula is within 1e-6: `the_bounds_hold_...`). In
-/// bfloat16 the ops round `C B^T` and the SSM's part of the output to bfloat16 before adding
-/// `D x`, half a bfloat16 step of terms that may be a few times the output's size where `D x`
-/// cancels them: 2^-5 (the kernel's formula on the CPU: 7.2e-3 over 1,024 outputs). A wrong group, head or decay
-/// is off by the whole value.
+/// of `dtype` (the output is float32 where `D` is, whatever the inputs'). It sums N products
+/// in another order than the ops' matmuls, which on an NVIDIA GPU round float32 inputs to
+/// TF32 (10 bits): 2^-9 of the values' size bounds that (on the CPU, where the matmuls are
+/// float32, the kernel's formula is within 1e-6: `the_bounds_hold_...`). In bfloat16 the ops
+/// round `C B^T` and the SSM's part of the output to bfloat16 before adding `D x`, half a
+/// bfloat16 step of terms that may be a few times the output's size where `D x` cancels them:
+/// 2^-5 (the kernel's formula on the CPU: within 7.2e-3 over 1,024 outputs). A wrong group,
+/// head or decay is off by the whole value.
 fn output_bound(dtype: Dtype) -> f32 {
     if dtype == Dtype::Float32 {
         2f32.powi(-9)
