@@ -127,7 +127,10 @@ fn assert_within(case: &Case, what: &str, ours: &[f32], theirs: &[f32]) -> Resul
         );
         worst = worst.max((a - b).abs() / (b.abs() + mean));
     }
-    eprintln!("{} {what}: within {worst:e} (relative), bound {rel:e}", case.name);
+    eprintln!(
+        "{} {what}: within {worst:e} (relative), bound {rel:e}",
+        case.name
+    );
     Ok(())
 }
 

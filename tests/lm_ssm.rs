@@ -413,7 +413,10 @@ fn mamba2_generates_the_same_tokens_with_the_kernel() -> Result<()> {
     let (tokens_ops, logprobs_ops, _) = greedy_with("mamba2", off, 64);
     assert_eq!(tokens.len(), 64);
     assert_eq!(traces, 1, "one trace for 64 steps with the kernel");
-    assert_eq!(tokens, tokens_ops, "greedy tokens with the kernel and without");
+    assert_eq!(
+        tokens, tokens_ops,
+        "greedy tokens with the kernel and without"
+    );
     let worst = logprobs
         .iter()
         .flatten()

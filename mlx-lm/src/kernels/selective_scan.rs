@@ -139,7 +139,9 @@ pub fn is_supported(inputs: &ScanInputs<'_>, state: &Array, mask: Option<&Array>
         && mask.map_or(true, |m| m.shape() == &xs[..2]);
     let dtype = x.dtype();
     let dtypes = matches!(dtype, Dtype::Bfloat16 | Dtype::Float16 | Dtype::Float32)
-        && [delta, a, b, c, d, state].iter().all(|t| t.dtype() == dtype)
+        && [delta, a, b, c, d, state]
+            .iter()
+            .all(|t| t.dtype() == dtype)
         && mask.map_or(true, |m| m.dtype() == Dtype::Bool);
     Ok(shapes && dtypes && on_cuda()?)
 }

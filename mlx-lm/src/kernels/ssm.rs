@@ -1,11 +1,11 @@
-//! One decode step of Mamba-2's state-space model as one CUDA kernel (Python: `mlx_lm.models.ssm`'s
-//! `ssm_kernel` / `ssm_update_kernel`, which mlx_lm has for Metal only).
+//! One decode step of Mamba-2's state-space model as one CUDA kernel (Python:
+//! `mlx_lm.models.ssm`'s `ssm_kernel` / `ssm_update_kernel`, which mlx_lm has for Metal only).
 //!
 //! Elsewhere mlx_lm runs a decode step through `ssm_attn`, the chunked "attention" form of the
 //! SSD with a chunk of one position: `segsum`, a tril, three matmuls, a cumsum, repeats and
-//! transposes, some 40 primitives per layer and token for what is one multiply-add per state
-//! entry. This kernel does the step itself: per sequence `b`, head `h` (of group `g`) and head
-//! feature `p`, with `dt` after `compute_dt` (float32) and everything in float32:
+//! transposes, several dozen primitives per layer and token for what is one multiply-add per
+//! state entry. This kernel does the step itself: per sequence `b`, head `h` (of group `g`)
+//! and head feature `p`, with `dt` after `compute_dt` (float32) and everything in float32:
 //!
 //! ```text
 //! A = -exp(A_log[h])                        # rounded to A_log's dtype first, as the ops do
@@ -109,9 +109,9 @@ fn output_dtype(x: Dtype, d: Dtype) -> Dtype {
 
 /// Whether [`ssm_update_kernel`] takes these arguments: `x` `[B, 1, H, P]`, `b` and `c` `[B, 1,
 /// G, N]`, `dt` `[B, 1, H]`, `a_log` and `d` `[H]`, all of float dtypes, the state `[B, H, P, N]`
-/// in float32, `H` a multiple of `G`, and the current stream on a CUDA GPU (any state size
-/// `N`: lanes past it add nothing, where mlx_lm's Metal kernel needs a multiple of 32). (`dt` may be given before or after `compute_dt`: only its shape and kind are asked.)
-#[allow(clippy::too_many_arguments)]
+/// in float32, `H` a multiple of `G`, and the current stream on a CUDA GPU. Any state size `N`:
+/// lanes past it add nothing (mlx_lm's Metal kernel needs a multiple of 32). `dt` may be given
+/// before or after `compute_dt`: only its shape and kind are asked.
 pub fn is_supported(
     x: &Array,
     a_log: &Array,
