@@ -49,7 +49,7 @@ const SOURCE: &str = r#"
   }
   const int i = bi % channels;
   const int64_t seq = bi / channels;
-  // Each op's result rounded to the model's dtype, as the ops round it (nothing in float32).
+  // Each op's result rounded to the model's dtype, as the ops round it (a no-op in float32).
   auto rt = [](float v) { return static_cast<float>(static_cast<T>(v)); };
 
   float h[N];
@@ -114,9 +114,9 @@ pub struct ScanInputs<'a> {
     pub d: &'a Array,
 }
 
-/// Whether [`selective_scan_kernel`] takes these arguments: the shapes [`ScanInputs`] lists,
-/// all of one float dtype with the state, `N` at most 64, `mask` (if any) `bool [B, T]`, and
-/// the current stream on a CUDA GPU.
+/// Whether [`selective_scan_kernel`] takes these arguments: the shapes [`ScanInputs`] lists (no
+/// size zero), all of one float dtype with the state, `N` at most 64, `mask` (if any) `bool [B,
+/// T]`, and the current stream on a CUDA GPU.
 pub fn is_supported(inputs: &ScanInputs<'_>, state: &Array, mask: Option<&Array>) -> Result<bool> {
     let ScanInputs {
         x,
@@ -128,6 +128,7 @@ pub fn is_supported(inputs: &ScanInputs<'_>, state: &Array, mask: Option<&Array>
     } = *inputs;
     let (xs, bs) = (x.shape(), b.shape());
     let shapes = xs.len() == 3
+        && xs.iter().all(|&n| n > 0)
         && delta.shape() == xs
         && bs.len() == 3
         && bs[..2] == xs[..2]

@@ -107,11 +107,11 @@ fn output_dtype(x: Dtype, d: Dtype) -> Dtype {
     }
 }
 
-/// Whether [`ssm_update_kernel`] takes these arguments: `x` `[B, 1, H, P]`, `b` and `c` `[B, 1,
-/// G, N]`, `dt` `[B, 1, H]`, `a_log` and `d` `[H]`, all of float dtypes, the state `[B, H, P, N]`
-/// in float32, `H` a multiple of `G`, and the current stream on a CUDA GPU. Any state size `N`:
-/// lanes past it add nothing (mlx_lm's Metal kernel needs a multiple of 32). `dt` may be given
-/// before or after `compute_dt`: only its shape and kind are asked.
+/// Whether [`ssm_update_kernel`] takes these arguments: `x` `[B, 1, H, P]` (no size zero), `b`
+/// and `c` `[B, 1, G, N]`, `dt` `[B, 1, H]`, `a_log` and `d` `[H]`, all of float dtypes, the
+/// state `[B, H, P, N]` in float32, `H` a multiple of `G`, and the current stream on a CUDA
+/// GPU. Any state size `N`: lanes past it add nothing (mlx_lm's Metal kernel needs a multiple
+/// of 32). `dt` may be given before or after `compute_dt`: only its shape and kind are asked.
 pub fn is_supported(
     x: &Array,
     a_log: &Array,
@@ -123,6 +123,7 @@ pub fn is_supported(
 ) -> Result<bool> {
     let (xs, bs) = (x.shape(), b.shape());
     let shapes = xs.len() == 4
+        && xs.iter().all(|&n| n > 0)
         && xs[1] == 1
         && bs.len() == 4
         && bs[..2] == xs[..2]
