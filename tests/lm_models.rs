@@ -305,6 +305,24 @@ fn load(name: &str) -> Model {
     load_with(name, true)
 }
 
+/// The model `name` with its default kernels, but Mamba-1's scan as mlx_lm's ops: on a CUDA
+/// GPU the one-kernel scan computes a prompt's projections as one matrix product (cuBLAS's,
+/// TF32 in float32) where mlx_lm multiplies each position's vector, which in bfloat16 turns
+/// roundings of Δ, B and C the other way, more than a comparison with mlx_lm's tokens allows.
+/// tests/lm_selective_scan.rs compares the kernel with these ops.
+fn load_as_mlx_lm_scans(name: &str) -> Model {
+    let options = LoadOptions {
+        kernels: KernelOptions {
+            fused_selective_scan: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    load_model(model_dir(name), options)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .0
+}
+
 fn prompt_array(prompt: &[i32]) -> Array {
     Array::from_slice(prompt, &[1, prompt.len() as i32]).unwrap()
 }
@@ -412,13 +430,13 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
 
 #[test]
 fn greedy_generation_equals_mlx_lm() {
-    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule, the Mamba-2
-    // family with the one-kernel decode step and Mamba-1's with the one-kernel scan (their
-    // float32 sums against the ops' TF32 matmuls and, in bfloat16, a float32 state where the
-    // ops round it each step; tests/lm_ssm.rs and tests/lm_selective_scan.rs compare them).
+    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule and the
+    // Mamba-2 family with the one-kernel decode step (its float32 sums against the ops' TF32
+    // matmuls; tests/lm_ssm.rs compares the two); Mamba-1's scan as mlx_lm's ops
+    // (`load_as_mlx_lm_scans`).
     for name in models().into_iter().filter(|n| !NEAR_TIES.contains(n)) {
         let g = golden(name);
-        let model = load(name);
+        let model = load_as_mlx_lm_scans(name);
         let prompt: Vec<u32> = g.prompt.iter().map(|t| *t as u32).collect();
         let options = GenerateOptions {
             max_tokens: g.greedy.len(),
