@@ -10,7 +10,7 @@ use mlx::core::{ops, random, Array, Dtype, Result};
 use mlx::lm::kernels::selective_scan::{is_supported, selective_scan_kernel, ScanInputs};
 use mlx::lm::KernelOptions;
 use support::golden::on_cuda;
-use support::lm::{greedy_with, prompt_logits_with};
+use support::lm::{greedy_generation_is_near, prompt_logits_with};
 
 struct Case {
     name: &'static str,
@@ -338,34 +338,6 @@ fn mamba_models_generate_the_same_tokens_with_the_kernel() {
         eprintln!("{name}: prompt logits with the kernel within {worst} of the ops'");
         assert!(worst <= bound, "{name}: prompt logits off by {worst}");
 
-        let (tokens, logprobs, traces) = greedy_with(name, on, 64);
-        let (tokens_ops, logprobs_ops, _) = greedy_with(name, off, 64);
-        assert_eq!(traces, 1, "{name}: one trace for 64 steps with the kernel");
-        let mut worst = 0.0f32;
-        for (step, (ours, theirs)) in logprobs.iter().zip(&logprobs_ops).enumerate() {
-            let diff = ours
-                .iter()
-                .zip(theirs)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0f32, f32::max);
-            worst = worst.max(diff);
-            if tokens[step] != tokens_ops[step] {
-                // Only where the ops' pick was a tie within the bound; the rest is not
-                // compared then.
-                let mut sorted = theirs.clone();
-                sorted.sort_by(|a, b| b.total_cmp(a));
-                let margin = sorted[0] - sorted[1];
-                assert!(
-                    margin <= bound,
-                    "{name}, step {step}: token {} where the ops' {} led by {margin}",
-                    tokens[step],
-                    tokens_ops[step]
-                );
-                eprintln!("{name}: a tie to {bound} at step {step}, the rest not compared");
-                break;
-            }
-        }
-        eprintln!("{name}: log-probabilities with the kernel within {worst} of the ops'");
-        assert!(worst <= bound, "{name}: log-probabilities off by {worst}");
+        greedy_generation_is_near(name, on, off, bound);
     }
 }

@@ -10,7 +10,7 @@ use mlx::lm::blocks::ssd::{compute_dt, ssm_attn, ssm_update, SsmInputs};
 use mlx::lm::kernels::ssm::{is_supported, ssm_update_kernel};
 use mlx::lm::KernelOptions;
 use support::golden::on_cuda;
-use support::lm::greedy_with;
+use support::lm::greedy_generation_is_near;
 
 /// mlx_lm's default `time_step_limit` (mamba2's configs leave it at `(0, inf)`; a finite upper
 /// limit makes the clip part of what is compared).
@@ -128,9 +128,15 @@ fn check(case: &Case, seed: u64) -> Result<()> {
     assert_eq!(y.dtype(), y_ops.dtype(), "{}", case.name);
     assert_eq!(state.shape(), state_ops.shape(), "{}", case.name);
     assert_eq!(state.dtype(), Dtype::Float32, "{}", case.name);
-    // The state: both compute `exp(dt A) S + (dt x) B` in float32, one product each, so they
-    // differ by a rounding or two of float32 (an fma, the GPU's exp): 1e-6 bounds that.
-    assert_near(&format!("{} state", case.name), &state, &state_ops, 1e-6)?;
+    // The state: both compute `exp(dt A) S + (dt x) B` in float32 (on the CPU within 1e-7:
+    // `the_bounds_hold_...`), but the ops form `(dt x) B` as a matrix product, which on an
+    // NVIDIA GPU rounds its float32 inputs to TF32 (10 bits): 2^-10 of the values' size.
+    assert_near(
+        &format!("{} state", case.name),
+        &state,
+        &state_ops,
+        2f32.powi(-10),
+    )?;
     // The bound: `output_bound`.
     assert_near(
         &format!("{} output", case.name),
@@ -391,7 +397,8 @@ fn arguments_it_does_not_take_are_errors() -> Result<()> {
 }
 
 /// mamba2's greedy generation (mlx_lm's golden prompt, 64 tokens, the compiled step) with the
-/// kernel on and off: the same tokens, log-probabilities near, one trace with the kernel.
+/// kernel on and off: the same tokens (but at a tie), log-probabilities near, one trace with
+/// the kernel.
 #[test]
 fn mamba2_generates_the_same_tokens_with_the_kernel() -> Result<()> {
     if on_cuda() {
@@ -409,27 +416,13 @@ fn mamba2_generates_the_same_tokens_with_the_kernel() -> Result<()> {
         fused_ssm_update: false,
         ..on
     };
-    let (tokens, logprobs, traces) = greedy_with("mamba2", on, 64);
-    let (tokens_ops, logprobs_ops, _) = greedy_with("mamba2", off, 64);
-    assert_eq!(tokens.len(), 64);
-    assert_eq!(traces, 1, "one trace for 64 steps with the kernel");
-    assert_eq!(
-        tokens, tokens_ops,
-        "greedy tokens with the kernel and without"
-    );
-    let worst = logprobs
-        .iter()
-        .flatten()
-        .zip(logprobs_ops.iter().flatten())
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0f32, f32::max);
-    eprintln!("mamba2: log-probabilities with the kernel within {worst} of the ops'");
     // Not on a CUDA GPU the kernel does not run: the same graph, the same bits. On one, the
-    // kernel's float32 sums against the ops' TF32 matmuls, through 4 layers and 64 steps of
-    // state: 2e-3, the bound of the CUDA log-probabilities against mlx_lm's
-    // (`lm_models.rs`' greedy test), where a wrong state or decay moves them by 1e-1 and
-    // more.
-    let bound = if on_cuda() { 2e-3 } else { 0.0 };
-    assert!(worst <= bound, "log-probabilities off by {worst}");
+    // ops' matrix products round float32 inputs to TF32 (the state's `(dt x) B` among them,
+    // 2^-10 of its size) where the kernel does not, through 4 layers and 64 steps of state:
+    // not yet measured on a GPU, 1e-2, five times the bound of the CUDA log-probabilities
+    // against mlx_lm's (`lm_models.rs`' greedy test); a wrong state or decay moves them by
+    // 1e-1 and more.
+    let bound = if on_cuda() { 1e-2 } else { 0.0 };
+    greedy_generation_is_near("mamba2", on, off, bound);
     Ok(())
 }

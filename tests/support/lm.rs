@@ -74,3 +74,42 @@ pub fn prompt_logits_with(name: &str, kernels: mlx::lm::KernelOptions) -> Vec<f3
         .to_vec::<f32>()
         .unwrap()
 }
+
+/// `name`'s greedy generation (64 tokens) with the kernels `on` and `off`: one trace with
+/// `on`, each step's log-probabilities within `bound`, the same tokens but where `off`'s pick
+/// was a tie within `bound` (the rest is not compared then).
+pub fn greedy_generation_is_near(
+    name: &str,
+    on: mlx::lm::KernelOptions,
+    off: mlx::lm::KernelOptions,
+    bound: f32,
+) {
+    let (tokens, logprobs, traces) = greedy_with(name, on, 64);
+    let (tokens_off, logprobs_off, _) = greedy_with(name, off, 64);
+    assert_eq!(tokens.len(), 64, "{name}");
+    assert_eq!(traces, 1, "{name}: one trace for 64 steps with the kernel");
+    let mut worst = 0.0f32;
+    for (step, (ours, theirs)) in logprobs.iter().zip(&logprobs_off).enumerate() {
+        let diff = ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        worst = worst.max(diff);
+        if tokens[step] != tokens_off[step] {
+            let mut sorted = theirs.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let margin = sorted[0] - sorted[1];
+            assert!(
+                margin <= bound,
+                "{name}, step {step}: token {} where the ops' {} led by {margin}",
+                tokens[step],
+                tokens_off[step]
+            );
+            eprintln!("{name}: a tie to {bound} at step {step}, the rest not compared");
+            break;
+        }
+    }
+    eprintln!("{name}: log-probabilities with the kernel within {worst} of the ops'");
+    assert!(worst <= bound, "{name}: log-probabilities off by {worst}");
+}
