@@ -152,12 +152,11 @@ fn check(case: &Case, seed: u64) -> Result<()> {
 }
 
 /// The kernel's formula computed on the host in float32 (its order of ops, its roundings:
-/// `exp(-A) ` in A_log's dtype, one rounding of the output), for the CPU's check of the
+/// `exp(A_log)` in A_log's dtype, one rounding of the output), for the CPU's check of the
 /// bound against the ops path.
 fn kernel_on_the_host(inputs: &Inputs) -> Result<(Vec<f32>, Vec<f32>)> {
     let (xs, bs) = (inputs.x.shape(), inputs.b.shape());
-    let (batch, h, p, g, n) = (
-        xs[0] as usize,
+    let (h, p, g, n) = (
         xs[2] as usize,
         xs[3] as usize,
         bs[2] as usize,
@@ -173,13 +172,14 @@ fn kernel_on_the_host(inputs: &Inputs) -> Result<(Vec<f32>, Vec<f32>)> {
     );
     let mut state = host(&inputs.state)?;
     let mut y = vec![0.0f32; x.len()];
-    for bh in 0..batch * h {
+    // `dt` is `[B, 1, H]`: one entry per sequence and head.
+    for (bh, &dt_bh) in dt.iter().enumerate() {
         let head = bh % h;
         let bg = (bh / h) * g + head / (h / g);
-        let decay = (-a[head] * dt[bh]).exp();
+        let decay = (-a[head] * dt_bh).exp();
         for pi in 0..p {
             let row = bh * p + pi;
-            let dtx = dt[bh] * x[row];
+            let dtx = dt_bh * x[row];
             let mut acc = 0.0f32;
             for k in 0..n {
                 let s = decay * state[row * n + k] + dtx * b[bg * n + k];
