@@ -169,7 +169,8 @@ impl MambaMixer {
     /// (`None`: no earlier positions, Python's `state=None`): `y` `[B, T, I]` and the state
     /// after the last position. Where `mask` (`bool [B, T]`) is false the position is a
     /// right-padded batch's padding and the state does not move. With `use_kernel`, one
-    /// kernel where it applies ([`kernels::selective_scan`]), else mlx_lm's loop.
+    /// kernel where it applies ([`kernels::selective_scan`](crate::kernels::selective_scan)),
+    /// else mlx_lm's loop.
     pub fn scan(
         &self,
         x: &Array,
