@@ -5,7 +5,8 @@
 //! ```text
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
-//!     [--no-fused-gated-delta] [--no-in-place-cache] [--no-compile]
+//!     [--no-fused-gated-delta] [--no-fused-ssm-update] [--no-fused-selective-scan]
+//!     [--no-in-place-cache] [--no-compile]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -81,6 +82,14 @@ struct Args {
     /// (`KernelOptions::fused_gated_delta`; CUDA only).
     #[arg(long)]
     no_fused_gated_delta: bool,
+    /// Mamba-2's decode step as mlx_lm's chunked SSD ops, not one kernel
+    /// (`KernelOptions::fused_ssm_update`; CUDA only).
+    #[arg(long)]
+    no_fused_ssm_update: bool,
+    /// Mamba-1's selective scan as mlx_lm's loop of small ops, not one kernel
+    /// (`KernelOptions::fused_selective_scan`; CUDA only).
+    #[arg(long)]
+    no_fused_selective_scan: bool,
     /// Key/value caches updated functionally each step, not written in place
     /// (`GenerateOptions::cache_writes_in_place`; matters on CUDA only).
     #[arg(long)]
@@ -430,6 +439,8 @@ fn main() -> Result<(), Box<dyn Error>> {
         kernels: KernelOptions {
             fused_decode_attention: !args.no_fused_attention,
             fused_gated_delta: !args.no_fused_gated_delta,
+            fused_ssm_update: !args.no_fused_ssm_update,
+            fused_selective_scan: !args.no_fused_selective_scan,
         },
         ..Default::default()
     };

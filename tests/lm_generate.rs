@@ -14,8 +14,8 @@ use mlx::core::{io, ops, with_device, Array, Device, Dtype};
 use mlx::lm::{
     self, cli, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
     save_prompt_cache, stream_generate, ChatOptions, ChatTemplate, Error, FinishReason,
-    GenerateOptions, LayerCache, LoadOptions, LogitsProcessors, Model, QuantParams, SamplerOptions,
-    Tokenizer,
+    GenerateOptions, KernelOptions, LayerCache, LoadOptions, LogitsProcessors, Model, QuantParams,
+    SamplerOptions, Tokenizer,
 };
 use serde_json::Value;
 use support::golden::{data_dir, on_cuda};
@@ -25,10 +25,20 @@ fn golden() -> Value {
     support::lm::golden("generate.json")
 }
 
+/// The model `name` with its default kernels but Mamba-1's scan as mlx_lm's ops: these tests
+/// compare tokens and cache arrays with mlx_lm's, and on a CUDA GPU the one-kernel scan
+/// computes a prompt's projections as one matrix product where mlx_lm multiplies each
+/// position's vector (in bfloat16 a rounding of Δ, B or C may go the other way).
+/// tests/lm_selective_scan.rs compares the kernel with the ops.
 fn load(name: &str) -> Model {
-    load_model(model_dir(name), LoadOptions::default())
-        .unwrap()
-        .0
+    let options = LoadOptions {
+        kernels: KernelOptions {
+            fused_selective_scan: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    load_model(model_dir(name), options).unwrap().0
 }
 
 fn temp_dir(test: &str) -> PathBuf {

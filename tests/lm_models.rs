@@ -265,12 +265,15 @@ fn golden(name: &str) -> Golden {
     }
 }
 
-/// The model `name`, with our one-kernel gated delta rule (CUDA only) on or off: a choice of
-/// the model, so the tests that differ in it run side by side.
-fn load_with(name: &str, fused_gated_delta: bool) -> Model {
+/// The model `name`, with our one-kernel recurrences (CUDA only: the gated delta rule, the
+/// Mamba-2 decode step, Mamba-1's selective scan) on or off: a choice of the model, so the
+/// tests that differ in it run side by side.
+fn load_with(name: &str, fused_scans: bool) -> Model {
     let options = LoadOptions {
         kernels: KernelOptions {
-            fused_gated_delta,
+            fused_gated_delta: fused_scans,
+            fused_ssm_update: fused_scans,
+            fused_selective_scan: fused_scans,
             ..Default::default()
         },
         ..Default::default()
@@ -300,6 +303,24 @@ fn committed_models_leave_no_config_key_unread() {
 /// The model `name` as it loads by default.
 fn load(name: &str) -> Model {
     load_with(name, true)
+}
+
+/// The model `name` with its default kernels, but Mamba-1's scan as mlx_lm's ops: on a CUDA
+/// GPU the one-kernel scan computes a prompt's projections as one matrix product (cuBLAS's,
+/// TF32 in float32) where mlx_lm multiplies each position's vector, which in bfloat16 turns
+/// roundings of Δ, B and C the other way, more than a comparison with mlx_lm's tokens allows.
+/// tests/lm_selective_scan.rs compares the kernel with these ops.
+fn load_as_mlx_lm_scans(name: &str) -> Model {
+    let options = LoadOptions {
+        kernels: KernelOptions {
+            fused_selective_scan: false,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    load_model(model_dir(name), options)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+        .0
 }
 
 fn prompt_array(prompt: &[i32]) -> Array {
@@ -360,8 +381,8 @@ fn compare(ours: &Array, theirs: &Array, tol: f32) -> (usize, f32) {
     (differing, worst)
 }
 
-/// mlx_lm's own algorithm, op for op: on a CUDA GPU, with our one-kernel gated delta rule
-/// off (mlx_lm runs the recurrence as compiled array ops there, and so do we then).
+/// mlx_lm's own algorithm, op for op: on a CUDA GPU, with our one-kernel recurrences off
+/// (mlx_lm runs them as array ops there, and so do we then).
 #[test]
 fn prompt_logits_equal_mlx_lm() {
     for name in models() {
@@ -409,10 +430,13 @@ fn prompt_logits_with_the_fused_gated_delta_rule_are_near_mlx_lm() {
 
 #[test]
 fn greedy_generation_equals_mlx_lm() {
-    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule.
+    // The default: on a CUDA GPU, qwen3_5 with the one-kernel gated delta rule and the
+    // Mamba-2 family with the one-kernel decode step (its float32 sums against the ops' TF32
+    // matmuls; tests/lm_ssm.rs compares the two); Mamba-1's scan as mlx_lm's ops
+    // (`load_as_mlx_lm_scans`).
     for name in models().into_iter().filter(|n| !NEAR_TIES.contains(n)) {
         let g = golden(name);
-        let model = load(name);
+        let model = load_as_mlx_lm_scans(name);
         let prompt: Vec<u32> = g.prompt.iter().map(|t| *t as u32).collect();
         let options = GenerateOptions {
             max_tokens: g.greedy.len(),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B,
-SmolLM2-135M, LFM2-1.2B, Mamba2-1.3B, Nemotron-H-8B or Qwen3-30B-A3B, written by mlx_lm
+SmolLM2-135M, LFM2-1.2B, Mamba-130M, Mamba2-1.3B, Nemotron-H-8B or Qwen3-30B-A3B, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -11,7 +11,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba2|nemotron_h|qwen3_moe] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba|mamba2|nemotron_h|qwen3_moe] [--out DIR]
                            [--dtype bfloat16|float32]
                            [--quantize BITS] [--seed S]
 
@@ -121,6 +121,23 @@ LFM2 = {
     "tie_word_embeddings": True,
 }
 
+# state-spaces/mamba-130m-hf's config.json (the fields mlx_lm's mamba reads): 24 layers,
+# hidden 768, inner 1536, state 16, Δ rank 48, vocabulary 50280, tied.
+MAMBA = {
+    "model_type": "mamba",
+    "vocab_size": 50280,
+    "hidden_size": 768,
+    "intermediate_size": 1536,
+    "state_size": 16,
+    "num_hidden_layers": 24,
+    "conv_kernel": 4,
+    "time_step_rank": 48,
+    "use_bias": False,
+    "use_conv_bias": True,
+    "layer_norm_epsilon": 1e-5,
+    "tie_word_embeddings": True,
+}
+
 # state-spaces/mamba2-1.3b (mamba_ssm's config: d_model 2048, n_layer 48, Mamba-2 defaults
 # d_state 128, headdim 64, expand 2, ngroups 1, d_conv 4, vocabulary 50277 padded to a
 # multiple of 16) in the fields mlx_lm's mamba2 reads.
@@ -202,7 +219,7 @@ QWEN3_MOE = {
 }
 
 ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
-         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
+         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba": MAMBA, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
          "qwen3_moe": QWEN3_MOE}
 
 

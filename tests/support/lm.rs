@@ -27,3 +27,89 @@ pub fn ids(v: &Value) -> Vec<u32> {
         .map(|t| t.as_u64().unwrap() as u32)
         .collect()
 }
+
+/// `name` loaded with `kernels`: its greedy generation from mlx_lm's golden prompt (`n`
+/// tokens, the default compiled step): the tokens, each step's log-probabilities, the traces.
+pub fn greedy_with(
+    name: &str,
+    kernels: mlx::lm::KernelOptions,
+    n: usize,
+) -> (Vec<u32>, Vec<Vec<f32>>, u64) {
+    let options = mlx::lm::LoadOptions {
+        kernels,
+        ..Default::default()
+    };
+    let model = mlx::lm::load_model(model_dir(name), options).unwrap().0;
+    let prompt = ids(&golden(&format!("{name}.json"))["prompt"]);
+    let options = mlx::lm::GenerateOptions {
+        max_tokens: n,
+        ..Default::default()
+    };
+    let mut steps = mlx::lm::generate_step(&model, &prompt, &options).unwrap();
+    let (mut tokens, mut logprobs) = (Vec::new(), Vec::new());
+    for step in steps.by_ref() {
+        let (token, lp) = step.unwrap();
+        tokens.push(token);
+        let lp = lp.astype(mlx::core::Dtype::Float32).unwrap();
+        logprobs.push(lp.to_vec::<f32>().unwrap());
+    }
+    (tokens, logprobs, steps.traces())
+}
+
+/// `name` loaded with `kernels`: its logits `[1, L, vocab]` of mlx_lm's golden prompt, one
+/// forward without a cache, in float32.
+pub fn prompt_logits_with(name: &str, kernels: mlx::lm::KernelOptions) -> Vec<f32> {
+    let options = mlx::lm::LoadOptions {
+        kernels,
+        ..Default::default()
+    };
+    let model = mlx::lm::load_model(model_dir(name), options).unwrap().0;
+    let prompt = ids(&golden(&format!("{name}.json"))["prompt"]);
+    let prompt: Vec<i32> = prompt.iter().map(|&t| t as i32).collect();
+    let inputs = mlx::core::Array::from_slice(&prompt, &[1, prompt.len() as i32]).unwrap();
+    let logits = model.forward(&inputs, None).unwrap();
+    logits
+        .astype(mlx::core::Dtype::Float32)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap()
+}
+
+/// `name`'s greedy generation (64 tokens) with the kernels `on` and `off`: one trace with
+/// `on`, each step's log-probabilities within `bound`, the same tokens but where `off`'s pick
+/// was a tie within `bound` (the rest is not compared then).
+pub fn greedy_generation_is_near(
+    name: &str,
+    on: mlx::lm::KernelOptions,
+    off: mlx::lm::KernelOptions,
+    bound: f32,
+) {
+    let (tokens, logprobs, traces) = greedy_with(name, on, 64);
+    let (tokens_off, logprobs_off, _) = greedy_with(name, off, 64);
+    assert_eq!(tokens.len(), 64, "{name}");
+    assert_eq!(traces, 1, "{name}: one trace for 64 steps with the kernel");
+    let mut worst = 0.0f32;
+    for (step, (ours, theirs)) in logprobs.iter().zip(&logprobs_off).enumerate() {
+        let diff = ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        worst = worst.max(diff);
+        if tokens[step] != tokens_off[step] {
+            let mut sorted = theirs.clone();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            let margin = sorted[0] - sorted[1];
+            assert!(
+                margin <= bound,
+                "{name}, step {step}: token {} where the ops' {} led by {margin}",
+                tokens[step],
+                tokens_off[step]
+            );
+            eprintln!("{name}: a tie to {bound} at step {step}, the rest not compared");
+            break;
+        }
+    }
+    eprintln!("{name}: log-probabilities with the kernel within {worst} of the ops'");
+    assert!(worst <= bound, "{name}: log-probabilities off by {worst}");
+}

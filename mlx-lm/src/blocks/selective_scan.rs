@@ -19,9 +19,11 @@
 //! so the logits are mlx_lm's bit for bit; a decode step (`T = 1`) is one round, and
 //! compiled it is one graph. Hoisting `x_proj`/`dt_proj`/softplus out of the loop (one
 //! matmul over all positions) would remove a quarter of those ops, but a matmul of `T` rows
-//! need not round each row as a matmul of one does, so it would not be mlx_lm's bits; a scan
-//! kernel (the notes' K1) is where a faster prefill belongs, behind this block's
-//! [`MambaMixer::scan`].
+//! need not round each row as a matmul of one does, so it would not be mlx_lm's bits. On a
+//! CUDA GPU (the model's [`KernelOptions::fused_selective_scan`](crate::KernelOptions)) the
+//! projections run once over all positions and the recurrence is one kernel
+//! ([`kernels::selective_scan`](crate::kernels::selective_scan)), for a prompt as for a decode
+//! step: a faster prefill, not mlx_lm's bits.
 //!
 //! The state stays in the model's dtype, as mlx_lm keeps it (transformers keeps it in
 //! float32; the same numbers for a float32 model). Unlike mlx_lm, a right-padded batch's
@@ -37,6 +39,8 @@ use crate::blocks::mlp::swiglu;
 use crate::blocks::rows::{wrong_input, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
+use crate::kernels::on_cuda;
+use crate::kernels::selective_scan::{self, ScanInputs};
 
 /// The slot of the convolution's last inputs (Python: `cache[0]`), `[batch, conv_kernel -
 /// 1, intermediate_size]`, model dtype.
@@ -119,8 +123,15 @@ impl MambaMixer {
         self.d.shape().first().copied().unwrap_or(0)
     }
 
-    /// The layer over rows `h` `[B * L, hidden]`, continuing `cache`'s state.
-    pub fn forward(&self, h: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+    /// The layer over rows `h` `[B * L, hidden]`, continuing `cache`'s state; the scan as one
+    /// kernel where it applies and `use_kernel` allows it ([`MambaMixer::scan`]).
+    pub fn forward(
+        &self,
+        h: &Array,
+        rows: Rows,
+        use_kernel: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
         let mut cache = match cache {
             None => None,
             Some(LayerCache::Arrays(c)) if c.cache.len() == 2 => Some(c),
@@ -146,7 +157,7 @@ impl MambaMixer {
             ConvActivation::Silu,
         )?;
         let state = cache.as_ref().map(|c| c[SSM].clone());
-        let (y, state) = self.scan(&x, state, mask.as_ref())?;
+        let (y, state) = self.scan(&x, state, mask.as_ref(), use_kernel)?;
         if let Some(c) = cache {
             c[SSM] = state;
             c.advance(rows.len)?;
@@ -157,15 +168,23 @@ impl MambaMixer {
     /// The selective scan of `x` `[B, T, I]` (after the convolution) from `state` `[B, I, N]`
     /// (`None`: no earlier positions, Python's `state=None`): `y` `[B, T, I]` and the state
     /// after the last position. Where `mask` (`bool [B, T]`) is false the position is a
-    /// right-padded batch's padding and the state does not move.
+    /// right-padded batch's padding and the state does not move. With `use_kernel`, one
+    /// kernel where it applies ([`kernels::selective_scan`](crate::kernels::selective_scan)),
+    /// else mlx_lm's loop.
     pub fn scan(
         &self,
         x: &Array,
         mut state: Option<Array>,
         mask: Option<&Array>,
+        use_kernel: bool,
     ) -> Result<(Array, Array)> {
-        let t_len = x.shape().get(1).copied().unwrap_or(0);
         let a = ops::negative(&ops::exp(&self.a_log)?)?;
+        if use_kernel && on_cuda()? {
+            if let Some(out) = self.scan_kernel(x, &a, state.as_ref(), mask)? {
+                return Ok(out);
+            }
+        }
+        let t_len = x.shape().get(1).copied().unwrap_or(0);
         let mut ys = Vec::with_capacity(t_len as usize);
         for t in 0..t_len {
             let xt = x.index((.., t))?;
@@ -198,8 +217,43 @@ impl MambaMixer {
         Ok((ops::stack(&ys, 1)?, state))
     }
 
-    /// Python: `ssm_step`: one position `x` `[B, I]`.
-    fn step(&self, x: &Array, a: &Array, state: Option<&Array>) -> Result<(Array, Array)> {
+    /// The scan as one kernel, the projections over every position at once: `None` where
+    /// the kernel does not take the arrays.
+    fn scan_kernel(
+        &self,
+        x: &Array,
+        a: &Array,
+        state: Option<&Array>,
+        mask: Option<&Array>,
+    ) -> Result<Option<(Array, Array)>> {
+        let (delta, b, c) = self.projections(x)?;
+        let state = match state {
+            Some(s) => s.clone(),
+            None => ops::zeros(
+                &[
+                    x.shape().first().copied().unwrap_or(0),
+                    self.intermediate_size(),
+                    self.state_size,
+                ],
+                x.dtype(),
+            )?,
+        };
+        let inputs = ScanInputs {
+            x,
+            delta: &delta,
+            a,
+            b: &b,
+            c: &c,
+            d: &self.d,
+        };
+        if !selective_scan::is_supported(&inputs, &state, mask)? {
+            return Ok(None);
+        }
+        selective_scan::apply_unchecked(&inputs, &state, mask).map(Some)
+    }
+
+    /// Δ (after its softplus), B and C of the positions `x` `[..., I]`.
+    fn projections(&self, x: &Array) -> Result<(Array, Array, Array)> {
         let (r, n) = (self.time_step_rank, self.state_size);
         let parts = ops::split(&self.x_proj.forward(x)?, vec![r, r + n], -1)?;
         let (mut delta, mut b, mut c) = (parts[0].clone(), parts[1].clone(), parts[2].clone());
@@ -209,6 +263,12 @@ impl MambaMixer {
             c = fast::rms_norm(&c, None, eps)?;
         }
         let delta = mlx_nn::softplus(&self.dt_proj.forward(&delta)?)?;
+        Ok((delta, b, c))
+    }
+
+    /// Python: `ssm_step`: one position `x` `[B, I]`.
+    fn step(&self, x: &Array, a: &Array, state: Option<&Array>) -> Result<(Array, Array)> {
+        let (delta, b, c) = self.projections(x)?;
         let mut new_state = ops::multiply(
             &ops::expand_dims(&ops::multiply(&delta, x)?, -1)?,
             &ops::expand_dims(&b, 1)?,

@@ -12,8 +12,10 @@
 //! mlx_lm computes it in its "attention" form, chunks of 256 positions at a time
 //! ([`ssm_attn`]): within a chunk `y = tril((C B^T) * exp(segsum(dt A))) (dt x)`, between
 //! chunks the state carries over. On Metal it runs a one-token kernel for decode steps; on
-//! every other device (CUDA, CPU) mlx_lm runs these ops for decode too, and so does this
-//! port, op for op, so the numbers are mlx_lm's (a kernel can replace [`ssm_update`] later).
+//! every other device (CUDA, CPU) mlx_lm runs these ops for decode too, and so does this port,
+//! op for op, so the numbers are mlx_lm's, except on a CUDA GPU, where a decode step is one
+//! kernel of this port's ([`kernels::ssm`](crate::kernels::ssm), the model's
+//! [`KernelOptions::fused_ssm_update`](crate::KernelOptions)).
 //!
 //! A right-padded batch's prefill passes `mask` (`bool [B, T]`) and `lengths` (each
 //! sequence's real positions still to come): padded positions get a zero decay step and
@@ -33,6 +35,7 @@ use crate::blocks::mlp::swiglu;
 use crate::blocks::rows::{arrays_entry, wrong_input, Rows};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::Checkpoint;
+use crate::kernels::ssm;
 
 /// The slot of the convolution's state in the mixer's [`ArraysCache`] (Python: `cache[0]`):
 /// `[batch, conv_kernel - 1, conv_dim]` in the model's dtype.
@@ -246,14 +249,24 @@ fn ssd_chunk(
     Ok((y.astype(out_dtype)?, next))
 }
 
-/// Python: `ssm_update`. mlx_lm runs a Metal kernel for a decode step on Metal GPUs and
-/// [`ssm_attn`] everywhere else, for decode steps too; this is the latter (no Metal here).
+/// Python: `ssm_update`: a decode step (one position, a state, no right-padded batch's mask)
+/// as one kernel where it applies and `use_kernel` allows it (mlx_lm's is for Metal GPUs,
+/// this port's for CUDA GPUs: [`kernels::ssm`](crate::kernels::ssm)), else [`ssm_attn`], as
+/// mlx_lm runs it everywhere else, for decode steps too.
 pub fn ssm_update(
     inputs: &SsmInputs<'_>,
     state: Option<Array>,
     mask: Option<&Array>,
     lengths: Option<&Array>,
+    use_kernel: bool,
 ) -> Result<(Array, Array)> {
+    if let (true, Some(s), None, None) = (use_kernel, &state, mask, lengths) {
+        let i = inputs;
+        if ssm::is_supported(i.x, i.a_log, i.b, i.c, i.d, i.dt, s)? {
+            let dt = compute_dt(i.dt, i.dt_bias, i.time_step_limit)?;
+            return ssm::apply_unchecked(i.x, i.a_log, i.b, i.c, i.d, &dt, s);
+        }
+    }
     ssm_attn(inputs, state, mask, lengths)
 }
 
@@ -400,8 +413,16 @@ impl Mamba2Mixer {
         })
     }
 
-    /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state.
-    pub fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+    /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state; a decode step
+    /// through the one-kernel SSM update where it applies and `use_kernel` allows it
+    /// ([`ssm_update`]).
+    pub fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        use_kernel: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
         let mut cache = arrays_entry(cache, "a Mamba-2 mixer")?;
         let c = &self.config;
         let (i, conv_dim) = (c.intermediate(), c.conv_dim());
@@ -449,12 +470,13 @@ impl Mamba2Mixer {
                     Some(cache[SSM].clone()),
                     mask.as_ref(),
                     cache.lengths.clone().as_ref(),
+                    use_kernel,
                 )?;
                 cache[SSM] = state;
                 cache.advance(l)?;
                 y
             }
-            None => ssm_update(&inputs, None, mask.as_ref(), None)?.0,
+            None => ssm_update(&inputs, None, mask.as_ref(), None, use_kernel)?.0,
         };
         let y = ops::reshape(&y, &[b * l, i])?;
         let y = match &self.norm {

@@ -9,6 +9,8 @@
 
 pub mod decode_attention;
 pub mod gated_delta;
+pub mod selective_scan;
+pub mod ssm;
 
 use std::sync::OnceLock;
 
@@ -27,6 +29,14 @@ pub struct KernelOptions {
     /// The gated delta rule of linear-attention layers (Qwen3.5) as one CUDA kernel
     /// ([`gated_delta`]); off: the recurrence as array ops, step by step.
     pub fused_gated_delta: bool,
+    /// A decode step of Mamba-2's state-space model (mamba2, nemotron_h, falcon_h1,
+    /// granitemoehybrid, plamo2) as one CUDA kernel ([`ssm`]); off: mlx_lm's chunked SSD ops
+    /// with a chunk of one position.
+    pub fused_ssm_update: bool,
+    /// Mamba-1's selective scan (mamba, falcon_mamba, jamba) over a prompt or a decode step as
+    /// one CUDA kernel ([`selective_scan`]), the projections over all positions at once; off:
+    /// mlx_lm's loop of small ops, position by position.
+    pub fused_selective_scan: bool,
 }
 
 impl Default for KernelOptions {
@@ -34,6 +44,8 @@ impl Default for KernelOptions {
         KernelOptions {
             fused_decode_attention: true,
             fused_gated_delta: true,
+            fused_ssm_update: true,
+            fused_selective_scan: true,
         }
     }
 }
@@ -44,6 +56,8 @@ impl KernelOptions {
         KernelOptions {
             fused_decode_attention: false,
             fused_gated_delta: false,
+            fused_ssm_update: false,
+            fused_selective_scan: false,
         }
     }
 }

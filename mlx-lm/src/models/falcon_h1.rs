@@ -283,7 +283,9 @@ impl Layer for FalconH1DecoderLayer {
             }
         };
         let normed = self.input_layernorm.forward(x)?;
-        let mamba = self.mamba.forward(&normed, ctx.rows, mamba_cache)?;
+        let mamba =
+            self.mamba
+                .forward(&normed, ctx.rows, ctx.kernels.fused_ssm_update, mamba_cache)?;
         let attention = TokenMixer::forward(&self.self_attn, &normed, ctx, attention_cache)?;
         let h = ops::add(&ops::add(x, &mamba)?, &attention)?;
         let out = self

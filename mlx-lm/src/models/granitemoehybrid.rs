@@ -415,7 +415,9 @@ impl Layer for GraniteMoeHybridLayer {
         let normed = self.input_layernorm.forward(x)?;
         let h =
             match (&self.mamba, &self.self_attn) {
-                (Some(mamba), None) => mamba.forward(&normed, ctx.rows, cache)?,
+                (Some(mamba), None) => {
+                    mamba.forward(&normed, ctx.rows, ctx.kernels.fused_ssm_update, cache)?
+                }
                 (None, Some(attention)) => TokenMixer::forward(attention, &normed, ctx, cache)?,
                 _ => return Err(wrong_input(
                     "a granitemoehybrid layer has either mamba or self_attn, never both or neither",

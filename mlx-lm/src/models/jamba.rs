@@ -8,7 +8,9 @@
 //! recurrence `h_t = h_{t-1} * dA_t + (Δ x)_t ⊗ B_t` position by position through mlx_lm's
 //! compiled `fma`, and the readout of every position at once. This is another order of ops
 //! than mamba's ([`blocks::selective_scan`](crate::blocks::selective_scan)), so it is its own
-//! block here ([`JambaMambaMixer::scan`], where a scan kernel would go).
+//! block here ([`JambaMambaMixer::scan`]); on a CUDA GPU its recurrence is one kernel
+//! ([`kernels::selective_scan`](crate::kernels::selective_scan), the model's
+//! [`KernelOptions::fused_selective_scan`]).
 
 use std::sync::OnceLock;
 
@@ -33,7 +35,8 @@ use crate::blocks::{
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
+use crate::kernels::selective_scan::{self, ScanInputs};
+use crate::kernels::{on_cuda, KernelOptions};
 use crate::model::LanguageModel;
 use crate::quantization::QuantParams;
 
@@ -249,7 +252,14 @@ impl JambaMambaMixer {
     /// Unlike mlx_lm, a right-padded batch's padding never reaches the state: the
     /// convolution keeps each sequence's last real inputs and the scan holds a sequence's
     /// state over its padding (mlx_lm's jamba reads neither the mask nor the lengths).
-    fn forward(&self, h: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+    /// With `use_kernel`, the recurrence is one kernel where it applies ([`Self::scan`]).
+    fn forward(
+        &self,
+        h: &Array,
+        rows: Rows,
+        use_kernel: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
         let mut cache = arrays_entry(cache, "a jamba Mamba layer")?;
         let halves = ops::split(&self.in_proj.forward(h)?, 2, -1)?;
         let (x, z) = (&rows.unfold(&halves[0])?, &halves[1]);
@@ -267,7 +277,7 @@ impl JambaMambaMixer {
         )?;
         let a = ops::negative(&ops::exp(&self.a_log)?)?;
         let state = cache.as_ref().map(|c| c[SSM].clone());
-        let (y, state) = self.scan(&x, &a, state, mask.as_ref())?;
+        let (y, state) = self.scan(&x, &a, state, mask.as_ref(), use_kernel)?;
         if let Some(c) = cache {
             c[SSM] = state;
             c.advance(rows.len)?;
@@ -279,12 +289,15 @@ impl JambaMambaMixer {
     /// `state` `[B, d_inner, d_state]` (`None`: a fresh sequence, no state term), with
     /// `A = -exp(A_log)`; the outputs `[B, T, d_inner]` and the state after the last
     /// position. With `mask` (`bool [B, T]`), a masked position leaves the state as it was.
+    /// With `use_kernel`, the recurrence and the readout are one kernel where it applies
+    /// ([`kernels::selective_scan`](crate::kernels::selective_scan)), else mlx_lm's ops.
     pub fn scan(
         &self,
         x: &Array,
         a: &Array,
         mut state: Option<Array>,
         mask: Option<&Array>,
+        use_kernel: bool,
     ) -> Result<(Array, Array)> {
         let (r, n) = (self.dt_rank, self.d_state);
         let parts = ops::split(&self.x_proj.forward(x)?, &[r, r + n][..], -1)?;
@@ -292,6 +305,23 @@ impl JambaMambaMixer {
         let b = self.b_layernorm.forward(&parts[1])?;
         let c = self.c_layernorm.forward(&parts[2])?;
         let delta = mlx_nn::softplus(&self.dt_proj.forward(&delta)?)?;
+        if use_kernel && on_cuda()? {
+            let initial = match &state {
+                Some(s) => s.clone(),
+                None => ops::zeros(&[x.shape()[0], self.d_inner, n], x.dtype())?,
+            };
+            let inputs = ScanInputs {
+                x,
+                delta: &delta,
+                a,
+                b: &b,
+                c: &c,
+                d: &self.d,
+            };
+            if selective_scan::is_supported(&inputs, &initial, mask)? {
+                return selective_scan::apply_unchecked(&inputs, &initial, mask);
+            }
+        }
         let inputs = ops::multiply(
             &ops::expand_dims(&ops::multiply(&delta, x)?, -1)?,
             &ops::expand_dims(&b, -2)?,
@@ -420,7 +450,9 @@ impl Layer for JambaLayer {
         let normed = self.input_layernorm.forward(x)?;
         let h = match (&self.self_attn, &self.mamba) {
             (Some(attention), None) => TokenMixer::forward(attention, &normed, ctx, cache)?,
-            (None, Some(mamba)) => mamba.forward(&normed, ctx.rows, cache)?,
+            (None, Some(mamba)) => {
+                mamba.forward(&normed, ctx.rows, ctx.kernels.fused_selective_scan, cache)?
+            }
             _ => {
                 return Err(wrong_input(
                     "a jamba layer has either self_attn or mamba, never both or neither",

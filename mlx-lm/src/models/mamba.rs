@@ -132,9 +132,12 @@ impl Layer for MambaResidualBlock {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let y = self
-            .mixer
-            .forward(&self.norm.forward(x)?, ctx.rows, cache)?;
+        let y = self.mixer.forward(
+            &self.norm.forward(x)?,
+            ctx.rows,
+            ctx.kernels.fused_selective_scan,
+            cache,
+        )?;
         ops::add(&y, x)
     }
 

@@ -170,9 +170,12 @@ impl Layer for ResidualBlock {
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let out = self
-            .mixer
-            .forward(&self.norm.forward(x)?, ctx.rows, cache)?;
+        let out = self.mixer.forward(
+            &self.norm.forward(x)?,
+            ctx.rows,
+            ctx.kernels.fused_ssm_update,
+            cache,
+        )?;
         ops::add(&out, x)
     }
 

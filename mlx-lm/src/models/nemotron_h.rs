@@ -502,7 +502,9 @@ impl Layer for NemotronHBlock {
     ) -> Result<Array> {
         let h = self.norm.forward(x)?;
         let h = match &self.mixer {
-            NemotronHMixer::Mamba(m) => m.forward(&h, ctx.rows, cache)?,
+            NemotronHMixer::Mamba(m) => {
+                m.forward(&h, ctx.rows, ctx.kernels.fused_ssm_update, cache)?
+            }
             NemotronHMixer::Attention(a) => TokenMixer::forward(a.as_ref(), &h, ctx, cache)?,
             NemotronHMixer::Mlp(m) => m.forward(&h)?,
             NemotronHMixer::Moe(m) => m.forward(&h)?,

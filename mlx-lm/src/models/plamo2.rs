@@ -219,8 +219,15 @@ impl Plamo2Mamba {
         })
     }
 
-    /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state.
-    fn forward(&self, x: &Array, rows: Rows, cache: Option<&mut LayerCache>) -> Result<Array> {
+    /// The mixer over rows `x` `[B * L, hidden]`, continuing `cache`'s state (a decode step
+    /// through the one-kernel SSM update where it applies and `use_kernel` allows it).
+    fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        use_kernel: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
         let mut cache = arrays_entry(cache, "a plamo2 Mamba layer")?;
         let (b, l, h, p) = (rows.batch, rows.len, self.num_heads, self.head_dim);
         // z and x alternate per head: [z_0, x_0, z_1, x_1, ...].
@@ -266,12 +273,13 @@ impl Plamo2Mamba {
                     Some(cache[SSM].clone()),
                     mask.as_ref(),
                     cache.lengths.clone().as_ref(),
+                    use_kernel,
                 )?;
                 cache[SSM] = state;
                 cache.advance(l)?;
                 y
             }
-            None => ssm_update(&inputs, None, mask.as_ref(), None)?.0,
+            None => ssm_update(&inputs, None, mask.as_ref(), None, use_kernel)?.0,
         };
         let y = ops::reshape(&y, &[b * l, h * p])?;
         let z = ops::reshape(z, &[b * l, h * p])?;
@@ -489,7 +497,9 @@ impl Layer for Plamo2Layer {
     ) -> Result<Array> {
         let normed = self.pre_mixer_norm.forward(x)?;
         let r = match &self.mixer {
-            Plamo2Mixer::Mamba(m) => m.forward(&normed, ctx.rows, cache)?,
+            Plamo2Mixer::Mamba(m) => {
+                m.forward(&normed, ctx.rows, ctx.kernels.fused_ssm_update, cache)?
+            }
             Plamo2Mixer::Attention(a) => a.forward(&normed, ctx, cache)?,
         };
         let h = ops::add(x, &self.post_mixer_norm.forward(&r)?)?;
