@@ -306,7 +306,10 @@ fn arguments_it_does_not_take_are_errors() -> Result<()> {
 /// CUDA GPU the kernel does not run: the same graph, the same bits.
 #[test]
 fn mamba_models_generate_the_same_tokens_with_the_kernel() {
-    let on = KernelOptions::default();
+    let on = KernelOptions {
+        fused_selective_scan: true,
+        ..KernelOptions::default()
+    };
     let off = KernelOptions {
         fused_selective_scan: false,
         ..on

@@ -411,7 +411,10 @@ fn mamba2_generates_the_same_tokens_with_the_kernel() -> Result<()> {
         let state = ops::zeros(&[1, 4, 32, 16], Dtype::Float32)?;
         assert!(is_supported(&x, &h, &bc, &bc, &h, &dt, &state)?);
     }
-    let on = KernelOptions::default();
+    let on = KernelOptions {
+        fused_ssm_update: true,
+        ..KernelOptions::default()
+    };
     let off = KernelOptions {
         fused_ssm_update: false,
         ..on
