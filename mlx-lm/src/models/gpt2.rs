@@ -212,7 +212,7 @@ impl Gpt2 {
                 let Some(weight) = w.take(&key) else {
                     continue;
                 };
-                let transposed = mlx_rs::ops::transpose(&weight, &[1, 0]).map_err(|source| {
+                let transposed = mlx_rs::ops::transpose(&weight, [1, 0]).map_err(|source| {
                     crate::Error::Mlx {
                         path: file.clone(),
                         source,
