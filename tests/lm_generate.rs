@@ -642,6 +642,10 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "olmo2",
         "olmo3",
         "glm4",
+        "ministral3",
+        "exaone4",
+        "cohere2",
+        "gpt2",
         // Its routers (`feed_forward.gate`) at 8 bits in groups of 64, the expert bias
         // kept as it is (lfm2_moe's `quant_predicate`).
         "lfm2_moe",
@@ -1508,6 +1512,15 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "olmo2",
         "olmo3",
         "glm4",
+        // The query scaling's positions continue across the chunks.
+        "ministral3",
+        "ministral3-tied",
+        "mistral3",
+        "exaone4",
+        "exaone4-tied",
+        "cohere2",
+        // The learned positions continue across the chunks.
+        "gpt2",
         "lfm2_moe-scaled",
         "granitemoehybrid-tiny",
         "nemotron_h-moe",

@@ -159,6 +159,22 @@ const MODELS: &[&str] = &[
     "olmo3-4bit",
     "glm4",
     "glm4-4bit",
+    // Issue 37, Ministral 3 (session 50).
+    "ministral3",
+    "ministral3-4bit",
+    "ministral3-tied",
+    "mistral3",
+    "mistral3-4bit",
+    "mistral3-llama",
+    "exaone4",
+    "exaone4-4bit",
+    "exaone4-tied",
+    "cohere2",
+    "cohere2-4bit",
+    "cohere2-f16",
+    "gpt2",
+    "gpt2-4bit",
+    "gpt2-hf",
     "lfm2_moe",
     "lfm2_moe-4bit",
     "lfm2_moe-hf",
@@ -209,6 +225,11 @@ const NEAR_TIES: &[&str] = &[
     // phi3-plain (Phi-3-mini-4k's kind in bfloat16): an exact tie on its greedy path
     // (mlx_lm's margin 0), the compiled step fusing the SwiGLU and residual chains.
     "phi3-plain",
+    // ministral3-tied (Ministral-3-3B's kind in bfloat16): compiled, its log-probabilities
+    // one bfloat16 step (0.0625 at magnitudes 8 to 16) from mlx_lm's, the step fusing rope,
+    // the query scaling and the SwiGLU chains in float32; with `compile: false` exactly
+    // mlx_lm's.
+    "ministral3-tied",
 ];
 
 /// The models with golden data for this device. On the CPU, every one (a missing file
@@ -1356,6 +1377,19 @@ fn parameter_paths_are_mlx_lm_s() {
         "olmo3-4bit",
         "glm4",
         "glm4-4bit",
+        "ministral3",
+        "ministral3-4bit",
+        "ministral3-tied",
+        "mistral3-4bit",
+        "mistral3-llama",
+        "exaone4",
+        "exaone4-4bit",
+        "exaone4-tied",
+        "cohere2",
+        "cohere2-4bit",
+        "cohere2-f16",
+        "gpt2",
+        "gpt2-4bit",
         "lfm2_moe",
         "lfm2_moe-4bit",
         "lfm2_moe-scaled",
@@ -1380,6 +1414,86 @@ fn parameter_paths_are_mlx_lm_s() {
         theirs.sort();
         assert_eq!(ours, theirs, "{name}");
     }
+}
+
+/// Ministral 3's FP8 checkpoint (`mistral3`: e4m3 weights with per-tensor `weight_scale_inv`,
+/// `activation_scale`s, transformers 5's `model.language_model.` paths, vision tensors)
+/// loads to exactly the parameters mlx_lm's sanitize makes of it: same paths, dtypes and
+/// bits (`mistral3.sanitized.safetensors`, mlx_lm's loaded model).
+#[test]
+fn mistral3_fp8_checkpoint_loads_as_mlx_lm_sanitizes_it() {
+    let model = load("mistral3");
+    let ours = mlx::utils::tree_flatten_with_path(&model).unwrap();
+    let (theirs, _) =
+        io::load_safetensors(data_dir().join("lm/mistral3.sanitized.safetensors")).unwrap();
+    assert_eq!(ours.len(), theirs.len());
+    for (path, ours) in ours {
+        let theirs = &theirs[&path];
+        assert_eq!(ours.dtype(), theirs.dtype(), "{path}");
+        assert_eq!(ours.shape(), theirs.shape(), "{path}");
+        let bits = |a: &Array| {
+            mlx::core::ops::view(a, Dtype::Uint8)
+                .unwrap()
+                .to_vec::<u8>()
+                .unwrap()
+        };
+        assert_eq!(bits(ours), bits(theirs), "{path}: not mlx_lm's bits");
+    }
+}
+
+/// The same checkpoint with its weights stored as hub FP8 files store them, `F8_E4M3` bytes
+/// (which load as `uint8`), gives the same logits bit for bit: the bytes are decoded as
+/// e4m3 before the scale multiplies them (mlx_lm 0.32.2's ministral3 multiplies the raw
+/// bytes, which no checkpoint means).
+#[test]
+fn ministral3_f8_e4m3_weights_are_decoded_before_their_scale() {
+    let dir = std::env::temp_dir().join(format!("mlx-lm-mistral3-f8-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(model_dir("mistral3")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let path = dir.join("model.safetensors");
+    let (mut weights, _) = io::load_safetensors(&path).unwrap();
+    let mut fp8 = Vec::new();
+    for (key, w) in weights.iter_mut() {
+        if key.ends_with("_proj.weight") {
+            // The stored values are e4m3 values: their bytes are exact.
+            *w = mlx::core::ops::to_fp8(&w.astype(Dtype::Float32).unwrap()).unwrap();
+            fp8.push(key.clone());
+        }
+    }
+    assert!(!fp8.is_empty());
+    io::save_safetensors(&path, &weights, None).unwrap();
+    retag_as_f8_e4m3(&path, &fp8);
+    let f8 = load_model(&dir, LoadOptions::default()).unwrap().0;
+    std::fs::remove_dir_all(&dir).unwrap();
+    let bf16 = load("mistral3");
+    let prompt = prompt_array(&golden("mistral3").prompt);
+    let (ours, theirs) = (
+        f8.forward(&prompt, None).unwrap(),
+        bf16.forward(&prompt, None).unwrap(),
+    );
+    assert_eq!(compare(&ours, &theirs, 0.0), (0, 0.0));
+}
+
+/// Rewrites the safetensors header of `path` so the tensors `keys` (written as `U8`) are
+/// `F8_E4M3`, as FP8 checkpoints tag them.
+fn retag_as_f8_e4m3(path: &std::path::Path, keys: &[String]) {
+    let bytes = std::fs::read(path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let mut header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    for key in keys {
+        assert_eq!(header[key]["dtype"], "U8", "{key}");
+        header[key]["dtype"] = Value::from("F8_E4M3");
+    }
+    let mut json = serde_json::to_vec(&header).unwrap();
+    json.resize(json.len().div_ceil(8) * 8, b' ');
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(&json);
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(path, out).unwrap();
 }
 
 /// A cache in prefix mode reads its offset on the host, which a compiled function cannot:

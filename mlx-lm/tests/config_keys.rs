@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::baichuan_m1::BaichuanM1Args;
 use mlx_lm::models::cohere::CohereArgs;
+use mlx_lm::models::gpt2::Gpt2Args;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::kimi_linear::KimiLinearArgs;
@@ -19,10 +20,10 @@ use mlx_lm::models::plamo2::Plamo2Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
-    DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, FalconH1, Gemma, Gemma2, Gemma3, Gemma3Text, Glm4,
-    Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama, Mamba, Mamba2,
-    Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe,
-    Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
+    Cohere2, DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, Exaone4, FalconH1, Gemma, Gemma2, Gemma3,
+    Gemma3Text, Glm4, Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama,
+    Mamba, Mamba2, Ministral3, Mistral3, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe,
+    Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -99,6 +100,11 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "olmo2" => Olmo2::args(c).map(drop),
         "olmo3" => Olmo3::args(c).map(drop),
         "glm4" => Glm4::args(c).map(drop),
+        "ministral3" => Ministral3::args(c).map(drop),
+        "mistral3" => Mistral3::args(c).map(drop),
+        "exaone4" => Exaone4::args(c).map(drop),
+        "cohere2" => Cohere2::args(c).map(drop),
+        "gpt2" => Gpt2Args::from_config(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -182,6 +188,11 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "olmo2",
         "olmo3",
         "glm4",
+        "ministral3",
+        "mistral3",
+        "exaone4",
+        "cohere2",
+        "gpt2",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -200,6 +211,11 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
         ) {
             // Their MLP's activation is a GELU, the one `hidden_act` names
             // (`gelu_activations_are_read_and_others_are_errors`).
+            continue;
+        }
+        if config["model_type"] == "gpt2" {
+            // Its activation is `activation_function`, the tanh GELU
+            // (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
@@ -523,6 +539,54 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             json!(["sparse", "sparse", "sparse", "sparse"]),
         ),
         ("kimi_linear", "num_experts_per_token", json!(9)),
+        // Ministral 3's layers are full or sliding; mistral3's text model is ministral3 or
+        // llama-like (no mistral4).
+        (
+            "ministral3",
+            "layer_types",
+            json!([
+                "full_attention",
+                "chunked_attention",
+                "full_attention",
+                "full_attention"
+            ]),
+        ),
+        ("mistral3", "model_type", json!("mistral4")),
+        // EXAONE 4's layer kinds come from its pattern; layer_types must agree.
+        (
+            "exaone4",
+            "layer_types",
+            json!([
+                "sliding_attention",
+                "full_attention",
+                "sliding_attention",
+                "full_attention"
+            ]),
+        ),
+        ("exaone4", "sliding_window_pattern", json!("LXG")),
+        // Command R7B: every fourth layer global (mlx_lm's pattern); its MLP is SwiGLU and its
+        // head the embedding; the plain rope.
+        (
+            "cohere2",
+            "layer_types",
+            json!([
+                "sliding_attention",
+                "full_attention",
+                "sliding_attention",
+                "full_attention"
+            ]),
+        ),
+        ("cohere2", "tie_word_embeddings", json!(false)),
+        (
+            "cohere2",
+            "rope_parameters",
+            json!({"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}),
+        ),
+        // GPT-2's attention variants mlx_lm does not compute, and its MLP width.
+        ("gpt2", "scale_attn_by_inverse_layer_idx", json!(true)),
+        ("gpt2", "reorder_and_upcast_attn", json!(true)),
+        ("gpt2", "n_inner", json!(100)),
+        ("gpt2", "activation_function", json!("relu")),
         ("kimi_linear-remote", "use_grouped_topk", json!(false)),
         (
             "kimi_linear-remote",

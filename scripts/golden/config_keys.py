@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    Cohere2Config,
     CohereConfig,
     DeepseekV2Config,
     DeepseekV3Config,
@@ -30,6 +31,8 @@ from transformers import (  # noqa: E402
     FalconH1Config,
     FalconMambaConfig,
     GraniteConfig,
+    Exaone4Config,
+    GPT2Config,
     GPTNeoXConfig,
     Gemma2Config,
     Gemma3Config,
@@ -49,6 +52,8 @@ from transformers import (  # noqa: E402
     Mamba2Config,
     MambaConfig,
     MistralConfig,
+    Ministral3Config,
+    Mistral3Config,
     MixtralConfig,
     NemotronHConfig,
     OlmoeConfig,
@@ -433,6 +438,25 @@ def configs():
         # GLM-4-0414 as transformers defaults it (biased q/k/v, partial_rotary_factor 0.5 under
         # rope_parameters).
         "glm4": Glm4Config(**SIZES, head_dim=16),
+        # Ministral 3 as transformers defaults it (yarn, llama_4_scaling_beta and
+        # max_position_embeddings under rope_parameters); the multimodal Mistral 3 over it
+        # and over a mistral text model (Mistral-Small-3.1's).
+        "ministral3": Ministral3Config(**SIZES, head_dim=16),
+        "mistral3": Mistral3Config(text_config=Ministral3Config(**SIZES, head_dim=16).to_dict()),
+        "mistral3-mistral": Mistral3Config(text_config=MistralConfig(**SIZES).to_dict()),
+        # EXAONE 4.0 as transformers 5 writes it (the pattern as a period, 4, and layer_types)
+        # and as its released configs (the pattern as "LLLG", llama3 rope scaling).
+        "exaone4": Exaone4Config(**SIZES),
+        "exaone4-lllg": dict(Exaone4Config(**SIZES).to_dict(), sliding_window_pattern="LLLG",
+                             head_dim=16, rope_theta=1000000.0,
+                             rope_parameters=None,
+                             rope_scaling={"rope_type": "llama3", "factor": 16.0,
+                                           "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                                           "original_max_position_embeddings": 8192}),
+        # Command R7B as transformers 5 writes it (layer_types, no pattern).
+        "cohere2": Cohere2Config(**dict(SIZES, num_key_value_heads=2), head_dim=16),
+        # GPT-2 as transformers defaults it.
+        "gpt2": GPT2Config(vocab_size=384, n_embd=64, n_layer=4, n_head=4, n_positions=128),
     }
 
 

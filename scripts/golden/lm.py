@@ -1160,6 +1160,108 @@ CONFIGS = {
          "tie_word_embeddings": False},
         mx.float32, 56,
     ),
+    # Ministral-3-8B's kind (issue 37, session 50): llama's layers whose queries are scaled
+    # after rope by 1 + 0.1 ln(1 + floor(p / 16)) (its original_max_position_embeddings
+    # 16384 as 16, so the 24-token prompt and its 64 greedy tokens cross five steps of it),
+    # the yarn rope (factor 16, mscale = mscale_all_dim = 1) all under rope_parameters, heads
+    # wider than hidden / heads (its 128 against 4096 / 32), GQA 4:2, untied.
+    "ministral3": (
+        {**BASE, "model_type": "ministral3", "head_dim": 32, "tie_word_embeddings": False,
+         "hidden_act": "silu",
+         "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0, "factor": 16.0,
+                             "original_max_position_embeddings": 16, "beta_fast": 32.0,
+                             "beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0,
+                             "llama_4_scaling_beta": 0.1}},
+        mx.float32, 57,
+    ),
+    # Ministral-3-3B's kind: tied, in bfloat16, and a sliding-window layer between two full
+    # ones (layer_types; window 8), with a larger beta and a rope without scaling.
+    "ministral3-tied": (
+        {**BASE, "model_type": "ministral3", "tie_word_embeddings": True, "sliding_window": 8,
+         "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0,
+                             "original_max_position_embeddings": 8,
+                             "llama_4_scaling_beta": 0.5}},
+        mx.bfloat16, 58,
+    ),
+    # A multimodal Ministral 3 checkpoint as the hub has it (mistral3_fp8_layout): the text
+    # model under transformers 5's `model.language_model.`, the head at the top, FP8 weights
+    # (e4m3 values in bfloat16 and a `weight_scale_inv` each, an `activation_scale` beside),
+    # the vision tower's and projector's tensors; sizes small enough that every projection is
+    # stored inline, bit for bit. Tied in text_config (the 3B's).
+    "mistral3": (
+        {"model_type": "mistral3", "vision_config": {"model_type": "pixtral"},
+         "image_token_index": 10, "spatial_merge_size": 2,
+         "text_config": {"model_type": "ministral3", "vocab_size": VOCAB, "hidden_size": 32,
+                         "intermediate_size": 64, "num_hidden_layers": 2,
+                         "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16,
+                         "rms_norm_eps": 1e-5, "max_position_embeddings": 4096,
+                         "tie_word_embeddings": True,
+                         "rope_parameters": {"rope_type": "yarn", "rope_theta": 1000000.0,
+                                             "factor": 16.0,
+                                             "original_max_position_embeddings": 16,
+                                             "beta_fast": 32.0, "beta_slow": 1.0,
+                                             "mscale": 1.0, "mscale_all_dim": 1.0,
+                                             "llama_4_scaling_beta": 0.1}}},
+        mx.bfloat16, 59,
+    ),
+    # Mistral-Small-3.1's kind: mistral3 over a `mistral` text model (llama's decoder), in
+    # mlx_lm's layout, untied (text_config without the key).
+    "mistral3-llama": (
+        {"model_type": "mistral3",
+         "text_config": {**BASE, "model_type": "mistral", "head_dim": 32,
+                         "rope_theta": 1000000000.0}},
+        mx.float32, 60,
+    ),
+    # EXAONE-4.0-32B's kind (issue 37, session 50): post-norm layers, per-head q/k norms,
+    # "LLLG" (three local layers with window 8 and rope, the fourth global without rope; the
+    # 24-token prompt three windows long), llama3 rope scaling (factor 16 over an original
+    # 16), GQA 4:2, untied; transformers 5's layer_types beside the pattern.
+    "exaone4": (
+        {**BASE, "model_type": "exaone4", "num_hidden_layers": 4, "head_dim": 16,
+         "rope_theta": 1000000.0, "tie_word_embeddings": False, "sliding_window": 8,
+         "sliding_window_pattern": "LLLG",
+         "layer_types": ["sliding_attention"] * 3 + ["full_attention"],
+         "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0,
+                          "high_freq_factor": 4.0, "original_max_position_embeddings": 16},
+         "hidden_act": "silu"},
+        mx.float32, 61,
+    ),
+    # EXAONE-4.0-1.2B's kind: no pattern (every layer global, with rope; transformers needs
+    # layer_types then), tied.
+    "exaone4-tied": (
+        {**BASE, "model_type": "exaone4", "head_dim": 16, "rope_theta": 1000000.0,
+         "tie_word_embeddings": True, "sliding_window": None,
+         "sliding_window_pattern": None, "layer_types": ["full_attention"] * 3,
+         "rope_scaling": None},
+        mx.float32, 62,
+    ),
+    # Command-R7B's kind (issue 37, session 50): Command-R's parallel layers, three sliding
+    # layers (window 8, rope) to one global (no rope), GQA 4:2, logits scaled.
+    "cohere2": (
+        {**LAYER_NORM_BASE, "model_type": "cohere2", "num_hidden_layers": 4, "head_dim": 16,
+         "layer_norm_eps": 1e-5, "logit_scale": 0.25, "rope_theta": 50000.0,
+         "sliding_window": 8, "sliding_window_pattern": 4, "hidden_act": "silu"},
+        mx.float32, 63,
+    ),
+    # In float16, where the queries go to float32 for the attention product; every other
+    # layer global, biased projections and LayerNorms.
+    "cohere2-f16": (
+        {**LAYER_NORM_BASE, "model_type": "cohere2", "num_hidden_layers": 4, "head_dim": 16,
+         "layer_norm_eps": 1e-5, "logit_scale": 0.0625, "rope_theta": 10000.0,
+         "sliding_window": 6, "sliding_window_pattern": 2, "attention_bias": True,
+         "layer_norm_bias": True},
+        mx.float16, 64,
+    ),
+    # GPT-2's shape (issue 37, session 50): learned positions (128 of them, past the prompt
+    # and its 64 greedy tokens), fused c_attn, MHA, tied; and the Hugging Face layout
+    # (gpt2-hf: un-prefixed names, Conv1D weights [in, out], the causal-mask buffers).
+    "gpt2": (
+        {"model_type": "gpt2", "vocab_size": VOCAB, "n_embd": 64, "n_layer": 3, "n_head": 4,
+         "n_ctx": 128, "n_positions": 128, "layer_norm_epsilon": 1e-5,
+         "activation_function": "gelu_new"},
+        mx.float32, 65,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -1276,6 +1378,15 @@ QUANTIZED = {
     "olmo2-bias": None,
     "olmo3": (32, 4, None),
     "glm4": (32, 4, None),
+    "ministral3": (32, 4, None),
+    "ministral3-tied": None,
+    "mistral3": (32, 4, None),
+    "mistral3-llama": None,
+    "exaone4": (32, 4, None),
+    "exaone4-tied": None,
+    "cohere2": (32, 4, None),
+    "cohere2-f16": None,
+    "gpt2": (32, 4, None),
 }
 
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
@@ -1307,6 +1418,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 37, Phi-3 (dense-b).
                      "phi3", "phi3-tied", "phi3-plain", "olmo2", "olmo2-bias", "olmo3",
                      "glm4",
+                     # Issue 37, Ministral 3 (session 50).
+                     "ministral3", "ministral3-tied", "mistral3", "mistral3-llama",
+                     "exaone4", "exaone4-tied", "cohere2", "cohere2-f16", "gpt2",
                      # Issue 35, mixture-of-experts hybrids.
                      "lfm2_moe", "lfm2_moe-scaled", "lfm2_moe-nobias",
                      "granitemoehybrid-tiny", "nemotron_h-moe",
@@ -1510,6 +1624,55 @@ CHAT_TEMPLATES["glm4"] = (
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
 )
 
+# mistralai/Mistral-Small-3.1-24B-Instruct-2503's (Ministral 3's is its kind), text turns
+# only and without its dated default system prompt: bos, the system message in
+# [SYSTEM_PROMPT] ... [/SYSTEM_PROMPT], each user turn in [INST] ... [/INST], each assistant
+# turn closed by the eos token.
+MISTRAL3_CHAT_TEMPLATE = (
+    "{{- bos_token }}{%- if messages[0]['role'] == 'system' %}"
+    "{%- set system_message = messages[0]['content'] %}{%- set loop_messages = messages[1:] %}"
+    "{{- '[SYSTEM_PROMPT]' + system_message + '[/SYSTEM_PROMPT]' }}"
+    "{%- else %}{%- set loop_messages = messages %}{%- endif %}"
+    "{%- for message in loop_messages %}{%- if message['role'] == 'user' %}"
+    "{{- '[INST]' + message['content'] + '[/INST]' }}"
+    "{%- elif message['role'] == 'assistant' %}{{- message['content'] + eos_token }}"
+    "{%- else %}{{- raise_exception('Only user, system and assistant roles are supported!') }}"
+    "{%- endif %}{%- endfor %}"
+)
+CHAT_TEMPLATES["ministral3"] = MISTRAL3_CHAT_TEMPLATE
+CHAT_TEMPLATES["mistral3"] = MISTRAL3_CHAT_TEMPLATE
+
+# LGAI-EXAONE/EXAONE-4.0-32B's, text turns only (no tools): [|system|], [|user|] and
+# [|assistant|] turns closed by [|endofturn|], and the generation prompt with an empty
+# thought unless enable_thinking.
+CHAT_TEMPLATES["exaone4"] = (
+    "{%- for message in messages %}{%- if message['role'] == 'system' %}"
+    "{{- '[|system|]' + message['content'] + '[|endofturn|]\n' }}"
+    "{%- elif message['role'] == 'user' %}{{- '[|user|]' + message['content'] + '[|endofturn|]\n' }}"
+    "{%- elif message['role'] == 'assistant' %}"
+    "{{- '[|assistant|]' + message['content'] + '[|endofturn|]\n' }}{%- endif %}{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '[|assistant|]' }}"
+    "{%- if enable_thinking is defined and enable_thinking is true %}{{- '<think>\n' }}"
+    "{%- else %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}{%- endif %}"
+)
+
+# CohereForAI/c4ai-command-r7b-12-2024's, text turns only (no tools, documents or its long
+# default preamble): Command-R's turn tokens, the chatbot's turns inside
+# <|START_RESPONSE|> ... <|END_RESPONSE|>.
+CHAT_TEMPLATES["cohere2"] = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{{ '<|START_OF_TURN_TOKEN|><|SYSTEM_TOKEN|>' + messages[0]['content'] + "
+    "'<|END_OF_TURN_TOKEN|>' }}{% set loop_messages = messages[1:] %}"
+    "{% else %}{% set loop_messages = messages %}{% endif %}"
+    "{% for message in loop_messages %}{% if message['role'] == 'user' %}"
+    "{{ '<|START_OF_TURN_TOKEN|><|USER_TOKEN|>' + message['content'] + '<|END_OF_TURN_TOKEN|>' }}"
+    "{% elif message['role'] == 'assistant' %}"
+    "{{ '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_RESPONSE|>' + message['content'] + "
+    "'<|END_RESPONSE|><|END_OF_TURN_TOKEN|>' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}"
+    "{{ '<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_RESPONSE|>' }}{% endif %}"
+)
+
 
 def corpus():
     """Text the tokenizer learns its merges from: this file's own source, stable and local."""
@@ -1636,6 +1799,12 @@ def make_models(names):
         if name == "gemma3":
             gemma3_vision_tensors()
             weights_recipe.write(MODELS / "gemma3")
+        if name == "mistral3":
+            mistral3_fp8_layout()
+            weights_recipe.write(MODELS / "mistral3")
+        if name == "gpt2":
+            hf_layout_gpt2()
+            weights_recipe.write(MODELS / "gpt2-hf")
         if name == "gpt_neox":
             hf_layout_gpt_neox()
             weights_recipe.write(MODELS / "gpt_neox-hf")
@@ -1720,6 +1889,58 @@ def gemma3_vision_tensors():
     path.unlink()
     (path.parent / "model.safetensors.index.json").unlink()
     mx.save_safetensors(str(path), weights, metadata={"format": "mlx"})
+
+
+def mistral3_fp8_layout():
+    """The mistral3 model as a hub checkpoint of Ministral 3 holds it: transformers 5's
+    `model.language_model.` prefix, the head (when there is one) at the top, each
+    projection an FP8 weight with its per-tensor `weight_scale_inv` (e4m3 values times the
+    scale are the weight) and an `activation_scale`, and small stand-ins for the vision
+    tower's and projector's tensors. mlx_lm's sanitize multiplies each weight by its scale
+    and drops the rest. The e4m3 values are kept in bfloat16 (mlx_lm multiplies the raw
+    bytes of an F8_E4M3 tensor; mlx-lm's test writes that form itself)."""
+    path = MODELS / "mistral3" / "model.safetensors"
+    weights = mx.load(str(path))
+    out = {}
+    for k, v in weights.items():
+        k = k.removeprefix("language_model.")
+        if k.startswith("model."):
+            k = "model.language_model." + k.removeprefix("model.")
+        if k.endswith("_proj.weight"):
+            scale = (mx.max(mx.abs(v.astype(mx.float32))) / 448.0).astype(mx.bfloat16)
+            v = mx.from_fp8(mx.to_fp8(v.astype(mx.float32) / scale), dtype=mx.bfloat16)
+            out[k + "_scale_inv"] = scale
+            out[k.removesuffix("weight") + "activation_scale"] = mx.array(0.5, mx.bfloat16)
+        out[k] = v
+    key = mx.random.key(5903)
+    out["model.vision_tower.patch_conv.weight"] = mx.random.normal((8, 3, 2, 2), key=key)
+    out["model.multi_modal_projector.linear_1.weight"] = mx.random.normal(
+        (8, 8), key=mx.random.split(key)[0])
+    mx.eval(out)
+    path.unlink()
+    (path.parent / "model.safetensors.index.json").unlink()
+    mx.save_safetensors(str(path), out, metadata={"format": "pt"})
+
+
+def hf_layout_gpt2():
+    """The GPT-2 weights as a Hugging Face checkpoint stores them: no `model.` prefix, the
+    Conv1D projections `[in, out]`, and each layer's causal-mask buffer `attn.bias`. mlx_lm's
+    sanitize maps it back to the same model."""
+    src = MODELS / "gpt2"
+    dst = MODELS / "gpt2-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    conv1d = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
+    for k, v in weights.items():
+        k = k.removeprefix("model.")
+        out[k] = v.T if k.endswith(conv1d) else v
+    for i in range(CONFIGS["gpt2"][0]["n_layer"]):
+        out[f"h.{i}.attn.bias"] = mx.tril(mx.ones((8, 8), dtype=mx.bool_))[None, None]
+    mx.eval(out)
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
 
 def hf_layout_gpt_neox():
@@ -2350,6 +2571,10 @@ def golden(name):
     weights_recipe.materialize(MODELS / name)
     model, _ = load_model(MODELS / name)
     fixes = transformers_fixes(model)
+    if name in SANITIZED:
+        OUT.mkdir(parents=True, exist_ok=True)
+        mx.save_safetensors(str(OUT / f"{name}.sanitized.safetensors"),
+                            dict(tree_flatten(model.parameters())))
     # One prompt per architecture: its 4-bit and Hugging Face-layout versions see the same one;
     # a transformers-saved model sees the one transformers ran.
     reference = common.ROOT / "tests" / "data" / "lm" / f"{name}.transformers.json"
@@ -2402,6 +2627,12 @@ def golden(name):
     (OUT / f"{name}.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {(OUT / name).relative_to(common.ROOT)}.{{json,safetensors}} "
           f"(min margin {min(margins):.3g})")
+
+
+# Models whose parameters as mlx_lm loads them (after its sanitize) are recorded too,
+# `<name>.sanitized.safetensors`: a checkpoint whose sanitize computes new values (Ministral
+# 3's FP8 weights times their scales), which a loader must reproduce bit for bit.
+SANITIZED = {"mistral3"}
 
 
 # What MLX 0.32.2 or mlx_lm cannot compute on a CUDA GPU (docs/cuda.md), so those models have

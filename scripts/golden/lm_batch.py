@@ -275,6 +275,32 @@ CASES = [
     {"model": "glm4-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 16, "temp": 1.0,
      "top_k": 20},
     {"model": "glm4", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    # Ministral 3 (issue 37, session 50): left padding under the query scaling (each row's
+    # own positions: mlx_lm's per-sequence offsets, past 16 padding positions too), 4-bit
+    # sampled, chunked prefill (not both: as glm4's, no case combines the two); the tied
+    # model's sliding layer with prompts of one length; the FP8 mistral3 wrapper.
+    {"model": "ministral3", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "ministral3-4bit", "lengths": [30, 7, 19], "max_tokens": 12, "seed": 17,
+     "temp": 1.0, "top_k": 20},
+    {"model": "ministral3", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
+    {"model": "ministral3-tied", "lengths": [20, 20, 20], "max_tokens": 16,
+     "prefill_step_size": 8},
+    {"model": "mistral3", "lengths": [9, 2, 15], "max_tokens": 16},
+    # EXAONE 4 (issue 37, session 50): its sliding layers with prompts of one length past the
+    # window, 4-bit sampled; the tied model (every layer global) left-padded.
+    {"model": "exaone4", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    {"model": "exaone4-4bit", "lengths": [12, 12], "max_tokens": 16, "seed": 18, "temp": 1.0,
+     "top_k": 20},
+    {"model": "exaone4-tied", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    # Command R7B: sliding layers with prompts of one length; float16 (queries upcast).
+    {"model": "cohere2", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    {"model": "cohere2-f16", "lengths": [12, 12], "max_tokens": 16},
+    # GPT-2: left padding under the learned positions (each row's own, negative over the
+    # padding), 4-bit sampled, chunked prefill.
+    {"model": "gpt2", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "gpt2-4bit", "lengths": [30, 7, 19], "max_tokens": 12, "seed": 19, "temp": 1.0,
+     "top_k": 20},
+    {"model": "gpt2", "lengths": [30, 7, 19], "max_tokens": 12, "prefill_step_size": 8},
     # LFM2-MoE: the short-convolution state with right-padded prompts (mlx_lm keeps the
     # padding out: measured equal to each prompt alone), the sigmoid router with its expert
     # bias; 4-bit (the router at 8 bits) sampled; prompts longer than one prefill chunk.

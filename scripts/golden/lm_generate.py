@@ -138,6 +138,19 @@ CLI = [
     # GLM-4-0414's own chat template ([gMASK]<sop>, <|system|>, <|user|>, <|assistant|>).
     {"model": "glm4", "prompt": "Hi there.", "chat": True, "max_tokens": 40,
      "system_prompt": "Be kind."},
+    # Mistral Small 3.1's / Ministral 3's chat template ([SYSTEM_PROMPT], [INST] ... [/INST])
+    # on the FP8 mistral3 checkpoint.
+    {"model": "mistral3", "prompt": "What is FP8?", "chat": True, "max_tokens": 48,
+     "system_prompt": "Answer in one line."},
+    # EXAONE 4.0's chat template ([|system|], [|user|], [|assistant|] with an empty thought);
+    # its sliding layers' window (8) passed many times over.
+    {"model": "exaone4", "prompt": "What is a global layer?", "chat": True, "max_tokens": 48,
+     "system_prompt": "Be concise."},
+    # Command R7B's chat template (<|START_RESPONSE|> around the chatbot's turn).
+    {"model": "cohere2", "prompt": "Name a colour.", "chat": True, "max_tokens": 40,
+     "system_prompt": "You are terse."},
+    # GPT-2 has no chat template: a plain prompt.
+    {"model": "gpt2", "prompt": "The learned positions", "chat": False, "max_tokens": 48},
 ]
 
 
@@ -527,6 +540,16 @@ PROMPT_CACHE = [
     ("olmo3", 16),
     # GLM-4: key/value caches under the partial traditional rope.
     ("glm4", 16),
+    # Ministral 3: key/value caches under the query scaling, a prefix of 16 (one step of it)
+    # and a continuation past it; the tied model's rotating cache past its window.
+    ("ministral3", 16),
+    ("ministral3-tied", 16),
+    # EXAONE 4: rotating caches past their window beside the global layers' key/value caches.
+    ("exaone4", 16),
+    # Command R7B: the same, its global layers without rope.
+    ("cohere2", 16),
+    # GPT-2: key/value caches; the continuation's learned positions start at the prefix.
+    ("gpt2", 16),
     # LFM2-MoE: short-convolution states beside key/value caches; the sparse blocks' sorted
     # path in the prefix.
     ("lfm2_moe", 34),

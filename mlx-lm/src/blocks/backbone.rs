@@ -44,6 +44,7 @@ impl<L: Layer> Backbone<L> {
                 norm: &self.norm_f,
                 kernels: self.kernels,
                 ends: StackEnds::default(),
+                positions: None,
             },
             inputs,
             cache,
@@ -98,6 +99,7 @@ impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
                 norm: &self.norm,
                 kernels: self.kernels,
                 ends: self.ends,
+                positions: None,
             },
             inputs,
             cache,
@@ -160,6 +162,8 @@ pub struct StackParts<'a, L, N> {
     pub norm: &'a N,
     pub kernels: KernelOptions,
     pub ends: StackEnds,
+    /// Learned absolute position embeddings added to the token embeddings (GPT-2's `wpe`).
+    pub positions: Option<&'a MaybeQuantizedEmbedding>,
 }
 
 /// Embedding (scaled), layers, final norm, then the head (or the tied embedding) and the
@@ -175,6 +179,9 @@ pub fn stack_logits<L: Layer, N: Forward>(
     if let Some(scale) = parts.ends.embed_scale {
         h = ops::multiply(&h, scale)?;
     }
+    if let Some(wpe) = parts.positions {
+        h = ops::add(&h, &learned_positions(wpe, rows, cache.as_deref())?)?;
+    }
     let h = forward_layers(parts.layers, h, rows, parts.kernels, cache)?;
     let h = parts.norm.forward(&h)?;
     let mut logits = match lm_head {
@@ -185,4 +192,28 @@ pub fn stack_logits<L: Layer, N: Forward>(
         logits = map.apply(&logits)?;
     }
     rows.unfold(&logits)
+}
+
+/// The position embeddings of the call's rows (Python: gpt2's `wpe(mx.arange(L) +
+/// offset[..., None])`, `offset` the first cache's: one per sequence in a batch, negative
+/// over left padding, which indexes from the table's end as in MLX).
+fn learned_positions(
+    wpe: &MaybeQuantizedEmbedding,
+    rows: Rows,
+    cache: Option<&[LayerCache]>,
+) -> Result<Array> {
+    let offset = match cache.and_then(|c| c.first()) {
+        Some(LayerCache::Kv(c)) => c.rope_offset()?,
+        Some(c) => c
+            .offset()
+            .cloned()
+            .unwrap_or_else(|| Array::from_scalar(0i32)),
+        None => Array::from_scalar(0i32),
+    };
+    let positions = ops::add(
+        &ops::arange(0, rows.len, 1, Dtype::Int32)?,
+        &ops::expand_dims(&offset, -1)?,
+    )?;
+    let positions = ops::broadcast_to(&positions, &[rows.batch, rows.len])?;
+    wpe.forward(&rows.fold(&positions)?)
 }

@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -22,6 +22,7 @@ pub mod mlp;
 pub mod moe;
 pub mod norm;
 pub mod post_norm;
+pub mod query_scale;
 pub mod rglru;
 pub mod rope;
 pub mod rows;
@@ -52,6 +53,7 @@ pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
 pub use post_norm::PostNormLayer;
+pub use query_scale::{Llama4Scaling, QueryScaledAttention};
 pub use rope::{
     initialize_rope, partial_rotary_factor, plain_rope, rope_theta, RopeDefaults, RotaryEmbedding,
 };

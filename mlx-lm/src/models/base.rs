@@ -4,6 +4,7 @@
 //! `ModelArgs` fields the dataclasses share, and `mlx_lm.models.base`).
 
 use mlx_nn::MaybeQuantizedLinear;
+use serde_json::Value;
 
 use crate::blocks::{
     load_lm_head, Attention, AttentionConfig, DecoderModel, Mlp, RotaryEmbedding, StackConfig,
@@ -129,6 +130,34 @@ impl DecoderArgs {
         Ok(())
     }
 
+    /// Per layer, whether it slides (transformers' `layer_types`: `"sliding_attention"` or
+    /// `"full_attention"`, one per layer); without the key every layer is `default`.
+    pub fn sliding_layers(c: &ModelConfig, layers: i32, default: bool) -> crate::Result<Vec<bool>> {
+        let layer_types_error =
+            |message: String| invalid(c.path(), &c.key("layer_types"), &message);
+        match c.get("layer_types") {
+            None | Some(Value::Null) => Ok(vec![default; layers as usize]),
+            Some(Value::Array(types)) => {
+                let sliding = types
+                    .iter()
+                    .map(|t| match t.as_str() {
+                        Some("full_attention") => Ok(false),
+                        Some("sliding_attention") => Ok(true),
+                        _ => Err(layer_types_error(format!("unknown layer type {t}"))),
+                    })
+                    .collect::<crate::Result<Vec<bool>>>()?;
+                if sliding.len() != layers as usize {
+                    return Err(layer_types_error(format!(
+                        "{} entries for {layers} layers",
+                        sliding.len(),
+                    )));
+                }
+                Ok(sliding)
+            }
+            Some(v) => Err(layer_types_error(format!("not a list: {v}"))),
+        }
+    }
+
     /// The sizes of the stack.
     pub fn stack(&self) -> StackConfig {
         StackConfig {
@@ -160,18 +189,36 @@ impl DecoderArgs {
     /// Python: `Model.sanitize` of the dense decoders: drops precomputed rotary frequencies
     /// and, with tied embeddings, `lm_head.weight`.
     pub fn sanitize(&self, ck: &mut Checkpoint) {
+        self.sanitize_under(ck, "");
+    }
+
+    /// [`sanitize`](Self::sanitize) of a decoder whose paths start with `prefix` (a
+    /// multimodal wrapper's `language_model.`).
+    pub fn sanitize_under(&self, ck: &mut Checkpoint, prefix: &str) {
         let tied = self.tie_word_embeddings;
+        let head = format!("{prefix}lm_head.weight");
         ck.weights_mut().retain(|k, _| {
             let rotary = k.contains("self_attn.rotary_emb.inv_freq");
-            !(rotary || tied && k == "lm_head.weight")
+            !(rotary || tied && k == head)
         });
     }
 
     /// Takes the layers (`model.*`) and the output head (`lm_head`) from the checkpoint.
     pub fn load(&self, ck: &mut Checkpoint, kernels: KernelOptions) -> crate::Result<DenseParts> {
+        self.load_under(ck, kernels, "")
+    }
+
+    /// [`load`](Self::load) of a decoder whose paths start with `prefix` (a multimodal
+    /// wrapper's `language_model.`).
+    pub fn load_under(
+        &self,
+        ck: &mut Checkpoint,
+        kernels: KernelOptions,
+        prefix: &str,
+    ) -> crate::Result<DenseParts> {
         let model = DecoderModel::load(
             ck,
-            "model",
+            &format!("{prefix}model"),
             self.stack(),
             kernels,
             |ck, path, i| Attention::load(ck, &format!("{path}.self_attn"), &self.attention(i)),
@@ -185,7 +232,12 @@ impl DecoderArgs {
                 )
             },
         )?;
-        let lm_head = load_lm_head(ck, "lm_head", self.stack(), self.tie_word_embeddings)?;
+        let lm_head = load_lm_head(
+            ck,
+            &format!("{prefix}lm_head"),
+            self.stack(),
+            self.tie_word_embeddings,
+        )?;
         Ok((model, lm_head))
     }
 }

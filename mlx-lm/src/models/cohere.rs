@@ -10,9 +10,9 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     rope_theta, AttentionParts, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
-    RotaryEmbedding, StackEnds,
+    RotaryEmbedding, StackEnds, Upcast,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::{KvCache, LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -84,7 +84,8 @@ pub struct CohereAttention {
     pub o_proj: MaybeQuantizedLinear,
     pub q_norm: Option<LayerNorm2D>,
     pub k_norm: Option<LayerNorm2D>,
-    pub rope: RotaryEmbedding,
+    /// `None`: a layer without positional embedding (Command R7B's global layers).
+    pub rope: Option<RotaryEmbedding>,
     #[tree(static)]
     pub n_heads: i32,
     #[tree(static)]
@@ -93,6 +94,12 @@ pub struct CohereAttention {
     pub head_dim: i32,
     #[tree(static)]
     pub scale: f32,
+    /// Attend to only the last this many positions (Command R7B's sliding layers).
+    #[tree(static)]
+    pub window: Option<i32>,
+    /// The operands attention computes in float32 (Command R7B: float16 queries).
+    #[tree(static)]
+    pub upcast: Upcast,
 }
 
 impl CohereAttention {
@@ -117,16 +124,19 @@ impl CohereAttention {
             o_proj: ck.linear(&p("o_proj"), h * hd, d, bias)?,
             q_norm,
             k_norm,
-            rope: a.rope.clone(),
+            rope: Some(a.rope.clone()),
             n_heads: h,
             n_kv_heads: kv,
             head_dim: hd,
             // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
             scale: f64::from(hd).powf(-0.5) as f32,
+            window: None,
+            upcast: Upcast::None,
         })
     }
 
-    fn forward(
+    /// Attention of the normed rows `x`, continuing `cache`.
+    pub fn forward(
         &self,
         x: &Array,
         ctx: &LayerContext<'_>,
@@ -139,19 +149,20 @@ impl CohereAttention {
             o_proj: &self.o_proj,
             q_norm: self.q_norm.as_ref(),
             k_norm: self.k_norm.as_ref(),
-            rope: Some(&self.rope),
+            rope: self.rope.as_ref(),
             n_heads: self.n_heads,
             n_kv_heads: self.n_kv_heads,
             scale: self.scale,
-            window: None,
+            window: self.window,
             output_gate: false,
         }
-        .forward(
+        .forward_upcast(
             x,
             ctx.rows,
-            ctx.masks.for_window(None),
+            ctx.masks.for_window(self.window),
             ctx.kernels.fused_decode_attention,
             cache,
+            self.upcast,
         )
     }
 }
@@ -181,15 +192,18 @@ impl Layer for CohereLayer {
         ops::add(&ops::add(&attn_h, &ff_h)?, x)
     }
 
+    /// A rotating cache of the window for a sliding layer (Python: cohere2's `make_cache`),
+    /// else a key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.self_attn.n_kv_heads, self.self_attn.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        Ok(match self.self_attn.window {
+            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
+            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
+        })
+    }
+
+    fn window(&self) -> Option<i32> {
+        self.self_attn.window
     }
 }
 

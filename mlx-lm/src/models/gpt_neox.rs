@@ -354,6 +354,7 @@ impl LanguageModel for GptNeox {
                 norm: &m.final_layer_norm,
                 kernels: m.kernels,
                 ends: StackEnds::default(),
+                positions: None,
             },
             inputs,
             cache,

@@ -38,35 +38,16 @@ impl Llama {
             |heads| c.dim_or("num_key_value_heads", Some(heads)),
         )?;
         let attention_bias = c.bool_or("attention_bias", false)?;
-        let layers = args.num_hidden_layers;
-        let layer_types_error =
-            |message: String| invalid(c.path(), &c.key("layer_types"), &message);
         let sliding_window = c
             .usize("sliding_window")?
             .map(|_| c.dim("sliding_window"))
             .transpose()?;
         let mistral = c.get("model_type").and_then(Value::as_str) == Some("mistral");
-        let sliding = match c.get("layer_types") {
-            None | Some(Value::Null) => vec![mistral && sliding_window.is_some(); layers as usize],
-            Some(Value::Array(types)) => {
-                let sliding = types
-                    .iter()
-                    .map(|t| match t.as_str() {
-                        Some("full_attention") => Ok(false),
-                        Some("sliding_attention") => Ok(true),
-                        _ => Err(layer_types_error(format!("unknown layer type {t}"))),
-                    })
-                    .collect::<crate::Result<Vec<bool>>>()?;
-                if sliding.len() != layers as usize {
-                    return Err(layer_types_error(format!(
-                        "{} entries for {layers} layers",
-                        sliding.len(),
-                    )));
-                }
-                sliding
-            }
-            Some(v) => return Err(layer_types_error(format!("not a list: {v}"))),
-        };
+        let sliding = DecoderArgs::sliding_layers(
+            c,
+            args.num_hidden_layers,
+            mistral && sliding_window.is_some(),
+        )?;
         if sliding.iter().any(|s| *s) && sliding_window.is_none() {
             return Err(invalid(
                 c.path(),

@@ -6,16 +6,19 @@
 pub mod baichuan_m1;
 pub mod base;
 pub mod cohere;
+pub mod cohere2;
 pub mod deepseek_v2;
 pub mod deepseek_v3;
 pub mod dots1;
 pub mod ernie4_5_moe;
+pub mod exaone4;
 pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
 pub mod gemma3_text;
 pub mod glm4;
 pub mod glm4_moe;
+pub mod gpt2;
 pub mod gpt_neox;
 pub mod granite;
 pub mod granitemoe;
@@ -29,6 +32,8 @@ pub mod lfm2_moe;
 pub mod llama;
 pub mod mamba;
 pub mod mamba2;
+pub mod ministral3;
+pub mod mistral3;
 pub mod mixtral;
 pub mod nemotron_h;
 pub mod olmo2;
@@ -54,16 +59,19 @@ pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
 pub use cohere::Cohere;
+pub use cohere2::Cohere2;
 pub use deepseek_v2::DeepseekV2;
 pub use deepseek_v3::DeepseekV3;
 pub use dots1::Dots1;
 pub use ernie4_5_moe::Ernie45Moe;
+pub use exaone4::Exaone4;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
 pub use gemma3_text::{Gemma3, Gemma3Text};
 pub use glm4::Glm4;
 pub use glm4_moe::Glm4Moe;
+pub use gpt2::Gpt2;
 pub use gpt_neox::GptNeox;
 pub use granite::Granite;
 pub use granitemoe::GraniteMoe;
@@ -77,6 +85,8 @@ pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
+pub use ministral3::Ministral3;
+pub use mistral3::{Mistral3, Mistral3Llama};
 pub use mixtral::Mixtral;
 pub use nemotron_h::NemotronH;
 pub use olmo2::Olmo2;
@@ -114,14 +124,16 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 48] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 53] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
+        ("cohere2", builtin!(Cohere2)),
         ("deepseek_v2", builtin!(DeepseekV2)),
         ("deepseek_v3", builtin!(DeepseekV3)),
         ("dots1", builtin!(Dots1)),
         ("ernie4_5_moe", builtin!(Ernie45Moe)),
+        ("exaone4", builtin!(Exaone4)),
         ("falcon_h1", builtin!(FalconH1)),
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
@@ -129,6 +141,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 48] {
         ("gemma3", builtin!(Gemma3)),
         ("gemma3_text", builtin!(Gemma3Text)),
         ("glm4", builtin!(Glm4)),
+        ("gpt2", builtin!(Gpt2)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoe", builtin!(GraniteMoe)),
@@ -142,6 +155,8 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 48] {
         ("llama", builtin!(Llama)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
+        ("ministral3", builtin!(Ministral3)),
+        ("mistral3", Mistral3::build),
         ("mixtral", builtin!(Mixtral)),
         ("nemotron_h", builtin!(NemotronH)),
         ("olmo2", builtin!(Olmo2)),

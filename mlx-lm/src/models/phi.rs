@@ -279,6 +279,7 @@ impl LanguageModel for Phi {
                 norm: &m.final_layernorm,
                 kernels: m.kernels,
                 ends: StackEnds::default(),
+                positions: None,
             },
             inputs,
             cache,
