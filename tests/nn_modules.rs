@@ -314,7 +314,12 @@ fn update_modules_replaces_by_path_where_the_type_allows() -> Result<()> {
     m.update_modules(vec![("blocks.1.norm".into(), AnyModule::new(&new_norm)?)])?;
     assert_eq!(m.blocks[1].norm.eps, 0.5);
     // Another type where an enum field holds both forms.
-    let q = nn::QuantizedLinear::from_linear(&nn::Linear::new(32, 64, true)?, Some(32), Some(4))?;
+    let q = nn::QuantizedLinear::from_linear(
+        &nn::Linear::new(32, 64, true)?,
+        Some(32),
+        Some(4),
+        QuantizationMode::Affine,
+    )?;
     m.update_modules(vec![("head".into(), AnyModule::new(&q)?)])?;
     assert!(m.head.is_quantized());
     // A type the field cannot hold: an error naming the path; the model unchanged.
