@@ -263,12 +263,24 @@ fn quantize_keeps_fixed_fields_and_names_them_when_chosen() -> Result<()> {
     .to_string();
     assert!(e.contains("`fixed`"), "{e}");
     assert!(!m.quantizable.is_quantized());
-    // Modes this crate's quantized layers do not hold.
-    let e = nn::quantize(
-        &mut m,
-        QuantizeModelOptions::default().mode(QuantizationMode::Nvfp4),
+    // Another mode, with its defaults (nvfp4: 4 bits in groups of 16, no biases), as
+    // Python's `nn.quantize(model, mode="nvfp4")`.
+    assert_eq!(
+        nn::quantize(
+            &mut m,
+            QuantizeModelOptions::default().mode(QuantizationMode::Nvfp4),
+        )?,
+        ["quantizable"]
     );
-    assert!(e.unwrap_err().to_string().contains("affine"));
+    let nn::MaybeQuantized::Quantized(q) = &m.quantizable else {
+        panic!("not quantized");
+    };
+    assert_eq!(
+        (q.mode, q.group_size, q.bits, q.biases.is_none()),
+        (QuantizationMode::Nvfp4, 16, 4, true)
+    );
+    assert_eq!(q.scales.dtype(), Dtype::Uint8);
+    assert_eq!(q.scales.shape(), &[8, 4]);
     Ok(())
 }
 
