@@ -687,7 +687,7 @@ fn logits_distance(a: &Model, b: &Model) -> f32 {
             .astype(Dtype::Float32)
             .unwrap()
     };
-    let diff = ops::subtract(&logits(a), &logits(b)).unwrap();
+    let diff = ops::subtract(logits(a), logits(b)).unwrap();
     ops::max(&ops::abs(&diff).unwrap(), None, false)
         .unwrap()
         .item::<f32>()
