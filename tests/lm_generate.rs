@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
+use mlx::core::ops::QuantizationMode;
 use mlx::core::{io, ops, with_device, Array, Device, Dtype};
 use mlx::lm::{
     self, cli, generate_step, generate_step_with_cache, load_model, load_prompt_cache,
@@ -659,10 +660,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "kimi_linear",
     ] {
         let options = LoadOptions {
-            quantize: Some(QuantParams {
-                group_size: 32,
-                bits: 4,
-            }),
+            quantize: Some(QuantParams::affine(32, 4)),
             ..Default::default()
         };
         // mlx_lm quantized the -4bit directories on the CPU; MLX's GPU rounds some codes the
@@ -694,6 +692,168 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Both run here, on the same build: the same weights give the same bits.
         assert_eq!(diff.item::<f32>().unwrap(), 0.0, "{name}");
     }
+}
+
+/// The largest difference between two models' logits of one 24-token prompt.
+fn logits_distance(a: &Model, b: &Model) -> f32 {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |m: &Model| {
+        m.forward(&prompt, None)
+            .unwrap()
+            .astype(Dtype::Float32)
+            .unwrap()
+    };
+    let diff = ops::subtract(logits(a), logits(b)).unwrap();
+    ops::max(&ops::abs(&diff).unwrap(), None, false)
+        .unwrap()
+        .item::<f32>()
+        .unwrap()
+}
+
+#[test]
+fn quantizing_at_load_in_each_mode_equals_mlx_lm_convert() {
+    // mlx_lm's quantize_model(model, mode=MODE) (`mlx_lm.convert -q --q-mode MODE`, the mode's
+    // group size and bits) wrote the -MODE directories; the float directory quantized in that
+    // mode as it loads must be the same model. qwen3_moe's routers keep their own entry
+    // (8 bits in groups of 64, affine: its quant_predicate names no mode).
+    for (name, modes) in [
+        (
+            "qwen2",
+            &[
+                QuantizationMode::Mxfp4,
+                QuantizationMode::Nvfp4,
+                QuantizationMode::Mxfp8,
+            ][..],
+        ),
+        (
+            "qwen3_moe",
+            &[
+                QuantizationMode::Mxfp4,
+                QuantizationMode::Nvfp4,
+                QuantizationMode::Mxfp8,
+            ],
+        ),
+        ("deepseek_v3", &[QuantizationMode::Mxfp4]),
+    ] {
+        for &mode in modes {
+            let options = LoadOptions {
+                quantize: Some(QuantParams::for_mode(mode, None, None)),
+                ..Default::default()
+            };
+            // On the CPU, where mlx_lm quantized (see quantizing_at_load_equals_mlx_lm_quantize).
+            let (quantized, _) =
+                with_device(&Device::cpu(), || load_model(model_dir(name), options))
+                    .unwrap()
+                    .unwrap();
+            let reference = load(&format!("{name}-{}", mode.as_str()));
+            // Both run here, on the same build: the same weights give the same bits.
+            assert_eq!(
+                logits_distance(&quantized, &reference),
+                0.0,
+                "{name} {mode:?}"
+            );
+        }
+    }
+}
+
+/// A quantized checkpoint's config rewritten by `change`, loaded: the error's text.
+fn quantization_error(name: &str, test: &str, change: impl FnOnce(&mut Value)) -> String {
+    let dir = copy_model(name, test);
+    let config = dir.join("config.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    change(&mut json);
+    std::fs::write(&config, json.to_string()).unwrap();
+    let e = load_model(&dir, LoadOptions::default())
+        .err()
+        .map(|e| e.to_string());
+    std::fs::remove_dir_all(&dir).unwrap();
+    e.unwrap_or_else(|| panic!("{test}: loaded"))
+}
+
+#[test]
+fn quantization_modes_mlx_does_not_take_are_errors_naming_the_key() {
+    // A mode MLX does not have.
+    let e = quantization_error("qwen2-mxfp4", "mode-unknown", |c| {
+        c["quantization"]["mode"] = "int4".into();
+    });
+    assert!(
+        e.contains("config.json") && e.contains("quantization.mode") && e.contains("int4"),
+        "{e}"
+    );
+    // A group size the mode does not take (mxfp4 packs groups of 32 only).
+    let e = quantization_error("qwen2-mxfp4", "mode-group", |c| {
+        c["quantization"]["group_size"] = 64.into();
+    });
+    assert!(
+        e.contains("`quantization`") || e.contains("quantization"),
+        "{e}"
+    );
+    assert!(e.contains("mxfp4") && e.contains("64"), "{e}");
+    // A per-layer entry: affine at 7 bits, which MLX does not pack.
+    let layer = "model.layers.0.mlp.gate";
+    let e = quantization_error("qwen3_moe-mxfp4", "mode-layer", |c| {
+        c["quantization"][layer] = serde_json::json!({"group_size": 64, "bits": 7});
+    });
+    assert!(
+        e.contains(&format!("quantization.{layer}")) && e.contains("7 bits"),
+        "{e}"
+    );
+    // An nvfp4 per-expert global scale, which MLX 0.32.2's gather_qmm does not take.
+    let layer = "model.layers.0.mlp.switch_mlp.up_proj";
+    let e = quantization_error("qwen3_moe-nvfp4", "mode-global", |c| {
+        c["quantization"][layer] = serde_json::json!({"group_size": 16, "bits": 4,
+            "mode": "nvfp4", "global_scale": true});
+    });
+    assert!(
+        e.contains(&format!("quantization.{layer}.global_scale")),
+        "{e}"
+    );
+    // uint8 scales (a floating-point mode's) whose shapes fit no mode: mlx_lm's
+    // infer_quant_config raises there too.
+    let dir = copy_model("qwen2-mxfp4", "mode-infer");
+    let key = "model.layers.0.mlp.down_proj.scales";
+    rewrite_weights(&dir, |w| {
+        w.insert(key.into(), ops::zeros(&[64, 2], Dtype::Uint8).unwrap());
+    });
+    let e = load_model(&dir, LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("model.safetensors") && e.contains(key) && e.contains("groups of 64"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A foreign method still is one.
+    let e = quantization_error("qwen2", "method-awq", |c| {
+        c["quantization_config"] = serde_json::json!({"quant_method": "awq", "bits": 4});
+    });
+    assert!(
+        e.contains("quantization_config.quant_method") && e.contains("awq"),
+        "{e}"
+    );
+}
+
+#[test]
+fn mlx_mode_quant_methods_load_as_mlx_lm_loads_them() {
+    // GPT-OSS ships `quantization_config: {"quant_method": "mxfp4"}` and no `quantization`:
+    // mlx_lm takes it for mxfp4, each packed layer's mode read off its tensors.
+    let dir = copy_model("qwen3_moe-mxfp4", "quant-method");
+    let config = dir.join("config.json");
+    let mut json: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let q = json["quantization"].clone();
+    let obj = json.as_object_mut().unwrap();
+    obj.remove("quantization");
+    obj.insert(
+        "quantization_config".into(),
+        serde_json::json!({"quant_method": "mxfp4"}),
+    );
+    std::fs::write(&config, json.to_string()).unwrap();
+    // Without the routers' entries their mode is read off the tensors too: affine, 8 bits.
+    assert!(q["model.layers.0.mlp.gate"]["bits"] == 8);
+    let (model, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    assert_eq!(logits_distance(&model, &load("qwen3_moe-mxfp4")), 0.0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Copies a golden model directory to change it.

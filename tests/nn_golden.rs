@@ -6,6 +6,7 @@ mod support;
 
 use std::collections::HashMap;
 
+use mlx::core::ops::QuantizationMode;
 use mlx::core::{Array, Result};
 use mlx::nn::losses::{self, BinaryCrossEntropyOptions, CrossEntropyOptions, Reduction};
 use mlx::nn::{self, Forward, LoadWeightsOptions, Module};
@@ -213,7 +214,7 @@ fn quantized_layers_match_python() -> Result<()> {
     let l = &data["layers"];
     let case = &l["quantized_linear"];
     let lin = loaded(nn::Linear::new(64, 16, true)?, case);
-    let q = lin.to_quantized(Some(32), Some(4))?;
+    let q = lin.to_quantized(Some(32), Some(4), QuantizationMode::Affine)?;
     // Same packed weights, scales and biases as Python, under Python's names.
     for (path, a) in q.named_parameters()? {
         assert_close(&a, &case["quantized"][&path], &path);
@@ -233,7 +234,7 @@ fn quantized_layers_match_python() -> Result<()> {
 
     let case = &l["quantized_embedding"];
     let emb = loaded(nn::Embedding::new(12, 64)?, case);
-    let q = emb.to_quantized(Some(32), Some(4))?;
+    let q = emb.to_quantized(Some(32), Some(4), QuantizationMode::Affine)?;
     for (path, a) in q.named_parameters()? {
         assert_close(&a, &case["quantized"][&path], &path);
     }

@@ -263,12 +263,24 @@ fn quantize_keeps_fixed_fields_and_names_them_when_chosen() -> Result<()> {
     .to_string();
     assert!(e.contains("`fixed`"), "{e}");
     assert!(!m.quantizable.is_quantized());
-    // Modes this crate's quantized layers do not hold.
-    let e = nn::quantize(
-        &mut m,
-        QuantizeModelOptions::default().mode(QuantizationMode::Nvfp4),
+    // Another mode, with its defaults (nvfp4: 4 bits in groups of 16, no biases), as
+    // Python's `nn.quantize(model, mode="nvfp4")`.
+    assert_eq!(
+        nn::quantize(
+            &mut m,
+            QuantizeModelOptions::default().mode(QuantizationMode::Nvfp4),
+        )?,
+        ["quantizable"]
     );
-    assert!(e.unwrap_err().to_string().contains("affine"));
+    let nn::MaybeQuantized::Quantized(q) = &m.quantizable else {
+        panic!("not quantized");
+    };
+    assert_eq!(
+        (q.mode, q.group_size, q.bits, q.biases.is_none()),
+        (QuantizationMode::Nvfp4, 16, 4, true)
+    );
+    assert_eq!(q.scales.dtype(), Dtype::Uint8);
+    assert_eq!(q.scales.shape(), &[8, 4]);
     Ok(())
 }
 
@@ -314,7 +326,12 @@ fn update_modules_replaces_by_path_where_the_type_allows() -> Result<()> {
     m.update_modules(vec![("blocks.1.norm".into(), AnyModule::new(&new_norm)?)])?;
     assert_eq!(m.blocks[1].norm.eps, 0.5);
     // Another type where an enum field holds both forms.
-    let q = nn::QuantizedLinear::from_linear(&nn::Linear::new(32, 64, true)?, Some(32), Some(4))?;
+    let q = nn::QuantizedLinear::from_linear(
+        &nn::Linear::new(32, 64, true)?,
+        Some(32),
+        Some(4),
+        QuantizationMode::Affine,
+    )?;
     m.update_modules(vec![("head".into(), AnyModule::new(&q)?)])?;
     assert!(m.head.is_quantized());
     // A type the field cannot hold: an error naming the path; the model unchanged.

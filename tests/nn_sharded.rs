@@ -23,7 +23,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use mlx::core::distributed::{self, Backend, Group};
-use mlx::core::ops::{self, DequantizeOptions, IntoIndex, QuantizeOptions};
+use mlx::core::ops::{self, DequantizeOptions, IntoIndex, QuantizationMode, QuantizeOptions};
 use mlx::core::{eval, random, with_device, Array, Device, Dtype, Result};
 use mlx::launch::{Launch, LaunchReport};
 use mlx::nn::{
@@ -327,6 +327,7 @@ fn quantized(w: &Array, bias: &Array) -> Result<QuantizedLinear> {
         Some(bias.clone()),
         32,
         4,
+        QuantizationMode::Affine,
     ))
 }
 
@@ -432,7 +433,10 @@ fn child_tensor_parallel() -> Result<()> {
     assert_as_accurate(&rsharded_grads.x, &rgrads.x, &dx64, "gelu dx");
 
     // 4. The same with quantized layers (4 bits, group size 32): 32 * n hidden features.
-    let q = |l: Linear| l.to_quantized(Some(32), Some(4)).unwrap();
+    let q = |l: Linear| {
+        l.to_quantized(Some(32), Some(4), QuantizationMode::Affine)
+            .unwrap()
+    };
     let rqmlp = Mlp {
         up: q(Linear::new(rd, 32 * n, true)?),
         down: q(Linear::new(32 * n, d, true)?),
@@ -519,6 +523,7 @@ fn child_golden_shards() -> Result<()> {
         Some(array(&q["bias"])),
         32,
         4,
+        QuantizationMode::Affine,
     );
     let a = &inputs["attention"];
     let attention = Attention {
@@ -979,7 +984,8 @@ fn child_errors() -> Result<()> {
         opts.group_size(32),
     ));
     assert!(msg.contains("quantization groups"), "{msg}");
-    let narrow = Linear::new(16 * n, 4, true)?.to_quantized(Some(32), Some(4))?;
+    let narrow =
+        Linear::new(16 * n, 4, true)?.to_quantized(Some(32), Some(4), QuantizationMode::Affine)?;
     assert!(shard_linear(&narrow, Sharding::ShardedToAll, None, g).is_err());
 
     // Segments that do not divide, or whose parts do not divide by the group size.

@@ -9,6 +9,7 @@ use mlx_nn::{
     Embedding, LayerNorm, LayerNormOptions, Linear, MaybeQuantized, MaybeQuantizedEmbedding,
     MaybeQuantizedLinear, Quantizable, QuantizedEmbedding, QuantizedLinear, RMSNorm,
 };
+use mlx_rs::ops::QuantizationMode;
 use mlx_rs::{Array, Dtype};
 
 use crate::blocks::mla::{MultiLinear, QuantizedMultiLinear};
@@ -26,8 +27,8 @@ pub struct LoadOptions {
     /// Parameters an architecture keeps in float32 (qwen3_5's `A_log`) stay so.
     pub dtype: Option<Dtype>,
     /// Quantize a float checkpoint's linear and embedding layers as they load (Python:
-    /// `mlx_lm.convert -q --q-group-size G --q-bits B`): every layer whose input size the group
-    /// size divides.
+    /// `mlx_lm.convert -q --q-group-size G --q-bits B --q-mode M`; `QuantParams::for_mode`
+    /// gives a mode's defaults): every layer whose input size the group size divides.
     pub quantize: Option<QuantParams>,
     /// The custom kernels the model may use (all by default): the model's own choice, kept
     /// for its whole life, whatever other models in the process chose.
@@ -193,10 +194,11 @@ impl Checkpoint {
                 Ok(MaybeQuantized::Quantized(QuantizedLinear::from_parts(
                     weight,
                     scales,
-                    Some(biases),
+                    biases,
                     bias,
                     p.group_size,
                     p.bits,
+                    p.mode,
                 )))
             }
             None => {
@@ -234,10 +236,11 @@ impl Checkpoint {
                 Ok(MaybeQuantized::Quantized(QuantizedSwitchLinear {
                     weight,
                     scales,
-                    biases: Some(biases),
+                    biases,
                     bias,
                     group_size: p.group_size,
                     bits: p.bits,
+                    mode: p.mode,
                 }))
             }
             None => {
@@ -266,9 +269,10 @@ impl Checkpoint {
                 Ok(MaybeQuantized::Quantized(QuantizedMultiLinear {
                     weight,
                     scales,
-                    biases: Some(biases),
+                    biases,
                     group_size: p.group_size,
                     bits: p.bits,
+                    mode: p.mode,
                 }))
             }
             None => {
@@ -293,9 +297,10 @@ impl Checkpoint {
                 Ok(MaybeQuantized::Quantized(QuantizedEmbedding::from_parts(
                     weight,
                     scales,
-                    Some(biases),
+                    biases,
                     p.group_size,
                     p.bits,
+                    p.mode,
                 )))
             }
             None => {
@@ -323,7 +328,7 @@ impl Checkpoint {
                 // size's, the parameters the architecture's where it names the layer.
                 let p = self.quant_predicate.and_then(|f| f(path)).unwrap_or(p);
                 let q = layer
-                    .to_quantized(p.group_size, p.bits)
+                    .to_quantized(p.group_size, p.bits, p.mode)
                     .map_err(|source| Error::Mlx {
                         path: self.file(&join(path, "weight")),
                         source,
@@ -364,13 +369,6 @@ impl Checkpoint {
             }
             None => {}
         }
-        if scales.dtype() == Dtype::Uint8 {
-            return Err(invalid(
-                &file,
-                &scales_key,
-                "uint8 scales (an mxfp/nvfp mode): only affine quantization is supported",
-            ));
-        }
         let weight_key = join(path, "weight");
         let (Some(&groups), Some(&packed)) = (
             scales.shape().last(),
@@ -387,10 +385,34 @@ impl Checkpoint {
                 ),
             ));
         }
-        Ok(Some(QuantParams {
-            group_size: input_dims / groups,
-            bits: packed * 32 / input_dims,
-        }))
+        let (group_size, bits) = (input_dims / groups, packed * 32 / input_dims);
+        // Only affine keeps its scales in the weights' dtype; each floating-point mode has
+        // uint8 scales and exactly one (bits, group size) pair.
+        let mode = match (bits, group_size) {
+            _ if scales.dtype() != Dtype::Uint8 => QuantizationMode::Affine,
+            (4, 16) => QuantizationMode::Nvfp4,
+            (4, 32) => QuantizationMode::Mxfp4,
+            (8, 32) => QuantizationMode::Mxfp8,
+            _ => {
+                return Err(invalid(
+                    &file,
+                    &scales_key,
+                    &format!(
+                        "uint8 scales with {bits} bits in groups of {group_size}: no MLX \
+                         quantization mode packs so"
+                    ),
+                ))
+            }
+        };
+        let p = QuantParams {
+            group_size,
+            bits,
+            mode,
+        };
+        match p.unsupported() {
+            Some(why) => Err(invalid(&file, &scales_key, &why)),
+            None => Ok(Some(p)),
+        }
     }
 
     fn quantized(
@@ -399,12 +421,13 @@ impl Checkpoint {
         input_dims: i32,
         output_dims: i32,
         p: QuantParams,
-    ) -> Result<(Array, Array, Array)> {
+    ) -> Result<(Array, Array, Option<Array>)> {
         self.quantized_stack(path, &[], input_dims, output_dims, p)
     }
 
-    /// The packed weight, scales and biases at `path`, each with the leading axes `lead`
-    /// (the experts of a switch layer) before its rows.
+    /// The packed weight, scales and biases (the affine mode's; the floating-point modes have
+    /// none) at `path`, each with the leading axes `lead` (the experts of a switch layer)
+    /// before its rows.
     fn quantized_stack(
         &mut self,
         path: &str,
@@ -412,7 +435,7 @@ impl Checkpoint {
         input_dims: i32,
         output_dims: i32,
         p: QuantParams,
-    ) -> Result<(Array, Array, Array)> {
+    ) -> Result<(Array, Array, Option<Array>)> {
         let weight_key = join(path, "weight");
         if (input_dims * p.bits) % 32 != 0 || input_dims % p.group_size != 0 {
             return Err(invalid(
@@ -429,7 +452,10 @@ impl Checkpoint {
         let shape = |last: i32| [lead, &[output_dims, last]].concat();
         let weight = self.array(&weight_key, &shape(packed))?;
         let scales = self.array(&join(path, "scales"), &shape(groups))?;
-        let biases = self.array(&join(path, "biases"), &shape(groups))?;
+        let biases = match p.mode {
+            QuantizationMode::Affine => Some(self.array(&join(path, "biases"), &shape(groups))?),
+            _ => None,
+        };
         Ok((weight, scales, biases))
     }
 

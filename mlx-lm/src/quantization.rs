@@ -4,16 +4,84 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use mlx_rs::ops::QuantizationMode;
 use serde_json::Value;
 
 use crate::config::{invalid, ModelConfig};
 use crate::error::Result;
 
-/// Group size and bits of one affine-quantized layer.
+/// Group size, bits and mode of one quantized layer (Python: the `{"group_size", "bits",
+/// "mode"}` entries of a config's `quantization`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QuantParams {
     pub group_size: i32,
     pub bits: i32,
+    pub mode: QuantizationMode,
+}
+
+impl QuantParams {
+    /// Affine quantization (integer codes, a scale and a bias per group).
+    pub const fn affine(group_size: i32, bits: i32) -> QuantParams {
+        QuantParams {
+            group_size,
+            bits,
+            mode: QuantizationMode::Affine,
+        }
+    }
+
+    /// `mode` with its default group size and bits where not given (Python:
+    /// `_defaults_for_mode`: affine 64 and 4, mxfp4 32 and 4, nvfp4 16 and 4, mxfp8 32 and 8).
+    pub fn for_mode(mode: QuantizationMode, group_size: Option<i32>, bits: Option<i32>) -> Self {
+        let (g, b) = match mode {
+            QuantizationMode::Affine => (64, 4),
+            QuantizationMode::Mxfp4 => (32, 4),
+            QuantizationMode::Nvfp4 => (16, 4),
+            QuantizationMode::Mxfp8 => (32, 8),
+        };
+        QuantParams {
+            group_size: group_size.unwrap_or(g),
+            bits: bits.unwrap_or(b),
+            mode,
+        }
+    }
+
+    /// Why MLX 0.32.2's `mx.quantize` would reject these parameters, if it would: affine takes
+    /// 2, 3, 4, 5, 6 or 8 bits in groups of 32, 64 or 128; each floating-point mode exactly one
+    /// pair (mxfp4 4 bits in 32, nvfp4 4 in 16, mxfp8 8 in 32).
+    pub fn unsupported(&self) -> Option<String> {
+        let QuantParams {
+            group_size,
+            bits,
+            mode,
+        } = *self;
+        let fits = match mode {
+            QuantizationMode::Affine => {
+                [32, 64, 128].contains(&group_size) && [2, 3, 4, 5, 6, 8].contains(&bits)
+            }
+            _ => {
+                let only = QuantParams::for_mode(mode, None, None);
+                (group_size, bits) == (only.group_size, only.bits)
+            }
+        };
+        (!fits).then(|| {
+            format!(
+                "{bits} bits in groups of {group_size} is not a {} quantization MLX supports",
+                mode.as_str()
+            )
+        })
+    }
+}
+
+/// The mode named by a config's `"mode"` string (Python's `mx.quantize` modes).
+pub(crate) fn parse_mode(mode: &str) -> Option<QuantizationMode> {
+    [
+        QuantizationMode::Affine,
+        QuantizationMode::Mxfp4,
+        QuantizationMode::Nvfp4,
+        QuantizationMode::Mxfp8,
+    ]
+    .into_iter()
+    .find(|m| m.as_str() == mode)
 }
 
 /// What the config says about one layer.
@@ -26,7 +94,9 @@ pub enum LayerQuantization {
 }
 
 /// A checkpoint's quantization: defaults plus per-layer entries keyed by module path
-/// (`"model.embed_tokens": {"group_size": 64, "bits": 8}`).
+/// (`"model.embed_tokens": {"group_size": 64, "bits": 8}`). A per-layer entry stands on its
+/// own, as Python passes it to `to_quantized` as it is: without `mode` it is affine, without
+/// `group_size` or `bits` its mode's defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Quantization {
     pub defaults: QuantParams,
@@ -35,19 +105,39 @@ pub struct Quantization {
 }
 
 impl Quantization {
-    /// Reads `quantization` from a config (`None` when the model is not quantized). Only
-    /// MLX's affine mode is supported; another mode, or a foreign `quantization_config`
-    /// (AWQ, GPTQ, ...), is an error naming the key.
+    /// Reads `quantization` from a config (`None` when the model is not quantized): MLX's
+    /// affine mode and its floating-point modes (`mxfp4`, `nvfp4`, `mxfp8`), as
+    /// `mlx_lm.convert` writes them, and the `quantization_config` of checkpoints that ship
+    /// in an MLX mode (`quant_method` `mxfp4`, as GPT-OSS does, or `mxfp8`). Another
+    /// `quant_method` (AWQ, GPTQ, ...), a mode MLX does not have, or a group size and bits
+    /// its mode does not take is an error naming the key.
     pub fn from_config(config: &ModelConfig) -> Result<Option<Quantization>> {
         let path = config.path();
         let Some(q) = config.get("quantization").filter(|v| !v.is_null()) else {
             let foreign = config.values().get("quantization_config");
             if let Some(method) = foreign.and_then(|q| q.get("quant_method")) {
-                return Err(invalid(
-                    path,
-                    "quantization_config.quant_method",
-                    &format!("{method} checkpoints are not supported (MLX affine only)"),
-                ));
+                // mlx_lm's `load_model`: these methods are MLX modes, the packed tensors
+                // loaded as they are.
+                let mode = match method.as_str() {
+                    Some("mxfp4") => QuantizationMode::Mxfp4,
+                    Some("mxfp8") => QuantizationMode::Mxfp8,
+                    _ => {
+                        return Err(invalid(
+                            path,
+                            "quantization_config.quant_method",
+                            &format!(
+                                "{method} checkpoints are not supported (MLX quantization \
+                                 modes only: affine, mxfp4, nvfp4, mxfp8)"
+                            ),
+                        ))
+                    }
+                };
+                config.declare_neutral(&["quantization_config"]);
+                return Ok(Some(Quantization {
+                    defaults: QuantParams::for_mode(mode, None, None),
+                    layers: BTreeMap::new(),
+                    config: path.to_path_buf(),
+                }));
             }
             if foreign.is_some_and(Value::is_null) {
                 config.declare_neutral(&["quantization_config"]);
@@ -89,13 +179,14 @@ impl Quantization {
 }
 
 fn params(path: &Path, key: &str, v: &Value) -> Result<QuantParams> {
-    let int = |name: &str, default: i64| -> Result<i32> {
+    let int = |name: &str| -> Result<Option<i32>> {
         match v.get(name) {
-            None | Some(Value::Null) => Ok(default as i32),
+            None | Some(Value::Null) => Ok(None),
             Some(x) => x
                 .as_i64()
                 .and_then(|n| i32::try_from(n).ok())
                 .filter(|n| *n > 0)
+                .map(Some)
                 .ok_or_else(|| {
                     invalid(
                         path,
@@ -105,17 +196,28 @@ fn params(path: &Path, key: &str, v: &Value) -> Result<QuantParams> {
                 }),
         }
     };
-    if let Some(mode) = v.get("mode").and_then(Value::as_str) {
-        if mode != "affine" {
-            return Err(invalid(
+    let mode = match v.get("mode") {
+        None | Some(Value::Null) => QuantizationMode::Affine,
+        Some(m) => m.as_str().and_then(parse_mode).ok_or_else(|| {
+            invalid(
                 path,
                 &format!("{key}.mode"),
-                &format!("quantization mode {mode:?} is not supported (affine only)"),
-            ));
-        }
+                &format!("{m} is not an MLX quantization mode (affine, mxfp4, nvfp4, mxfp8)"),
+            )
+        })?,
+    };
+    // mlx_lm 0.32.2 writes it for nvfp4 switch layers quantized with `--global-scale`; MLX
+    // 0.32.2's `gather_qmm` takes no such scale.
+    if v.get("global_scale").and_then(Value::as_bool) == Some(true) {
+        return Err(invalid(
+            path,
+            &format!("{key}.global_scale"),
+            "nvfp4 global scales are not supported (MLX 0.32.2's gather_qmm takes none)",
+        ));
     }
-    Ok(QuantParams {
-        group_size: int("group_size", 64)?,
-        bits: int("bits", 4)?,
-    })
+    let p = QuantParams::for_mode(mode, int("group_size")?, int("bits")?);
+    match p.unsupported() {
+        Some(why) => Err(invalid(path, key, &why)),
+        None => Ok(p),
+    }
 }

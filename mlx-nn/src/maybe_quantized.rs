@@ -2,6 +2,7 @@
 //! gets by `nn.quantize(model)` replacing a module in place, for a typed struct whose field
 //! cannot change type.
 
+use mlx_rs::ops::QuantizationMode;
 use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
@@ -15,16 +16,26 @@ pub trait Quantizable: TreeNode {
     /// the two variants apart when a [`MaybeQuantized`] is rebuilt from its structure.
     const QUANTIZED_NAME: &'static str;
 
-    /// The affine-quantized equivalent (Python: `layer.to_quantized(group_size, bits)`).
-    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<Self::Quantized>;
+    /// The quantized equivalent (Python: `layer.to_quantized(group_size, bits, mode)`).
+    fn to_quantized(
+        &self,
+        group_size: i32,
+        bits: i32,
+        mode: QuantizationMode,
+    ) -> Result<Self::Quantized>;
 }
 
 impl Quantizable for Linear {
     type Quantized = QuantizedLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedLinear";
 
-    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedLinear> {
-        QuantizedLinear::from_linear(self, Some(group_size), Some(bits))
+    fn to_quantized(
+        &self,
+        group_size: i32,
+        bits: i32,
+        mode: QuantizationMode,
+    ) -> Result<QuantizedLinear> {
+        QuantizedLinear::from_linear(self, Some(group_size), Some(bits), mode)
     }
 }
 
@@ -32,8 +43,13 @@ impl Quantizable for Embedding {
     type Quantized = QuantizedEmbedding;
     const QUANTIZED_NAME: &'static str = "QuantizedEmbedding";
 
-    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedEmbedding> {
-        QuantizedEmbedding::from_embedding(self, Some(group_size), Some(bits))
+    fn to_quantized(
+        &self,
+        group_size: i32,
+        bits: i32,
+        mode: QuantizationMode,
+    ) -> Result<QuantizedEmbedding> {
+        QuantizedEmbedding::from_embedding(self, Some(group_size), Some(bits), mode)
     }
 }
 
@@ -43,10 +59,10 @@ impl Quantizable for Embedding {
 ///
 /// ```
 /// use mlx_nn::{Forward, Linear, MaybeQuantized, Module};
-/// use mlx_rs::ops;
+/// use mlx_rs::ops::{self, QuantizationMode};
 ///
 /// let mut proj = MaybeQuantized::Float(Linear::new(64, 8, false)?);
-/// proj.quantize(32, 4)?; // nn.quantize(proj, group_size=32, bits=4)
+/// proj.quantize(32, 4, QuantizationMode::Affine)?; // nn.quantize(proj, group_size=32, bits=4)
 /// let names: Vec<String> = proj.named_parameters()?.into_iter().map(|(p, _)| p).collect();
 /// assert_eq!(names, ["weight", "scales", "biases"]);
 /// assert_eq!(proj.forward(&ops::ones(&[1, 64], None)?)?.shape(), &[1, 8]);
@@ -66,9 +82,9 @@ pub type MaybeQuantizedEmbedding = MaybeQuantized<Embedding>;
 impl<T: Quantizable> MaybeQuantized<T> {
     /// Quantizes the layer in place; an already quantized layer is left as it is (Python:
     /// `nn.quantize` skips modules without `to_quantized`).
-    pub fn quantize(&mut self, group_size: i32, bits: i32) -> Result<()> {
+    pub fn quantize(&mut self, group_size: i32, bits: i32, mode: QuantizationMode) -> Result<()> {
         if let MaybeQuantized::Float(layer) = self {
-            *self = MaybeQuantized::Quantized(layer.to_quantized(group_size, bits)?);
+            *self = MaybeQuantized::Quantized(layer.to_quantized(group_size, bits, mode)?);
         }
         Ok(())
     }

@@ -1389,6 +1389,26 @@ QUANTIZED = {
     "gpt2": (32, 4, None),
 }
 
+# Models also converted in MLX's floating-point quantization modes (`<name>-<mode>`, as
+# `mlx_lm.convert -q --q-mode MODE` writes them: the mode's group size and bits; a layer the
+# architecture's quant_predicate names keeps its own, affine, entry): a tied dense model
+# (QuantizedEmbedding's lookup and as_linear), a mixture of experts (gather_qmm) and
+# multi-head latent attention (QuantizedMultiLinear, both transposes).
+QUANTIZED_MODES = {
+    "qwen2": ("mxfp4", "nvfp4", "mxfp8"),
+    "qwen3_moe": ("mxfp4", "nvfp4", "mxfp8"),
+    "deepseek_v3": ("mxfp4",),
+}
+MODE_SUFFIXES = tuple(f"-{m}" for m in ("mxfp4", "nvfp4", "mxfp8"))
+
+
+def base_name(name):
+    """The CONFIGS name a model directory was made from."""
+    for suffix in ("-hf", "-4bit") + MODE_SUFFIXES:
+        name = name.removesuffix(suffix)
+    return name
+
+
 # Models saved as a Hugging Face checkpoint would hold them: convolution weights `[C, 1, K]`,
 # which makes mlx_lm's falcon_h1 sanitize fold its multipliers into the weights at load.
 HF_LAYOUT = {"falcon_h1-deep"}
@@ -1741,7 +1761,9 @@ def make_models(names):
         for f in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(committed / f, tokenizer / f)
     for name in names:
-        for folder in (MODELS / name, MODELS / f"{name}-4bit", MODELS / f"{name}-hf"):
+        modes = [MODELS / f"{name}-{m}" for m in QUANTIZED_MODES.get(name, ())]
+        for folder in [MODELS / name, MODELS / f"{name}-4bit", MODELS / f"{name}-hf",
+                       MODELS / f"{name}-4bit-hf"] + modes:
             if folder.exists():
                 shutil.rmtree(folder)
     if not tokenizer.exists():
@@ -1775,6 +1797,11 @@ def make_models(names):
             qmodel, qconfig = quantize_model(model, dict(config), gs, bits,
                                              quant_predicate=predicate)
             save(MODELS / f"{name}-4bit", qmodel, qconfig, like=MODELS / name)
+        for mode in QUANTIZED_MODES.get(name, ()):
+            # `quantize_model` quantized `model` in place: the saved float model, afresh.
+            fmodel, _ = load_model(MODELS / name)
+            qmodel, qconfig = quantize_model(fmodel, dict(config), None, None, mode=mode)
+            save(MODELS / f"{name}-{mode}", qmodel, qconfig, like=MODELS / name)
         if name == "qwen3_5":
             hf_layout_qwen3_5()
             weights_recipe.write(MODELS / "qwen3_5-hf")
@@ -1836,7 +1863,7 @@ def save(folder, model, config, like=None):
     for f in (MODELS / "_tokenizer").iterdir():
         shutil.copy(f, folder / f.name)
     # A model's own template, else its family's.
-    template = (FAMILY_CHAT_TEMPLATES.get(folder.name.removesuffix("-4bit"))
+    template = (FAMILY_CHAT_TEMPLATES.get(base_name(folder.name))
                 or CHAT_TEMPLATES.get(config.get("model_type")))
     if template is not None:
         tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text())
@@ -2583,10 +2610,9 @@ def golden(name):
     else:
         # A model of an architecture's mixture-of-experts configs may take its own length.
         arch = name.split("-")[0]
-        length = PROMPT_LENS.get(name.removesuffix("-hf").removesuffix("-4bit"),
-                                 PROMPT_LENS.get(arch, PROMPT_LEN))
+        length = PROMPT_LENS.get(base_name(name), PROMPT_LENS.get(arch, PROMPT_LEN))
         prompt = prompt_ids(sum(map(ord, arch)), length)
-    base = name.removesuffix("-hf").removesuffix("-4bit")
+    base = base_name(name)
     mlx_lm_differs_by = None
     if base in TRANSFORMERS_FIXES:
         unfixed = model(prompt[None]).astype(mx.float32)
@@ -2658,7 +2684,7 @@ def main():
     chosen = set(names) | (set(only) & set(TRANSFORMERS_MODELS) if only else
                            set(TRANSFORMERS_MODELS))
     for name in sorted(written):
-        base = name.removesuffix("-hf").removesuffix("-4bit")
+        base = base_name(name)
         if common.device_folder() == "cuda" and name in CUDA_CANNOT:
             print(f"{name}: no CUDA record ({CUDA_CANNOT[name]})")
         elif base in chosen or name in chosen:

@@ -317,6 +317,12 @@ CASES = [
     # Nemotron-3-Nano's kind: mlx_lm's batch leaks the padding into the SSM state (as for
     # nemotron_h), so the reference is each prompt alone; the grouped router's experts.
     {"model": "nemotron_h-moe", "lengths": [3, 14, 8, 11], "max_tokens": 20, "alone": True},
+    # MLX's floating-point quantization modes: different lengths with sampling (a tied mxfp8
+    # head), and the experts' gather_qmm in mxfp4 across prefill chunks.
+    {"model": "qwen2-mxfp8", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 18, "temp": 1.0,
+     "top_k": 20},
+    {"model": "qwen3_moe-mxfp4", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
 ]
 
 

@@ -562,6 +562,12 @@ PROMPT_CACHE = [
     # state) beside MLA's compressed key/value caches; the sparse blocks' sorted path in the
     # prefix.
     ("kimi_linear", 34),
+    # MLX's floating-point quantization modes: a tied head through the quantized embedding's
+    # as_linear (mxfp4), experts through gather_qmm (nvfp4), MLA's compressed caches with
+    # the quantized MultiLinear of both paths (mxfp4).
+    ("qwen2-mxfp4", 16),
+    ("qwen3_moe-nvfp4", 34),
+    ("deepseek_v3-mxfp4", 34),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the

@@ -109,13 +109,22 @@ def materialize_all(root):
             materialize(folder)
 
 
+# `nn.quantize`'s defaults per mode (mlx.nn.layers.quantized._defaults_for_mode).
+MODE_DEFAULTS = {"affine": (64, 4), "mxfp4": (32, 4), "nvfp4": (16, 4), "mxfp8": (32, 8)}
+
+
 def _quantization(config, prefix):
     q = config["quantization"]
     own = q.get(prefix)
-    own = own if isinstance(own, dict) else {}
-    return {"group_size": own.get("group_size", q["group_size"]),
-            "bits": own.get("bits", q["bits"]),
-            "mode": own.get("mode", q.get("mode", "affine"))}
+    if not isinstance(own, dict):
+        return {"group_size": q["group_size"], "bits": q["bits"],
+                "mode": q.get("mode", "affine")}
+    # A layer's own entry went to `to_quantized(**entry)` as it is: without a mode it is
+    # affine, whatever the model's mode, and the mode's defaults fill what it leaves out.
+    mode = own.get("mode", "affine")
+    group_size, bits = MODE_DEFAULTS[mode]
+    return {"group_size": own.get("group_size", group_size), "bits": own.get("bits", bits),
+            "mode": mode}
 
 
 def write(folder, like=None):

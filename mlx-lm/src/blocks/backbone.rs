@@ -59,7 +59,7 @@ impl<L: Layer> Backbone<L> {
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embeddings)
+        embedding_dtype(&self.embeddings, self)
     }
 
     pub fn vocab_size(&self) -> i32 {
@@ -114,7 +114,7 @@ impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embed_tokens)
+        embedding_dtype(&self.embed_tokens, self)
     }
 
     pub fn vocab_size(&self) -> i32 {

@@ -242,7 +242,7 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
 
     /// The dtype the model computes in: its embedding table's (the scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embed_tokens)
+        embedding_dtype(&self.embed_tokens, self)
     }
 
     /// The vocabulary size: the embedding table's rows.

@@ -130,11 +130,29 @@ pub fn make_layer_caches<L: Layer>(
         .collect()
 }
 
-/// The dtype a model computes in: its embedding table's (the scales' when quantized).
-pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding) -> Dtype {
+/// The dtype a model computes in: its embedding table's (the scales' when affine-quantized).
+/// A table in one of MLX's floating-point modes (uint8 scales) looks its rows up in
+/// bfloat16, MLX's `dequantize` default there, which the first norm's weight then promotes
+/// (bfloat16 with float32 or float16 is float32): the model's float parameters decide, read
+/// off the last floating-point leaf of `model` (the final norm's or the head's; the float32
+/// parameters some architectures keep in a bfloat16 model, `A_log` and the like, sit in the
+/// layers before).
+pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding, model: &impl TreeNode) -> Dtype {
     match embedding {
         mlx_nn::MaybeQuantized::Float(e) => e.weight.dtype(),
-        mlx_nn::MaybeQuantized::Quantized(q) => q.scales.dtype(),
+        mlx_nn::MaybeQuantized::Quantized(q) if q.scales.dtype().is_floating() => q.scales.dtype(),
+        mlx_nn::MaybeQuantized::Quantized(_) => {
+            let float = mlx_tree::tree_leaves(model)
+                .into_iter()
+                .map(Array::dtype)
+                .filter(|d| d.is_floating())
+                .last();
+            match float {
+                None | Some(Dtype::Bfloat16) => Dtype::Bfloat16,
+                Some(Dtype::Float64) => Dtype::Float64,
+                Some(_) => Dtype::Float32,
+            }
+        }
     }
 }
 

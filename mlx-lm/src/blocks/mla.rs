@@ -34,7 +34,7 @@ pub struct MultiLinear {
     pub weight: Array,
 }
 
-/// Python: `mla.QuantizedMultiLinear` (affine mode).
+/// Python: `mla.QuantizedMultiLinear`; `biases` in the affine mode only.
 #[derive(Debug, Clone, TreeNode)]
 pub struct QuantizedMultiLinear {
     pub weight: Array,
@@ -44,6 +44,8 @@ pub struct QuantizedMultiLinear {
     pub group_size: i32,
     #[tree(static)]
     pub bits: i32,
+    #[tree(static)]
+    pub mode: QuantizationMode,
 }
 
 /// A [`MultiLinear`], float or quantized.
@@ -53,30 +55,37 @@ impl Quantizable for MultiLinear {
     type Quantized = QuantizedMultiLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedMultiLinear";
 
-    /// Python: `MultiLinear.to_quantized(group_size, bits)`: `mx.quantize` of the stacked
-    /// weight, each head's rows grouped on their own.
-    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedMultiLinear> {
-        let (weight, scales, biases) = quantize(&self.weight, group_size, bits)?;
+    /// Python: `MultiLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
+    /// stacked weight, each head's rows grouped on their own.
+    fn to_quantized(
+        &self,
+        group_size: i32,
+        bits: i32,
+        mode: QuantizationMode,
+    ) -> Result<QuantizedMultiLinear> {
+        let (weight, scales, biases) = quantize(&self.weight, group_size, bits, mode)?;
         Ok(QuantizedMultiLinear {
             weight,
             scales,
             biases,
             group_size,
             bits,
+            mode,
         })
     }
 }
 
-/// `mx.quantize(w, group_size, bits)` in the affine mode.
+/// `mx.quantize(w, group_size, bits, mode=mode)`.
 pub(crate) fn quantize(
     w: &Array,
     group_size: i32,
     bits: i32,
+    mode: QuantizationMode,
 ) -> Result<(Array, Array, Option<Array>)> {
     let options = QuantizeOptions::default()
         .group_size(group_size)
         .bits(bits)
-        .mode(QuantizationMode::Affine);
+        .mode(mode);
     ops::quantize(w, options)
 }
 
@@ -102,7 +111,7 @@ impl MultiForward for QuantizedMultiLinear {
             .transpose(transpose)
             .group_size(self.group_size)
             .bits(self.bits)
-            .mode(QuantizationMode::Affine);
+            .mode(self.mode);
         if let Some(b) = &self.biases {
             options = options.biases(b);
         }
@@ -500,7 +509,9 @@ pub fn split_kv_b_proj(
     for (name, w) in [("embed_q", wk), ("unembed_out", wv)] {
         match q {
             Some((bits, group_size)) => {
-                let (w, s, b) = quantize(&w, group_size, bits).map_err(mlx)?;
+                // mlx_lm's sanitize re-quantizes in the affine mode (it reads `biases`).
+                let (w, s, b) =
+                    quantize(&w, group_size, bits, QuantizationMode::Affine).map_err(mlx)?;
                 ck.weights_mut()
                     .insert(key(&format!("{name}.weight")), w, file.clone());
                 ck.weights_mut()

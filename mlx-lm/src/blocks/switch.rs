@@ -26,8 +26,10 @@ pub struct SwitchLinear {
     pub bias: Option<Array>,
 }
 
-/// Python: `QuantizedSwitchLinear` (affine mode): the experts' weights packed as
-/// `mx.quantize` packs them, `scales` / `biases [E, output_dims, groups]`.
+/// Python: `QuantizedSwitchLinear`: the experts' weights packed as `mx.quantize` packs them,
+/// `scales [E, output_dims, groups]`, and `biases` of that shape in the affine mode (`None`
+/// in the floating-point modes). Without Python's nvfp4 `global_scale`, which MLX 0.32.2's
+/// `gather_qmm` does not take.
 #[derive(Debug, Clone, TreeNode)]
 pub struct QuantizedSwitchLinear {
     pub weight: Array,
@@ -38,6 +40,8 @@ pub struct QuantizedSwitchLinear {
     pub group_size: i32,
     #[tree(static)]
     pub bits: i32,
+    #[tree(static)]
+    pub mode: QuantizationMode,
 }
 
 /// An expert layer, float or quantized.
@@ -47,13 +51,18 @@ impl Quantizable for SwitchLinear {
     type Quantized = QuantizedSwitchLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedSwitchLinear";
 
-    /// Python: `SwitchLinear.to_quantized(group_size, bits)`: `mx.quantize` of the stacked
-    /// weight (each expert's rows grouped on their own), the bias kept.
-    fn to_quantized(&self, group_size: i32, bits: i32) -> Result<QuantizedSwitchLinear> {
+    /// Python: `SwitchLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
+    /// stacked weight (each expert's rows grouped on their own), the bias kept.
+    fn to_quantized(
+        &self,
+        group_size: i32,
+        bits: i32,
+        mode: QuantizationMode,
+    ) -> Result<QuantizedSwitchLinear> {
         let options = QuantizeOptions::default()
             .group_size(group_size)
             .bits(bits)
-            .mode(QuantizationMode::Affine);
+            .mode(mode);
         let (weight, scales, biases) = ops::quantize(&self.weight, options)?;
         Ok(QuantizedSwitchLinear {
             weight,
@@ -62,6 +71,7 @@ impl Quantizable for SwitchLinear {
             bias: self.bias.clone(),
             group_size,
             bits,
+            mode,
         })
     }
 }
@@ -98,7 +108,7 @@ impl SwitchForward for QuantizedSwitchLinear {
             .transpose(true)
             .group_size(self.group_size)
             .bits(self.bits)
-            .mode(QuantizationMode::Affine)
+            .mode(self.mode)
             .sorted_indices(sorted);
         if let Some(b) = &self.biases {
             options = options.biases(b);

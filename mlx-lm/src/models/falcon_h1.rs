@@ -480,7 +480,7 @@ impl LanguageModel for FalconH1 {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        embedding_dtype(&self.model.embed_tokens, self)
     }
 
     fn vocab_size(&self) -> i32 {

@@ -367,7 +367,7 @@ impl LanguageModel for GptNeox {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_in)
+        embedding_dtype(&self.model.embed_in, self)
     }
 
     fn vocab_size(&self) -> i32 {

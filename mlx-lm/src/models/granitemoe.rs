@@ -171,10 +171,7 @@ fn quant_predicate(path: &str) -> Option<QuantParams> {
         || path.ends_with("self_attn.o_proj")
         || path.ends_with("mlp.down_proj")
         || path == "lm_head")
-        .then_some(QuantParams {
-            group_size: 64,
-            bits: 8,
-        })
+        .then_some(QuantParams::affine(64, 8))
 }
 
 crate::models::base::stack_language_model!(GraniteMoe, model, "granitemoe");

@@ -597,10 +597,8 @@ impl GraniteMoeHybrid {
 /// Python: granitemoehybrid's `quant_predicate` with experts: the routers
 /// (`block_sparse_moe.router.layer`) at 8 bits in groups of 64.
 fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("router.layer").then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    path.ends_with("router.layer")
+        .then_some(QuantParams::affine(64, 8))
 }
 
 impl LanguageModel for GraniteMoeHybrid {
@@ -623,7 +621,7 @@ impl LanguageModel for GraniteMoeHybrid {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        embedding_dtype(&self.model.embed_tokens, self)
     }
 
     fn vocab_size(&self) -> i32 {

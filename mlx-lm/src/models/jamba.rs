@@ -499,10 +499,8 @@ pub struct Jamba {
 
 /// Python: jamba's `quant_predicate`: the routers at 8 bits in groups of 64.
 fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("router").then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    path.ends_with("router")
+        .then_some(QuantParams::affine(64, 8))
 }
 
 impl Jamba {
@@ -595,7 +593,7 @@ impl LanguageModel for Jamba {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        embedding_dtype(&self.model.embed_tokens, self)
     }
 
     fn vocab_size(&self) -> i32 {

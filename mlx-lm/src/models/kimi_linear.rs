@@ -677,10 +677,8 @@ pub struct KimiLinear {
 
 /// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
 fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate").then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    path.ends_with("mlp.gate")
+        .then_some(QuantParams::affine(64, 8))
 }
 
 impl KimiLinear {

@@ -509,7 +509,7 @@ impl<F: Forward + TreeNode> Lfm2Model<F> {
     }
 
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embed_tokens)
+        embedding_dtype(&self.embed_tokens, self)
     }
 
     pub fn vocab_size(&self) -> i32 {

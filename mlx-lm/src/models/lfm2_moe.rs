@@ -264,10 +264,8 @@ impl Lfm2Moe {
 /// Python: lfm2_moe's `quant_predicate`: the routers (`feed_forward.gate`) at 8 bits in
 /// groups of 64, whatever the rest is quantized to.
 fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("feed_forward.gate").then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    path.ends_with("feed_forward.gate")
+        .then_some(QuantParams::affine(64, 8))
 }
 
 impl LanguageModel for Lfm2Moe {

@@ -594,7 +594,7 @@ impl LanguageModel for Plamo2 {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        embedding_dtype(&self.model.embed_tokens, self)
     }
 
     fn vocab_size(&self) -> i32 {

@@ -100,10 +100,8 @@ impl Qwen3Moe {
 /// Python: qwen3_moe's `quant_predicate`: the routers (`mlp.gate`) at 8 bits in groups of 64,
 /// whatever the rest is quantized to.
 pub(crate) fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate").then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    path.ends_with("mlp.gate")
+        .then_some(QuantParams::affine(64, 8))
 }
 
 /// `mlp_only_layers`: the layers kept dense (none when absent).

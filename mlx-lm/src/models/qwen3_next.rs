@@ -262,10 +262,8 @@ impl Qwen3Next {
 /// Python: qwen3_next's `quant_predicate`: the routers (`mlp.gate`) and the shared experts'
 /// gates at 8 bits in groups of 64, whatever the rest is quantized to.
 pub(crate) fn gates_at_8_bits(path: &str) -> Option<QuantParams> {
-    (path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate")).then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    (path.ends_with("mlp.gate") || path.ends_with("shared_expert_gate"))
+        .then_some(QuantParams::affine(64, 8))
 }
 
 crate::models::base::stack_language_model!(Qwen3Next, model, "qwen3_next");

@@ -437,7 +437,7 @@ impl LanguageModel for RecurrentGemma {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens)
+        embedding_dtype(&self.model.embed_tokens, self)
     }
 
     fn vocab_size(&self) -> i32 {

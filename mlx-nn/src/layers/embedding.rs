@@ -1,5 +1,6 @@
 //! Python's `mlx.nn.layers.embedding`: [`Embedding`].
 
+use mlx_rs::ops::QuantizationMode;
 use mlx_rs::random::{self, NormalOptions};
 use mlx_rs::{ops, Array, Result};
 use mlx_tree::TreeNode;
@@ -58,13 +59,15 @@ impl Embedding {
         ops::matmul(x, &self.kept.of_weight(&self.weight)?)
     }
 
-    /// The quantized equivalent (Python: `embedding.to_quantized(group_size, bits)`).
+    /// The quantized equivalent (Python: `embedding.to_quantized(group_size, bits, mode)`; `None`:
+    /// the mode's default).
     pub fn to_quantized(
         &self,
         group_size: Option<i32>,
         bits: Option<i32>,
+        mode: QuantizationMode,
     ) -> Result<QuantizedEmbedding> {
-        QuantizedEmbedding::from_embedding(self, group_size, bits)
+        QuantizedEmbedding::from_embedding(self, group_size, bits, mode)
     }
 }
 

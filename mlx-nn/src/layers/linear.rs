@@ -1,5 +1,6 @@
 //! Python's `mlx.nn.layers.linear`: [`Identity`], [`Linear`] and [`Bilinear`].
 
+use mlx_rs::ops::QuantizationMode;
 use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::TreeNode;
 
@@ -88,13 +89,14 @@ impl Linear {
     }
 
     /// The 4-bit (or `bits`) quantized equivalent (Python: `linear.to_quantized(group_size,
-    /// bits, mode)`).
+    /// bits, mode)`; `None`: the mode's default).
     pub fn to_quantized(
         &self,
         group_size: Option<i32>,
         bits: Option<i32>,
+        mode: QuantizationMode,
     ) -> Result<QuantizedLinear> {
-        QuantizedLinear::from_linear(self, group_size, bits)
+        QuantizedLinear::from_linear(self, group_size, bits, mode)
     }
 }
 

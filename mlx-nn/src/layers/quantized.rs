@@ -47,7 +47,7 @@ pub type ClassPredicate<'a> = &'a dyn Fn(&str, &AnyModule) -> bool;
 pub struct QuantizeModelOptions<'a> {
     pub group_size: Option<i32>,
     pub bits: Option<i32>,
-    /// Only `Affine`: the quantized layers of this crate hold affine quantization.
+    /// The quantization format (affine, or one of the floating-point modes).
     pub mode: QuantizationMode,
     /// Which leaf modules to quantize, by path and module (Python: `class_predicate`
     /// returning a bool). With a predicate, a chosen layer that the model's type cannot
@@ -122,13 +122,7 @@ pub fn quantize<M: Module>(
     model: &mut M,
     options: QuantizeModelOptions<'_>,
 ) -> Result<Vec<String>> {
-    if options.mode != QuantizationMode::Affine {
-        return Err(Error::InvalidArgument(format!(
-            "[quantize] mode {:?}: mlx_nn's QuantizedLinear and QuantizedEmbedding hold affine \
-             quantization only",
-            options.mode.as_str()
-        )));
-    }
+    let mode = options.mode;
     let (group_size, bits) = defaults_for_mode(options.mode, options.group_size, options.bits);
     let (leaves, def) = tree_flatten(model)?;
     let mut leaves: Vec<Array> = leaves.into_iter().cloned().collect();
@@ -152,9 +146,9 @@ pub fn quantize<M: Module>(
         let part = leaves[range.clone()].to_vec();
         let (q_leaves, q_def) = match node.kind() {
             NodeKind::Struct("Linear") => {
-                quantized::<Linear>(&node.subtree(), part, group_size, bits)?
+                quantized::<Linear>(&node.subtree(), part, group_size, bits, mode)?
             }
-            _ => quantized::<Embedding>(&node.subtree(), part, group_size, bits)?,
+            _ => quantized::<Embedding>(&node.subtree(), part, group_size, bits, mode)?,
         };
         let new_def = def.replace_subtree(index, &q_def)?;
         let mut new_leaves = leaves.clone();
@@ -186,26 +180,31 @@ fn quantized<T: Quantizable>(
     leaves: Vec<Array>,
     group_size: i32,
     bits: i32,
+    mode: QuantizationMode,
 ) -> Result<(Vec<Array>, TreeDef)> {
     let layer: T = tree_unflatten(def, leaves)?;
-    let q = layer.to_quantized(group_size, bits)?;
+    let q = layer.to_quantized(group_size, bits, mode)?;
     let (leaves, def) = tree_flatten(&q)?;
     Ok((leaves.into_iter().cloned().collect(), def))
 }
 
 // ---------------------------------------------------------------------------------------------
-// QuantizedLinear and QuantizedEmbedding (affine)
+// QuantizedLinear and QuantizedEmbedding
 
-/// The affine quantization the quantized layers use, as [`ops::quantize`] options.
-fn quant_options(group_size: i32, bits: i32) -> ops::QuantizeOptions<'static> {
+/// The quantization the quantized layers use, as [`ops::quantize`] options.
+fn quant_options(
+    group_size: i32,
+    bits: i32,
+    mode: QuantizationMode,
+) -> ops::QuantizeOptions<'static> {
     ops::QuantizeOptions::default()
         .group_size(group_size)
         .bits(bits)
-        .mode(QuantizationMode::Affine)
+        .mode(mode)
 }
 
-/// [`ops::quantized_matmul`] of `x` by an affine-quantized weight (transposed, as the layers
-/// store it).
+/// [`ops::quantized_matmul`] of `x` by a quantized weight (transposed, as the layers store
+/// it).
 fn quantized_linear(
     x: &Array,
     weight: &Array,
@@ -213,13 +212,14 @@ fn quantized_linear(
     biases: Option<&Array>,
     group_size: i32,
     bits: i32,
+    mode: QuantizationMode,
 ) -> Result<Array> {
     let options = QuantizedMatmulOptions {
         biases,
         transpose: true,
         group_size: Some(group_size),
         bits: Some(bits),
-        mode: QuantizationMode::Affine,
+        mode,
     };
     ops::quantized_matmul(x, weight, scales, options)
 }
@@ -228,9 +228,10 @@ fn all_frozen(names: &[&str]) -> Frozen {
     Frozen(names.iter().map(|s| s.to_string()).collect())
 }
 
-/// A linear layer with affine-quantized weights (Python: `nn.QuantizedLinear(input_dims,
-/// output_dims, bias=True, group_size=64, bits=4)`): parameters `weight` (packed `uint32`),
-/// `scales`, `biases`, and `bias`. Frozen, as in Python.
+/// A linear layer with quantized weights (Python: `nn.QuantizedLinear(input_dims,
+/// output_dims, bias=True, group_size=None, bits=None, mode="affine")`): parameters `weight`
+/// (packed `uint32`), `scales`, `biases` (the affine mode's; `None` in the floating-point
+/// modes), and `bias`. Frozen, as in Python.
 #[derive(Debug, Clone, TreeNode)]
 pub struct QuantizedLinear {
     pub weight: Array,
@@ -242,19 +243,23 @@ pub struct QuantizedLinear {
     #[tree(static)]
     pub bits: i32,
     #[tree(static)]
+    pub mode: QuantizationMode,
+    #[tree(static)]
     pub frozen: Frozen,
 }
 
 impl QuantizedLinear {
-    /// Quantizes a [`Linear`] (Python: `nn.QuantizedLinear.from_linear(linear, group_size=64,
-    /// bits=4)`).
+    /// Quantizes a [`Linear`] (Python: `nn.QuantizedLinear.from_linear(linear,
+    /// group_size=None, bits=None, mode="affine")`; `None`: the mode's default).
     pub fn from_linear(
         linear: &Linear,
         group_size: Option<i32>,
         bits: Option<i32>,
+        mode: QuantizationMode,
     ) -> Result<QuantizedLinear> {
-        let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
-        let (weight, scales, biases) = ops::quantize(&linear.weight, quant_options(gs, bits))?;
+        let (gs, bits) = defaults_for_mode(mode, group_size, bits);
+        let (weight, scales, biases) =
+            ops::quantize(&linear.weight, quant_options(gs, bits, mode))?;
         Ok(QuantizedLinear {
             weight,
             scales,
@@ -262,6 +267,7 @@ impl QuantizedLinear {
             bias: linear.bias.clone(),
             group_size: gs,
             bits,
+            mode,
             // As in Python: the bias, set after the layer froze itself, stays trainable.
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
@@ -278,6 +284,7 @@ impl QuantizedLinear {
         bias: Option<Array>,
         group_size: i32,
         bits: i32,
+        mode: QuantizationMode,
     ) -> QuantizedLinear {
         QuantizedLinear {
             weight,
@@ -286,6 +293,7 @@ impl QuantizedLinear {
             bias,
             group_size,
             bits,
+            mode,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         }
     }
@@ -301,12 +309,14 @@ impl Forward for QuantizedLinear {
             self.biases.as_ref(),
             self.group_size,
             self.bits,
+            self.mode,
         )?;
         with_bias(y, self.bias.as_ref())
     }
 }
 
-/// An embedding table with affine-quantized rows (Python: `nn.QuantizedEmbedding`). Frozen.
+/// An embedding table with quantized rows (Python: `nn.QuantizedEmbedding(num_embeddings,
+/// dims, group_size=None, bits=None, mode="affine")`). Frozen.
 #[derive(Debug, Clone, TreeNode)]
 pub struct QuantizedEmbedding {
     pub weight: Array,
@@ -317,25 +327,30 @@ pub struct QuantizedEmbedding {
     #[tree(static)]
     pub bits: i32,
     #[tree(static)]
+    pub mode: QuantizationMode,
+    #[tree(static)]
     pub frozen: Frozen,
 }
 
 impl QuantizedEmbedding {
     /// Quantizes an [`Embedding`] (Python: `nn.QuantizedEmbedding.from_embedding(emb,
-    /// group_size=64, bits=4)`).
+    /// group_size=None, bits=None, mode="affine")`; `None`: the mode's default).
     pub fn from_embedding(
         embedding: &Embedding,
         group_size: Option<i32>,
         bits: Option<i32>,
+        mode: QuantizationMode,
     ) -> Result<QuantizedEmbedding> {
-        let (gs, bits) = (group_size.unwrap_or(64), bits.unwrap_or(4));
-        let (weight, scales, biases) = ops::quantize(&embedding.weight, quant_options(gs, bits))?;
+        let (gs, bits) = defaults_for_mode(mode, group_size, bits);
+        let (weight, scales, biases) =
+            ops::quantize(&embedding.weight, quant_options(gs, bits, mode))?;
         Ok(QuantizedEmbedding {
             weight,
             scales,
             biases,
             group_size: gs,
             bits,
+            mode,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
     }
@@ -347,6 +362,7 @@ impl QuantizedEmbedding {
         biases: Option<Array>,
         group_size: i32,
         bits: i32,
+        mode: QuantizationMode,
     ) -> QuantizedEmbedding {
         QuantizedEmbedding {
             weight,
@@ -354,6 +370,7 @@ impl QuantizedEmbedding {
             biases,
             group_size,
             bits,
+            mode,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         }
     }
@@ -367,6 +384,7 @@ impl QuantizedEmbedding {
             self.biases.as_ref(),
             self.group_size,
             self.bits,
+            self.mode,
         )
     }
 }
@@ -382,7 +400,7 @@ impl Forward for QuantizedEmbedding {
             biases: biases.as_ref(),
             group_size: Some(self.group_size),
             bits: Some(self.bits),
-            mode: QuantizationMode::Affine,
+            mode: self.mode,
             ..Default::default()
         };
         ops::dequantize(

@@ -428,8 +428,7 @@ impl QuantizedAllToShardedLinear {
             bias: parts.take("bias"),
             group_size: layer.group_size,
             bits: layer.bits,
-            // mlx_nn's QuantizedLinear holds affine quantization only.
-            mode: QuantizationMode::Affine,
+            mode: layer.mode,
             frozen: quantized_frozen(),
             group: ShardGroup::new(group),
         })
@@ -554,7 +553,7 @@ impl QuantizedShardedToAllLinear {
             bias: parts.take("bias"),
             group_size: layer.group_size,
             bits: layer.bits,
-            mode: QuantizationMode::Affine,
+            mode: layer.mode,
             frozen: quantized_frozen(),
             group: ShardGroup::new(group),
         })
