@@ -296,7 +296,7 @@ impl LanguageModel for Gpt2 {
     }
 
     fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.wte)
+        embedding_dtype(&self.model.wte, self)
     }
 
     fn vocab_size(&self) -> i32 {
