@@ -960,6 +960,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.last_times = StepTimes::default();
         self.advance_prefill()?;
         if self.slots.iter().all(Option::is_none) {
+            // Cancellations may have emptied it.
+            self.shrink();
             return Ok(Vec::new());
         }
         let started = Instant::now();
