@@ -308,7 +308,7 @@ impl Worker<'_> {
             .collect();
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
-            match Engine::new(self.model, self.options) {
+            match Engine::new(self.model, self.options).and_then(warm_up) {
                 Ok(engine) => {
                     let (hits, tokens) = self.engine.prompt_cache_stats();
                     self.past_cache_stats.0 += hits;
