@@ -62,7 +62,10 @@ fn greedy(max_tokens: usize) -> RequestOptions {
 fn assert_traced_once(traces: &[(usize, u64)], what: &str) {
     assert!(!traces.is_empty(), "{what}: nothing decoded");
     for (rows, n) in traces {
-        assert_eq!(*n, 1, "{what}: the decode step of {rows} rows traced {n} times");
+        assert_eq!(
+            *n, 1,
+            "{what}: the decode step of {rows} rows traced {n} times"
+        );
     }
 }
 
@@ -548,7 +551,11 @@ fn the_batch_grows_and_shrinks_with_the_running_requests_each_size_traced_once()
         }
         let mut sizes = rows.clone();
         sizes.dedup();
-        assert_eq!(sizes, vec![1, 2, 4, 8, 2, 4, 8, 2], "{name}: the batch sizes in turn");
+        assert_eq!(
+            sizes,
+            vec![1, 2, 4, 8, 2, 4, 8, 2],
+            "{name}: the batch sizes in turn"
+        );
         assert_eq!(engine.decode_rows(), 1, "{name}: idle, the smallest batch");
         assert_eq!(
             engine.decode_traces(),
