@@ -1,7 +1,9 @@
 //! Continuous batching ([`Engine`]) against `generate_step` of each request alone: staggered
 //! arrivals, different prompt lengths, more requests than slots, cancellations, slot reuse,
-//! chunked long prompts, per-request sampling, logit bias, penalties and stop tokens; one trace of the
-//! decode step for the engine's whole life; bad input refused without disturbing the others.
+//! chunked long prompts, per-request sampling, logit bias, penalties and stop tokens; the
+//! batch growing and shrinking (rows moved) with the running requests, one trace of the
+//! decode step per batch size for the engine's whole life; bad input refused without
+//! disturbing the others.
 //!
 //! Tolerance: the tokens must be equal, bit for bit. The log-probabilities are not computed
 //! by the same sums: the engine decodes a batch of slots (matrix products over several rows)
@@ -56,9 +58,24 @@ fn greedy(max_tokens: usize) -> RequestOptions {
     }
 }
 
+/// Each batch size the decode step ran at was traced once.
+fn assert_traced_once(traces: &[(usize, u64)], what: &str) {
+    assert!(!traces.is_empty(), "{what}: nothing decoded");
+    for (rows, n) in traces {
+        assert_eq!(
+            *n, 1,
+            "{what}: the decode step of {rows} rows traced {n} times"
+        );
+    }
+}
+
 /// Runs the requests through an engine; each request's events, the steps taken and the
-/// engine's trace count.
-fn run(model: &Model, options: EngineOptions, reqs: &[Req]) -> (Vec<Vec<TokenEvent>>, usize, u64) {
+/// trace count of each batch size the engine decoded at.
+fn run(
+    model: &Model,
+    options: EngineOptions,
+    reqs: &[Req],
+) -> (Vec<Vec<TokenEvent>>, usize, Vec<(usize, u64)>) {
     let mut engine = Engine::new(model, options).unwrap();
     let mut events: Vec<Vec<TokenEvent>> = reqs.iter().map(|_| Vec::new()).collect();
     let mut index = HashMap::new();
@@ -80,7 +97,9 @@ fn run(model: &Model, options: EngineOptions, reqs: &[Req]) -> (Vec<Vec<TokenEve
         step += 1;
         assert!(step < 10_000, "the engine never went idle");
     }
-    (events, step, engine.traces())
+    let traces = engine.decode_traces();
+    assert_eq!(engine.traces(), traces.iter().map(|(_, n)| n).sum::<u64>());
+    (events, step, traces)
 }
 
 /// `generate_step` of one request alone: its tokens and their log-probabilities.
@@ -182,7 +201,7 @@ fn greedy_tokens_equal_generate_step_alone_under_continuous_batching() {
             ..Default::default()
         };
         let (events, steps, traces) = run(&model, options, &reqs);
-        assert_eq!(traces, 1, "{name}: one trace for the engine's life");
+        assert_traced_once(&traces, name);
         for (i, got) in events.iter().enumerate() {
             let n = cancel[i].unwrap_or(max[i]);
             assert_eq!(got.len(), n, "{name} request {i}: tokens");
@@ -275,7 +294,7 @@ fn a_long_prompt_is_prefilled_in_chunks_while_others_decode() {
         .collect();
     assert_eq!(long_tokens.len(), 4);
     assert_eq!(long_tokens[..], want[1..]);
-    assert_eq!(engine.traces(), 1);
+    assert_traced_once(&engine.decode_traces(), "slot reuse");
 }
 
 #[test]
@@ -352,7 +371,7 @@ fn sampling_settings_logit_bias_and_stop_tokens_are_per_request() {
         ..Default::default()
     };
     let (events, _, traces) = run(&model, options, &reqs);
-    assert_eq!(traces, 1);
+    assert_traced_once(&traces, "qwen3");
     // The sampled request draws with its own key exactly as `generate_step` does with that
     // seed, whatever shares the batch.
     let tokens = |i: usize| events[i].iter().map(|e| e.token).collect::<Vec<_>>();
@@ -472,13 +491,83 @@ fn bad_input_is_an_error_and_leaves_the_others_running() {
         n, 5,
         "positions 59..64 hold the last prompt token and 4 fed back"
     );
-    assert_eq!(engine.traces(), 1);
+    assert_traced_once(&engine.decode_traces(), "a full slot");
     // Sliding-window layers keep one position list per batch: refused.
     let llama3 = load_named("llama3");
     let refused = Engine::new(&llama3, EngineOptions::default())
         .err()
         .unwrap();
     assert!(refused.to_string().contains("sliding-window"));
+}
+
+#[test]
+fn the_batch_grows_and_shrinks_with_the_running_requests_each_size_traced_once() {
+    // Eight requests join one a step (1, 2, 4 then 8 rows); six end early, leaving the two
+    // in the top rows, which move to rows 0 and 1 as the batch shrinks to 2; three more
+    // arrive (4 rows, then 8 again) and end first (2 again), and the idle engine is back to
+    // 1 row. Every request's
+    // tokens equal its own alone, wherever its row went; each size is traced once however
+    // often the batch comes back to it.
+    let prefill = 16;
+    for name in ["qwen3", "qwen3_5"] {
+        let model = load_named(name);
+        let max = [6usize, 8, 7, 9, 10, 6, 40, 36, 12, 5, 9];
+        let arrive = [0usize, 0, 0, 0, 0, 0, 0, 0, 24, 24, 25];
+        let reqs: Vec<Req> = (0..max.len())
+            .map(|i| Req {
+                prompt: prompt(100 + i as u64, 3 + 2 * i),
+                options: greedy(max[i]),
+                arrive: arrive[i],
+                cancel_after: None,
+            })
+            .collect();
+        let options = EngineOptions {
+            max_batch: 8,
+            capacity: 128,
+            prefill_step_size: prefill,
+            ..Default::default()
+        };
+        let mut engine = Engine::new(&model, options).unwrap();
+        assert_eq!(engine.decode_sizes(), vec![1, 2, 4, 8]);
+        assert_eq!(engine.decode_rows(), 1);
+        let mut events: Vec<Vec<TokenEvent>> = reqs.iter().map(|_| Vec::new()).collect();
+        let mut index = HashMap::new();
+        let mut rows = Vec::new();
+        let mut step = 0;
+        while step <= 25 || !engine.is_idle() {
+            for (i, r) in reqs.iter().enumerate().filter(|(_, r)| r.arrive == step) {
+                index.insert(engine.insert(&r.prompt, r.options.clone()).unwrap(), i);
+            }
+            for e in engine.step().unwrap() {
+                events[index[&e.id]].push(e);
+            }
+            let times = engine.last_step_times();
+            if times.decode.is_some() {
+                assert!(engine.running() <= times.rows, "step {step}");
+                rows.push(times.rows);
+            }
+            step += 1;
+            assert!(step < 1000, "the engine never went idle");
+        }
+        let mut sizes = rows.clone();
+        sizes.dedup();
+        assert_eq!(
+            sizes,
+            vec![1, 2, 4, 8, 2, 4, 8, 2],
+            "{name}: the batch sizes in turn"
+        );
+        assert_eq!(engine.decode_rows(), 1, "{name}: idle, the smallest batch");
+        assert_eq!(
+            engine.decode_traces(),
+            vec![(1, 1), (2, 1), (4, 1), (8, 1)],
+            "{name}"
+        );
+        for (i, got) in events.iter().enumerate() {
+            assert_eq!(got.len(), max[i], "{name} request {i}");
+        }
+        let worst = check_against_alone(&model, name, &reqs, &events, prefill);
+        println!("{name}: largest relative log-probability difference {worst:e}");
+    }
 }
 
 #[test]
@@ -532,7 +621,7 @@ fn cancelling_frees_the_slot_for_the_next_request() {
     assert!(engine.step().unwrap().is_empty());
     assert!(engine.cancel(d));
     assert!(engine.is_idle());
-    assert_eq!(engine.traces(), 1);
+    assert_traced_once(&engine.decode_traces(), "slot reuse");
 }
 
 #[test]
@@ -613,7 +702,7 @@ fn repetition_penalty_is_mlx_lms_per_request() {
     assert!(worst < 1e-3, "log-probabilities differ by {worst}");
     let tokens = |i: usize| events[i].iter().map(|e| e.token).collect::<Vec<_>>();
     assert_ne!(tokens(0), tokens(1), "the penalty changed nothing");
-    assert_eq!(traces, 1);
+    assert_traced_once(&traces, "qwen3");
     // A window wider than the engine keeps is refused.
     let mut engine = Engine::new(&model, options).unwrap();
     assert!(engine.insert(&p, penalized(1.5, 21)).is_err());
@@ -687,7 +776,7 @@ fn presence_and_frequency_penalties_are_openais_per_request() {
         ..Default::default()
     };
     let (events, _, traces) = run(&model, options, &reqs);
-    assert_eq!(traces, 1);
+    assert_traced_once(&traces, "qwen3");
     let plain: Vec<u32> = events[0].iter().map(|e| e.token).collect();
     for (i, (presence, frequency)) in settings.iter().enumerate() {
         let got: Vec<u32> = events[i].iter().map(|e| e.token).collect();

@@ -12,7 +12,7 @@ tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the token
 cover the vocabulary.
 
     bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba|mamba2|nemotron_h|qwen3_moe] [--out DIR]
-                           [--dtype bfloat16|float32]
+                           [--dtype bfloat16|float32] [--layers N]
                            [--quantize BITS] [--seed S]
 
 Default output: /tmp/qwen3-0.6b-random (about 1.2 GB in bfloat16, not committed).
@@ -223,6 +223,20 @@ ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": 
          "qwen3_moe": QWEN3_MOE}
 
 
+def with_layers(config, n):
+    """`config` cut to its first `n` layers (a hybrid's layer pattern cut with them)."""
+    inner = config.get("text_config")
+    if inner is not None:
+        return dict(config, text_config=with_layers(inner, n))
+    assert 0 < n <= config["num_hidden_layers"], f"--layers {n}: the shape has {config['num_hidden_layers']}"
+    out = dict(config, num_hidden_layers=n)
+    if "hybrid_override_pattern" in out:
+        out["hybrid_override_pattern"] = out["hybrid_override_pattern"][:n]
+    if "full_attn_idxs" in out:
+        out["full_attn_idxs"] = [i for i in out["full_attn_idxs"] if i < n]
+    return out
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--arch", default="qwen3", choices=sorted(ARCHS))
@@ -230,6 +244,8 @@ def main():
     p.add_argument("--quantize", type=int, metavar="BITS")
     p.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--layers", type=int, metavar="N",
+                   help="the first N layers of the shape (a smaller model of the same width)")
     a = p.parse_args()
     out = pathlib.Path(a.out)
     if out.exists():
@@ -238,6 +254,8 @@ def main():
 
     mx.random.seed(a.seed)
     config = dict(ARCHS[a.arch], torch_dtype=a.dtype)
+    if a.layers:
+        config = with_layers(config, a.layers)
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
     model.set_dtype(getattr(mx, a.dtype))

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The tables of bench/server/run.sh from its work folder: per side (`mlx_lm`, `rust`) and
 client count C, `SIDE-C.json` (bench/server/load.py's line), `rust-C.metrics-before` and
-`-after` (the Rust server's /metrics around the level, when read), and `traces` (its trace
-count at the end, when it was read).
+`-after` (the Rust server's /metrics around the level, when read), and `traces` and
+`shapes` (its trace count and the batch sizes traced, at the end, when they were read).
 
     bench/server/report.py WORK LEVELS PREFIX COMMAND MACHINE MODEL ELAPSED_S COMMIT
 
@@ -67,6 +67,9 @@ def main():
             for side in ("mlx_lm", "rust")}
     traces_file = work / "traces"
     traces = int(traces_file.read_text()) if traces_file.exists() else None
+    shapes_file = work / "shapes"
+    shapes = (int(float(shapes_file.read_text())) if shapes_file.exists()
+              and shapes_file.read_text().strip() else None)
     rows = []
     for c in levels:
         p, r = runs["mlx_lm"][c], runs["rust"][c]
@@ -82,8 +85,11 @@ def main():
                  for c, b in parts.items() if b]
     errors = sorted({e for side in runs.values() for r in side.values() for e in r["errors"]})
     traced = ("The Rust server's trace count was not read in this run" if traces is None else
-              f"The Rust server's decode step was traced {traces} time(s) for the whole run "
+              f"The Rust server's decode steps were traced {traces} time(s) for the whole run "
               "(warm-up and every level included)")
+    if traces is not None and shapes is not None:
+        traced += (f", over {shapes} batch sizes (a compiled step per size of 1, 2, 4, ... "
+                   "32 rows, each traced once at start-up)")
     md = f"""# HTTP servers: mlx-lm-server (Rust) vs `mlx_lm.server`
 
 `{cmd}`, commit {commit}; {machine}; {elapsed} s. Both servers on the same libmlx (the MLX
@@ -104,8 +110,9 @@ ratios, not the digits.
         md += """
 Where the Rust server's time went, per level (its /metrics before and after; mean ms, and how
 many): TTFT from a request's arrival at the engine to its first token (no HTTP, no
-tokenizer); a prefill chunk (batch 1, eager); a decode step of all 32 slots in which a request
-joined (its row copied into the slot batch) and one without.
+tokenizer); a prefill chunk (batch 1, eager); a decode step (over the fewest rows of 1, 2, 4,
+... 32 that hold the running requests) in which a request joined (its row copied into the
+slot batch) and one without.
 
 | clients | engine TTFT | prefill chunk | decode step, a request joined | decode step |
 |---:|---:|---:|---:|---:|
@@ -115,6 +122,7 @@ joined (its row copied into the slot batch) and one without.
     pathlib.Path(results + ".md").write_text(md)
     pathlib.Path(results + ".json").write_text(json.dumps(
         {"command": cmd, "commit": commit, "machine": machine, "model": model, "traces": traces,
+         "traced_sizes": shapes,
          "elapsed_s": int(elapsed), "runs": runs,
          "rust_breakdown": {str(c): b for c, b in parts.items()}}, indent=1) + "\n")
     print(md)

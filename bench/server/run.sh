@@ -4,16 +4,19 @@
 # random-weight model and the same prompts, in one command:
 #   bench/server/run.sh [--clients "1 8 32"] [--requests-per-level R] [--max-tokens N]
 #                       [--prompt-words W] [--model DIR] [--results PREFIX] [--bin SERVER]
+#                       [--dtype bfloat16|float32] [--layers L]
 # 1. makes the venv (scripts/python-venv; MLX_VENV picks another) and the model
 #    (bench/lm/make_model.py --arch smollm2_384: SmolLM2-135M's 30 layers with the test
-#    tokenizer's 384-token vocabulary, so every generated token decodes to text) if missing;
+#    tokenizer's 384-token vocabulary, so every generated token decodes to text; --dtype and
+#    --layers: its dtype, bfloat16 by default, and its first L layers) if missing;
 # 2. builds examples/server.rs in release against the wheel's libmlx and checks the link
 #    (--bin: a server built elsewhere, as scripts/gpu-suite server-bench carries it; with
 #    MLX_PYTHON set, that Python and its MLX instead of the venv's);
 # 3. per side: starts the server (32 decode slots each; ours with 512 positions per slot),
 #    one warm-up request, then for each client count C, R requests split over C concurrent
 #    streaming clients (bench/server/load.py: greedy completions of N tokens, every prompt
-#    different), then stops it; ours reports its decode step's trace count and, per level,
+#    different), then stops it; ours reports its decode steps' trace count (one per batch
+#    size) and, per level,
 #    where its time went (/metrics before and after the level);
 # 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS; bench/server/report.py):
 #    tokens/s (completion tokens over wall time), TTFT p50/p99 and the requests that failed,
@@ -23,6 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmd="bench/server/run.sh${*:+ $*}"
 levels="1 8 32" R=32 N=32 W=40 model=/tmp/smollm2-384-random results=bench/server/RESULTS bin=
+model_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --clients) levels=$2; shift 2 ;;
@@ -32,6 +36,8 @@ while [ $# -gt 0 ]; do
     --model) model=$2; shift 2 ;;
     --results) results=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --dtype) model_args+=(--dtype "$2"); shift 2 ;;
+    --layers) model_args+=(--layers "$2"); shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -44,7 +50,7 @@ fi
 mlx_dir=$("$py" -c 'import mlx; print(list(mlx.__path__)[0])')
 if [ ! -f "$model/model.safetensors" ]; then
   echo "=== model: $model ===" >&2
-  "$py" bench/lm/make_model.py --arch smollm2_384 --out "$model" >&2
+  "$py" bench/lm/make_model.py --arch smollm2_384 ${model_args[@]+"${model_args[@]}"} --out "$model" >&2
 fi
 
 if [ -z "$bin" ]; then
@@ -99,7 +105,9 @@ for side in mlx_lm rust; do
     cat "$work/$side-$c.json" >&2
   done
   if [ $side = rust ]; then
-    metrics | awk '/^mlx_lm_step_traces /{print $2}' >"$work/traces"
+    metrics >"$work/rust.metrics-end"
+    awk '/^mlx_lm_step_traces /{print $2}' "$work/rust.metrics-end" >"$work/traces"
+    awk '/^mlx_lm_step_shapes /{print $2}' "$work/rust.metrics-end" >"$work/shapes"
   fi
   kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; server_pid=
 done

@@ -22,6 +22,10 @@ pub struct Metrics {
     pub queue_depth: AtomicU64,
     pub active_slots: AtomicU64,
     pub step_traces: AtomicU64,
+    /// Batch sizes the decode step was traced for.
+    pub step_shapes: AtomicU64,
+    /// Rows the next decode step runs over.
+    pub decode_rows: AtomicU64,
     /// Requests whose prefill started from a cached prompt prefix.
     pub prompt_cache_hits: AtomicU64,
     /// Prompt tokens those prefixes saved from prefill.
@@ -166,8 +170,23 @@ impl Metrics {
         one(
             "mlx_lm_step_traces",
             "gauge",
-            "Times the engine's compiled decode step was traced (1 once it decoded).",
+            "Times the engine's compiled decode steps were traced, all batch sizes together \
+             (once each: mlx_lm_step_shapes).",
             get(&self.step_traces).to_string(),
+        );
+        one(
+            "mlx_lm_step_shapes",
+            "gauge",
+            "Batch sizes the decode step has been traced for (1, 2, 4, ... up to \
+             --decode-concurrency).",
+            get(&self.step_shapes).to_string(),
+        );
+        one(
+            "mlx_lm_decode_rows",
+            "gauge",
+            "Rows the decode step runs over now: the fewest of its batch sizes that hold the \
+             running requests.",
+            get(&self.decode_rows).to_string(),
         );
         one(
             "mlx_lm_prompt_cache_hits_total",
@@ -211,8 +230,8 @@ impl Metrics {
         );
         histogram(
             "mlx_lm_decode_step_seconds",
-            "Seconds of one decode step of every slot, from its inputs to its tokens read \
-             back; joined=\"true\": a request joined the batch in that step (its row is \
+            "Seconds of one decode step over the batch's rows, from its inputs to its tokens \
+             read back; joined=\"true\": a request joined the batch in that step (its row is \
              copied in).",
             &[
                 (&self.decode_step, "joined=\"false\""),

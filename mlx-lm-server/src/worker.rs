@@ -138,9 +138,11 @@ pub fn spawn(
     }
 }
 
-/// One token of a one-token prompt, so the decode step is traced and compiled before the
-/// first client waits for it (a reused slot is written whole, so nothing of it remains).
+/// The decode step of every batch size traced and compiled, and one token of a one-token
+/// prompt through the prefill and the join, before the first client waits for them (a
+/// reused slot is written whole, so nothing of it remains).
 fn warm_up(mut engine: Engine<'_, Model>) -> mlx_lm::Result<Engine<'_, Model>> {
+    engine.warm_up()?;
     let options = RequestOptions {
         max_tokens: 1,
         ..Default::default()
@@ -306,7 +308,7 @@ impl Worker<'_> {
             .collect();
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
-            match Engine::new(self.model, self.options) {
+            match Engine::new(self.model, self.options).and_then(warm_up) {
                 Ok(engine) => {
                     let (hits, tokens) = self.engine.prompt_cache_stats();
                     self.past_cache_stats.0 += hits;
@@ -330,6 +332,10 @@ impl Worker<'_> {
         m.active_slots
             .store(self.engine.running() as u64, Ordering::Relaxed);
         m.step_traces.store(self.engine.traces(), Ordering::Relaxed);
+        m.step_shapes
+            .store(self.engine.decode_traces().len() as u64, Ordering::Relaxed);
+        m.decode_rows
+            .store(self.engine.decode_rows() as u64, Ordering::Relaxed);
         let (hits, reused) = self.engine.prompt_cache_stats();
         let (past_hits, past_reused) = self.past_cache_stats;
         m.prompt_cache_hits

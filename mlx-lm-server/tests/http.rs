@@ -145,7 +145,7 @@ async fn chat_and_completions_equal_generate() {
     assert_eq!(models["data"][0]["id"], "test-model");
     assert_eq!(get(base, "/health").await.0, 200);
     let (_, metrics) = get(base, "/metrics").await;
-    assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    common::assert_each_size_traced_once(&metrics, 4);
     assert!(
         metrics.contains("mlx_lm_time_to_first_token_seconds_count 6\n"),
         "{metrics}"
@@ -536,7 +536,7 @@ async fn errors_in_each_apis_shape() {
     .await;
     assert_eq!(s, 200, "{v}");
     let (_, metrics) = get(base, "/metrics").await;
-    assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    common::assert_each_size_traced_once(&metrics, 4);
     server.shutdown().await;
 }
 
@@ -700,7 +700,7 @@ async fn penalties_and_logit_bias() {
     .await;
     assert_eq!(r["choices"][0]["text"], plain.as_str());
     let (_, metrics) = get(base, "/metrics").await;
-    assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    common::assert_each_size_traced_once(&metrics, 4);
     server.shutdown().await;
 }
 

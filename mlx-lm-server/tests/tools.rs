@@ -514,7 +514,7 @@ async fn tool_and_format_errors() {
     .await;
     assert_eq!(s, 200, "{v}");
     let (_, metrics) = common::get(&tooled.base, "/metrics").await;
-    assert!(metrics.contains("mlx_lm_step_traces 1\n"), "{metrics}");
+    common::assert_each_size_traced_once(&metrics, 4);
     for s in [plain, tooled, pythonic] {
         s.shutdown().await;
     }

@@ -1,22 +1,31 @@
 //! Continuous batching (Python: `mlx_lm.generate.BatchGenerator`, as `mlx_lm.server` drives
-//! it): requests join and leave a running batch at token granularity, and one compiled decode
-//! step, traced once for the life of the [`Engine`], serves every mix of requests.
+//! it): requests join and leave a running batch at token granularity, and a compiled decode
+//! step per batch size, each traced once for the life of the [`Engine`], serves every mix of
+//! requests.
 //!
-//! The batch is a fixed number of slots, each a row of one cache of fixed capacity. Every
+//! The batch is a number of slots, each a row of one cache of fixed capacity. Every
 //! key/value layer keeps one offset per row
 //! ([`KvCache::set_row_offsets`](crate::cache::KvCache::set_row_offsets)): rotary
 //! embeddings, the attention mask and the cache writes follow each row's own position, so a
 //! request at position 3 and one at position 900 decode in the same call. mlx_lm's batch
 //! instead shares one write position and left-pads the shorter sequences, filters rows out
 //! as they finish and extends the batch as others arrive: every step is a new shape, and its
-//! step is not compiled at all. Here the shapes never change: an idle slot decodes a dummy
-//! token whose results nobody reads (rows never mix: every op of a decode step is per row).
+//! step is not compiled at all. Here the shapes come from a few: the batch holds a power of
+//! two of rows (1, 2, 4, ... up to [`EngineOptions::max_batch`], which is the last size),
+//! the fewest that hold the running requests, and each size has its own compiled step, traced
+//! once. An idle row inside it decodes a dummy token whose results nobody reads (rows never
+//! mix: every op of a decode step is per row). A request joins the lowest free row; the batch
+//! grows by fresh rows when none is free, and shrinks once the running requests fit a size a
+//! quarter of it or less, the requests of the rows it drops first moved into free rows below
+//! (every leaf of the state moves with its row), so one request alone decodes one row, not
+//! `max_batch`. The quarter keeps a batch whose requests come and go around a size from
+//! copying its state back and forth.
 //!
 //! A new request is prefilled on its own, batch 1, in chunks of `prefill_step_size`, one
 //! chunk per [`Engine::step`] while the running requests keep decoding, so a long prompt
 //! delays each of their tokens by one chunk, not by the whole prompt. Its cache is then
-//! written into its slot row, every leaf of it (keys, values, offset, a recurrent layer's
-//! state), which is also what resets a reused slot. Any cache of the model's layout can be
+//! written into the lowest free row, every leaf of it (keys, values, offset, a recurrent
+//! layer's state), which is also what resets a reused row. Any cache of the model's layout can be
 //! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
 //!
 //! With [`EngineOptions::prompt_cache_size`] set, caches are kept in an [`LruPromptCache`]
@@ -27,7 +36,7 @@
 //! prefill from the longest shared prefix (mlx_lm's `LRUPromptCache` policy), and
 //! [`TokenEvent::cached_tokens`] says how many tokens that saved. [`Engine::insert_with_prefix`] starts a request from a cache the caller kept.
 //! Either way only the prefill changes: the row is written into its slot as before, and
-//! the decode step stays the one trace.
+//! the decode steps are traced no more often.
 //!
 //! Sampling settings are per row arrays of the step (temperature, top-p, min-p, top-k, the
 //! random key, a dense logit bias, the penalties), so requests with different settings
@@ -38,7 +47,7 @@
 //!
 //! A request may carry a grammar ([`RequestOptions::constraint`], structured output): before
 //! each step its allowed tokens become the row's additive mask of the logits, a step input
-//! of the same shape for every row (zeros for a row without one), so the trace stays one.
+//! of the same shape for every row (zeros for a row without one), so no step traces again.
 //!
 //! Each step reads its tokens back before the next one is built: the finish checks and the
 //! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
@@ -49,7 +58,7 @@ use std::time::{Duration, Instant};
 
 use mlx_rs::ops::{self, CumsumOptions};
 use mlx_rs::{random, Array, Dtype};
-use mlx_tree::{compile_mut, eval, tree_leaves, CompiledMut, TreeNode};
+use mlx_tree::{compile_mut, eval, tree_leaves, tree_map, tree_map_n, CompiledMut, TreeNode};
 
 use crate::cache::{cache_slots, reserve, Cache, LayerCache};
 use crate::error::{Error, Result};
@@ -62,7 +71,9 @@ use crate::structured::Constraint;
 /// The shape of an [`Engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineOptions {
-    /// Slots: requests decoded together (Python's `completion_batch_size`).
+    /// Slots: the most requests decoded together (Python's `completion_batch_size`). The
+    /// decode step runs over the fewest rows, a power of two or this, that hold the running
+    /// requests.
     pub max_batch: usize,
     /// Positions each slot holds: a request's prompt and generated tokens together.
     pub capacity: usize,
@@ -171,6 +182,8 @@ pub struct StepTimes {
     /// Whether a prefill finished and its request joined the batch in this step: its row is
     /// written into the slot batch lazily, so that decode also pays the copy.
     pub joined: bool,
+    /// The rows the decode ran over (0: none): the batch size of its compiled step.
+    pub rows: usize,
 }
 
 /// The state the compiled step reads and writes.
@@ -488,7 +501,6 @@ struct Waiting {
 #[derive(Debug)]
 struct Prefill {
     request: Waiting,
-    slot: usize,
     cache: Cache,
     /// Prompt tokens prefilled so far.
     done: usize,
@@ -529,20 +541,86 @@ struct Penalties {
 /// frees its slot for the next waiting one.
 pub struct Engine<'m, M: LanguageModel + ?Sized> {
     model: &'m M,
-    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    /// One per batch size, smallest first.
+    steps: Vec<SizedStep<'m>>,
+    /// The slot batch: as many rows as one of `steps`' sizes.
     state: EngineState,
+    /// Always `max_batch` long; the rows past the state's are empty.
     slots: Vec<Option<Running>>,
     queue: VecDeque<Waiting>,
     prefill: Option<Prefill>,
     next_id: RequestId,
     options: EngineOptions,
     vocab: i32,
-    /// The mask of a step without grammars, built once.
-    no_mask: Array,
+    history_width: i32,
     prompt_cache: LruPromptCache,
     prompt_cache_hits: u64,
     prompt_tokens_reused: u64,
     last_times: StepTimes,
+}
+
+/// The decode step compiled for one batch size.
+struct SizedStep<'m> {
+    rows: usize,
+    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    /// The mask of a step without grammars, built once.
+    no_mask: Array,
+}
+
+/// The batch sizes of the decode step for `max_batch` slots: the powers of two below it, and
+/// it.
+fn batch_sizes(max_batch: usize) -> Vec<usize> {
+    let mut sizes: Vec<usize> = std::iter::successors(Some(1usize), |n| n.checked_mul(2))
+        .take_while(|n| *n < max_batch)
+        .collect();
+    sizes.push(max_batch);
+    sizes
+}
+
+/// The state of `rows` empty rows: a cache of `capacity` positions per row, each row with
+/// its own offset.
+fn empty_rows<M: LanguageModel + ?Sized>(
+    model: &M,
+    rows: usize,
+    capacity: usize,
+    history_width: i32,
+    vocab: i32,
+) -> Result<EngineState> {
+    let invalid = Error::InvalidArgument;
+    let batch =
+        i32::try_from(rows).map_err(|_| invalid(format!("{rows} slots do not fit a batch")))?;
+    let capacity = i32::try_from(capacity)
+        .map_err(|_| invalid(format!("{capacity} positions do not fit a cache")))?;
+    let mut cache = model.make_cache(batch, capacity)?;
+    for layer in cache.iter_mut() {
+        layer.try_for_each_mut(&mut |c| match c {
+            LayerCache::Kv(kv) => kv.set_row_offsets(),
+            _ => Ok(()),
+        })?;
+    }
+    Ok(EngineState {
+        cache,
+        keys: ops::broadcast_to(&random::key(0)?, &[batch, 2])?,
+        bias: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+        history: ops::zeros(&[batch, history_width], Dtype::Int32)?,
+        counts: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+    })
+}
+
+/// Every leaf of the state has a row per slot on its first axis (what [`write_row`] writes
+/// too); checked before the rows are cut or joined, so a layout that breaks it is an error,
+/// not rows mixed up.
+fn check_rows(state: &EngineState, rows: usize) -> Result<()> {
+    for (i, leaf) in tree_leaves(state).into_iter().enumerate() {
+        if leaf.shape().first().map(|n| *n as usize) != Some(rows) {
+            return Err(Error::InvalidArgument(format!(
+                "state leaf {i} of shape {:?} has no row per slot on its first axis ({rows} \
+                 slots)",
+                leaf.shape()
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
@@ -560,24 +638,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         if options.prefill_step_size == 0 {
             return Err(invalid("prefill_step_size must be positive".into()));
         }
-        let batch = i32::try_from(options.max_batch)
+        i32::try_from(options.max_batch)
             .map_err(|_| invalid(format!("{} slots do not fit a batch", options.max_batch)))?;
-        let capacity = i32::try_from(options.capacity)
-            .map_err(|_| invalid(format!("{} positions do not fit a cache", options.capacity)))?;
-        let mut cache = model.make_cache(batch, capacity)?;
-        if cache.iter().any(LayerCache::has_rotating) {
-            return Err(invalid(
-                "continuous batching needs a model without sliding-window layers; this one \
-                 has some (their ring buffers keep one position list for the whole batch)"
-                    .into(),
-            ));
-        }
-        for layer in cache.iter_mut() {
-            layer.try_for_each_mut(&mut |c| match c {
-                LayerCache::Kv(kv) => kv.set_row_offsets(),
-                _ => Ok(()),
-            })?;
-        }
         let vocab = model.vocab_size();
         let history_width = i32::try_from(options.max_repetition_context.max(1)).map_err(|_| {
             invalid(format!(
@@ -585,16 +647,29 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 options.max_repetition_context
             ))
         })?;
-        let state = EngineState {
-            cache,
-            keys: ops::broadcast_to(&random::key(0)?, &[batch, 2])?,
-            bias: ops::zeros(&[batch, vocab], Dtype::Float32)?,
-            history: ops::zeros(&[batch, history_width], Dtype::Int32)?,
-            counts: ops::zeros(&[batch, vocab], Dtype::Float32)?,
-        };
+        let sizes = batch_sizes(options.max_batch);
+        let state = empty_rows(model, sizes[0], options.capacity, history_width, vocab)?;
+        if state.cache.iter().any(LayerCache::has_rotating) {
+            return Err(invalid(
+                "continuous batching needs a model without sliding-window layers; this one \
+                 has some (their ring buffers keep one position list for the whole batch)"
+                    .into(),
+            ));
+        }
+        check_rows(&state, sizes[0])?;
+        let steps = sizes
+            .into_iter()
+            .map(|rows| {
+                Ok(SizedStep {
+                    rows,
+                    step: compile_mut(engine_step(model), None),
+                    no_mask: ops::zeros(&[rows as i32, vocab], Dtype::Float32)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Engine {
             model,
-            step: compile_mut(engine_step(model), None),
+            steps,
             state,
             slots: (0..options.max_batch).map(|_| None).collect(),
             queue: VecDeque::new(),
@@ -602,7 +677,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             next_id: 0,
             options,
             vocab,
-            no_mask: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+            history_width,
             prompt_cache: LruPromptCache::new(
                 options.prompt_cache_size,
                 options.prompt_cache_bytes,
@@ -803,9 +878,54 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.queue.len()
     }
 
-    /// How often the decode step was traced: 1 for the life of the engine once it decoded.
+    /// How often the decode steps were traced, all batch sizes together: one per size that
+    /// decoded, for the life of the engine.
     pub fn traces(&self) -> u64 {
-        self.step.stats().traces
+        self.steps.iter().map(|s| s.step.stats().traces).sum()
+    }
+
+    /// Per batch size of the decode step that was called: the size and how often its step
+    /// was traced (1).
+    pub fn decode_traces(&self) -> Vec<(usize, u64)> {
+        self.steps
+            .iter()
+            .map(|s| (s.rows, s.step.stats()))
+            .filter(|(_, stats)| stats.calls > 0)
+            .map(|(rows, stats)| (rows, stats.traces))
+            .collect()
+    }
+
+    /// The batch sizes the decode step may run at: powers of two, then `max_batch`.
+    pub fn decode_sizes(&self) -> Vec<usize> {
+        self.steps.iter().map(|s| s.rows).collect()
+    }
+
+    /// The rows the next decode step runs over (the slot batch's size now).
+    pub fn decode_rows(&self) -> usize {
+        self.rows()
+    }
+
+    fn rows(&self) -> usize {
+        self.state.keys.shape()[0] as usize
+    }
+
+    /// Traces, compiles and runs the decode step of every batch size once, on rows of its
+    /// own, so no request waits for a trace (a server calls this before it listens). The
+    /// engine's rows and requests are not touched.
+    pub fn warm_up(&mut self) -> Result<()> {
+        for s in &self.steps {
+            let mut state = empty_rows(
+                self.model,
+                s.rows,
+                self.options.capacity,
+                self.history_width,
+                self.vocab,
+            )?;
+            let idle: Vec<Option<&Running>> = vec![None; s.rows];
+            let inputs = step_inputs(&idle, s.no_mask.clone())?;
+            eval(&s.step.call(&mut state, &inputs)?)?;
+        }
+        Ok(())
     }
 
     /// Requests that started from a cached prefix, and the prompt tokens those prefixes
@@ -824,7 +944,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.last_times
     }
 
-    /// The slot batch's cache (one row per slot).
+    /// The slot batch's cache (one row per slot of the current batch size,
+    /// [`decode_rows`](Self::decode_rows)).
     pub fn cache(&self) -> &[LayerCache] {
         &self.state.cache
     }
@@ -839,18 +960,27 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.last_times = StepTimes::default();
         self.advance_prefill()?;
         if self.slots.iter().all(Option::is_none) {
+            // Cancellations may have emptied it.
+            self.shrink();
             return Ok(Vec::new());
         }
         let started = Instant::now();
-        let inputs = self.inputs()?;
-        let out = self.step.call(&mut self.state, &inputs)?;
+        let rows = self.rows();
+        let sized = self
+            .steps
+            .iter()
+            .position(|s| s.rows == rows)
+            .ok_or_else(|| Error::InvalidArgument(format!("no decode step of {rows} rows")))?;
+        let inputs = self.inputs(sized)?;
+        let out = self.steps[sized].step.call(&mut self.state, &inputs)?;
         eval(&out)?;
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
         self.last_times.decode = Some(started.elapsed());
+        self.last_times.rows = rows;
         let mut events = Vec::new();
         let mut finished = Vec::new();
-        for (b, slot) in self.slots.iter_mut().enumerate() {
+        for (b, slot) in self.slots[..rows].iter_mut().enumerate() {
             let Some(r) = slot else { continue };
             let token = tokens[b];
             r.produced += 1;
@@ -884,7 +1014,67 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         for (row, fed) in finished {
             self.keep_reply(row, &fed);
         }
+        self.shrink();
         Ok(events)
+    }
+
+    /// The fewest rows of a decode step that hold `n` requests.
+    fn size_for(&self, n: usize) -> usize {
+        self.steps
+            .iter()
+            .map(|s| s.rows)
+            .find(|rows| *rows >= n)
+            .unwrap_or(self.options.max_batch)
+    }
+
+    /// Cuts the batch to the size its running requests need once that is a quarter of it
+    /// or less (the smallest once none runs), their rows moved below the cut first. A
+    /// failure keeps the batch as it was: the decode stays right, only larger than it needs.
+    fn shrink(&mut self) {
+        let rows = self.rows();
+        let running = self.running();
+        let target = self.size_for(running.max(1));
+        if target == rows || (running > 0 && target * 4 > rows) {
+            return;
+        }
+        // Row `i` of the cut batch is row `order[i]` of this one.
+        let mut order: Vec<i32> = (0..target as i32).collect();
+        let mut free = (0..target).filter(|i| self.slots[*i].is_none());
+        let mut moves = Vec::new();
+        for from in (target..rows).filter(|j| self.slots[*j].is_some()) {
+            let Some(to) = free.next() else { return };
+            order[to] = from as i32;
+            moves.push((from, to));
+        }
+        let cut = (|| -> Result<EngineState> {
+            check_rows(&self.state, rows)?;
+            let order = Array::from_slice(&order, &[target as i32])?;
+            Ok(tree_map(|leaf| ops::take(leaf, &order, 0), &self.state)?)
+        })();
+        if let Ok(state) = cut {
+            self.state = state;
+            for (from, to) in moves {
+                self.slots.swap(from, to);
+            }
+        }
+    }
+
+    /// The state grown to `rows` rows, the new ones empty.
+    fn grown(&self, rows: usize) -> Result<EngineState> {
+        let have = self.rows();
+        check_rows(&self.state, have)?;
+        let extra = empty_rows(
+            self.model,
+            rows - have,
+            self.options.capacity,
+            self.history_width,
+            self.vocab,
+        )?;
+        Ok(tree_map_n(
+            |leaf, more| ops::concatenate(&[leaf.clone(), more[0].clone()], 0),
+            &self.state,
+            &[&extra],
+        )?)
     }
 
     /// Keeps a finished request's row in the prompt cache, under the tokens it holds (mlx_lm
@@ -907,85 +1097,41 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         }
     }
 
-    fn inputs(&mut self) -> Result<StepInputs> {
-        let batch = self.slots.len() as i32;
-        let mut tokens = Vec::with_capacity(self.slots.len());
-        let mut inv_temperature = Vec::with_capacity(self.slots.len());
-        let mut random = Vec::with_capacity(self.slots.len());
-        let mut top_p = Vec::with_capacity(self.slots.len());
-        let mut log_min_p = Vec::with_capacity(self.slots.len());
-        let mut top_k = Vec::with_capacity(self.slots.len());
-        let mut repetition_penalty = Vec::with_capacity(self.slots.len());
-        let mut repetition_window = Vec::with_capacity(self.slots.len());
-        let mut presence_penalty = Vec::with_capacity(self.slots.len());
-        let mut frequency_penalty = Vec::with_capacity(self.slots.len());
-        for slot in &self.slots {
-            let p = slot.as_ref().map(|r| r.penalties).unwrap_or_default();
-            // Python: a penalty of 0 (or none) adds no processor.
-            repetition_penalty.push(p.repetition.filter(|v| *v != 0.0).unwrap_or(1.0) as f32);
-            repetition_window.push(p.window as i32);
-            presence_penalty.push(p.presence as f32);
-            frequency_penalty.push(p.frequency as f32);
-            // An idle row decodes token 0 greedily; nobody reads it.
-            let s = slot.as_ref().map(|r| r.sampler).unwrap_or_default();
-            tokens.push(slot.as_ref().map_or(0, |r| r.next));
-            random.push(s.is_random());
-            // Python: logits * (1 / temp), the reciprocal a Python float rounded once.
-            inv_temperature.push(if s.is_random() {
-                (1.0 / s.temperature) as f32
-            } else {
-                1.0
-            });
-            top_p.push(s.top_p as f32);
-            log_min_p.push(if s.min_p == 0.0 {
-                f32::NEG_INFINITY
-            } else {
-                s.min_p.ln() as f32
-            });
-            top_k.push(s.top_k);
-        }
-        Ok(StepInputs {
-            tokens: Array::from_slice(&tokens, &[batch])?,
-            inv_temperature: Array::from_slice(&inv_temperature, &[batch, 1])?,
-            random: Array::from_slice(&random, &[batch])?,
-            top_p: Array::from_slice(&top_p, &[batch, 1])?,
-            log_min_p: Array::from_slice(&log_min_p, &[batch, 1])?,
-            top_k: Array::from_slice(&top_k, &[batch, 1])?,
-            repetition_penalty: Array::from_slice(&repetition_penalty, &[batch, 1])?,
-            repetition_window: Array::from_slice(&repetition_window, &[batch, 1])?,
-            presence_penalty: Array::from_slice(&presence_penalty, &[batch, 1])?,
-            frequency_penalty: Array::from_slice(&frequency_penalty, &[batch, 1])?,
-            mask: self.masks()?,
-        })
+    /// The inputs of the decode step `sized` over the batch's rows.
+    fn inputs(&mut self, sized: usize) -> Result<StepInputs> {
+        let mask = self.masks(sized)?;
+        let rows = self.steps[sized].rows;
+        let slots: Vec<Option<&Running>> = self.slots[..rows].iter().map(Option::as_ref).collect();
+        step_inputs(&slots, mask)
     }
 
     /// The step's grammar masks. A grammar whose mask fails (the engine's limits, an
     /// internal error) is stopped by the failure: its row may only end, with one of the
     /// grammar's end-of-sequence tokens, and finishes after this step.
-    fn masks(&mut self) -> Result<Array> {
-        if self.slots.iter().flatten().all(|r| r.constraint.is_none()) {
-            return Ok(self.no_mask.clone());
+    fn masks(&mut self, sized: usize) -> Result<Array> {
+        let rows = self.steps[sized].rows;
+        let slots = &mut self.slots[..rows];
+        if slots.iter().flatten().all(|r| r.constraint.is_none()) {
+            return Ok(self.steps[sized].no_mask.clone());
         }
         let vocab = self.vocab as usize;
-        let mut mask = vec![0.0f32; self.slots.len() * vocab];
-        for (slot, row) in self.slots.iter_mut().zip(mask.chunks_mut(vocab)) {
+        let mut mask = vec![0.0f32; rows * vocab];
+        for (slot, row) in slots.iter_mut().zip(mask.chunks_mut(vocab)) {
             if let Some(c) = slot.as_mut().and_then(|r| r.constraint.as_mut()) {
                 if c.write_mask(row).is_err() {
                     c.write_end_mask(row);
                 }
             }
         }
-        Ok(Array::from_slice(
-            &mask,
-            &[self.slots.len() as i32, self.vocab],
-        )?)
+        Ok(Array::from_slice(&mask, &[rows as i32, self.vocab])?)
     }
 
     /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
-    /// and writes it into its slot once the whole prompt but its last token is in.
+    /// and writes it into the lowest free row once the whole prompt but its last token is in
+    /// (chosen then: rows move when the batch shrinks).
     fn advance_prefill(&mut self) -> Result<()> {
-        let free = self.slots.iter().position(Option::is_none);
-        if let (None, Some(slot)) = (&self.prefill, free) {
+        let free = self.slots.iter().any(Option::is_none);
+        if self.prefill.is_none() && free {
             if let Some(mut request) = self.queue.pop_front() {
                 // As `generate_step` prefills: a buffer of the prompt's size in steps of
                 // 256, grown to the slot's capacity afterwards, so the prefill computes
@@ -1012,7 +1158,6 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                     Ok((cache, done)) => {
                         self.prefill = Some(Prefill {
                             request,
-                            slot,
                             cache,
                             done,
                             cached: done,
@@ -1060,20 +1205,29 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     fn install(&mut self, p: Prefill) -> Result<()> {
         let Prefill {
             request,
-            slot,
             mut cache,
             cached,
             ..
         } = p;
+        let slot = self
+            .slots
+            .iter()
+            .position(Option::is_none)
+            .ok_or_else(|| Error::InvalidArgument("no free slot".into()))?;
         // The prompt's cache, but for its last token, is the snapshot later prompts with
         // the same beginning start from: a clone shares the arrays, and the growth below
         // makes new ones.
         let head = &request.prompt[..request.prompt.len() - 1];
         self.prompt_cache.insert(head, cache.clone());
         reserve(&mut cache, self.options.capacity as i32)?;
-        // Written into copies first, so a failure leaves the running rows untouched.
-        let mut rows = self.state.cache.clone();
-        write_row(&mut rows, slot, &cache)?;
+        // Written into copies first, so a failure leaves the running rows untouched; a batch
+        // without a free row grows to the next size.
+        let mut state = if slot < self.rows() {
+            self.state.clone()
+        } else {
+            self.grown(self.size_for(slot + 1))?
+        };
+        write_row(&mut state.cache, slot, &cache)?;
         let start = Array::from_slice(&[slot as i32], &[1])?;
         let seed = request.options.seed.unwrap_or_else(|| {
             std::time::SystemTime::now()
@@ -1081,23 +1235,23 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 .map_or(0, |d| d.as_nanos() as u64)
         });
         let key = ops::expand_dims(&random::key(seed)?, 0)?;
-        let keys = ops::slice_update(&self.state.keys, &key, &start, &[0])?;
+        state.keys = ops::slice_update(&state.keys, &key, &start, &[0])?;
         let mut bias = vec![0.0f32; self.vocab as usize];
         for (t, v) in &request.options.logit_bias {
             // Python: mx.array of Python floats, float32; a repeated token adds up.
             bias[*t as usize] += *v as f32;
         }
         let bias = Array::from_slice(&bias, &[1, self.vocab])?;
-        let bias = ops::slice_update(&self.state.bias, &bias, &start, &[0])?;
-        let counts = ops::slice_update(
-            &self.state.counts,
+        state.bias = ops::slice_update(&state.bias, &bias, &start, &[0])?;
+        state.counts = ops::slice_update(
+            &state.counts,
             &ops::zeros(&[1, self.vocab], Dtype::Float32)?,
             &start,
             &[0],
         )?;
         // The prompt's tokens before the last (which the first decode step feeds), padded
         // in front with the first: a repeat of a token in the window changes nothing.
-        let width = self.state.history.shape()[1] as usize;
+        let width = state.history.shape()[1] as usize;
         let head = &request.prompt[..request.prompt.len() - 1];
         let recent = &head[head.len().saturating_sub(width)..];
         let filled: Vec<u32> = std::iter::repeat(request.prompt[0])
@@ -1105,12 +1259,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             .chain(recent.iter().copied())
             .collect();
         let filled = Array::from_slice(&filled, &[1, width as i32])?.astype(Dtype::Int32)?;
-        let history = ops::slice_update(&self.state.history, &filled, &start, &[0])?;
-        self.state.cache = rows;
-        self.state.keys = keys;
-        self.state.bias = bias;
-        self.state.counts = counts;
-        self.state.history = history;
+        state.history = ops::slice_update(&state.history, &filled, &start, &[0])?;
+        self.state = state;
         let prompt = &request.prompt;
         self.slots[slot] = Some(Running {
             id: request.id,
@@ -1131,6 +1281,60 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         });
         Ok(())
     }
+}
+
+/// The decode step's inputs for these rows (`None`: an idle row, which decodes token 0
+/// greedily; nobody reads it).
+fn step_inputs(slots: &[Option<&Running>], mask: Array) -> Result<StepInputs> {
+    let batch = slots.len() as i32;
+    let mut tokens = Vec::with_capacity(slots.len());
+    let mut inv_temperature = Vec::with_capacity(slots.len());
+    let mut random = Vec::with_capacity(slots.len());
+    let mut top_p = Vec::with_capacity(slots.len());
+    let mut log_min_p = Vec::with_capacity(slots.len());
+    let mut top_k = Vec::with_capacity(slots.len());
+    let mut repetition_penalty = Vec::with_capacity(slots.len());
+    let mut repetition_window = Vec::with_capacity(slots.len());
+    let mut presence_penalty = Vec::with_capacity(slots.len());
+    let mut frequency_penalty = Vec::with_capacity(slots.len());
+    for slot in slots {
+        let p = slot.as_ref().map(|r| r.penalties).unwrap_or_default();
+        // Python: a penalty of 0 (or none) adds no processor.
+        repetition_penalty.push(p.repetition.filter(|v| *v != 0.0).unwrap_or(1.0) as f32);
+        repetition_window.push(p.window as i32);
+        presence_penalty.push(p.presence as f32);
+        frequency_penalty.push(p.frequency as f32);
+        // An idle row decodes token 0 greedily; nobody reads it.
+        let s = slot.as_ref().map(|r| r.sampler).unwrap_or_default();
+        tokens.push(slot.as_ref().map_or(0, |r| r.next));
+        random.push(s.is_random());
+        // Python: logits * (1 / temp), the reciprocal a Python float rounded once.
+        inv_temperature.push(if s.is_random() {
+            (1.0 / s.temperature) as f32
+        } else {
+            1.0
+        });
+        top_p.push(s.top_p as f32);
+        log_min_p.push(if s.min_p == 0.0 {
+            f32::NEG_INFINITY
+        } else {
+            s.min_p.ln() as f32
+        });
+        top_k.push(s.top_k);
+    }
+    Ok(StepInputs {
+        tokens: Array::from_slice(&tokens, &[batch])?,
+        inv_temperature: Array::from_slice(&inv_temperature, &[batch, 1])?,
+        random: Array::from_slice(&random, &[batch])?,
+        top_p: Array::from_slice(&top_p, &[batch, 1])?,
+        log_min_p: Array::from_slice(&log_min_p, &[batch, 1])?,
+        top_k: Array::from_slice(&top_k, &[batch, 1])?,
+        repetition_penalty: Array::from_slice(&repetition_penalty, &[batch, 1])?,
+        repetition_window: Array::from_slice(&repetition_window, &[batch, 1])?,
+        presence_penalty: Array::from_slice(&presence_penalty, &[batch, 1])?,
+        frequency_penalty: Array::from_slice(&frequency_penalty, &[batch, 1])?,
+        mask,
+    })
 }
 
 fn failed_prefill(id: RequestId, e: Error) -> Error {

@@ -60,6 +60,32 @@ pub fn options(model: &str) -> ServerOptions {
     o
 }
 
+/// A value of the Prometheus text.
+pub fn metric_value(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {text}"))
+}
+
+/// The server traced its decode step once for each of its batch sizes (1, 2, 4, ... up to
+/// `slots`: all of them, at start-up) and never again.
+pub fn assert_each_size_traced_once(metrics: &str, slots: usize) {
+    let sizes = std::iter::successors(Some(1usize), |n| Some(n * 2))
+        .take_while(|n| *n < slots)
+        .count()
+        + 1;
+    assert_eq!(
+        metric_value(metrics, "mlx_lm_step_shapes"),
+        sizes as f64,
+        "{metrics}"
+    );
+    assert_eq!(
+        metric_value(metrics, "mlx_lm_step_traces"),
+        sizes as f64,
+        "{metrics}"
+    );
+}
+
 pub async fn start(options: ServerOptions) -> Running {
     let server = tokio::task::spawn_blocking(move || Server::load(options).unwrap())
         .await
