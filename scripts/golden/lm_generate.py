@@ -539,6 +539,10 @@ PROMPT_CACHE = [
     # state) beside MLA's compressed key/value caches; the sparse blocks' sorted path in the
     # prefix.
     ("kimi_linear", 34),
+    # RWKV-7: ArraysCache(3) per layer (the two token shifts' last inputs, the WKV state in
+    # the model's dtype), float32 and bfloat16.
+    ("rwkv7", 16),
+    ("rwkv7-bf16", 16),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the
