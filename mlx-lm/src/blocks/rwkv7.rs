@@ -56,11 +56,11 @@ const DECAY_SCALE: f64 = -0.606531;
 /// GPU the fused kernel may round the product and the sum once).
 pub fn addcmul(x: &Array, y: &Array, z: &Array) -> Result<Array> {
     static SLOT: OnceLock<CompiledFn> = OnceLock::new();
-    let out = SLOT.get_or_init(|| CompiledFn::new(true)).call_with_refs(
-        &[x, y, z],
-        &[],
-        &|xs| Ok(vec![ops::add(&xs[0], &ops::multiply(&xs[1], &xs[2])?)?]),
-    )?;
+    let out =
+        SLOT.get_or_init(|| CompiledFn::new(true))
+            .call_with_refs(&[x, y, z], &[], &|xs| {
+                Ok(vec![ops::add(&xs[0], &ops::multiply(&xs[1], &xs[2])?)?])
+            })?;
     Ok(out.into_iter().next().expect("addcmul returns one array"))
 }
 
@@ -135,15 +135,8 @@ pub fn wkv7(
     let mut ys = Vec::with_capacity(t_len as usize);
     for t in 0..t_len {
         let at = |x: &Array| x.index((.., t));
-        let (y, new_state) = wkv7_step(
-            &at(r)?,
-            &at(w)?,
-            &at(k)?,
-            &at(v)?,
-            &at(a)?,
-            &at(b)?,
-            &state,
-        )?;
+        let (y, new_state) =
+            wkv7_step(&at(r)?, &at(w)?, &at(k)?, &at(v)?, &at(a)?, &at(b)?, &state)?;
         state = match mask {
             Some(m) => {
                 let keep = ops::reshape(&m.index((.., t))?, &[-1, 1, 1, 1])?;
@@ -437,10 +430,7 @@ impl TimeMix {
         let kk = l2_norm(&ops::multiply(&key, &self.k_k)?)?;
         let key = ops::multiply(
             &key,
-            &ops::add(
-                &ops::multiply(&ops::subtract(&iclr, 1)?, &self.k_a)?,
-                1,
-            )?,
+            &ops::add(&ops::multiply(&ops::subtract(&iclr, 1)?, &self.k_a)?, 1)?,
         )?;
         let a = ops::negative(&kk)?;
         let b = ops::multiply(&kk, &iclr)?;
