@@ -388,7 +388,7 @@ impl TimeMix {
         x: &Array,
         v_first: &mut Option<Array>,
         mask: Option<&Array>,
-        mut cache: Option<&mut ArraysCache>,
+        cache: Option<&mut ArraysCache>,
     ) -> Result<Array> {
         let &[batch, len, dims] = x.shape() else {
             return Err(mlx_rs::Error::InvalidArgument(
@@ -453,7 +453,7 @@ impl TimeMix {
             &ops::add(&out, &ops::multiply(&bonus, &value)?)?,
             &[batch, len, dims],
         )?;
-        if let Some(c) = cache.as_deref_mut() {
+        if let Some(c) = cache {
             keep_last_input(x, c, SHIFT_ATTN)?;
             c[WKV] = state;
         }
