@@ -496,6 +496,7 @@ fn a_generation_continues_from_its_own_cache() {
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
         "kimi_linear",
+        "rwkv7",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -658,9 +659,23 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Its routers (`mlp.gate`) at 8 bits in groups of 64 (kimi_linear's
         // `quant_predicate`), the correction biases, `A_log` and `dt_bias` kept as they are.
         "kimi_linear",
+        // In groups of 64 (`mlx_lm.convert -q`'s default): the LoRAs' up-projections and the
+        // embedding at 8 bits (rwkv7's `quant_predicate`), the rank-32 `v_lora` up-projection
+        // left in float (not a whole number of groups).
+        "rwkv7",
     ] {
+        // The group size and bits mlx_lm quantized the -4bit directory with.
+        let config: Value = serde_json::from_str(
+            &std::fs::read_to_string(model_dir(&format!("{name}-4bit")).join("config.json"))
+                .unwrap(),
+        )
+        .unwrap();
+        let q = &config["quantization"];
         let options = LoadOptions {
-            quantize: Some(QuantParams::affine(32, 4)),
+            quantize: Some(QuantParams::affine(
+                q["group_size"].as_i64().unwrap() as i32,
+                q["bits"].as_i64().unwrap() as i32,
+            )),
             ..Default::default()
         };
         // mlx_lm quantized the -4bit directories on the CPU; MLX's GPU rounds some codes the
@@ -1685,6 +1700,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
         "kimi_linear-tied",
+        "rwkv7",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

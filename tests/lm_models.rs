@@ -198,6 +198,10 @@ const MODELS: &[&str] = &[
     "kimi_linear-4bit",
     "kimi_linear-hf",
     "kimi_linear-tied",
+    "rwkv7",
+    "rwkv7-4bit",
+    "rwkv7-hf",
+    "rwkv7-bf16",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -1082,6 +1086,12 @@ fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn rwkv7_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("rwkv7");
+    python_compile_fails_where_ours_traces_once("rwkv7-bf16");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1158,6 +1168,9 @@ fn models_rebuild_from_their_leaves() {
         "kimi_linear",
         "kimi_linear-4bit",
         "kimi_linear-tied",
+        "rwkv7",
+        "rwkv7-4bit",
+        "rwkv7-bf16",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1409,6 +1422,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "kimi_linear",
         "kimi_linear-4bit",
         "kimi_linear-tied",
+        "rwkv7",
+        "rwkv7-4bit",
+        "rwkv7-bf16",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

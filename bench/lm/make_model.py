@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B,
-SmolLM2-135M, LFM2-1.2B, Mamba-130M, Mamba2-1.3B, Nemotron-H-8B or Qwen3-30B-A3B, written by mlx_lm
+SmolLM2-135M, LFM2-1.2B, Mamba-130M, Mamba2-1.3B, Nemotron-H-8B, Qwen3-30B-A3B or RWKV7-0.1B, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -11,7 +11,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba|mamba2|nemotron_h|qwen3_moe] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba|mamba2|nemotron_h|qwen3_moe|rwkv7] [--out DIR]
                            [--dtype bfloat16|float32] [--layers N]
                            [--quantize BITS] [--seed S]
 
@@ -218,9 +218,27 @@ QWEN3_MOE = {
     "norm_topk_prob": True,
 }
 
+# RWKV7-0.1B (fla-hub/rwkv7-0.1B-g1's config.json, the fields mlx_lm's rwkv7 reads): 12
+# layers of 768, heads of 64, LoRA ranks decay 64 / a 64 / v 32 / gate 128, vocabulary 65536,
+# untied.
+RWKV7 = {
+    "model_type": "rwkv7",
+    "hidden_size": 768,
+    "intermediate_size": 3072,
+    "num_hidden_layers": 12,
+    "head_dim": 64,
+    "norm_eps": 1e-5,
+    "decay_low_rank_dim": 64,
+    "a_low_rank_dim": 64,
+    "v_low_rank_dim": 32,
+    "gate_low_rank_dim": 128,
+    "vocab_size": 65536,
+    "tie_word_embeddings": False,
+}
+
 ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
          "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba": MAMBA, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
-         "qwen3_moe": QWEN3_MOE}
+         "qwen3_moe": QWEN3_MOE, "rwkv7": RWKV7}
 
 
 def with_layers(config, n):

@@ -255,8 +255,8 @@ def main():
         "mlx_lm_version": mlx_lm.__version__,
         "python": platform.python_version(),
         "device": str(mx.default_device()),
-        "dtype": str(next(iter(model.parameters()["model"]["embed_tokens"].values())).dtype)
-        if "model" in model.parameters() else None,
+        # The first parameter's (the embedding's, whatever the stack names it).
+        "dtype": str(tree_flatten(model.parameters())[0][1].dtype),
         "load_s": load_s,
         "weight_bytes": weight_bytes,
         "batch": len(ids) if batched else 1,

@@ -17,6 +17,7 @@ use mlx_lm::models::lfm2_moe::Lfm2MoeArgs;
 use mlx_lm::models::olmo_hybrid::OlmoHybridArgs;
 use mlx_lm::models::phi::PhiArgs;
 use mlx_lm::models::plamo2::Plamo2Args;
+use mlx_lm::models::rwkv7::Rwkv7Args;
 use mlx_lm::models::stablelm::StableLmArgs;
 use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
@@ -83,6 +84,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "ernie4_5_moe" => Ernie45Moe::args(c).map(drop),
         "dots1" => Dots1::args(c).map(drop),
         "kimi_linear" => KimiLinearArgs::from_config(c).map(drop),
+        "rwkv7" => Rwkv7Args::from_config(c).map(drop),
         "helium" => Helium::args(c).map(drop),
         "seed_oss" => SeedOss::args(c).map(drop),
         "internlm3" => InternLM3::args(c).map(drop),
@@ -171,6 +173,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "phimoe",
         "ernie4_5_moe",
         "kimi_linear",
+        "rwkv7",
         "helium",
         "seed_oss",
         "internlm3",
@@ -213,9 +216,9 @@ fn an_activation_other_than_silu_is_an_error_naming_it() {
             // (`gelu_activations_are_read_and_others_are_errors`).
             continue;
         }
-        if config["model_type"] == "gpt2" {
-            // Its activation is `activation_function`, the tanh GELU
-            // (`values_the_architecture_does_not_compute_with_are_errors`).
+        if config["model_type"] == "gpt2" || name == "rwkv7" {
+            // gpt2's activation is `activation_function`, the tanh GELU; rwkv7's channel mix
+            // is relu² (`sqrelu`) (`values_the_architecture_does_not_compute_with_are_errors`).
             continue;
         }
         // Nemotron-H names its Mamba-2 mixer's activation apart (its MLP's is ReLU²).
@@ -587,6 +590,14 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gpt2", "reorder_and_upcast_attn", json!(true)),
         ("gpt2", "n_inner", json!(100)),
         ("gpt2", "activation_function", json!("relu")),
+        // RWKV-7 as mlx_lm builds it: relu² channel mix, the first layer's pre-norm,
+        // LayerNorms with biases, no attention layers, heads of head_dim.
+        ("rwkv7", "hidden_act", json!("silu")),
+        ("rwkv7", "norm_first", json!(false)),
+        ("rwkv7", "norm_bias", json!(false)),
+        ("rwkv7", "attn", json!({"layers": [1], "num_heads": 2})),
+        ("rwkv7", "num_heads", json!(3)),
+        ("rwkv7", "head_dim", json!(48)),
         ("kimi_linear-remote", "use_grouped_topk", json!(false)),
         (
             "kimi_linear-remote",

@@ -363,6 +363,18 @@ def configs():
             "num_expert_group": 1, "topk_group": 1, "num_nextn_predict_layers": 0,
             "linear_attn_config": {"num_heads": 2, "head_dim": 32, "short_conv_kernel_size": 4,
                                    "kda_layers": [1, 2, 3], "full_attn_layers": [4]}},
+        # RWKV-7: transformers has no class for it; the released checkpoints carry
+        # flash-linear-attention's RWKV7Config, whose keys (at their defaults there, small
+        # sizes here) a PretrainedConfig of the same keys writes, with its own beside them.
+        "rwkv7": dict(transformers.PretrainedConfig(
+            attn_mode="chunk", hidden_size=64, hidden_ratio=4, intermediate_size=256,
+            num_hidden_layers=2, head_dim=32, num_heads=None, decay_low_rank_dim=16,
+            gate_low_rank_dim=32, a_low_rank_dim=16, v_low_rank_dim=16, hidden_act="sqrelu",
+            max_position_embeddings=2048, norm_first=True, norm_bias=True, norm_eps=1e-5,
+            attn=None, use_cache=True, pad_token_id=None, bos_token_id=1, eos_token_id=2,
+            tie_word_embeddings=False, initializer_range=0.02, fuse_norm=True,
+            fuse_cross_entropy=True, vocab_size=384).to_dict(),
+            model_type="rwkv7", architectures=["RWKV7ForCausalLM"]),
         # Issue 37, RMSNorm llama-likes (helper A).
         "helium": HeliumConfig(**SIZES, head_dim=16),
         "seed_oss": SeedOssConfig(**SIZES, head_dim=16),

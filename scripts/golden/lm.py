@@ -739,6 +739,35 @@ CONFIGS = {
                                 "kda_layers": [2, 3, 5], "full_attn_layers": [1, 4]}},
         mx.float32, 42,
     ),
+    # RWKV-7 "Goose" (issue 35): RWKV7-0.1B's shape (head size 64, the LoRA ranks of the
+    # released 0.1B: decay 64, a 64, v 32, gate 128 at width 768; here gate 64 at width 128),
+    # 4 of its 12 layers, untied head, the keys flash-linear-attention's RWKV7Config writes.
+    # Its 4-bit version is `mlx_lm.convert -q`'s default groups of 64 with mlx_lm's
+    # quant_predicate (the LoRAs' up-projections `lora.2` and the embedding at 8 bits; the
+    # rank-32 v_lora's up-projection not a multiple of 64, so left in float).
+    "rwkv7": (
+        {"model_type": "rwkv7", "architectures": ["RWKV7ForCausalLM"], "vocab_size": VOCAB,
+         "hidden_size": 128, "intermediate_size": 512, "hidden_ratio": 4.0,
+         "num_hidden_layers": 4, "head_dim": 64, "num_heads": None, "norm_eps": 1e-5,
+         "decay_low_rank_dim": 64, "a_low_rank_dim": 64, "v_low_rank_dim": 32,
+         "gate_low_rank_dim": 64, "hidden_act": "sqrelu", "norm_first": True,
+         "norm_bias": True, "attn": None, "attn_mode": "chunk", "fuse_norm": False,
+         "fuse_cross_entropy": True, "max_position_embeddings": 2048,
+         "initializer_range": 0.006, "use_cache": True, "bos_token_id": 0,
+         "eos_token_id": 0, "tie_word_embeddings": False},
+        mx.float32, 61,
+    ),
+    # The same family in bfloat16 (the WKV state kept in bfloat16, as mlx_lm keeps it), tied
+    # embeddings, heads of 32: flash-linear-attention's per-head norm takes eps
+    # head_dim * norm_eps (mlx_lm: 64e-5 whatever the head size, right for 64 only), so the
+    # reference is mlx_lm's model with that eps (`fla_rwkv7`).
+    "rwkv7-bf16": (
+        {"model_type": "rwkv7", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 256, "num_hidden_layers": 3, "head_dim": 32, "norm_eps": 1e-5,
+         "decay_low_rank_dim": 16, "a_low_rank_dim": 16, "v_low_rank_dim": 16,
+         "gate_low_rank_dim": 32, "hidden_act": "sqrelu", "tie_word_embeddings": True},
+        mx.bfloat16, 62,
+    ),
     # Issue 37, RMSNorm llama-likes (helper A).
     # Helium-1 2B's shape: grouped heads (its 16 / 8), head_dim the key mlx_lm ignores
     # (hidden / heads), traditional rope at rope_theta, no biases, untied (mlx_lm cannot load a
@@ -1346,6 +1375,8 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the router (`mlp.gate`) at 8 bits.
     "kimi_linear": (32, 4, None),
     "kimi_linear-tied": None,
+    "rwkv7": (64, 4, None),
+    "rwkv7-bf16": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -1449,7 +1480,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "deepseek_v2", "deepseek_v2-lite", "granitemoe",
                      "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias",
                      # Issue 35, Kimi Linear.
-                     "kimi_linear", "kimi_linear-tied"}
+                     "kimi_linear", "kimi_linear-tied",
+                     # Issue 35, RWKV-7.
+                     "rwkv7", "rwkv7-bf16"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1852,6 +1885,9 @@ def make_models(names):
         if name == "kimi_linear":
             hf_layout_kimi_linear(config)
             weights_recipe.write(MODELS / "kimi_linear-hf")
+        if name == "rwkv7":
+            hf_layout_rwkv7()
+            weights_recipe.write(MODELS / "rwkv7-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -2285,6 +2321,31 @@ def hf_layout_kimi_linear(config):
     out["model.mtp.0.eh_proj.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_rwkv7():
+    """The RWKV-7 weights as flash-linear-attention's checkpoints store them: `k_k`, `k_a`
+    and the per-head norm's weight and bias flat `[hidden]` (mlx_lm's sanitize makes them
+    `[heads, head_dim]`)."""
+    src = MODELS / "rwkv7"
+    dst = MODELS / "rwkv7-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {k: (v.reshape(-1) if any(n in k for n in ("k_k", "k_a", "g_norm")) else v)
+           for k, v in weights.items()}
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def fla_rwkv7(model):
+    """mlx_lm's rwkv7 made flash-linear-attention's `RWKV7Model` where they differ for this
+    config: the per-head output norm's eps is `head_dim * norm_eps` (mlx_lm: 64e-5)."""
+    for layer in model.layers:
+        layer.attn.g_norm.eps = model.args.head_dim * model.args.norm_eps
+
+
+TRANSFORMERS_FIXES["rwkv7-bf16"] = fla_rwkv7
 
 
 def hf_layout_deepseek_v3_4bit(config):

@@ -200,6 +200,16 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "kimi_linear-tied", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # rwkv7: mlx_lm's token shifts keep the padding's last input and its WKV recurrence runs
+    # over the padding (it never reads the cache's lengths), so prompts of different lengths
+    # take each prompt generated alone as the reference; prompts of one length mlx_lm's
+    # batch; 4-bit, the bfloat16 one (with flash-linear-attention's norm eps) across prefill
+    # chunks.
+    {"model": "rwkv7", "lengths": [10, 10, 10], "max_tokens": 24},
+    {"model": "rwkv7", "lengths": [3, 14, 8, 11], "max_tokens": 24, "alone": True},
+    {"model": "rwkv7-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
+    {"model": "rwkv7-bf16", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
     # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
     # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
     # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)

@@ -568,6 +568,10 @@ PROMPT_CACHE = [
     ("qwen2-mxfp4", 16),
     ("qwen3_moe-nvfp4", 34),
     ("deepseek_v3-mxfp4", 34),
+    # RWKV-7: ArraysCache(3) per layer (the two token shifts' last inputs, the WKV state in
+    # the model's dtype), float32 and bfloat16.
+    ("rwkv7", 16),
+    ("rwkv7-bf16", 16),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the

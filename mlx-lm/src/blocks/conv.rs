@@ -106,23 +106,7 @@ pub fn causal_conv1d(
     let padded = match cache {
         Some(c) => {
             let padded = ops::concatenate(&[c[slot].clone(), x], 1)?;
-            let state = match &c.lengths {
-                // Each sequence's last `n_keep` real inputs.
-                Some(lengths) => {
-                    let ends = ops::clip(lengths, 0, t)?;
-                    let positions = ops::add(
-                        &ops::expand_dims(&ends, 1)?,
-                        &ops::arange(0, n_keep, 1, Dtype::Int32)?,
-                    )?;
-                    ops::take_along_axis(&padded, &ops::expand_dims(&positions, -1)?, 1)?
-                }
-                // Its own buffer, so the state does not keep the whole input alive.
-                None => {
-                    let len = padded.shape()[1];
-                    ops::contiguous(&padded.index((.., len - n_keep..))?, None)?
-                }
-            };
-            c[slot] = state;
+            c[slot] = keep_last(&padded, c.lengths.as_ref(), t, n_keep)?;
             padded
         }
         None => {
@@ -135,5 +119,28 @@ pub fn causal_conv1d(
     match activation {
         ConvActivation::None => Ok(y),
         ConvActivation::Silu => silu(&y),
+    }
+}
+
+/// The state a causal mixer keeps of `padded` `[B, n_keep + t, C]` (its state, then `t` new
+/// inputs): the last `n_keep` positions, or, while a right-padded batch is prefilled
+/// (`lengths`, each sequence's inputs still to come), each sequence's last `n_keep` real
+/// ones (Python: `take_along_axis(padded, clip(lengths, 0, t)[:, None] + arange(n_keep))`).
+/// Shared by the convolutions and rwkv7's token shifts (`n_keep` 1).
+pub fn keep_last(padded: &Array, lengths: Option<&Array>, t: i32, n_keep: i32) -> Result<Array> {
+    match lengths {
+        Some(lengths) => {
+            let ends = ops::clip(lengths, 0, t)?;
+            let positions = ops::add(
+                &ops::expand_dims(&ends, 1)?,
+                &ops::arange(0, n_keep, 1, Dtype::Int32)?,
+            )?;
+            ops::take_along_axis(padded, &ops::expand_dims(&positions, -1)?, 1)
+        }
+        // Its own buffer, so the state does not keep the whole input alive.
+        None => {
+            let len = padded.shape()[1];
+            ops::contiguous(&padded.index((.., len - n_keep..))?, None)
+        }
     }
 }

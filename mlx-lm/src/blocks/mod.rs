@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and channel mixes, [`rwkv7`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -26,6 +26,7 @@ pub mod query_scale;
 pub mod rglru;
 pub mod rope;
 pub mod rows;
+pub mod rwkv7;
 pub mod selective_scan;
 pub mod short_conv;
 pub mod soft_cap;

@@ -51,6 +51,7 @@ pub mod qwen3_5;
 pub mod qwen3_moe;
 pub mod qwen3_next;
 pub mod recurrent_gemma;
+pub mod rwkv7;
 pub mod seed_oss;
 pub mod smollm3;
 pub mod sparse;
@@ -104,6 +105,7 @@ pub use qwen3_5::{Qwen3_5, Qwen3_5Moe};
 pub use qwen3_moe::Qwen3Moe;
 pub use qwen3_next::Qwen3Next;
 pub use recurrent_gemma::RecurrentGemma;
+pub use rwkv7::Rwkv7;
 pub use seed_oss::SeedOss;
 pub use smollm3::SmolLM3;
 pub use stablelm::StableLm;
@@ -124,7 +126,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 53] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 54] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -175,6 +177,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 53] {
         ("qwen3_moe", builtin!(Qwen3Moe)),
         ("qwen3_next", builtin!(Qwen3Next)),
         ("recurrent_gemma", builtin!(RecurrentGemma)),
+        ("rwkv7", builtin!(Rwkv7)),
         ("seed_oss", builtin!(SeedOss)),
         ("smollm3", builtin!(SmolLM3)),
         ("stablelm", builtin!(StableLm)),
