@@ -173,6 +173,7 @@ impl Rwkv7Model {
                 norm: &self.norm,
                 kernels: self.kernels,
                 ends: StackEnds::default(),
+                positions: None,
             },
             inputs,
             cache,
@@ -187,7 +188,7 @@ impl Rwkv7Model {
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embeddings)
+        embedding_dtype(&self.embeddings, self)
     }
 
     pub fn vocab_size(&self) -> i32 {
@@ -264,10 +265,7 @@ impl Rwkv7 {
 /// Python: rwkv7's `quant_predicate`: the LoRAs' up-projections (`lora.2`) and the embedding
 /// at 8 bits (its `{"bits": 8}`: the group size `to_quantized` defaults to, 64).
 fn lora_up_and_embedding_at_8_bits(path: &str) -> Option<QuantParams> {
-    (path.contains("lora.2") || path.contains("embeddings")).then_some(QuantParams {
-        group_size: 64,
-        bits: 8,
-    })
+    (path.contains("lora.2") || path.contains("embeddings")).then_some(QuantParams::affine(64, 8))
 }
 
 crate::models::base::stack_language_model!(Rwkv7, model, "rwkv7");
