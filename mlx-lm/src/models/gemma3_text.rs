@@ -8,7 +8,7 @@
 //! unless `(i + 1) % sliding_window_pattern == 0`, the sliding ones with a rope of base
 //! `rope_local_base_freq` and no scaling, the global ones with `rope_theta` and
 //! `rope_scaling`. A sliding layer's cache is mlx_lm's `RotatingKVCache` of the window
-//! ([`RotatingKvCache`]: the same slots, so the same sums), a global one's a `KVCache`.
+//! ([`RotatingKvCache`](crate::cache::RotatingKvCache): the same slots, so the same sums), a global one's a `KVCache`.
 //! Residual sums go through `clip_residual`: in float16 added in float32 and clipped to
 //! float16's range; plain sums otherwise. The embeddings are scaled by `√hidden_size`
 //! rounded to bfloat16 whatever the model's dtype (mlx_lm's `mx.array(√H, bfloat16)`; Gemma
