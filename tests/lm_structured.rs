@@ -237,11 +237,14 @@ fn engine_mixes_constrained_and_free_rows_in_one_trace() {
             }
             step += 1;
         }
-        (tokens, finish, engine.traces())
+        (tokens, finish, engine.decode_traces())
     };
     let (free, _, free_traces) = run(&|_| false);
     let (mixed, finish, traces) = run(&|i| i % 2 == 0);
-    assert_eq!((free_traces, traces), (1, 1));
+    // Each batch size the engine ran at traced its step once, constrained rows or not: the
+    // grammar's mask is an input of the one trace, never another.
+    assert_eq!(traces, free_traces);
+    assert!(traces.iter().all(|&(_, t)| t == 1), "{traces:?}");
     for (i, (m, f)) in mixed.iter().zip(&free).enumerate() {
         if i % 2 == 0 {
             let text = tokenizer.decode(m, false).unwrap();
