@@ -12,7 +12,7 @@ use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, merge_heads, wrong_input};
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::LayerCache;
 
 /// Python: ministral3's `_get_llama_4_attn_scale(size, offset, beta,
 /// max_position_embeddings)`.
@@ -166,11 +166,14 @@ impl TokenMixer for QueryScaledAttention {
     /// A rotating cache of the window for a sliding-window layer (Python: ministral3's
     /// `make_cache`), else a key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(match self.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        })
+        LayerCache::attention(
+            batch,
+            self.n_kv_heads,
+            self.head_dim,
+            self.window,
+            capacity,
+            dtype,
+        )
     }
 
     fn window(&self) -> Option<i32> {

@@ -12,7 +12,7 @@ use crate::blocks::{
     rope_theta, AttentionParts, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
     RotaryEmbedding, StackEnds, Upcast,
 };
-use crate::cache::{KvCache, LayerCache, RotatingKvCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -195,11 +195,8 @@ impl Layer for CohereLayer {
     /// A rotating cache of the window for a sliding layer (Python: cohere2's `make_cache`),
     /// else a key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.self_attn.n_kv_heads, self.self_attn.head_dim);
-        Ok(match self.self_attn.window {
-            Some(w) => LayerCache::Rotating(RotatingKvCache::new(batch, kv, w, (hd, hd), dtype)?),
-            None => LayerCache::Kv(KvCache::new(batch, kv, capacity, (hd, hd), dtype)?),
-        })
+        let a = &self.self_attn;
+        LayerCache::attention(batch, a.n_kv_heads, a.head_dim, a.window, capacity, dtype)
     }
 
     fn window(&self) -> Option<i32> {
@@ -225,26 +222,40 @@ impl Cohere {
     ) -> crate::Result<Cohere> {
         let a = CohereArgs::from_config(config)?;
         ck.cast(options.dtype, |_| false)?;
-        let (d, eps, bias) = (a.hidden_size, a.layer_norm_eps, a.layer_norm_bias);
-        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
-        for i in 0..a.num_hidden_layers {
+        let model = a.load_stack(ck, options, |_, attention| Ok(attention))?;
+        Ok(Cohere { model })
+    }
+}
+
+impl CohereArgs {
+    /// Cohere's stack (Command R's and R7B's), each layer's attention as loaded under
+    /// `model.layers.{i}.self_attn` and then adapted by `attention` (R7B's windows, ropes
+    /// and upcast per layer).
+    pub(crate) fn load_stack(
+        &self,
+        ck: &mut Checkpoint,
+        options: &LoadOptions,
+        mut attention: impl FnMut(usize, CohereAttention) -> crate::Result<CohereAttention>,
+    ) -> crate::Result<CohereModel> {
+        let (d, eps, bias) = (self.hidden_size, self.layer_norm_eps, self.layer_norm_bias);
+        let mut layers = Vec::with_capacity(self.num_hidden_layers as usize);
+        for i in 0..self.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
+            let loaded = CohereAttention::load(ck, &p("self_attn"), self)?;
             layers.push(CohereLayer {
-                self_attn: CohereAttention::load(ck, &p("self_attn"), &a)?,
-                mlp: Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?,
+                self_attn: attention(i as usize, loaded)?,
+                mlp: Mlp::load(ck, &p("mlp"), d, self.intermediate_size, false)?,
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, bias)?,
             });
         }
-        Ok(Cohere {
-            model: CohereModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
-                layers,
-                norm: ck.layer_norm("model.norm", d, eps, bias)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: None,
-                    logits: Some(LogitsMap::Multiply(a.logit_scale)),
-                },
+        Ok(CohereModel {
+            embed_tokens: ck.embedding("model.embed_tokens", self.vocab_size, d)?,
+            layers,
+            norm: ck.layer_norm("model.norm", d, eps, bias)?,
+            kernels: options.kernels,
+            ends: StackEnds {
+                embed_scale: None,
+                logits: Some(LogitsMap::Multiply(self.logit_scale)),
             },
         })
     }

@@ -15,7 +15,7 @@
 use mlx_nn::LayerNorm;
 use mlx_tree::TreeNode;
 
-use crate::blocks::{plain_rope, rope_theta, LayerStack, LogitsMap, Mlp, StackEnds, Upcast};
+use crate::blocks::{plain_rope, rope_theta, LayerStack, Upcast};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
@@ -109,34 +109,16 @@ impl Cohere2 {
         let a = Self::args(config)?;
         let c = &a.cohere;
         ck.cast(options.dtype, |_| false)?;
-        let (d, eps, bias) = (c.hidden_size, c.layer_norm_eps, c.layer_norm_bias);
-        let mut layers = Vec::with_capacity(c.num_hidden_layers as usize);
-        for (i, sliding) in a.sliding.iter().enumerate() {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let self_attn = CohereAttention {
+        let model = c.load_stack(ck, options, |i, attention| {
+            let sliding = a.sliding[i];
+            Ok(CohereAttention {
                 rope: sliding.then(|| c.rope.clone()),
                 window: sliding.then_some(a.sliding_window),
                 upcast: Upcast::QueriesIfFloat16,
-                ..CohereAttention::load(ck, &p("self_attn"), c)?
-            };
-            layers.push(CohereLayer {
-                self_attn,
-                mlp: Mlp::load(ck, &p("mlp"), d, c.intermediate_size, false)?,
-                input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, bias)?,
-            });
-        }
-        Ok(Cohere2 {
-            model: LayerStack {
-                embed_tokens: ck.embedding("model.embed_tokens", c.vocab_size, d)?,
-                layers,
-                norm: ck.layer_norm("model.norm", d, eps, bias)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: None,
-                    logits: Some(LogitsMap::Multiply(c.logit_scale)),
-                },
-            },
-        })
+                ..attention
+            })
+        })?;
+        Ok(Cohere2 { model })
     }
 }
 
