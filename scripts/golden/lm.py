@@ -2729,6 +2729,7 @@ CUDA_CANNOT = {
     "deepseek_v3-4bit-hf": "quantized_matmul has no CUDA kernel for transpose=False (MultiLinear)",
     "qwen3_next-4bit": "mlx_lm's generation gives NaN log-probabilities",
     "kimi_linear-4bit": "quantized_matmul has no CUDA kernel for transpose=False (MultiLinear)",
+    "deepseek_v3-mxfp4": "quantized_matmul has no CUDA kernel for transpose=False (MultiLinear)",
 }
 
 

@@ -17,9 +17,9 @@ use std::sync::OnceLock;
 use mlx_rs::{cuda, DeviceType, Result, Stream};
 use mlx_tree::StaticData;
 
-/// Which custom kernels a model uses where they apply (on by default, but for the two Mamba
-/// kernels: they have not yet run on a GPU, so they stay off until a GPU run has measured
-/// them against the ops, `tests/lm_ssm.rs` and `tests/lm_selective_scan.rs`). Off, the model
+/// Which custom kernels a model uses where they apply (all on by default; each is measured
+/// against the ops it replaces on a GPU: `tests/lm_decode_attention.rs`,
+/// `tests/lm_gated_delta.rs`, `tests/lm_ssm.rs`, `tests/lm_selective_scan.rs`). Off, the model
 /// computes with MLX's ops as mlx_lm does, to measure a kernel or to get mlx_lm's last bits on
 /// a GPU. Kernels change a result's last bits only (they sum in another order), never what
 /// it means.
@@ -46,8 +46,8 @@ impl Default for KernelOptions {
         KernelOptions {
             fused_decode_attention: true,
             fused_gated_delta: true,
-            fused_ssm_update: false,
-            fused_selective_scan: false,
+            fused_ssm_update: true,
+            fused_selective_scan: true,
         }
     }
 }
