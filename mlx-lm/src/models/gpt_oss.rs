@@ -17,7 +17,8 @@
 //! any mix of layer kinds runs (mlx_lm looks up the first of each kind and raises without
 //! one); the yarn rope honours `rope_scaling.truncate: false` (the released configs' value:
 //! the correction range unrounded, as transformers and OpenAI's reference compute it; mlx_lm
-//! always rounds it). `swiglu_limit` is read (mlx_lm: 7 always, the released value).
+//! always rounds it); `swiglu_alpha` and `swiglu_limit` are read (mlx_lm: 1.702 and 7
+//! always, the released values).
 
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops;
@@ -40,9 +41,6 @@ use crate::models::base::DecoderArgs;
 use crate::models::sparse::expert_counts;
 use crate::quantization::QuantParams;
 
-/// `SwigluOAI`'s `alpha` (mlx_lm's constant; transformers' `GptOssExperts.alpha`).
-const SWIGLU_ALPHA: f32 = 1.702;
-
 /// gpt_oss's reading of a config.
 #[derive(Debug, Clone)]
 pub struct GptOssArgs {
@@ -50,7 +48,9 @@ pub struct GptOssArgs {
     pub decoder: DecoderArgs,
     pub num_local_experts: i32,
     pub num_experts_per_tok: i32,
-    /// The experts' activation clamps at this (`swiglu_limit`, 7 in the released models).
+    /// The experts' activation: `gate * sigmoid(swiglu_alpha * gate)` (1.702), clamped at
+    /// `swiglu_limit` (7).
+    pub swiglu_alpha: f32,
     pub swiglu_limit: f32,
 }
 
@@ -163,6 +163,8 @@ pub struct GptOssMlp {
     #[tree(static)]
     pub top_k: i32,
     #[tree(static)]
+    pub swiglu_alpha: f32,
+    #[tree(static)]
     pub swiglu_limit: f32,
 }
 
@@ -182,6 +184,7 @@ impl GptOssMlp {
                 true,
             )?,
             top_k: a.num_experts_per_tok,
+            swiglu_alpha: a.swiglu_alpha,
             swiglu_limit: a.swiglu_limit,
         })
     }
@@ -194,10 +197,10 @@ impl Forward for GptOssMlp {
         let g = self.router.forward(x)?;
         let indices = ops::stop_gradient(&top_k_last(&g, self.top_k)?)?;
         let weights = ops::softmax(&ops::take_along_axis(&g, &indices, -1)?, -1, true)?;
-        let limit = self.swiglu_limit;
-        let y = self.experts.forward_with(x, &indices, |up, gate| {
-            swiglu_oai(gate, up, SWIGLU_ALPHA, limit)
-        })?;
+        let (alpha, limit) = (self.swiglu_alpha, self.swiglu_limit);
+        let y = self
+            .experts
+            .forward_with(x, &indices, |up, gate| swiglu_oai(gate, up, alpha, limit))?;
         ops::multiply(&y, &ops::expand_dims(&weights, -1)?)?.sum(-2, false)
     }
 }
@@ -265,19 +268,24 @@ impl GptOss {
             }
         }
         c.declare_neutral(&["experts_per_token"]);
-        let swiglu_limit = c.float_or("swiglu_limit", 7.0)?;
-        if !(swiglu_limit > 0.0 && swiglu_limit.is_finite()) {
-            return Err(invalid(
-                c.path(),
-                &c.key("swiglu_limit"),
-                &format!("{swiglu_limit} is not a positive number"),
-            ));
-        }
+        let positive = |key: &str, default: f64| -> crate::Result<f32> {
+            let v = c.float_or(key, default)?;
+            if v > 0.0 && v.is_finite() {
+                Ok(v as f32)
+            } else {
+                Err(invalid(
+                    c.path(),
+                    &c.key(key),
+                    &format!("{v} is not a positive number"),
+                ))
+            }
+        };
         Ok(GptOssArgs {
             decoder,
             num_local_experts: experts,
             num_experts_per_tok: top_k,
-            swiglu_limit: swiglu_limit as f32,
+            swiglu_alpha: positive("swiglu_alpha", 1.702)?,
+            swiglu_limit: positive("swiglu_limit", 7.0)?,
         })
     }
 
