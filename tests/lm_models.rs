@@ -716,6 +716,7 @@ fn last_logprobs(logits: &Array) -> Array {
 /// 0 for jamba, 4.8e-6 for lfm2_moe-scaled, 0 for granitemoehybrid-tiny and nemotron_h-moe,
 /// up to 4.3e-6 for glm4_moe (4-bit), 7.2e-6 for dots1-tied (0 for the other dots1 models),
 /// 3.8e-6 for deepseek_v2, 9.5e-7 for granitemoe, 2.9e-6 for phimoe and ernie4_5_moe,
+/// 1.9e-6 for gpt_oss (2.4e-6 for gpt_oss-4bit),
 /// 0 for jamba, 4.8e-6 for lfm2_moe-scaled and kimi_linear-tied, 0 for granitemoehybrid-tiny and nemotron_h-moe,
 /// and 9.5e-6 for olmoe, the closest to the
 /// bound: about ten float32 steps of a log-probability near -8), so 1e-5. In bfloat16 a fused chain may keep an intermediate in
@@ -887,7 +888,9 @@ fn compiled_moe_decode_is_traced_once_and_equals_eager() {
 /// 7.2e-7; deepseek_v3's multi-head latent attention computes a prompt with the latent
 /// expanded into per-head keys and values and a step with the projection absorbed into the
 /// query, another order of the same sums: measured up to 9.8e-7 (deepseek_v3) and 1.4e-6
-/// (kimi_linear-tied, its latent attention beside Kimi Delta Attention), 1e-5
+/// (kimi_linear-tied, its latent attention beside Kimi Delta Attention); gpt_oss's sliding
+/// layers attend over the whole prompt under a window mask in one call and over the rotating
+/// cache's window step by step, other operands of the same sums: up to 9.5e-7; 1e-5
 /// bounds a device whose attention groups the sums by length, where a wrong unsort (experts'
 /// outputs at other tokens) moves them by whole units.
 #[test]
