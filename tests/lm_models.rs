@@ -1637,3 +1637,65 @@ fn gemma2_slides_alternate_layers_past_the_window() {
         }
     }
 }
+
+/// GPT-OSS as OpenAI ships it (`gpt_oss-mxfp4-hf`: each layer's experts as
+/// `gate_up_proj_blocks` / `_scales` / `_bias` with gate and up rows interleaved, and
+/// `down_proj_*`) sanitizes to the very expert tensors `mlx_lm.convert --q-mode mxfp4` writes
+/// (`gpt_oss-mxfp4`, quantized from the same float model): same paths, dtypes and bits.
+#[test]
+fn gpt_oss_released_mxfp4_experts_sanitize_to_mlx_lm_s_switch_layers() {
+    let experts = |name: &str| {
+        let model = load(name);
+        let mut leaves: Vec<(String, Array)> = mlx::utils::tree_flatten_with_path(&model)
+            .unwrap()
+            .into_iter()
+            .filter(|(path, _)| path.contains(".mlp.experts."))
+            .map(|(path, a)| (path, a.clone()))
+            .collect();
+        leaves.sort_by(|a, b| a.0.cmp(&b.0));
+        leaves
+    };
+    let (ours, converted) = (experts("gpt_oss-mxfp4-hf"), experts("gpt_oss-mxfp4"));
+    // Four layers of three projections: weight, scales and bias each.
+    assert_eq!(ours.len(), 4 * 3 * 3);
+    assert_eq!(ours.len(), converted.len());
+    let bits = |a: &Array| {
+        mlx::core::ops::view(a, Dtype::Uint8)
+            .unwrap()
+            .to_vec::<u8>()
+            .unwrap()
+    };
+    for ((path, a), (theirs_path, b)) in ours.iter().zip(&converted) {
+        assert_eq!(path, theirs_path);
+        assert_eq!((a.dtype(), a.shape()), (b.dtype(), b.shape()), "{path}");
+        assert_eq!(bits(a), bits(b), "{path}");
+    }
+}
+
+/// A float `experts.gate_up_proj` in Hugging Face's layout (a dequantized GPT-OSS, stored
+/// `[E, in, 2I]` for transformers' `x @ W`) is an error naming the tensor, not a model that
+/// loads with the rows read the wrong way round (mlx_lm 0.32.2 cannot load it either).
+#[test]
+fn gpt_oss_float_experts_in_hugging_face_s_layout_are_an_error() {
+    let dir = std::env::temp_dir().join(format!("mlx-lm-gpt-oss-float-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(model_dir("gpt_oss-mxfp4-hf")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+    }
+    let path = dir.join("model.safetensors");
+    let (mut weights, _) = io::load_safetensors(&path).unwrap();
+    let prefix = "model.layers.0.mlp.experts.gate_up_proj";
+    assert!(weights.remove(&format!("{prefix}_blocks")).is_some());
+    assert!(weights.remove(&format!("{prefix}_scales")).is_some());
+    let float = mlx::core::ops::zeros(&[8, 64, 128], Dtype::Float32).unwrap();
+    weights.insert(prefix.to_string(), float);
+    io::save_safetensors(&path, &weights, None).unwrap();
+    let e = load_model(&dir, LoadOptions::default())
+        .err()
+        .expect("float experts in Hugging Face's layout loaded")
+        .to_string();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(e.contains(prefix) && e.contains("not supported"), "{e}");
+}
