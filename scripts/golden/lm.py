@@ -505,7 +505,7 @@ CONFIGS = {
     # biases and the clamped SwiGLU, the router a biased linear; its yarn rope (factor 32, beta
     # 32 / 1, base 150000) over an original context of 64 (its 4096). Without the released
     # config's `truncate: false`, which mlx_lm 0.32.2 does not read (its yarn always rounds
-    # the correction range): the reference is mlx_lm's rope.
+    # the correction range): the reference is mlx_lm's rope (gpt_oss-truncate has the key).
     "gpt_oss": (
         {**BASE, "model_type": "gpt_oss", "num_hidden_layers": 4, "num_attention_heads": 8,
          "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 64,
@@ -518,6 +518,22 @@ CONFIGS = {
          "hidden_act": "silu", "router_aux_loss_coef": 0.9, "output_router_logits": False,
          "tie_word_embeddings": False},
         mx.float32, 66,
+    ),
+    # The released configs' yarn, `truncate: false` (the correction range unrounded, as
+    # transformers and OpenAI's reference compute it; mlx_lm 0.32.2 ignores the key and
+    # rounds): the reference is mlx_lm's model with its ropes' frequencies so computed
+    # (TRANSFORMERS_FIXES), a 2 : 2 head layout and every other layer sliding from the second.
+    "gpt_oss-truncate": (
+        {**BASE, "model_type": "gpt_oss", "num_hidden_layers": 4, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 64,
+         "num_local_experts": 8, "num_experts_per_tok": 4, "sliding_window": 8,
+         "rope_theta": 150000, "max_position_embeddings": 2048,
+         "layer_types": ["full_attention", "sliding_attention"] * 2,
+         "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "original_max_position_embeddings": 64,
+                          "truncate": False},
+         "attention_bias": True, "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 67,
     ),
     # What mlx_lm's olmoe also reads: biases on the experts (mlp_bias: each routed expert's
     # bias, `bias[indices]`) and on the attention projections, renormalized top-k weights,
@@ -1441,6 +1457,7 @@ QUANTIZED = {
     "gpt2": (32, 4, None),
     # mlx_lm's quant_predicate: the routers at 8 bits.
     "gpt_oss": (32, 4, None),
+    "gpt_oss-truncate": None,
 }
 
 # Models also converted in MLX's floating-point quantization modes (`<name>-<mode>`, as
@@ -1509,7 +1526,7 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 35, RWKV-7.
                      "rwkv7", "rwkv7-bf16",
                      # Issue 38, GPT-OSS.
-                     "gpt_oss"}
+                     "gpt_oss", "gpt_oss-truncate"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -2735,6 +2752,35 @@ def transformers_gelu(model):
 
 TRANSFORMERS_FIXES["gpt_neox"] = transformers_gelu
 TRANSFORMERS_FIXES["gpt_neox-hf"] = transformers_gelu
+
+
+def transformers_yarn_untruncated(model):
+    """mlx_lm's gpt_oss with its yarn ropes as transformers computes them for
+    `rope_scaling.truncate: false`: `YarnRoPE`'s frequencies with the correction range
+    unrounded (mlx_lm's own expressions otherwise, in its order)."""
+    args = model.args
+    scaling = args.rope_scaling
+    dims, base = args.head_dim, args.rope_theta
+    factor = scaling["factor"]
+    original = scaling["original_max_position_embeddings"]
+
+    def correction_dim(rotations):
+        return (dims * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(correction_dim(scaling["beta_fast"]), 0)
+    high = min(correction_dim(scaling["beta_slow"]), dims - 1)
+    if low == high:
+        high += 0.001
+    ramp = mx.clip((mx.arange(dims // 2, dtype=mx.float32) - low) / (high - low), 0, 1)
+    freq_mask = 1.0 - ramp
+    freq_extra = base ** (mx.arange(0, dims, 2, dtype=mx.float32) / dims)
+    freq_inter = factor * freq_extra
+    freqs = (freq_inter * freq_extra) / (freq_inter * freq_mask + freq_extra * (1 - freq_mask))
+    for layer in model.layers:
+        layer.self_attn.rope._freqs = freqs
+
+
+TRANSFORMERS_FIXES["gpt_oss-truncate"] = transformers_yarn_untruncated
 
 
 def golden(name):
