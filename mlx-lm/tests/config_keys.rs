@@ -601,6 +601,7 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gpt_oss", "experts_per_token", json!(2)),
         ("gpt_oss", "swiglu_limit", json!(-1.0)),
         ("gpt_oss", "swiglu_alpha", json!(0.0)),
+        ("gpt_oss", "num_key_value_heads", json!(3)),
         (
             "gpt_oss",
             "layer_types",

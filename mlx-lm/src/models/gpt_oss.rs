@@ -223,7 +223,8 @@ fn router_at_8_bits(path: &str) -> Option<QuantParams> {
 
 impl GptOss {
     /// Python: gpt_oss's `ModelArgs`, over every key of transformers' `GptOssConfig`:
-    /// `head_dim` 64, `sliding_window` 128 and `rope_theta` 150000 by default (mlx_lm's),
+    /// `head_dim` 64, `num_key_value_heads` 8 (dividing the query heads), `sliding_window` 128
+    /// and `rope_theta` 150000 by default (mlx_lm's and transformers'),
     /// `attention_bias` true only (mlx_lm's layers always have the biases), an untied head
     /// (mlx_lm always has one), `layer_types` alternating from a sliding layer by default.
     pub fn args(c: &ModelConfig) -> crate::Result<GptOssArgs> {
@@ -242,8 +243,18 @@ impl GptOss {
             |head_dim| {
                 RotaryEmbedding::from_config(c, head_dim, rope_theta(c, Some(150000.0))?, false)
             },
-            |heads| c.dim_or("num_key_value_heads", Some(heads)),
+            |_| c.dim_or("num_key_value_heads", Some(8)),
         )?;
+        if decoder.num_attention_heads % decoder.num_key_value_heads != 0 {
+            return Err(invalid(
+                c.path(),
+                &c.key("num_key_value_heads"),
+                &format!(
+                    "{} key/value heads do not divide {} query heads",
+                    decoder.num_key_value_heads, decoder.num_attention_heads
+                ),
+            ));
+        }
         let layers = decoder.num_hidden_layers;
         let sliding = match c.get("layer_types") {
             None | Some(Value::Null) => (0..layers).map(|i| i % 2 == 0).collect(),
