@@ -656,6 +656,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "granitemoehybrid-tiny",
         // Its routers a plain array, never quantized.
         "nemotron_h-moe",
+        // Its routers (`mlp.router`) at 8 bits in groups of 64 (gpt_oss's `quant_predicate`),
+        // the attention sinks and the experts' biases kept as they are.
+        "gpt_oss",
         // Its routers (`mlp.gate`) at 8 bits in groups of 64 (kimi_linear's
         // `quant_predicate`), the correction biases, `A_log` and `dt_bias` kept as they are.
         "kimi_linear",
@@ -749,6 +752,8 @@ fn quantizing_at_load_in_each_mode_equals_mlx_lm_convert() {
             ],
         ),
         ("deepseek_v3", &[QuantizationMode::Mxfp4]),
+        // What GPT-OSS ships; its routers keep their own affine entry as qwen3_moe's.
+        ("gpt_oss", &[QuantizationMode::Mxfp4]),
     ] {
         for &mode in modes {
             let options = LoadOptions {
@@ -1700,6 +1705,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "nemotron_h-moe",
         "kimi_linear-tied",
         "rwkv7",
+        // Attention sinks over rotating caches (window 8) and key/value caches; the experts'
+        // sorted path in the long chunks, the unsorted one in the short.
+        "gpt_oss",
+        "gpt_oss-mxfp4",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

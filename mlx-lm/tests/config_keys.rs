@@ -10,6 +10,7 @@ use mlx_lm::models::baichuan_m1::BaichuanM1Args;
 use mlx_lm::models::cohere::CohereArgs;
 use mlx_lm::models::gpt2::Gpt2Args;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
+use mlx_lm::models::gpt_oss::GptOss;
 use mlx_lm::models::jamba::JambaArgs;
 use mlx_lm::models::kimi_linear::KimiLinearArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
@@ -107,6 +108,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "exaone4" => Exaone4::args(c).map(drop),
         "cohere2" => Cohere2::args(c).map(drop),
         "gpt2" => Gpt2Args::from_config(c).map(drop),
+        "gpt_oss" => GptOss::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -196,6 +198,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "exaone4",
         "cohere2",
         "gpt2",
+        "gpt_oss",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }
@@ -590,6 +593,25 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
         ("gpt2", "reorder_and_upcast_attn", json!(true)),
         ("gpt2", "n_inner", json!(100)),
         ("gpt2", "activation_function", json!("relu")),
+        // GPT-OSS's attention always has its biases and its own head; the experts' counts
+        // agree (OpenAI's `experts_per_token` too); the activation's constants are positive.
+        ("gpt_oss", "attention_bias", json!(false)),
+        ("gpt_oss", "tie_word_embeddings", json!(true)),
+        ("gpt_oss", "num_experts_per_tok", json!(9)),
+        ("gpt_oss", "experts_per_token", json!(2)),
+        ("gpt_oss", "swiglu_limit", json!(-1.0)),
+        ("gpt_oss", "swiglu_alpha", json!(0.0)),
+        ("gpt_oss", "num_key_value_heads", json!(3)),
+        (
+            "gpt_oss",
+            "layer_types",
+            json!([
+                "sliding_attention",
+                "chunked_attention",
+                "full_attention",
+                "full_attention"
+            ]),
+        ),
         // RWKV-7 as mlx_lm builds it: relu² channel mix, the first layer's pre-norm,
         // LayerNorms with biases, no attention layers, heads of head_dim.
         ("rwkv7", "hidden_act", json!("silu")),

@@ -34,6 +34,7 @@ from transformers import (  # noqa: E402
     Exaone4Config,
     GPT2Config,
     GPTNeoXConfig,
+    GptOssConfig,
     Gemma2Config,
     Gemma3Config,
     Gemma3TextConfig,
@@ -469,6 +470,9 @@ def configs():
         "cohere2": Cohere2Config(**dict(SIZES, num_key_value_heads=2), head_dim=16),
         # GPT-2 as transformers defaults it.
         "gpt2": GPT2Config(vocab_size=384, n_embd=64, n_layer=4, n_head=4, n_positions=128),
+        # GPT-OSS as transformers 5 defaults it (its yarn rope under rope_parameters, with
+        # truncate false; swiglu_alpha and swiglu_limit; layer_types alternating).
+        "gpt_oss": GptOssConfig(**SIZES, num_local_experts=8),
     }
 
 

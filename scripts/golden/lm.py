@@ -498,6 +498,43 @@ CONFIGS = {
          "rope_theta": 10000.0, "tie_word_embeddings": False, "clip_qkv": None},
         mx.float32, 19,
     ),
+    # GPT-OSS-20B's shape (issue 38): head_dim 64 and GQA 8:2 (its 64:8), 4 layers alternating
+    # sliding (window 8, inside the 40-token prompt: the rotating caches wrap during the 64
+    # greedy tokens) and full attention, per-head attention sinks, biased q/k/v/o, experts of
+    # intermediate_size = hidden_size as its 2880 / 2880, 8 experts top 4 (its 32 top 4) with
+    # biases and the clamped SwiGLU, the router a biased linear; its yarn rope (factor 32, beta
+    # 32 / 1, base 150000) over an original context of 64 (its 4096). Without the released
+    # config's `truncate: false`, which mlx_lm 0.32.2 does not read (its yarn always rounds
+    # the correction range): the reference is mlx_lm's rope (gpt_oss-truncate has the key).
+    "gpt_oss": (
+        {**BASE, "model_type": "gpt_oss", "num_hidden_layers": 4, "num_attention_heads": 8,
+         "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 64,
+         "num_local_experts": 8, "num_experts_per_tok": 4, "experts_per_token": 4,
+         "sliding_window": 8, "rope_theta": 150000, "max_position_embeddings": 2048,
+         "layer_types": ["sliding_attention", "full_attention"] * 2,
+         "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "original_max_position_embeddings": 64},
+         "initial_context_length": 64, "swiglu_limit": 7.0, "attention_bias": True,
+         "hidden_act": "silu", "router_aux_loss_coef": 0.9, "output_router_logits": False,
+         "tie_word_embeddings": False},
+        mx.float32, 66,
+    ),
+    # The released configs' yarn, `truncate: false` (the correction range unrounded, as
+    # transformers and OpenAI's reference compute it; mlx_lm 0.32.2 ignores the key and
+    # rounds): the reference is mlx_lm's model with its ropes' frequencies so computed
+    # (TRANSFORMERS_FIXES), a 2 : 2 head layout and every other layer sliding from the second.
+    "gpt_oss-truncate": (
+        {**BASE, "model_type": "gpt_oss", "num_hidden_layers": 4, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "head_dim": 64, "intermediate_size": 64,
+         "num_local_experts": 8, "num_experts_per_tok": 4, "sliding_window": 8,
+         "rope_theta": 150000, "max_position_embeddings": 2048,
+         "layer_types": ["full_attention", "sliding_attention"] * 2,
+         "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0,
+                          "beta_slow": 1.0, "original_max_position_embeddings": 64,
+                          "truncate": False},
+         "attention_bias": True, "hidden_act": "silu", "tie_word_embeddings": False},
+        mx.float32, 67,
+    ),
     # What mlx_lm's olmoe also reads: biases on the experts (mlp_bias: each routed expert's
     # bias, `bias[indices]`) and on the attention projections, renormalized top-k weights,
     # grouped key-value heads, tied embeddings.
@@ -1303,7 +1340,7 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
                "phimoe": 40, "phimoe-jitter": 40, "ernie4_5_moe": 40,
-               "ernie4_5_moe-bias": 40, "kimi_linear": 40}
+               "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1418,6 +1455,9 @@ QUANTIZED = {
     "cohere2": (32, 4, None),
     "cohere2-f16": None,
     "gpt2": (32, 4, None),
+    # mlx_lm's quant_predicate: the routers at 8 bits.
+    "gpt_oss": (32, 4, None),
+    "gpt_oss-truncate": None,
 }
 
 # Models also converted in MLX's floating-point quantization modes (`<name>-<mode>`, as
@@ -1429,6 +1469,8 @@ QUANTIZED_MODES = {
     "qwen2": ("mxfp4", "nvfp4", "mxfp8"),
     "qwen3_moe": ("mxfp4", "nvfp4", "mxfp8"),
     "deepseek_v3": ("mxfp4",),
+    # What GPT-OSS ships: `mlx_lm.convert --q-mode mxfp4` of it.
+    "gpt_oss": ("mxfp4",),
 }
 MODE_SUFFIXES = tuple(f"-{m}" for m in ("mxfp4", "nvfp4", "mxfp8"))
 
@@ -1482,7 +1524,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 35, Kimi Linear.
                      "kimi_linear", "kimi_linear-tied",
                      # Issue 35, RWKV-7.
-                     "rwkv7", "rwkv7-bf16"}
+                     "rwkv7", "rwkv7-bf16",
+                     # Issue 38, GPT-OSS.
+                     "gpt_oss", "gpt_oss-truncate"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -1796,7 +1840,7 @@ def make_models(names):
     for name in names:
         modes = [MODELS / f"{name}-{m}" for m in QUANTIZED_MODES.get(name, ())]
         for folder in [MODELS / name, MODELS / f"{name}-4bit", MODELS / f"{name}-hf",
-                       MODELS / f"{name}-4bit-hf"] + modes:
+                       MODELS / f"{name}-4bit-hf", MODELS / f"{name}-mxfp4-hf"] + modes:
             if folder.exists():
                 shutil.rmtree(folder)
     if not tokenizer.exists():
@@ -1888,6 +1932,9 @@ def make_models(names):
         if name == "rwkv7":
             hf_layout_rwkv7()
             weights_recipe.write(MODELS / "rwkv7-hf")
+        if name == "gpt_oss":
+            hf_layout_gpt_oss(config)
+            weights_recipe.write(MODELS / "gpt_oss-mxfp4-hf")
     add_tokenizer(TRANSFORMERS_MODELS)
     shutil.rmtree(tokenizer)
 
@@ -2121,6 +2168,58 @@ def hf_layout_lfm2_moe():
             out[k] = v
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_gpt_oss(config):
+    """The GPT-OSS model as OpenAI's checkpoints ship it (`gpt_oss-mxfp4-hf`): the experts in
+    MXFP4 and everything else in float (`quantization_config: {quant_method: mxfp4}`, no
+    `quantization`), each layer's experts as `experts.gate_up_proj_blocks` (the packed bytes
+    `[E, 2I, in / 32, 16]`, gate and up rows interleaved), `gate_up_proj_scales`,
+    `gate_up_proj_bias` (interleaved too), `down_proj_blocks` / `_scales` / `_bias`. mlx_lm's
+    sanitize turns them back into its switch layers."""
+    dst = MODELS / "gpt_oss-mxfp4-hf"
+    shutil.copytree(MODELS / "gpt_oss", dst)
+    (dst / "model.safetensors.index.json").unlink()
+    fmodel, _ = load_model(MODELS / "gpt_oss")
+    qmodel, _ = quantize_model(fmodel, dict(config), None, None, mode="mxfp4",
+                               quant_predicate=lambda p, m: ".experts." in p)
+    weights = dict(tree_flatten(qmodel.parameters()))
+
+    def interleave(a, b):
+        return mx.stack([a, b], axis=-2).reshape(*a.shape[:-2], 2 * a.shape[-2], a.shape[-1])
+
+    def blocks(w):
+        return w.view(mx.uint8).reshape(*w.shape[:-1], -1, 16)
+
+    out = {}
+    for k, v in weights.items():
+        if ".experts.up_proj." in k:
+            continue
+        if ".experts.gate_proj." in k:
+            prefix, param = k.split(".experts.gate_proj.")
+            up = weights[f"{prefix}.experts.up_proj.{param}"]
+            if param == "bias":
+                both = mx.stack([v, up], axis=-1).reshape(*v.shape[:-1], -1)
+                out[f"{prefix}.experts.gate_up_proj_bias"] = both
+            elif param == "weight":
+                out[f"{prefix}.experts.gate_up_proj_blocks"] = blocks(interleave(v, up))
+            else:
+                out[f"{prefix}.experts.gate_up_proj_scales"] = interleave(v, up)
+        elif ".experts.down_proj." in k:
+            prefix, param = k.split(".experts.down_proj.")
+            suffix = {"weight": "blocks", "scales": "scales", "bias": "bias"}[param]
+            out[f"{prefix}.experts.down_proj_{suffix}"] = blocks(v) if param == "weight" else v
+        else:
+            out[k] = v
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+    hf_config = {k: v for k, v in dict(config).items() if k != "quantization"}
+    hf_config["quantization_config"] = {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": ["model.layers.*.self_attn", "model.layers.*.mlp.router",
+                                   "model.embed_tokens", "lm_head"],
+    }
+    (dst / "config.json").write_text(json.dumps(hf_config, indent=4) + "\n")
 
 
 def hf_layout_mixtral(name="mixtral"):
@@ -2653,6 +2752,35 @@ def transformers_gelu(model):
 
 TRANSFORMERS_FIXES["gpt_neox"] = transformers_gelu
 TRANSFORMERS_FIXES["gpt_neox-hf"] = transformers_gelu
+
+
+def transformers_yarn_untruncated(model):
+    """mlx_lm's gpt_oss with its yarn ropes as transformers computes them for
+    `rope_scaling.truncate: false`: `YarnRoPE`'s frequencies with the correction range
+    unrounded (mlx_lm's own expressions otherwise, in its order)."""
+    args = model.args
+    scaling = args.rope_scaling
+    dims, base = args.head_dim, args.rope_theta
+    factor = scaling["factor"]
+    original = scaling["original_max_position_embeddings"]
+
+    def correction_dim(rotations):
+        return (dims * math.log(original / (rotations * 2 * math.pi))) / (2 * math.log(base))
+
+    low = max(correction_dim(scaling["beta_fast"]), 0)
+    high = min(correction_dim(scaling["beta_slow"]), dims - 1)
+    if low == high:
+        high += 0.001
+    ramp = mx.clip((mx.arange(dims // 2, dtype=mx.float32) - low) / (high - low), 0, 1)
+    freq_mask = 1.0 - ramp
+    freq_extra = base ** (mx.arange(0, dims, 2, dtype=mx.float32) / dims)
+    freq_inter = factor * freq_extra
+    freqs = (freq_inter * freq_extra) / (freq_inter * freq_mask + freq_extra * (1 - freq_mask))
+    for layer in model.layers:
+        layer.self_attn.rope._freqs = freqs
+
+
+TRANSFORMERS_FIXES["gpt_oss-truncate"] = transformers_yarn_untruncated
 
 
 def golden(name):

@@ -333,6 +333,12 @@ CASES = [
      "top_k": 20},
     {"model": "qwen3_moe-mxfp4", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # GPT-OSS (issue 38): attention sinks over the sliding layers' rotating caches (window 8)
+    # and the full layers' key/value caches, prompts of one length (as the other sliding
+    # families) past the window and longer than one prefill chunk; the MXFP4 experts sampled.
+    {"model": "gpt_oss", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    {"model": "gpt_oss-mxfp4", "lengths": [12, 12], "max_tokens": 20, "seed": 19,
+     "temp": 1.0, "top_k": 20},
 ]
 
 

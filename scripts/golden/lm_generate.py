@@ -572,6 +572,11 @@ PROMPT_CACHE = [
     # the model's dtype), float32 and bfloat16.
     ("rwkv7", 16),
     ("rwkv7-bf16", 16),
+    # GPT-OSS: rotating caches (window 8) past their window beside the full layers' key/value
+    # caches, under attention sinks; a prefix of 34 routes 136 (token, expert) pairs (the
+    # sorted path), the MXFP4 experts through gather_qmm.
+    ("gpt_oss", 34),
+    ("gpt_oss-mxfp4", 34),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the

@@ -362,11 +362,14 @@ impl Upcast {
         values: &Array,
         scale: f32,
         mask: impl Into<AttentionMask<'m>>,
+        sinks: Option<&Array>,
     ) -> Result<Array> {
         let f32 = |x: &Array| x.astype(Dtype::Float32);
         let (q, k) = match self {
             Upcast::None => {
-                return fast::scaled_dot_product_attention(queries, keys, values, scale, mask, None)
+                return fast::scaled_dot_product_attention(
+                    queries, keys, values, scale, mask, sinks,
+                )
             }
             Upcast::Queries => (f32(queries)?, keys.clone()),
             Upcast::QueriesKeys => (f32(queries)?, f32(keys)?),
@@ -375,7 +378,7 @@ impl Upcast {
             }
             Upcast::QueriesIfFloat16 => (queries.clone(), keys.clone()),
         };
-        fast::scaled_dot_product_attention(&q, &k, values, scale, mask, None)?
+        fast::scaled_dot_product_attention(&q, &k, values, scale, mask, sinks)?
             .astype(values.dtype())
     }
 }
@@ -394,7 +397,57 @@ pub fn attend_upcast(
     cache: Option<&mut LayerCache>,
     upcast: Upcast,
 ) -> Result<Array> {
-    let fused = fused && !upcast.changes(&queries);
+    attend_inner(
+        queries, keys, values, rope, scale, plain_mask, window, fused, cache, upcast, None,
+    )
+}
+
+/// [`attend`] with attention sinks: one learned logit per query head that joins every
+/// softmax and takes its share of the weight without a value (Python:
+/// `scaled_dot_product_attention(..., sinks=sinks)`, GPT-OSS). Never the one-kernel decode
+/// attention, which has no sinks: MLX's own kernels then, as in mlx_lm.
+#[allow(clippy::too_many_arguments)]
+pub fn attend_with_sinks(
+    queries: Array,
+    keys: Array,
+    values: Array,
+    rope: Option<&RotaryEmbedding>,
+    scale: f32,
+    plain_mask: &PlainMask,
+    window: Option<i32>,
+    cache: Option<&mut LayerCache>,
+    sinks: &Array,
+) -> Result<Array> {
+    attend_inner(
+        queries,
+        keys,
+        values,
+        rope,
+        scale,
+        plain_mask,
+        window,
+        false,
+        cache,
+        Upcast::None,
+        Some(sinks),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn attend_inner(
+    queries: Array,
+    keys: Array,
+    values: Array,
+    rope: Option<&RotaryEmbedding>,
+    scale: f32,
+    plain_mask: &PlainMask,
+    window: Option<i32>,
+    fused: bool,
+    cache: Option<&mut LayerCache>,
+    upcast: Upcast,
+    sinks: Option<&Array>,
+) -> Result<Array> {
+    let fused = fused && sinks.is_none() && !upcast.changes(&queries);
     let rotate_at = |x: &Array, offset: &Array| -> Result<Array> {
         match rope {
             Some(rope) => rope.forward(x, offset),
@@ -406,7 +459,7 @@ pub fn attend_upcast(
             Some(rope) => (rope.forward(&queries, 0)?, rope.forward(&keys, 0)?),
             None => (queries, keys),
         };
-        return upcast.sdpa(&queries, &keys, &values, scale, plain_mask.as_mask());
+        return upcast.sdpa(&queries, &keys, &values, scale, plain_mask.as_mask(), sinks);
     };
     let rotate = |offset: &Array| -> Result<(Array, Array)> {
         Ok((rotate_at(&queries, offset)?, rotate_at(&keys, offset)?))
@@ -414,7 +467,7 @@ pub fn attend_upcast(
     let (queries, (keys, values, mask)) = match cache {
         LayerCache::Kv(c) if c.prefix_attention => {
             let (q, k) = rotate(&c.rope_offset()?)?;
-            return attend_prefix(&q, &k, &values, scale, window, c, upcast);
+            return attend_prefix(&q, &k, &values, scale, window, c, upcast, sinks);
         }
         LayerCache::Kv(c) => {
             let (q, k) = rotate(&c.rope_offset()?)?;
@@ -461,7 +514,7 @@ pub fn attend_upcast(
         LayerCache::Rotating(c) => {
             let (q, k) = rotate(&c.offset)?;
             let (keys, values, mask) = c.update_and_fetch(&k, &values)?;
-            return upcast.sdpa(&q, &keys, &values, scale, mask.as_mask());
+            return upcast.sdpa(&q, &keys, &values, scale, mask.as_mask(), sinks);
         }
         other => {
             return Err(wrong_input(&format!(
@@ -470,13 +523,14 @@ pub fn attend_upcast(
             )))
         }
     };
-    upcast.sdpa(&queries, &keys, &values, scale, &mask)
+    upcast.sdpa(&queries, &keys, &values, scale, &mask, sinks)
 }
 
 /// Attention over the written prefix of a cache in
 /// [prefix mode](crate::cache::KvCache::set_prefix_attention): mlx_lm's own operands and masks
 /// (`create_attention_mask`: none for one new position, `"causal"` for several, an explicit
 /// mask where a window or padding cuts in).
+#[allow(clippy::too_many_arguments)]
 fn attend_prefix(
     queries: &Array,
     keys: &Array,
@@ -485,6 +539,7 @@ fn attend_prefix(
     window: Option<i32>,
     cache: &mut KvCache,
     upcast: Upcast,
+    sinks: Option<&Array>,
 ) -> Result<Array> {
     let length = keys.shape().get(2).copied().unwrap_or(0);
     let end = cache.offset.item::<i32>()? + length;
@@ -501,5 +556,5 @@ fn attend_prefix(
         None if length == 1 => AttentionMask::None,
         None => AttentionMask::Causal,
     };
-    upcast.sdpa(queries, &keys, &values, scale, mask)
+    upcast.sdpa(queries, &keys, &values, scale, mask, sinks)
 }

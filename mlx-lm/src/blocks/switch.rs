@@ -177,6 +177,17 @@ impl SwitchGlu {
     /// `x [..., dim]` through the experts `indices [..., k]`: `[..., k, dim]`, one row per
     /// routed expert (Python: `SwitchGLU.__call__`).
     pub fn forward(&self, x: &Array, indices: &Array) -> Result<Array> {
+        self.forward_with(x, indices, |up, gate| swiglu(gate, up))
+    }
+
+    /// [`forward`](Self::forward) with another gated activation, called as mlx_lm's
+    /// `SwitchGLU` calls its `activation(x_up, x_gate)` (GPT-OSS's `SwigluOAI`).
+    pub fn forward_with(
+        &self,
+        x: &Array,
+        indices: &Array,
+        activation: impl Fn(&Array, &Array) -> Result<Array>,
+    ) -> Result<Array> {
         let x = ops::expand_dims(x, &[-2, -3][..])?;
         let indices = ops::stop_gradient(indices)?;
         let sort = indices.size() >= SORT_THRESHOLD;
@@ -190,7 +201,7 @@ impl SwitchGlu {
         let x_gate = self.gate_proj.forward_experts(&x, &idx, sort)?;
         let x = self
             .down_proj
-            .forward_experts(&swiglu(&x_gate, &x_up)?, &idx, sort)?;
+            .forward_experts(&activation(&x_up, &x_gate)?, &idx, sort)?;
         let x = match inv_order {
             Some(inv) => scatter_unsort(&x, &inv, indices.shape())?,
             None => x,

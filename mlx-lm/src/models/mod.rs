@@ -20,6 +20,7 @@ pub mod glm4;
 pub mod glm4_moe;
 pub mod gpt2;
 pub mod gpt_neox;
+pub mod gpt_oss;
 pub mod granite;
 pub mod granitemoe;
 pub mod granitemoehybrid;
@@ -74,6 +75,7 @@ pub use glm4::Glm4;
 pub use glm4_moe::Glm4Moe;
 pub use gpt2::Gpt2;
 pub use gpt_neox::GptNeox;
+pub use gpt_oss::GptOss;
 pub use granite::Granite;
 pub use granitemoe::GraniteMoe;
 pub use granitemoehybrid::GraniteMoeHybrid;
@@ -126,7 +128,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 54] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 55] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -144,6 +146,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 54] {
         ("gemma3_text", builtin!(Gemma3Text)),
         ("glm4", builtin!(Glm4)),
         ("gpt2", builtin!(Gpt2)),
+        ("gpt_oss", builtin!(GptOss)),
         ("gpt_neox", builtin!(GptNeox)),
         ("granite", builtin!(Granite)),
         ("granitemoe", builtin!(GraniteMoe)),
