@@ -168,6 +168,8 @@ const MODELS: &[&str] = &[
     "glm4",
     "glm4-4bit",
     // Issue 37, Ministral 3 (session 50).
+    "llama4_text",
+    "llama4_text-4bit",
     "ministral3",
     "ministral3-4bit",
     "ministral3-tied",

@@ -1194,6 +1194,20 @@ CONFIGS = {
     # 16384 as 16, so the 24-token prompt and its 64 greedy tokens cross five steps of it),
     # the yarn rope (factor 16, mscale = mscale_all_dim = 1) all under rope_parameters, heads
     # wider than hidden / heads (its 128 against 4096 / 32), GQA 4:2, untied.
+    # Llama 4 text as mlx_lm's llama4_text has it (dense; MobileLLM-R1's kind): GQA, the
+    # fourth layer NoPE, weightless q/k norms, the MLP of intermediate_size_mlp (not
+    # intermediate_size), untied `output`; with the transformers keys mlx_lm leaves unused
+    # (no expert layer; chunking and temperature tuning past these positions).
+    "llama4_text": (
+        {**BASE, "model_type": "llama4_text", "num_hidden_layers": 4, "head_dim": 16,
+         "intermediate_size_mlp": 96, "rope_theta": 500000.0, "tie_word_embeddings": False,
+         "no_rope_layers": [1, 1, 1, 0], "use_qk_norm": True, "hidden_act": "silu",
+         "moe_layers": [], "num_local_experts": 16, "num_experts_per_tok": 1,
+         "interleave_moe_layer_step": 1, "attention_chunk_size": 8192,
+         "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
+         "attention_bias": False},
+        mx.float32, 71,
+    ),
     "ministral3": (
         {**BASE, "model_type": "ministral3", "head_dim": 32, "tie_word_embeddings": False,
          "hidden_act": "silu",
@@ -1322,6 +1336,7 @@ QUANTIZED = {
     "qwen3": (32, 4, None),
     "qwen3_5": (32, 4, None),
     "smollm3": (32, 4, None),
+    "llama4_text": (32, 4, None),
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
