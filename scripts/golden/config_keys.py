@@ -38,6 +38,7 @@ from transformers import (  # noqa: E402
     Gemma3Config,
     Gemma3TextConfig,
     GemmaConfig,
+    Llama4TextConfig,
     Glm4MoeConfig,
     GraniteMoeConfig,
     Glm4Config,
@@ -453,6 +454,9 @@ def configs():
         # Ministral 3 as transformers defaults it (yarn, llama_4_scaling_beta and
         # max_position_embeddings under rope_parameters); the multimodal Mistral 3 over it
         # and over a mistral text model (Mistral-Small-3.1's).
+        # Llama 4 text as mlx_lm's dense llama4_text reads it (no expert layer: moe_layers
+        # [], MobileLLM-R1's kind); the chunking and temperature-tuning keys at their defaults.
+        "llama4_text": Llama4TextConfig(**SIZES, head_dim=16, moe_layers=[]),
         "ministral3": Ministral3Config(**SIZES, head_dim=16),
         "mistral3": Mistral3Config(text_config=Ministral3Config(**SIZES, head_dim=16).to_dict()),
         "mistral3-mistral": Mistral3Config(text_config=MistralConfig(**SIZES).to_dict()),

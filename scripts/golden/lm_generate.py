@@ -540,6 +540,8 @@ PROMPT_CACHE = [
     ("olmo3", 16),
     # GLM-4: key/value caches under the partial traditional rope.
     ("glm4", 16),
+    # Llama 4 text (llama4_text): key/value caches of its rope layers and of its NoPE layer.
+    ("llama4_text", 16),
     # Ministral 3: key/value caches under the query scaling, a prefix of 16 (one step of it)
     # and a continuation past it; the tied model's rotating cache past its window.
     ("ministral3", 16),
