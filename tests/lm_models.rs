@@ -114,6 +114,8 @@ const MODELS: &[&str] = &[
     "phimoe-4bit",
     "phimoe-jitter",
     "phimoe-hf",
+    "phimoe-longrope",
+    "phimoe-longrope-4bit",
     "ernie4_5_moe",
     "ernie4_5_moe-4bit",
     "ernie4_5_moe-bias",

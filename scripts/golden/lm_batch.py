@@ -190,6 +190,7 @@ CASES = [
     {"model": "deepseek_v2-lite", "lengths": [9, 2, 15], "max_tokens": 16},
     {"model": "granitemoe", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "phimoe-jitter", "lengths": [9, 2, 15], "max_tokens": 16},
+    {"model": "phimoe-longrope", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "ernie4_5_moe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     # kimi_linear: mlx_lm masks KDA's three convolutions and its recurrence (the cache's
     # lengths), so its batch is the reference; MLA's compressed cache left-padded, the

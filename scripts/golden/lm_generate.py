@@ -515,6 +515,8 @@ PROMPT_CACHE = [
     ("deepseek_v2", 34),
     ("granitemoe", 34),
     ("phimoe", 34),
+    # Phi-3.5-MoE's long rope (mlx_lm's SuScaledRoPE: the long factors at every length).
+    ("phimoe-longrope", 34),
     ("ernie4_5_moe", 34),
     # Issue 37, RMSNorm llama-likes: internlm3's dynamic NTK rope (a prefix of 16, its
     # max_position_embeddings: the continuation's base grows), granite's multipliers.
