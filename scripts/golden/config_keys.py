@@ -326,6 +326,18 @@ def configs():
         # Phi-mini-MoE's kind: no rope scaling, biased attention and head.
         "phimoe": PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
                                attention_bias=True, lm_head_bias=True),
+        # Phi-3.5-MoE's long rope as its released config writes it (rope_scaling beside the
+        # top-level position limits).
+        "phimoe-longrope": dict(
+            {k: v for k, v in PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
+                                           attention_bias=True,
+                                           lm_head_bias=True).to_dict().items()
+             if k != "rope_parameters"},
+            rope_theta=10000.0, max_position_embeddings=131072,
+            original_max_position_embeddings=4096, sliding_window=131072,
+            rope_scaling={"type": "longrope", "long_factor": [1.5] * 8,
+                          "short_factor": [1.0] * 8, "long_mscale": 1.243163121016122,
+                          "short_mscale": 1.243163121016122}),
         # ERNIE-4.5-MoE as transformers defaults it (moe_layer_end_index -1: the last layer).
         "ernie4_5_moe": Ernie4_5_MoeConfig(**SIZES, moe_num_experts=8, moe_k=2,
                                            moe_intermediate_size=32,
