@@ -644,6 +644,7 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         "olmo2",
         "olmo3",
         "glm4",
+        "llama4_text",
         "ministral3",
         "exaone4",
         "cohere2",
@@ -1691,6 +1692,7 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "olmo2",
         "olmo3",
         "glm4",
+        "llama4_text",
         // The query scaling's positions continue across the chunks.
         "ministral3",
         "ministral3-tied",

@@ -122,6 +122,8 @@ const MODELS: &[&str] = &[
     "phimoe-4bit",
     "phimoe-jitter",
     "phimoe-hf",
+    "phimoe-longrope",
+    "phimoe-longrope-4bit",
     "ernie4_5_moe",
     "ernie4_5_moe-4bit",
     "ernie4_5_moe-bias",
@@ -176,6 +178,8 @@ const MODELS: &[&str] = &[
     "glm4",
     "glm4-4bit",
     // Issue 37, Ministral 3 (session 50).
+    "llama4_text",
+    "llama4_text-4bit",
     "ministral3",
     "ministral3-4bit",
     "ministral3-tied",

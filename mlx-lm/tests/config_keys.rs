@@ -24,8 +24,8 @@ use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     Cohere2, DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, Exaone4, FalconH1, Gemma, Gemma2, Gemma3,
     Gemma3Text, Glm4, Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Mamba, Mamba2, Ministral3, Mistral3, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe,
-    Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
+    Llama4Text, Mamba, Mamba2, Ministral3, Mistral3, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3,
+    PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -103,6 +103,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "olmo2" => Olmo2::args(c).map(drop),
         "olmo3" => Olmo3::args(c).map(drop),
         "glm4" => Glm4::args(c).map(drop),
+        "llama4_text" => Llama4Text::args(c).map(drop),
         "ministral3" => Ministral3::args(c).map(drop),
         "mistral3" => Mistral3::args(c).map(drop),
         "exaone4" => Exaone4::args(c).map(drop),
@@ -193,6 +194,7 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "olmo2",
         "olmo3",
         "glm4",
+        "llama4_text",
         "ministral3",
         "mistral3",
         "exaone4",
@@ -545,6 +547,15 @@ fn values_the_architecture_does_not_compute_with_are_errors() {
             json!(["sparse", "sparse", "sparse", "sparse"]),
         ),
         ("kimi_linear", "num_experts_per_token", json!(9)),
+        // mlx_lm's llama4_text has no experts, nor a scaled rope.
+        ("llama4_text", "moe_layers", json!([1, 3])),
+        (
+            "llama4_text",
+            "rope_parameters",
+            json!({"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0,
+                   "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                   "original_max_position_embeddings": 8192}),
+        ),
         // Ministral 3's layers are full or sliding; mistral3's text model is ministral3 or
         // llama-like (no mistral4).
         (

@@ -39,6 +39,7 @@ from transformers import (  # noqa: E402
     Gemma3Config,
     Gemma3TextConfig,
     GemmaConfig,
+    Llama4TextConfig,
     Glm4MoeConfig,
     GraniteMoeConfig,
     Glm4Config,
@@ -326,6 +327,18 @@ def configs():
         # Phi-mini-MoE's kind: no rope scaling, biased attention and head.
         "phimoe": PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
                                attention_bias=True, lm_head_bias=True),
+        # Phi-3.5-MoE's long rope as its released config writes it (rope_scaling beside the
+        # top-level position limits).
+        "phimoe-longrope": dict(
+            {k: v for k, v in PhimoeConfig(**SIZES, num_local_experts=8, num_experts_per_tok=2,
+                                           attention_bias=True,
+                                           lm_head_bias=True).to_dict().items()
+             if k != "rope_parameters"},
+            rope_theta=10000.0, max_position_embeddings=131072,
+            original_max_position_embeddings=4096, sliding_window=131072,
+            rope_scaling={"type": "longrope", "long_factor": [1.5] * 8,
+                          "short_factor": [1.0] * 8, "long_mscale": 1.243163121016122,
+                          "short_mscale": 1.243163121016122}),
         # ERNIE-4.5-MoE as transformers defaults it (moe_layer_end_index -1: the last layer).
         "ernie4_5_moe": Ernie4_5_MoeConfig(**SIZES, moe_num_experts=8, moe_k=2,
                                            moe_intermediate_size=32,
@@ -454,6 +467,9 @@ def configs():
         # Ministral 3 as transformers defaults it (yarn, llama_4_scaling_beta and
         # max_position_embeddings under rope_parameters); the multimodal Mistral 3 over it
         # and over a mistral text model (Mistral-Small-3.1's).
+        # Llama 4 text as mlx_lm's dense llama4_text reads it (no expert layer: moe_layers
+        # [], MobileLLM-R1's kind); the chunking and temperature-tuning keys at their defaults.
+        "llama4_text": Llama4TextConfig(**SIZES, head_dim=16, moe_layers=[]),
         "ministral3": Ministral3Config(**SIZES, head_dim=16),
         "mistral3": Mistral3Config(text_config=Ministral3Config(**SIZES, head_dim=16).to_dict()),
         "mistral3-mistral": Mistral3Config(text_config=MistralConfig(**SIZES).to_dict()),

@@ -1075,7 +1075,7 @@ CONFIGS = {
          "rms_norm_eps": 1e-6, "tie_word_embeddings": True},
         mx.float32, 41,
     ),
-    # Phi-mini-MoE's shape (no rope scaling; Phi-3.5-MoE's long rope is not built yet):
+    # Phi-mini-MoE's shape (no rope scaling):
     # LayerNorms, biased attention and head, 8 experts (its 16), top 2 by sparsemixer with
     # router_jitter_noise 0.01.
     "phimoe": (
@@ -1084,6 +1084,22 @@ CONFIGS = {
          "rope_scaling": None, "attention_bias": True, "lm_head_bias": True,
          "sliding_window": None, "tie_word_embeddings": False},
         mx.float32, 42,
+    ),
+    # Phi-3.5-MoE's long rope: `longrope` factors (its head's 64 cut to this head's 8) and
+    # mscales, 131072 positions over 4096 original (mlx_lm rotates with the long factors at
+    # every length).
+    "phimoe-longrope": (
+        {**BASE, "model_type": "phimoe", "num_hidden_layers": 3, "num_local_experts": 8,
+         "num_experts_per_tok": 2, "router_jitter_noise": 0.01, "rope_theta": 10000.0,
+         "max_position_embeddings": 131072, "original_max_position_embeddings": 4096,
+         "rope_scaling": {"type": "longrope",
+                          "long_factor": [1.0, 1.14, 1.6, 2.5, 4.9, 11.2, 25.8, 47.3],
+                          "short_factor": [1.0, 1.02, 1.05, 1.1, 1.2, 1.3, 1.1, 1.0],
+                          "long_mscale": 1.243163121016122,
+                          "short_mscale": 1.243163121016122},
+         "attention_bias": True, "lm_head_bias": True, "sliding_window": None,
+         "tie_word_embeddings": False},
+        mx.float32, 44,
     ),
     # sparsemixer's band wide enough to hold several experts (jitter 0.3), top 4.
     "phimoe-jitter": (
@@ -1231,6 +1247,20 @@ CONFIGS = {
     # 16384 as 16, so the 24-token prompt and its 64 greedy tokens cross five steps of it),
     # the yarn rope (factor 16, mscale = mscale_all_dim = 1) all under rope_parameters, heads
     # wider than hidden / heads (its 128 against 4096 / 32), GQA 4:2, untied.
+    # Llama 4 text as mlx_lm's llama4_text has it (dense; MobileLLM-R1's kind): GQA, the
+    # fourth layer NoPE, weightless q/k norms, the MLP of intermediate_size_mlp (not
+    # intermediate_size), untied `output`; with the transformers keys mlx_lm leaves unused
+    # (no expert layer; chunking and temperature tuning past these positions).
+    "llama4_text": (
+        {**BASE, "model_type": "llama4_text", "num_hidden_layers": 4, "head_dim": 16,
+         "intermediate_size_mlp": 96, "rope_theta": 500000.0, "tie_word_embeddings": False,
+         "no_rope_layers": [1, 1, 1, 0], "use_qk_norm": True, "hidden_act": "silu",
+         "moe_layers": [], "num_local_experts": 16, "num_experts_per_tok": 1,
+         "interleave_moe_layer_step": 1, "attention_chunk_size": 8192,
+         "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
+         "attention_bias": False},
+        mx.float32, 71,
+    ),
     "ministral3": (
         {**BASE, "model_type": "ministral3", "head_dim": 32, "tie_word_embeddings": False,
          "hidden_act": "silu",
@@ -1339,7 +1369,7 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "granitemoehybrid-tiny": 40, "nemotron_h-moe": 40,
                "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
-               "phimoe": 40, "phimoe-jitter": 40, "ernie4_5_moe": 40,
+               "phimoe": 40, "phimoe-jitter": 40, "phimoe-longrope": 40, "ernie4_5_moe": 40,
                "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
@@ -1359,6 +1389,7 @@ QUANTIZED = {
     "qwen3": (32, 4, None),
     "qwen3_5": (32, 4, None),
     "smollm3": (32, 4, None),
+    "llama4_text": (32, 4, None),
     "smollm2-bf16": None,
     "lfm2": (32, 4, None),
     "lfm2-1.2b": None,
@@ -1407,6 +1438,7 @@ QUANTIZED = {
     "granitemoe": (32, 4, None),
     "phimoe": (32, 4, None),
     "phimoe-jitter": None,
+    "phimoe-longrope": (32, 4, None),
     "ernie4_5_moe": (32, 4, None),
     "ernie4_5_moe-bias": None,
     # mlx_lm's quant_predicate: the router (`mlp.gate`) at 8 bits.
@@ -1520,7 +1552,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 38, grouped-router families.
                      "glm4_moe", "glm4_moe-air", "dots1", "dots1-tied",
                      "deepseek_v2", "deepseek_v2-lite", "granitemoe",
-                     "phimoe", "phimoe-jitter", "ernie4_5_moe", "ernie4_5_moe-bias",
+                     "phimoe", "phimoe-jitter", "phimoe-longrope", "ernie4_5_moe",
+                     "ernie4_5_moe-bias",
                      # Issue 35, Kimi Linear.
                      "kimi_linear", "kimi_linear-tied",
                      # Issue 35, RWKV-7.

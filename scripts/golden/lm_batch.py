@@ -190,6 +190,7 @@ CASES = [
     {"model": "deepseek_v2-lite", "lengths": [9, 2, 15], "max_tokens": 16},
     {"model": "granitemoe", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "phimoe-jitter", "lengths": [9, 2, 15], "max_tokens": 16},
+    {"model": "phimoe-longrope", "lengths": [5, 17, 9, 12], "max_tokens": 20},
     {"model": "ernie4_5_moe-bias", "lengths": [3, 14, 8, 11], "max_tokens": 20},
     # kimi_linear: mlx_lm masks KDA's three convolutions and its recurrence (the cache's
     # lengths), so its batch is the reference; MLA's compressed cache left-padded, the
@@ -289,6 +290,10 @@ CASES = [
     # own positions: mlx_lm's per-sequence offsets, past 16 padding positions too), 4-bit
     # sampled, chunked prefill (not both: as glm4's, no case combines the two); the tied
     # model's sliding layer with prompts of one length; the FP8 mistral3 wrapper.
+    # Llama 4 text: its NoPE layer's and rope layers' caches, left-padded, float and 4-bit.
+    {"model": "llama4_text", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "llama4_text-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     {"model": "ministral3", "lengths": [3, 14, 8, 11], "max_tokens": 24},
     {"model": "ministral3-4bit", "lengths": [30, 7, 19], "max_tokens": 12, "seed": 17,
      "temp": 1.0, "top_k": 20},

@@ -515,6 +515,8 @@ PROMPT_CACHE = [
     ("deepseek_v2", 34),
     ("granitemoe", 34),
     ("phimoe", 34),
+    # Phi-3.5-MoE's long rope (mlx_lm's SuScaledRoPE: the long factors at every length).
+    ("phimoe-longrope", 34),
     ("ernie4_5_moe", 34),
     # Issue 37, RMSNorm llama-likes: internlm3's dynamic NTK rope (a prefix of 16, its
     # max_position_embeddings: the continuation's base grows), granite's multipliers.
@@ -540,6 +542,8 @@ PROMPT_CACHE = [
     ("olmo3", 16),
     # GLM-4: key/value caches under the partial traditional rope.
     ("glm4", 16),
+    # Llama 4 text (llama4_text): key/value caches of its rope layers and of its NoPE layer.
+    ("llama4_text", 16),
     # Ministral 3: key/value caches under the query scaling, a prefix of 16 (one step of it)
     # and a continuation past it; the tied model's rotating cache past its window.
     ("ministral3", 16),

@@ -178,6 +178,39 @@ impl RotaryEmbedding {
         }
     }
 
+    /// Python: `SuScaledRoPE(dims, base, max_position_embeddings,
+    /// original_max_position_embeddings, long_factor=long_factor, long_mscale=long_mscale)`
+    /// (its short factors and `short_mscale` are never used): frequencies `long_factor * base **
+    /// (arange(0, dims, 2) / dims)`, the rotated features scaled first by `long_mscale` when it
+    /// is given and not 0, else by `sqrt(1 + ln(factor) / ln(original))` for `factor = max /
+    /// original` above 1.
+    pub fn su_scaled(
+        dims: i32,
+        base: f64,
+        long_factor: Vec<f32>,
+        max_position_embeddings: f64,
+        original_max_position_embeddings: f64,
+        long_mscale: Option<f64>,
+    ) -> mlx_rs::Result<RotaryEmbedding> {
+        let su = SuScaled {
+            dims,
+            base,
+            long_factor,
+            max_position_embeddings,
+            original_max_position_embeddings,
+        };
+        // Python: `long_mscale or ...`: a zero scale counts as none.
+        let scale = long_mscale
+            .filter(|&m| m != 0.0)
+            .unwrap_or_else(|| su.scale());
+        Ok(RotaryEmbedding {
+            base: None,
+            freqs: Some(su.freqs()?),
+            input_scale: Some(scale as f32),
+            ..RotaryEmbedding::plain(dims, false, base as f32)
+        })
+    }
+
     /// Python: `initialize_rope(dims, base, traditional, scaling_config,
     /// max_position_embeddings)`, with the scaling read from `config`'s `rope_scaling` or
     /// `rope_parameters`. Every key of that object is read here except `rope_theta` (read by

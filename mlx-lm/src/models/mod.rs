@@ -31,6 +31,7 @@ pub mod kimi_linear;
 pub mod lfm2;
 pub mod lfm2_moe;
 pub mod llama;
+pub mod llama4_text;
 pub mod mamba;
 pub mod mamba2;
 pub mod ministral3;
@@ -86,6 +87,7 @@ pub use kimi_linear::KimiLinear;
 pub use lfm2::Lfm2;
 pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
+pub use llama4_text::Llama4Text;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use ministral3::Ministral3;
@@ -128,7 +130,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 55] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 56] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -158,6 +160,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 55] {
         ("lfm2", builtin!(Lfm2)),
         ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
+        ("llama4_text", builtin!(Llama4Text)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
         ("ministral3", builtin!(Ministral3)),

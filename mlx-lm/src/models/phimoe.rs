@@ -9,13 +9,67 @@ use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    plain_rope, rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack, StackEnds,
-    SwitchGlu, TokenMixer,
+    plain_rope, rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack,
+    RotaryEmbedding, StackEnds, SwitchGlu, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::sparse::{expert_counts, stack_experts};
+
+/// Python: phimoe's `Attention.rope`: with a non-null `rope_scaling`, `SuScaledRoPE(head_dim,
+/// base, max_position_embeddings, original_max_position_embeddings, short_factor,
+/// long_factor, short_mscale, long_mscale)`, the positions limits from the config's top level
+/// (mlx_lm's defaults 131072 and 4096) and all four scaling entries required (Python indexes
+/// them), whatever the scaling's `type` says (mlx_lm does not read it); else the plain rope.
+pub fn su_scaled_rope(c: &ModelConfig, head_dim: i32, base: f64) -> crate::Result<RotaryEmbedding> {
+    let Some(s) = c.section("rope_scaling") else {
+        return plain_rope(c, head_dim, base, false);
+    };
+    // mlx_lm builds SuScaledRoPE for any scaling: its type, and transformers' copy of the
+    // position limit inside it, go unread.
+    s.declare_neutral(&["type", "rope_type", "original_max_position_embeddings"]);
+    let factors = |name: &str| -> crate::Result<Vec<f32>> {
+        let v = s.get(name).cloned().unwrap_or(serde_json::Value::Null);
+        v.as_array()
+            .and_then(|l| l.iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+            .filter(|l: &Vec<f32>| l.len() as i32 == head_dim / 2)
+            .ok_or_else(|| {
+                invalid(
+                    c.path(),
+                    &s.key(name),
+                    &format!(
+                        "expected {} numbers (head_dim / 2), found {v}",
+                        head_dim / 2
+                    ),
+                )
+            })
+    };
+    let number = |name: &str| -> crate::Result<f64> {
+        s.float(name)?.ok_or_else(|| {
+            invalid(
+                c.path(),
+                &s.key(name),
+                "missing (phimoe's long rope reads it)",
+            )
+        })
+    };
+    let long = factors("long_factor")?;
+    // Read and checked as Python reads them; SuScaledRoPE never uses them.
+    factors("short_factor")?;
+    number("short_mscale")?;
+    let long_mscale = number("long_mscale")?;
+    let max = c.float("max_position_embeddings")?.unwrap_or(131072.0);
+    let original = c
+        .float("original_max_position_embeddings")?
+        .unwrap_or(4096.0);
+    RotaryEmbedding::su_scaled(head_dim, base, long, max, original, Some(long_mscale)).map_err(
+        |source| crate::Error::Mlx {
+            path: c.path().to_path_buf(),
+            source,
+        },
+    )
+}
 
 /// Python: phimoe's `sparsemixer` (the inference path of Hugging Face's): `top_k` rounds,
 /// each taking the best remaining expert and, as its weight, its probability under a softmax
@@ -131,16 +185,16 @@ impl PhiMoe {
     /// Python: phimoe's `ModelArgs`, over every key of transformers' `PhimoeConfig`. mlx_lm
     /// always biases the attention and the head and never slides: `attention_bias` /
     /// `lm_head_bias` false, or a `sliding_window` shorter than `max_position_embeddings`,
-    /// is an error naming the key. Phi-3.5-MoE's long rope (`rope_scaling` of type
-    /// `longrope`, mlx_lm's `SuScaledRoPE`) is not built here yet: an error naming
-    /// `rope_scaling`; without one (Phi-mini-MoE) the rope is the plain one.
+    /// is an error naming the key. A `rope_scaling` (Phi-3.5-MoE's `longrope`) is mlx_lm's
+    /// `SuScaledRoPE` ([`su_scaled_rope`]); without one (Phi-mini-MoE) the rope is the plain
+    /// one.
     pub fn args(c: &ModelConfig) -> crate::Result<PhiMoeArgs> {
         c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         c.require_value("attention_bias", true)?;
         c.require_value("lm_head_bias", true)?;
         c.require_value("tie_word_embeddings", false)?;
         // Training only: dropout, weight init, the router's auxiliary loss, its logits output
-        // and the input jitter; `original_max_position_embeddings` sizes only the long rope.
+        // and the input jitter; the position limits size only the long rope (read there).
         c.declare_neutral(&[
             "attention_dropout",
             "initializer_range",
@@ -165,7 +219,7 @@ impl PhiMoe {
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
         let head_dim = hidden / heads;
-        let rope = plain_rope(c, head_dim, rope_theta(c, Some(10000.0))?, false)?;
+        let rope = su_scaled_rope(c, head_dim, rope_theta(c, Some(10000.0))?)?;
         let (top_k, num_experts) = expert_counts(c, "num_local_experts")?;
         Ok(PhiMoeArgs {
             attention: AttentionConfig {
