@@ -6,7 +6,7 @@ prompt/completion and chat records, with tools, with and without `mask_prompt`),
 
 Writes `tests/data/lora/golden.json`: per dataset, each split's tokenized examples
 (tokens, offset) and the batches of two epochs (`loop=True`) for a seed, a batch size and a
-`max_seq_length` (one that truncates); and permutations for several seeds and sizes.
+`max_seq_length` (one that truncates), over the `CacheDataset` and over a plain list; and permutations for several seeds and sizes.
 
 Run: /work/main/.venv/bin/python scripts/golden/lora.py
 """
@@ -48,15 +48,21 @@ for name, mask_prompt in (("text", False), ("completions", False), ("completions
     for split_name, split in zip(("train", "valid", "test"), splits):
         cached = CacheDataset(split)
         examples = [[list(map(int, cached[i][0])), int(cached[i][1])] for i in range(len(cached))]
+        # mlx_lm's trainer batches a CacheDataset, which sorts by the number of the raw
+        # records' keys; a plain list of (tokens, offset) sorts by the token count.
+        plain = [(e[0], e[1]) for e in examples]
         runs = []
-        for seed, batch_size, max_seq_length in ((0, 2, 2048), (3, 4, 40)):
-            it = iterate_batches(cached, batch_size, max_seq_length, loop=True, seed=seed)
+        for source, seed, batch_size, max_seq_length in (("cache", 0, 2, 2048),
+                                                          ("cache", 3, 4, 40),
+                                                          ("plain", 5, 2, 2048)):
+            data = cached if source == "cache" else plain
+            it = iterate_batches(data, batch_size, max_seq_length, loop=True, seed=seed)
             n = 2 * (len(cached) // batch_size)
             batches = []
             for _ in range(n):
                 b, lengths = next(it)
                 batches.append({"tokens": np.array(b).tolist(), "lengths": np.array(lengths).tolist()})
-            runs.append({"seed": seed, "batch_size": batch_size,
+            runs.append({"source": source, "seed": seed, "batch_size": batch_size,
                          "max_seq_length": max_seq_length, "batches": batches})
         case["splits"][split_name] = {"examples": examples, "runs": runs}
     cases.append(case)

@@ -11,11 +11,28 @@ use crate::{Error, Result};
 const PAD_TO: usize = 32;
 
 /// One tokenized example: its tokens and where its completion starts (0 unless the prompt is
-/// masked), as mlx_lm's datasets' `process` returns them.
+/// masked), as mlx_lm's datasets' `process` returns them, and the length batching sorts by.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Example {
     pub tokens: Vec<u32>,
     pub offset: usize,
+    /// What `iterate_batches` sorts by. mlx_lm's trainer wraps its datasets in `CacheDataset`,
+    /// whose `itemlen` is the length of the raw record, a dict: the number of its keys, not of
+    /// its tokens. [`Dataset::tokenize`](super::Dataset::tokenize) sets that, so the batches
+    /// are mlx_lm's; [`Example::new`] sets the token count (what a plain list gives mlx_lm).
+    pub sort_len: usize,
+}
+
+impl Example {
+    /// An example sorted by its token count.
+    pub fn new(tokens: Vec<u32>, offset: usize) -> Self {
+        let sort_len = tokens.len();
+        Example {
+            tokens,
+            offset,
+            sort_len,
+        }
+    }
 }
 
 /// One padded batch (Python: the pair `iterate_batches` yields).
@@ -93,7 +110,7 @@ pub fn iterate_batches(
     }
     // A stable sort, as Python's `sorted`: equal lengths keep the file's order.
     let mut idx: Vec<usize> = (0..examples.len()).collect();
-    idx.sort_by_key(|&i| examples[i].tokens.len());
+    idx.sort_by_key(|&i| examples[i].sort_len);
     let batches = idx
         .chunks_exact(batch_size)
         .map(<[usize]>::to_vec)

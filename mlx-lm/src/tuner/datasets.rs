@@ -154,7 +154,11 @@ impl Dataset {
     pub fn tokenize(&self, tokenizer: &Tokenizer) -> Result<Vec<Example>> {
         self.records
             .iter()
-            .map(|(line, record)| self.process(tokenizer, *line, record))
+            .map(|(line, record)| {
+                let mut example = self.process(tokenizer, *line, record)?;
+                example.sort_len = record.len();
+                Ok(example)
+            })
             .collect()
     }
 
@@ -216,7 +220,7 @@ impl Dataset {
                 if tokens.last() != Some(&eos) {
                     tokens.push(eos);
                 }
-                Ok(Example { tokens, offset: 0 })
+                Ok(Example::new(tokens, 0))
             }
             DatasetFormat::Completions => {
                 let prompt = self.string(line, record, &o.prompt_feature)?;
@@ -286,6 +290,6 @@ impl Dataset {
         } else {
             0
         };
-        Ok(Example { tokens, offset })
+        Ok(Example::new(tokens, offset))
     }
 }
