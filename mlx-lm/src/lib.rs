@@ -51,6 +51,7 @@ pub mod structured;
 mod text_assembler;
 mod tokenizer;
 pub mod tool_parsers;
+pub mod tuner;
 mod weights;
 
 pub use batch::{
