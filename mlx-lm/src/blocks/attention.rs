@@ -66,6 +66,10 @@ pub struct Attention {
     pub window: Option<i32>,
     #[tree(static)]
     pub output_gate: bool,
+    /// One learned logit per query head that joins every softmax and takes its share of the
+    /// weight without a value (Python: `scaled_dot_product_attention(..., sinks=sinks)`,
+    /// GPT-OSS); `None` in the other families.
+    pub sinks: Option<Array>,
 }
 
 impl Attention {
@@ -94,6 +98,7 @@ impl Attention {
             scale: (hd as f64).powf(-0.5) as f32,
             window: a.sliding_window,
             output_gate: a.output_gate,
+            sinks: None,
         })
     }
 
@@ -112,6 +117,7 @@ impl Attention {
             scale: self.scale,
             window: self.window,
             output_gate: self.output_gate,
+            sinks: self.sinks.as_ref(),
         }
     }
 
@@ -150,6 +156,8 @@ pub struct AttentionParts<'a, N = RMSNorm> {
     pub window: Option<i32>,
     /// The query projection also yields a sigmoid gate of the output.
     pub output_gate: bool,
+    /// Attention sinks, one logit per query head ([`Attention::sinks`]).
+    pub sinks: Option<&'a Array>,
 }
 
 // Not derived: a derive would ask `N: Clone`, and the parts only borrow it.
@@ -230,7 +238,7 @@ impl<N: HeadNorm> AttentionParts<'_, N> {
         };
         let keys = heads_of(&self.k_proj.forward(x)?, rows, self.n_kv_heads, self.k_norm)?;
         let values = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend_upcast(
+        let out = attend_inner(
             queries,
             keys,
             values,
@@ -241,6 +249,7 @@ impl<N: HeadNorm> AttentionParts<'_, N> {
             fused,
             cache,
             upcast,
+            self.sinks,
         )?;
         let out = merge_heads(&out)?;
         match gate {
@@ -402,37 +411,8 @@ pub fn attend_upcast(
     )
 }
 
-/// [`attend`] with attention sinks: one learned logit per query head that joins every
-/// softmax and takes its share of the weight without a value (Python:
-/// `scaled_dot_product_attention(..., sinks=sinks)`, GPT-OSS). Never the one-kernel decode
-/// attention, which has no sinks: MLX's own kernels then, as in mlx_lm.
-#[allow(clippy::too_many_arguments)]
-pub fn attend_with_sinks(
-    queries: Array,
-    keys: Array,
-    values: Array,
-    rope: Option<&RotaryEmbedding>,
-    scale: f32,
-    plain_mask: &PlainMask,
-    window: Option<i32>,
-    cache: Option<&mut LayerCache>,
-    sinks: &Array,
-) -> Result<Array> {
-    attend_inner(
-        queries,
-        keys,
-        values,
-        rope,
-        scale,
-        plain_mask,
-        window,
-        false,
-        cache,
-        Upcast::None,
-        Some(sinks),
-    )
-}
-
+/// [`attend_upcast`] with optional attention sinks ([`Attention::sinks`]). Sinks never take
+/// the one-kernel decode attention, which has none: MLX's own kernels then, as in mlx_lm.
 #[allow(clippy::too_many_arguments)]
 fn attend_inner(
     queries: Array,

@@ -155,6 +155,7 @@ impl CohereAttention {
             scale: self.scale,
             window: self.window,
             output_gate: false,
+            sinks: None,
         }
         .forward_upcast(
             x,

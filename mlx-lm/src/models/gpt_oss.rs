@@ -1,6 +1,6 @@
 //! `gpt_oss` (Python: `mlx_lm.models.gpt_oss`): OpenAI's GPT-OSS (gpt-oss-20b, gpt-oss-120b).
 //! A pre-norm decoder whose attention has biases on all four projections and a learned
-//! attention sink per query head (a logit that joins every softmax, [`attend_with_sinks`]),
+//! attention sink per query head (a logit that joins every softmax, [`Attention::sinks`]),
 //! sliding over the last `sliding_window` positions in alternate layers (`layer_types`) with
 //! one yarn rope for all; and in every layer a mixture of experts: a biased linear router,
 //! the top k of its logits softmaxed among themselves (in float32, `precise=True`), and
@@ -26,15 +26,12 @@ use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::attention::attend_with_sinks;
-use crate::blocks::decoder::{ChannelMixer, TokenMixer};
+use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::mlp::swiglu_oai;
 use crate::blocks::moe::top_k_last;
-use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::{
-    load_lm_head, rope_theta, DecoderModel, LayerContext, RotaryEmbedding, SwitchGlu,
+    load_lm_head, rope_theta, Attention, DecoderModel, RotaryEmbedding, SwitchGlu,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
@@ -52,106 +49,6 @@ pub struct GptOssArgs {
     /// `swiglu_limit` (7).
     pub swiglu_alpha: f32,
     pub swiglu_limit: f32,
-}
-
-/// Python: gpt_oss's `AttentionBlock`: biased q/k/v/o projections, the yarn rope, a window
-/// in the sliding layers, and `sinks`, one learned logit per query head.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GptOssAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub sinks: Array,
-    pub rope: RotaryEmbedding,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    /// `1 / math.sqrt(head_dim)`, a Python float rounded once to float32.
-    #[tree(static)]
-    pub scale: f32,
-    #[tree(static)]
-    pub window: Option<i32>,
-}
-
-impl GptOssAttention {
-    fn load(ck: &mut Checkpoint, path: &str, i: i32, a: &DecoderArgs) -> crate::Result<Self> {
-        let (d, h, kv, hd) = (
-            a.hidden_size,
-            a.num_attention_heads,
-            a.num_key_value_heads,
-            a.head_dim,
-        );
-        let p = |name: &str| format!("{path}.{name}");
-        let sliding = a.sliding.get(i as usize).copied().unwrap_or(false);
-        Ok(GptOssAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, true)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, true)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, true)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, true)?,
-            sinks: ck.array(&p("sinks"), &[h])?,
-            rope: a.rope.clone(),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            scale: (1.0 / (hd as f64).sqrt()) as f32,
-            window: if sliding { a.sliding_window } else { None },
-        })
-    }
-}
-
-impl TokenMixer for GptOssAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = heads(&self.q_proj.forward(x)?, rows, self.n_heads, None)?;
-        let k = heads(&self.k_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let v = heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend_with_sinks(
-            q,
-            k,
-            v,
-            Some(&self.rope),
-            self.scale,
-            ctx.masks.for_window(self.window),
-            self.window,
-            cache,
-            &self.sinks,
-        )?;
-        self.o_proj.forward(&merge_heads(&out)?)
-    }
-
-    /// Python: `make_cache`: a rotating cache of the window in a sliding layer
-    /// (`RotatingKVCache(max_size=sliding_window)`), a key/value cache in a full one.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
 }
 
 /// Python: gpt_oss's `MLPBlock`: `router` (a biased linear over the experts), `experts` (a
@@ -210,7 +107,7 @@ impl ChannelMixer for GptOssMlp {}
 /// Python: `mlx_lm.models.gpt_oss.Model`.
 #[derive(Debug, Clone, TreeNode)]
 pub struct GptOss {
-    pub model: DecoderModel<GptOssAttention, GptOssMlp>,
+    pub model: DecoderModel<Attention, GptOssMlp>,
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
 
@@ -400,12 +297,29 @@ impl GptOss {
             "model",
             d.stack(),
             options.kernels,
-            |ck, path, i| GptOssAttention::load(ck, &format!("{path}.self_attn"), i, d),
+            |ck, path, i| load_attention(ck, &format!("{path}.self_attn"), i, d),
             |ck, path, _| GptOssMlp::load(ck, path, &args),
         )?;
         let lm_head = load_lm_head(ck, "lm_head", d.stack(), false)?;
         Ok(GptOss { model, lm_head })
     }
+}
+
+/// Python: gpt_oss's `AttentionBlock`: the shared attention with biased q/k/v/o
+/// projections, the yarn rope, a window in the sliding layers, and `sinks`, one learned logit
+/// per query head.
+fn load_attention(
+    ck: &mut Checkpoint,
+    path: &str,
+    i: i32,
+    d: &DecoderArgs,
+) -> crate::Result<Attention> {
+    let mut attention = Attention::load(ck, path, &d.attention(i))?;
+    attention.sinks = Some(ck.array(&format!("{path}.sinks"), &[d.num_attention_heads])?);
+    // Python: `1 / math.sqrt(head_dim)`, a Python float rounded once to float32 (llama's
+    // `head_dim**-0.5` may differ from it in the last bit).
+    attention.scale = (1.0 / f64::from(d.head_dim).sqrt()) as f32;
+    Ok(attention)
 }
 
 crate::models::base::stack_language_model!(GptOss, model, "gpt_oss");

@@ -298,6 +298,7 @@ impl Lfm2Attention {
             scale: self.scale,
             window: None,
             output_gate: false,
+            sinks: None,
         }
     }
 }

@@ -127,6 +127,7 @@ impl TokenMixer for Llama4TextAttention {
             scale: (self.head_dim as f32).powf(-0.5),
             window: None,
             output_gate: false,
+            sinks: None,
         };
         parts.forward(
             x,

@@ -151,6 +151,7 @@ impl PhiAttention {
             scale: self.scale,
             window: None,
             output_gate: false,
+            sinks: None,
         }
         .forward_upcast(
             x,

@@ -284,6 +284,7 @@ impl Layer for GriffinLayer {
                 scale: *scale,
                 window: Some(*window),
                 output_gate: false,
+                sinks: None,
             }
             .forward(
                 &normed,

@@ -161,6 +161,7 @@ impl StableLmAttention {
             scale: self.scale,
             window: None,
             output_gate: false,
+            sinks: None,
         }
         .forward_upcast(
             x,
