@@ -30,6 +30,9 @@ pub enum Router {
     /// Mixtral: the top k logits by `argpartition(-gates, kth=k-1)[..., :k]`, then a softmax
     /// over those k.
     TopKSoftmax,
+    /// GPT-OSS: the top k logits by `argpartition(gates, kth=-k)[..., -k:]` (its `mlx_topk`),
+    /// then a softmax over those k.
+    TopKLastSoftmax,
 }
 
 /// The `k` largest along the last axis as mlx_lm's Qwen3-MoE takes them:
@@ -59,16 +62,18 @@ impl Router {
             let scores = if norm { renormalize(&scores)? } else { scores };
             Ok((inds, scores))
         };
+        let top_k_softmax = |pick: fn(&Array, i32) -> Result<Array>| {
+            let inds = ops::stop_gradient(&pick(logits, k)?)?;
+            let scores = ops::take_along_axis(logits, &inds, -1)?;
+            Ok((inds, ops::softmax(&scores, -1, true)?))
+        };
         match self {
             Router::SoftmaxTopK { norm_topk_prob } => softmax_top_k(top_k_last, norm_topk_prob),
             Router::SoftmaxTopKNegated { norm_topk_prob } => {
                 softmax_top_k(top_k_first, norm_topk_prob)
             }
-            Router::TopKSoftmax => {
-                let inds = ops::stop_gradient(&top_k_first(logits, k)?)?;
-                let scores = ops::take_along_axis(logits, &inds, -1)?;
-                Ok((inds, ops::softmax(&scores, -1, true)?))
-            }
+            Router::TopKSoftmax => top_k_softmax(top_k_first),
+            Router::TopKLastSoftmax => top_k_softmax(top_k_last),
         }
     }
 }

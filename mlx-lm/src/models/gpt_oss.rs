@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::mlp::swiglu_oai;
-use crate::blocks::moe::top_k_last;
+use crate::blocks::moe::Router;
 use crate::blocks::{
     load_lm_head, rope_theta, Attention, DecoderModel, RotaryEmbedding, SwitchGlu,
 };
@@ -92,8 +92,7 @@ impl Forward for GptOssMlp {
     /// logits), a precise softmax over those k, the experts, their weighted sum.
     fn forward(&self, x: &Array) -> Result<Array> {
         let g = self.router.forward(x)?;
-        let indices = ops::stop_gradient(&top_k_last(&g, self.top_k)?)?;
-        let weights = ops::softmax(&ops::take_along_axis(&g, &indices, -1)?, -1, true)?;
+        let (indices, weights) = Router::TopKLastSoftmax.route(&g, self.top_k)?;
         let (alpha, limit) = (self.swiglu_alpha, self.swiglu_limit);
         let y = self
             .experts
