@@ -26,6 +26,24 @@ pub fn on_cuda() -> bool {
     on_gpu && cuda::is_available().unwrap_or(false)
 }
 
+/// The bound for two float32 computations of one model that multiply the same activations in
+/// different numbers of rows: a prompt whole against in chunks of one or token by token through
+/// a cache. On the CPU they agree to float32 rounding: `cpu`. On a CUDA GPU, MLX multiplies
+/// float32 matrices of several rows with TF32 tensor cores (`MLX_ENABLE_TF32`, on by default:
+/// inputs rounded to 10 bits of mantissa) and a single row with a full float32 kernel, so the
+/// two paths differ by TF32's rounding: mlx_lm itself measured up to 3.9e-3 between them in the
+/// last position's log-probabilities of eight golden models (H200, `bench/lm/tf32_study.py`;
+/// 1.9e-6 and less with `MLX_ENABLE_TF32=0`).
+pub fn row_split_tolerance(cpu: f32) -> f32 {
+    // MLX reads the variable as an integer, 0 turning TF32 off.
+    let tf32 = std::env::var("MLX_ENABLE_TF32").map_or(true, |v| v.trim() != "0");
+    if on_cuda() && tf32 {
+        cpu.max(5e-3)
+    } else {
+        cpu
+    }
+}
+
 /// A file of the golden folder ([`data_dir`]): inputs a generator wrote beside its records.
 pub fn data_file(name: &str) -> PathBuf {
     data_dir().join(name)

@@ -113,3 +113,27 @@ pub fn greedy_generation_is_near(
     eprintln!("{name}: log-probabilities with the kernel within {worst} of the ops'");
     assert!(worst <= bound, "{name}: log-probabilities off by {worst}");
 }
+
+/// How many of a golden greedy generation's tokens another computation of the same model must
+/// reproduce when its log-probabilities may be `bound` from the record's: the steps before the
+/// first whose best and second-best log-probabilities (`logprobs`, `[steps, vocab]`) are within
+/// `bound`, where either token may win (all of them for a bound of 0).
+pub fn greedy_steps_before_tie(logprobs: &mlx::core::Array, bound: f32) -> usize {
+    let steps = logprobs.shape()[0] as usize;
+    if bound == 0.0 {
+        return steps;
+    }
+    let flat = logprobs
+        .astype(mlx::core::Dtype::Float32)
+        .unwrap()
+        .to_vec::<f32>()
+        .unwrap();
+    let vocab = flat.len() / steps;
+    flat.chunks(vocab)
+        .position(|row| {
+            let mut sorted = row.to_vec();
+            sorted.sort_by(|a, b| b.total_cmp(a));
+            sorted[0] - sorted[1] <= bound
+        })
+        .unwrap_or(steps)
+}
