@@ -2,17 +2,24 @@
 //! adapters that mlx_lm made and saved on golden models (LoRA, QLoRA on a 4-bit model, DoRA)
 //! load here, and the adapted model's logits of the golden prompt equal mlx_lm's bit for bit
 //! (the same ops in the same order on the same CPU backend); the seeded initial adapters of
-//! `linear_to_lora_layers` equal mlx_lm's bit for bit (the same draws from MLX's key chain).
+//! `linear_to_lora_layers` equal mlx_lm's bit for bit (the same draws from MLX's key chain);
+//! and the compiled training step, from the same seeds, data and config as mlx_lm's
+//! `trainer.train`, gives its losses step by step and its saved adapters.
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use mlx::core::{io, random, Array, Dtype};
-use mlx::lm::tuner::{linear_to_lora_layers, load_adapters, AdapterConfig, FineTuneType};
-use mlx::lm::{load_model, LoadOptions};
+use mlx::lm::tuner::{
+    iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
+    trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters,
+    RandomState, TrainStep,
+};
+use mlx::lm::{load_model, LoadOptions, Tokenizer};
 use mlx::nn::Module;
+use mlx::optimizers::Adam;
 use serde_json::Value;
 use support::lm::{golden, ids, model_dir};
 
@@ -124,4 +131,87 @@ fn bad_adapters_are_errors() {
     // Adapters of another model: shapes (llama3's) that do not fit qwen3's layers.
     let err = load_adapters(&mut model, adapters().join("llama3-dora"));
     assert!(err.is_err(), "llama3's adapters loaded into qwen3");
+}
+
+fn lora_data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lora")
+}
+
+#[test]
+fn training_losses_and_adapters_equal_mlx_lm() {
+    let tokenizer = Tokenizer::load(lora_data().join("tokenizer")).unwrap();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(lora_data().join("train"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty());
+    for dir in dirs {
+        let g: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("losses.json")).unwrap())
+                .unwrap();
+        assert_eq!(g["mlx_lm_version"], "0.32.2");
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let seed = g["seed"].as_u64().unwrap();
+        let mut model = load_model(model_dir(g["model"].as_str().unwrap()), LoadOptions::default())
+            .unwrap()
+            .0;
+        // mlx_lm.lora: np.random.seed, mx.random.seed, model.freeze(), linear_to_lora_layers.
+        let rng = RandomState::new(seed as u32);
+        random::seed(seed).unwrap();
+        model.freeze(None).unwrap();
+        let params: LoraParameters = serde_json::from_value(g["lora_parameters"].clone()).unwrap();
+        linear_to_lora_layers(
+            &mut model,
+            g["num_layers"].as_i64().unwrap() as i32,
+            &params,
+            g["fine_tune_type"] == "dora",
+        )
+        .unwrap();
+        let options = DatasetOptions {
+            mask_prompt: g["mask_prompt"].as_bool().unwrap(),
+            ..Default::default()
+        };
+        let splits = load_local_dataset(lora_data().join(g["data"].as_str().unwrap()), &options)
+            .unwrap();
+        let train = splits.train.unwrap().tokenize(&tokenizer).unwrap();
+        let lr = g["learning_rate"].as_f64().unwrap() as f32;
+        let mut step = TrainStep::new(model, Adam::new(lr)).unwrap();
+        let iters = g["iters"].as_u64().unwrap() as usize;
+        let batch_size = g["batch_size"].as_u64().unwrap() as usize;
+        let (mut losses, mut widths) = (Vec::new(), BTreeSet::new());
+        for batch in iterate_batches(&train, batch_size, 2048, true, rng)
+            .unwrap()
+            .take(iters)
+        {
+            widths.insert(batch.width);
+            losses.push(step.step(&batch).unwrap().0);
+        }
+        let theirs: Vec<f32> = g["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        eprintln!("{name}: ours {losses:?}\n{name}: theirs {theirs:?}");
+        assert_eq!(
+            losses.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+            theirs.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+            "{name}: losses"
+        );
+        // One trace per batch shape, as Python's mx.compile.
+        if std::env::var_os("MLX_DISABLE_COMPILE").is_none() {
+            assert_eq!(step.stats().traces as usize, widths.len(), "{name}: traces");
+        }
+        let ours = trainable_parameters(&step.state.0).unwrap();
+        let saved = io::load_safetensors(dir.join("adapters.safetensors")).unwrap().0;
+        let mut names: Vec<&String> = ours.keys().collect();
+        names.sort();
+        let mut theirs_names: Vec<&String> = saved.keys().collect();
+        theirs_names.sort();
+        assert_eq!(names, theirs_names, "{name}: adapter paths");
+        for path in names {
+            assert_eq!(bits(&ours[path]), bits(&saved[path]), "{name}: {path}");
+        }
+    }
 }

@@ -4,6 +4,7 @@ mod adapters;
 mod batches;
 mod datasets;
 mod mt19937;
+mod trainer;
 
 pub use adapters::{
     linear_to_lora_layers, load_adapters, AdapterConfig, FineTuneType, LoraParameters,
@@ -11,3 +12,4 @@ pub use adapters::{
 pub use batches::{iterate_batches, Batch, BatchIterator, Example};
 pub use datasets::{load_local_dataset, Dataset, DatasetFormat, DatasetOptions, Splits};
 pub use mt19937::RandomState;
+pub use trainer::{default_loss, save_adapters, trainable_parameters, TrainStep};
