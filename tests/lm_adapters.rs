@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use mlx::core::{io, random, Array, Dtype};
 use mlx::lm::tuner::{
-    iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
+    fuse_adapters, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
     trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters,
     RandomState, TrainStep,
 };
@@ -79,6 +79,21 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
         let (ours, theirs) = (bits(&logits), bits(theirs));
         let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
         assert_eq!(differ, 0, "{name}: {differ} of {} logits differ", ours.len());
+
+        // mlx_lm.fuse: the adapters merged into the base layers (requantized when 4-bit).
+        let n = fuse_adapters(&mut model, false).unwrap();
+        assert!(n > 0, "{name}: nothing fused");
+        let left = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .filter(|(p, _)| p.contains("lora_") || p.contains(".linear."))
+            .count();
+        assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
+        let fused = model.forward(&inputs, None).unwrap();
+        let (ours, theirs) = (bits(&fused), bits(&expected(name)["fused_logits"]));
+        let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
+        assert_eq!(differ, 0, "{name}: {differ} of {} fused logits differ", ours.len());
     }
 }
 

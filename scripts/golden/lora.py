@@ -14,7 +14,8 @@ model) after `mx.random.seed`, saved as its trainer saves them (`adapters.safete
 trainable parameters, `adapter_config.json`), with `lora_b` (and DoRA's `m`) moved off their
 initial values so the update is not zero; and `golden.safetensors`: the seeded initial
 adapters (`init.<path>`) and the logits of the model's golden prompt after mlx_lm's
-`load_adapters` on a freshly loaded model (`logits`, float32).
+`load_adapters` on a freshly loaded model (`logits`, float32), and after `mlx_lm.fuse`'s
+merge of the adapters into the base layers (`fused_logits`).
 
 And `tests/data/lora/train/<case>/`: mlx_lm's own `trainer.train` (its compiled step, Adam)
 for a few iterations on a golden model with seeded adapters (`mx.random.seed`,
@@ -89,7 +90,7 @@ print("wrote", DATA / "golden.json")
 
 # --- adapters on golden models -------------------------------------------------------------
 import mlx.core as mx  # noqa: E402
-from mlx.utils import tree_flatten  # noqa: E402
+from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
 from mlx_lm.tuner.utils import linear_to_lora_layers, load_adapters  # noqa: E402
 from mlx_lm.utils import load  # noqa: E402
 
@@ -138,8 +139,13 @@ for name, model_name, fine_tune_type, num_layers, params, seed in ADAPTER_CASES:
     load_adapters(fresh, str(out))
     prompt = json.loads((LM / f"{model_name}.json").read_text())["prompt"]
     logits = fresh(mx.array([prompt])).astype(mx.float32)
+    # mlx_lm.fuse: every adapted layer merged into its base (requantized on a 4-bit model).
+    fused = [(n, m.fuse(dequantize=False)) for n, m in fresh.named_modules() if hasattr(m, "fuse")]
+    fresh.update_modules(tree_unflatten(fused))
+    fused_logits = fresh(mx.array([prompt])).astype(mx.float32)
     golden = {f"init.{p}": x for p, x in init.items()}
     golden["logits"] = logits
+    golden["fused_logits"] = fused_logits
     mx.save_safetensors(str(out / "golden.safetensors"), golden)
     print("wrote", out, sorted(init)[:3], "...", len(init), "adapter tensors")
 

@@ -277,3 +277,31 @@ pub fn load_adapters<M: Module>(model: &mut M, dir: impl AsRef<Path>) -> Result<
         .update_named_parameters(weights.into_iter().collect())
         .map_err(run)
 }
+
+/// Merges every adapter into its base layer (Python: `mlx_lm.fuse`'s
+/// `[(n, m.fuse(dequantize)) for n, m in model.named_modules() if hasattr(m, "fuse")]` then
+/// `model.update_modules`): a quantized base is requantized with its own settings unless
+/// `dequantize`. Returns how many layers were fused. (mlx_lm's `--dequantize` also
+/// dequantizes the layers without adapters, through `dequantize_model`; that is not done
+/// here.)
+pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize> {
+    let mut fused = Vec::new();
+    for (path, module) in model.named_modules().map_err(run)? {
+        if module.type_name() != "LoRALinear" {
+            continue;
+        }
+        let layer: LoRALinear = module.downcast().map_err(run)?;
+        let merged = match layer.fuse(dequantize).map_err(run)? {
+            MaybeQuantized::Float(l) => AnyModule::new(&l),
+            MaybeQuantized::Quantized(q) => AnyModule::new(&q),
+            MaybeQuantized::Adapted(a) => AnyModule::new(&*a),
+        }
+        .map_err(run)?;
+        fused.push((path, merged));
+    }
+    let n = fused.len();
+    if n > 0 {
+        model.update_modules(fused).map_err(run)?;
+    }
+    Ok(n)
+}

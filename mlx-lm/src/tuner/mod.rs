@@ -7,7 +7,8 @@ mod mt19937;
 mod trainer;
 
 pub use adapters::{
-    linear_to_lora_layers, load_adapters, AdapterConfig, FineTuneType, LoraParameters,
+    fuse_adapters, linear_to_lora_layers, load_adapters, AdapterConfig, FineTuneType,
+    LoraParameters,
 };
 pub use batches::{iterate_batches, Batch, BatchIterator, Example};
 pub use datasets::{load_local_dataset, Dataset, DatasetFormat, DatasetOptions, Splits};
