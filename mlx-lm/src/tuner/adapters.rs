@@ -305,3 +305,17 @@ pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize
     }
     Ok(n)
 }
+
+/// Unfreezes the last `num_layers` blocks (all for a value `<= 0`), what `mlx_lm.lora` does
+/// for `fine_tune_type: full` after `model.freeze()`.
+pub fn unfreeze_last_layers<M: Module>(model: &mut M, num_layers: i32) -> Result<()> {
+    let modules = model.named_modules().map_err(run)?;
+    let (layers, count) = layers_of(&modules)?;
+    let first = match usize::try_from(num_layers) {
+        Ok(n) if n > 0 => count.saturating_sub(n),
+        _ => 0,
+    };
+    let keys: Vec<String> = (first..count).map(|i| format!("{layers}.{i}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    model.unfreeze(Some(&keys)).map_err(run)
+}

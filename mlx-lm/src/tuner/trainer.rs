@@ -38,7 +38,9 @@ pub fn default_loss(
     Ok((ce, ntoks))
 }
 
-type StepFn<O> = fn(&mut (Model, O), &(Array, Array)) -> mlx_rs::Result<(Array, Array)>;
+/// A batch's tokens and `(offset, length)` pairs; the step's loss and token count.
+type Pair = (Array, Array);
+type StepFn<O> = fn(&mut (Model, O), &Pair) -> mlx_rs::Result<Pair>;
 
 fn step<O: Optimizer + TreeNode>(
     state: &mut (Model, O),
@@ -56,7 +58,7 @@ fn step<O: Optimizer + TreeNode>(
 /// update, traced once for the model, the optimizer and the batch shapes it sees (MLX
 /// retraces for a new batch width, as Python's `mx.compile` does).
 pub struct TrainStep<O: Optimizer + TreeNode> {
-    compiled: CompiledMut<(Model, O), (Array, Array), (Array, Array), StepFn<O>>,
+    compiled: CompiledMut<(Model, O), Pair, Pair, StepFn<O>>,
     /// The model and the optimizer, passed to the compiled step as its state.
     pub state: (Model, O),
 }
@@ -110,4 +112,35 @@ pub fn save_adapters(model: &Model, file: impl AsRef<Path>) -> Result<()> {
         path: file.to_path_buf(),
         source,
     })
+}
+
+/// mlx_lm's `evaluate`: the mean loss per token over `num_batches` batches of `examples`
+/// (all of them for `None`), one pass in the order `rng` draws (`loop=False`), without a
+/// compiled step, as Python's. Returns the loss and the generator, for the next iterator.
+pub fn evaluate(
+    model: &Model,
+    examples: &[super::Example],
+    batch_size: usize,
+    num_batches: Option<usize>,
+    max_seq_length: usize,
+    rng: super::RandomState,
+) -> Result<(f32, super::RandomState)> {
+    let mut batches = super::iterate_batches(examples, batch_size, max_seq_length, false, rng)?;
+    let mut all_losses = Array::from_scalar(0.0f32);
+    let mut ntokens = Array::from_scalar(0i32);
+    let mut seen = 0;
+    while num_batches.map_or(true, |n| seen < n) {
+        let Some(batch) = batches.next() else { break };
+        seen += 1;
+        let (losses, toks) =
+            default_loss(model, &batch.tokens_array()?, &batch.lengths_array()?).map_err(Error::Run)?;
+        all_losses = ops::add(&all_losses, &ops::multiply(&losses, &toks).map_err(Error::Run)?)
+            .map_err(Error::Run)?;
+        ntokens = ops::add(&ntokens, &toks).map_err(Error::Run)?;
+        mlx_tree::eval((&all_losses, &ntokens)).map_err(Error::Run)?;
+    }
+    let loss = ops::divide(&all_losses, &ntokens)
+        .and_then(|l| l.item::<f32>())
+        .map_err(Error::Run)?;
+    Ok((loss, batches.into_rng()))
 }
