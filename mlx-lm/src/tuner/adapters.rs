@@ -189,15 +189,21 @@ pub fn linear_to_lora_layers<M: Module>(
         Ok(n) if n > 0 => count.saturating_sub(n),
         _ => 0,
     };
-    // Block by block, each in its own `named_modules` order (a block's modules are
-    // contiguous in the model's order), as Python's loop draws them.
+    // Block by block from the first, each in its own `named_modules` order, as Python's
+    // loop draws them. (The model's `named_modules` visits the blocks last first; a block's
+    // modules are contiguous there, in the block's own order, so a stable sort by index
+    // gives Python's sequence.)
+    let mut chosen: Vec<(usize, &String, &AnyModule)> = modules
+        .iter()
+        .filter_map(|(path, module)| {
+            let (index, key) = in_layer(path)?;
+            (index >= first && keys.contains(&key)).then_some((index, path, module))
+        })
+        .collect();
+    chosen.sort_by_key(|(index, _, _)| *index);
     let mut replaced = Vec::new();
-    for (path, module) in &modules {
-        if let Some((index, key)) = in_layer(path) {
-            if index >= first && keys.contains(&key) {
-                replaced.push((path.clone(), to_lora(path, module, options)?));
-            }
-        }
+    for (_, path, module) in chosen {
+        replaced.push((path.clone(), to_lora(path, module, options)?));
     }
     if !replaced.is_empty() {
         model.update_modules(replaced).map_err(run)?;
