@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use mlx::lm::tuner::{
     evaluate, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
-    save_adapters, unfreeze_last_layers, DatasetOptions, FineTuneType, LoraParameters,
-    RandomState, TrainStep,
+    save_adapters, unfreeze_last_layers, DatasetOptions, FineTuneType, LoraParameters, RandomState,
+    TrainStep,
 };
 use mlx::lm::{load, LoadOptions, Model};
 use mlx::nn::Module;
@@ -136,14 +136,23 @@ fn train<O: Optimizer + TreeNode>(
         }
         if it % args.save_every == 0 {
             save(args, &step.state.0, &params)?;
-            println!("Iter {it}: Saved adapter weights to {}", args.adapter_path.display());
+            println!(
+                "Iter {it}: Saved adapter weights to {}",
+                args.adapter_path.display()
+            );
         }
     }
     let stats = step.stats();
-    eprintln!("train step: {} trace(s), {} calls", stats.traces, stats.calls);
+    eprintln!(
+        "train step: {} trace(s), {} calls",
+        stats.traces, stats.calls
+    );
     let model = step.state.0;
     save(args, &model, &params)?;
-    println!("Saved final weights to {}", args.adapter_path.join("adapters.safetensors").display());
+    println!(
+        "Saved final weights to {}",
+        args.adapter_path.join("adapters.safetensors").display()
+    );
     Ok(model)
 }
 
@@ -201,7 +210,12 @@ fn run(args: &Args) -> Result<(), Error> {
             unfreeze_last_layers(&mut model, args.num_layers)?;
         } else {
             let params = LoraParameters::default();
-            linear_to_lora_layers(&mut model, args.num_layers, &params, kind == FineTuneType::Dora)?;
+            linear_to_lora_layers(
+                &mut model,
+                args.num_layers,
+                &params,
+                kind == FineTuneType::Dora,
+            )?;
         }
         if let Some(file) = &args.resume_adapter_file {
             let (weights, _) = mlx::core::io::load_safetensors(file)?;
@@ -232,7 +246,10 @@ fn run(args: &Args) -> Result<(), Error> {
             args.max_seq_length,
             RandomState::new(args.seed),
         )?;
-        println!("Test loss {loss:.3}, Test ppl {:.3}.", f64::from(loss).exp());
+        println!(
+            "Test loss {loss:.3}, Test ppl {:.3}.",
+            f64::from(loss).exp()
+        );
     }
     Ok(())
 }

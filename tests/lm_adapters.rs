@@ -14,8 +14,8 @@ use std::path::PathBuf;
 use mlx::core::{io, random, Array, Dtype};
 use mlx::lm::tuner::{
     fuse_adapters, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
-    trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters,
-    RandomState, TrainStep,
+    trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters, RandomState,
+    TrainStep,
 };
 use mlx::lm::{load_model, LoadOptions, Tokenizer};
 use mlx::nn::Module;
@@ -78,7 +78,12 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
         assert_eq!(logits.shape(), theirs.shape(), "{name}");
         let (ours, theirs) = (bits(&logits), bits(theirs));
         let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
-        assert_eq!(differ, 0, "{name}: {differ} of {} logits differ", ours.len());
+        assert_eq!(
+            differ,
+            0,
+            "{name}: {differ} of {} logits differ",
+            ours.len()
+        );
 
         // mlx_lm.fuse: the adapters merged into the base layers (requantized when 4-bit).
         let n = fuse_adapters(&mut model, false).unwrap();
@@ -93,7 +98,12 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
         let fused = model.forward(&inputs, None).unwrap();
         let (ours, theirs) = (bits(&fused), bits(&expected(name)["fused_logits"]));
         let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
-        assert_eq!(differ, 0, "{name}: {differ} of {} fused logits differ", ours.len());
+        assert_eq!(
+            differ,
+            0,
+            "{name}: {differ} of {} fused logits differ",
+            ours.len()
+        );
     }
 }
 
@@ -102,9 +112,12 @@ fn seeded_adapters_equal_mlx_lm() {
     for case in cases() {
         let name = case["name"].as_str().unwrap();
         let config = AdapterConfig::load(adapters().join(name)).unwrap();
-        let mut model = load_model(model_dir(case["model"].as_str().unwrap()), LoadOptions::default())
-            .unwrap()
-            .0;
+        let mut model = load_model(
+            model_dir(case["model"].as_str().unwrap()),
+            LoadOptions::default(),
+        )
+        .unwrap()
+        .0;
         random::seed(case["seed"].as_u64().unwrap()).unwrap();
         linear_to_lora_layers(
             &mut model,
@@ -117,9 +130,7 @@ fn seeded_adapters_equal_mlx_lm() {
             .named_parameters()
             .unwrap()
             .into_iter()
-            .filter(|(p, _)| {
-                p.ends_with(".lora_a") || p.ends_with(".lora_b") || p.ends_with(".m")
-            })
+            .filter(|(p, _)| p.ends_with(".lora_a") || p.ends_with(".lora_b") || p.ends_with(".m"))
             .collect();
         let theirs: BTreeMap<String, Array> = expected(name)
             .into_iter()
@@ -168,9 +179,12 @@ fn training_losses_and_adapters_equal_mlx_lm() {
         assert_eq!(g["mlx_lm_version"], "0.32.2");
         let name = dir.file_name().unwrap().to_string_lossy().to_string();
         let seed = g["seed"].as_u64().unwrap();
-        let mut model = load_model(model_dir(g["model"].as_str().unwrap()), LoadOptions::default())
-            .unwrap()
-            .0;
+        let mut model = load_model(
+            model_dir(g["model"].as_str().unwrap()),
+            LoadOptions::default(),
+        )
+        .unwrap()
+        .0;
         // mlx_lm.lora: np.random.seed, mx.random.seed, model.freeze(), linear_to_lora_layers.
         let rng = RandomState::new(seed as u32);
         random::seed(seed).unwrap();
@@ -187,8 +201,8 @@ fn training_losses_and_adapters_equal_mlx_lm() {
             mask_prompt: g["mask_prompt"].as_bool().unwrap(),
             ..Default::default()
         };
-        let splits = load_local_dataset(lora_data().join(g["data"].as_str().unwrap()), &options)
-            .unwrap();
+        let splits =
+            load_local_dataset(lora_data().join(g["data"].as_str().unwrap()), &options).unwrap();
         let train = splits.train.unwrap().tokenize(&tokenizer).unwrap();
         let lr = g["learning_rate"].as_f64().unwrap() as f32;
         let mut step = TrainStep::new(model, Adam::new(lr)).unwrap();
@@ -219,7 +233,9 @@ fn training_losses_and_adapters_equal_mlx_lm() {
             assert_eq!(step.stats().traces as usize, widths.len(), "{name}: traces");
         }
         let ours = trainable_parameters(&step.state.0).unwrap();
-        let saved = io::load_safetensors(dir.join("adapters.safetensors")).unwrap().0;
+        let saved = io::load_safetensors(dir.join("adapters.safetensors"))
+            .unwrap()
+            .0;
         let mut names: Vec<&String> = ours.keys().collect();
         names.sort();
         let mut theirs_names: Vec<&String> = saved.keys().collect();

@@ -11,7 +11,9 @@ use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{linalg, Array, Dtype, Error, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
 
-use crate::{Dropout, Forward, Frozen, Linear, MaybeQuantized, MaybeQuantizedLinear, QuantizedLinear};
+use crate::{
+    Dropout, Forward, Frozen, Linear, MaybeQuantized, MaybeQuantizedLinear, QuantizedLinear,
+};
 
 /// A linear layer plus a trained low-rank update, `y = linear(x) + scale * (x A) B` (LoRA),
 /// or DoRA's form of it when [`m`](Self::m) is set: the adapted weight's rows renormalized to
@@ -89,7 +91,10 @@ fn dims(linear: &MaybeQuantizedLinear) -> Result<(i32, i32)> {
         )));
     };
     // Python: `input_dims * 32 // linear.bits` (packed uint32 columns).
-    Ok((output_dims, bits.map_or(input_dims, |b| input_dims * 32 / b)))
+    Ok((
+        output_dims,
+        bits.map_or(input_dims, |b| input_dims * 32 / b),
+    ))
 }
 
 fn bias(linear: &MaybeQuantizedLinear) -> Option<&Array> {

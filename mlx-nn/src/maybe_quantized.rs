@@ -6,7 +6,9 @@ use mlx_rs::ops::QuantizationMode;
 use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
-use crate::{Embedding, Forward, Linear, LoRALinear, NoAdapter, QuantizedEmbedding, QuantizedLinear};
+use crate::{
+    Embedding, Forward, Linear, LoRALinear, NoAdapter, QuantizedEmbedding, QuantizedLinear,
+};
 
 /// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
 pub trait Quantizable: TreeNode {

@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use mlx_nn::{
-    AnyModule, LoRALinear, LoRAOptions, Linear, MaybeQuantized, MaybeQuantizedLinear, Module,
+    AnyModule, Linear, LoRALinear, LoRAOptions, MaybeQuantized, MaybeQuantizedLinear, Module,
     QuantizedLinear,
 };
 use mlx_rs::Array;
@@ -250,10 +250,10 @@ pub fn load_adapters<M: Module>(model: &mut M, dir: impl AsRef<Path>) -> Result<
         path: file.clone(),
         source,
     })?;
-    let params: HashMap<String, Array> = model.named_parameters().map_err(run)?.into_iter().collect();
-    let adapter_leaf = |name: &str| {
-        matches!(name.rsplit('.').next(), Some("lora_a" | "lora_b" | "m"))
-    };
+    let params: HashMap<String, Array> =
+        model.named_parameters().map_err(run)?.into_iter().collect();
+    let adapter_leaf =
+        |name: &str| matches!(name.rsplit('.').next(), Some("lora_a" | "lora_b" | "m"));
     let mut errors = Vec::new();
     let mut names: Vec<&String> = weights.keys().collect();
     names.sort();

@@ -132,10 +132,13 @@ pub fn evaluate(
     while num_batches.map_or(true, |n| seen < n) {
         let Some(batch) = batches.next() else { break };
         seen += 1;
-        let (losses, toks) =
-            default_loss(model, &batch.tokens_array()?, &batch.lengths_array()?).map_err(Error::Run)?;
-        all_losses = ops::add(&all_losses, &ops::multiply(&losses, &toks).map_err(Error::Run)?)
+        let (losses, toks) = default_loss(model, &batch.tokens_array()?, &batch.lengths_array()?)
             .map_err(Error::Run)?;
+        all_losses = ops::add(
+            &all_losses,
+            &ops::multiply(&losses, &toks).map_err(Error::Run)?,
+        )
+        .map_err(Error::Run)?;
         ntokens = ops::add(&ntokens, &toks).map_err(Error::Run)?;
         mlx_tree::eval((&all_losses, &ntokens)).map_err(Error::Run)?;
     }
