@@ -54,6 +54,10 @@ pub struct Args {
     /// With --chat: extra template variables as a JSON object, e.g. '{"enable_thinking": false}'.
     #[arg(long)]
     pub chat_template_config: Option<String>,
+    /// A directory of fine-tuned adapters (adapter_config.json, adapters.safetensors), as
+    /// mlx_lm's `--adapter-path`.
+    #[arg(long)]
+    pub adapter_path: Option<PathBuf>,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -61,7 +65,10 @@ type Error = Box<dyn std::error::Error>;
 /// Runs the command: loads the model, builds the prompt, streams the text to `out` and the
 /// statistics to `err`.
 pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
-    let (model, tokenizer, _) = crate::load(&args.model, LoadOptions::default())?;
+    let (mut model, tokenizer, _) = crate::load(&args.model, LoadOptions::default())?;
+    if let Some(dir) = &args.adapter_path {
+        crate::tuner::load_adapters(&mut model, dir)?;
+    }
     let prompt = if args.prompt == "-" {
         let mut text = String::new();
         std::io::stdin().read_to_string(&mut text)?;

@@ -72,6 +72,7 @@ mod forward;
 pub mod init;
 mod kept_transpose;
 mod layers;
+mod lora;
 pub mod losses;
 mod maybe_quantized;
 pub mod utils;
@@ -103,6 +104,7 @@ pub use layers::quantized::{
 pub use layers::recurrent::*;
 pub use layers::transformer::*;
 pub use layers::upsample::*;
+pub use lora::{LoRALinear, LoRAOptions, NoAdapter};
 pub use maybe_quantized::{
     MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
 };

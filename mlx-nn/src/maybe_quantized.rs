@@ -6,7 +6,9 @@ use mlx_rs::ops::QuantizationMode;
 use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
-use crate::{Embedding, Forward, Linear, QuantizedEmbedding, QuantizedLinear};
+use crate::{
+    Embedding, Forward, Linear, LoRALinear, NoAdapter, QuantizedEmbedding, QuantizedLinear,
+};
 
 /// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
 pub trait Quantizable: TreeNode {
@@ -15,6 +17,11 @@ pub trait Quantizable: TreeNode {
     /// The name the quantized type's node carries in a `TreeDef` (its type name), which tells
     /// the two variants apart when a [`MaybeQuantized`] is rebuilt from its structure.
     const QUANTIZED_NAME: &'static str;
+    /// The layer with a low-rank adapter ([`LoRALinear`](crate::LoRALinear) for a linear
+    /// layer; [`NoAdapter`](crate::NoAdapter) for the kinds without one).
+    type Adapted: TreeNode;
+    /// The name of the adapted type's node in a `TreeDef`.
+    const ADAPTED_NAME: &'static str;
 
     /// The quantized equivalent (Python: `layer.to_quantized(group_size, bits, mode)`).
     fn to_quantized(
@@ -28,6 +35,8 @@ pub trait Quantizable: TreeNode {
 impl Quantizable for Linear {
     type Quantized = QuantizedLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedLinear";
+    type Adapted = LoRALinear;
+    const ADAPTED_NAME: &'static str = "LoRALinear";
 
     fn to_quantized(
         &self,
@@ -42,6 +51,8 @@ impl Quantizable for Linear {
 impl Quantizable for Embedding {
     type Quantized = QuantizedEmbedding;
     const QUANTIZED_NAME: &'static str = "QuantizedEmbedding";
+    type Adapted = NoAdapter;
+    const ADAPTED_NAME: &'static str = "NoAdapter";
 
     fn to_quantized(
         &self,
@@ -53,9 +64,11 @@ impl Quantizable for Embedding {
     }
 }
 
-/// `T` or its quantized form. Transparent in the tree: its parameters are the held layer's,
-/// under the same path (`q_proj.weight`, or `q_proj.weight`, `q_proj.scales`,
-/// `q_proj.biases`), exactly as Python names a module before and after `nn.quantize`.
+/// `T`, its quantized form, or either with a low-rank adapter. Transparent in the tree: its
+/// parameters are the held layer's, under the same path (`q_proj.weight`, or
+/// `q_proj.weight`, `q_proj.scales`, `q_proj.biases`, or `q_proj.linear.weight`,
+/// `q_proj.lora_a`, `q_proj.lora_b`), exactly as Python names a module before and after
+/// `nn.quantize` and mlx_lm's `linear_to_lora_layers`.
 ///
 /// ```
 /// use mlx_nn::{Forward, Linear, MaybeQuantized, Module};
@@ -72,6 +85,8 @@ impl Quantizable for Embedding {
 pub enum MaybeQuantized<T: Quantizable> {
     Float(T),
     Quantized(T::Quantized),
+    /// With an adapter (Python: what `linear_to_lora_layers` puts in the layer's place).
+    Adapted(Box<T::Adapted>),
 }
 
 /// A linear layer, float or quantized.
@@ -80,8 +95,8 @@ pub type MaybeQuantizedLinear = MaybeQuantized<Linear>;
 pub type MaybeQuantizedEmbedding = MaybeQuantized<Embedding>;
 
 impl<T: Quantizable> MaybeQuantized<T> {
-    /// Quantizes the layer in place; an already quantized layer is left as it is (Python:
-    /// `nn.quantize` skips modules without `to_quantized`).
+    /// Quantizes the layer in place; an already quantized or adapted layer is left as it is
+    /// (Python: `nn.quantize` skips modules without `to_quantized`).
     pub fn quantize(&mut self, group_size: i32, bits: i32, mode: QuantizationMode) -> Result<()> {
         if let MaybeQuantized::Float(layer) = self {
             *self = MaybeQuantized::Quantized(layer.to_quantized(group_size, bits, mode)?);
@@ -106,6 +121,7 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
         match self {
             MaybeQuantized::Float(layer) => layer.flatten(f),
             MaybeQuantized::Quantized(layer) => layer.flatten(f),
+            MaybeQuantized::Adapted(layer) => layer.flatten(f),
         }
     }
 
@@ -113,6 +129,9 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
         match u.peek_kind()? {
             NodeKind::Struct(name) if name == T::QUANTIZED_NAME => {
                 T::Quantized::unflatten(u).map(MaybeQuantized::Quantized)
+            }
+            NodeKind::Struct(name) if name == T::ADAPTED_NAME => {
+                T::Adapted::unflatten(u).map(|a| MaybeQuantized::Adapted(Box::new(a)))
             }
             _ => T::unflatten(u).map(MaybeQuantized::Float),
         }
@@ -122,6 +141,7 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
         match self {
             MaybeQuantized::Float(layer) => layer.leaves_mut(f),
             MaybeQuantized::Quantized(layer) => layer.leaves_mut(f),
+            MaybeQuantized::Adapted(layer) => layer.leaves_mut(f),
         }
     }
 }
@@ -130,11 +150,13 @@ impl<T> Forward for MaybeQuantized<T>
 where
     T: Quantizable + Forward,
     T::Quantized: Forward,
+    T::Adapted: Forward,
 {
     fn forward(&self, x: &Array) -> Result<Array> {
         match self {
             MaybeQuantized::Float(layer) => layer.forward(x),
             MaybeQuantized::Quantized(layer) => layer.forward(x),
+            MaybeQuantized::Adapted(layer) => layer.forward(x),
         }
     }
 }
@@ -146,6 +168,7 @@ impl MaybeQuantized<Linear> {
         match self {
             MaybeQuantized::Float(layer) => layer.keep_transposed_weight(),
             MaybeQuantized::Quantized(_) => Ok(()),
+            MaybeQuantized::Adapted(a) => a.linear.keep_transposed_weight(),
         }
     }
 }
@@ -156,6 +179,7 @@ impl MaybeQuantized<Embedding> {
         match self {
             MaybeQuantized::Float(table) => table.keep_transposed_weight(),
             MaybeQuantized::Quantized(_) => Ok(()),
+            MaybeQuantized::Adapted(a) => match **a {},
         }
     }
 
@@ -165,6 +189,7 @@ impl MaybeQuantized<Embedding> {
         match self {
             MaybeQuantized::Float(e) => e.as_linear(x),
             MaybeQuantized::Quantized(e) => e.as_linear(x),
+            MaybeQuantized::Adapted(a) => match **a {},
         }
     }
 }

@@ -8,6 +8,21 @@ Writes `tests/data/lora/golden.json`: per dataset, each split's tokenized exampl
 (tokens, offset) and the batches of two epochs (`loop=True`) for a seed, a batch size and a
 `max_seq_length` (one that truncates), over the `CacheDataset` and over a plain list; and permutations for several seeds and sizes.
 
+Also writes `tests/data/lora/adapters/<case>/`: adapters made by mlx_lm's own
+`linear_to_lora_layers` on golden models (tests/data/lm-models; LoRA, DoRA, QLoRA on a 4-bit
+model) after `mx.random.seed`, saved as its trainer saves them (`adapters.safetensors` of the
+trainable parameters, `adapter_config.json`), with `lora_b` (and DoRA's `m`) moved off their
+initial values so the update is not zero; and `golden.safetensors`: the seeded initial
+adapters (`init.<path>`) and the logits of the model's golden prompt after mlx_lm's
+`load_adapters` on a freshly loaded model (`logits`, float32), and after `mlx_lm.fuse`'s
+merge of the adapters into the base layers (`fused_logits`).
+
+And `tests/data/lora/train/<case>/`: mlx_lm's own `trainer.train` (its compiled step, Adam)
+for a few iterations on a golden model with seeded adapters (`mx.random.seed`,
+`np.random.seed`, `model.freeze()`, `linear_to_lora_layers`, as `mlx_lm.lora` does), on a
+dataset of `tests/data/lora`: each step's loss (`losses.json`, reported every step) and the
+adapters it saves at the end (`adapters.safetensors`).
+
 Run: /work/main/.venv/bin/python scripts/golden/lora.py
 """
 import json
@@ -71,3 +86,120 @@ out = {"mlx_lm_version": mlx_lm.__version__, "numpy_version": np.__version__,
        "permutations": permutations, "cases": cases}
 (DATA / "golden.json").write_text(json.dumps(out, separators=(",", ":")) + "\n")
 print("wrote", DATA / "golden.json")
+
+
+# --- adapters on golden models -------------------------------------------------------------
+import mlx.core as mx  # noqa: E402
+from mlx.utils import tree_flatten, tree_unflatten  # noqa: E402
+from mlx_lm.tuner.utils import linear_to_lora_layers, load_adapters  # noqa: E402
+from mlx_lm.utils import load  # noqa: E402
+
+sys.path.append(str(HERE))  # after the standard library, which must not be shadowed
+import weights_recipe  # noqa: E402
+
+MODELS = ROOT / "tests" / "data" / "lm-models"
+LM = ROOT / "tests" / "data" / "lm"
+ADAPTERS = DATA / "adapters"
+
+ADAPTER_CASES = [
+    # name, model, fine_tune_type, num_layers, lora_parameters, seed
+    ("qwen3-lora", "qwen3", "lora", 2, {"rank": 4, "scale": 10.0, "dropout": 0.0}, 7),
+    ("qwen3-4bit-qlora", "qwen3-4bit", "lora", -1, {"rank": 8, "scale": 20.0, "dropout": 0.0}, 11),
+    ("llama3-dora", "llama3", "dora", 1,
+     {"rank": 4, "scale": 5.0, "dropout": 0.0, "keys": ["self_attn.q_proj", "self_attn.v_proj", "mlp.down_proj"]}, 3),
+]
+
+mx.set_default_device(mx.cpu)
+for name, model_name, fine_tune_type, num_layers, params, seed in ADAPTER_CASES:
+    folder = MODELS / model_name
+    weights_recipe.materialize(folder)
+    model, _ = load(str(folder))
+    mx.random.seed(seed)
+    model.freeze()
+    linear_to_lora_layers(model, num_layers, params, use_dora=fine_tune_type == "dora")
+    init = dict(tree_flatten(model.trainable_parameters()))
+    mx.eval(init)
+    # Trained-looking adapters: lora_b off zero, DoRA's magnitudes off the base norms.
+    key = mx.random.key(1000 + seed)
+    trained = {}
+    for i, (path, x) in enumerate(sorted(init.items())):
+        k = mx.random.split(key, len(init))[i]
+        if path.endswith("lora_b"):
+            x = 0.05 * mx.random.normal(x.shape, key=k)
+        elif path.endswith(".m"):
+            x = x * (1.0 + 0.1 * mx.random.normal(x.shape, key=k))
+        trained[path] = x
+    out = ADAPTERS / name
+    out.mkdir(parents=True, exist_ok=True)
+    mx.save_safetensors(str(out / "adapters.safetensors"), trained)
+    config = {"fine_tune_type": fine_tune_type, "num_layers": num_layers, "lora_parameters": params}
+    (out / "adapter_config.json").write_text(json.dumps(config, indent=4) + "\n")
+
+    fresh, _ = load(str(folder))
+    load_adapters(fresh, str(out))
+    prompt = json.loads((LM / f"{model_name}.json").read_text())["prompt"]
+    logits = fresh(mx.array([prompt])).astype(mx.float32)
+    # mlx_lm.fuse: every adapted layer merged into its base (requantized on a 4-bit model).
+    fused = [(n, m.fuse(dequantize=False)) for n, m in fresh.named_modules() if hasattr(m, "fuse")]
+    fresh.update_modules(tree_unflatten(fused))
+    fused_logits = fresh(mx.array([prompt])).astype(mx.float32)
+    golden = {f"init.{p}": x for p, x in init.items()}
+    golden["logits"] = logits
+    golden["fused_logits"] = fused_logits
+    mx.save_safetensors(str(out / "golden.safetensors"), golden)
+    print("wrote", out, sorted(init)[:3], "...", len(init), "adapter tensors")
+
+(ADAPTERS / "cases.json").write_text(json.dumps(
+    [{"name": n, "model": m, "fine_tune_type": f, "num_layers": l, "lora_parameters": p, "seed": s}
+     for n, m, f, l, p, s in ADAPTER_CASES], indent=1) + "\n")
+
+
+# --- training on golden models -------------------------------------------------------------
+import mlx.optimizers as optim  # noqa: E402
+from mlx_lm.tuner.callbacks import TrainingCallback  # noqa: E402
+from mlx_lm.tuner.trainer import TrainingArgs, train  # noqa: E402
+
+TRAIN = DATA / "train"
+TRAIN_CASES = [
+    # name, model, fine_tune_type, num_layers, lora_parameters, seed, data, mask_prompt,
+    # batch_size, iters, learning_rate
+    ("qwen3-lora-text", "qwen3", "lora", 2, {"rank": 4, "scale": 10.0, "dropout": 0.0}, 5,
+     "text", False, 2, 6, 1e-3),
+    ("qwen3-4bit-dora-chat", "qwen3-4bit", "dora", -1, {"rank": 8, "scale": 20.0, "dropout": 0.0},
+     2, "chat", True, 2, 5, 1e-3),
+]
+
+
+class Recorder(TrainingCallback):
+    def __init__(self):
+        self.losses = []
+
+    def on_train_loss_report(self, info):
+        self.losses.append(info["train_loss"])
+
+
+for (name, model_name, fine_tune_type, num_layers, params, seed, data_name, mask_prompt,
+     batch_size, iters, lr) in TRAIN_CASES:
+    folder = MODELS / model_name
+    weights_recipe.materialize(folder)
+    model, _ = load(str(folder))
+    np.random.seed(seed)
+    mx.random.seed(seed)
+    model.freeze()
+    linear_to_lora_layers(model, num_layers, params, use_dora=fine_tune_type == "dora")
+    config = types.SimpleNamespace(mask_prompt=mask_prompt)
+    train_set = CacheDataset(load_local_dataset(DATA / data_name, tokenizer, config)[0])
+    out = TRAIN / name
+    out.mkdir(parents=True, exist_ok=True)
+    args = TrainingArgs(batch_size=batch_size, iters=iters, val_batches=0, steps_per_report=1,
+                        steps_per_eval=10**9, steps_per_save=10**9, max_seq_length=2048,
+                        adapter_file=str(out / "adapters.safetensors"))
+    recorder = Recorder()
+    train(model, optim.Adam(learning_rate=lr), train_set, None, args,
+          training_callback=recorder)
+    (out / "losses.json").write_text(json.dumps({
+        "mlx_lm_version": mlx_lm.__version__, "model": model_name,
+        "fine_tune_type": fine_tune_type, "num_layers": num_layers, "lora_parameters": params,
+        "seed": seed, "data": data_name, "mask_prompt": mask_prompt, "batch_size": batch_size,
+        "iters": iters, "learning_rate": lr, "losses": recorder.losses}, indent=1) + "\n")
+    print("wrote", out, recorder.losses)

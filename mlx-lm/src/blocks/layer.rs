@@ -153,6 +153,7 @@ pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding, model: &impl TreeNod
                 Some(_) => Dtype::Float32,
             }
         }
+        mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
     }
 }
 
@@ -161,5 +162,6 @@ pub fn embedding_vocab_size(embedding: &MaybeQuantizedEmbedding) -> i32 {
     match embedding {
         mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
         mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
+        mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
     }
 }

@@ -54,6 +54,9 @@ pub type MaybeQuantizedMultiLinear = MaybeQuantized<MultiLinear>;
 impl Quantizable for MultiLinear {
     type Quantized = QuantizedMultiLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedMultiLinear";
+    // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
+    type Adapted = mlx_nn::NoAdapter;
+    const ADAPTED_NAME: &'static str = "NoAdapter";
 
     /// Python: `MultiLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
     /// stacked weight, each head's rows grouped on their own.
@@ -124,6 +127,7 @@ impl MultiForward for MaybeQuantizedMultiLinear {
         match self {
             MaybeQuantized::Float(l) => l.forward_heads(x, transpose),
             MaybeQuantized::Quantized(l) => l.forward_heads(x, transpose),
+            MaybeQuantized::Adapted(a) => match **a {},
         }
     }
 }

@@ -50,6 +50,9 @@ pub type MaybeQuantizedSwitchLinear = MaybeQuantized<SwitchLinear>;
 impl Quantizable for SwitchLinear {
     type Quantized = QuantizedSwitchLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedSwitchLinear";
+    // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
+    type Adapted = mlx_nn::NoAdapter;
+    const ADAPTED_NAME: &'static str = "NoAdapter";
 
     /// Python: `SwitchLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
     /// stacked weight (each expert's rows grouped on their own), the bias kept.
@@ -123,6 +126,7 @@ impl SwitchForward for MaybeQuantizedSwitchLinear {
         match self {
             MaybeQuantized::Float(l) => l.forward_experts(x, indices, sorted),
             MaybeQuantized::Quantized(l) => l.forward_experts(x, indices, sorted),
+            MaybeQuantized::Adapted(a) => match **a {},
         }
     }
 }

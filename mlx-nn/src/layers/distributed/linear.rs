@@ -748,6 +748,9 @@ impl ShardableLinear for MaybeQuantizedLinear {
         match self {
             MaybeQuantizedLinear::Float(l) => l.shard(sharding, segments, group),
             MaybeQuantizedLinear::Quantized(l) => l.shard(sharding, segments, group),
+            MaybeQuantizedLinear::Adapted(_) => Err(mlx_rs::Error::InvalidArgument(
+                "[shard_linear] a layer with an adapter cannot be sharded; fuse it first".into(),
+            )),
         }
     }
 }

@@ -1,0 +1,327 @@
+//! Adapters on a loaded model (Python: `mlx_lm.tuner.utils.linear_to_lora_layers`,
+//! `load_adapters`, and the fuse of `mlx_lm.fuse`): one mechanism for every architecture,
+//! because a model's linear layers are [`MaybeQuantizedLinear`](mlx_nn::MaybeQuantizedLinear)
+//! fields whose third variant is the adapted layer: modules are found and replaced by path in
+//! the model's tree, as Python's `named_modules` / `update_modules` do.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use mlx_nn::{
+    AnyModule, Linear, LoRALinear, LoRAOptions, MaybeQuantized, MaybeQuantizedLinear, Module,
+    QuantizedLinear,
+};
+use mlx_rs::Array;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::{Error, Result};
+
+/// How a model is fine-tuned (Python: `fine_tune_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum FineTuneType {
+    #[default]
+    Lora,
+    Dora,
+    Full,
+}
+
+/// mlx_lm's `lora_parameters`: the adapters' rank, scale, dropout, and the module keys
+/// (relative to a layer) that get one; `None`: every linear layer of the layers.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct LoraParameters {
+    pub rank: i32,
+    pub scale: f64,
+    #[serde(default)]
+    pub dropout: f64,
+    #[serde(default)]
+    pub keys: Option<Vec<String>>,
+}
+
+impl Default for LoraParameters {
+    /// mlx_lm's defaults (`lora.py`'s `CONFIG_DEFAULTS`).
+    fn default() -> Self {
+        LoraParameters {
+            rank: 8,
+            scale: 20.0,
+            dropout: 0.0,
+            keys: None,
+        }
+    }
+}
+
+/// The part of `adapter_config.json` that decides the model's structure (mlx_lm writes all
+/// its training arguments there; the rest is not needed to load the adapters).
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+pub struct AdapterConfig {
+    #[serde(default)]
+    pub fine_tune_type: FineTuneType,
+    pub num_layers: i32,
+    #[serde(default)]
+    pub lora_parameters: LoraParameters,
+}
+
+impl AdapterConfig {
+    /// Reads `dir/adapter_config.json`.
+    pub fn load(dir: impl AsRef<Path>) -> Result<AdapterConfig> {
+        let path = dir.as_ref().join("adapter_config.json");
+        let text = std::fs::read_to_string(&path).map_err(|source| Error::Io {
+            path: path.clone(),
+            source,
+        })?;
+        let json: Value = serde_json::from_str(&text).map_err(|source| Error::Json {
+            path: path.clone(),
+            source,
+        })?;
+        if let Some(p) = json.get("lora_parameters") {
+            if p.get("scale").is_none() {
+                // mlx_lm raises here too; `alpha` is other frameworks' name.
+                return Err(Error::Invalid {
+                    path,
+                    key: "lora_parameters".into(),
+                    message: "missing `scale` (mlx_lm's LoRA config uses `scale`, not `alpha`)"
+                        .into(),
+                });
+            }
+        }
+        serde_json::from_value(json).map_err(|e| Error::Invalid {
+            path,
+            key: String::new(),
+            message: e.to_string(),
+        })
+    }
+}
+
+fn run(e: mlx_rs::Error) -> Error {
+    Error::Run(e)
+}
+
+/// The path of the model's list of blocks (Python: `model.layers`): the shallowest list of
+/// modules named `layers`, and how many it holds.
+fn layers_of(modules: &[(String, AnyModule)]) -> Result<(String, usize)> {
+    let mut found: Vec<(String, usize)> = Vec::new();
+    for (path, _) in modules {
+        let Some((prefix, index)) = path.rsplit_once('.') else {
+            continue;
+        };
+        let Ok(index) = index.parse::<usize>() else {
+            continue;
+        };
+        if !(prefix == "layers" || prefix.ends_with(".layers")) {
+            continue;
+        }
+        match found.iter_mut().find(|(p, _)| p == prefix) {
+            Some((_, n)) => *n = (*n).max(index + 1),
+            None => found.push((prefix.to_string(), index + 1)),
+        }
+    }
+    found
+        .into_iter()
+        .min_by_key(|(p, _)| p.split('.').count())
+        .ok_or_else(|| Error::InvalidArgument("the model has no `layers` to adapt".into()))
+}
+
+/// Python's type test in `get_keys_for_lora`: the modules an adapter can wrap.
+fn adaptable(module: &AnyModule) -> bool {
+    matches!(
+        module.type_name(),
+        "Linear"
+            | "QuantizedLinear"
+            | "SwitchLinear"
+            | "QuantizedSwitchLinear"
+            | "Embedding"
+            | "QuantizedEmbedding"
+    )
+}
+
+/// Python's `to_lora(layer)`.
+fn to_lora(path: &str, module: &AnyModule, options: LoRAOptions) -> Result<AnyModule> {
+    let base: MaybeQuantizedLinear = match module.type_name() {
+        "Linear" => MaybeQuantized::Float(module.downcast::<Linear>().map_err(run)?),
+        "QuantizedLinear" => {
+            MaybeQuantized::Quantized(module.downcast::<QuantizedLinear>().map_err(run)?)
+        }
+        other => {
+            return Err(Error::InvalidArgument(format!(
+                "{path}: adapters on a {other} are not ported (mlx_lm's LoRASwitchLinear, \
+                 LoRAEmbedding); name the keys to adapt in lora_parameters.keys"
+            )))
+        }
+    };
+    AnyModule::new(&LoRALinear::from_base(base, options).map_err(run)?).map_err(run)
+}
+
+/// Replaces the model's linear layers by adapted ones (Python: `linear_to_lora_layers(model,
+/// num_layers, config, use_dora)`): in the last `num_layers` blocks (all of them for a value
+/// `<= 0`, as Python's `model.layers[-max(num_layers, 0):]`), the modules at `keys` (paths
+/// relative to a block; by default every linear layer found in any block), then any module
+/// of the whole model whose full path is one of the keys. The adapters are drawn from MLX's
+/// global random state in Python's order, so a seeded run gives mlx_lm's adapters.
+pub fn linear_to_lora_layers<M: Module>(
+    model: &mut M,
+    num_layers: i32,
+    config: &LoraParameters,
+    use_dora: bool,
+) -> Result<()> {
+    let options = LoRAOptions {
+        rank: config.rank,
+        scale: config.scale,
+        dropout: config.dropout,
+        dora: use_dora,
+    };
+    let modules = model.named_modules().map_err(run)?;
+    let (layers, count) = layers_of(&modules)?;
+    let in_layer = |path: &str| -> Option<(usize, String)> {
+        let rest = path.strip_prefix(layers.as_str())?.strip_prefix('.')?;
+        let (index, key) = rest.split_once('.')?;
+        Some((index.parse().ok()?, key.to_string()))
+    };
+    let keys: BTreeSet<String> = match &config.keys {
+        Some(keys) => keys.iter().cloned().collect(),
+        None => modules
+            .iter()
+            .filter(|(_, m)| adaptable(m))
+            .filter_map(|(p, _)| in_layer(p).map(|(_, k)| k))
+            .collect(),
+    };
+    let first = match usize::try_from(num_layers) {
+        Ok(n) if n > 0 => count.saturating_sub(n),
+        _ => 0,
+    };
+    // Block by block from the first, each in its own `named_modules` order, as Python's
+    // loop draws them. (The model's `named_modules` visits the blocks last first; a block's
+    // modules are contiguous there, in the block's own order, so a stable sort by index
+    // gives Python's sequence.)
+    let mut chosen: Vec<(usize, &String, &AnyModule)> = modules
+        .iter()
+        .filter_map(|(path, module)| {
+            let (index, key) = in_layer(path)?;
+            (index >= first && keys.contains(&key)).then_some((index, path, module))
+        })
+        .collect();
+    chosen.sort_by_key(|(index, _, _)| *index);
+    let mut replaced = Vec::new();
+    for (_, path, module) in chosen {
+        replaced.push((path.clone(), to_lora(path, module, options)?));
+    }
+    if !replaced.is_empty() {
+        model.update_modules(replaced).map_err(run)?;
+    }
+    // Python's second pass over the whole model, with the keys as full paths.
+    let mut top = Vec::new();
+    for (path, module) in model.named_modules().map_err(run)? {
+        if keys.contains(&path) {
+            top.push((path.clone(), to_lora(&path, &module, options)?));
+        }
+    }
+    if !top.is_empty() {
+        model.update_modules(top).map_err(run)?;
+    }
+    Ok(())
+}
+
+/// Loads fine-tuned adapters from `dir` (`adapter_config.json`, `adapters.safetensors`)
+/// into `model` (Python: `load_adapters(model, adapter_path)`): adds the adapter layers
+/// the config describes, then loads their tensors; a full fine-tune's file replaces any of
+/// the model's parameters. Every tensor must name a parameter of that kind with its shape.
+pub fn load_adapters<M: Module>(model: &mut M, dir: impl AsRef<Path>) -> Result<()> {
+    let dir = dir.as_ref();
+    if !dir.exists() {
+        return Err(Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the adapter path does not exist",
+            ),
+        });
+    }
+    let config = AdapterConfig::load(dir)?;
+    if config.fine_tune_type != FineTuneType::Full {
+        linear_to_lora_layers(
+            model,
+            config.num_layers,
+            &config.lora_parameters,
+            config.fine_tune_type == FineTuneType::Dora,
+        )?;
+    }
+    let file: PathBuf = dir.join("adapters.safetensors");
+    let (weights, _) = mlx_rs::io::load_safetensors(&file).map_err(|source| Error::Mlx {
+        path: file.clone(),
+        source,
+    })?;
+    let params: HashMap<String, Array> =
+        model.named_parameters().map_err(run)?.into_iter().collect();
+    let adapter_leaf =
+        |name: &str| matches!(name.rsplit('.').next(), Some("lora_a" | "lora_b" | "m"));
+    let mut errors = Vec::new();
+    let mut names: Vec<&String> = weights.keys().collect();
+    names.sort();
+    for name in names {
+        let w = &weights[name];
+        match params.get(name.as_str()) {
+            Some(p) if config.fine_tune_type == FineTuneType::Full || adapter_leaf(name) => {
+                if p.shape() != w.shape() {
+                    errors.push(format!(
+                        "  {name}: adapter shape {:?} does not match model parameter shape {:?}",
+                        w.shape(),
+                        p.shape()
+                    ));
+                }
+            }
+            _ => errors.push(format!("  {name}: not an adapter parameter in the model")),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(Error::Invalid {
+            path: file,
+            key: String::new(),
+            message: format!("incompatible tensors:\n{}", errors.join("\n")),
+        });
+    }
+    model
+        .update_named_parameters(weights.into_iter().collect())
+        .map_err(run)
+}
+
+/// Merges every adapter into its base layer (Python: `mlx_lm.fuse`'s
+/// `[(n, m.fuse(dequantize)) for n, m in model.named_modules() if hasattr(m, "fuse")]` then
+/// `model.update_modules`): a quantized base is requantized with its own settings unless
+/// `dequantize`. Returns how many layers were fused. (mlx_lm's `--dequantize` also
+/// dequantizes the layers without adapters, through `dequantize_model`; that is not done
+/// here.)
+pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize> {
+    let mut fused = Vec::new();
+    for (path, module) in model.named_modules().map_err(run)? {
+        if module.type_name() != "LoRALinear" {
+            continue;
+        }
+        let layer: LoRALinear = module.downcast().map_err(run)?;
+        let merged = match layer.fuse(dequantize).map_err(run)? {
+            MaybeQuantized::Float(l) => AnyModule::new(&l),
+            MaybeQuantized::Quantized(q) => AnyModule::new(&q),
+            MaybeQuantized::Adapted(a) => AnyModule::new(&*a),
+        }
+        .map_err(run)?;
+        fused.push((path, merged));
+    }
+    let n = fused.len();
+    if n > 0 {
+        model.update_modules(fused).map_err(run)?;
+    }
+    Ok(n)
+}
+
+/// Unfreezes the last `num_layers` blocks (all for a value `<= 0`), what `mlx_lm.lora` does
+/// for `fine_tune_type: full` after `model.freeze()`.
+pub fn unfreeze_last_layers<M: Module>(model: &mut M, num_layers: i32) -> Result<()> {
+    let modules = model.named_modules().map_err(run)?;
+    let (layers, count) = layers_of(&modules)?;
+    let first = match usize::try_from(num_layers) {
+        Ok(n) if n > 0 => count.saturating_sub(n),
+        _ => 0,
+    };
+    let keys: Vec<String> = (first..count).map(|i| format!("{layers}.{i}")).collect();
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    model.unfreeze(Some(&keys)).map_err(run)
+}

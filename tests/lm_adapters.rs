@@ -1,0 +1,248 @@
+//! Adapters against mlx_lm 0.32.2 (`scripts/golden/lora.py`, `tests/data/lora/adapters`):
+//! adapters that mlx_lm made and saved on golden models (LoRA, QLoRA on a 4-bit model, DoRA)
+//! load here, and the adapted model's logits of the golden prompt equal mlx_lm's bit for bit
+//! (the same ops in the same order on the same CPU backend); the seeded initial adapters of
+//! `linear_to_lora_layers` equal mlx_lm's bit for bit (the same draws from MLX's key chain);
+//! and the compiled training step, from the same seeds, data and config as mlx_lm's
+//! `trainer.train`, gives its losses step by step and its saved adapters.
+
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use mlx::core::{io, random, Array, Dtype};
+use mlx::lm::tuner::{
+    fuse_adapters, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
+    trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters, RandomState,
+    TrainStep,
+};
+use mlx::lm::{load_model, LoadOptions, Tokenizer};
+use mlx::nn::Module;
+use mlx::optimizers::Adam;
+use serde_json::Value;
+use support::lm::{golden, ids, model_dir};
+
+fn adapters() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lora/adapters")
+}
+
+fn cases() -> Vec<Value> {
+    let text = std::fs::read_to_string(adapters().join("cases.json")).unwrap();
+    serde_json::from_str::<Value>(&text)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn bits(a: &Array) -> Vec<u32> {
+    let a = a.astype(Dtype::Float32).unwrap();
+    a.to_vec::<f32>()
+        .unwrap()
+        .into_iter()
+        .map(f32::to_bits)
+        .collect()
+}
+
+fn expected(case: &str) -> std::collections::HashMap<String, Array> {
+    io::load_safetensors(adapters().join(case).join("golden.safetensors"))
+        .unwrap()
+        .0
+}
+
+#[test]
+fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
+    for case in cases() {
+        let name = case["name"].as_str().unwrap();
+        let model_name = case["model"].as_str().unwrap();
+        let mut model = load_model(model_dir(model_name), LoadOptions::default())
+            .unwrap()
+            .0;
+        load_adapters(&mut model, adapters().join(name)).unwrap();
+        let saved = io::load_safetensors(adapters().join(name).join("adapters.safetensors"))
+            .unwrap()
+            .0;
+        let params: BTreeMap<String, Array> =
+            model.named_parameters().unwrap().into_iter().collect();
+        for (path, a) in &saved {
+            assert_eq!(bits(&params[path]), bits(a), "{name}: {path} not loaded");
+        }
+        let prompt: Vec<i32> = ids(&golden(&format!("{model_name}.json"))["prompt"])
+            .into_iter()
+            .map(|t| t as i32)
+            .collect();
+        let inputs = Array::from_slice(&prompt, &[1, prompt.len() as i32]).unwrap();
+        let logits = model.forward(&inputs, None).unwrap();
+        let theirs = &expected(name)["logits"];
+        assert_eq!(logits.shape(), theirs.shape(), "{name}");
+        let (ours, theirs) = (bits(&logits), bits(theirs));
+        let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ,
+            0,
+            "{name}: {differ} of {} logits differ",
+            ours.len()
+        );
+
+        // mlx_lm.fuse: the adapters merged into the base layers (requantized when 4-bit).
+        let n = fuse_adapters(&mut model, false).unwrap();
+        assert!(n > 0, "{name}: nothing fused");
+        let left = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .filter(|(p, _)| p.contains("lora_") || p.contains(".linear."))
+            .count();
+        assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
+        let fused = model.forward(&inputs, None).unwrap();
+        let (ours, theirs) = (bits(&fused), bits(&expected(name)["fused_logits"]));
+        let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
+        assert_eq!(
+            differ,
+            0,
+            "{name}: {differ} of {} fused logits differ",
+            ours.len()
+        );
+    }
+}
+
+#[test]
+fn seeded_adapters_equal_mlx_lm() {
+    for case in cases() {
+        let name = case["name"].as_str().unwrap();
+        let config = AdapterConfig::load(adapters().join(name)).unwrap();
+        let mut model = load_model(
+            model_dir(case["model"].as_str().unwrap()),
+            LoadOptions::default(),
+        )
+        .unwrap()
+        .0;
+        random::seed(case["seed"].as_u64().unwrap()).unwrap();
+        linear_to_lora_layers(
+            &mut model,
+            config.num_layers,
+            &config.lora_parameters,
+            config.fine_tune_type == FineTuneType::Dora,
+        )
+        .unwrap();
+        let ours: BTreeMap<String, Array> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .filter(|(p, _)| p.ends_with(".lora_a") || p.ends_with(".lora_b") || p.ends_with(".m"))
+            .collect();
+        let theirs: BTreeMap<String, Array> = expected(name)
+            .into_iter()
+            .filter_map(|(p, a)| Some((p.strip_prefix("init.")?.to_string(), a)))
+            .collect();
+        assert_eq!(
+            ours.keys().collect::<Vec<_>>(),
+            theirs.keys().collect::<Vec<_>>(),
+            "{name}: adapter paths"
+        );
+        for (path, a) in &ours {
+            assert_eq!(bits(a), bits(&theirs[path]), "{name}: {path}");
+        }
+    }
+}
+
+#[test]
+fn bad_adapters_are_errors() {
+    let mut model = load_model(model_dir("qwen3"), LoadOptions::default())
+        .unwrap()
+        .0;
+    // Missing directory.
+    assert!(load_adapters(&mut model, adapters().join("no-such-adapter")).is_err());
+    // Adapters of another model: shapes (llama3's) that do not fit qwen3's layers.
+    let err = load_adapters(&mut model, adapters().join("llama3-dora"));
+    assert!(err.is_err(), "llama3's adapters loaded into qwen3");
+}
+
+fn lora_data() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lora")
+}
+
+#[test]
+fn training_losses_and_adapters_equal_mlx_lm() {
+    let tokenizer = Tokenizer::load(lora_data().join("tokenizer")).unwrap();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(lora_data().join("train"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(!dirs.is_empty());
+    for dir in dirs {
+        let g: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("losses.json")).unwrap())
+                .unwrap();
+        assert_eq!(g["mlx_lm_version"], "0.32.2");
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let seed = g["seed"].as_u64().unwrap();
+        let mut model = load_model(
+            model_dir(g["model"].as_str().unwrap()),
+            LoadOptions::default(),
+        )
+        .unwrap()
+        .0;
+        // mlx_lm.lora: np.random.seed, mx.random.seed, model.freeze(), linear_to_lora_layers.
+        let rng = RandomState::new(seed as u32);
+        random::seed(seed).unwrap();
+        model.freeze(None).unwrap();
+        let params: LoraParameters = serde_json::from_value(g["lora_parameters"].clone()).unwrap();
+        linear_to_lora_layers(
+            &mut model,
+            g["num_layers"].as_i64().unwrap() as i32,
+            &params,
+            g["fine_tune_type"] == "dora",
+        )
+        .unwrap();
+        let options = DatasetOptions {
+            mask_prompt: g["mask_prompt"].as_bool().unwrap(),
+            ..Default::default()
+        };
+        let splits =
+            load_local_dataset(lora_data().join(g["data"].as_str().unwrap()), &options).unwrap();
+        let train = splits.train.unwrap().tokenize(&tokenizer).unwrap();
+        let lr = g["learning_rate"].as_f64().unwrap() as f32;
+        let mut step = TrainStep::new(model, Adam::new(lr)).unwrap();
+        let iters = g["iters"].as_u64().unwrap() as usize;
+        let batch_size = g["batch_size"].as_u64().unwrap() as usize;
+        let (mut losses, mut widths) = (Vec::new(), BTreeSet::new());
+        for batch in iterate_batches(&train, batch_size, 2048, true, rng)
+            .unwrap()
+            .take(iters)
+        {
+            widths.insert(batch.width);
+            losses.push(step.step(&batch).unwrap().0);
+        }
+        let theirs: Vec<f32> = g["losses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap() as f32)
+            .collect();
+        eprintln!("{name}: ours {losses:?}\n{name}: theirs {theirs:?}");
+        assert_eq!(
+            losses.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+            theirs.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
+            "{name}: losses"
+        );
+        // One trace per batch shape, as Python's mx.compile.
+        if std::env::var_os("MLX_DISABLE_COMPILE").is_none() {
+            assert_eq!(step.stats().traces as usize, widths.len(), "{name}: traces");
+        }
+        let ours = trainable_parameters(&step.state.0).unwrap();
+        let saved = io::load_safetensors(dir.join("adapters.safetensors"))
+            .unwrap()
+            .0;
+        let mut names: Vec<&String> = ours.keys().collect();
+        names.sort();
+        let mut theirs_names: Vec<&String> = saved.keys().collect();
+        theirs_names.sort();
+        assert_eq!(names, theirs_names, "{name}: adapter paths");
+        for path in names {
+            assert_eq!(bits(&ours[path]), bits(&saved[path]), "{name}: {path}");
+        }
+    }
+}
