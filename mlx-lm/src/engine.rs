@@ -595,6 +595,7 @@ fn empty_rows<M: LanguageModel + ?Sized>(
     for layer in cache.iter_mut() {
         layer.try_for_each_mut(&mut |c| match c {
             LayerCache::Kv(kv) => kv.set_row_offsets(),
+            LayerCache::Rotating(ring) => ring.set_row_offsets(),
             _ => Ok(()),
         })?;
     }
@@ -624,9 +625,8 @@ fn check_rows(state: &EngineState, rows: usize) -> Result<()> {
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
-    /// An engine of `options.max_batch` empty slots of `options.capacity` positions. Models
-    /// with sliding-window layers are refused: their ring buffers keep one position list
-    /// for the whole batch, not one per row.
+    /// An engine of `options.max_batch` empty slots of `options.capacity` positions (a
+    /// sliding-window layer's slot holds its window: each row keeps its own ring).
     pub fn new(model: &'m M, options: EngineOptions) -> Result<Self> {
         let invalid = Error::InvalidArgument;
         if options.max_batch == 0 {
@@ -649,13 +649,6 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         })?;
         let sizes = batch_sizes(options.max_batch);
         let state = empty_rows(model, sizes[0], options.capacity, history_width, vocab)?;
-        if state.cache.iter().any(LayerCache::has_rotating) {
-            return Err(invalid(
-                "continuous batching needs a model without sliding-window layers; this one \
-                 has some (their ring buffers keep one position list for the whole batch)"
-                    .into(),
-            ));
-        }
         check_rows(&state, sizes[0])?;
         let steps = sizes
             .into_iter()
