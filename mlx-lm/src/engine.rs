@@ -7,7 +7,12 @@
 //! key/value layer keeps one offset per row
 //! ([`KvCache::set_row_offsets`](crate::cache::KvCache::set_row_offsets)): rotary
 //! embeddings, the attention mask and the cache writes follow each row's own position, so a
-//! request at position 3 and one at position 900 decode in the same call. mlx_lm's batch
+//! request at position 3 and one at position 900 decode in the same call. A sliding-window
+//! layer keeps a ring of its window per row
+//! ([`RotatingKvCache::set_row_offsets`](crate::cache::RotatingKvCache::set_row_offsets):
+//! each row's positions and offset, Python's `BatchRotatingKVCache`), written and masked as
+//! the request's ring alone would be, so rows in different phases of their rings decode
+//! together and the slot holds the window, not the capacity. mlx_lm's batch
 //! instead shares one write position and left-pads the shorter sequences, filters rows out
 //! as they finish and extends the batch as others arrive: every step is a new shape, and its
 //! step is not compiled at all. Here the shapes come from a few: the batch holds a power of
