@@ -818,10 +818,13 @@ async fn a_sliding_window_model_is_served() {
         ids.iter().all(|p| p.len() > 8),
         "prompts longer than the window"
     );
-    let body = |i: usize| json!({"prompt": ids[i], "max_tokens": 24});
+    let bodies: Vec<Value> = ids
+        .iter()
+        .map(|p| json!({"prompt": p, "max_tokens": 24}))
+        .collect();
     let (a, b) = tokio::join!(
-        post(base, "/v1/completions", &body(0)),
-        post(base, "/v1/completions", &body(1))
+        post(base, "/v1/completions", &bodies[0]),
+        post(base, "/v1/completions", &bodies[1])
     );
     for (i, (status, r)) in [a, b].into_iter().enumerate() {
         assert_eq!(status, 200, "{r}");
