@@ -492,12 +492,6 @@ fn bad_input_is_an_error_and_leaves_the_others_running() {
         "positions 59..64 hold the last prompt token and 4 fed back"
     );
     assert_traced_once(&engine.decode_traces(), "a full slot");
-    // Sliding-window layers keep one position list per batch: refused.
-    let llama3 = load_named("llama3");
-    let refused = Engine::new(&llama3, EngineOptions::default())
-        .err()
-        .unwrap();
-    assert!(refused.to_string().contains("sliding-window"));
 }
 
 #[test]
@@ -789,4 +783,160 @@ fn presence_and_frequency_penalties_are_openais_per_request() {
             );
         }
     }
+}
+
+/// Golden models with sliding-window layers (rings of 8 positions; recurrent_gemma's and
+/// baichuan_m1's beside recurrent state), each checked to have one.
+const SLIDING: [&str; 8] = [
+    "gemma3_text",
+    "olmo3",
+    "gpt_oss",
+    "cohere2",
+    "exaone4",
+    "llama3",
+    "baichuan_m1",
+    "recurrent_gemma",
+];
+
+fn has_ring(model: &Model) -> bool {
+    model
+        .make_cache(1, 16)
+        .unwrap()
+        .iter()
+        .any(mlx::lm::LayerCache::has_rotating)
+}
+
+#[test]
+fn sliding_window_models_equal_generate_step_alone_under_continuous_batching() {
+    // Four slots, nine requests, windows of 8: prompts from one token (an empty ring) to
+    // several prefill chunks (a ring wrapped many times before the request joins), replies
+    // that wrap the ring during decode, rows at different positions and ring phases in one
+    // step, requests joining and leaving (one cancelled), rows reused and moved as the batch
+    // grows to 4 and shrinks back.
+    let prefill = 16;
+    for name in SLIDING {
+        let model = load_named(name);
+        assert!(has_ring(&model), "{name} has no sliding-window layer");
+        let lens = [1usize, 5, 40, 100, 23, 9, 2, 33, 8];
+        let max = [20usize, 14, 9, 17, 12, 11, 30, 10, 13];
+        let arrive = [0usize, 0, 1, 2, 3, 9, 12, 12, 30];
+        let cancel = [None, None, None, Some(6), None, None, None, None, None];
+        let reqs: Vec<Req> = (0..lens.len())
+            .map(|i| Req {
+                prompt: prompt(50 + i as u64, lens[i]),
+                options: greedy(max[i]),
+                arrive: arrive[i],
+                cancel_after: cancel[i],
+            })
+            .collect();
+        let options = EngineOptions {
+            max_batch: 4,
+            capacity: 256,
+            prefill_step_size: prefill,
+            ..Default::default()
+        };
+        let (events, steps, traces) = run(&model, options, &reqs);
+        assert_traced_once(&traces, name);
+        assert!(
+            traces.len() >= 3,
+            "{name}: the batch grew to 4 rows: {traces:?}"
+        );
+        for (i, got) in events.iter().enumerate() {
+            assert_eq!(got.len(), cancel[i].unwrap_or(max[i]), "{name} request {i}");
+        }
+        let worst = check_against_alone(&model, name, &reqs, &events, prefill);
+        println!("{name}: {steps} steps, largest relative log-probability difference {worst:e}");
+        // The argument of the key/value engine test: each row's ring is the request's
+        // alone, written slot for slot as a one-sequence cache writes it and summed in the
+        // same order (measured 0 on the CPU); a GPU's batched products may group the sums
+        // otherwise. A row at a wrong position or ring phase moves log-probabilities by
+        // 1e-2 and more.
+        assert!(worst < 1e-3, "{name}: log-probabilities differ by {worst}");
+    }
+}
+
+#[test]
+fn sliding_window_requests_sample_per_row() {
+    // Sampled requests with their own seeds and settings beside greedy ones, on a model
+    // whose layers alternate sliding and global attention: the same tokens as alone.
+    let prefill = 16;
+    let model = load_named("gemma3_text");
+    let sampled = |seed: u64, temperature: f64, top_k: i32| RequestOptions {
+        max_tokens: 16,
+        seed: Some(seed),
+        sampler: SamplerOptions {
+            temperature,
+            top_k,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let options = [
+        sampled(1, 0.8, 0),
+        greedy(12),
+        sampled(2, 1.2, 20),
+        sampled(3, 0.6, 0),
+    ];
+    let reqs: Vec<Req> = options
+        .iter()
+        .enumerate()
+        .map(|(i, o)| Req {
+            prompt: prompt(70 + i as u64, 11 + 13 * i),
+            options: o.clone(),
+            arrive: 2 * i,
+            cancel_after: None,
+        })
+        .collect();
+    let engine_options = EngineOptions {
+        max_batch: 4,
+        capacity: 128,
+        prefill_step_size: prefill,
+        ..Default::default()
+    };
+    let (events, _, traces) = run(&model, engine_options, &reqs);
+    assert_traced_once(&traces, "gemma3_text sampled");
+    let worst = check_against_alone(&model, "gemma3_text", &reqs, &events, prefill);
+    println!("gemma3_text sampled: largest relative log-probability difference {worst:e}");
+    assert!(worst < 1e-3, "log-probabilities differ by {worst}");
+}
+
+#[test]
+fn a_ring_with_row_offsets_writes_and_masks_each_row_in_its_own_phase() {
+    use mlx::core::{ops, Array, Dtype};
+    use mlx::lm::RotatingKvCache;
+    let mut ring = RotatingKvCache::new(2, 1, 4, (1, 1), Dtype::Float32).unwrap();
+    ring.set_row_offsets().unwrap();
+    assert!(ring.has_row_offsets());
+    assert_eq!(ring.positions.shape(), &[2, 4]);
+    // Row 0 is full and has wrapped once (slot 0 holds position 4); row 1 holds position 0.
+    ring.positions = Array::from_slice(&[4i32, 1, 2, 3, 0, -1, -1, -1], &[2, 4]).unwrap();
+    ring.offset = Array::from_slice(&[5i32, 1], &[2]).unwrap();
+    let new = ops::reshape(
+        &Array::from_slice(&[7.0f32, 9.0], &[2]).unwrap(),
+        &[2, 1, 1, 1],
+    )
+    .unwrap();
+    let (keys, _, mask) = ring.update_and_fetch(&new, &new).unwrap();
+    // Each row overwrote its own oldest (or first empty) slot with its own position.
+    assert_eq!(ring.offset.to_vec::<i32>().unwrap(), vec![6, 2]);
+    assert_eq!(
+        ring.positions.to_vec::<i32>().unwrap(),
+        vec![4, 5, 2, 3, 0, 1, -1, -1]
+    );
+    assert_eq!(
+        keys.to_vec::<f32>().unwrap(),
+        vec![0., 7., 0., 0., 0., 9., 0., 0.]
+    );
+    let mask = match mask {
+        mlx::lm::blocks::mask::PlainMask::Array(m) => m,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(mask.shape(), &[2, 1, 1, 4]);
+    assert_eq!(
+        mask.to_vec::<bool>().unwrap(),
+        vec![true, true, true, true, true, true, false, false]
+    );
+    // Several positions at once are the one-sequence prefill's business: an error.
+    let two = ops::zeros(&[2, 1, 2, 1], Dtype::Float32).unwrap();
+    assert!(ring.update_and_fetch(&two, &two).is_err());
 }

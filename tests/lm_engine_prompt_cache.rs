@@ -129,8 +129,9 @@ fn key_value_prefixes_are_reused_and_trimmed() {
 
 #[test]
 fn a_finished_reply_is_kept_for_the_next_turn() {
-    // Key/value caches, a state-space model, and a hybrid of both.
-    for name in ["qwen3", "mamba", "falcon_h1"] {
+    // Key/value caches, a state-space model, a hybrid of both, and sliding-window layers
+    // (rings of 8 positions, wrapped by the first exchange's 41).
+    for name in ["qwen3", "mamba", "falcon_h1", "gemma3_text", "gpt_oss"] {
         let model = load_named(name);
         let first = prompt(20, 30);
         let mut engine = Engine::new(&model, options(4)).unwrap();
@@ -246,5 +247,37 @@ fn insert_with_prefix_starts_from_a_given_cache() {
 
     let id = engine.insert_with_prefix(&longer, greedy, prefix).unwrap();
     assert_eq!(collect(&mut engine, id), (expected[0].clone(), 39));
+    assert_eq!(engine.traces(), 1);
+}
+
+#[test]
+fn a_sliding_window_prefix_is_reused_whole() {
+    // Rings of 8 positions cannot be cut back (mlx_lm's `RotatingKVCache` is not
+    // trimmable): a prompt that extends an earlier one reuses its ring, wrapped many times,
+    // and one that diverges inside it prefills anew; the tokens are the uncached engine's.
+    let model = load_named("olmo3");
+    let base = prompt(30, 45);
+    let longer: Vec<u32> = base.iter().copied().chain(prompt(31, 12)).collect();
+    let diverging: Vec<u32> = base[..20].iter().copied().chain(prompt(32, 9)).collect();
+    let expected = uncached(&model, &[&base, &longer, &diverging]);
+    let mut engine = Engine::new(&model, options(4)).unwrap();
+    assert_eq!(one(&mut engine, &base), (expected[0].clone(), 0));
+    assert_eq!(
+        one(&mut engine, &longer),
+        (expected[1].clone(), base.len() - 1)
+    );
+    assert_eq!(one(&mut engine, &diverging), (expected[2].clone(), 0));
+    // A ring from a prefill of the caller's own.
+    let mut cache = model.make_cache(1, 256).unwrap();
+    let ids = mlx::core::Array::from_slice(&longer[..50], &[1, 50]).unwrap();
+    model.forward(&ids, Some(&mut cache)).unwrap();
+    let greedy = RequestOptions {
+        max_tokens: 12,
+        ..Default::default()
+    };
+    let id = engine
+        .insert_with_prefix(&longer, greedy, CachedPrefix { cache, tokens: 50 })
+        .unwrap();
+    assert_eq!(collect(&mut engine, id), (expected[1].clone(), 50));
     assert_eq!(engine.traces(), 1);
 }

@@ -797,3 +797,39 @@ async fn tools_and_template_variables_reach_the_chat_template() {
     assert_eq!(r["content"][0]["text"], text.as_str());
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sliding_window_model_is_served() {
+    // gemma3_text: sliding layers of 8 positions beside global ones. Two requests at once,
+    // prompts longer than the window, replies that wrap it: each is `generate`'s text.
+    let (model, tokenizer, _) =
+        load(common::model_dir("gemma3_text"), LoadOptions::default()).unwrap();
+    let server = start(options("gemma3_text")).await;
+    let base = &server.base;
+    let texts = [
+        "Once upon a time there was a river that ran to the sea",
+        "The quick brown fox jumps over the lazy dog, twice",
+    ];
+    let ids: Vec<Vec<u32>> = texts
+        .iter()
+        .map(|t| tokenizer.encode(t, true).unwrap())
+        .collect();
+    assert!(
+        ids.iter().all(|p| p.len() > 8),
+        "prompts longer than the window"
+    );
+    let bodies: Vec<Value> = ids
+        .iter()
+        .map(|p| json!({"prompt": p, "max_tokens": 24}))
+        .collect();
+    let (a, b) = tokio::join!(
+        post(base, "/v1/completions", &bodies[0]),
+        post(base, "/v1/completions", &bodies[1])
+    );
+    for (i, (status, r)) in [a, b].into_iter().enumerate() {
+        assert_eq!(status, 200, "{r}");
+        let expected = greedy_text(&model, &tokenizer, &ids[i], 24);
+        assert_eq!(r["choices"][0]["text"], expected.as_str(), "request {i}");
+    }
+    server.shutdown().await;
+}

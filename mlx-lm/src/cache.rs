@@ -296,9 +296,10 @@ pub struct RotatingKvCache {
     pub keys: Array,
     /// `[batch, kv_heads, window, v_head_dim]`.
     pub values: Array,
-    /// The position each slot holds (`int32 [window]`; `-1`: empty).
+    /// The position each slot holds (`int32 [window]`; `-1`: empty). With
+    /// [per-row offsets](Self::set_row_offsets), each row's (`[batch, window]`).
     pub positions: Array,
-    /// The number of positions written (an `int32` scalar).
+    /// The number of positions written (an `int32` scalar; per row, `[batch]`).
     pub offset: Array,
     /// Whether attention reads exactly mlx_lm's operands (see
     /// [`set_prefix_attention`](Self::set_prefix_attention)).
@@ -345,6 +346,42 @@ impl RotatingKvCache {
     /// and cannot be traced.
     pub fn set_prefix_attention(&mut self, on: bool) {
         self.prefix_attention = on;
+    }
+
+    /// Gives every row of the batch its own ring (all empty): positions `[batch, window]`
+    /// and offset `[batch]`, the layout of a continuous-batching slot batch
+    /// ([`Engine`](crate::Engine)), where each row holds another request at another
+    /// position and another phase of its ring. Such a cache takes one position per call:
+    /// each row writes the oldest (or first empty) slot of its own ring and masks with its own
+    /// positions, what a one-sequence cache does in its one-token steps, so a row's ring is
+    /// laid out, and summed over, as the request's alone. Its memory stays the window's.
+    pub fn set_row_offsets(&mut self) -> Result<()> {
+        let batch = self.keys.shape().first().copied().unwrap_or(0);
+        self.positions = ops::full(&[batch, self.window()], -1i32, None)?;
+        self.offset = ops::zeros(&[batch], Dtype::Int32)?;
+        Ok(())
+    }
+
+    /// Whether each row keeps its own ring ([`set_row_offsets`](Self::set_row_offsets)).
+    pub fn has_row_offsets(&self) -> bool {
+        self.offset.ndim() == 1
+    }
+
+    /// One new position per row (`[batch, kv_heads, 1, dim]`), each written over its row's
+    /// oldest (or first empty) slot: [`write_step`](Self::write_step) row by row.
+    fn write_rows(&mut self, keys: &Array, values: &Array) -> Result<()> {
+        let slot = ops::argmin(&self.positions, 1, true)?.astype(Dtype::Int32)?;
+        let index = ops::reshape(&slot, &[-1, 1, 1, 1])?;
+        let write = |buffer: &Array, new: &Array| -> Result<Array> {
+            let index = ops::broadcast_to(&index, new.shape())?;
+            ops::put_along_axis(buffer, &index, new, 2)
+        };
+        self.keys = write(&self.keys, keys)?;
+        self.values = write(&self.values, values)?;
+        let position = ops::reshape(&self.offset, &[-1, 1])?;
+        self.positions = ops::put_along_axis(&self.positions, &slot, &position, 1)?;
+        self.offset = ops::add(&self.offset, 1)?;
+        Ok(())
     }
 
     /// The slot of each position `first..first + n` of what the ring holds (`int32 [n]`): the
@@ -410,6 +447,26 @@ impl RotatingKvCache {
     ) -> Result<(Array, Array, PlainMask)> {
         let window = self.window();
         let length = keys.shape().get(2).copied().unwrap_or(0);
+        if self.has_row_offsets() {
+            if length != 1 || self.prefix_attention {
+                return Err(mlx_rs::Error::InvalidArgument(
+                    "a sliding-window cache with per-row offsets takes one position per call, \
+                     and attends over the whole ring"
+                        .into(),
+                ));
+            }
+            self.write_rows(keys, values)?;
+            let batch = self.positions.shape()[0];
+            let mask = ops::reshape(
+                &ops::greater_equal(&self.positions, 0)?,
+                &[batch, 1, 1, window],
+            )?;
+            return Ok((
+                self.keys.clone(),
+                self.values.clone(),
+                PlainMask::Array(mask),
+            ));
+        }
         if self.prefix_attention {
             return self.update_and_fetch_prefix(keys, values, length);
         }
@@ -645,7 +702,8 @@ impl LayerCache {
             }
             (LayerCache::Rotating(a), LayerCache::Rotating(b)) => {
                 same("keys", &a.keys, &b.keys, false)?;
-                same("values", &a.values, &b.values, false)
+                same("values", &a.values, &b.values, false)?;
+                same("positions", &a.positions, &b.positions, false)
             }
             (LayerCache::Arrays(a), LayerCache::Arrays(b)) => {
                 if a.cache.len() != b.cache.len() {

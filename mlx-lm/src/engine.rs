@@ -7,7 +7,12 @@
 //! key/value layer keeps one offset per row
 //! ([`KvCache::set_row_offsets`](crate::cache::KvCache::set_row_offsets)): rotary
 //! embeddings, the attention mask and the cache writes follow each row's own position, so a
-//! request at position 3 and one at position 900 decode in the same call. mlx_lm's batch
+//! request at position 3 and one at position 900 decode in the same call. A sliding-window
+//! layer keeps a ring of its window per row
+//! ([`RotatingKvCache::set_row_offsets`](crate::cache::RotatingKvCache::set_row_offsets):
+//! each row's positions and offset, Python's `BatchRotatingKVCache`), written and masked as
+//! the request's ring alone would be, so rows in different phases of their rings decode
+//! together and the slot holds the window, not the capacity. mlx_lm's batch
 //! instead shares one write position and left-pads the shorter sequences, filters rows out
 //! as they finish and extends the batch as others arrive: every step is a new shape, and its
 //! step is not compiled at all. Here the shapes come from a few: the batch holds a power of
@@ -595,6 +600,7 @@ fn empty_rows<M: LanguageModel + ?Sized>(
     for layer in cache.iter_mut() {
         layer.try_for_each_mut(&mut |c| match c {
             LayerCache::Kv(kv) => kv.set_row_offsets(),
+            LayerCache::Rotating(ring) => ring.set_row_offsets(),
             _ => Ok(()),
         })?;
     }
@@ -624,9 +630,8 @@ fn check_rows(state: &EngineState, rows: usize) -> Result<()> {
 }
 
 impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
-    /// An engine of `options.max_batch` empty slots of `options.capacity` positions. Models
-    /// with sliding-window layers are refused: their ring buffers keep one position list
-    /// for the whole batch, not one per row.
+    /// An engine of `options.max_batch` empty slots of `options.capacity` positions (a
+    /// sliding-window layer's slot holds its window: each row keeps its own ring).
     pub fn new(model: &'m M, options: EngineOptions) -> Result<Self> {
         let invalid = Error::InvalidArgument;
         if options.max_batch == 0 {
@@ -649,13 +654,6 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         })?;
         let sizes = batch_sizes(options.max_batch);
         let state = empty_rows(model, sizes[0], options.capacity, history_width, vocab)?;
-        if state.cache.iter().any(LayerCache::has_rotating) {
-            return Err(invalid(
-                "continuous batching needs a model without sliding-window layers; this one \
-                 has some (their ring buffers keep one position list for the whole batch)"
-                    .into(),
-            ));
-        }
         check_rows(&state, sizes[0])?;
         let steps = sizes
             .into_iter()

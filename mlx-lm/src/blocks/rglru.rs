@@ -74,9 +74,9 @@ impl RgLru {
         ops::sigmoid(&ops::reshape(&h, &[batch, len, -1])?)
     }
 
-    /// The RG-LRU over `x` `[B, L, W]` at positions `positions` (`int32 [L]`) from `state`
-    /// `[B, W]` (`None`: no earlier positions, Python's `cache=None`): `y` `[B, L, W]` and the
-    /// state after the last position.
+    /// The RG-LRU over `x` `[B, L, W]` at positions `positions` (`int32 [L]`, or `[B, L]`
+    /// with a row's own per sequence) from `state` `[B, W]` (`None`: no earlier positions,
+    /// Python's `cache=None`): `y` `[B, L, W]` and the state after the last position.
     pub fn forward(
         &self,
         x: &Array,
@@ -94,7 +94,12 @@ impl RgLru {
         let gated_x = ops::multiply(x, &gate_x)?;
         // A weak 1, as Python's: the result keeps `a_square`'s dtype.
         let multiplier = ops::sqrt(&ops::subtract(1.0f32, &a_square)?)?;
-        let first = ops::reshape(&ops::equal(positions, 0)?, &[1, -1, 1])?;
+        let first = ops::equal(positions, 0)?;
+        let first = if first.ndim() == 1 {
+            ops::reshape(&first, &[1, -1, 1])?
+        } else {
+            ops::expand_dims(&first, -1)?
+        };
         let multiplier = ops::where_(&first, &ops::ones(&[], multiplier.dtype())?, &multiplier)?;
         let normalized_x = ops::multiply(&gated_x, &multiplier.astype(x.dtype())?)?;
         rnn_scan(&normalized_x, &a, state)
@@ -197,6 +202,10 @@ impl RecurrentParts<'_> {
         )?;
         let positions = ops::arange(0, rows.len, 1, Dtype::Int32)?;
         let positions = match offset {
+            // Per-row offsets (a continuous-batching slot batch): `[B, L]`.
+            Some(o) if o.ndim() == 1 => {
+                ops::add(&ops::expand_dims(&positions, 0)?, &ops::expand_dims(o, 1)?)?
+            }
             Some(o) => ops::add(&positions, o)?,
             None => positions,
         };
