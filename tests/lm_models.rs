@@ -214,6 +214,9 @@ const MODELS: &[&str] = &[
     "rwkv7-4bit",
     "rwkv7-hf",
     "rwkv7-bf16",
+    "bailing_moe_linear",
+    "bailing_moe_linear-4bit",
+    "bailing_moe_linear-tied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -854,6 +857,7 @@ const MOE: &[&str] = &[
     "phimoe",
     "ernie4_5_moe",
     "kimi_linear",
+    "bailing_moe_linear",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -1140,6 +1144,12 @@ fn rwkv7_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn bailing_moe_linear_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("bailing_moe_linear");
+    python_compile_fails_where_ours_traces_once("bailing_moe_linear-tied");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1219,6 +1229,9 @@ fn models_rebuild_from_their_leaves() {
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
+        "bailing_moe_linear",
+        "bailing_moe_linear-4bit",
+        "bailing_moe_linear-tied",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1475,6 +1488,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
+        "bailing_moe_linear",
+        "bailing_moe_linear-4bit",
+        "bailing_moe_linear-tied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
