@@ -157,8 +157,11 @@ impl BailingMoeLinearArgs {
         // Dropout is off at inference; initializer_range only draws weights a checkpoint
         // replaces; the router's auxiliary loss is a training setting; max_window_layers and
         // use_sliding_window are never read by mlx_lm or by the released models' attention
-        // (no window); the multi-token-prediction layers are not loaded (as in mlx_lm).
+        // (no window); the multi-token-prediction layers are not loaded (as in mlx_lm);
+        // max_position_embeddings sizes transformers' rope cache (a scaled rope reads it
+        // itself).
         c.declare_neutral(&[
+            "max_position_embeddings",
             "attention_dropout",
             "embedding_dropout",
             "output_dropout",
@@ -252,7 +255,13 @@ impl BailingMoeLinearArgs {
                 rope: rope((linear_dim as f64 * partial) as i32)?,
             },
             is_global,
-            first_k_dense_replace: c.dim("first_k_dense_replace")?,
+            first_k_dense_replace: c.usize("first_k_dense_replace")?.ok_or_else(|| {
+                invalid(
+                    c.path(),
+                    &c.key("first_k_dense_replace"),
+                    "missing (mlx_lm requires it)",
+                )
+            })? as i32,
             moe: bailing_moe_config(c, hidden, use_bias)?,
             use_bias,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
