@@ -499,6 +499,7 @@ fn a_generation_continues_from_its_own_cache() {
         "nemotron_h-moe",
         "kimi_linear",
         "rwkv7",
+        "bailing_moe_linear",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -669,6 +670,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // embedding at 8 bits (rwkv7's `quant_predicate`), the rank-32 `v_lora` up-projection
         // left in float (not a whole number of groups).
         "rwkv7",
+        // Its routers (`mlp.gate.gate_proj`) at 8 bits in groups of 64 (the bailing
+        // families' `quant_predicate`), the expert biases kept as they are.
+        "bailing_moe_linear",
     ] {
         // The group size and bits mlx_lm quantized the -4bit directory with.
         let config: Value = serde_json::from_str(
@@ -1711,6 +1715,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "nemotron_h-moe",
         "kimi_linear-tied",
         "rwkv7",
+        // The linear layers' rope continues at the attention caches' offset across chunks.
+        "bailing_moe_linear",
         // Attention sinks over rotating caches (window 8) and key/value caches; the experts'
         // sorted path in the long chunks, the unsorted one in the short.
         "gpt_oss",

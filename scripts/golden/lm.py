@@ -776,6 +776,46 @@ CONFIGS = {
                                 "kda_layers": [2, 3, 5], "full_attn_layers": [1, 4]}},
         mx.float32, 42,
     ),
+    # Issue 35, bailing_moe_linear (inclusionAI's Ling/Ring-linear-2.0, e.g.
+    # Ring-mini-linear-2.0; its config could not be read offline, so the shape follows
+    # mlx_lm's ModelArgs and the Ling-2.0 MoE it extends): groups of layer_group_size layers
+    # whose last is softmax attention and the rest linear attention, the tail past the last
+    # whole group all attention (here groups of 3 over 7 layers: attention at 2, 5, 6);
+    # attention heads of 24 (head_dim) beside linear heads of 16 (hidden / heads), GQA 4:2,
+    # half-rotary RoPE, q/k RMSNorm, g_norm in 2 groups; the first layer dense, then 8
+    # experts of 32, top 2 from 1 of 2 groups, sigmoid scores with the expert bias,
+    # renormalized, times 2.5, one shared expert; untied head.
+    "bailing_moe_linear": (
+        {"model_type": "bailing_moe_linear", "vocab_size": VOCAB, "hidden_size": 64,
+         "intermediate_size": 128, "max_position_embeddings": 4096,
+         "moe_intermediate_size": 32, "num_experts": 8, "num_shared_experts": 1,
+         "norm_topk_prob": True, "num_attention_heads": 4, "num_experts_per_tok": 2,
+         "num_hidden_layers": 7, "num_key_value_heads": 2, "rms_norm_eps": 1e-6,
+         "rope_theta": 600000.0, "first_k_dense_replace": 1, "layer_group_size": 3,
+         "group_norm_size": 2, "head_dim": 24, "partial_rotary_factor": 0.5,
+         "use_qk_norm": True, "use_qkv_bias": False, "use_bias": False,
+         "moe_router_enable_expert_bias": True, "routed_scaling_factor": 2.5,
+         "score_function": "sigmoid", "n_group": 2, "topk_group": 1,
+         "tie_word_embeddings": False, "use_rmsnorm": True, "hidden_act": "silu"},
+        mx.float32, 71,
+    ),
+    # What the other leaves out (in float32: MLX's CPU gather_mm takes float32 only): a tied
+    # head, 6 heads (ALiBi's slopes for a count not a power of two), GQA 6:2 at the default
+    # head_dim, biases everywhere (use_bias, use_qkv_bias), softmax scores without the
+    # expert bias, one group, top 2 not renormalized, no shared expert, every layer sparse,
+    # groups of 2 over 4 layers (attention at 1 and 3), full rotary, g_norm in 3 groups.
+    "bailing_moe_linear-tied": (
+        {"model_type": "bailing_moe_linear", "vocab_size": VOCAB, "hidden_size": 96,
+         "intermediate_size": 128, "max_position_embeddings": 4096,
+         "moe_intermediate_size": 32, "num_experts": 8, "num_shared_experts": 0,
+         "norm_topk_prob": False, "num_attention_heads": 6, "num_experts_per_tok": 2,
+         "num_hidden_layers": 4, "num_key_value_heads": 2, "rms_norm_eps": 1e-5,
+         "rope_theta": 10000.0, "first_k_dense_replace": 0, "layer_group_size": 2,
+         "group_norm_size": 3, "use_qk_norm": False, "use_qkv_bias": True, "use_bias": True,
+         "moe_router_enable_expert_bias": False, "score_function": "softmax",
+         "tie_word_embeddings": True},
+        mx.float32, 72,
+    ),
     # RWKV-7 "Goose" (issue 35): RWKV7-0.1B's shape (head size 64, the LoRA ranks of the
     # released 0.1B: decay 64, a 64, v 32, gate 128 at width 768; here gate 64 at width 128),
     # 4 of its 12 layers, untied head, the keys flash-linear-attention's RWKV7Config writes.
@@ -1370,7 +1410,8 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "glm4_moe": 40, "glm4_moe-air": 40, "dots1": 40, "dots1-tied": 40,
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
                "phimoe": 40, "phimoe-jitter": 40, "phimoe-longrope": 40, "ernie4_5_moe": 40,
-               "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40}
+               "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40,
+               "bailing_moe_linear": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1446,6 +1487,9 @@ QUANTIZED = {
     "kimi_linear-tied": None,
     "rwkv7": (64, 4, None),
     "rwkv7-bf16": None,
+    # mlx_lm's quant_predicate: the routers (`mlp.gate.gate_proj`) at 8 bits.
+    "bailing_moe_linear": (32, 4, None),
+    "bailing_moe_linear-tied": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -1558,6 +1602,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "kimi_linear", "kimi_linear-tied",
                      # Issue 35, RWKV-7.
                      "rwkv7", "rwkv7-bf16",
+                     # Issue 35, bailing_moe_linear.
+                     "bailing_moe_linear", "bailing_moe_linear-tied",
                      # Issue 38, GPT-OSS.
                      "gpt_oss", "gpt_oss-truncate"}
 

@@ -211,6 +211,14 @@ CASES = [
     {"model": "rwkv7-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
     {"model": "rwkv7-bf16", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
+    # bailing_moe_linear: mlx_lm's linear attention ignores the mask and runs its recurrence
+    # over the padding, so prompts of different lengths take each prompt generated alone as
+    # the reference; prompts of one length mlx_lm's batch (the linear layers' rope at the
+    # batch's offsets); the tied one across prefill chunks.
+    {"model": "bailing_moe_linear", "lengths": [10, 10, 10], "max_tokens": 16},
+    {"model": "bailing_moe_linear", "lengths": [3, 14, 8, 11], "max_tokens": 16, "alone": True},
+    {"model": "bailing_moe_linear-tied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
     # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
     # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
     # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)

@@ -576,6 +576,9 @@ PROMPT_CACHE = [
     # the model's dtype), float32 and bfloat16.
     ("rwkv7", 16),
     ("rwkv7-bf16", 16),
+    # bailing_moe_linear: ArraysCache(1) (the linear attention's state in the model's dtype)
+    # beside KVCache layers; the sparse blocks' sorted path in the prefix.
+    ("bailing_moe_linear", 34),
     # GPT-OSS: rotating caches (window 8) past their window beside the full layers' key/value
     # caches, under attention sinks; a prefix of 34 routes 136 (token, expert) pairs (the
     # sorted path), the MXFP4 experts through gather_qmm.

@@ -31,6 +31,16 @@ pub enum GroupLimit {
     SomeGroupsDropped,
 }
 
+/// How the router turns the gate's logits into scores (float32 either way).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, StaticData)]
+pub enum GroupScoring {
+    /// DeepSeek-V3 and its kin: `sigmoid(gates)`.
+    Sigmoid,
+    /// bailing_moe_linear / bailing_hybrid with `score_function: "softmax"`:
+    /// `softmax(gates, axis=-1)` (their copy takes either).
+    Softmax,
+}
+
 /// What [`group_expert_select`] is given besides the logits (Python: its arguments).
 #[derive(Debug, Clone, Copy, PartialEq, StaticData)]
 pub struct GroupRouting {
@@ -42,6 +52,8 @@ pub struct GroupRouting {
     pub group_limit: GroupLimit,
     /// nemotron_h.py's copy renormalizes by `sum + 1e-20`, the others by the sum alone.
     pub denominator_eps: Option<f32>,
+    /// Sigmoid everywhere but in the bailing families, which may score by softmax.
+    pub scoring: GroupScoring,
 }
 
 impl GroupRouting {
@@ -96,21 +108,30 @@ impl GroupRouting {
             norm_topk_prob: c.bool_or("norm_topk_prob", norm_default)?,
             group_limit,
             denominator_eps: None,
+            scoring: GroupScoring::Sigmoid,
         })
     }
 }
 
 /// Python: `group_expert_select(gates, e_score_correction_bias, top_k, n_group, topk_group,
 /// routed_scaling_factor, norm_topk_prob)`: the experts `[..., top_k]` (`uint32`) and their
-/// float32 weights `[..., top_k]` for the gate's logits `gates [..., E]`.
+/// float32 weights `[..., top_k]` for the gate's logits `gates [..., E]`. The correction
+/// bias is optional only in the bailing families (`moe_router_enable_expert_bias`).
 pub fn group_expert_select(
     gates: &Array,
-    e_score_correction_bias: &Array,
+    e_score_correction_bias: Option<&Array>,
     r: &GroupRouting,
 ) -> Result<(Array, Array)> {
-    let scores = ops::sigmoid(&gates.astype(Dtype::Float32)?)?;
+    let gates = gates.astype(Dtype::Float32)?;
+    let scores = match r.scoring {
+        GroupScoring::Sigmoid => ops::sigmoid(&gates)?,
+        GroupScoring::Softmax => ops::softmax(&gates, -1, None)?,
+    };
     let orig_scores = scores.clone();
-    let mut scores = ops::add(&scores, e_score_correction_bias)?;
+    let mut scores = match e_score_correction_bias {
+        Some(bias) => ops::add(&scores, bias)?,
+        None => scores,
+    };
     let drop = r.n_group - r.topk_group;
     let grouped = match r.group_limit {
         GroupLimit::SeveralGroups => r.n_group > 1,
@@ -171,7 +192,7 @@ impl MoeGate {
     /// The experts and weights of rows `x [..., hidden]`: `x @ weight.T` routed.
     pub fn route(&self, x: &Array) -> Result<(Array, Array)> {
         let gates = ops::matmul(x, &self.weight.swapaxes(-1, -2)?)?;
-        group_expert_select(&gates, &self.e_score_correction_bias, &self.routing)
+        group_expert_select(&gates, Some(&self.e_score_correction_bias), &self.routing)
     }
 }
 
@@ -367,6 +388,92 @@ impl Forward for GreedyMoe {
     }
 }
 
+/// Python: the bailing families' `Gate` (bailing_moe_linear, bailing_hybrid): a linear
+/// `gate_proj` (quantizable: their `quant_predicate` takes it at 8 bits) and, with
+/// `moe_router_enable_expert_bias`, the correction bias `expert_bias` `[E]` (kept float32,
+/// their `cast_predicate`). Their `group_expert_select` is DeepSeek-V3's with softmax scores
+/// as an option, the bias optional, and the weights cast back to the logits' dtype.
+#[derive(Debug, Clone, TreeNode)]
+pub struct BailingGate {
+    pub gate_proj: mlx_nn::MaybeQuantizedLinear,
+    pub expert_bias: Option<Array>,
+    #[tree(static)]
+    pub routing: GroupRouting,
+}
+
+impl BailingGate {
+    /// The experts (`uint32`) and their weights, in `x`'s dtype, for rows `x [..., hidden]`.
+    pub fn route(&self, x: &Array) -> Result<(Array, Array)> {
+        let gates = self.gate_proj.forward(x)?;
+        let (inds, scores) = group_expert_select(&gates, self.expert_bias.as_ref(), &self.routing)?;
+        Ok((inds, scores.astype(gates.dtype())?))
+    }
+}
+
+/// Python: the bailing families' `SparseMoeBlock`: [`BailingGate`], the routed experts
+/// (`switch_mlp`, with the config's `use_bias`) and the shared experts' MLP (`shared_experts`,
+/// ungated). Unlike [`grouped_moe_forward`] the weights are in the activations' dtype
+/// before they weigh the experts' outputs.
+#[derive(Debug, Clone, TreeNode)]
+pub struct BailingMoe {
+    pub gate: BailingGate,
+    pub switch_mlp: SwitchGlu,
+    pub shared_experts: Option<Mlp>,
+}
+
+/// What a [`BailingMoe`] is, read from the config by each bailing model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BailingMoeConfig {
+    pub hidden_size: i32,
+    pub expert_size: i32,
+    pub num_experts: i32,
+    pub bias: bool,
+    pub expert_bias: bool,
+    /// The shared experts' MLP width (`moe_shared_expert_intermediate_size` or
+    /// `moe_intermediate_size`, times `num_shared_experts`), when there are any.
+    pub shared_size: Option<i32>,
+    pub routing: GroupRouting,
+}
+
+impl BailingMoe {
+    /// Takes the block under `path` (`model.layers.1.mlp`).
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &BailingMoeConfig,
+    ) -> crate::Result<BailingMoe> {
+        let p = |name: &str| format!("{path}.{name}");
+        let (d, e) = (c.hidden_size, c.num_experts);
+        Ok(BailingMoe {
+            gate: BailingGate {
+                gate_proj: ck.linear(&p("gate.gate_proj"), d, e, false)?,
+                expert_bias: c
+                    .expert_bias
+                    .then(|| ck.array(&p("gate.expert_bias"), &[e]))
+                    .transpose()?,
+                routing: c.routing,
+            },
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, c.expert_size, e, c.bias)?,
+            shared_experts: c
+                .shared_size
+                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, c.bias))
+                .transpose()?,
+        })
+    }
+}
+
+impl Forward for BailingMoe {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (inds, scores) = self.gate.route(x)?;
+        let y = self.switch_mlp.forward(x, &inds)?;
+        let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
+        match &self.shared_experts {
+            Some(shared) => ops::add(&y, &shared.forward(x)?),
+            None => Ok(y),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,6 +487,7 @@ mod tests {
             norm_topk_prob: true,
             group_limit,
             denominator_eps: None,
+            scoring: GroupScoring::Sigmoid,
         }
     }
 
@@ -392,16 +500,24 @@ mod tests {
         let gates: Vec<f32> = probs.iter().map(|p| logit(*p)).collect();
         let gates = Array::from_slice(&gates, &[1, 8]).unwrap();
         let bias = ops::zeros(&[8], Dtype::Float32).unwrap();
-        let (inds, w) =
-            group_expert_select(&gates, &bias, &routing(2, 1, GroupLimit::SeveralGroups)).unwrap();
+        let (inds, w) = group_expert_select(
+            &gates,
+            Some(&bias),
+            &routing(2, 1, GroupLimit::SeveralGroups),
+        )
+        .unwrap();
         let mut inds = inds.to_vec::<u32>().unwrap();
         inds.sort();
         assert_eq!(inds, [0, 1]);
         let total: f32 = w.to_vec::<f32>().unwrap().iter().sum();
         assert!((total - 2.5).abs() < 1e-6, "{total}");
         // Ungrouped, the best two overall.
-        let (inds, _) =
-            group_expert_select(&gates, &bias, &routing(1, 1, GroupLimit::SeveralGroups)).unwrap();
+        let (inds, _) = group_expert_select(
+            &gates,
+            Some(&bias),
+            &routing(1, 1, GroupLimit::SeveralGroups),
+        )
+        .unwrap();
         let mut inds = inds.to_vec::<u32>().unwrap();
         inds.sort();
         assert_eq!(inds, [0, 4]);
@@ -417,7 +533,7 @@ mod tests {
             routed_scaling_factor: 1.0,
             ..routing(1, 1, GroupLimit::SeveralGroups)
         };
-        let (inds, w) = group_expert_select(&gates, &bias, &r).unwrap();
+        let (inds, w) = group_expert_select(&gates, Some(&bias), &r).unwrap();
         let inds = inds.to_vec::<u32>().unwrap();
         let w = w.to_vec::<f32>().unwrap();
         let sigmoid = |x: f32| 1.0 / (1.0 + (-x).exp());
@@ -434,11 +550,18 @@ mod tests {
     fn the_group_conditions_differ_only_where_mlx_lm_s_copies_do() {
         let gates = Array::from_slice(&[2.0f32, 1.0, 0.0, -1.0], &[1, 4]).unwrap();
         let bias = ops::zeros(&[4], Dtype::Float32).unwrap();
-        let (a, _) =
-            group_expert_select(&gates, &bias, &routing(2, 2, GroupLimit::SeveralGroups)).unwrap();
-        let (b, _) =
-            group_expert_select(&gates, &bias, &routing(2, 2, GroupLimit::SomeGroupsDropped))
-                .unwrap();
+        let (a, _) = group_expert_select(
+            &gates,
+            Some(&bias),
+            &routing(2, 2, GroupLimit::SeveralGroups),
+        )
+        .unwrap();
+        let (b, _) = group_expert_select(
+            &gates,
+            Some(&bias),
+            &routing(2, 2, GroupLimit::SomeGroupsDropped),
+        )
+        .unwrap();
         let (mut a, mut b) = (a.to_vec::<u32>().unwrap(), b.to_vec::<u32>().unwrap());
         a.sort();
         b.sort();

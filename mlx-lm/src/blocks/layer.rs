@@ -32,6 +32,12 @@ pub struct LayerContext<'a> {
     /// its own needs the position (recurrent_gemma's RG-LRU resets at position 0). `None`
     /// without a cache, or with one of recurrent state only.
     pub offset: Option<&'a Array>,
+    /// Where rotary embeddings start for the call's first position: the first key/value
+    /// cache's `rope_offset` (per sequence in a padded batch; the offset of a rotating
+    /// cache). What a layer that rotates without a key/value cache of its own needs
+    /// (bailing_moe_linear's linear attention, Python: `cache[attn_idx].offset`). `None`
+    /// as for `offset`.
+    pub rope_offset: Option<&'a Array>,
 }
 
 /// One layer of a model's stack (Python: the module each entry of `model.layers` is).
@@ -96,11 +102,19 @@ pub fn forward_layers<L: Layer>(
     let offset = cache
         .as_deref()
         .and_then(|c| c.iter().find_map(LayerCache::offset).cloned());
+    let rope_offset = match cache.as_deref() {
+        Some(c) => match c.iter().find_map(|e| e.first_kv()) {
+            Some(kv) => Some(kv.rope_offset()?),
+            None => offset.clone(),
+        },
+        None => None,
+    };
     let ctx = LayerContext {
         rows,
         masks: &masks,
         kernels,
         offset: offset.as_ref(),
+        rope_offset: rope_offset.as_ref(),
     };
     let mut carry = L::Carry::default();
     let mut entry = 0;

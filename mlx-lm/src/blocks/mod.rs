@@ -2,7 +2,7 @@
 //! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
 //! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
 //! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and channel mixes, [`rwkv7`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
+//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and channel mixes, [`rwkv7`]; the bailing families' linear attention, [`linear_attention`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
 //! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
 //! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
@@ -15,6 +15,7 @@ pub mod fused;
 pub mod gated_delta_net;
 pub mod group_router;
 pub mod layer;
+pub mod linear_attention;
 pub mod mask;
 pub mod mla;
 pub mod mla_expanded;
@@ -43,10 +44,12 @@ pub use decoder::{
 pub use fused::{split_qkv, FusedGateUpMlp};
 pub use gated_delta_net::{GatedDeltaNet, GatedDeltaNetConfig, GdnProjections};
 pub use group_router::{
-    greedy_expert_select, group_expert_select, grouped_moe_forward, GreedyGate, GreedyMoe,
-    GreedyRouting, GroupLimit, GroupRouting, GroupedMoe, MoeGate,
+    greedy_expert_select, group_expert_select, grouped_moe_forward, BailingGate, BailingMoe,
+    BailingMoeConfig, GreedyGate, GreedyMoe, GreedyRouting, GroupLimit, GroupRouting, GroupScoring,
+    GroupedMoe, MoeGate,
 };
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
+pub use linear_attention::{GroupRmsNorm, LinearAttention, LinearAttentionConfig};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mla_expanded::ExpandedMla;

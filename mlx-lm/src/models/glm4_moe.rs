@@ -6,7 +6,7 @@
 use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
-use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupedMoe};
+use crate::blocks::group_router::{GroupLimit, GroupRouting, GroupScoring, GroupedMoe};
 use crate::blocks::{
     partial_rotary_factor, plain_rope, rope_theta, Attention, DecoderModel, FeedForward, Mlp,
 };
@@ -95,6 +95,7 @@ impl Glm4Moe {
                     norm_topk_prob: true,
                     group_limit: GroupLimit::SeveralGroups,
                     denominator_eps: None,
+                    scoring: GroupScoring::Sigmoid,
                 }
             }
         };

@@ -4,6 +4,7 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod baichuan_m1;
+pub mod bailing_moe_linear;
 pub mod base;
 pub mod cohere;
 pub mod cohere2;
@@ -61,6 +62,7 @@ pub mod stablelm;
 pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
+pub use bailing_moe_linear::BailingMoeLinear;
 pub use cohere::Cohere;
 pub use cohere2::Cohere2;
 pub use deepseek_v2::DeepseekV2;
@@ -130,9 +132,10 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 56] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 57] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
+        ("bailing_moe_linear", builtin!(BailingMoeLinear)),
         ("cohere", builtin!(Cohere)),
         ("cohere2", builtin!(Cohere2)),
         ("deepseek_v2", builtin!(DeepseekV2)),

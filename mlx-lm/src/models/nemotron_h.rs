@@ -25,7 +25,7 @@ use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::Backbone;
 use crate::blocks::{Attention, AttentionConfig, Layer, LayerContext, TokenMixer};
-use crate::blocks::{GroupLimit, GroupRouting, MoeGate, SwitchMlp};
+use crate::blocks::{GroupLimit, GroupRouting, GroupScoring, MoeGate, SwitchMlp};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -236,6 +236,7 @@ impl NemotronHMoeArgs {
                 norm_topk_prob: c.bool_or("norm_topk_prob", true)?,
                 group_limit: GroupLimit::SeveralGroups,
                 denominator_eps: Some(1e-20),
+                scoring: GroupScoring::Sigmoid,
             },
         })
     }

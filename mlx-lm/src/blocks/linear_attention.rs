@@ -1,0 +1,256 @@
+//! The linear attention of the bailing families (Python: `LinearAttention` and
+//! `recurrent_gla` of `mlx_lm.models.bailing_moe_linear`, the same class in bailing_hybrid):
+//! fused `query_key_value`, optional per-head RMSNorm of queries and keys, RoPE at the
+//! model's position, then a gated linear recurrence per head whose decay is a constant per
+//! head and layer (ALiBi-like slopes), the output normed in groups (`g_norm`) and gated by
+//! `sigmoid(g_proj(x))` before `dense`.
+//!
+//! mlx_lm runs the recurrence token by token, in the model's dtype, also over a prompt (no
+//! chunked form); so does this block, op for op, so its logits are mlx_lm's bits. The state
+//! `h` `[B, H, D, D]` is the one slot of the layer's [`ArraysCache`]. mlx_lm starts it as
+//! `None` and takes the first update as it is; here it starts as zeros, and `0 * decay +
+//! update` is the update exactly. mlx_lm ignores the mask, so in a right-padded batch the
+//! padding after a prompt decays and enters its state; here padding leaves the state as it
+//! was (the cache's `make_mask`), so each row of a batch is that prompt run alone.
+
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::ops;
+use mlx_rs::{fast, Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::fused::split_qkv;
+use crate::blocks::rope::RotaryEmbedding;
+use crate::blocks::rows::{arrays_entry, merge_heads, Rows};
+use crate::cache::{ArraysCache, LayerCache};
+use crate::checkpoint::Checkpoint;
+
+/// Python: bailing's `GroupRMSNorm`: RMSNorm (without weight) over each of `groups` equal
+/// slices of the features, then one weight over all of them.
+#[derive(Debug, Clone, TreeNode)]
+pub struct GroupRmsNorm {
+    pub weight: Array,
+    #[tree(static)]
+    pub groups: i32,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl Forward for GroupRmsNorm {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let y = ops::unflatten(x, -1, &[self.groups, -1])?;
+        let y = fast::rms_norm(&y, None, self.eps)?;
+        ops::multiply(&self.weight, &ops::flatten(&y, -2, -1)?)
+    }
+}
+
+/// What a [`LinearAttention`] layer is, read from the config by the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearAttentionConfig {
+    pub hidden_size: i32,
+    /// Heads of `hidden_size / num_heads` features (queries, keys and values alike).
+    pub num_heads: i32,
+    pub num_hidden_layers: i32,
+    pub qkv_bias: bool,
+    /// The bias of `dense` (the config's `use_bias`).
+    pub o_bias: bool,
+    /// Per-head RMSNorm of queries and keys with this eps.
+    pub qk_norm: Option<f32>,
+    pub rms_norm_eps: f32,
+    pub group_norm_size: i32,
+    pub rope: RotaryEmbedding,
+}
+
+/// Python: bailing's `LinearAttention`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct LinearAttention {
+    pub query_key_value: MaybeQuantizedLinear,
+    pub dense: MaybeQuantizedLinear,
+    pub g_proj: MaybeQuantizedLinear,
+    pub g_norm: GroupRmsNorm,
+    pub query_layernorm: Option<RMSNorm>,
+    pub key_layernorm: Option<RMSNorm>,
+    pub rope: RotaryEmbedding,
+    /// Each head's log decay (Python: `_slope`, a float32 constant, not a parameter).
+    #[tree(static)]
+    pub slope: Vec<f32>,
+    #[tree(static)]
+    pub num_heads: i32,
+    #[tree(static)]
+    pub head_dim: i32,
+    #[tree(static)]
+    pub scale: f32,
+}
+
+/// Python: `LinearAttention._get_slopes`: ALiBi's slopes for `n` heads (Python floats,
+/// then float32), negated and scaled down by the layer's depth.
+pub fn slopes(n: i32, num_hidden_layers: i32, layer_idx: i32) -> Vec<f32> {
+    // Python: `2 ** (-(2 ** -(log2(n) - 3)) * (i + 1))`, one power of a product.
+    let power_of_2_exact = |n: i32| -> Vec<f64> {
+        let e = -(2f64.powf(-((n as f64).log2() - 3.0)));
+        (0..n).map(|i| 2f64.powf(e * (i + 1) as f64)).collect()
+    };
+    let slopes: Vec<f64> = if (n as f64).log2().fract() == 0.0 {
+        power_of_2_exact(n)
+    } else {
+        let p = 2f64.powf((n as f64).log2().floor()) as i32;
+        let mut s = power_of_2_exact(p);
+        s.extend(
+            power_of_2_exact(2 * p)
+                .into_iter()
+                .step_by(2)
+                .take((n - p) as usize),
+        );
+        s
+    };
+    let denom = (num_hidden_layers - 1).max(1) as f64;
+    let layer_pos = (layer_idx - 1).max(0) as f64;
+    // A Python float, rounded once to float32 where it multiplies the float32 slopes.
+    let layer_factor = (1.0 - (layer_pos / denom) + 1e-5) as f32;
+    slopes
+        .into_iter()
+        .map(|s| -(s as f32) * layer_factor)
+        .collect()
+}
+
+impl LinearAttention {
+    /// Takes the layer's tensors under `path` (`model.layers.0.attention`).
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        layer_idx: i32,
+        a: &LinearAttentionConfig,
+    ) -> crate::Result<LinearAttention> {
+        let (d, h) = (a.hidden_size, a.num_heads);
+        let hd = d / h;
+        let p = |name: &str| format!("{path}.{name}");
+        let norm = |ck: &mut Checkpoint, name: &str| -> crate::Result<Option<RMSNorm>> {
+            a.qk_norm
+                .map(|eps| ck.rms_norm(&p(name), hd, eps))
+                .transpose()
+        };
+        Ok(LinearAttention {
+            query_key_value: ck.linear(&p("query_key_value"), d, 3 * h * hd, a.qkv_bias)?,
+            dense: ck.linear(&p("dense"), h * hd, d, a.o_bias)?,
+            g_proj: ck.linear(&p("g_proj"), d, h * hd, false)?,
+            g_norm: GroupRmsNorm {
+                weight: ck.array(&p("g_norm.weight"), &[h * hd])?,
+                groups: a.group_norm_size,
+                eps: a.rms_norm_eps,
+            },
+            query_layernorm: norm(ck, "query_layernorm")?,
+            key_layernorm: norm(ck, "key_layernorm")?,
+            rope: a.rope.clone(),
+            slope: slopes(h, a.num_hidden_layers, layer_idx),
+            num_heads: h,
+            head_dim: hd,
+            // Python: head_dim**-0.5, a Python float, rounded to the activations' dtype.
+            scale: (hd as f64).powf(-0.5) as f32,
+        })
+    }
+
+    /// Rows `x` `[B * L, hidden]` (already normed) to rows; `rope_offset` is the model's
+    /// position (Python: the attention layers' cache offset; 0 without a cache).
+    pub fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        rope_offset: Option<&Array>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let cache = arrays_entry(cache, "a linear-attention layer")?;
+        let (h, hd) = (self.num_heads, self.head_dim);
+        let (mut q, mut k, v) = split_qkv(&self.query_key_value.forward(x)?, rows, h, h, hd)?;
+        if let (Some(qn), Some(kn)) = (&self.query_layernorm, &self.key_layernorm) {
+            q = qn.forward(&q)?;
+            k = kn.forward(&k)?;
+        }
+        let (q, k) = match rope_offset {
+            Some(o) => (self.rope.forward(&q, o)?, self.rope.forward(&k, o)?),
+            None => (self.rope.forward(&q, 0)?, self.rope.forward(&k, 0)?),
+        };
+        let mask = match &cache {
+            Some(c) => c.make_mask(rows.len)?,
+            None => None,
+        };
+        let state = match &cache {
+            Some(c) => c[0].clone(),
+            None => ops::zeros(&[rows.batch, h, hd, hd], q.dtype())?,
+        };
+        let (out, state) = self.recurrence(&q, &k, &v, state, mask.as_ref())?;
+        if let Some(c) = cache {
+            c[0] = state;
+            c.advance(rows.len)?;
+        }
+        let out = merge_heads(&out)?;
+        let gate = ops::sigmoid(&self.g_proj.forward(x)?)?;
+        self.dense
+            .forward(&ops::multiply(&self.g_norm.forward(&out)?, &gate)?)
+    }
+
+    /// Python: `recurrent_gla`: per position `h = h * exp(g) + k^T v`, `y = (q * scale) @ h`,
+    /// in the activations' dtype. Where `mask` (`bool [B, L]`) is false (a right-padded
+    /// batch's padding) the state stays as it was.
+    fn recurrence(
+        &self,
+        q: &Array,
+        k: &Array,
+        v: &Array,
+        mut h: Array,
+        mask: Option<&Array>,
+    ) -> Result<(Array, Array)> {
+        let len = q.shape()[2];
+        let g = Array::from_slice(&self.slope, &[self.num_heads])?;
+        let exp_g = ops::reshape(&ops::exp(&g)?, &[-1, 1, 1])?.astype(q.dtype())?;
+        let q = ops::multiply(q, self.scale)?;
+        let mut outputs = Vec::with_capacity(len as usize);
+        for t in 0..len {
+            let at = |x: &Array| x.index((.., .., t..t + 1));
+            let (q_t, k_t, v_t) = (at(&q)?, at(k)?, at(v)?);
+            let h_up = ops::matmul(&k_t.swapaxes(-1, -2)?, &v_t)?;
+            let new_h = ops::add(&ops::multiply(&h, &exp_g)?, &h_up)?;
+            outputs.push(ops::matmul(&q_t, &new_h)?);
+            h = match mask {
+                Some(m) => {
+                    let keep = ops::reshape(&m.index((.., t))?, &[-1, 1, 1, 1])?;
+                    ops::where_(&keep, &new_h, &h)?
+                }
+                None => new_h,
+            };
+        }
+        Ok((ops::concatenate(&outputs, 2)?, h))
+    }
+
+    /// The recurrent state, zeros in the model's dtype (Python: `ArraysCache(size=1)`, whose
+    /// slot the layer fills on its first call).
+    pub fn make_cache(&self, batch: i32, dtype: Dtype) -> Result<LayerCache> {
+        Ok(LayerCache::Arrays(ArraysCache::new(vec![ops::zeros(
+            &[batch, self.num_heads, self.head_dim, self.head_dim],
+            dtype,
+        )?])))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ALiBi's slopes: for 8 heads `2^-1 ... 2^-8`; for 6 heads the 4-head slopes, then every
+    /// other of the 8-head ones. The first layer and the second share the depth factor.
+    #[test]
+    fn slopes_are_alibi_s_scaled_by_depth() {
+        let s = slopes(8, 5, 0);
+        let factor = (1.0f64 + 1e-5) as f32;
+        for (i, s) in s.iter().enumerate() {
+            assert_eq!(*s, -(0.5f32.powi(i as i32 + 1)) * factor);
+        }
+        assert_eq!(slopes(8, 5, 1), slopes(8, 5, 0));
+        let six = slopes(6, 2, 0);
+        let expected = [0.25f32, 0.0625, 0.015625, 0.00390625, 0.5, 0.125];
+        for (s, e) in six.iter().zip(expected) {
+            assert_eq!(*s, -e * factor);
+        }
+        // The last layer of five: 1 - 3/4 + 1e-5.
+        let last = slopes(8, 5, 4);
+        assert_eq!(last[0], -0.5 * ((1.0 - 0.75 + 1e-5) as f32));
+    }
+}
