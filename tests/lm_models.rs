@@ -214,6 +214,10 @@ const MODELS: &[&str] = &[
     "rwkv7-4bit",
     "rwkv7-hf",
     "rwkv7-bf16",
+    // Issue 35, Gear.
+    "gear",
+    "gear-4bit",
+    "gear-untied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -1128,6 +1132,12 @@ fn jamba_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn gear_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("gear");
+    python_compile_fails_where_ours_traces_once("gear-untied");
+}
+
+#[test]
 fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("kimi_linear");
     python_compile_fails_where_ours_traces_once("kimi_linear-tied");
@@ -1219,6 +1229,9 @@ fn models_rebuild_from_their_leaves() {
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
+        "gear",
+        "gear-4bit",
+        "gear-untied",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1475,6 +1488,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
+        "gear",
+        "gear-4bit",
+        "gear-untied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

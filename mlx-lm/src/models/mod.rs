@@ -16,6 +16,7 @@ pub mod falcon_h1;
 pub mod gemma;
 pub mod gemma2;
 pub mod gemma3_text;
+pub mod gear;
 pub mod glm4;
 pub mod glm4_moe;
 pub mod gpt2;
@@ -71,6 +72,7 @@ pub use exaone4::Exaone4;
 pub use falcon_h1::FalconH1;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
+pub use gear::Gear;
 pub use gemma3_text::{Gemma3, Gemma3Text};
 pub use glm4::Glm4;
 pub use glm4_moe::Glm4Moe;
@@ -130,7 +132,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 56] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 57] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("cohere", builtin!(Cohere)),
@@ -144,6 +146,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 56] {
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
         ("glm4_moe", builtin!(Glm4Moe)),
+        ("gear", builtin!(Gear)),
         ("gemma3", builtin!(Gemma3)),
         ("gemma3_text", builtin!(Gemma3Text)),
         ("glm4", builtin!(Glm4)),
