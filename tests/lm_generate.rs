@@ -497,6 +497,9 @@ fn a_generation_continues_from_its_own_cache() {
         "nemotron_h-moe",
         "kimi_linear",
         "rwkv7",
+        // The convolutions' states beside rotating caches past their window.
+        "gear",
+        "gear-untied",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -667,6 +670,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // embedding at 8 bits (rwkv7's `quant_predicate`), the rank-32 `v_lora` up-projection
         // left in float (not a whole number of groups).
         "rwkv7",
+        // Every Linear and the embedding (mlx_lm's default predicate); the convolutions
+        // stay float.
+        "gear",
     ] {
         // The group size and bits mlx_lm quantized the -4bit directory with.
         let config: Value = serde_json::from_str(
@@ -1707,6 +1713,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "nemotron_h-moe",
         "kimi_linear-tied",
         "rwkv7",
+        // The convolutions' states (3 and 4 taps) and rotating caches (windows 8 and 6)
+        // across chunks.
+        "gear",
+        "gear-untied",
         // Attention sinks over rotating caches (window 8) and key/value caches; the experts'
         // sorted path in the long chunks, the unsorted one in the short.
         "gpt_oss",

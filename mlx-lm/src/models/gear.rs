@@ -117,8 +117,13 @@ impl GearArgs {
         }
         c.require_value("use_bidirectional_attention", false)?;
         // Dropout is off at inference; initializer_range only draws weights a checkpoint
-        // replaces.
-        c.declare_neutral(&["attention_dropout", "initializer_range"]);
+        // replaces; max_position_embeddings sizes nothing here (a rope type that needs it
+        // reads it itself).
+        c.declare_neutral(&[
+            "attention_dropout",
+            "initializer_range",
+            "max_position_embeddings",
+        ]);
         let query_pre_attn_scalar = c.float_or("query_pre_attn_scalar", f64::from(head_dim))?;
         if query_pre_attn_scalar <= 0.0 {
             return Err(invalid(
