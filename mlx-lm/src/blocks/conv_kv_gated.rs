@@ -98,7 +98,11 @@ impl ConvKvGatedMixer {
             Some(c) => c.make_mask(l)?,
             None => None,
         } {
-            x = ops::where_(&ops::expand_dims(&mask, -1)?, &x, &ops::zeros(&[], x.dtype())?)?;
+            x = ops::where_(
+                &ops::expand_dims(&mask, -1)?,
+                &x,
+                &ops::zeros(&[], x.dtype())?,
+            )?;
         }
         let q = ops::reshape(
             &self.q_proj.forward(&x)?,
@@ -115,7 +119,14 @@ impl ConvKvGatedMixer {
         // convolutions' operands).
         let none = ConvActivation::None;
         let k = causal_conv1d(&self.key_conv, &k, None, cache.as_deref_mut(), KEY, none)?;
-        let v = causal_conv1d(&self.value_conv, &v, None, cache.as_deref_mut(), VALUE, none)?;
+        let v = causal_conv1d(
+            &self.value_conv,
+            &v,
+            None,
+            cache.as_deref_mut(),
+            VALUE,
+            none,
+        )?;
         if let Some(cache) = cache {
             cache.advance(l)?;
         }

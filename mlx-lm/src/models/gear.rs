@@ -74,7 +74,11 @@ pub struct GearArgs {
 fn soft_cap(c: &ModelConfig, key: &str) -> crate::Result<Option<f64>> {
     let cap = c.float(key)?.filter(|v| *v != 0.0);
     if let Some(v) = cap.filter(|v| !(v.is_finite() && *v > 0.0)) {
-        return Err(invalid(c.path(), &c.key(key), &format!("{v} is not positive")));
+        return Err(invalid(
+            c.path(),
+            &c.key(key),
+            &format!("{v} is not positive"),
+        ));
     }
     Ok(cap)
 }
@@ -149,9 +153,10 @@ impl GearArgs {
             num_attention_heads: heads,
             num_key_value_heads: kv_heads,
             head_dim,
-            rms_norm_eps: c.float("rms_norm_eps")?.ok_or_else(|| {
-                invalid(c.path(), &c.key("rms_norm_eps"), "missing")
-            })? as f32,
+            rms_norm_eps: c
+                .float("rms_norm_eps")?
+                .ok_or_else(|| invalid(c.path(), &c.key("rms_norm_eps"), "missing"))?
+                as f32,
             layer_types: layer_types(c, layers)?,
             hidden_activation,
             attention_bias: c.bool_or("attention_bias", false)?,
