@@ -500,6 +500,9 @@ fn a_generation_continues_from_its_own_cache() {
         "kimi_linear",
         "rwkv7",
         "bailing_moe_linear",
+        // The convolutions' states beside rotating caches past their window.
+        "gear",
+        "gear-untied",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -673,6 +676,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Its routers (`mlp.gate.gate_proj`) at 8 bits in groups of 64 (the bailing
         // families' `quant_predicate`), the expert biases kept as they are.
         "bailing_moe_linear",
+        // Every Linear and the embedding (mlx_lm's default predicate); the convolutions
+        // stay float.
+        "gear",
     ] {
         // The group size and bits mlx_lm quantized the -4bit directory with.
         let config: Value = serde_json::from_str(
@@ -979,6 +985,54 @@ fn broken_checkpoints_are_errors_naming_file_and_key() {
     for d in [dir, dir2, dir3] {
         std::fs::remove_dir_all(d).unwrap();
     }
+}
+
+/// gear's sanitize and config reader: convolution weights `[C, 1, K]` are the same model; a
+/// layer kind mlx_lm would run as a conv mixer, a layer list of the wrong length, a
+/// `hidden_act` that disagrees with `hidden_activation` and bidirectional attention are
+/// errors naming the config file and key.
+#[test]
+fn gear_hf_conv_layout_loads_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("gear-untied"));
+    let dir = copy_model("gear-untied", "gear-hf");
+    rewrite_weights(&dir, |w| {
+        for (k, v) in w.iter_mut() {
+            if k.ends_with("key_conv.weight") || k.ends_with("value_conv.weight") {
+                *v = ops::swapaxes(v, 1, 2).unwrap();
+            }
+        }
+    });
+    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        std::fs::write(&config, json.to_string()).unwrap();
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    let e = err(&|j| j["layer_types"][3] = "linear_attention".into());
+    assert!(
+        e.contains("config.json") && e.contains("layer_types") && e.contains("linear_attention"),
+        "{e}"
+    );
+    let e = err(&|j| j["layer_types"] = serde_json::json!(["conv_mixer", "full_attention"]));
+    assert!(e.contains("2 entries for 5 layers"), "{e}");
+    let e = err(&|j| j["hidden_act"] = "silu".into());
+    assert!(e.contains("hidden_act") && e.contains("silu"), "{e}");
+    let e = err(&|j| j["use_bidirectional_attention"] = true.into());
+    assert!(e.contains("use_bidirectional_attention"), "{e}");
+    let e = err(&|j| j["num_key_value_heads"] = 3.into());
+    assert!(e.contains("num_key_value_heads"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// lfm2's config readers and sanitize: a Hugging Face checkpoint (convolution weights `[C, 1,
@@ -1717,6 +1771,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "rwkv7",
         // The linear layers' rope continues at the attention caches' offset across chunks.
         "bailing_moe_linear",
+        // The convolutions' states (3 and 4 taps) and rotating caches (windows 8 and 6)
+        // across chunks.
+        "gear",
+        "gear-untied",
         // Attention sinks over rotating caches (window 8) and key/value caches; the experts'
         // sorted path in the long chunks, the unsorted one in the short.
         "gpt_oss",

@@ -217,6 +217,10 @@ const MODELS: &[&str] = &[
     "bailing_moe_linear",
     "bailing_moe_linear-4bit",
     "bailing_moe_linear-tied",
+    // Issue 35, Gear.
+    "gear",
+    "gear-4bit",
+    "gear-untied",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -1144,6 +1148,12 @@ fn jamba_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn gear_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("gear");
+    python_compile_fails_where_ours_traces_once("gear-untied");
+}
+
+#[test]
 fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("kimi_linear");
     python_compile_fails_where_ours_traces_once("kimi_linear-tied");
@@ -1244,6 +1254,9 @@ fn models_rebuild_from_their_leaves() {
         "bailing_moe_linear",
         "bailing_moe_linear-4bit",
         "bailing_moe_linear-tied",
+        "gear",
+        "gear-4bit",
+        "gear-untied",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1503,6 +1516,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "bailing_moe_linear",
         "bailing_moe_linear-4bit",
         "bailing_moe_linear-tied",
+        "gear",
+        "gear-4bit",
+        "gear-untied",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -63,3 +63,18 @@ def write(area, data):
     out = DATA / f"{area}.json"
     out.write_text(json.dumps({"mlx_version": mx.__version__, **data}, indent=1) + "\n")
     print(f"wrote {out.relative_to(ROOT)}")
+
+
+def load(path, **kwargs):
+    """`mlx_lm.utils.load`, for a model whose config transformers 5.23 rejects: gear's
+    `layer_types` name `conv_mixer`, which transformers' `PreTrainedConfig` validation refuses,
+    so the tokenizer (which `AutoTokenizer` loads with the model's config) gets a plain config
+    instead. mlx_lm 0.32.2's own `load` fails on such a checkpoint."""
+    from mlx_lm.utils import load as mlx_lm_load
+
+    config = json.loads((pathlib.Path(path) / "config.json").read_text())
+    if config.get("model_type") == "gear":
+        import transformers
+
+        kwargs.setdefault("tokenizer_config", {"config": transformers.PreTrainedConfig()})
+    return mlx_lm_load(path, **kwargs)

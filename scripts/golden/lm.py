@@ -845,6 +845,37 @@ CONFIGS = {
          "gate_low_rank_dim": 32, "hidden_act": "sqrelu", "tie_word_embeddings": True},
         mx.bfloat16, 62,
     ),
+    # Issue 35, Gear (mlx_lm's gear: no checkpoint named, no transformers config): a Gemma-3
+    # decoder whose layer_types mix gated key/value convolutions (conv_mixer, an
+    # ArraysCache(2)) with sliding (RotatingKVCache, window 8, rope 10^4) and full (KVCache,
+    # rope 10^6) attention, in the proportions its defaults suggest (Gemma 3's sliding : full
+    # with conv mixers between); one key-value head for 4 (Gemma-3-1B's), heads of 32 wider
+    # than hidden / heads, query_pre_attn_scalar = head_dim, tied. The prompt (24) runs far
+    # past the window.
+    "gear": (
+        {**BASE, "model_type": "gear", "num_hidden_layers": 6, "head_dim": 32,
+         "num_key_value_heads": 1, "rms_norm_eps": 1e-6, "sliding_window": 8,
+         "conv_L_cache": 3, "rope_theta": 1000000.0, "rope_local_base_freq": 10000.0,
+         "hidden_activation": "gelu_pytorch_tanh", "tie_word_embeddings": True,
+         "layer_types": ["conv_mixer", "sliding_attention", "conv_mixer",
+                         "sliding_attention", "conv_mixer", "full_attention"]},
+        mx.float32, 81,
+    ),
+    # Every option at once: untied, biases on every projection and convolution, both soft
+    # caps (gemma2's 50 / 30: the attention written out), the full layers' rope scaled
+    # linearly by 8, query_pre_attn_scalar other than head_dim, 4-tap convolutions, 2
+    # key-value heads for 4, the exact GELU, a conv_mixer first and last.
+    "gear-untied": (
+        {**BASE, "model_type": "gear", "num_hidden_layers": 5, "head_dim": 16,
+         "rms_norm_eps": 1e-6, "sliding_window": 6, "conv_L_cache": 4,
+         "query_pre_attn_scalar": 24, "attention_bias": True, "hidden_activation": "gelu",
+         "attn_logit_softcapping": 50.0, "final_logit_softcapping": 30.0,
+         "rope_scaling": {"rope_type": "linear", "factor": 8.0},
+         "tie_word_embeddings": False,
+         "layer_types": ["conv_mixer", "full_attention", "sliding_attention",
+                         "conv_mixer", "conv_mixer"]},
+        mx.float32, 82,
+    ),
     # Issue 37, RMSNorm llama-likes (helper A).
     # Helium-1 2B's shape: grouped heads (its 16 / 8), head_dim the key mlx_lm ignores
     # (hidden / heads), traditional rope at rope_theta, no biases, untied (mlx_lm cannot load a
@@ -1490,6 +1521,8 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the routers (`mlp.gate.gate_proj`) at 8 bits.
     "bailing_moe_linear": (32, 4, None),
     "bailing_moe_linear-tied": None,
+    "gear": (32, 4, None),
+    "gear-untied": None,
     # Issue 37, RMSNorm llama-likes (helper A).
     "helium": (32, 4, None),
     "seed_oss": (32, 4, None),
@@ -1604,6 +1637,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "rwkv7", "rwkv7-bf16",
                      # Issue 35, bailing_moe_linear.
                      "bailing_moe_linear", "bailing_moe_linear-tied",
+                     # Issue 35, Gear.
+                     "gear", "gear-untied",
                      # Issue 38, GPT-OSS.
                      "gpt_oss", "gpt_oss-truncate"}
 

@@ -23,7 +23,7 @@ import mlx.core as mx  # noqa: E402
 import mlx_lm  # noqa: E402
 from mlx_lm.generate import batch_generate, generate_step  # noqa: E402
 from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
-from mlx_lm.utils import load  # noqa: E402
+from common import load  # noqa: E402
 
 import common  # noqa: E402
 import weights_recipe  # noqa: E402
@@ -219,6 +219,14 @@ CASES = [
     {"model": "bailing_moe_linear", "lengths": [3, 14, 8, 11], "max_tokens": 16, "alone": True},
     {"model": "bailing_moe_linear-tied", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
+    # gear: rotating caches (windows 8 and 6) beside the convolutions' states, so prompts of
+    # one length (a batch of different lengths needs a model without sliding-window layers
+    # here); 4-bit with sampling, the untied one (soft caps, biases) across prefill chunks.
+    {"model": "gear", "lengths": [12, 12, 12], "max_tokens": 24},
+    {"model": "gear-4bit", "lengths": [9, 9, 9], "max_tokens": 16, "seed": 13,
+     "temp": 1.0, "top_k": 20},
+    {"model": "gear-untied", "lengths": [20, 20, 20], "max_tokens": 12,
+     "prefill_step_size": 8},
     # Issue 37, RMSNorm llama-likes: left padding under helium's traditional rope, seed_oss's
     # wide heads (4-bit, sampled) and granite's multipliers across prefill chunks. (Not
     # internlm3: mlx_lm's dynamic NTK rope takes an integer offset, a batch's is an array.)

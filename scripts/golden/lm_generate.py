@@ -40,7 +40,7 @@ from mlx_lm.generate import generate_step, stream_generate  # noqa: E402
 from mlx_lm.models.cache import (  # noqa: E402
     ArraysCache, CacheList, KVCache, make_prompt_cache, save_prompt_cache)
 from mlx_lm.sample_utils import make_logits_processors, make_sampler  # noqa: E402
-from mlx_lm.utils import load  # noqa: E402
+from common import load  # noqa: E402
 
 import common  # noqa: E402
 import weights_recipe  # noqa: E402
@@ -579,6 +579,10 @@ PROMPT_CACHE = [
     # bailing_moe_linear: ArraysCache(1) (the linear attention's state in the model's dtype)
     # beside KVCache layers; the sparse blocks' sorted path in the prefix.
     ("bailing_moe_linear", 34),
+    # Gear: ArraysCache(2) (the key and value convolutions' states) beside rotating caches
+    # (window 8 / 6) past their window and full key/value caches.
+    ("gear", 16),
+    ("gear-untied", 16),
     # GPT-OSS: rotating caches (window 8) past their window beside the full layers' key/value
     # caches, under attention sinks; a prefix of 34 routes 136 (token, expert) pairs (the
     # sorted path), the MXFP4 experts through gather_qmm.

@@ -1,15 +1,23 @@
-//! The building blocks architectures are written on, each written once: attention with a
-//! cache ([`attention`]), the causal convolution with a carried state ([`conv`]) and the
-//! recurrent token mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short
-//! convolution, [`short_conv`]; Mamba-1's selective scan, [`selective_scan`]; Mamba-2's SSD,
-//! [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and channel mixes, [`rwkv7`]; the bailing families' linear attention, [`linear_attention`]), MLPs ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form, [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
-//! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's
-//! stack of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and
-//! the dense decoder layer generic over its token and channel mixers ([`decoder`]).
+//! The building blocks architectures are written on, each written once: attention with a cache
+//! ([`attention`]), the causal convolution with a carried state ([`conv`]) and the recurrent token
+//! mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short convolution,
+//! [`short_conv`]; Gear's gated key/value convolution, [`conv_kv_gated`]; Mamba-1's selective scan,
+//! [`selective_scan`]; Mamba-2's SSD, [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and
+//! channel mixes, [`rwkv7`]; the bailing families' linear attention, [`linear_attention`]), MLPs
+//! ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts
+//! blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers
+//! ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form,
+//! [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the
+//! post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection
+//! ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
+//! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's stack
+//! of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and the dense
+//! decoder layer generic over its token and channel mixers ([`decoder`]).
 
 pub mod attention;
 pub mod backbone;
 pub mod conv;
+pub mod conv_kv_gated;
 pub mod decoder;
 pub mod fused;
 pub mod gated_delta_net;
@@ -38,6 +46,7 @@ pub mod whole_qk_norm;
 pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, HeadNorm, Upcast};
 pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
 pub use conv::{causal_conv1d, ConvActivation};
+pub use conv_kv_gated::{ConvKvGatedConfig, ConvKvGatedMixer};
 pub use decoder::{
     load_lm_head, ChannelMixer, DecoderLayer, DecoderModel, Hybrid, StackConfig, TokenMixer,
 };

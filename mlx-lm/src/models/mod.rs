@@ -14,6 +14,7 @@ pub mod dots1;
 pub mod ernie4_5_moe;
 pub mod exaone4;
 pub mod falcon_h1;
+pub mod gear;
 pub mod gemma;
 pub mod gemma2;
 pub mod gemma3_text;
@@ -71,6 +72,7 @@ pub use dots1::Dots1;
 pub use ernie4_5_moe::Ernie45Moe;
 pub use exaone4::Exaone4;
 pub use falcon_h1::FalconH1;
+pub use gear::Gear;
 pub use gemma::Gemma;
 pub use gemma2::Gemma2;
 pub use gemma3_text::{Gemma3, Gemma3Text};
@@ -132,7 +134,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 57] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 58] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("bailing_moe_linear", builtin!(BailingMoeLinear)),
@@ -147,6 +149,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 57] {
         ("gemma", builtin!(Gemma)),
         ("gemma2", builtin!(Gemma2)),
         ("glm4_moe", builtin!(Glm4Moe)),
+        ("gear", builtin!(Gear)),
         ("gemma3", builtin!(Gemma3)),
         ("gemma3_text", builtin!(Gemma3Text)),
         ("glm4", builtin!(Glm4)),
