@@ -47,7 +47,11 @@ fn prompt(name: &str) -> Array {
 }
 
 fn floats(a: &Array) -> Vec<f32> {
-    a.astype(Dtype::Float32).unwrap().as_slice::<f32>().unwrap().to_vec()
+    a.astype(Dtype::Float32)
+        .unwrap()
+        .as_slice::<f32>()
+        .unwrap()
+        .to_vec()
 }
 
 fn logits(model: &Model, name: &str) -> Vec<f32> {
@@ -61,7 +65,10 @@ fn reference(path: PathBuf) -> Vec<f32> {
 
 fn max_diff(a: &[f32], b: &[f32]) -> f32 {
     assert_eq!(a.len(), b.len());
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 #[test]
@@ -71,7 +78,11 @@ fn f32_gguf_gives_the_safetensors_models_logits_bit_for_bit() {
     let ours = logits(&model, "mistral");
     let theirs = reference(data_dir().join("lm/mistral.safetensors"));
     assert_eq!(ours.len(), theirs.len());
-    let differ = ours.iter().zip(&theirs).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    let differ = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
     assert_eq!(differ, 0, "{differ} logits differ from mlx_lm's");
 }
 
@@ -114,7 +125,12 @@ fn quantized_layers_stay_quantized() {
         .filter(|(k, a)| k.ends_with(".weight") && a.dtype() == Dtype::Uint32)
         .count();
     // 3 layers x 7 matrices, the embedding and the output head.
-    assert_eq!(packed, 3 * 7 + 2, "{:?}", params.iter().map(|(k, _)| k).collect::<Vec<_>>());
+    assert_eq!(
+        packed,
+        3 * 7 + 2,
+        "{:?}",
+        params.iter().map(|(k, _)| k).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -129,7 +145,11 @@ fn k_quants_dequantize_as_gguf_py_does() {
         let theirs = &expected[&t.name];
         assert_eq!(ours.shape(), theirs.shape(), "{}", t.name);
         let (a, b) = (floats(&ours), floats(theirs));
-        let differ = a.iter().zip(&b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
+        let differ = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .count();
         assert_eq!(differ, 0, "{}: {differ} values differ", t.name);
     }
 }
@@ -172,7 +192,10 @@ fn gguf_tokenizer_equals_the_hf_tokenizer() {
             }
         }
         assert_eq!(ours.eos_token_ids(), theirs.eos_token_ids(), "{name}");
-        assert_eq!(ours.special_token("eos_token"), theirs.special_token("eos_token"));
+        assert_eq!(
+            ours.special_token("eos_token"),
+            theirs.special_token("eos_token")
+        );
         let messages = serde_json::json!([{"role": "user", "content": "Hi"}]);
         let render = |t: &Tokenizer| {
             t.apply_chat_template(&messages, &Default::default())

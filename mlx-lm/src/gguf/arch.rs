@@ -10,7 +10,8 @@ use crate::config::invalid;
 use crate::error::Result;
 
 /// The architectures read, as (`general.architecture`, `model_type`).
-const ARCHITECTURES: &[(&str, &str)] = &[("llama", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3")];
+const ARCHITECTURES: &[(&str, &str)] =
+    &[("llama", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3")];
 
 /// What the loader needs beyond the config.
 pub struct Architecture {
@@ -27,7 +28,10 @@ pub fn architecture(file: &GgufFile) -> Result<Architecture> {
         return Err(invalid(
             &file.path,
             "general.architecture",
-            &format!("{arch} is not supported (GGUF architectures read: {})", known.join(", ")),
+            &format!(
+                "{arch} is not supported (GGUF architectures read: {})",
+                known.join(", ")
+            ),
         ));
     };
     if file.tensor("rope_freqs.weight").is_some() {
@@ -59,12 +63,20 @@ pub fn architecture(file: &GgufFile) -> Result<Architecture> {
     c.insert("model_type".into(), json!(model_type));
     c.insert("hidden_size".into(), json!(int("embedding_length")?));
     c.insert("num_hidden_layers".into(), json!(int("block_count")?));
-    c.insert("intermediate_size".into(), json!(int("feed_forward_length")?));
+    c.insert(
+        "intermediate_size".into(),
+        json!(int("feed_forward_length")?),
+    );
     c.insert("num_attention_heads".into(), json!(heads));
     c.insert("num_key_value_heads".into(), json!(kv_heads));
     c.insert("vocab_size".into(), json!(embed.shape()[0]));
-    let eps = float("attention.layer_norm_rms_epsilon")
-        .ok_or_else(|| invalid(&file.path, &key("attention.layer_norm_rms_epsilon"), "missing"))?;
+    let eps = float("attention.layer_norm_rms_epsilon").ok_or_else(|| {
+        invalid(
+            &file.path,
+            &key("attention.layer_norm_rms_epsilon"),
+            "missing",
+        )
+    })?;
     c.insert("rms_norm_eps".into(), json!(eps));
     if let Some(theta) = float("rope.freq_base") {
         c.insert("rope_theta".into(), json!(theta));
@@ -132,7 +144,11 @@ fn rope_scaling(file: &GgufFile, arch: &str) -> Result<Option<Value>> {
         let known = ["type", "factor", "original_context_length", "finetuned"];
         if let Some(rest) = k.strip_prefix(&key("")) {
             if !known.contains(&rest) {
-                return Err(invalid(&file.path, k, "this rope scaling parameter is not supported"));
+                return Err(invalid(
+                    &file.path,
+                    k,
+                    "this rope scaling parameter is not supported",
+                ));
             }
         }
     }

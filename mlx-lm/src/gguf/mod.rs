@@ -42,7 +42,11 @@ pub fn gguf_path(path: &Path) -> Result<Option<PathBuf>> {
     })?;
     let mut found: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().is_some_and(|e| e.eq_ignore_ascii_case("gguf")))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+        })
         .collect();
     found.sort();
     match found.len() {
@@ -84,7 +88,11 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
     };
     for t in &file.tensors {
         let name = hf_name(&t.name).ok_or_else(|| {
-            invalid(path, &t.name, "not a tensor of this architecture in llama.cpp's naming")
+            invalid(
+                path,
+                &t.name,
+                "not a tensor of this architecture in llama.cpp's naming",
+            )
         })?;
         let heads = arch.permuted_qk.and_then(|(q, kv)| {
             if name.contains(".self_attn.q_proj.") {
@@ -108,7 +116,11 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
                 bits,
             } => {
                 let Some(layer) = name.strip_suffix(".weight") else {
-                    return Err(invalid(path, &t.name, "a quantized tensor that is not a weight"));
+                    return Err(invalid(
+                        path,
+                        &t.name,
+                        "a quantized tensor that is not a weight",
+                    ));
                 };
                 let params = QuantParams {
                     group_size: tensors::GROUP_SIZE,

@@ -227,7 +227,10 @@ impl<'a> Cursor<'a> {
         invalid(
             self.path,
             key,
-            &format!("corrupt or truncated GGUF file: {what} (at byte {})", self.pos),
+            &format!(
+                "corrupt or truncated GGUF file: {what} (at byte {})",
+                self.pos
+            ),
         )
     }
 

@@ -162,11 +162,19 @@ fn affine(file: &GgufFile, t: &TensorInfo, shape: &[i32]) -> Result<Decoded> {
 /// Q5_0 (`d`, 32 high bits, 32 nibbles: `d * (q - 16)`) and Q5_1 (`d`, `m`, ...: `d * q + m`).
 fn q5(b: &[u8], out: &mut Vec<f32>, with_min: bool) {
     let d = h(b, 0);
-    let (m, rest) = if with_min { (h(b, 2), &b[4..]) } else { (0.0, &b[2..]) };
+    let (m, rest) = if with_min {
+        (h(b, 2), &b[4..])
+    } else {
+        (0.0, &b[2..])
+    };
     let qh = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
     let qs = &rest[4..20];
     for j in 0..32 {
-        let low = if j < 16 { qs[j] & 0x0F } else { qs[j - 16] >> 4 };
+        let low = if j < 16 {
+            qs[j] & 0x0F
+        } else {
+            qs[j - 16] >> 4
+        };
         let q = f32::from(low | ((((qh >> j) & 1) as u8) << 4));
         out.push(if with_min { d * q + m } else { d * (q - 16.0) });
     }

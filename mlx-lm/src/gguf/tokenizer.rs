@@ -46,7 +46,11 @@ pub fn tokenizer_files(file: &GgufFile) -> Result<(Value, Value)> {
             .and_then(MetaValue::as_array)
             .ok_or_else(|| bad(k, "missing or not an array"))?
             .iter()
-            .map(|v| v.as_str().map(str::to_string).ok_or_else(|| bad(k, "not a string")))
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .ok_or_else(|| bad(k, "not a string"))
+            })
             .collect()
     };
     let tokens = strings("tokenizer.ggml.tokens")?;
@@ -67,7 +71,9 @@ pub fn tokenizer_files(file: &GgufFile) -> Result<(Value, Value)> {
     let split = pre_split(pre_name).ok_or_else(|| {
         bad(
             "tokenizer.ggml.pre",
-            &format!("pre-tokenizer {pre_name} is not supported (default, gpt2, llama-bpe, qwen2 are)"),
+            &format!(
+                "pre-tokenizer {pre_name} is not supported (default, gpt2, llama-bpe, qwen2 are)"
+            ),
         )
     })?;
 
@@ -76,7 +82,10 @@ pub fn tokenizer_files(file: &GgufFile) -> Result<(Value, Value)> {
         // A repeated token keeps its first id, as a dict built in order would not: make
         // it an error rather than a silent renumbering.
         if vocab.insert(t.clone(), json!(id)).is_some() {
-            return Err(bad("tokenizer.ggml.tokens", &format!("token {t:?} appears twice")));
+            return Err(bad(
+                "tokenizer.ggml.tokens",
+                &format!("token {t:?} appears twice"),
+            ));
         }
     }
     let added: Vec<Value> = tokens
@@ -133,7 +142,11 @@ pub fn tokenizer_files(file: &GgufFile) -> Result<(Value, Value)> {
         pair.extend(
             single
                 .iter()
-                .map(|v| v.to_string().replace("\"A\"", "\"B\"").replace("\"type_id\":0", "\"type_id\":1"))
+                .map(|v| {
+                    v.to_string()
+                        .replace("\"A\"", "\"B\"")
+                        .replace("\"type_id\":0", "\"type_id\":1")
+                })
                 .map(|s| serde_json::from_str::<Value>(&s).expect("valid JSON")),
         );
         json!({"type": "TemplateProcessing", "single": single, "pair": pair,
@@ -155,7 +168,12 @@ pub fn tokenizer_files(file: &GgufFile) -> Result<(Value, Value)> {
                   "vocab": vocab, "merges": merges},
     });
     let mut config = Map::new();
-    for (name, tok) in [("bos_token", &bos), ("eos_token", &eos), ("unk_token", &unk), ("pad_token", &pad)] {
+    for (name, tok) in [
+        ("bos_token", &bos),
+        ("eos_token", &eos),
+        ("unk_token", &unk),
+        ("pad_token", &pad),
+    ] {
         if let Some((_, t)) = tok {
             config.insert(name.into(), json!(t));
         }
