@@ -47,11 +47,7 @@ fn prompt(name: &str) -> Array {
 }
 
 fn floats(a: &Array) -> Vec<f32> {
-    a.astype(Dtype::Float32)
-        .unwrap()
-        .as_slice::<f32>()
-        .unwrap()
-        .to_vec()
+    a.astype(Dtype::Float32).unwrap().to_vec::<f32>().unwrap()
 }
 
 fn logits(model: &Model, name: &str) -> Vec<f32> {
