@@ -205,6 +205,26 @@ pub fn load_config(dir: impl AsRef<Path>) -> Result<ModelConfig> {
 }
 
 impl ModelConfig {
+    /// A config from values made elsewhere (a GGUF file's metadata), `path` naming the file
+    /// they came from; `model_type` is remapped as `load_config` does.
+    pub(crate) fn from_values(path: &Path, values: Map<String, Value>) -> Result<ModelConfig> {
+        let model_type = match values.get("model_type") {
+            Some(Value::String(t)) => t.clone(),
+            _ => return Err(invalid(path, "model_type", "missing or not a string")),
+        };
+        let model_type = MODEL_REMAPPING
+            .iter()
+            .find(|(from, _)| *from == model_type)
+            .map_or(model_type.clone(), |(_, to)| (*to).to_string());
+        Ok(ModelConfig {
+            path: path.to_path_buf(),
+            values,
+            model_type,
+            prefix: String::new(),
+            accounted: Arc::default(),
+        })
+    }
+
     /// The architecture: `model_type` after mlx_lm's remapping (`mistral` is `llama`).
     pub fn model_type(&self) -> &str {
         &self.model_type

@@ -38,6 +38,7 @@ mod detokenizer;
 mod engine;
 mod error;
 mod generate;
+pub mod gguf;
 pub mod kernels;
 mod load;
 mod lru_prompt_cache;

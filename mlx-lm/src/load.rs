@@ -5,6 +5,7 @@ use std::path::Path;
 use crate::checkpoint::{Checkpoint, LoadOptions, UnreadKeys};
 use crate::config::{load_config, ModelConfig};
 use crate::error::{Error, Result};
+use crate::gguf;
 use crate::model::Model;
 use crate::quantization::Quantization;
 use crate::registry;
@@ -18,17 +19,25 @@ use crate::weights::load_weights;
 /// tensor must be used and have the shape the config implies; the errors name file and key.
 /// Config keys that the architecture neither reads nor declares harmless are reported as
 /// `options.unread_keys` says (by default a warning on stderr).
+///
+/// `dir` may also be a `.gguf` file, or a directory holding one and no `config.json`
+/// ([`gguf`](crate::gguf)): config, names and layout are then those of the Hugging Face
+/// checkpoint llama.cpp converted.
 pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model, ModelConfig)> {
     let dir = dir.as_ref();
-    let config = load_config(dir)?;
+    let (config, weights, quantization) = match gguf::gguf_path(dir)? {
+        Some(file) => {
+            let ck = gguf::read_checkpoint(&file, options.dtype)?;
+            (ck.config, ck.weights, ck.quantization)
+        }
+        None => {
+            let config = load_config(dir)?;
+            let quantization = Quantization::from_config(&config)?;
+            (config, load_weights(dir, None)?, quantization)
+        }
+    };
     let constructor = registry::constructor(&config)?;
-    let quantization = Quantization::from_config(&config)?;
-    let mut ck = Checkpoint::new(
-        load_weights(dir, None)?,
-        dir,
-        quantization,
-        options.quantize,
-    );
+    let mut ck = Checkpoint::new(weights, dir, quantization, options.quantize);
     let model = constructor(&mut ck, &config, &options)?;
     report_unread(&config, options.unread_keys)?;
     ck.finish()?;
@@ -60,7 +69,10 @@ pub fn load(
     options: LoadOptions,
 ) -> Result<(Model, Tokenizer, ModelConfig)> {
     let (model, config) = load_model(dir.as_ref(), options)?;
-    let mut tokenizer = Tokenizer::load(dir.as_ref())?;
+    let mut tokenizer = match gguf::gguf_path(dir.as_ref())? {
+        Some(file) => gguf::load_tokenizer(&gguf::GgufFile::open(file)?)?,
+        None => Tokenizer::load(dir.as_ref())?,
+    };
     tokenizer.add_eos_token_ids(config.eos_token_ids()?);
     Ok((model, tokenizer, config))
 }

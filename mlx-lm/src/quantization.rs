@@ -172,6 +172,19 @@ impl Quantization {
         }))
     }
 
+    /// Per-layer parameters only (a GGUF file's quantized tensors, each with its own), read
+    /// from `file`; a layer without an entry is float.
+    pub(crate) fn for_layers(
+        layers: BTreeMap<String, LayerQuantization>,
+        file: &Path,
+    ) -> Quantization {
+        Quantization {
+            defaults: QuantParams::for_mode(QuantizationMode::Affine, None, None),
+            layers,
+            config: file.to_path_buf(),
+        }
+    }
+
     /// The config file this was read from.
     pub fn config_path(&self) -> &Path {
         &self.config

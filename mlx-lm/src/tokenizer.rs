@@ -77,12 +77,30 @@ impl Tokenizer {
             path: path.clone(),
             source,
         })?;
+        Tokenizer::build_from_text(&text, path, config)
+    }
+
+    /// A tokenizer from a `tokenizer.json` made in memory (a GGUF file's), `path` naming
+    /// where it came from; `config` as `tokenizer_config.json` would give it.
+    pub(crate) fn from_json(
+        json: &Value,
+        path: PathBuf,
+        config: Option<&(Value, PathBuf)>,
+    ) -> Result<Tokenizer> {
+        Tokenizer::build_from_text(&json.to_string(), path, config)
+    }
+
+    fn build_from_text(
+        text: &str,
+        path: PathBuf,
+        config: Option<&(Value, PathBuf)>,
+    ) -> Result<Tokenizer> {
         let invalid = |source: tokenizers::Error| Error::Tokenizer {
             path: path.clone(),
             message: source.to_string(),
             source: Some(source),
         };
-        let json: Value = serde_json::from_str(&text).map_err(|source| Error::Json {
+        let json: Value = serde_json::from_str(text).map_err(|source| Error::Json {
             path: path.clone(),
             source,
         })?;

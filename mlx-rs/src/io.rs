@@ -55,10 +55,13 @@ use crate::{Array, Dtype};
 use failed_reads::LoadWatch;
 
 pub(crate) mod failed_reads;
+mod ggml_type;
 mod gguf_check;
 mod json;
 mod npy_check;
 mod safetensors_check;
+
+pub use ggml_type::GgmlType;
 
 // ---------------------------------------------------------------------------------------------
 // Paths

@@ -15,6 +15,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
 
+use super::GgmlType;
 use crate::{Error, Result};
 
 /// gguflib's `GGUF_TENSOR_MAX_DIM`.
@@ -172,41 +173,10 @@ fn mlx_names(name: &[u8], ty: u32) -> Vec<Vec<u8>> {
     names
 }
 
-/// `(items per block, bytes per block)` of a tensor type, from gguflib's table; `None` for
-/// the removed types 4 and 5 and anything unknown.
+/// `(items per block, bytes per block)` of a tensor type (llama.cpp's sizes, [`GgmlType`]);
+/// `None` for the removed types 4 and 5 and anything unknown.
 fn block(ty: u32) -> Option<(u64, u64)> {
-    Some(match ty {
-        0 => (1, 4),
-        1 => (1, 2),
-        2 => (32, 18),
-        3 => (32, 20),
-        6 => (32, 22),
-        7 => (32, 24),
-        8 => (32, 34),
-        9 => (32, 40),
-        10 => (256, 82),
-        11 => (256, 110),
-        12 => (256, 144),
-        13 => (256, 176),
-        14 => (256, 210),
-        15 => (256, 292),
-        16 => (256, 66),
-        17 => (256, 74),
-        18 => (256, 98),
-        19 => (256, 110),
-        20 => (256, 50),
-        21 => (256, 110),
-        22 => (256, 82),
-        23 => (256, 136),
-        24 => (1, 1),
-        25 => (1, 2),
-        26 => (1, 4),
-        27 => (1, 8),
-        28 => (1, 8),
-        29 => (256, 56),
-        30 => (1, 2),
-        _ => return None,
-    })
+    GgmlType::from_id(ty).map(|t| (t.block_items, t.block_bytes))
 }
 
 /// Checks the whole header of the GGUF file at `path` and every tensor's extent; returns the

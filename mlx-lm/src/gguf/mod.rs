@@ -1,0 +1,150 @@
+//! GGUF checkpoints (llama.cpp's format): one file holding the config (as metadata), the
+//! tokenizer and the tensors, loaded as the Hugging Face checkpoint it was converted from
+//! (config keys, tensor names, Q/K layout), so the same architectures build from it.
+
+mod arch;
+mod reader;
+mod tensors;
+mod tokenizer;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use mlx_rs::ops::QuantizationMode;
+use mlx_rs::Dtype;
+
+pub use arch::hf_name;
+pub use reader::{GgufFile, MetaValue, TensorInfo};
+pub use tensors::{decode, unpermute, Decoded};
+
+use crate::config::{invalid, ModelConfig};
+use crate::error::{Error, Result};
+use crate::quantization::{LayerQuantization, QuantParams, Quantization};
+use crate::tokenizer::Tokenizer;
+use crate::weights::Weights;
+
+/// The GGUF file `path` names: `path` itself when it is a `.gguf` file, or the one `.gguf`
+/// file of a directory without a `config.json`; `None` otherwise. A directory with several is
+/// an error (which one is meant is unclear).
+pub fn gguf_path(path: &Path) -> Result<Option<PathBuf>> {
+    if path.is_file() {
+        return Ok(path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+            .then(|| path.to_path_buf()));
+    }
+    if !path.is_dir() || path.join("config.json").exists() {
+        return Ok(None);
+    }
+    let entries = std::fs::read_dir(path).map_err(|source| Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.is_file()
+                && p.extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+        })
+        .collect();
+    found.sort();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(invalid(
+            path,
+            "",
+            &format!(
+                "{} GGUF files and no config.json: name the file to load",
+                found.len()
+            ),
+        )),
+    }
+}
+
+/// A GGUF file read as a checkpoint.
+pub struct GgufCheckpoint {
+    pub config: ModelConfig,
+    pub weights: Weights,
+    pub quantization: Option<Quantization>,
+    pub file: GgufFile,
+}
+
+/// Reads `path` as a checkpoint: the config from the metadata, every tensor under its Hugging
+/// Face name, Q4_0 / Q4_1 / Q8_0 as MLX affine (group size 32) with a per-layer quantization
+/// entry, the other block types de-quantized to `float` (the loader passes
+/// `LoadOptions::dtype`, float16 by default).
+pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoint> {
+    let file = GgufFile::open(path)?;
+    let arch = arch::architecture(&file)?;
+    let config = ModelConfig::from_values(path, arch.config)?;
+    let float = float.unwrap_or(Dtype::Float16);
+    let mut weights = Weights::default();
+    let mut layers = BTreeMap::new();
+    let mlx = |source| Error::Mlx {
+        path: path.to_path_buf(),
+        source,
+    };
+    for t in &file.tensors {
+        let name = hf_name(&t.name).ok_or_else(|| {
+            invalid(
+                path,
+                &t.name,
+                "not a tensor of this architecture in llama.cpp's naming",
+            )
+        })?;
+        let heads = arch.permuted_qk.and_then(|(q, kv)| {
+            if name.contains(".self_attn.q_proj.") {
+                Some(q)
+            } else if name.contains(".self_attn.k_proj.") {
+                Some(kv)
+            } else {
+                None
+            }
+        });
+        let fix = |a: mlx_rs::Array| match heads {
+            Some(h) => unpermute(&a, h).map_err(mlx),
+            None => Ok(a),
+        };
+        match tensors::decode(&file, t, float)? {
+            Decoded::Float(a) => weights.insert(name, fix(a)?, path),
+            Decoded::Affine {
+                weight,
+                scales,
+                biases,
+                bits,
+            } => {
+                let Some(layer) = name.strip_suffix(".weight") else {
+                    return Err(invalid(
+                        path,
+                        &t.name,
+                        "a quantized tensor that is not a weight",
+                    ));
+                };
+                let params = QuantParams {
+                    group_size: tensors::GROUP_SIZE,
+                    bits,
+                    mode: QuantizationMode::Affine,
+                };
+                layers.insert(layer.to_string(), LayerQuantization::Quantized(params));
+                weights.insert(format!("{layer}.scales"), fix(scales)?, path);
+                weights.insert(format!("{layer}.biases"), fix(biases)?, path);
+                weights.insert(name, fix(weight)?, path);
+            }
+        }
+    }
+    let quantization = (!layers.is_empty()).then(|| Quantization::for_layers(layers, path));
+    Ok(GgufCheckpoint {
+        config,
+        weights,
+        quantization,
+        file,
+    })
+}
+
+/// The tokenizer of a GGUF file (`tokenizer.ggml.*`, `tokenizer.chat_template`).
+pub fn load_tokenizer(file: &GgufFile) -> Result<Tokenizer> {
+    let (json, config) = tokenizer::tokenizer_files(file)?;
+    Tokenizer::from_json(&json, file.path.clone(), Some(&(config, file.path.clone())))
+}

@@ -1,0 +1,255 @@
+"""GGUF files made from golden models (tests/data/lm-models) as llama.cpp's
+convert_hf_to_gguf.py writes them, for tests/lm_gguf.rs: `$PY gguf.py` writes
+tests/data/gguf/.
+
+For each model and type (F32, F16, Q8_0, Q4_0, Q4_1):
+- `NAME-TYPE.gguf`: llama.cpp's metadata keys and tensor names, llama's Q/K rows permuted
+  (`LlamaModel.permute`), norms and biases in F32 (as llama.cpp keeps 1-D tensors), the
+  matrices in TYPE (gguf-py's numpy quantizers, llama.cpp's reference ones), the byte-level
+  BPE tokenizer (`tokenizer.ggml.*`) and the chat template.
+- `NAME-TYPE.safetensors` (not for F32, whose reference is the model's own record in
+  tests/data/lm): mlx_lm's prompt logits with every matrix replaced by gguf-py's
+  de-quantization of what the file holds: the logits of the values the file means.
+Checked against transformers' GGUF reader (config and tokenizer; the tensors need PyTorch):
+`load_gguf_checkpoint` must give the golden config's values and the golden vocabulary.
+
+`kquants.gguf` + `kquants.safetensors`: random blocks of the de-quantized-at-load types
+(Q5_0, Q5_1, Q2_K ... Q6_K, block scales set to finite float16) and gguf-py's
+`dequantize` of them.
+"""
+
+import json
+import pathlib
+import sys
+
+# This folder holds random.py (the MLX generator), which would shadow the standard library:
+# search it last (for weights_recipe.py).
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
+
+import numpy as np  # noqa: E402
+
+import mlx.core as mx  # noqa: E402
+from mlx_lm.utils import load_model  # noqa: E402
+
+import gguf  # noqa: E402
+import weights_recipe  # noqa: E402
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+MODELS = ROOT / "tests/data/lm-models"
+OUT = ROOT / "tests/data/gguf"
+# (golden model, llama.cpp architecture)
+CASES = [("mistral", "llama"), ("qwen2", "qwen2"), ("qwen3", "qwen3")]
+TYPES = ["F32", "F16", "Q8_0", "Q4_0", "Q4_1"]
+# What is committed of the others (the F32 files check against transformers, then go): the
+# byte-exact float path and the permute are mistral's; F16 is bit for bit too.
+KEPT = {"mistral": TYPES, "qwen2": ["F16", "Q8_0", "Q4_0"], "qwen3": ["F16", "Q8_0", "Q4_0"]}
+
+LAYER_NAMES = {
+    "input_layernorm": "attn_norm",
+    "post_attention_layernorm": "ffn_norm",
+    "self_attn.q_proj": "attn_q",
+    "self_attn.k_proj": "attn_k",
+    "self_attn.v_proj": "attn_v",
+    "self_attn.o_proj": "attn_output",
+    "self_attn.q_norm": "attn_q_norm",
+    "self_attn.k_norm": "attn_k_norm",
+    "mlp.gate_proj": "ffn_gate",
+    "mlp.up_proj": "ffn_up",
+    "mlp.down_proj": "ffn_down",
+}
+
+
+def gguf_name(name):
+    top = {"model.embed_tokens": "token_embd", "model.norm": "output_norm", "lm_head": "output"}
+    base, suffix = name.rsplit(".", 1)
+    if base in top:
+        return f"{top[base]}.{suffix}"
+    _, _, layer, part = base.split(".", 3)
+    return f"blk.{layer}.{LAYER_NAMES[part]}.{suffix}"
+
+
+def permute(w, n_head, n_head_kv):
+    """convert_hf_to_gguf.py's `LlamaModel.permute`."""
+    if n_head_kv is not None and n_head != n_head_kv:
+        n_head = n_head_kv
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def add_tokenizer(writer, folder):
+    tok = json.loads((folder / "tokenizer.json").read_text())
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    vocab = tok["model"]["vocab"]
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    special = {a["content"] for a in tok["added_tokens"] if a["special"]}
+    types = [gguf.TokenType.CONTROL if t in special else gguf.TokenType.NORMAL for t in tokens]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tok["model"]["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("gpt2")
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    eos = cfg["eos_token"]
+    writer.add_eos_token_id(vocab[eos])
+    writer.add_pad_token_id(vocab[cfg["pad_token"]])
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(cfg["chat_template"])
+
+
+def add_config(writer, config, arch):
+    writer.add_context_length(config["max_position_embeddings"])
+    writer.add_embedding_length(config["hidden_size"])
+    writer.add_block_count(config["num_hidden_layers"])
+    writer.add_feed_forward_length(config["intermediate_size"])
+    writer.add_head_count(config["num_attention_heads"])
+    writer.add_head_count_kv(config["num_key_value_heads"])
+    writer.add_layer_norm_rms_eps(config["rms_norm_eps"])
+    writer.add_rope_freq_base(config["rope_theta"])
+    writer.add_vocab_size(config["vocab_size"])
+    if "head_dim" in config:
+        writer.add_key_length(config["head_dim"])
+        writer.add_value_length(config["head_dim"])
+    scaling = config.get("rope_scaling")
+    if scaling:
+        kind = scaling.get("type") or scaling.get("rope_type")
+        writer.add_rope_scaling_type(
+            {"linear": gguf.RopeScalingType.LINEAR, "yarn": gguf.RopeScalingType.YARN}[kind])
+        writer.add_rope_scaling_factor(scaling["factor"])
+        if kind == "yarn":
+            writer.add_rope_scaling_orig_ctx_len(scaling["original_max_position_embeddings"])
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+
+
+def stored(w, qtype):
+    """What a file of `qtype` holds for the float32 matrix `w`, and the floats it means."""
+    if qtype == "F32":
+        return w, w
+    if qtype == "F16":
+        h = w.astype(np.float16)
+        return h, h.astype(np.float32)
+    t = gguf.GGMLQuantizationType[qtype]
+    q = gguf.quants.quantize(w, t)
+    return q, gguf.quants.dequantize(q, t).reshape(w.shape)
+
+
+def write_model(name, arch):
+    folder = MODELS / name
+    weights_recipe.materialize(folder)
+    config = json.loads((folder / "config.json").read_text())
+    record = json.loads((ROOT / f"tests/data/lm/{name}.json").read_text())
+    prompt = mx.array(record["prompt"])[None]
+    weights = {k: np.array(v.astype(mx.float32))
+               for k, v in mx.load(str(folder / "model.safetensors")).items()}
+    model, _ = load_model(folder)
+    bounds = {}
+    for qtype in TYPES:
+        path = OUT / f"{name}-{qtype}.gguf"
+        writer = gguf.GGUFWriter(str(path), arch)
+        add_config(writer, config, arch)
+        add_tokenizer(writer, folder)
+        meant = {}
+        for key in sorted(weights):
+            w = weights[key]
+            if w.ndim == 1:
+                data, meant[key] = w, w
+            else:
+                data, meant[key] = stored(w, qtype)
+            if arch == "llama" and (".q_proj." in key or ".k_proj." in key):
+                heads = config["num_attention_heads"]
+                kv = config["num_key_value_heads"] if ".k_proj." in key else None
+                # Quantized rows permute as the floats do: a block never spans rows.
+                data = permute(data, heads, kv)
+            shape = w.shape
+            if data.dtype == np.uint8:
+                writer.add_tensor(gguf_name(key), data, raw_shape=data.shape,
+                                  raw_dtype=gguf.GGMLQuantizationType[qtype])
+            else:
+                writer.add_tensor(gguf_name(key), np.ascontiguousarray(data))
+            assert data.shape[0] == shape[0]
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        if qtype != "F32":
+            model.load_weights([(k, mx.array(v)) for k, v in meant.items()], strict=True)
+            logits = model(prompt).astype(mx.float32)
+            mx.save_safetensors(str(OUT / f"{name}-{qtype}.safetensors"), {"logits": logits})
+        print(f"{path.name}: {path.stat().st_size} bytes")
+    check_with_transformers(name, arch, config, weights)
+    for qtype in TYPES:
+        if qtype not in KEPT[name]:
+            for suffix in ["gguf", "safetensors"]:
+                (OUT / f"{name}-{qtype}.{suffix}").unlink(missing_ok=True)
+
+
+def check_with_transformers(name, arch, config, weights):
+    """transformers' GGUF reading of the F32 file (its config mapping, its Q/K un-permute;
+    `load_gguf_checkpoint` itself needs PyTorch) gives back the golden model."""
+    from transformers.integrations.ggml import GGUF_CONFIG_MAPPING
+    from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+    reader = gguf.GGUFReader(str(OUT / f"{name}-F32.gguf"))
+    parsed = {}
+    for key, field in reader.fields.items():
+        prefix, _, rest = key.partition(".")
+        target = GGUF_CONFIG_MAPPING.get(prefix if prefix != arch else arch, {}).get(rest)
+        if target and field.types and field.types[0] != gguf.GGUFValueType.ARRAY:
+            parsed[target] = field.contents()
+    for key in ["hidden_size", "intermediate_size", "num_attention_heads",
+                "num_key_value_heads", "num_hidden_layers", "max_position_embeddings"]:
+        assert parsed[key] == config[key], (name, key, parsed[key], config[key])
+    assert abs(parsed["rms_norm_eps"] - config["rms_norm_eps"]) < 1e-10, name
+    assert parsed["rope_theta"] == config["rope_theta"], name
+    processor = LlamaTensorProcessor(config=parsed) if arch == "llama" else None
+    by_gguf = {gguf_name(k): w for k, w in weights.items()}
+    for t in reader.tensors:
+        data = np.array(t.data)
+        if processor:
+            data = processor.process(data, t.name).weights
+        assert np.array_equal(data, by_gguf[t.name]), (name, t.name)
+    tokens = [str(bytes(p), "utf-8") for p in
+              (reader.fields["tokenizer.ggml.tokens"].parts[i]
+               for i in reader.fields["tokenizer.ggml.tokens"].data)]
+    golden = json.loads((MODELS / name / "tokenizer.json").read_text())["model"]["vocab"]
+    assert {t: i for i, t in enumerate(tokens)} == golden, name
+
+
+def write_kquants():
+    rng = np.random.default_rng(41)
+    # (type, byte offsets of its float16 block scales)
+    kinds = [("Q5_0", [0]), ("Q5_1", [0, 2]), ("Q2_K", [80, 82]), ("Q3_K", [108]),
+             ("Q4_K", [0, 2]), ("Q5_K", [0, 2]), ("Q6_K", [208])]
+    writer = gguf.GGUFWriter(str(OUT / "kquants.gguf"), "llama")
+    expected = {}
+    for kind, scale_at in kinds:
+        t = gguf.GGMLQuantizationType[kind]
+        items, size = gguf.GGML_QUANT_SIZES[t]
+        rows, cols = 3, 512
+        blocks = rng.integers(0, 256, size=(rows * cols // items, size), dtype=np.uint8)
+        for at in scale_at:
+            scales = rng.uniform(-0.05, 0.05, size=blocks.shape[0]).astype(np.float16)
+            blocks[:, at:at + 2] = scales.view(np.uint8).reshape(-1, 2)
+        data = blocks.reshape(rows, -1)
+        writer.add_tensor(kind, data, raw_shape=data.shape, raw_dtype=t)
+        expected[kind] = mx.array(gguf.quants.dequantize(data, t).reshape(rows, cols))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    mx.save_safetensors(str(OUT / "kquants.safetensors"), expected)
+
+
+def main():
+    OUT.mkdir(parents=True, exist_ok=True)
+    names = sys.argv[1:] or [n for n, _ in CASES]
+    for name, arch in CASES:
+        if name in names:
+            write_model(name, arch)
+    write_kquants()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,257 @@
+//! GGUF checkpoints (issue 41): files that scripts/golden/gguf.py wrote from golden models as
+//! llama.cpp's converter writes them (names, permuted Q/K, metadata, tokenizer) load as the
+//! model they came from. F32 gives mlx_lm's logits of the safetensors model bit for bit;
+//! F16, and Q8_0 / Q4_0 / Q4_1 kept as MLX affine, give those of mlx_lm's model with the
+//! file's de-quantized values (gguf-py's `dequantize`) within the bound measured here; the
+//! K-quants de-quantize as gguf-py does, bit for bit; the tokenizer encodes as the golden
+//! `tokenizer.json` does; broken files are errors.
+
+mod support;
+
+use std::path::PathBuf;
+
+use mlx::core::{io, Array, Dtype};
+use mlx::lm::gguf::{self, GgufFile};
+use mlx::lm::{load, load_model, LoadOptions, Model, Tokenizer, UnreadKeys};
+use serde_json::Value;
+use support::golden::data_dir;
+
+use golden_models::model_dir;
+
+fn file(name: &str) -> PathBuf {
+    data_dir().join("gguf").join(name)
+}
+
+fn options() -> LoadOptions {
+    LoadOptions {
+        // The references are float32 models: the F16 tensors and the affine scales (float16
+        // in the file's precision) widen exactly.
+        dtype: Some(Dtype::Float32),
+        unread_keys: UnreadKeys::Error,
+        ..LoadOptions::default()
+    }
+}
+
+fn prompt(name: &str) -> Array {
+    let json: Value = serde_json::from_str(
+        &std::fs::read_to_string(data_dir().join("lm").join(format!("{name}.json"))).unwrap(),
+    )
+    .unwrap();
+    let ids: Vec<i32> = json["prompt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_i64().unwrap() as i32)
+        .collect();
+    Array::from_slice(&ids, &[1, ids.len() as i32]).unwrap()
+}
+
+fn floats(a: &Array) -> Vec<f32> {
+    a.astype(Dtype::Float32).unwrap().to_vec::<f32>().unwrap()
+}
+
+fn logits(model: &Model, name: &str) -> Vec<f32> {
+    floats(&model.forward(&prompt(name), None).unwrap())
+}
+
+fn reference(path: PathBuf) -> Vec<f32> {
+    let (arrays, _) = io::load_safetensors(path).unwrap();
+    floats(&arrays["logits"])
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn f32_gguf_gives_the_safetensors_models_logits_bit_for_bit() {
+    // The F32 file holds the same floats; permuted Q/K rows are undone exactly.
+    let (model, _) = load_model(file("mistral-F32.gguf"), options()).unwrap();
+    let ours = logits(&model, "mistral");
+    let theirs = reference(data_dir().join("lm/mistral.safetensors"));
+    assert_eq!(ours.len(), theirs.len());
+    let differ = ours
+        .iter()
+        .zip(&theirs)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
+    assert_eq!(differ, 0, "{differ} logits differ from mlx_lm's");
+}
+
+/// The largest logit difference from mlx_lm's model with the file's de-quantized values: F16
+/// holds floats (the same ones, widened exactly). Q8_0 / Q4_0 / Q4_1 run as MLX affine
+/// `quantized_matmul`, which computes `scale * q + bias` per group, exactly the de-quantized
+/// values (float16 scales widened to float32); measured on the CPU with these models: 0 for
+/// every file, so 0. Another device's kernels may sum in another order.
+const BOUNDS: &[(&str, f32)] = &[("F16", 0.0), ("Q8_0", 0.0), ("Q4_0", 0.0), ("Q4_1", 0.0)];
+
+#[test]
+fn quantized_gguf_gives_the_logits_of_its_dequantized_values() {
+    let mut failed = Vec::new();
+    for (name, types) in [
+        ("mistral", &["F16", "Q8_0", "Q4_0", "Q4_1"][..]),
+        ("qwen2", &["F16", "Q8_0", "Q4_0"][..]),
+        ("qwen3", &["F16", "Q8_0", "Q4_0"][..]),
+    ] {
+        for ty in types {
+            let (model, _) = load_model(file(&format!("{name}-{ty}.gguf")), options()).unwrap();
+            let ours = logits(&model, name);
+            let theirs = reference(file(&format!("{name}-{ty}.safetensors")));
+            let worst = max_diff(&ours, &theirs);
+            let bound = BOUNDS.iter().find(|(t, _)| t == ty).unwrap().1;
+            eprintln!("{name} {ty}: logits within {worst:e} of the de-quantized model's");
+            if worst > bound {
+                failed.push(format!("{name} {ty}: {worst:e} > {bound:e}"));
+            }
+        }
+    }
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
+#[test]
+fn quantized_layers_stay_quantized() {
+    let (model, _) = load_model(file("mistral-Q4_0.gguf"), LoadOptions::default()).unwrap();
+    let params = mlx::utils::tree_flatten_with_path(&model).unwrap();
+    let packed = params
+        .iter()
+        .filter(|(k, a)| k.ends_with(".weight") && a.dtype() == Dtype::Uint32)
+        .count();
+    // 3 layers x 7 matrices, the embedding and the output head.
+    assert_eq!(
+        packed,
+        3 * 7 + 2,
+        "{:?}",
+        params.iter().map(|(k, _)| k).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn k_quants_dequantize_as_gguf_py_does() {
+    let f = GgufFile::open(file("kquants.gguf")).unwrap();
+    let (expected, _) = io::load_safetensors(file("kquants.safetensors")).unwrap();
+    assert_eq!(f.tensors.len(), expected.len());
+    for t in &f.tensors {
+        let gguf::Decoded::Float(ours) = gguf::decode(&f, t, Dtype::Float32).unwrap() else {
+            panic!("{} loaded quantized", t.name);
+        };
+        let theirs = &expected[&t.name];
+        assert_eq!(ours.shape(), theirs.shape(), "{}", t.name);
+        let (a, b) = (floats(&ours), floats(theirs));
+        let differ = a
+            .iter()
+            .zip(&b)
+            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{}: {differ} values differ", t.name);
+    }
+}
+
+fn corpus() -> Vec<String> {
+    let mut texts: Vec<String> = [
+        "Hello, world! The quick brown fox jumps over the lazy dog.",
+        "  leading spaces, trailing spaces  \n\nand\ttabs",
+        "numbers 1234567 and 3.14159, symbols #$%&*()[]{}",
+        "<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n",
+        "unicode: café, naïve, 日本語, emoji 🤖 and ünïcödé",
+        "",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    // This crate's own source: code, comments, punctuation.
+    let source = std::fs::read_to_string(file!()).unwrap();
+    texts.extend(source.lines().map(str::to_string));
+    texts
+}
+
+#[test]
+fn gguf_tokenizer_equals_the_hf_tokenizer() {
+    for name in ["mistral", "qwen2", "qwen3"] {
+        let gguf_file = file(&format!("{name}-Q4_0.gguf"));
+        let (_, ours, _) = load(&gguf_file, LoadOptions::default()).unwrap();
+        let theirs = Tokenizer::load(model_dir(name)).unwrap();
+        assert_eq!(ours.vocab_size(), theirs.vocab_size(), "{name}");
+        for text in corpus() {
+            for special in [false, true] {
+                let a = ours.encode(&text, special).unwrap();
+                let b = theirs.encode(&text, special).unwrap();
+                assert_eq!(a, b, "{name}: {text:?}");
+                assert_eq!(
+                    ours.decode(&a, false).unwrap(),
+                    theirs.decode(&b, false).unwrap(),
+                    "{name}: {text:?}"
+                );
+            }
+        }
+        assert_eq!(ours.eos_token_ids(), theirs.eos_token_ids(), "{name}");
+        assert_eq!(
+            ours.special_token("eos_token"),
+            theirs.special_token("eos_token")
+        );
+        let messages = serde_json::json!([{"role": "user", "content": "Hi"}]);
+        let render = |t: &Tokenizer| {
+            t.apply_chat_template(&messages, &Default::default())
+                .unwrap()
+        };
+        assert_eq!(render(&ours), render(&theirs), "{name}");
+    }
+}
+
+fn broken(name: &str, bytes: &[u8]) -> String {
+    let dir = std::env::temp_dir().join(format!("mlx-gguf-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let err = match load_model(&path, LoadOptions::default()) {
+        Ok(_) => panic!("{name} loaded"),
+        Err(e) => e.to_string(),
+    };
+    std::fs::remove_file(&path).unwrap();
+    err
+}
+
+#[test]
+fn broken_files_are_errors() {
+    let good = std::fs::read(file("mistral-Q4_0.gguf")).unwrap();
+    // Cut anywhere: in the header, the metadata, the tensor table, the data.
+    for cut in [0, 3, 10, 30, 200, 5000, good.len() / 2, good.len() - 1] {
+        let err = broken("cut.gguf", &good[..cut]);
+        assert!(err.contains("cut.gguf"), "{cut}: {err}");
+    }
+    let mut magic = good.clone();
+    magic[0] = b'X';
+    assert!(broken("magic.gguf", &magic).contains("GGUF"));
+
+    // A tensor type we cannot load names the tensor and the type.
+    let f = GgufFile::open(file("mistral-Q4_0.gguf")).unwrap();
+    let t = f.tensors.iter().find(|t| t.ty.name == "Q4_0").unwrap();
+    let mut typed = good.clone();
+    let at = find_tensor_type(&good, &t.name);
+    typed[at..at + 4].copy_from_slice(&16u32.to_le_bytes()); // IQ2_XXS
+    let err = broken("type.gguf", &typed);
+    assert!(err.contains(&t.name) && err.contains("IQ2_XXS"), "{err}");
+
+    // Another architecture: an error naming it.
+    let mut arch = good.clone();
+    let at = find(&good, b"general.architecture") + 20 + 4 + 8;
+    arch[at..at + 5].copy_from_slice(b"llamb");
+    let err = broken("arch.gguf", &arch);
+    assert!(err.contains("llamb"), "{err}");
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> usize {
+    hay.windows(needle.len()).position(|w| w == needle).unwrap()
+}
+
+/// The byte offset of tensor `name`'s type in the tensor table.
+fn find_tensor_type(bytes: &[u8], name: &str) -> usize {
+    let mut key = (name.len() as u64).to_le_bytes().to_vec();
+    key.extend_from_slice(name.as_bytes());
+    let at = find(bytes, &key) + key.len();
+    let ndim = u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
+    at + 4 + 8 * ndim
+}
