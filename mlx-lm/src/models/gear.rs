@@ -8,7 +8,7 @@
 //! output normalized before its plain residual sum); the attention layers norm queries and
 //! keys per head, scale by `query_pre_attn_scalar ** -0.5` and attend through the fused
 //! attention, or, with `attn_logit_softcapping`, through the soft-capped scores written out
-//! ([`attend_soft_capped`]: mlx_lm's gear repeats the key-value heads where gemma2 groups
+//! (Gemma 3's attention, [`Gemma3Attention`], with a soft cap and biases: mlx_lm's gear repeats the key-value heads where gemma2 groups
 //! the query heads; the same products, measured bit-identical). The MLP is a gated one of
 //! `hidden_activation`; the embeddings are scaled by the unrounded `√hidden_size`; the
 //! logits soft-capped with `final_logit_softcapping`. The head is tied unless
@@ -25,17 +25,16 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::attention::attend;
 use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::conv_kv_gated::{ConvKvGatedConfig, ConvKvGatedMixer};
-use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    attend_soft_capped, heads_normed, rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext,
-    LayerStack, LogitsMap, Mlp, RotaryEmbedding, StackEnds,
+    rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, LogitsMap, Mlp,
+    RotaryEmbedding, StackEnds,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
+use crate::models::gemma3_text::{Gemma3Attention, Gemma3AttentionSpec};
 
 /// A layer's kind (Python: an entry of `layer_types`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,115 +213,39 @@ fn layer_types(c: &ModelConfig, layers: i32) -> crate::Result<Vec<LayerKind>> {
     }
 }
 
-/// Python: gear's `Attention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GearAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub q_norm: GemmaRmsNorm,
-    pub k_norm: GemmaRmsNorm,
-    pub rope: RotaryEmbedding,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    /// `query_pre_attn_scalar ** -0.5`, a Python float rounded once to float32.
-    #[tree(static)]
-    pub scale: f32,
-    /// The sliding window of this layer, if it slides.
-    #[tree(static)]
-    pub window: Option<i32>,
-    /// `attn_logit_softcapping`, if set.
-    #[tree(static)]
-    pub soft_cap: Option<f32>,
-}
-
-impl GearAttention {
-    fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        sliding: bool,
-        a: &GearArgs,
-    ) -> crate::Result<GearAttention> {
-        let (d, h, kv, hd, bias) = (
-            a.hidden_size,
-            a.num_attention_heads,
-            a.num_key_value_heads,
-            a.head_dim,
-            a.attention_bias,
-        );
-        let p = |name: &str| format!("{path}.{name}");
-        Ok(GearAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, bias)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, bias)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, bias)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, bias)?,
-            q_norm: GemmaRmsNorm::load(ck, &p("q_norm"), hd, a.rms_norm_eps)?,
-            k_norm: GemmaRmsNorm::load(ck, &p("k_norm"), hd, a.rms_norm_eps)?,
-            rope: if sliding {
-                a.local_rope.clone()
-            } else {
-                a.global_rope.clone()
-            },
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            scale: a.query_pre_attn_scalar.powf(-0.5) as f32,
-            window: sliding.then_some(a.sliding_window),
-            soft_cap: a.attn_logit_softcapping.map(|c| c as f32),
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = heads_normed(
-            &self.q_proj.forward(x)?,
-            rows,
-            self.n_heads,
-            Some(&self.q_norm),
-        )?;
-        let k = heads_normed(
-            &self.k_proj.forward(x)?,
-            rows,
-            self.n_kv_heads,
-            Some(&self.k_norm),
-        )?;
-        let v =
-            heads_normed::<GemmaRmsNorm>(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = match self.soft_cap {
-            Some(cap) => {
-                attend_soft_capped(q, k, v, &self.rope, self.scale, cap, self.window, cache)?
-            }
-            None => attend(
-                q,
-                k,
-                v,
-                Some(&self.rope),
-                self.scale,
-                ctx.masks.for_window(self.window),
-                self.window,
-                ctx.kernels.fused_decode_attention,
-                cache,
-            )?,
-        };
-        self.o_proj.forward(&merge_heads(&out)?)
-    }
+/// gear's attention layer: Gemma 3's ([`Gemma3Attention`]), with projection biases and an
+/// optional soft cap on the scores (mlx_lm's gear repeats the key-value heads where the soft
+/// cap groups the query heads: the same products).
+fn gear_attention(
+    ck: &mut Checkpoint,
+    path: &str,
+    sliding: bool,
+    a: &GearArgs,
+) -> crate::Result<Gemma3Attention> {
+    let spec = Gemma3AttentionSpec {
+        hidden_size: a.hidden_size,
+        n_heads: a.num_attention_heads,
+        n_kv_heads: a.num_key_value_heads,
+        head_dim: a.head_dim,
+        bias: a.attention_bias,
+        rms_norm_eps: a.rms_norm_eps,
+        rope: if sliding {
+            &a.local_rope
+        } else {
+            &a.global_rope
+        },
+        query_pre_attn_scalar: a.query_pre_attn_scalar,
+        window: sliding.then_some(a.sliding_window),
+        soft_cap: a.attn_logit_softcapping.map(|c| c as f32),
+    };
+    Gemma3Attention::load_spec(ck, path, &spec)
 }
 
 /// Python: gear's `DecoderLayer`: its token mixer under `self_attn` (an attention layer) or
 /// `local_mixer` (a `conv_mixer` layer).
 #[derive(Debug, Clone, TreeNode)]
 pub struct GearLayer {
-    pub self_attn: Option<GearAttention>,
+    pub self_attn: Option<Gemma3Attention>,
     pub local_mixer: Option<ConvKvGatedMixer>,
     pub mlp: Mlp,
     pub input_layernorm: GemmaRmsNorm,
@@ -421,7 +344,7 @@ impl Gear {
                     Some(ConvKvGatedMixer::load(ck, &p("local_mixer"), a.conv())?),
                 ),
                 k => (
-                    Some(GearAttention::load(
+                    Some(gear_attention(
                         ck,
                         &p("self_attn"),
                         *k == LayerKind::SlidingAttention,

@@ -36,8 +36,8 @@ use serde_json::Value;
 use crate::blocks::attention::attend;
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    heads_normed, rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, Mlp,
-    RotaryEmbedding, StackEnds,
+    attend_soft_capped, heads_normed, rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext,
+    LayerStack, Mlp, RotaryEmbedding, StackEnds,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -323,6 +323,26 @@ pub struct Gemma3Attention {
     /// The sliding window of this layer, if it slides.
     #[tree(static)]
     pub window: Option<i32>,
+    /// The scores soft-capped at this value before the softmax (gear's
+    /// `attn_logit_softcapping`); `None` for Gemma 3.
+    #[tree(static)]
+    pub soft_cap: Option<f32>,
+}
+
+/// What a [`Gemma3Attention`] is built from besides its tensors: Gemma 3's, or a model that
+/// reuses its attention (gear).
+pub(crate) struct Gemma3AttentionSpec<'a> {
+    pub hidden_size: i32,
+    pub n_heads: i32,
+    pub n_kv_heads: i32,
+    pub head_dim: i32,
+    pub bias: bool,
+    pub rms_norm_eps: f32,
+    pub rope: &'a RotaryEmbedding,
+    /// `query_pre_attn_scalar`, a Python float.
+    pub query_pre_attn_scalar: f64,
+    pub window: Option<i32>,
+    pub soft_cap: Option<f32>,
 }
 
 impl Gemma3Attention {
@@ -332,35 +352,58 @@ impl Gemma3Attention {
         i: i32,
         a: &Gemma3TextArgs,
     ) -> crate::Result<Gemma3Attention> {
-        let (d, h, kv, hd) = (
-            a.hidden_size,
-            a.num_attention_heads,
-            a.num_key_value_heads,
-            a.head_dim,
+        let sliding = a.is_sliding(i);
+        let spec = Gemma3AttentionSpec {
+            hidden_size: a.hidden_size,
+            n_heads: a.num_attention_heads,
+            n_kv_heads: a.num_key_value_heads,
+            head_dim: a.head_dim,
+            bias: false,
+            rms_norm_eps: a.rms_norm_eps,
+            rope: if sliding {
+                &a.local_rope
+            } else {
+                &a.global_rope
+            },
+            query_pre_attn_scalar: a.query_pre_attn_scalar,
+            window: sliding.then_some(a.sliding_window),
+            soft_cap: None,
+        };
+        Gemma3Attention::load_spec(ck, path, &spec)
+    }
+
+    /// The layer under `path` as `spec` describes it.
+    pub(crate) fn load_spec(
+        ck: &mut Checkpoint,
+        path: &str,
+        spec: &Gemma3AttentionSpec<'_>,
+    ) -> crate::Result<Gemma3Attention> {
+        let (d, h, kv, hd, bias) = (
+            spec.hidden_size,
+            spec.n_heads,
+            spec.n_kv_heads,
+            spec.head_dim,
+            spec.bias,
         );
         let p = |name: &str| format!("{path}.{name}");
-        let sliding = a.is_sliding(i);
         Ok(Gemma3Attention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, false)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, false)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, false)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, false)?,
-            q_norm: GemmaRmsNorm::load(ck, &p("q_norm"), hd, a.rms_norm_eps)?,
-            k_norm: GemmaRmsNorm::load(ck, &p("k_norm"), hd, a.rms_norm_eps)?,
-            rope: if sliding {
-                a.local_rope.clone()
-            } else {
-                a.global_rope.clone()
-            },
+            q_proj: ck.linear(&p("q_proj"), d, h * hd, bias)?,
+            k_proj: ck.linear(&p("k_proj"), d, kv * hd, bias)?,
+            v_proj: ck.linear(&p("v_proj"), d, kv * hd, bias)?,
+            o_proj: ck.linear(&p("o_proj"), h * hd, d, bias)?,
+            q_norm: GemmaRmsNorm::load(ck, &p("q_norm"), hd, spec.rms_norm_eps)?,
+            k_norm: GemmaRmsNorm::load(ck, &p("k_norm"), hd, spec.rms_norm_eps)?,
+            rope: spec.rope.clone(),
             n_heads: h,
             n_kv_heads: kv,
             head_dim: hd,
-            scale: a.query_pre_attn_scalar.powf(-0.5) as f32,
-            window: sliding.then_some(a.sliding_window),
+            scale: spec.query_pre_attn_scalar.powf(-0.5) as f32,
+            window: spec.window,
+            soft_cap: spec.soft_cap,
         })
     }
 
-    fn forward(
+    pub(crate) fn forward(
         &self,
         x: &Array,
         ctx: &LayerContext<'_>,
@@ -381,17 +424,22 @@ impl Gemma3Attention {
         )?;
         let v =
             heads_normed::<GemmaRmsNorm>(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?;
-        let out = attend(
-            q,
-            k,
-            v,
-            Some(&self.rope),
-            self.scale,
-            ctx.masks.for_window(self.window),
-            self.window,
-            ctx.kernels.fused_decode_attention,
-            cache,
-        )?;
+        let out = match self.soft_cap {
+            Some(cap) => {
+                attend_soft_capped(q, k, v, &self.rope, self.scale, cap, self.window, cache)?
+            }
+            None => attend(
+                q,
+                k,
+                v,
+                Some(&self.rope),
+                self.scale,
+                ctx.masks.for_window(self.window),
+                self.window,
+                ctx.kernels.fused_decode_attention,
+                cache,
+            )?,
+        };
         self.o_proj.forward(&merge_heads(&out)?)
     }
 }
