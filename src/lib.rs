@@ -84,6 +84,8 @@ macro_rules! guide_links {
          [reliability.md]: crate::guide::reliability\n\
          [testing.md]: crate::guide::testing\n\
          [performance.md]: crate::guide::performance\n\
+         [fine-tuning.md]: crate::guide::fine_tuning\n\
+         [server.md]: crate::guide::server\n\
          [cuda.md#threads-on-a-cuda-build]: crate::guide::cuda#threads-on-a-cuda-build\n\
          [distributed.md#performance]: crate::guide::distributed#performance\n\
          [getting-started.md#prebuilt-mlx-where-a-binary-finds-it]: crate::guide::getting_started#prebuilt-mlx-where-a-binary-finds-it\n\
@@ -114,6 +116,12 @@ pub mod guide {
     #[doc = guide_links!()]
     #[doc = include_str!("../docs/language-models.md")]
     pub mod language_models {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/fine-tuning.md")]
+    pub mod fine_tuning {}
+    #[doc = guide_links!()]
+    #[doc = include_str!("../docs/server.md")]
+    pub mod server {}
     #[doc = guide_links!()]
     #[doc = include_str!("../docs/cuda.md")]
     pub mod cuda {}
