@@ -45,6 +45,39 @@ fn bits(a: &Array) -> Vec<u32> {
         .collect()
 }
 
+/// Linked to the wheel's libmlx (`MLX_DIR`), the same ops run the same kernels: bit for bit.
+/// Our source build of MLX compiles its kernels with other flags (vectorized exp, reduction
+/// order), which moves float32 results by a few ulps, and training carries them on: measured,
+/// qwen3-4bit DoRA's losses 1.8e-3 apart at 5.3 by the third Adam step (3.4e-4 of it). A
+/// bound of 1e-3 of the largest magnitude still fails a wrong op, loss or update (1e-2 and up).
+const SOURCE_BUILD_RTOL: f32 = 1e-3;
+
+/// `ours` equals `theirs` bit for bit when wheel-linked, within [`SOURCE_BUILD_RTOL`] of the
+/// largest magnitude otherwise.
+fn assert_near(ours: &Array, theirs: &Array, what: &str) {
+    assert_eq!(ours.shape(), theirs.shape(), "{what}");
+    let (a, b) = (bits(ours), bits(theirs));
+    if mlx::core::sys::PREBUILT_MLX {
+        let differ = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+        assert_eq!(differ, 0, "{what}: {differ} of {} differ", a.len());
+        return;
+    }
+    let (a, b): (Vec<f32>, Vec<f32>) = (
+        a.into_iter().map(f32::from_bits).collect(),
+        b.into_iter().map(f32::from_bits).collect(),
+    );
+    let scale = b.iter().fold(0.0f32, |m, x| m.max(x.abs())).max(1.0);
+    let worst = a
+        .iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        worst <= SOURCE_BUILD_RTOL * scale,
+        "{what}: {worst:e} apart"
+    );
+}
+
 fn expected(case: &str) -> std::collections::HashMap<String, Array> {
     io::load_safetensors(adapters().join(case).join("golden.safetensors"))
         .unwrap()
@@ -76,14 +109,7 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
         let logits = model.forward(&inputs, None).unwrap();
         let theirs = &expected(name)["logits"];
         assert_eq!(logits.shape(), theirs.shape(), "{name}");
-        let (ours, theirs) = (bits(&logits), bits(theirs));
-        let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
-        assert_eq!(
-            differ,
-            0,
-            "{name}: {differ} of {} logits differ",
-            ours.len()
-        );
+        assert_near(&logits, theirs, &format!("{name}: logits"));
 
         // mlx_lm.fuse: the adapters merged into the base layers (requantized when 4-bit).
         let n = fuse_adapters(&mut model, false).unwrap();
@@ -96,13 +122,10 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
             .count();
         assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
         let fused = model.forward(&inputs, None).unwrap();
-        let (ours, theirs) = (bits(&fused), bits(&expected(name)["fused_logits"]));
-        let differ = ours.iter().zip(&theirs).filter(|(a, b)| a != b).count();
-        assert_eq!(
-            differ,
-            0,
-            "{name}: {differ} of {} fused logits differ",
-            ours.len()
+        assert_near(
+            &fused,
+            &expected(name)["fused_logits"],
+            &format!("{name}: fused logits"),
         );
     }
 }
@@ -223,10 +246,10 @@ fn training_losses_and_adapters_equal_mlx_lm() {
             .map(|v| v.as_f64().unwrap() as f32)
             .collect();
         eprintln!("{name}: ours {losses:?}\n{name}: theirs {theirs:?}");
-        assert_eq!(
-            losses.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
-            theirs.iter().map(|l| l.to_bits()).collect::<Vec<_>>(),
-            "{name}: losses"
+        assert_near(
+            &Array::from_slice(&losses, &[losses.len() as i32]).unwrap(),
+            &Array::from_slice(&theirs, &[theirs.len() as i32]).unwrap(),
+            &format!("{name}: losses"),
         );
         // One trace per batch shape, as Python's mx.compile.
         if std::env::var_os("MLX_DISABLE_COMPILE").is_none() {
@@ -242,7 +265,7 @@ fn training_losses_and_adapters_equal_mlx_lm() {
         theirs_names.sort();
         assert_eq!(names, theirs_names, "{name}: adapter paths");
         for path in names {
-            assert_eq!(bits(&ours[path]), bits(&saved[path]), "{name}: {path}");
+            assert_near(&ours[path], &saved[path], &format!("{name}: {path}"));
         }
     }
 }

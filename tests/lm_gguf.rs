@@ -74,13 +74,25 @@ fn f32_gguf_gives_the_safetensors_models_logits_bit_for_bit() {
     let ours = logits(&model, "mistral");
     let theirs = reference(data_dir().join("lm/mistral.safetensors"));
     assert_eq!(ours.len(), theirs.len());
-    let differ = ours
-        .iter()
-        .zip(&theirs)
-        .filter(|(a, b)| a.to_bits() != b.to_bits())
-        .count();
-    assert_eq!(differ, 0, "{differ} logits differ from mlx_lm's");
+    if mlx::core::sys::PREBUILT_MLX {
+        let differ = ours
+            .iter()
+            .zip(&theirs)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(differ, 0, "{differ} logits differ from mlx_lm's");
+    } else {
+        // Our source build of MLX compiles its kernels with other flags than the wheel that
+        // wrote the record (the same bound as tests/lm_models.rs's `logit_tolerance`).
+        let worst = max_diff(&ours, &theirs);
+        assert!(worst <= SOURCE_BUILD, "logits {worst:e} from mlx_lm's");
+    }
 }
+
+/// The bound against records of the wheel's libmlx on our source build of MLX, whose kernels
+/// round float32 differently (vectorized exp, reduction order): measured up to 1.7e-6 for
+/// these models, and tests/lm_models.rs bounds the same gap by 1e-5.
+const SOURCE_BUILD: f32 = 1e-5;
 
 /// The largest logit difference from mlx_lm's model with the file's de-quantized values: F16
 /// holds floats (the same ones, widened exactly). Q8_0 / Q4_0 / Q4_1 run as MLX affine
@@ -103,6 +115,11 @@ fn quantized_gguf_gives_the_logits_of_its_dequantized_values() {
             let theirs = reference(file(&format!("{name}-{ty}.safetensors")));
             let worst = max_diff(&ours, &theirs);
             let bound = BOUNDS.iter().find(|(t, _)| t == ty).unwrap().1;
+            let bound = if mlx::core::sys::PREBUILT_MLX {
+                bound
+            } else {
+                bound.max(SOURCE_BUILD)
+            };
             eprintln!("{name} {ty}: logits within {worst:e} of the de-quantized model's");
             if worst > bound {
                 failed.push(format!("{name} {ty}: {worst:e} > {bound:e}"));
