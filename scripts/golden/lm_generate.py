@@ -47,6 +47,7 @@ import weights_recipe  # noqa: E402
 from lm import transformers_fixes  # noqa: E402
 from lm import TRANSFORMERS_FIXES  # noqa: E402
 from lm import PROMPT_LENS  # noqa: E402
+from lm import CUDA_CANNOT  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 assert transformers.__version__ == "5.23.0", f"expected transformers 5.23.0, found {transformers.__version__}"
@@ -598,6 +599,9 @@ PROMPT_CACHE_STEPS = [("gemma3_text", 12, 5)]
 def prompt_cache():
     cases = []
     for name, prefix in PROMPT_CACHE:
+        if common.device_folder() == "cuda" and name in CUDA_CANNOT:
+            print(f"prompt cache {name}: no CUDA record ({CUDA_CANNOT[name]})")
+            continue
         model, _ = load(str(MODELS / name))
         transformers_fixes(model)
         fix = TRANSFORMERS_FIXES.get(name)
