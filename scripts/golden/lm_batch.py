@@ -20,8 +20,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [str(HERE)]
 
 # After the line above: this folder's random.py is not the standard library's.
-import multiprocessing  # noqa: E402
-from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+import subprocess  # noqa: E402
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
 import mlx.core as mx  # noqa: E402
 
@@ -453,15 +453,25 @@ CUDA_CANNOT = {
 
 
 def run_cases(cases):
-    """`case_tokens` of each case, in order. With MLX_GOLDEN_JOBS=N, in N processes: each case
-    loads its model and seeds MLX's generator itself, and on a GPU one process is bound by
-    Python and kernel compilation, not by the GPU (`scripts/gpu-suite golden`)."""
+    """`case_tokens` of each case, in order. With MLX_GOLDEN_JOBS=N, N at a time, each in a
+    process of its own (`lm_batch.py --case I`): each case loads its model and seeds MLX's
+    generator itself, on a GPU one process is bound by Python and kernel compilation rather
+    than by the GPU (`scripts/gpu-suite golden`), and a case that ends its process (MLX's CUDA
+    back end aborts on an illegal memory access) fails alone, as `{"error": ...}`."""
     jobs = int(os.environ.get("MLX_GOLDEN_JOBS", "1"))
     if jobs <= 1:
         yield from map(case_tokens, cases)
         return
-    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield from pool.map(case_tokens, cases)
+
+    def one(case):
+        run = subprocess.run([sys.executable, __file__, "--case", str(CASES.index(case))],
+                             capture_output=True, text=True)
+        if run.returncode != 0:
+            return {"error": (run.stderr.strip().splitlines() or ["no output"])[-1]}
+        return json.loads(run.stdout.strip().splitlines()[-1])
+
+    with ThreadPoolExecutor(jobs) as pool:
+        yield from pool.map(one, cases)
 
 
 def main():
@@ -475,6 +485,10 @@ def main():
             chosen.append(case)
     cases = []
     for case, out in zip(chosen, run_cases(chosen)):
+        if "error" in out and common.device_folder() == "cuda":
+            print(f"batch {case}: no CUDA record (mlx_lm fails there: {out['error']})")
+            continue
+        assert "error" not in out, f"{case}: {out['error']}"
         print(f"batch {case}: {[t[:6] for t in out['tokens']]}", flush=True)
         cases.append(out)
     data = {"mlx_version": mx.__version__, "mlx_lm_version": mlx_lm.__version__,
@@ -484,4 +498,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--case"]:
+        print(json.dumps(case_tokens(CASES[int(sys.argv[2])])))
+    else:
+        main()
