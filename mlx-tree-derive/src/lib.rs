@@ -4,10 +4,18 @@
 //!
 //! Attributes:
 //! - field: `#[tree(static)]`, `#[tree(skip)]`, `#[tree(rename = "name")]`
-//! - variant: `#[tree(rename = "Name")]`
+//! - variant: `#[tree(rename = "Name")]`; in a transparent enum `#[tree(other)]`
 //! - container: `#[tree(rename = "Name")]` (type name in the `TreeDef`),
 //!   `#[tree(bound = "T: Trait, ...")]` (replaces the inferred where-clause),
-//!   `#[tree(crate = "path::to::mlx_tree")]`
+//!   `#[tree(crate = "path::to::mlx_tree")]`, `#[tree(transparent)]`
+//!
+//! `#[tree(transparent)]` makes the type no node of its own: a struct of one field is that
+//! field's tree, and an enum whose variants each hold one value is that value's tree (a layer
+//! that is attention or a state-space mixer, under the same key either way). Reading one back,
+//! the enum tells its variants apart by the struct name of the next node, which is the name of
+//! the variant's type (through a `Box`); the variant marked `#[tree(other)]` takes every other
+//! node (a type parameter's variant must be that one, as its name is not known here); a
+//! variant holding an `Array` reads a leaf.
 
 // Neither this crate nor the code it generates uses `unsafe`, so the derive works in crates
 // that forbid it (mlx-tree's own tests do).
@@ -65,6 +73,7 @@ struct ContainerAttrs {
     rename: Option<String>,
     bound: Option<Vec<WherePredicate>>,
     krate: Option<Path>,
+    transparent: bool,
 }
 
 fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
@@ -81,9 +90,12 @@ fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
                 out.bound = Some(preds.into_iter().collect());
             } else if meta.path.is_ident("crate") {
                 out.krate = Some(meta.value()?.parse::<LitStr>()?.parse()?);
+            } else if meta.path.is_ident("transparent") {
+                out.transparent = true;
             } else {
-                return Err(meta
-                    .error("unknown container attribute: expected `rename`, `bound` or `crate`"));
+                return Err(meta.error(
+                    "unknown container attribute: expected `rename`, `bound`, `crate` or `transparent`",
+                ));
             }
             Ok(())
         })?;
@@ -91,15 +103,25 @@ fn container_attrs(attrs: &[Attribute]) -> syn::Result<ContainerAttrs> {
     Ok(out)
 }
 
-fn variant_rename(attrs: &[Attribute]) -> syn::Result<Option<String>> {
-    let mut out = None;
+#[derive(Default)]
+struct VariantAttrs {
+    rename: Option<String>,
+    /// In a transparent enum: the variant that reads every node no other variant names.
+    other: Option<Span>,
+}
+
+fn variant_attrs(attrs: &[Attribute]) -> syn::Result<VariantAttrs> {
+    let mut out = VariantAttrs::default();
     for attr in attrs.iter().filter(|a| a.path().is_ident("tree")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("rename") {
-                out = Some(meta.value()?.parse::<LitStr>()?.value());
+                out.rename = Some(meta.value()?.parse::<LitStr>()?.value());
+                Ok(())
+            } else if meta.path.is_ident("other") {
+                out.other = Some(meta.path.span());
                 Ok(())
             } else {
-                Err(meta.error("unknown variant attribute: expected `rename`"))
+                Err(meta.error("unknown variant attribute: expected `rename` or `other`"))
             }
         })?;
     }
@@ -313,6 +335,9 @@ fn construct(
 fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
     let attrs = container_attrs(&input.attrs)?;
     let krate = crate_path(attrs.krate.clone());
+    if attrs.transparent {
+        return expand_transparent(&input, attrs, &krate);
+    }
     let name = &input.ident;
     let type_name = attrs.rename.clone().unwrap_or_else(|| unraw(name));
 
@@ -344,7 +369,14 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
             let mut all = Vec::new();
             for v in &data.variants {
                 let vident = &v.ident;
-                let vname = variant_rename(&v.attrs)?.unwrap_or_else(|| unraw(vident));
+                let vattrs = variant_attrs(&v.attrs)?;
+                if let Some(span) = vattrs.other {
+                    return Err(syn::Error::new(
+                        span,
+                        "`#[tree(other)]` is for the variants of a `#[tree(transparent)]` enum",
+                    ));
+                }
+                let vname = vattrs.rename.unwrap_or_else(|| unraw(vident));
                 let full = format!("{type_name}::{vname}");
                 let infos = field_infos(&v.fields)?;
                 let binding = |i: usize| format_ident!("__b{}", i);
@@ -459,6 +491,171 @@ fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
             ) -> #krate::Result<()> {
                 // One level of a walk over user types: safe at any depth (see mlx_tree's stack).
                 #krate::__private::grow(move || { #leaves_mut })
+            }
+        }
+    })
+}
+
+/// The struct name a transparent enum's variant of type `ty` reads: the type's own name, through
+/// a `Box`; `None` for what has no such name here (a type parameter, a tuple, ...).
+fn node_name(ty: &Type, generics: &Generics) -> Option<String> {
+    let Type::Path(p) = ty else { return None };
+    if p.qself.is_some() {
+        return None;
+    }
+    let last = p.path.segments.last()?;
+    if last.ident == "Box" {
+        if let syn::PathArguments::AngleBracketed(args) = &last.arguments {
+            if let Some(syn::GenericArgument::Type(inner)) = args.args.first() {
+                return node_name(inner, generics);
+            }
+        }
+        return None;
+    }
+    let is_param = p.path.segments.len() == 1 && generics.type_params().any(|t| t.ident == last.ident);
+    (!is_param).then(|| unraw(&last.ident))
+}
+
+/// `#[tree(transparent)]`: see the crate's documentation.
+fn expand_transparent(
+    input: &DeriveInput,
+    attrs: ContainerAttrs,
+    krate: &Path,
+) -> syn::Result<TokenStream2> {
+    let name = &input.ident;
+    if let Some(rename) = &attrs.rename {
+        return Err(syn::Error::new(
+            name.span(),
+            format!("a `#[tree(transparent)]` type is no node of its own: `rename = \"{rename}\"` names nothing"),
+        ));
+    }
+    // The one value a struct or a variant holds, as its only tree field.
+    let single = |fields: &Fields, span: Span| -> syn::Result<FieldInfo> {
+        let mut infos = field_infos(fields)?;
+        if infos.len() != 1 || infos[0].mode != Mode::Tree {
+            return Err(syn::Error::new(
+                span,
+                "a `#[tree(transparent)]` struct or variant holds exactly one field, a tree",
+            ));
+        }
+        Ok(infos.remove(0))
+    };
+    let (flatten, unflatten, leaves_mut, infos) = match &input.data {
+        Data::Struct(data) => {
+            let f = single(&data.fields, name.span())?;
+            let (m, ty) = (&f.member, &f.ty);
+            let build = construct(
+                quote!(#name),
+                &data.fields,
+                std::slice::from_ref(&f),
+                &[quote!(<#ty as #krate::TreeNode>::unflatten(__u)?)],
+            );
+            (
+                quote!(#krate::TreeNode::flatten(&self.#m, __f)),
+                quote!(::core::result::Result::Ok(#build)),
+                quote!(#krate::TreeNode::leaves_mut(&mut self.#m, __f)),
+                vec![f],
+            )
+        }
+        Data::Enum(data) => {
+            let (mut flatten_arms, mut named_arms, mut mut_arms, mut names) =
+                (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+            let mut other = None;
+            let mut infos = Vec::new();
+            for v in &data.variants {
+                let vident = &v.ident;
+                let vattrs = variant_attrs(&v.attrs)?;
+                if vattrs.rename.is_some() {
+                    return Err(syn::Error::new(
+                        vident.span(),
+                        "a transparent enum's variant is no node of its own: `rename` names nothing",
+                    ));
+                }
+                if !matches!(v.fields, Fields::Unnamed(_)) {
+                    return Err(syn::Error::new(
+                        vident.span(),
+                        "a transparent enum's variant holds one unnamed field: `Variant(Type)`",
+                    ));
+                }
+                let f = single(&v.fields, vident.span())?;
+                let ty = &f.ty;
+                flatten_arms.push(quote!(#name::#vident(__b) => #krate::TreeNode::flatten(__b, __f),));
+                mut_arms.push(quote!(#name::#vident(__b) => #krate::TreeNode::leaves_mut(__b, __f),));
+                let read = quote!(<#ty as #krate::TreeNode>::unflatten(__u).map(#name::#vident));
+                if let Some(span) = vattrs.other {
+                    if other.is_some() {
+                        return Err(syn::Error::new(span, "one variant at most is `#[tree(other)]`"));
+                    }
+                    other = Some(read);
+                } else {
+                    let Some(node) = node_name(ty, &input.generics) else {
+                        return Err(syn::Error::new(
+                            ty.span(),
+                            "this variant's node has no name known here (a type parameter?): \
+                             mark it `#[tree(other)]`",
+                        ));
+                    };
+                    if names.contains(&node) {
+                        return Err(syn::Error::new(
+                            ty.span(),
+                            format!("two variants read a `{node}` node: mark one `#[tree(other)]`"),
+                        ));
+                    }
+                    // An array is a leaf, not a struct named `Array`.
+                    let kind = if node == "Array" {
+                        quote!(#krate::NodeKind::Leaf)
+                    } else {
+                        quote!(#krate::NodeKind::Struct(#node))
+                    };
+                    named_arms.push(quote!(#kind => #read,));
+                    names.push(node);
+                }
+                infos.push(f);
+            }
+            if data.variants.is_empty() {
+                return Err(syn::Error::new(name.span(), "a transparent enum has variants"));
+            }
+            let rest = match other {
+                Some(read) => quote!(_ => #read,),
+                None => {
+                    let expected = format!("a {name} (one of {})", names.join(", "));
+                    quote!(_ => ::core::result::Result::Err(__u.mismatch(#expected)),)
+                }
+            };
+            (
+                quote!(match self { #(#flatten_arms)* }),
+                quote!(match #krate::Unflattener::peek_kind(__u)? { #(#named_arms)* #rest }),
+                quote!(match self { #(#mut_arms)* }),
+                infos,
+            )
+        }
+        Data::Union(u) => {
+            return Err(syn::Error::new(
+                u.union_token.span,
+                "TreeNode cannot be derived for unions",
+            ))
+        }
+    };
+    let flat: Vec<&FieldInfo> = infos.iter().collect();
+    let generics = bounds(&input.generics, &flat, krate, attrs.bound);
+    let (impl_g, ty_g, where_g) = generics.split_for_impl();
+    Ok(quote! {
+        #[automatically_derived]
+        impl #impl_g #krate::TreeNode for #name #ty_g #where_g {
+            #[inline]
+            fn flatten<'__a>(&'__a self, __f: &mut #krate::Flattener<'__a>) {
+                #flatten
+            }
+
+            fn unflatten(__u: &mut #krate::Unflattener<'_>) -> #krate::Result<Self> {
+                #unflatten
+            }
+
+            fn leaves_mut<__F: ::core::ops::FnMut(&mut #krate::Array)>(
+                &mut self,
+                __f: &mut __F,
+            ) -> #krate::Result<()> {
+                #leaves_mut
             }
         }
     })

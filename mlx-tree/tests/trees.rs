@@ -300,6 +300,103 @@ fn derive_enums_record_the_variant() {
     assert_ne!(def_kv, tree_structure(&ssm).unwrap());
 }
 
+/// A layer's mixer: attention or a state-space block, under the layer's key either way.
+#[derive(TreeNode)]
+#[tree(transparent)]
+enum Mixer {
+    Attention(Box<Attention>),
+    Ssm(SsmBlock),
+}
+
+#[derive(TreeNode)]
+struct SsmBlock {
+    a_log: Array,
+}
+
+/// A generic variant has no name known to the derive: `other` reads it.
+#[derive(TreeNode)]
+#[tree(transparent)]
+enum FeedForward<S> {
+    Dense(Linear),
+    #[tree(other)]
+    Sparse(S),
+}
+
+#[derive(TreeNode)]
+#[tree(transparent)]
+struct Wrapped(Linear);
+
+/// A leaf or a struct.
+#[derive(TreeNode)]
+#[tree(transparent)]
+enum Scale {
+    Scalar(Array),
+    PerChannel(Linear),
+}
+
+#[derive(TreeNode)]
+struct MixerLayer {
+    mixer: Mixer,
+    mlp: FeedForward<SsmBlock>,
+    norm: Wrapped,
+}
+
+#[test]
+fn derive_transparent_types_are_their_value() {
+    let attn = MixerLayer {
+        mixer: Mixer::Attention(Box::new(attention(4))),
+        mlp: FeedForward::Dense(linear(4.0, None)),
+        norm: Wrapped(linear(5.0, Some(6.0))),
+    };
+    assert_eq!(
+        paths(&attn),
+        [
+            "mixer.q_proj.weight",
+            "mixer.q_proj.bias",
+            "mixer.wk.weight",
+            "mlp.weight",
+            "norm.weight",
+            "norm.bias"
+        ]
+    );
+    // No node of their own: the structure is the held value's.
+    assert_eq!(
+        tree_structure(&Wrapped(linear(1.0, None))).unwrap(),
+        tree_structure(&linear(1.0, None)).unwrap()
+    );
+    let back = roundtrip(&attn);
+    assert!(matches!(back.mixer, Mixer::Attention(ref a) if a.n_heads == 4));
+    assert!(matches!(back.mlp, FeedForward::Dense(_)));
+
+    let ssm = MixerLayer {
+        mixer: Mixer::Ssm(SsmBlock { a_log: leaf(7.0) }),
+        mlp: FeedForward::Sparse(SsmBlock { a_log: leaf(8.0) }),
+        norm: Wrapped(linear(9.0, None)),
+    };
+    assert_eq!(paths(&ssm), ["mixer.a_log", "mlp.a_log", "norm.weight"]);
+    let mut back = roundtrip(&ssm);
+    assert!(matches!(back.mixer, Mixer::Ssm(_)));
+    assert!(matches!(back.mlp, FeedForward::Sparse(_)));
+    tree_map_in_place(|x| Ok(x * 2.0), &mut back).unwrap();
+    assert_eq!(values(&back), [14.0, 16.0, 18.0]);
+
+    let scales = (Scale::Scalar(leaf(1.0)), Scale::PerChannel(linear(2.0, None)));
+    let back = roundtrip(&scales);
+    assert!(matches!(back, (Scale::Scalar(_), Scale::PerChannel(_))));
+
+    // A node that is none of the variants' is an error naming them, with its path.
+    let other = (linear(1.0, None),);
+    let (leaves, def) = tree_flatten(&other).unwrap();
+    let msg = err(tree_unflatten::<(Mixer,)>(
+        &def,
+        leaves.into_iter().cloned().collect(),
+    ));
+    assert!(
+        msg.contains("expected a Mixer (one of Attention, SsmBlock), found struct `Linear`"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn derive_leaves_mut_follows_flatten_order() {
     let mut a = attention(2);
