@@ -154,33 +154,12 @@ impl Forward for SparseMoe {
 /// [`Mlp`], which is how a tree tells them apart.
 // One per layer, built once at load: the variants' sizes cost nothing worth a box.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum FeedForward<S = SparseMoe> {
     Dense(Mlp),
+    #[tree(other)]
     Sparse(S),
-}
-
-impl<S: TreeNode> TreeNode for FeedForward<S> {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            FeedForward::Dense(m) => m.flatten(f),
-            FeedForward::Sparse(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("Mlp") => Mlp::unflatten(u).map(FeedForward::Dense),
-            _ => S::unflatten(u).map(FeedForward::Sparse),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            FeedForward::Dense(m) => m.leaves_mut(f),
-            FeedForward::Sparse(m) => m.leaves_mut(f),
-        }
-    }
 }
 
 impl<S: Forward> Forward for FeedForward<S> {
@@ -197,22 +176,9 @@ impl<S: Forward + TreeNode + Clone> crate::blocks::decoder::ChannelMixer for Fee
 impl crate::blocks::decoder::ChannelMixer for SparseMoe {}
 
 /// Mixtral's sparse block, under the layer's `block_sparse_moe` (transparent in paths).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub struct BlockSparseMoe(pub SparseMoe);
-
-impl TreeNode for BlockSparseMoe {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        self.0.flatten(f)
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        SparseMoe::unflatten(u).map(BlockSparseMoe)
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        self.0.leaves_mut(f)
-    }
-}
 
 impl Forward for BlockSparseMoe {
     fn forward(&self, x: &Array) -> Result<Array> {

@@ -347,35 +347,12 @@ impl BailingAttention {
 /// A layer's `attention`: softmax attention or linear attention.
 // One per layer, built once at load: the variants' sizes cost nothing worth a box.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum BailingMixer {
+    #[tree(other)]
     Attention(BailingAttention),
     Linear(LinearAttention),
-}
-
-impl TreeNode for BailingMixer {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            BailingMixer::Attention(a) => a.flatten(f),
-            BailingMixer::Linear(l) => l.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("LinearAttention") => {
-                LinearAttention::unflatten(u).map(BailingMixer::Linear)
-            }
-            _ => BailingAttention::unflatten(u).map(BailingMixer::Attention),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            BailingMixer::Attention(a) => a.leaves_mut(f),
-            BailingMixer::Linear(l) => l.leaves_mut(f),
-        }
-    }
 }
 
 /// Python: bailing_moe_linear's `DecoderLayer`.

@@ -551,35 +551,12 @@ impl KimiDeltaAttention {
 /// A layer's token mixer, both under `self_attn` (Python: one attribute, either class).
 // One per layer, built once at load.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum KimiMixer {
     Kda(KimiDeltaAttention),
+    #[tree(other)]
     Mla(Mla),
-}
-
-impl TreeNode for KimiMixer {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            KimiMixer::Kda(m) => m.flatten(f),
-            KimiMixer::Mla(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("KimiDeltaAttention") => {
-                KimiDeltaAttention::unflatten(u).map(KimiMixer::Kda)
-            }
-            _ => Mla::unflatten(u).map(KimiMixer::Mla),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            KimiMixer::Kda(m) => m.leaves_mut(f),
-            KimiMixer::Mla(m) => m.leaves_mut(f),
-        }
-    }
 }
 
 /// Python: `KimiDecoderLayer`: pre-norm, `self_attn` then `mlp`.

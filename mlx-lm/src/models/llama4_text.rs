@@ -19,7 +19,7 @@
 
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::{fast, Array, Dtype, Result};
-use mlx_tree::{TreeNode, Unflattener};
+use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::decoder::{ChannelMixer, TokenMixer};
@@ -144,22 +144,9 @@ impl TokenMixer for Llama4TextAttention {
 }
 
 /// The MLP under the layer's `feed_forward` (transparent in paths).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub struct Llama4TextMlp(pub Mlp);
-
-impl TreeNode for Llama4TextMlp {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        self.0.flatten(f)
-    }
-
-    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
-        Mlp::unflatten(u).map(Llama4TextMlp)
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        self.0.leaves_mut(f)
-    }
-}
 
 impl Forward for Llama4TextMlp {
     fn forward(&self, x: &Array) -> Result<Array> {

@@ -16,7 +16,7 @@
 
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
-use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
+use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
@@ -410,50 +410,13 @@ impl Forward for NemotronHMoe {
 
 /// A block's `mixer`, whichever it is. Transparent in key paths (its parameters sit directly
 /// under `mixer`, as in mlx_lm); a rebuild tells the kinds apart by the struct each holds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum NemotronHMixer {
     Mamba(Box<Mamba2Mixer>),
     Attention(Box<Attention>),
     Mlp(NemotronHMlp),
     Moe(Box<NemotronHMoe>),
-}
-
-impl TreeNode for NemotronHMixer {
-    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
-        match self {
-            NemotronHMixer::Mamba(m) => m.flatten(f),
-            NemotronHMixer::Attention(a) => a.flatten(f),
-            NemotronHMixer::Mlp(m) => m.flatten(f),
-            NemotronHMixer::Moe(m) => m.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            NodeKind::Struct("Mamba2Mixer") => {
-                Mamba2Mixer::unflatten(u).map(|m| NemotronHMixer::Mamba(Box::new(m)))
-            }
-            NodeKind::Struct("Attention") => {
-                Attention::unflatten(u).map(|a| NemotronHMixer::Attention(Box::new(a)))
-            }
-            NodeKind::Struct("NemotronHMlp") => NemotronHMlp::unflatten(u).map(NemotronHMixer::Mlp),
-            NodeKind::Struct("NemotronHMoe") => {
-                NemotronHMoe::unflatten(u).map(|m| NemotronHMixer::Moe(Box::new(m)))
-            }
-            _ => Err(u.mismatch(
-                "a nemotron_h mixer (Mamba2Mixer, Attention, NemotronHMlp or NemotronHMoe)",
-            )),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            NemotronHMixer::Mamba(m) => m.leaves_mut(f),
-            NemotronHMixer::Attention(a) => a.leaves_mut(f),
-            NemotronHMixer::Mlp(m) => m.leaves_mut(f),
-            NemotronHMixer::Moe(m) => m.leaves_mut(f),
-        }
-    }
 }
 
 /// Python: `NemotronHBlock`: `x + mixer(norm(x))`.

@@ -10,7 +10,7 @@
 
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
-use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
+use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
 use crate::blocks::conv::{
@@ -390,38 +390,11 @@ impl Plamo2Attention {
 
 /// A layer's `mixer`, whichever it is. Transparent in key paths (its parameters sit directly
 /// under `mixer`, as in mlx_lm); a rebuild tells the kinds apart by the struct each holds.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum Plamo2Mixer {
     Mamba(Box<Plamo2Mamba>),
     Attention(Box<Plamo2Attention>),
-}
-
-impl TreeNode for Plamo2Mixer {
-    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
-        match self {
-            Plamo2Mixer::Mamba(m) => m.flatten(f),
-            Plamo2Mixer::Attention(a) => a.flatten(f),
-        }
-    }
-
-    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            NodeKind::Struct("Plamo2Mamba") => {
-                Plamo2Mamba::unflatten(u).map(|m| Plamo2Mixer::Mamba(Box::new(m)))
-            }
-            NodeKind::Struct("Plamo2Attention") => {
-                Plamo2Attention::unflatten(u).map(|a| Plamo2Mixer::Attention(Box::new(a)))
-            }
-            _ => Err(u.mismatch("a plamo2 mixer (Plamo2Mamba or Plamo2Attention)")),
-        }
-    }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            Plamo2Mixer::Mamba(m) => m.leaves_mut(f),
-            Plamo2Mixer::Attention(a) => a.leaves_mut(f),
-        }
-    }
 }
 
 /// Python: plamo2's `MLP`: `down_proj(swiglu(*split(gate_up_proj(x), 2)))`.
