@@ -512,7 +512,8 @@ fn node_name(ty: &Type, generics: &Generics) -> Option<String> {
         }
         return None;
     }
-    let is_param = p.path.segments.len() == 1 && generics.type_params().any(|t| t.ident == last.ident);
+    let is_param =
+        p.path.segments.len() == 1 && generics.type_params().any(|t| t.ident == last.ident);
     (!is_param).then(|| unraw(&last.ident))
 }
 
@@ -579,12 +580,17 @@ fn expand_transparent(
                 }
                 let f = single(&v.fields, vident.span())?;
                 let ty = &f.ty;
-                flatten_arms.push(quote!(#name::#vident(__b) => #krate::TreeNode::flatten(__b, __f),));
-                mut_arms.push(quote!(#name::#vident(__b) => #krate::TreeNode::leaves_mut(__b, __f),));
+                flatten_arms
+                    .push(quote!(#name::#vident(__b) => #krate::TreeNode::flatten(__b, __f),));
+                mut_arms
+                    .push(quote!(#name::#vident(__b) => #krate::TreeNode::leaves_mut(__b, __f),));
                 let read = quote!(<#ty as #krate::TreeNode>::unflatten(__u).map(#name::#vident));
                 if let Some(span) = vattrs.other {
                     if other.is_some() {
-                        return Err(syn::Error::new(span, "one variant at most is `#[tree(other)]`"));
+                        return Err(syn::Error::new(
+                            span,
+                            "one variant at most is `#[tree(other)]`",
+                        ));
                     }
                     other = Some(read);
                 } else {
@@ -613,7 +619,10 @@ fn expand_transparent(
                 infos.push(f);
             }
             if data.variants.is_empty() {
-                return Err(syn::Error::new(name.span(), "a transparent enum has variants"));
+                return Err(syn::Error::new(
+                    name.span(),
+                    "a transparent enum has variants",
+                ));
             }
             let rest = match other {
                 Some(read) => quote!(_ => #read,),

@@ -380,7 +380,10 @@ fn derive_transparent_types_are_their_value() {
     tree_map_in_place(|x| Ok(x * 2.0), &mut back).unwrap();
     assert_eq!(values(&back), [14.0, 16.0, 18.0]);
 
-    let scales = (Scale::Scalar(leaf(1.0)), Scale::PerChannel(linear(2.0, None)));
+    let scales = (
+        Scale::Scalar(leaf(1.0)),
+        Scale::PerChannel(linear(2.0, None)),
+    );
     let back = roundtrip(&scales);
     assert!(matches!(back, (Scale::Scalar(_), Scale::PerChannel(_))));
 
