@@ -335,13 +335,14 @@ fn construct(
 fn expand(input: DeriveInput) -> syn::Result<TokenStream2> {
     let attrs = container_attrs(&input.attrs)?;
     let krate = crate_path(attrs.krate.clone());
-    if attrs.transparent {
-        return expand_transparent(&input, attrs, &krate);
-    }
     let name = &input.ident;
     let type_name = attrs.rename.clone().unwrap_or_else(|| unraw(name));
 
     let (flatten, unflatten, leaves_mut, all_fields) = match &input.data {
+        _ if attrs.transparent => {
+            let (flatten, unflatten, leaves_mut, infos) = transparent(&input, &attrs, &krate)?;
+            (flatten, unflatten, leaves_mut, vec![infos])
+        }
         Data::Struct(data) => {
             let infos = field_infos(&data.fields)?;
             let body = flatten_body(&infos, &krate, |f, _| {
@@ -517,12 +518,13 @@ fn node_name(ty: &Type, generics: &Generics) -> Option<String> {
     (!is_param).then(|| unraw(&last.ident))
 }
 
-/// `#[tree(transparent)]`: see the crate's documentation.
-fn expand_transparent(
+/// The bodies of `flatten`, `unflatten` and `leaves_mut` for `#[tree(transparent)]` (see the
+/// crate's documentation), and the one field of the struct or of each variant.
+fn transparent(
     input: &DeriveInput,
-    attrs: ContainerAttrs,
+    attrs: &ContainerAttrs,
     krate: &Path,
-) -> syn::Result<TokenStream2> {
+) -> syn::Result<(TokenStream2, TokenStream2, TokenStream2, Vec<FieldInfo>)> {
     let name = &input.ident;
     if let Some(rename) = &attrs.rename {
         return Err(syn::Error::new(
@@ -541,7 +543,7 @@ fn expand_transparent(
         }
         Ok(infos.remove(0))
     };
-    let (flatten, unflatten, leaves_mut, infos) = match &input.data {
+    let bodies = match &input.data {
         Data::Struct(data) => {
             let f = single(&data.fields, name.span())?;
             let (m, ty) = (&f.member, &f.ty);
@@ -645,27 +647,5 @@ fn expand_transparent(
             ))
         }
     };
-    let flat: Vec<&FieldInfo> = infos.iter().collect();
-    let generics = bounds(&input.generics, &flat, krate, attrs.bound);
-    let (impl_g, ty_g, where_g) = generics.split_for_impl();
-    Ok(quote! {
-        #[automatically_derived]
-        impl #impl_g #krate::TreeNode for #name #ty_g #where_g {
-            #[inline]
-            fn flatten<'__a>(&'__a self, __f: &mut #krate::Flattener<'__a>) {
-                #flatten
-            }
-
-            fn unflatten(__u: &mut #krate::Unflattener<'_>) -> #krate::Result<Self> {
-                #unflatten
-            }
-
-            fn leaves_mut<__F: ::core::ops::FnMut(&mut #krate::Array)>(
-                &mut self,
-                __f: &mut __F,
-            ) -> #krate::Result<()> {
-                #leaves_mut
-            }
-        }
-    })
+    Ok(bodies)
 }
