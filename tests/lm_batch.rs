@@ -155,7 +155,6 @@ fn batch_generate_texts_and_a_batch_of_one_equal_generate_step() {
 #[test]
 fn what_a_batch_does_not_support_is_an_error() {
     let qwen3 = load_named("qwen3");
-    let llama3 = load_named("llama3"); // sliding-window layers
     let err =
         |model: &Model, prompts: &[Vec<u32>], options: &GenerateOptions| match batch_generate_step(
             model, prompts, options,
@@ -167,10 +166,6 @@ fn what_a_batch_does_not_support_is_an_error() {
     assert!(err(&qwen3, &[], &plain).contains("no prompts"));
     assert!(err(&qwen3, &[vec![5], vec![]], &plain).contains("prompt 1: the prompt is empty"));
     assert!(err(&qwen3, &[vec![5, 100_000]], &plain).contains("outside the vocabulary"));
-    assert!(err(&llama3, &[vec![5, 6, 7], vec![8, 9]], &plain).contains("sliding-window"));
-    // recurrent_gemma's local attention keeps a rotating cache too.
-    let recurrent_gemma = load_named("recurrent_gemma");
-    assert!(err(&recurrent_gemma, &[vec![5, 6, 7], vec![8, 9]], &plain).contains("sliding-window"));
     let penalty = GenerateOptions {
         processors: LogitsProcessors {
             repetition_penalty: Some(1.3),
@@ -225,14 +220,19 @@ fn padding_never_reaches_the_ssm_state_where_mlx_lm_s_batch_leaks_it() {
         let heads: Vec<&[u32]> = prompts.iter().map(|p| &p[..p.len() - 1]).collect();
         let longest = heads.iter().map(|h| h.len()).max().unwrap();
         let unequal = heads.iter().any(|h| h.len() != longest);
+        let model = load_named(name);
+        let batch = prompts.len() as i32;
+        let mut cache = model.make_cache(batch, 256).unwrap();
+        if cache.iter().any(LayerCache::has_rotating) {
+            // A ring cannot roll padding out: such a batch prefills each prompt alone into its
+            // row (the token checks above cover it).
+            continue;
+        }
         let theirs = case["mlx_lm_batch_first_logits_max_diff"].as_f64().unwrap();
         if unequal {
             // mlx_lm's batch is off by logit differences no rounding explains.
             assert!(theirs > 1e-3, "{name}: mlx_lm's batch within {theirs}");
         }
-        let model = load_named(name);
-        let batch = prompts.len() as i32;
-        let mut cache = model.make_cache(batch, 256).unwrap();
         let padded: Vec<u32> = heads
             .iter()
             .flat_map(|h| h.iter().copied().chain(std::iter::repeat(0)).take(longest))

@@ -16,7 +16,8 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::{cache_slots, reserve, write_in_place, LayerCache};
+use crate::cache::{cache_slots, reserve, write_in_place, Cache, LayerCache};
+use crate::cache_rows::{set_row_offsets, write_row};
 use crate::error::{Error, Result};
 use crate::generate::{check_prompt, sampling_key, FinishReason, GenerateOptions};
 use crate::model::LanguageModel;
@@ -109,8 +110,10 @@ pub struct BatchTokenGenerator<'m> {
 ///
 /// Per-token processors that need each sequence's history (the repetition penalty) and stop
 /// strings are not supported in a batch (an error); logit bias and every sampler are.
-/// Prompts of different lengths need key/value or linear-attention layers: a model with
-/// sliding-window layers takes a batch of equal lengths only (an error otherwise).
+/// Prompts of different lengths are right-padded and prefilled together, the padding then
+/// rolled out of each row; with sliding-window layers (whose rings cannot roll) each prompt
+/// is prefilled alone instead and written into its row of a cache that keeps a position per
+/// row, as the serving engine's slots do.
 pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     model: &'m M,
     prompts: &[P],
@@ -155,14 +158,15 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     let padded = padding.iter().any(|p| *p > 0);
     let max_tokens = options.max_tokens;
     let mut cache = model.make_cache(batch, cache_slots(longest + 1)?)?;
-    if padded && cache.iter().any(LayerCache::has_rotating) {
-        return Err(invalid(
-            "prompts of different lengths need a model without sliding-window layers; \
-             this one has some (give prompts of one length)"
-                .into(),
-        ));
-    }
-    if longest > 0 {
+    let per_row = padded && cache.iter().any(LayerCache::has_rotating);
+    if per_row {
+        cache = prefill_rows(
+            model,
+            &heads,
+            options.prefill_step_size,
+            longest + max_tokens,
+        )?;
+    } else if longest > 0 {
         let ids: Vec<u32> = heads
             .iter()
             .flat_map(|h| {
@@ -227,6 +231,32 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     let first = generator.call(&Array::from_slice(&last, &[batch])?)?;
     generator.pending = Some(first);
     Ok(generator)
+}
+
+/// A batch cache of `positions` per row whose row `i` holds `heads[i]` prefilled alone (in
+/// chunks of `step` tokens): no padding enters a sliding window's ring, and each row keeps its
+/// own position.
+fn prefill_rows<M: LanguageModel + ?Sized>(
+    model: &M,
+    heads: &[&[u32]],
+    step: usize,
+    positions: usize,
+) -> Result<Cache> {
+    let capacity = cache_slots(positions + 1)?;
+    let mut cache = model.make_cache(heads.len() as i32, capacity)?;
+    set_row_offsets(&mut cache)?;
+    for (row, head) in heads.iter().enumerate() {
+        let mut single = model.make_cache(1, cache_slots(head.len() + 1)?)?;
+        for chunk in head.chunks(step) {
+            let ids = Array::from_slice(chunk, &[1, chunk.len() as i32])?;
+            model.forward(&ids, Some(&mut single))?;
+            eval(&single)?;
+        }
+        reserve(&mut single, capacity)?;
+        write_row(&mut cache, row, &single)?;
+    }
+    eval(&cache)?;
+    Ok(cache)
 }
 
 impl BatchTokenGenerator<'_> {

@@ -66,6 +66,7 @@ use mlx_rs::{random, Array, Dtype};
 use mlx_tree::{compile_mut, eval, tree_leaves, tree_map, tree_map_n, CompiledMut, TreeNode};
 
 use crate::cache::{cache_slots, reserve, Cache, LayerCache};
+use crate::cache_rows::{read_row, set_row_offsets, write_row};
 use crate::error::{Error, Result};
 use crate::generate::{check_prompt, FinishReason};
 use crate::lru_prompt_cache::{CachedPrefix, LruPromptCache};
@@ -382,116 +383,6 @@ fn sample_rows(logprobs: &Array, x: &StepInputs, keys: &mut Array) -> mlx_rs::Re
     ops::where_(&x.random, &sampled, &greedy)
 }
 
-/// Writes a one-sequence cache (`single`, of the layout `model.make_cache(1, capacity)`
-/// gives, buffers of the slot's capacity) into row `row` of a slot batch's cache: every
-/// leaf, so keys, values, offset and a recurrent layer's state all become the sequence's,
-/// and nothing of the row's earlier request survives. The shapes are checked leaf by leaf.
-pub fn write_row(batch: &mut Cache, row: usize, single: &Cache) -> Result<()> {
-    let start = Array::from_slice(&[row as i32], &[1])?;
-    map_leaves(
-        batch,
-        single,
-        "the slot batch's",
-        "the sequence's",
-        |i, dst, src| {
-            let update = if src.ndim() + 1 == dst.ndim() {
-                ops::expand_dims(src, 0)?
-            } else {
-                src.clone()
-            };
-            let (u, d) = (update.shape(), dst.shape());
-            if u.len() != d.len() || u.first() != Some(&1) || u[1..] != d[1..] {
-                return Err(Error::InvalidArgument(format!(
-                    "cache leaf {i}: a sequence's {:?} does not fit a row of the slot batch's {:?}",
-                    src.shape(),
-                    d
-                )));
-            }
-            Ok(ops::slice_update(
-                dst,
-                &update.astype(dst.dtype())?,
-                &start,
-                &[0],
-            )?)
-        },
-    )
-}
-
-/// Reads row `row` of a slot batch's cache into `single`, a one-sequence cache of the
-/// model's layout (`make_cache(1, positions)`): every leaf, cut to `single`'s shape, so a
-/// key/value buffer keeps its first positions (a row holds position `i` at index `i`) and
-/// the sequence continues from `single` as from a prefill. The inverse of [`write_row`];
-/// `single`'s positions must cover the row's offset.
-pub fn read_row(batch: &Cache, row: usize, single: &mut Cache) -> Result<()> {
-    map_leaves(
-        single,
-        batch,
-        "the sequence's",
-        "the slot batch's",
-        |i, dst, src| {
-            let r = if dst.ndim() + 1 == src.ndim() {
-                src.index(row as i32)?
-            } else {
-                src.index(row as i32..row as i32 + 1)?
-            };
-            let (r_shape, d) = (r.shape(), dst.shape());
-            if r_shape.len() != d.len() || r_shape.iter().zip(d).any(|(n, k)| n < k) {
-                return Err(Error::InvalidArgument(format!(
-                "cache leaf {i}: a row of the slot batch's {:?} does not cover a sequence's {d:?}",
-                src.shape()
-            )));
-            }
-            let r = if r_shape == d {
-                r
-            } else {
-                let axes: Vec<i32> = (0..d.len() as i32).collect();
-                let start = Array::from_slice(&vec![0i32; d.len()], &[d.len() as i32])?;
-                ops::slice(&r, &start, &axes, d)?
-            };
-            Ok(r.astype(dst.dtype())?)
-        },
-    )
-}
-
-/// Replaces each leaf of `dst` with `f(i, leaf, the i-th leaf of src)`, the two caches'
-/// leaves paired in flatten order; the first error stops it, and caches of different leaf
-/// counts (named `dst_name` and `src_name` in the message) are an error.
-fn map_leaves(
-    dst: &mut Cache,
-    src: &Cache,
-    dst_name: &str,
-    src_name: &str,
-    mut f: impl FnMut(usize, &Array, &Array) -> Result<Array>,
-) -> Result<()> {
-    let sources = tree_leaves(src);
-    let mut count = 0usize;
-    let mut failure: Option<Error> = None;
-    dst.leaves_mut(&mut |leaf: &mut Array| {
-        let i = count;
-        count += 1;
-        if failure.is_some() {
-            return;
-        }
-        let Some(source) = sources.get(i) else {
-            return;
-        };
-        match f(i, leaf, source) {
-            Ok(a) => *leaf = a,
-            Err(e) => failure = Some(e),
-        }
-    })?;
-    if let Some(e) = failure {
-        return Err(e);
-    }
-    if count != sources.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{src_name} cache has {} arrays but {dst_name} {count}",
-            sources.len()
-        )));
-    }
-    Ok(())
-}
-
 #[derive(Debug)]
 struct Waiting {
     id: RequestId,
@@ -597,13 +488,7 @@ fn empty_rows<M: LanguageModel + ?Sized>(
     let capacity = i32::try_from(capacity)
         .map_err(|_| invalid(format!("{capacity} positions do not fit a cache")))?;
     let mut cache = model.make_cache(batch, capacity)?;
-    for layer in cache.iter_mut() {
-        layer.try_for_each_mut(&mut |c| match c {
-            LayerCache::Kv(kv) => kv.set_row_offsets(),
-            LayerCache::Rotating(ring) => ring.set_row_offsets(),
-            _ => Ok(()),
-        })?;
-    }
+    set_row_offsets(&mut cache)?;
     Ok(EngineState {
         cache,
         keys: ops::broadcast_to(&random::key(0)?, &[batch, 2])?,

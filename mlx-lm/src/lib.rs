@@ -30,6 +30,7 @@
 mod batch;
 pub mod blocks;
 pub mod cache;
+mod cache_rows;
 mod chat_template;
 mod checkpoint;
 pub mod cli;
@@ -60,13 +61,12 @@ pub use batch::{
     BatchTokenGenerator,
 };
 pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
+pub use cache_rows::{read_row, write_row};
 pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
-pub use engine::{
-    read_row, write_row, Engine, EngineOptions, RequestId, RequestOptions, StepTimes, TokenEvent,
-};
+pub use engine::{Engine, EngineOptions, RequestId, RequestOptions, StepTimes, TokenEvent};
 pub use error::{Error, Result};
 pub use generate::{
     generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,

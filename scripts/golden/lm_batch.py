@@ -118,11 +118,14 @@ CASES = [
     {"model": "mamba", "lengths": [9, 2, 15], "max_tokens": 16, "alone": True},
     {"model": "falcon_mamba-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8, "alone": True},
-    # recurrent_gemma (RG-LRU state beside rotating caches): prompts of one length only (its
-    # rotating caches cannot take a padded batch here), longer than the window and than one
-    # prefill chunk, so the RG-LRU's position-0 reset must not recur in later chunks.
+    # recurrent_gemma (RG-LRU state beside rotating caches): prompts longer than the window
+    # and than one prefill chunk, so the RG-LRU's position-0 reset must not recur in later
+    # chunks; of different lengths, each prompt is prefilled alone into its row (a ring
+    # cannot roll padding out), so the reference is each prompt generated alone.
     {"model": "recurrent_gemma", "lengths": [20, 20, 20], "max_tokens": 16,
      "prefill_step_size": 8},
+    {"model": "recurrent_gemma", "lengths": [5, 17, 9, 12], "max_tokens": 12,
+     "prefill_step_size": 8, "alone": True},
     # Mixture-of-experts: the batch's prefill routes 64 (token, expert) pairs or more (mlx_lm
     # sorts them by expert), its decode steps fewer (unsorted); right padding routes through
     # the experts too but reaches no other token. Equal and different lengths, 4-bit with
@@ -286,6 +289,9 @@ CASES = [
     # Gemma 3: rotating caches beside key/value caches, so prompts of one length, longer than
     # the window (8) and than one prefill chunk; the wrapper 4-bit, sampled.
     {"model": "gemma3_text", "lengths": [20, 20, 20], "max_tokens": 24, "prefill_step_size": 8},
+    # Of different lengths (rows at their own positions and ring phases, each prefilled alone),
+    # replies wrapping the ring.
+    {"model": "gemma3_text", "lengths": [3, 14, 8, 11], "max_tokens": 16, "alone": True},
     {"model": "gemma3-4bit", "lengths": [13, 13], "max_tokens": 16, "seed": 9, "temp": 1.0},
     # Phi-3 (issue 37, dense-b): left padding under the fused projections and longrope (the
     # batch's per-row offsets), 4-bit with sampling, the tied partial longrope with chunked
@@ -330,6 +336,7 @@ CASES = [
     {"model": "exaone4-tied", "lengths": [3, 14, 8, 11], "max_tokens": 24},
     # Command R7B: sliding layers with prompts of one length; float16 (queries upcast).
     {"model": "cohere2", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    {"model": "cohere2", "lengths": [3, 14, 8, 11], "max_tokens": 12, "alone": True},
     {"model": "cohere2-f16", "lengths": [12, 12], "max_tokens": 16},
     # GPT-2: left padding under the learned positions (each row's own, negative over the
     # padding), 4-bit sampled, chunked prefill.
@@ -363,6 +370,8 @@ CASES = [
     # and the full layers' key/value caches, prompts of one length (as the other sliding
     # families) past the window and longer than one prefill chunk; the MXFP4 experts sampled.
     {"model": "gpt_oss", "lengths": [20, 20, 20], "max_tokens": 16, "prefill_step_size": 8},
+    {"model": "gpt_oss", "lengths": [9, 2, 15], "max_tokens": 12, "prefill_step_size": 4,
+     "alone": True},
     {"model": "gpt_oss-mxfp4", "lengths": [12, 12], "max_tokens": 20, "seed": 19,
      "temp": 1.0, "top_k": 20},
 ]
