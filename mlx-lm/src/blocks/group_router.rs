@@ -29,6 +29,9 @@ pub enum GroupLimit {
     /// dots1.py: `if n_group - topk_group != 0` (with one group of which none is kept, it
     /// drops that group: every expert scores zero).
     SomeGroupsDropped,
+    /// bailing_hybrid.py: `if n_group - topk_group > 0`, the dropped groups' scores set to
+    /// `-inf`, not 0 (the expert bias can make a kept score negative).
+    SomeGroupsMasked,
 }
 
 /// How the router turns the gate's logits into scores (float32 either way).
@@ -136,6 +139,11 @@ pub fn group_expert_select(
     let grouped = match r.group_limit {
         GroupLimit::SeveralGroups => r.n_group > 1,
         GroupLimit::SomeGroupsDropped => drop != 0,
+        GroupLimit::SomeGroupsMasked => drop > 0,
+    };
+    let fill = match r.group_limit {
+        GroupLimit::SomeGroupsMasked => f32::NEG_INFINITY,
+        _ => 0.0,
     };
     if grouped {
         scores = ops::unflatten(&scores, -1, &[r.n_group, -1])?;
@@ -143,7 +151,7 @@ pub fn group_expert_select(
         let group_idx =
             ops::argpartition(&group_scores, drop - 1, -2)?.index((Ellipsis, ..drop, ..))?;
         let group_idx = ops::stop_gradient(&group_idx)?;
-        scores = ops::put_along_axis(&scores, &group_idx, Array::from_scalar(0.0f32), -2)?;
+        scores = ops::put_along_axis(&scores, &group_idx, Array::from_scalar(fill), -2)?;
         scores = ops::flatten(&scores, -2, -1)?;
     }
     let k = r.top_k;
