@@ -217,6 +217,9 @@ const MODELS: &[&str] = &[
     "bailing_moe_linear",
     "bailing_moe_linear-4bit",
     "bailing_moe_linear-tied",
+    "bailing_hybrid",
+    "bailing_hybrid-4bit",
+    "bailing_hybrid-tied",
     // Issue 35, Gear.
     "gear",
     "gear-4bit",
@@ -874,6 +877,7 @@ const MOE: &[&str] = &[
     "ernie4_5_moe",
     "kimi_linear",
     "bailing_moe_linear",
+    "bailing_hybrid",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -1172,6 +1176,12 @@ fn bailing_moe_linear_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn bailing_hybrid_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("bailing_hybrid");
+    python_compile_fails_where_ours_traces_once("bailing_hybrid-tied");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1254,6 +1264,9 @@ fn models_rebuild_from_their_leaves() {
         "bailing_moe_linear",
         "bailing_moe_linear-4bit",
         "bailing_moe_linear-tied",
+        "bailing_hybrid",
+        "bailing_hybrid-4bit",
+        "bailing_hybrid-tied",
         "gear",
         "gear-4bit",
         "gear-untied",
@@ -1516,6 +1529,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "bailing_moe_linear",
         "bailing_moe_linear-4bit",
         "bailing_moe_linear-tied",
+        "bailing_hybrid",
+        "bailing_hybrid-4bit",
+        "bailing_hybrid-tied",
         "gear",
         "gear-4bit",
         "gear-untied",
