@@ -358,7 +358,9 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                     0.0
                 } else if name.starts_with("plamo2") {
                     5e-4
-                } else if name.starts_with("bailing_moe_linear") || name.starts_with("bailing_hybrid") {
+                } else if name.starts_with("bailing_moe_linear")
+                    || name.starts_with("bailing_hybrid")
+                {
                     // Its float32 linear-attention state decays by factors near one (down to
                     // exp(-1/256)), so last-bit differences persist: measured 1.25e-5.
                     3e-5
