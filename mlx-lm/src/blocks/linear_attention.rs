@@ -376,6 +376,96 @@ pub fn recurrent_gla(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mlx_rs::random;
+
+    fn normal(shape: &[i32], seed: u64) -> Array {
+        let key = random::key(seed).unwrap();
+        let x = random::normal(shape, random::NormalOptions::default(), &key).unwrap();
+        ops::multiply(&x, 0.3f32).unwrap()
+    }
+
+    fn max_diff(a: &Array, b: &Array) -> f32 {
+        let d = ops::abs(&ops::subtract(a, b).unwrap()).unwrap();
+        ops::max(&d, None, false).unwrap().item::<f32>().unwrap()
+    }
+
+    /// The chunked prompt (300 positions: chunks of 128, the last padded) equals the
+    /// recurrence run one position at a time, outputs and final state; a wrong carry or a
+    /// padded position counted in the ranks moves them by far more than float32 rounding.
+    #[test]
+    fn chunks_equal_the_step_by_step_recurrence() {
+        let (b, h, l, d) = (1, 2, 300, 8);
+        let (q, k, v) = (
+            normal(&[b, h, l, d], 1),
+            normal(&[b, h, l, d], 2),
+            normal(&[b, h, l, d], 3),
+        );
+        let g = Array::from_slice(&slopes(2, 4, 1), &[2]).unwrap();
+        let h0 = normal(&[b, h, d, d], 4);
+        let (y, state) = recurrent_gla(&q, &k, &v, &g, 0.35, h0.clone(), None).unwrap();
+        let mut hs = h0;
+        let mut ys = Vec::new();
+        for t in 0..l {
+            let at = |x: &Array| x.index((.., .., t..t + 1)).unwrap();
+            let (y, next) = recurrent_gla(&at(&q), &at(&k), &at(&v), &g, 0.35, hs, None).unwrap();
+            ys.push(y);
+            hs = next;
+        }
+        let steps = ops::concatenate(&ys, 2).unwrap();
+        assert_eq!(y.shape(), steps.shape());
+        assert!(max_diff(&y, &steps) < 1e-4, "{}", max_diff(&y, &steps));
+        assert!(max_diff(&state, &hs) < 1e-3, "{}", max_diff(&state, &hs));
+    }
+
+    /// A masked position neither enters nor decays the state: a prompt with masked positions
+    /// after it (right padding) leaves the state of the prompt alone, chunked and stepwise.
+    #[test]
+    fn masked_positions_leave_the_state_alone() {
+        let (b, h, d) = (1, 2, 8);
+        let (q, k, v) = (
+            normal(&[b, h, 20, d], 5),
+            normal(&[b, h, 20, d], 6),
+            normal(&[b, h, 20, d], 7),
+        );
+        let g = Array::from_slice(&slopes(2, 4, 0), &[2]).unwrap();
+        let h0 = ops::zeros(&[b, h, d, d], Dtype::Float32).unwrap();
+        let first = |x: &Array| x.index((.., .., ..13)).unwrap();
+        let (y_alone, alone) = recurrent_gla(
+            &first(&q),
+            &first(&k),
+            &first(&v),
+            &g,
+            0.35,
+            h0.clone(),
+            None,
+        )
+        .unwrap();
+        let valid: Vec<bool> = (0..20).map(|t| t < 13).collect();
+        let mask = Array::from_slice(&valid, &[1, 20]).unwrap();
+        let (y, padded) = recurrent_gla(&q, &k, &v, &g, 0.35, h0, Some(&mask)).unwrap();
+        assert!(
+            max_diff(&padded, &alone) < 1e-5,
+            "{}",
+            max_diff(&padded, &alone)
+        );
+        assert!(max_diff(&first(&y), &y_alone) < 1e-5);
+        // One masked step keeps the state and writes zeros.
+        let last = |x: &Array| x.index((.., .., 19..20)).unwrap();
+        let off = Array::from_slice(&[false], &[1, 1]).unwrap();
+        let (y, kept) = recurrent_gla(
+            &last(&q),
+            &last(&k),
+            &last(&v),
+            &g,
+            0.35,
+            alone.clone(),
+            Some(&off),
+        )
+        .unwrap();
+        assert_eq!(max_diff(&kept, &alone), 0.0);
+        let largest = ops::max(&ops::abs(&y).unwrap(), None, false).unwrap();
+        assert_eq!(largest.item::<f32>().unwrap(), 0.0);
+    }
 
     /// ALiBi's slopes: for 8 heads `2^-1 ... 2^-8`; for 6 heads the 4-head slopes, then every
     /// other of the 8-head ones; the depth factor falls from one at position 0.
