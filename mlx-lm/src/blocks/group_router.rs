@@ -552,6 +552,24 @@ mod tests {
         }
     }
 
+    /// bailing_hybrid's masking: with an expert bias that makes every kept score negative, a
+    /// dropped group filled with 0 (deepseek_v3's) would outrank the kept ones; filled with
+    /// `-inf` it never does.
+    #[test]
+    fn masked_groups_stay_dropped_under_a_negative_bias() {
+        let gates = Array::from_slice(&[3.0f32, 2.0, -3.0, -2.0], &[1, 4]).unwrap();
+        let bias = Array::from_slice(&[-2.0f32; 4], &[4]).unwrap();
+        let picks = |limit| {
+            let (inds, _) =
+                group_expert_select(&gates, Some(&bias), &routing(2, 1, limit)).unwrap();
+            let mut inds = inds.to_vec::<u32>().unwrap();
+            inds.sort();
+            inds
+        };
+        assert_eq!(picks(GroupLimit::SomeGroupsMasked), [0, 1]);
+        assert_eq!(picks(GroupLimit::SeveralGroups), [2, 3]);
+    }
+
     /// dots1's condition: one group, none kept, drops it (all scores zero, the picks
     /// arbitrary but the weights then the uncorrected scores); deepseek_v3's keeps it.
     #[test]
