@@ -358,7 +358,9 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                     0.0
                 } else if name.starts_with("plamo2") {
                     5e-4
-                } else if name.starts_with("bailing_moe_linear") {
+                } else if name.starts_with("bailing_moe_linear")
+                    || name.starts_with("bailing_hybrid")
+                {
                     // Its float32 linear-attention state decays by factors near one (down to
                     // exp(-1/256)), so last-bit differences persist: measured 1.25e-5.
                     3e-5
@@ -504,6 +506,7 @@ fn a_generation_continues_from_its_own_cache() {
         "kimi_linear",
         "rwkv7",
         "bailing_moe_linear",
+        "bailing_hybrid",
         // The convolutions' states beside rotating caches past their window.
         "gear",
         "gear-untied",
@@ -680,6 +683,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Its routers (`mlp.gate.gate_proj`) at 8 bits in groups of 64 (the bailing
         // families' `quant_predicate`), the expert biases kept as they are.
         "bailing_moe_linear",
+        // The same routers, the absorbed MLA matrices (`embed_q`, `unembed_out`) left in
+        // float (bailing_hybrid's `quant_predicate`).
+        "bailing_hybrid",
         // Every Linear and the embedding (mlx_lm's default predicate); the convolutions
         // stay float.
         "gear",
@@ -1775,6 +1781,9 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "rwkv7",
         // The linear layers' rope continues at the attention caches' offset across chunks.
         "bailing_moe_linear",
+        // The chunked linear attention's state and MLA's latents across chunks.
+        "bailing_hybrid",
+        "bailing_hybrid-tied",
         // The convolutions' states (3 and 4 taps) and rotating caches (windows 8 and 6)
         // across chunks.
         "gear",

@@ -63,12 +63,17 @@ pub struct Checkpoint {
     quantization: Option<Quantization>,
     quantize: Option<QuantParams>,
     quant_predicate: Option<QuantPredicate>,
+    float_predicate: Option<FloatPredicate>,
 }
 
 /// An architecture's own quantization choices for a layer by its path, where it differs
 /// from the requested one (Python: the model's `quant_predicate`, which `mlx_lm.convert -q`
 /// consults): `Some` parameters for that layer, `None` for the defaults.
 pub type QuantPredicate = fn(&str) -> Option<QuantParams>;
+
+/// The layers an architecture keeps in float when the others are quantized as they load
+/// (Python: a `quant_predicate` returning `False` for the path).
+pub type FloatPredicate = fn(&str) -> bool;
 
 fn join(path: &str, name: &str) -> String {
     if path.is_empty() {
@@ -94,12 +99,18 @@ impl Checkpoint {
             quantization,
             quantize,
             quant_predicate: None,
+            float_predicate: None,
         }
     }
 
     /// Sets the architecture's [`QuantPredicate`] for layers quantized as they load.
     pub fn set_quant_predicate(&mut self, predicate: QuantPredicate) {
         self.quant_predicate = Some(predicate);
+    }
+
+    /// Sets the architecture's [`FloatPredicate`] for layers quantized as they load.
+    pub fn set_float_predicate(&mut self, predicate: FloatPredicate) {
+        self.float_predicate = Some(predicate);
     }
 
     /// The checkpoint's directory.
@@ -322,8 +333,9 @@ impl Checkpoint {
         layer: T,
         input_dims: i32,
     ) -> Result<MaybeQuantized<T>> {
+        let kept_float = self.float_predicate.is_some_and(|f| f(path));
         match self.quantize {
-            Some(p) if input_dims % p.group_size == 0 => {
+            Some(p) if input_dims % p.group_size == 0 && !kept_float => {
                 // As mlx_lm's `quantize_model`: the divisibility check is the default group
                 // size's, the parameters the architecture's where it names the layer.
                 let p = self.quant_predicate.and_then(|f| f(path)).unwrap_or(p);

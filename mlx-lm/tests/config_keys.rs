@@ -1067,3 +1067,54 @@ fn a_bare_infinity_as_transformers_writes_it_loads() {
     assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// bailing_hybrid's reader on the committed golden config, and what it refuses: the
+/// `BailingMoeV3ForCausalLM` checkpoints mlx_lm reads as `bailing_moe_v3` (transformers'
+/// `bailing_hybrid`, another model), a rotary part mlx_lm's `__post_init__` rejects, groups
+/// that do not divide the experts, and a missing key mlx_lm requires; each an error naming
+/// the key.
+#[test]
+fn bailing_hybrid_reads_its_config_and_names_what_it_refuses() {
+    use mlx_lm::models::bailing_hybrid::BailingHybridArgs;
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/lm-models/bailing_hybrid/config.json");
+    let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c = loaded("bailing_hybrid", &golden);
+    let a = BailingHybridArgs::from_config(&c).unwrap();
+    assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
+    assert_eq!(a.is_global, [false, false, true, false, false, true, true]);
+    assert_eq!((a.linear.head_dim, a.linear.rope.dims), (16, 8));
+    assert_eq!(a.moe.shared_size, Some(32));
+    let refused = |test: &str, key: &str, value: Value, named: &str| {
+        let mut config = golden.clone();
+        match value {
+            Value::Null => drop(config.as_object_mut().unwrap().remove(key)),
+            v => config[key] = v,
+        }
+        let err = BailingHybridArgs::from_config(&loaded(test, &config))
+            .map(drop)
+            .expect_err(test)
+            .to_string();
+        assert!(err.contains(named), "{test}: {err}");
+    };
+    refused(
+        "bailing_hybrid-v3",
+        "architectures",
+        json!(["BailingMoeV3ForCausalLM"]),
+        "architectures",
+    );
+    refused(
+        "bailing_hybrid-rotary",
+        "partial_rotary_factor",
+        // int(16 * 0.2) = 3 rotary features: odd.
+        json!(0.2),
+        "partial_rotary_factor",
+    );
+    refused("bailing_hybrid-groups", "n_group", json!(3), "n_group");
+    refused(
+        "bailing_hybrid-norm",
+        "group_norm_size",
+        Value::Null,
+        "group_norm_size",
+    );
+}

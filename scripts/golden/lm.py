@@ -816,6 +816,53 @@ CONFIGS = {
          "tie_word_embeddings": True},
         mx.float32, 72,
     ),
+    # Issue 35, bailing_hybrid (mlx_lm's model of inclusionAI's Ling-2.5-shaped hybrids; no
+    # released config could be read offline, so the shape follows mlx_lm's ModelArgs and the
+    # Ling/DeepSeek-V3 parts it joins): groups of 3 over 7 layers, the last of each group
+    # multi-latent attention (q_lora_rank, kv_lora_rank, a 8-feature interleaved rope part
+    # beside 16 nope features, v heads of 16), the others the chunked float32 linear
+    # attention (head_dim 16, half rotary, q/k norms, g_norm in 2 groups), the tail all MLA
+    # (MLA at 2, 5, 6); the first layer dense, then 8 experts of 32 in 4 groups of which 2
+    # are kept (the dropped ones masked to -inf), top 2, sigmoid scores with the expert
+    # bias, renormalized, times 2.5, one shared expert; untied head.
+    "bailing_hybrid": (
+        {"model_type": "bailing_hybrid", "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "moe_intermediate_size": 32, "num_hidden_layers": 7, "num_attention_heads": 4,
+         "num_key_value_heads": 4, "num_experts": 8, "num_experts_per_tok": 2,
+         "num_shared_experts": 1, "n_group": 4, "topk_group": 2, "first_k_dense_replace": 1,
+         "layer_group_size": 3, "group_norm_size": 2, "rms_norm_eps": 1e-6,
+         "rope_theta": 6000000.0, "max_position_embeddings": 4096,
+         "routed_scaling_factor": 2.5, "head_dim": 16, "kv_lora_rank": 32,
+         "qk_rope_head_dim": 8, "qk_nope_head_dim": 16, "v_head_dim": 16, "q_lora_rank": 32,
+         "rope_interleave": True, "partial_rotary_factor": 0.5, "use_qkv_bias": False,
+         "use_bias": False, "use_qk_norm": True, "score_function": "sigmoid",
+         "norm_topk_prob": True, "moe_router_enable_expert_bias": True,
+         "tie_word_embeddings": False, "hidden_act": "silu"},
+        mx.float32, 73,
+    ),
+    # What the other leaves out: a tied head, 6 heads (ALiBi's slopes for a count not a power
+    # of two) at the default head_dim (0: hidden / heads; transformers' config class, which
+    # the generators' tokenizer loading builds, rejects null), q_proj without the low-rank
+    # path, biases (use_bias, use_qkv_bias), no q/k norms, a plain (not interleaved) full
+    # rope, softmax scores without the expert bias, one group (none dropped), top 2 not
+    # renormalized, no shared expert, every layer sparse, groups of 2 over 4 layers (MLA at
+    # 1 and 3), g_norm in 3 groups; its prompt of 150 tokens runs two chunks of 128, the
+    # second padded.
+    "bailing_hybrid-tied": (
+        {"model_type": "bailing_hybrid", "vocab_size": VOCAB, "hidden_size": 96,
+         "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 4,
+         "num_attention_heads": 6, "num_key_value_heads": 6, "num_experts": 8,
+         "num_experts_per_tok": 2, "num_shared_experts": 0, "n_group": 1, "topk_group": 1,
+         "first_k_dense_replace": 0, "layer_group_size": 2, "group_norm_size": 3,
+         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
+         "routed_scaling_factor": 1.0, "head_dim": 0, "kv_lora_rank": 32,
+         "qk_rope_head_dim": 16, "qk_nope_head_dim": 16, "v_head_dim": 16, "q_lora_rank": None,
+         "rope_interleave": False, "partial_rotary_factor": 1.0, "use_qkv_bias": True,
+         "use_bias": True, "use_qk_norm": False, "score_function": "softmax",
+         "norm_topk_prob": False, "moe_router_enable_expert_bias": False,
+         "tie_word_embeddings": True},
+        mx.float32, 74,
+    ),
     # RWKV-7 "Goose" (issue 35): RWKV7-0.1B's shape (head size 64, the LoRA ranks of the
     # released 0.1B: decay 64, a 64, v 32, gate 128 at width 768; here gate 64 at width 128),
     # 4 of its 12 layers, untied head, the keys flash-linear-attention's RWKV7Config writes.
@@ -1442,7 +1489,7 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
                "phimoe": 40, "phimoe-jitter": 40, "phimoe-longrope": 40, "ernie4_5_moe": 40,
                "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40,
-               "bailing_moe_linear": 40}
+               "bailing_moe_linear": 40, "bailing_hybrid": 40, "bailing_hybrid-tied": 150}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1521,6 +1568,9 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the routers (`mlp.gate.gate_proj`) at 8 bits.
     "bailing_moe_linear": (32, 4, None),
     "bailing_moe_linear-tied": None,
+    # mlx_lm's quant_predicate: the routers at 8 bits, the absorbed MLA matrices in float.
+    "bailing_hybrid": (32, 4, None),
+    "bailing_hybrid-tied": None,
     "gear": (32, 4, None),
     "gear-untied": None,
     # Issue 37, RMSNorm llama-likes (helper A).
@@ -1637,6 +1687,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "rwkv7", "rwkv7-bf16",
                      # Issue 35, bailing_moe_linear.
                      "bailing_moe_linear", "bailing_moe_linear-tied",
+                     # Issue 35, bailing_hybrid.
+                     "bailing_hybrid", "bailing_hybrid-tied",
                      # Issue 35, Gear.
                      "gear", "gear-untied",
                      # Issue 38, GPT-OSS.

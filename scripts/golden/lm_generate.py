@@ -580,6 +580,9 @@ PROMPT_CACHE = [
     # bailing_moe_linear: ArraysCache(1) (the linear attention's state in the model's dtype)
     # beside KVCache layers; the sparse blocks' sorted path in the prefix.
     ("bailing_moe_linear", 34),
+    # bailing_hybrid: ArraysCache(1) (the linear attention's float32 state) beside MLA's
+    # KVCache of latents; the sparse blocks' sorted path in the prefix.
+    ("bailing_hybrid", 34),
     # Gear: ArraysCache(2) (the key and value convolutions' states) beside rotating caches
     # (window 8 / 6) past their window and full key/value caches.
     ("gear", 16),

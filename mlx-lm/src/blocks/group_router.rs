@@ -29,6 +29,9 @@ pub enum GroupLimit {
     /// dots1.py: `if n_group - topk_group != 0` (with one group of which none is kept, it
     /// drops that group: every expert scores zero).
     SomeGroupsDropped,
+    /// bailing_hybrid.py: `if n_group - topk_group > 0`, the dropped groups' scores set to
+    /// `-inf`, not 0 (the expert bias can make a kept score negative).
+    SomeGroupsMasked,
 }
 
 /// How the router turns the gate's logits into scores (float32 either way).
@@ -136,6 +139,11 @@ pub fn group_expert_select(
     let grouped = match r.group_limit {
         GroupLimit::SeveralGroups => r.n_group > 1,
         GroupLimit::SomeGroupsDropped => drop != 0,
+        GroupLimit::SomeGroupsMasked => drop > 0,
+    };
+    let fill = match r.group_limit {
+        GroupLimit::SomeGroupsMasked => f32::NEG_INFINITY,
+        _ => 0.0,
     };
     if grouped {
         scores = ops::unflatten(&scores, -1, &[r.n_group, -1])?;
@@ -143,7 +151,7 @@ pub fn group_expert_select(
         let group_idx =
             ops::argpartition(&group_scores, drop - 1, -2)?.index((Ellipsis, ..drop, ..))?;
         let group_idx = ops::stop_gradient(&group_idx)?;
-        scores = ops::put_along_axis(&scores, &group_idx, Array::from_scalar(0.0f32), -2)?;
+        scores = ops::put_along_axis(&scores, &group_idx, Array::from_scalar(fill), -2)?;
         scores = ops::flatten(&scores, -2, -1)?;
     }
     let k = r.top_k;
@@ -542,6 +550,24 @@ mod tests {
             let expected = sigmoid([2.0f32, 1.0, 0.0, -1.0][*i as usize]);
             assert!((w - expected).abs() < 1e-6, "{w} vs {expected}");
         }
+    }
+
+    /// bailing_hybrid's masking: with an expert bias that makes every kept score negative, a
+    /// dropped group filled with 0 (deepseek_v3's) would outrank the kept ones; filled with
+    /// `-inf` it never does.
+    #[test]
+    fn masked_groups_stay_dropped_under_a_negative_bias() {
+        let gates = Array::from_slice(&[3.0f32, 2.0, -3.0, -2.0], &[1, 4]).unwrap();
+        let bias = Array::from_slice(&[-2.0f32; 4], &[4]).unwrap();
+        let picks = |limit| {
+            let (inds, _) =
+                group_expert_select(&gates, Some(&bias), &routing(2, 1, limit)).unwrap();
+            let mut inds = inds.to_vec::<u32>().unwrap();
+            inds.sort();
+            inds
+        };
+        assert_eq!(picks(GroupLimit::SomeGroupsMasked), [0, 1]);
+        assert_eq!(picks(GroupLimit::SeveralGroups), [2, 3]);
     }
 
     /// dots1's condition: one group, none kept, drops it (all scores zero, the picks

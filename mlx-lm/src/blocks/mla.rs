@@ -176,7 +176,10 @@ pub struct Mla {
     pub kv_a_layernorm: RMSNorm,
     pub embed_q: MaybeQuantizedMultiLinear,
     pub unembed_out: MaybeQuantizedMultiLinear,
-    pub o_proj: MaybeQuantizedLinear,
+    /// The output projection: `o_proj` (DeepSeek, Kimi), or `dense` (the bailing families'
+    /// `MultiLatentAttention`); the other is `None`.
+    pub o_proj: Option<MaybeQuantizedLinear>,
+    pub dense: Option<MaybeQuantizedLinear>,
     pub rope: RotaryEmbedding,
     #[tree(static)]
     pub num_heads: i32,
@@ -262,6 +265,22 @@ impl Mla {
     /// Takes the layer's tensors under `path` (`model.layers.0.self_attn`), with `kv_b_proj`
     /// already split into `embed_q` / `unembed_out` ([`split_kv_b_proj`]).
     pub fn load(ck: &mut Checkpoint, path: &str, c: &MlaConfig) -> crate::Result<Mla> {
+        let o_proj = ck.linear(
+            &format!("{path}.o_proj"),
+            c.num_heads * c.v_head_dim,
+            c.hidden_size,
+            c.attention_bias,
+        )?;
+        Self::load_with(ck, path, c, Some(o_proj))
+    }
+
+    /// The layer but its output projection (`o_proj`, given here, or `dense`, set after).
+    fn load_with(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &MlaConfig,
+        o_proj: Option<MaybeQuantizedLinear>,
+    ) -> crate::Result<Mla> {
         let p = |name: &str| format!("{path}.{name}");
         let (d, h) = (c.hidden_size, c.num_heads);
         let (q_proj, q_a_proj, q_a_layernorm, q_b_proj) = load_query(ck, path, c)?;
@@ -279,7 +298,8 @@ impl Mla {
             kv_a_layernorm: ck.rms_norm(&p("kv_a_layernorm"), c.kv_lora_rank, 1e-6)?,
             embed_q: ck.multi_linear(&p("embed_q"), c.qk_nope_head_dim, c.kv_lora_rank, h)?,
             unembed_out: ck.multi_linear(&p("unembed_out"), c.kv_lora_rank, c.v_head_dim, h)?,
-            o_proj: ck.linear(&p("o_proj"), h * c.v_head_dim, d, c.attention_bias)?,
+            o_proj,
+            dense: None,
             rope: c.rope.clone(),
             num_heads: h,
             qk_nope_head_dim: c.qk_nope_head_dim,
@@ -302,6 +322,32 @@ impl Mla {
         let mut mla = Self::load(ck, path, c)?;
         mla.nope = true;
         mla.kv_a_layernorm.eps = kv_norm_eps;
+        Ok(mla)
+    }
+
+    /// Python: bailing_hybrid's (and bailing_moe_v3's) `MultiLatentAttention`:
+    /// [`load`](Self::load)'s layer with both RMSNorms (`q_a_layernorm`, `kv_a_layernorm`) at
+    /// the config's `rms_norm_eps` and the output projection under `dense`
+    /// (`c.attention_bias` its bias, as for `q_a_proj` and `kv_a_proj_with_mqa`).
+    pub fn load_dense(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &MlaConfig,
+        norm_eps: f32,
+    ) -> crate::Result<Mla> {
+        let (d, h) = (c.hidden_size, c.num_heads);
+        let dense = ck.linear(
+            &format!("{path}.dense"),
+            h * c.v_head_dim,
+            d,
+            c.attention_bias,
+        )?;
+        let mut mla = Self::load_with(ck, path, c, None)?;
+        mla.dense = Some(dense);
+        mla.kv_a_layernorm.eps = norm_eps;
+        if let Some(n) = &mut mla.q_a_layernorm {
+            n.eps = norm_eps;
+        }
         Ok(mla)
     }
 
@@ -376,7 +422,11 @@ impl Mla {
             let v = self.unembed_out.forward_heads(&kv_latent, true)?;
             fast::scaled_dot_product_attention(q_nope, &k, &v, self.scale, mask, None)?
         };
-        self.o_proj.forward(&merge_heads(&out)?)
+        let out = merge_heads(&out)?;
+        match (&self.o_proj, &self.dense) {
+            (Some(o), _) | (None, Some(o)) => o.forward(&out),
+            (None, None) => Err(wrong_input("an MLA layer without its output projection")),
+        }
     }
 }
 

@@ -58,7 +58,7 @@ pub use group_router::{
     GroupedMoe, MoeGate,
 };
 pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
-pub use linear_attention::{GroupRmsNorm, LinearAttention, LinearAttentionConfig};
+pub use linear_attention::{GlaForm, GroupRmsNorm, LinearAttention, LinearAttentionConfig};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mla_expanded::ExpandedMla;

@@ -21,7 +21,7 @@ use crate::blocks::attention::attend;
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    make_layer_caches, split_qkv, stack_logits, BailingMoe, BailingMoeConfig, FeedForward,
+    make_layer_caches, split_qkv, stack_logits, BailingMoe, BailingMoeConfig, FeedForward, GlaForm,
     GroupLimit, GroupRouting, GroupScoring, Layer, LayerContext, LinearAttention,
     LinearAttentionConfig, Mlp, RotaryEmbedding, StackEnds, StackParts,
 };
@@ -246,6 +246,7 @@ impl BailingMoeLinearArgs {
             linear: LinearAttentionConfig {
                 hidden_size: hidden,
                 num_heads: heads,
+                head_dim: linear_dim,
                 num_hidden_layers: layers,
                 qkv_bias,
                 o_bias: use_bias,
@@ -253,6 +254,7 @@ impl BailingMoeLinearArgs {
                 rms_norm_eps: eps,
                 group_norm_size,
                 rope: rope((linear_dim as f64 * partial) as i32)?,
+                form: GlaForm::PerToken,
             },
             is_global,
             first_k_dense_replace: c.usize("first_k_dense_replace")?.ok_or_else(|| {

@@ -4,6 +4,7 @@
 //! `builtins()` (this file); outside this crate, [`register_model`](crate::register_model) instead.
 
 pub mod baichuan_m1;
+pub mod bailing_hybrid;
 pub mod bailing_moe_linear;
 pub mod base;
 pub mod cohere;
@@ -63,6 +64,7 @@ pub mod stablelm;
 pub mod starcoder2;
 
 pub use baichuan_m1::BaichuanM1;
+pub use bailing_hybrid::BailingHybrid;
 pub use bailing_moe_linear::BailingMoeLinear;
 pub use cohere::Cohere;
 pub use cohere2::Cohere2;
@@ -134,9 +136,10 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 58] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 59] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
+        ("bailing_hybrid", builtin!(BailingHybrid)),
         ("bailing_moe_linear", builtin!(BailingMoeLinear)),
         ("cohere", builtin!(Cohere)),
         ("cohere2", builtin!(Cohere2)),
