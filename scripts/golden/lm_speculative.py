@@ -75,7 +75,8 @@ def main():
                               "tokens": tokens, "from_draft": flags, "plain_greedy": plain})
                 print(f"{target} <- {draft} k={k} {s}: accepted {sum(flags)}/{len(flags)}")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "speculative.json").write_text(json.dumps({"cases": cases}, indent=1) + "\n")
+    record = {"mlx_lm_version": mlx_lm.__version__, "cases": cases}
+    (OUT / "speculative.json").write_text(json.dumps(record, indent=1) + "\n")
     mx.save_safetensors(str(OUT / "speculative.safetensors"), arrays)
 
 

@@ -1,0 +1,302 @@
+//! Speculative decoding against mlx_lm 0.32.2's `speculative_generate_step`
+//! (`scripts/golden/lm_speculative.py`): tokens, `from_draft` flags and log-probabilities of
+//! greedy and seeded generations with 1, 2 and 4 draft tokens; greedy output equal to plain
+//! greedy; a bounded number of traces; the errors for models that cannot pair up.
+
+mod support;
+
+use std::collections::HashMap;
+
+use clap::Parser;
+use mlx::core::{io, Array};
+use mlx::lm::{
+    cli, generate_step, load, load_model, speculative_generate_step, stream_generate_speculative,
+    Error, GenerateOptions, LoadOptions, LogitsProcessors, Model, SamplerOptions,
+};
+use serde_json::Value;
+use support::golden::data_dir;
+use support::lm::{ids, model_dir};
+
+fn golden() -> Value {
+    support::lm::golden("speculative.json")
+}
+
+fn load_named(name: &str) -> Model {
+    load_model(model_dir(name), LoadOptions::default())
+        .unwrap()
+        .0
+}
+
+fn options(case: &Value, compile: bool) -> GenerateOptions {
+    GenerateOptions {
+        max_tokens: case["max_tokens"].as_u64().unwrap() as usize,
+        sampler: SamplerOptions {
+            temperature: case["temp"].as_f64().unwrap(),
+            top_p: case.get("top_p").map_or(0.0, |v| v.as_f64().unwrap()),
+            ..Default::default()
+        },
+        seed: Some(case["seed"].as_u64().unwrap()),
+        compile,
+        ..Default::default()
+    }
+}
+
+/// Runs every golden case with the step compiled or eager: (tokens, from_draft, the
+/// log-probabilities stacked, traces) per case, beside the case.
+fn run_cases(compile: bool) -> Vec<(Value, Vec<u32>, Vec<bool>, Array, u64)> {
+    let mut models: HashMap<String, Model> = HashMap::new();
+    let mut out = Vec::new();
+    for case in golden()["cases"].as_array().unwrap() {
+        for name in [&case["target"], &case["draft"]] {
+            let name = name.as_str().unwrap();
+            if !models.contains_key(name) {
+                models.insert(name.into(), load_named(name));
+            }
+        }
+        let target = &models[case["target"].as_str().unwrap()];
+        let draft = &models[case["draft"].as_str().unwrap()];
+        let k = case["num_draft_tokens"].as_u64().unwrap() as usize;
+        let mut generator = speculative_generate_step(
+            target,
+            draft,
+            &ids(&case["prompt"]),
+            k,
+            &options(case, compile),
+        )
+        .unwrap();
+        let (mut tokens, mut flags, mut logprobs) = (Vec::new(), Vec::new(), Vec::new());
+        for item in generator.by_ref() {
+            let (token, lp, from_draft) = item.unwrap();
+            tokens.push(token);
+            flags.push(from_draft);
+            logprobs.push(lp);
+        }
+        let traces = generator.traces();
+        let stacked = mlx::core::ops::stack(&logprobs, 0).unwrap();
+        out.push((case.clone(), tokens, flags, stacked, traces));
+    }
+    out
+}
+
+fn golden_logprobs() -> HashMap<String, Array> {
+    let path = data_dir().join("lm").join("speculative.safetensors");
+    io::load_safetensors(path).unwrap().0
+}
+
+#[test]
+fn eager_speculative_decoding_equals_mlx_lm_bit_for_bit() {
+    // Op by op with the caches attending over their written prefix: mlx_lm's operands in
+    // mlx_lm's order, so the log-probabilities are its bits, and so are the sampled tokens.
+    let expected = golden_logprobs();
+    for (i, (case, tokens, flags, logprobs, _)) in run_cases(false).into_iter().enumerate() {
+        assert_eq!(tokens, ids(&case["tokens"]), "{case}");
+        let want: Vec<bool> = case["from_draft"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_bool().unwrap())
+            .collect();
+        assert_eq!(flags, want, "{case}");
+        let golden = &expected[&format!("case{i}")];
+        assert_eq!(logprobs.shape(), golden.shape(), "{case}");
+        assert_eq!(logprobs.dtype(), golden.dtype(), "{case}");
+        let same = mlx::core::ops::array_equal(&logprobs, golden, false).unwrap();
+        assert!(
+            same.item::<bool>().unwrap(),
+            "{case}: log-probabilities differ"
+        );
+    }
+}
+
+#[test]
+fn compiled_speculative_decoding_draws_mlx_lm_tokens_with_bounded_traces() {
+    // Compiled, the attention runs over the whole buffer with a mask and the fused kernels
+    // round fewer intermediates; no case here is near enough a tie for a token to change.
+    let expected = golden_logprobs();
+    let mut worst = 0f32;
+    for (i, (case, tokens, flags, logprobs, traces)) in run_cases(true).into_iter().enumerate() {
+        assert_eq!(tokens, ids(&case["tokens"]), "{case}");
+        let want: Vec<bool> = case["from_draft"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b.as_bool().unwrap())
+            .collect();
+        assert_eq!(flags, want, "{case}");
+        // One signature per (first draft input of 1 or 2 tokens, full or shorter last
+        // round): never one per round.
+        assert!((1..=4).contains(&traces), "{case}: {traces} traces");
+        let golden = &expected[&format!("case{i}")];
+        let diff =
+            mlx::core::ops::abs(&mlx::core::ops::subtract(&logprobs, golden).unwrap()).unwrap();
+        let diff = mlx::core::ops::max(&diff, None, false).unwrap();
+        worst = worst.max(diff.item::<f32>().unwrap());
+    }
+    println!("compiled log-probabilities: largest difference from mlx_lm {worst:e}");
+    assert!(worst <= LOGPROB_TOLERANCE, "{worst}");
+}
+
+/// The largest difference of the compiled step's log-probabilities from mlx_lm's eager ones
+/// seen on the wheel's CPU build (the same bound as the plain compiled step's: the
+/// whole-buffer attention's sums in another order).
+const LOGPROB_TOLERANCE: f32 = 1e-5;
+
+#[test]
+fn greedy_speculative_output_is_plain_greedy_output() {
+    let target = load_named("qwen3");
+    for draft_name in ["qwen3-4bit", "llama3"] {
+        let draft = load_named(draft_name);
+        let prompt = ids(&golden()["cases"][0]["prompt"]);
+        let plain_options = GenerateOptions {
+            max_tokens: 61,
+            ..Default::default()
+        };
+        let plain: Vec<u32> = generate_step(&target, &prompt, &plain_options)
+            .unwrap()
+            .map(|r| r.unwrap().0)
+            .collect();
+        for k in [1, 2, 3, 5, 8] {
+            let mut generator =
+                speculative_generate_step(&target, &draft, &prompt, k, &plain_options).unwrap();
+            let tokens: Vec<u32> = generator.by_ref().map(|r| r.unwrap().0).collect();
+            assert_eq!(tokens, plain, "draft {draft_name}, {k} draft tokens");
+            let (drafted, rounds) = generator.drafted();
+            assert!(rounds > 4, "{rounds} rounds");
+            assert!(drafted >= rounds);
+            assert!(
+                (1..=4).contains(&generator.traces()),
+                "{}",
+                generator.traces()
+            );
+            // Both caches hold what was accepted: the prompt and all but the last token.
+            let (t, d) = generator.caches();
+            let held = (prompt.len() + tokens.len() - 1) as i32;
+            assert_eq!(t[0].offset().unwrap().item::<i32>().unwrap(), held);
+            assert!(d[0].offset().unwrap().item::<i32>().unwrap() <= held);
+        }
+    }
+}
+
+#[test]
+fn text_stream_reports_draft_tokens() {
+    let case = &golden()["cases"][2];
+    let (target, tokenizer, _) = load(model_dir("qwen3"), LoadOptions::default()).unwrap();
+    let draft = load_named(case["draft"].as_str().unwrap());
+    let k = case["num_draft_tokens"].as_u64().unwrap() as usize;
+    let stream = stream_generate_speculative(
+        &target,
+        &draft,
+        &tokenizer,
+        &ids(&case["prompt"]),
+        k,
+        &options(case, true),
+    )
+    .unwrap();
+    let responses: Vec<_> = stream.map(|r| r.unwrap()).collect();
+    let tokens: Vec<u32> = responses.iter().map(|r| r.token).collect();
+    let flags: Vec<Value> = responses.iter().map(|r| r.from_draft.into()).collect();
+    assert_eq!(tokens, ids(&case["tokens"]));
+    assert_eq!(&Value::from(flags), &case["from_draft"]);
+    let accepted = responses.iter().filter(|r| r.from_draft).count();
+    assert!(accepted > 0);
+    let last = responses.last().unwrap();
+    assert_eq!(last.stats.accepted_draft_tokens, accepted);
+    assert_eq!(last.stats.generation_tokens, tokens.len());
+}
+
+fn error_of(target: &Model, draft: &Model, k: usize, options: &GenerateOptions) -> String {
+    match speculative_generate_step(target, draft, &[5, 6, 7], k, options) {
+        Err(Error::InvalidArgument(m)) => m,
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("expected an error"),
+    }
+}
+
+#[test]
+fn models_that_cannot_pair_up_are_errors() {
+    let qwen3 = load_named("qwen3");
+    let defaults = GenerateOptions::default();
+    // Another vocabulary (2048 tokens) than the target's 384.
+    let other_vocab = load_named("smollm2-bf16");
+    let m = error_of(&qwen3, &other_vocab, 2, &defaults);
+    assert!(m.contains("vocabulary"), "{m}");
+    // A sliding-window ring, as the target and as the draft.
+    let ring = load_named("gemma3_text");
+    let m = error_of(&ring, &qwen3, 2, &defaults);
+    assert!(
+        m.contains("trimmable") && m.contains("RotatingKVCache"),
+        "{m}"
+    );
+    let m = error_of(&qwen3, &ring, 2, &defaults);
+    assert!(
+        m.contains("draft model") && m.contains("RotatingKVCache"),
+        "{m}"
+    );
+    // Recurrent state.
+    let recurrent = load_named("qwen3_5");
+    let m = error_of(&recurrent, &qwen3, 2, &defaults);
+    assert!(m.contains("trimmable") && m.contains("ArraysCache"), "{m}");
+    // No draft tokens, logits processors.
+    let m = error_of(&qwen3, &qwen3, 0, &defaults);
+    assert!(m.contains("num_draft_tokens"), "{m}");
+    let penalty = GenerateOptions {
+        processors: LogitsProcessors {
+            repetition_penalty: Some(1.3),
+            ..LogitsProcessors::none()
+        },
+        ..Default::default()
+    };
+    let m = error_of(&qwen3, &qwen3, 2, &penalty);
+    assert!(m.contains("logits processors"), "{m}");
+}
+
+#[test]
+fn cli_draft_model_prints_the_plain_greedy_text() {
+    let run = |extra: &[String]| -> String {
+        let mut argv: Vec<String> = [
+            "generate",
+            "--model",
+            model_dir("qwen3").to_str().unwrap(),
+            "--prompt",
+            "def golden(name):",
+            "--temp",
+            "0",
+            "--max-tokens",
+            "40",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        argv.extend_from_slice(extra);
+        let args = cli::Args::try_parse_from(&argv).unwrap();
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        cli::run(&args, &mut out, &mut err).unwrap();
+        String::from_utf8(out).unwrap()
+    };
+    let plain = run(&[]);
+    let draft = model_dir("qwen3-4bit").display().to_string();
+    for k in ["1", "3"] {
+        let spec = run(&[
+            "--draft-model".into(),
+            draft.clone(),
+            "--num-draft-tokens".into(),
+            k.into(),
+        ]);
+        assert_eq!(spec, plain, "{k} draft tokens");
+    }
+    // A draft with another tokenizer is refused, as mlx_lm refuses it.
+    let (model, other) = (model_dir("qwen3"), model_dir("smollm2-bf16"));
+    let argv = [
+        "generate",
+        "--model",
+        model.to_str().unwrap(),
+        "--prompt",
+        "x",
+        "--draft-model",
+        other.to_str().unwrap(),
+    ];
+    let args = cli::Args::try_parse_from(argv).unwrap();
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let e = cli::run(&args, &mut out, &mut err).unwrap_err();
+    assert!(e.to_string().contains("tokenizer"), "{e}");
+}
