@@ -8,8 +8,10 @@
 //! rewinds — is one compiled function with the caches and the sampling key as `&mut` state.
 //! The accept count is an array computed in the graph and the rewinds move the caches'
 //! offsets by arrays, so no round's graph depends on how many tokens were accepted: a
-//! generation traces at most four signatures (the draft's first input of one token or two,
-//! a full round or the shorter last one), whatever its length ([`SpeculativeGenerator::traces`]).
+//! generation traces at most `2 * num_draft_tokens` signatures (the draft's first input of
+//! one token or two, times the tokens drafted: `num_draft_tokens`, or fewer in the last
+//! rounds, as mlx_lm drafts no more than `max_tokens` leaves), whatever its length
+//! ([`SpeculativeGenerator::traces`]).
 //!
 //! The acceptance rule is mlx_lm's: a draft token is accepted when the token the target
 //! *samples* at its position is the same token — not the probability-ratio rule of the
@@ -80,14 +82,23 @@ fn sample_rows(
     Ok((tokens, logprobs))
 }
 
-/// Moves every key/value cache's offset back by `by` (an `int32` scalar array): the
-/// positions past it are masked out and overwritten by the next writes (Python:
-/// `trim_prompt_cache`, with the count an array).
+/// Moves every cache's offset back by `by` (an `int32` scalar array): the positions past it
+/// are masked out and overwritten by the next writes (Python: `trim_prompt_cache`, with the
+/// count an array). A sliding-window ring that has not wrapped (checked before the
+/// generation starts: see [`untrimmable`]) holds position `p` in slot `p`; its slots past
+/// the offset become empty again, so the next write takes the first of them.
 fn rewind(cache: &mut [LayerCache], by: &Array) -> mlx_rs::Result<()> {
     for layer in cache {
         layer.try_for_each_mut(&mut |c| {
-            if let LayerCache::Kv(kv) = c {
-                kv.offset = ops::subtract(&kv.offset, by)?;
+            match c {
+                LayerCache::Kv(kv) => kv.offset = ops::subtract(&kv.offset, by)?,
+                LayerCache::Rotating(ring) => {
+                    ring.offset = ops::subtract(&ring.offset, by)?;
+                    let past = ops::greater_equal(&ring.positions, &ring.offset)?;
+                    ring.positions =
+                        ops::where_(&past, Array::from_scalar(-1i32), &ring.positions)?;
+                }
+                _ => {}
             }
             Ok::<(), mlx_rs::Error>(())
         })?;
@@ -165,15 +176,26 @@ pub struct SpeculativeGenerator<'m> {
     failed: bool,
 }
 
-/// Whether every layer of `cache` can be rewound: key/value caches only. A sliding-window
-/// ring may have overwritten the positions a rewind would expose again, and recurrent state
-/// cannot forget tokens.
-fn untrimmable(cache: &[LayerCache]) -> Option<&'static str> {
+/// Why a layer of `cache` could not be rewound during a generation that writes `positions`
+/// positions, if one could not: recurrent state cannot forget tokens, and a sliding-window
+/// ring that wraps overwrites positions a rewind would need again (mlx_lm checks its ring
+/// once, before the generation, and rewinds it wrongly once it wraps).
+fn untrimmable(cache: &[LayerCache], positions: usize) -> Option<String> {
     let mut found = None;
     for layer in cache {
         layer.for_each(&mut |c| {
-            if !matches!(c, LayerCache::Kv(_)) && found.is_none() {
-                found = Some(c.class_name());
+            let why = match c {
+                LayerCache::Kv(_) => None,
+                LayerCache::Rotating(ring) if positions <= ring.window().max(0) as usize => None,
+                LayerCache::Rotating(ring) => Some(format!(
+                    "a RotatingKVCache of {} positions, which {positions} positions (the prompt \
+                     and max_tokens) would wrap",
+                    ring.window()
+                )),
+                other => Some(format!("a {}", other.class_name())),
+            };
+            if found.is_none() {
+                found = why;
             }
         });
     }
@@ -187,8 +209,9 @@ fn untrimmable(cache: &[LayerCache]) -> Option<&'static str> {
 ///
 /// Both models must use the same tokenizer; the draft's vocabulary may not be larger than the
 /// target's (the target could not read the draft's extra tokens). Both caches must be
-/// rewindable: a model with a sliding-window or recurrent layer is an error (mlx_lm refuses a
-/// target whose cache cannot be trimmed). Logits processors and constraints are not
+/// rewindable: a model with a recurrent layer is an error, and so is one with a
+/// sliding-window layer whose window the prompt and `max_tokens` would overrun (mlx_lm
+/// refuses a target whose cache cannot be trimmed). Logits processors and constraints are not
 /// supported with a draft model (an error).
 pub fn speculative_generate_step<'m, M, D>(
     model: &'m M,
@@ -238,10 +261,9 @@ where
     let mut target_cache = model.make_cache(1, prefill_capacity)?;
     let mut draft_cache = draft_model.make_cache(1, prefill_capacity)?;
     for (which, cache) in [("model", &target_cache), ("draft model", &draft_cache)] {
-        if let Some(kind) = untrimmable(cache) {
+        if let Some(why) = untrimmable(cache, prompt.len() + options.max_tokens) {
             return Err(invalid(format!(
-                "speculative decoding requires a trimmable prompt cache: the {which}'s has a \
-                 {kind}"
+                "speculative decoding requires a trimmable prompt cache: the {which}'s has {why}"
             )));
         }
     }
@@ -298,9 +320,9 @@ fn prefill<M: LanguageModel + ?Sized>(
 }
 
 impl SpeculativeGenerator<'_> {
-    /// How often a round was traced (compiled): at most 4 for a whole generation (the
-    /// draft's first input of one token or two, times a full round or the shorter last one),
-    /// 0 for an eager one ([`GenerateOptions::compile`] off).
+    /// How often a round was traced (compiled): at most `2 * num_draft_tokens` for a whole
+    /// generation (the draft's first input of one token or two, times the tokens drafted,
+    /// fewer in the last rounds), 0 for an eager one ([`GenerateOptions::compile`] off).
     pub fn traces(&self) -> u64 {
         match &self.step {
             Step::Compiled(step) => step.stats().traces,

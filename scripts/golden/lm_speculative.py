@@ -11,7 +11,7 @@ was drawn from, `[tokens, vocab]`).
 
 The pairs: a float target with its own 4-bit quantization as the draft (they mostly agree:
 long accepted runs), the 4-bit target with the float draft, and a target with an unrelated
-draft (llama3 for qwen3: mostly rejected); greedy and seeded sampling; 1, 2 and 4 draft
+draft (qwen2 for qwen3: mostly rejected); greedy and seeded sampling; 1, 2 and 4 draft
 tokens; max_tokens not a multiple of the round so the last round drafts fewer.
 
 Run: scripts/gen-golden lm_speculative (after lm, whose model directories it reads)
@@ -39,7 +39,7 @@ MODELS = common.ROOT / "tests" / "data" / "lm-models"
 OUT = common.DATA / "lm"
 MAX_TOKENS = 23
 
-PAIRS = [("qwen3", "qwen3-4bit"), ("qwen3-4bit", "qwen3"), ("qwen3", "llama3")]
+PAIRS = [("qwen3", "qwen3-4bit"), ("qwen3-4bit", "qwen3"), ("qwen3", "qwen2")]
 SAMPLERS = [{"temp": 0.0, "seed": 0}, {"temp": 0.05, "seed": 5},
             {"temp": 0.1, "top_p": 0.9, "seed": 9}]
 
