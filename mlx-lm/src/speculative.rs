@@ -212,7 +212,9 @@ fn untrimmable(cache: &[LayerCache], positions: usize) -> Option<String> {
 /// rewindable: a model with a recurrent layer is an error, and so is one with a
 /// sliding-window layer whose window the prompt and `max_tokens` would overrun (mlx_lm
 /// refuses a target whose cache cannot be trimmed). Logits processors and constraints are not
-/// supported with a draft model (an error).
+/// supported with a draft model (an error). Of the other options, `cache_writes_in_place`
+/// does not apply: a round writes several positions per call, and the caches update
+/// functionally.
 pub fn speculative_generate_step<'m, M, D>(
     model: &'m M,
     draft_model: &'m D,
