@@ -58,6 +58,13 @@ pub struct Args {
     /// mlx_lm's `--adapter-path`.
     #[arg(long)]
     pub adapter_path: Option<PathBuf>,
+    /// A draft model directory for speculative decoding, with the model's tokenizer (mlx_lm's
+    /// `--draft-model`).
+    #[arg(long)]
+    pub draft_model: Option<PathBuf>,
+    /// With --draft-model: the tokens it proposes per step.
+    #[arg(long, default_value_t = 3)]
+    pub num_draft_tokens: usize,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -114,8 +121,30 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), 
         stop_tokens: tokenizer.eos_token_ids(),
         ..Default::default()
     };
+    let draft = match &args.draft_model {
+        None => None,
+        Some(dir) => {
+            let (draft, draft_tokenizer, _) = crate::load(dir, LoadOptions::default())?;
+            if draft_tokenizer.vocab_size() != tokenizer.vocab_size() {
+                return Err("Draft model tokenizer does not match model tokenizer.".into());
+            }
+            Some(draft)
+        }
+    };
+    let responses: Box<dyn Iterator<Item = crate::Result<crate::GenerationResponse>>> = match &draft
+    {
+        None => Box::new(crate::stream_generate(&model, &tokenizer, &ids, &options)?),
+        Some(draft) => Box::new(crate::stream_generate_speculative(
+            &model,
+            draft,
+            &tokenizer,
+            &ids,
+            args.num_draft_tokens,
+            &options,
+        )?),
+    };
     let mut last = None;
-    for response in crate::stream_generate(&model, &tokenizer, &ids, &options)? {
+    for response in responses {
         let response = response?;
         out.write_all(response.text.as_bytes())?;
         out.flush()?;

@@ -135,6 +135,9 @@ pub struct GenerationStats {
     pub generation_tps: f64,
     /// MLX's peak memory in bytes.
     pub peak_memory: usize,
+    /// Generated tokens the draft model proposed and the model accepted (speculative
+    /// decoding; 0 otherwise).
+    pub accepted_draft_tokens: usize,
 }
 
 /// The decode step, compiled (traced once per generation) or op by op as mlx_lm runs it.
@@ -456,6 +459,9 @@ pub struct GenerationResponse {
     pub token: u32,
     /// Log-probabilities of the distribution the token was drawn from (`[vocab]`).
     pub logprobs: Array,
+    /// Whether the draft model proposed the token (speculative decoding; Python:
+    /// `from_draft`).
+    pub from_draft: bool,
     pub finish_reason: Option<FinishReason>,
     pub stats: GenerationStats,
 }
@@ -551,6 +557,7 @@ impl TextStream<'_, '_> {
             text: piece.text,
             token,
             logprobs,
+            from_draft: false,
             finish_reason: finish,
             stats: self.tokens.stats(),
         }))

@@ -49,6 +49,7 @@ mod prompt_cache;
 mod quantization;
 mod registry;
 mod sample;
+mod speculative;
 pub mod structured;
 mod text_assembler;
 mod tokenizer;
@@ -81,6 +82,10 @@ pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use registry::{register_model, registered_models, ModelConstructor};
 pub use sample::{LogitsProcessors, SamplerOptions};
+pub use speculative::{
+    speculative_generate_step, stream_generate_speculative, SpeculativeGenerator,
+    SpeculativeTextStream,
+};
 pub use text_assembler::{TextAssembler, TextPiece};
 pub use tokenizer::Tokenizer;
 pub use weights::{load_weights, WeightFiles, Weights};
