@@ -218,6 +218,71 @@ fn gguf_tokenizer_equals_the_hf_tokenizer() {
     }
 }
 
+/// SentencePiece vocabularies (`tokenizer.ggml.model = "llama"`) under the architectures whose
+/// tokenizer transformers builds differently: the same ids as transformers' GGUF tokenizer on a
+/// varied corpus (CJK, emoji, code, whitespace runs, byte fallback, special and user-defined
+/// tokens), with and without the BOS token, the same decoded text and chat-template text.
+#[test]
+fn sentencepiece_tokenizer_equals_transformers() {
+    let record: Value =
+        serde_json::from_str(&std::fs::read_to_string(file("spm.json")).unwrap()).unwrap();
+    let texts: Vec<&str> = record["texts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(texts.len() >= 50);
+    let ids = |v: &Value| -> Vec<u32> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i.as_u64().unwrap() as u32)
+            .collect()
+    };
+    let files = record["files"].as_object().unwrap();
+    assert_eq!(files.len(), 4);
+    let mut failed = Vec::new();
+    for (name, want) in files {
+        let tok = gguf::load_tokenizer(&GgufFile::open(file(name)).unwrap()).unwrap();
+        let mut agree = 0;
+        for (i, text) in texts.iter().enumerate() {
+            let with = tok.encode(text, true).unwrap();
+            let without = tok.encode(text, false).unwrap();
+            let decoded = tok.decode(&with, false).unwrap();
+            if with != ids(&want["ids"][i])
+                || without != ids(&want["ids_without_special"][i])
+                || decoded != want["decoded"][i].as_str().unwrap()
+            {
+                failed.push(format!(
+                    "{name} {text:?}: {with:?} / {without:?} / {decoded:?}, transformers {} / {} / {}",
+                    want["ids"][i], want["ids_without_special"][i], want["decoded"][i]
+                ));
+            } else {
+                agree += 1;
+            }
+        }
+        eprintln!("{name}: {agree} of {} texts agree", texts.len());
+        let messages = serde_json::json!([
+            {"role": "user", "content": "Hi there"},
+            {"role": "assistant", "content": "Hello 🤖"},
+            {"role": "user", "content": "  spaced  "}
+        ]);
+        let options = mlx::lm::ChatOptions {
+            add_generation_prompt: true,
+            ..Default::default()
+        };
+        let chat = tok.apply_chat_template(&messages, &options).unwrap();
+        if chat != want["chat"].as_str().unwrap() {
+            failed.push(format!(
+                "{name}: chat {chat:?}, transformers {}",
+                want["chat"]
+            ));
+        }
+    }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
+}
+
 fn broken(name: &str, bytes: &[u8]) -> String {
     let dir = std::env::temp_dir().join(format!("mlx-gguf-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -13,6 +13,14 @@ For each model and type (F32, F16, Q8_0, Q4_0, Q4_1):
 Checked against transformers' GGUF reader (config and tokenizer; the tensors need PyTorch):
 `load_gguf_checkpoint` must give the golden config's values and the golden vocabulary.
 
+`spm-ARCH.gguf` + `spm.json`: a SentencePiece vocabulary (BPE with byte fallback, trained here
+with `sentencepiece` on the repository's README) written as llama.cpp's
+`_set_vocab_sentencepiece` writes one (`tokenizer.ggml.model = "llama"`: tokens, scores, token
+types), under the architectures whose tokenizer transformers builds differently (llama's
+Metaspace, gemma's space-splitting with merges in file order, phi3's prepended-space
+normalizer); `spm.json` holds a corpus and transformers' ids for it, its decoding and the chat
+template's text, from transformers' own GGUF tokenizer conversion.
+
 `kquants.gguf` + `kquants.safetensors`: random blocks of the de-quantized-at-load types
 (Q5_0, Q5_1, Q2_K ... Q6_K, block scales set to finite float16) and gguf-py's
 `dequantize` of them.
@@ -217,6 +225,155 @@ def check_with_transformers(name, arch, config, weights):
     assert {t: i for i, t in enumerate(tokens)} == golden, name
 
 
+# Varied text for the tokenizers: CJK, emoji, code, whitespace runs, characters only byte
+# fallback spells, the special and user-defined tokens, empty and space-only strings.
+SPM_CORPUS = [
+    "Hello, world! The quick brown fox jumps over the lazy dog.",
+    "hello world", " hello", "  two leading spaces", "trailing spaces   ", "   ",
+    " ", "", "a", "\n", "\n\n\n", "\t\ttabs\tand\nnewlines\r\n",
+    "multiple     inner      spaces", "line one\nline two\n\n  indented line",
+    "日本語のテキストです。", "中文文本，包括标点符号。", "한국어 텍스트", "混合 mixed 文字 text",
+    "emoji 🤖🚀 and flags 🇫🇷 and families 👨‍👩‍👧", "🤖", "café naïve résumé Ünïcödé",
+    "Ελληνικά και кириллица", "العربية עברית", "math ∑ ∫ √ ≤ ≥ ≠ ∞",
+    "fn main() {\n    println!(\"Hello {}\", 42);\n}",
+    "def f(x):\n    return x ** 2  # square",
+    "for (int i = 0; i < n; ++i) { a[i] += b[i]; }",
+    "<html><body class=\"x\">&amp;</body></html>",
+    "SELECT * FROM t WHERE id = 7;", "path/to/file.rs:12:34", "https://example.com/a?b=c&d=e",
+    "numbers 1234567890 and 3.14159 and -0.5e-10", "2026-11-29T04:26:57Z",
+    "CamelCaseIdentifier snake_case_identifier kebab-case", "ALL CAPS TEXT", "MiXeD cAsE",
+    "punctuation!!! ??? ... --- ,,, ;;; :::", "quotes 'single' \"double\" `back`",
+    "<start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n",
+    "text<start_of_turn>glued<end_of_turn>text", "<think>reasoning</think> answer",
+    " <think> spaced </think> ", "<s> and </s> and <unk> written out",
+    "<bos><eos><pad><mask>", "\u0000 control \u0007 characters \u001b[0m",
+    "zero\u200bwidth\u200cjoiners\u200d", "combining e\u0301 vs \u00e9",
+    "a" * 40, "ab " * 20, "\u2581 the metaspace character itself \u2581\u2581",
+    "The model loads a GGUF file and generates text.",
+    "mlx-lm reads tokenizer.ggml.tokens, scores and token types.",
+]
+
+# Gemma's special tokens where its vocabulary has them; the others <unk>, <s>, </s>.
+SPM_SPECIALS = {
+    "gemma": dict(pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>",
+                  bos_piece="<bos>", unk_piece="<unk>"),
+    "llama": dict(unk_id=0, bos_id=1, eos_id=2, pad_id=-1),
+}
+# (architecture, vocabulary, template); the template shows that the file's is the one used.
+SPM_TEMPLATE = ("{{ bos_token }}{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}"
+                "{{ eos_token }}{% endfor %}")
+SPM_FILES = [("llama", "llama", SPM_TEMPLATE),
+             ("gemma2", "gemma", None), ("gemma3", "gemma", None), ("phi3", "llama", None)]
+
+
+def spm_vocab(kind):
+    """`(tokens, scores, token types, special ids)` of a SentencePiece model trained here, as
+    convert_hf_to_gguf.py's `_create_vocab_sentencepiece` reads them: the pieces, their scores,
+    unknown / control / unused / byte types from the model, and the added tokens of a
+    `tokenizer_config.json` (here `<start_of_turn>` / `<end_of_turn>` special, `<think>` not)."""
+    import io
+
+    import sentencepiece as spm
+
+    text = (ROOT / "README.md").read_text()
+    extra = ["<start_of_turn>", "<end_of_turn>", "<think>"] + (["<mask>"] if kind == "gemma" else [])
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(text.splitlines()), model_writer=model, model_type="bpe",
+        vocab_size=384, byte_fallback=True, character_coverage=0.98, user_defined_symbols=extra,
+        num_threads=1, split_digits=True, allow_whitespace_only_pieces=True,
+        remove_extra_whitespaces=False, minloglevel=2, **SPM_SPECIALS[kind])
+    sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    tokens, scores, types = [], [], []
+    for i in range(sp.vocab_size()):
+        piece = sp.id_to_piece(i)
+        kind_of = gguf.TokenType.NORMAL
+        if sp.is_unknown(i):
+            kind_of = gguf.TokenType.UNKNOWN
+        elif sp.is_control(i) or piece in ("<start_of_turn>", "<end_of_turn>", "<mask>"):
+            kind_of = gguf.TokenType.CONTROL
+        elif sp.is_unused(i):
+            kind_of = gguf.TokenType.UNUSED
+        elif sp.is_byte(i):
+            kind_of = gguf.TokenType.BYTE
+        elif piece == "<think>":
+            kind_of = gguf.TokenType.USER_DEFINED
+        tokens.append(piece)
+        scores.append(sp.get_score(i))
+        types.append(kind_of)
+    ids = {"bos": sp.bos_id(), "eos": sp.eos_id(), "unk": sp.unk_id(), "pad": sp.pad_id()}
+    return tokens, scores, types, ids
+
+
+def add_spm_tokenizer(writer, kind, template):
+    tokens, scores, types, ids = spm_vocab(kind)
+    writer.add_tokenizer_model("llama")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(ids["bos"])
+    writer.add_eos_token_id(ids["eos"])
+    writer.add_unk_token_id(ids["unk"])
+    if ids["pad"] >= 0:
+        writer.add_pad_token_id(ids["pad"])
+    writer.add_add_bos_token(True)
+    writer.add_add_eos_token(False)
+    writer.add_chat_template(template or GEMMA_TEMPLATE)
+
+
+# Gemma's chat template (tests/data/lm-models/gemma2's).
+GEMMA_TEMPLATE = json.loads((MODELS / "gemma2" / "tokenizer_config.json").read_text())[
+    "chat_template"]
+
+
+def transformers_gguf_tokenizer(path):
+    """transformers' tokenizer of a GGUF file, as `from_pretrained(..., gguf_file=...)` builds
+    it. Its metadata reader's module imports PyTorch for a dtype table only: a stand-in module
+    lets it load without PyTorch."""
+    import types
+
+    import transformers
+    import transformers.integrations.gguf.gguf_tokenizer_mapping  # noqa: F401
+
+    if "transformers.integrations.gguf.reader" not in sys.modules:
+        stub = types.ModuleType("torch")
+        stub.__getattr__ = lambda name: name
+        sys.modules["torch"] = stub
+        try:
+            import transformers.integrations.gguf.reader  # noqa: F401
+        finally:
+            del sys.modules["torch"]
+    return transformers.PreTrainedTokenizerFast.from_pretrained(str(path.parent),
+                                                               gguf_file=path.name)
+
+
+def write_spm():
+    record = {"texts": SPM_CORPUS, "files": {}}
+    messages = [{"role": "user", "content": "Hi there"},
+                {"role": "assistant", "content": "Hello 🤖"},
+                {"role": "user", "content": "  spaced  "}]
+    for arch, kind, template in SPM_FILES:
+        path = OUT / f"spm-{arch}.gguf"
+        writer = gguf.GGUFWriter(str(path), arch)
+        add_spm_tokenizer(writer, kind, template)
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        tok = transformers_gguf_tokenizer(path)
+        ids = [tok.encode(t) for t in SPM_CORPUS]
+        plain = [tok.encode(t, add_special_tokens=False) for t in SPM_CORPUS]
+        record["files"][path.name] = {
+            "ids": ids,
+            "ids_without_special": plain,
+            "decoded": [tok.decode(i, skip_special_tokens=False) for i in ids],
+            "chat": tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True),
+        }
+        print(f"{path.name}: {path.stat().st_size} bytes")
+    (OUT / "spm.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+
+
 def write_kquants():
     rng = np.random.default_rng(41)
     # (type, byte offsets of its float16 block scales)
@@ -244,11 +401,14 @@ def write_kquants():
 
 def main():
     OUT.mkdir(parents=True, exist_ok=True)
-    names = sys.argv[1:] or [n for n, _ in CASES]
+    names = sys.argv[1:] or [n for n, _ in CASES] + ["spm", "kquants"]
     for name, arch in CASES:
         if name in names:
             write_model(name, arch)
-    write_kquants()
+    if "spm" in names:
+        write_spm()
+    if "kquants" in names:
+        write_kquants()
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@
 
 mod arch;
 mod reader;
+mod sentencepiece;
 mod tensors;
 mod tokenizer;
 
