@@ -21,7 +21,10 @@ const USER_DEFINED: i64 = 4;
 /// regexes); `None` is GPT-2's, which byte-level BPE applies itself.
 fn pre_split(pre: &str) -> Option<Option<&'static str>> {
     Some(match pre {
-        "default" | "gpt2" => None,
+        // llama.cpp splits SmolLM's digits one by one before GPT-2's split (as the
+        // original tokenizer.json does); transformers' GGUF conversion, the reference here,
+        // knows no "smollm" and applies GPT-2's alone.
+        "default" | "gpt2" | "smollm" => None,
         "llama-bpe" | "llama3" | "smaug-bpe" => Some(
             r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+",
         ),
