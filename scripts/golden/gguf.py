@@ -435,11 +435,14 @@ FAMILIES = {
 FAMILY_TYPES = ["F32", "Q8_0", "Q4_0"]
 
 
-def family_gguf_name(name):
+def family_gguf_name(name, arch):
     base, suffix = name.rsplit(".", 1)
     if base.startswith("model.layers."):
         _, _, layer, part = base.split(".", 3)
-        if part in FAMILY_LAYERS:
+        # Gemma's four norms a layer; the others' post-attention norm is the FFN's.
+        gemma_only = {"post_attention_layernorm", "pre_feedforward_layernorm",
+                      "post_feedforward_layernorm"}
+        if part in FAMILY_LAYERS and (arch.startswith("gemma") or part not in gemma_only):
             return f"blk.{layer}.{FAMILY_LAYERS[part]}.{suffix}"
     return gguf_name(name)
 
@@ -547,10 +550,10 @@ def write_family(name):
                 kv = config["num_key_value_heads"] if ".k_proj." in key else None
                 data = permute(data, config["num_attention_heads"], kv)
             if data.dtype == np.uint8:
-                writer.add_tensor(family_gguf_name(key), data, raw_shape=data.shape,
+                writer.add_tensor(family_gguf_name(key, arch), data, raw_shape=data.shape,
                                   raw_dtype=gguf.GGMLQuantizationType[qtype])
             else:
-                writer.add_tensor(family_gguf_name(key), np.ascontiguousarray(data))
+                writer.add_tensor(family_gguf_name(key, arch), np.ascontiguousarray(data))
         if arch == "llama":
             writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(config))
         if arch == "phi3":
