@@ -435,6 +435,31 @@ fn broken_files_are_errors() {
     assert!(err.contains("llamb"), "{err}");
 }
 
+#[test]
+fn broken_family_files_are_errors() {
+    // Phi-3 with one of its two LongRoPE factor tensors.
+    let mut phi3 = std::fs::read(file("phi3-Q4_0.gguf")).unwrap();
+    let at = find(&phi3, b"rope_factors_short");
+    phi3[at..at + 18].copy_from_slice(b"rope_factors_xhort");
+    let err = broken("phi3.gguf", &phi3);
+    assert!(err.contains("rope_factors"), "{err}");
+
+    // A SentencePiece vocabulary without its scores.
+    let mut spm = std::fs::read(file("spm-llama.gguf")).unwrap();
+    let at = find(&spm, b"tokenizer.ggml.scores");
+    spm[at..at + 21].copy_from_slice(b"tokenizer.ggml.scorez");
+    let dir = std::env::temp_dir().join(format!("mlx-gguf-spm-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("spm.gguf");
+    std::fs::write(&path, &spm).unwrap();
+    let err = match gguf::load_tokenizer(&GgufFile::open(&path).unwrap()) {
+        Ok(_) => panic!("a vocabulary without scores loaded"),
+        Err(e) => e.to_string(),
+    };
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.contains("tokenizer.ggml.scores"), "{err}");
+}
+
 fn find(hay: &[u8], needle: &[u8]) -> usize {
     hay.windows(needle.len()).position(|w| w == needle).unwrap()
 }
