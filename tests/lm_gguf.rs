@@ -4,7 +4,9 @@
 //! F16, and Q8_0 / Q4_0 / Q4_1 kept as MLX affine, give those of mlx_lm's model with the
 //! file's de-quantized values (gguf-py's `dequantize`) within the bound measured here; the
 //! K-quants de-quantize as gguf-py does, bit for bit; the tokenizer encodes as the golden
-//! `tokenizer.json` does; broken files are errors.
+//! `tokenizer.json` does; SentencePiece vocabularies as transformers' GGUF tokenizer does;
+//! gemma2, gemma3, phi3, qwen3moe and Llama 3.1-rope files give mlx_lm's logits; the real
+//! SmolLM2 Q4_1 file (when fetched) chats as its reference does; broken files are errors.
 
 mod support;
 
