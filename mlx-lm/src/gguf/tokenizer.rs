@@ -1,7 +1,7 @@
 //! `tokenizer.ggml.*` as a `tokenizer.json` and `tokenizer_config.json`, as transformers'
 //! GGUF tokenizer conversion (`integrations/gguf/gguf_tokenizer_mapping.py`) builds them:
 //! `gpt2` files as a byte-level BPE with the file's merges, `llama` (SentencePiece) files as
-//! the BPE with byte fallback of [`sentencepiece`]; control tokens as special added tokens,
+//! the BPE with byte fallback of `sentencepiece.rs`; control tokens as special added tokens,
 //! user-defined ones as plain added tokens, the BOS token prepended when `add_bos_token` says so
 //! (by default for SentencePiece files, as llama.cpp does), the chat template from
 //! `tokenizer.chat_template`.
