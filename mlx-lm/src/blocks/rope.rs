@@ -439,6 +439,32 @@ impl RotaryEmbedding {
                     ..plain
                 })
             }
+            // llama.cpp's `rope_freqs` tensor, which only GGUF files hold (the GGUF loader
+            // writes this type): per-frequency factors dividing each rotary frequency, Llama
+            // 3.1's scaling as its converter computed it.
+            "gguf_rope_freqs" => {
+                let v = s.get("factors").cloned().unwrap_or(Value::Null);
+                let factors: Vec<f32> = v
+                    .as_array()
+                    .and_then(|l| l.iter().map(|x| x.as_f64().map(|x| x as f32)).collect())
+                    .filter(|l: &Vec<f32>| l.len() as i32 == dims / 2)
+                    .ok_or_else(|| {
+                        invalid(
+                            path,
+                            &s.key("factors"),
+                            &format!("expected {} numbers (dims / 2)", dims / 2),
+                        )
+                    })?;
+                let factors = Array::from_slice(&factors, &[factors.len() as i32]).map_err(mlx)?;
+                let freqs = ops::multiply(&factors, &base_freqs(dims, base).map_err(mlx)?)
+                    .and_then(|f| f.to_vec::<f32>())
+                    .map_err(mlx)?;
+                Ok(RotaryEmbedding {
+                    base: None,
+                    freqs: Some(freqs),
+                    ..plain
+                })
+            }
             other => Err(invalid(
                 path,
                 &s.key("type"),

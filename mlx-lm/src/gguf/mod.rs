@@ -4,6 +4,7 @@
 
 mod arch;
 mod reader;
+mod sentencepiece;
 mod tensors;
 mod tokenizer;
 
@@ -77,7 +78,8 @@ pub struct GgufCheckpoint {
 /// `LoadOptions::dtype`, float16 by default).
 pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoint> {
     let file = GgufFile::open(path)?;
-    let arch = arch::architecture(&file)?;
+    let mut arch = arch::architecture(&file)?;
+    rope_factors(&file, &mut arch.config)?;
     let config = ModelConfig::from_values(path, arch.config)?;
     let float = float.unwrap_or(Dtype::Float16);
     let mut weights = Weights::default();
@@ -87,7 +89,10 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
         source,
     };
     for t in &file.tensors {
-        let name = hf_name(&t.name).ok_or_else(|| {
+        if arch::is_rope_factors(&t.name) {
+            continue;
+        }
+        let name = hf_name(&arch.name, &t.name).ok_or_else(|| {
             invalid(
                 path,
                 &t.name,
@@ -107,7 +112,15 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
             Some(h) => unpermute(&a, h).map_err(mlx),
             None => Ok(a),
         };
+        let plus_one = arch.norms_plus_one && name.ends_with("norm.weight");
         match tensors::decode(&file, t, float)? {
+            Decoded::Float(a) if plus_one => {
+                // In float32, as transformers subtracts from the de-quantized numpy array.
+                let a = a.astype(Dtype::Float32).map_err(mlx)?;
+                let one = mlx_rs::Array::from_scalar(1.0f32);
+                let a = mlx_rs::ops::subtract(&a, &one).map_err(mlx)?;
+                weights.insert(name, a, path)
+            }
             Decoded::Float(a) => weights.insert(name, fix(a)?, path),
             Decoded::Affine {
                 weight,
@@ -115,7 +128,7 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
                 biases,
                 bits,
             } => {
-                let Some(layer) = name.strip_suffix(".weight") else {
+                let Some(layer) = name.strip_suffix(".weight").filter(|_| !plus_one) else {
                     return Err(invalid(
                         path,
                         &t.name,
@@ -141,6 +154,44 @@ pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoi
         quantization,
         file,
     })
+}
+
+/// Fills in the rotary factors llama.cpp stores as tensors: Phi-3's LongRoPE factors
+/// (`rope_factors_long`, `rope_factors_short`) as `rope_scaling`'s `long_factor` and
+/// `short_factor`, Llama 3.1's `rope_freqs` as the `factors` of the `gguf_rope_freqs` type.
+fn rope_factors(
+    file: &GgufFile,
+    config: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<()> {
+    let read = |name: &str| -> Result<serde_json::Value> {
+        let t = file
+            .tensor(name)
+            .ok_or_else(|| invalid(&file.path, name, "missing"))?;
+        let Decoded::Float(a) = tensors::decode(file, t, Dtype::Float32)? else {
+            return Err(invalid(&file.path, name, "quantized rotary factors"));
+        };
+        let values = a
+            .astype(Dtype::Float32)
+            .and_then(|a| a.to_vec::<f32>())
+            .map_err(|source| Error::Mlx {
+                path: file.path.clone(),
+                source,
+            })?;
+        // Python floats of the float32 values, as a config holds them.
+        Ok(serde_json::json!(values
+            .iter()
+            .map(|v| f64::from(*v))
+            .collect::<Vec<_>>()))
+    };
+    if let Some(scaling) = config.get_mut("rope_scaling") {
+        if scaling["type"] == "longrope" {
+            scaling["long_factor"] = read("rope_factors_long.weight")?;
+            scaling["short_factor"] = read("rope_factors_short.weight")?;
+        } else if scaling["rope_type"] == "gguf_rope_freqs" {
+            scaling["factors"] = read("rope_freqs.weight")?;
+        }
+    }
+    Ok(())
 }
 
 /// The tokenizer of a GGUF file (`tokenizer.ggml.*`, `tokenizer.chat_template`).
