@@ -103,12 +103,34 @@ fn eager_speculative_decoding_equals_mlx_lm_bit_for_bit() {
         let golden = &expected[&format!("case{i}")];
         assert_eq!(logprobs.shape(), golden.shape(), "{case}");
         assert_eq!(logprobs.dtype(), golden.dtype(), "{case}");
-        let same = mlx::core::ops::array_equal(&logprobs, golden, false).unwrap();
+        assert_logprobs(&logprobs, golden, &case);
+    }
+}
+
+/// Our source build of MLX compiles its kernels with other flags than the wheel that wrote
+/// the records (vectorized exp, reduction order): tests/lm_models.rs bounds that gap in
+/// logits by 1e-5 (measured up to 1.7e-6), and log-probabilities carry it unchanged.
+const SOURCE_BUILD: f32 = 1e-5;
+
+/// Bit for bit linked to the wheel's libmlx (`MLX_DIR`), within [`SOURCE_BUILD`] otherwise.
+fn assert_logprobs(ours: &Array, golden: &Array, case: &Value) {
+    if mlx::core::sys::PREBUILT_MLX {
+        let same = mlx::core::ops::array_equal(ours, golden, false).unwrap();
         assert!(
             same.item::<bool>().unwrap(),
             "{case}: log-probabilities differ"
         );
+        return;
     }
+    let diff = mlx::core::ops::subtract(ours, golden).unwrap();
+    let worst = mlx::core::ops::max(&mlx::core::ops::abs(&diff).unwrap(), None, false)
+        .unwrap()
+        .item::<f32>()
+        .unwrap();
+    assert!(
+        worst <= SOURCE_BUILD,
+        "{case}: log-probabilities {worst:e} apart"
+    );
 }
 
 #[test]
@@ -131,11 +153,7 @@ fn compiled_speculative_decoding_equals_mlx_lm_with_bounded_traces() {
         let k = case["num_draft_tokens"].as_u64().unwrap();
         assert!((1..=2 * k).contains(&traces), "{case}: {traces} traces");
         let golden = &expected[&format!("case{i}")];
-        let same = mlx::core::ops::array_equal(&logprobs, golden, false).unwrap();
-        assert!(
-            same.item::<bool>().unwrap(),
-            "{case}: log-probabilities differ"
-        );
+        assert_logprobs(&logprobs, golden, &case);
     }
 }
 
