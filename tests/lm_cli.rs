@@ -1,0 +1,351 @@
+//! The `mlx-lm` command-line tool against mlx_lm 0.32.2's own commands on the golden models
+//! (`scripts/golden/lm_cli.py`, `tests/data/lm/cli.json`): `generate`'s whole output (the
+//! statistics' rates and memory are timings, so of those lines only the format and the token
+//! counts are compared), `chat`'s answers to a piped transcript, `cache_prompt`'s file in
+//! both directions. Each command runs in-process (`cli::run`) and the binary as a
+//! subprocess; bad input is an error line and status 1.
+
+mod support;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use mlx::core::{io, ops, Array};
+use mlx::lm::cli;
+use serde_json::Value;
+use support::golden::data_dir;
+use support::lm::model_dir;
+
+fn golden() -> Value {
+    support::lm::golden("cli.json")
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The model's path as mlx_lm's run gave it: relative to the repository root, which is the
+/// working folder of this test binary and of the subprocesses it starts.
+fn model_arg(name: &str) -> String {
+    model_dir(name);
+    format!("tests/data/lm-models/{name}")
+}
+
+/// Runs `mlx-lm ARGS` in-process with `stdin` as its input: (stdout, stderr) or the error.
+fn run_in_process(argv: &[String], stdin: &str) -> Result<(String, String), String> {
+    let argv = std::iter::once("mlx-lm".to_string()).chain(argv.iter().cloned());
+    let cli = cli::Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    cli::run(&cli, &mut stdin.as_bytes(), &mut out, &mut err).map_err(|e| e.to_string())?;
+    Ok((
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(err).unwrap(),
+    ))
+}
+
+/// Runs the `mlx-lm` binary: (status code, stdout, stderr).
+fn run_binary(argv: &[String], stdin: &str) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mlx-lm"))
+        .args(argv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+/// Checks `ours` against mlx_lm's `theirs`: the same text up to the statistics, then
+/// statistics lines of mlx_lm's format with the same token counts.
+fn assert_generate_output(ours: &str, case: &Value) {
+    let theirs = case["stdout"].as_str().unwrap();
+    let Some(prompt_tokens) = case.get("prompt_tokens") else {
+        assert_eq!(ours, theirs, "{case}");
+        return;
+    };
+    let at = theirs.rfind("Prompt: ").unwrap();
+    assert_eq!(ours.get(..at), Some(&theirs[..at]), "{case}");
+    let stats: Vec<&str> = ours[at..].lines().collect();
+    assert_eq!(stats.len(), 3, "{ours}");
+    let number = |s: &str, decimals: usize| {
+        let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+        !whole.is_empty()
+            && whole.bytes().all(|b| b.is_ascii_digit())
+            && fraction.len() == decimals
+            && fraction.bytes().all(|b| b.is_ascii_digit())
+    };
+    for (line, label, count) in [
+        (stats[0], "Prompt", prompt_tokens),
+        (stats[1], "Generation", &case["generation_tokens"]),
+    ] {
+        let rest = line
+            .strip_prefix(&format!("{label}: {count} tokens, "))
+            .unwrap_or_else(|| panic!("{line:?} against {case}"));
+        let rate = rest.strip_suffix(" tokens-per-sec").unwrap();
+        assert!(number(rate, 3), "{line}");
+    }
+    let memory = stats[2]
+        .strip_prefix("Peak memory: ")
+        .and_then(|s| s.strip_suffix(" GB"))
+        .unwrap();
+    assert!(number(memory, 3), "{}", stats[2]);
+    assert!(ours.ends_with('\n'));
+}
+
+fn generate_argv(case: &Value) -> Vec<String> {
+    let mut argv = vec![
+        "generate".to_string(),
+        "--model".into(),
+        model_arg(case["model"].as_str().unwrap()),
+    ];
+    argv.extend(strings(&case["args"]));
+    argv
+}
+
+#[test]
+fn generate_prints_what_mlx_lm_generate_prints() {
+    for case in golden()["generate"].as_array().unwrap() {
+        let stdin = case.get("stdin").and_then(Value::as_str).unwrap_or("");
+        let (out, err) = run_in_process(&generate_argv(case), stdin).unwrap();
+        assert_generate_output(&out, case);
+        assert_eq!(err, "");
+    }
+}
+
+#[test]
+fn the_binary_prints_what_mlx_lm_generate_prints() {
+    // The verbose default, stdin and the extra end-of-sequence token, as a subprocess.
+    let cases = golden()["generate"].as_array().unwrap().clone();
+    for case in [&cases[0], &cases[1], cases.last().unwrap()] {
+        let stdin = case.get("stdin").and_then(Value::as_str).unwrap_or("");
+        let (code, out, err) = run_binary(&generate_argv(case), stdin);
+        assert_eq!(code, 0, "{err}");
+        assert_generate_output(&out, case);
+    }
+}
+
+/// The answers in a chat screen (ours or mlx_lm's with its drawing removed): after each
+/// input prompt `› `, an answer and its statistics line, a reset, or the goodbye.
+fn chat_turns(screen: &str) -> Vec<Value> {
+    let mut turns = Vec::new();
+    for segment in screen.split("› \n").skip(1) {
+        if segment.starts_with("  reset context cleared\n") {
+            turns.push(serde_json::json!({"reset": true}));
+        } else if segment.starts_with("bye\n") {
+            turns.push(serde_json::json!({"quit": true}));
+        } else {
+            let at = segment.find("\n  ").unwrap_or_else(|| panic!("{segment:?}"));
+            let (text, stats) = (&segment[..at], &segment[at + 3..]);
+            let (count, rest) = stats.split_once(" tokens · ").unwrap();
+            assert!(rest.contains(" tok/s · prompt ") && rest.contains(" GB\n"), "{rest}");
+            let count: u64 = count.parse().unwrap();
+            turns.push(serde_json::json!({"text": text, "generation_tokens": count}));
+        }
+    }
+    turns
+}
+
+#[test]
+fn chat_answers_a_piped_conversation_as_mlx_lm_chat() {
+    // As a subprocess, then one in-process: the prompt cache carries the turns, `r` resets
+    // it, `q` quits; gemma3_text's first answer ends at a stop token before --max-tokens.
+    for (i, case) in golden()["chat"].as_array().unwrap().iter().enumerate() {
+        let mut argv = vec![
+            "chat".to_string(),
+            "--model".into(),
+            model_arg(case["model"].as_str().unwrap()),
+        ];
+        argv.extend(strings(&case["args"]));
+        let stdin = case["stdin"].as_str().unwrap();
+        let out = if i == 0 {
+            run_in_process(&argv, stdin).unwrap().0
+        } else {
+            let (code, out, err) = run_binary(&argv, stdin);
+            assert_eq!(code, 0, "{err}");
+            out
+        };
+        let turns = chat_turns(&out);
+        assert_eq!(&Value::Array(turns), &case["turns"], "{out}");
+    }
+}
+
+#[test]
+fn chat_ends_at_the_end_of_its_input() {
+    let argv = [
+        "chat",
+        "--model",
+        &model_arg("llama3"),
+        "--max-tokens",
+        "3",
+    ]
+    .map(String::from);
+    let (code, out, err) = run_binary(&argv, "hello");
+    assert_eq!(code, 0, "{err}");
+    assert!(out.ends_with("bye\n"), "{out}");
+    assert_eq!(chat_turns(&out).len(), 1, "{out}");
+}
+
+fn temp_dir(test: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("mlx-lm-cli-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn file_arrays(path: &Path) -> (Vec<(String, Array)>, Vec<(String, String)>) {
+    let (arrays, meta) = io::load_safetensors(path).unwrap();
+    let mut arrays: Vec<_> = arrays.into_iter().collect();
+    arrays.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut meta: Vec<_> = meta.into_iter().collect();
+    meta.sort();
+    (arrays, meta)
+}
+
+/// The file mlx_lm.cache_prompt wrote and ours, array for array and bit for bit.
+fn assert_same_file(ours: &Path, theirs: &Path) {
+    let (our_arrays, our_meta) = file_arrays(ours);
+    let (their_arrays, their_meta) = file_arrays(theirs);
+    assert_eq!(our_meta, their_meta);
+    assert_eq!(our_arrays.len(), their_arrays.len());
+    for ((k, a), (l, b)) in our_arrays.iter().zip(&their_arrays) {
+        assert_eq!(k, l);
+        assert_eq!((a.shape(), a.dtype()), (b.shape(), b.dtype()), "{k}");
+        let same = ops::array_equal(a, b, false).unwrap().item::<bool>().unwrap();
+        assert!(same, "{k}");
+    }
+}
+
+#[test]
+fn cache_prompt_files_move_between_mlx_lm_and_the_tool() {
+    for case in golden()["cache_prompt"].as_array().unwrap() {
+        let name = case["model"].as_str().unwrap();
+        let dir = temp_dir(&format!("cache-{name}"));
+        let model = if case.get("no_template").is_some() {
+            // A copy of the model without its chat template, as mlx_lm's run had.
+            let copy = dir.join("model");
+            std::fs::create_dir_all(&copy).unwrap();
+            for entry in std::fs::read_dir(model_dir(name)).unwrap() {
+                let entry = entry.unwrap();
+                std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+            }
+            let path = copy.join("tokenizer_config.json");
+            let mut config: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            config.as_object_mut().unwrap().remove("chat_template");
+            std::fs::write(&path, config.to_string()).unwrap();
+            copy.display().to_string()
+        } else {
+            model_arg(name)
+        };
+        let ours = dir.join("cache.safetensors");
+        let argv = [
+            "cache_prompt",
+            "--model",
+            &model,
+            "--prompt",
+            case["prompt"].as_str().unwrap(),
+            "--prompt-cache-file",
+            ours.to_str().unwrap(),
+        ]
+        .map(String::from);
+        let (code, out, err) = run_binary(&argv, "");
+        assert_eq!(code, 0, "{err}");
+        // mlx_lm's progress line ends with the prompt's token count.
+        let processed = |s: &str| -> String {
+            let at = s.rfind("Processed").unwrap();
+            s[at..].split(" tokens").next().unwrap().to_string()
+        };
+        let theirs_out = case["stdout"].as_str().unwrap();
+        assert_eq!(processed(&out), processed(theirs_out), "{out}");
+        assert!(out.ends_with(" GB\nSaving...\n"), "{out}");
+
+        // Our file, continued by our generate: mlx_lm's text.
+        let generate = |file: &Path| {
+            let argv = [
+                "generate",
+                "--prompt-cache-file",
+                file.to_str().unwrap(),
+                "--prompt",
+                case["query"].as_str().unwrap(),
+                "--max-tokens",
+                &case["max_tokens"].to_string(),
+                "--verbose",
+                "F",
+            ]
+            .map(String::from);
+            run_in_process(&argv, "").unwrap().0
+        };
+        let text = format!("{}\n", case["text"].as_str().unwrap());
+        assert_eq!(generate(&ours), text, "{case}");
+        if let Some(file) = case.get("file") {
+            // mlx_lm's file: ours is the same, and ours continues it as mlx_lm did.
+            let theirs = data_dir().join("lm").join(file.as_str().unwrap());
+            assert_same_file(&ours, &theirs);
+            assert_eq!(generate(&theirs), text, "{case}");
+        }
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+#[test]
+fn bad_input_is_an_error_not_a_panic() {
+    let llama = model_arg("llama3");
+    let generate = |extra: &[&str]| {
+        let mut argv: Vec<String> = ["generate", "--model", &llama, "--prompt", "hi"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        run_in_process(&argv, "").unwrap_err()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        (&["--max-tokens", "0"], "non-zero"),
+        (&["--max-tokens", "-1"], "unlimited"),
+        (&["--max-kv-size", "8"], "RotatingKVCache"),
+        (&["--max-kv-size", "0"], "positive"),
+        (&["--xtc-probability", "0.5"], "XTC"),
+        (&["--chat-template-config", "[1]"], "JSON object"),
+        (&["--chat-template-config", "{"], "not JSON"),
+        (&["--extra-eos-token", "<no such token>"], "not a token"),
+        (&["--temp", "-1"], "temperature"),
+        (&["--top-p", "2"], "top_p"),
+        (&["--prompt-cache-file", "/nonexistent/cache.safetensors"], "nonexistent"),
+        (&["--verbose"], "value"),
+    ];
+    for (extra, needle) in cases {
+        let e = generate(extra);
+        assert!(e.contains(needle), "{extra:?}: {e}");
+    }
+    // The binary: one line on stderr, status 1.
+    let argv = [
+        "generate",
+        "--model",
+        "/nonexistent/model",
+        "--prompt",
+        "hi",
+    ]
+    .map(String::from);
+    let (code, out, err) = run_binary(&argv, "");
+    assert_eq!(code, 1, "{out}{err}");
+    assert!(err.starts_with("error: ") && err.lines().count() == 1, "{err}");
+    let (code, _, err) = run_binary(&["generate".to_string()], "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("--model"), "{err}");
+}
