@@ -151,10 +151,15 @@ fn chat_turns(screen: &str) -> Vec<Value> {
         } else if segment.starts_with("bye\n") {
             turns.push(serde_json::json!({"quit": true}));
         } else {
-            let at = segment.find("\n  ").unwrap_or_else(|| panic!("{segment:?}"));
+            let at = segment
+                .find("\n  ")
+                .unwrap_or_else(|| panic!("{segment:?}"));
             let (text, stats) = (&segment[..at], &segment[at + 3..]);
             let (count, rest) = stats.split_once(" tokens · ").unwrap();
-            assert!(rest.contains(" tok/s · prompt ") && rest.contains(" GB\n"), "{rest}");
+            assert!(
+                rest.contains(" tok/s · prompt ") && rest.contains(" GB\n"),
+                "{rest}"
+            );
             let count: u64 = count.parse().unwrap();
             turns.push(serde_json::json!({"text": text, "generation_tokens": count}));
         }
@@ -188,14 +193,7 @@ fn chat_answers_a_piped_conversation_as_mlx_lm_chat() {
 
 #[test]
 fn chat_ends_at_the_end_of_its_input() {
-    let argv = [
-        "chat",
-        "--model",
-        &model_arg("llama3"),
-        "--max-tokens",
-        "3",
-    ]
-    .map(String::from);
+    let argv = ["chat", "--model", &model_arg("llama3"), "--max-tokens", "3"].map(String::from);
     let (code, out, err) = run_binary(&argv, "hello");
     assert_eq!(code, 0, "{err}");
     assert!(out.ends_with("bye\n"), "{out}");
@@ -227,7 +225,10 @@ fn assert_same_file(ours: &Path, theirs: &Path) {
     for ((k, a), (l, b)) in our_arrays.iter().zip(&their_arrays) {
         assert_eq!(k, l);
         assert_eq!((a.shape(), a.dtype()), (b.shape(), b.dtype()), "{k}");
-        let same = ops::array_equal(a, b, false).unwrap().item::<bool>().unwrap();
+        let same = ops::array_equal(a, b, false)
+            .unwrap()
+            .item::<bool>()
+            .unwrap();
         assert!(same, "{k}");
     }
 }
@@ -326,7 +327,10 @@ fn bad_input_is_an_error_not_a_panic() {
         (&["--extra-eos-token", "<no such token>"], "not a token"),
         (&["--temp", "-1"], "temperature"),
         (&["--top-p", "2"], "top_p"),
-        (&["--prompt-cache-file", "/nonexistent/cache.safetensors"], "nonexistent"),
+        (
+            &["--prompt-cache-file", "/nonexistent/cache.safetensors"],
+            "nonexistent",
+        ),
         (&["--verbose"], "value"),
     ];
     for (extra, needle) in cases {
@@ -344,8 +348,109 @@ fn bad_input_is_an_error_not_a_panic() {
     .map(String::from);
     let (code, out, err) = run_binary(&argv, "");
     assert_eq!(code, 1, "{out}{err}");
-    assert!(err.starts_with("error: ") && err.lines().count() == 1, "{err}");
+    assert!(
+        err.starts_with("error: ") && err.lines().count() == 1,
+        "{err}"
+    );
     let (code, _, err) = run_binary(&["generate".to_string()], "");
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("--model"), "{err}");
+}
+
+#[test]
+fn convert_writes_what_mlx_lm_convert_writes() {
+    // Cast, quantized (affine 4- and 8-bit, mxfp4, an architecture's own predicate) and
+    // dequantized: the same tensors bit for bit (their digest), the same config.json and
+    // index, the same printing. The first as a subprocess.
+    for (i, case) in golden()["convert"].as_array().unwrap().iter().enumerate() {
+        let dir = temp_dir(&format!("convert-{i}"));
+        let dst = dir.join("out");
+        let mut argv = vec![
+            "convert".to_string(),
+            "--hf-path".into(),
+            model_arg(case["model"].as_str().unwrap()),
+            "--mlx-path".into(),
+            dst.display().to_string(),
+        ];
+        argv.extend(strings(&case["args"]));
+        let out = if i == 0 {
+            let (code, out, err) = run_binary(&argv, "");
+            assert_eq!(code, 0, "{err}");
+            out
+        } else {
+            run_in_process(&argv, "").unwrap().0
+        };
+        assert_eq!(out, case["stdout"].as_str().unwrap(), "{case}");
+        let mut tensors = std::collections::HashMap::new();
+        for entry in std::fs::read_dir(&dst).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "safetensors") {
+                let (arrays, meta) = io::load_safetensors(&path).unwrap();
+                assert_eq!(meta.get("format").map(String::as_str), Some("mlx"));
+                tensors.extend(arrays);
+            }
+        }
+        let mut names: Vec<&String> = tensors.keys().collect();
+        names.sort();
+        let theirs: Vec<&String> = case["tensors"].as_object().unwrap().keys().collect();
+        assert_eq!(names, theirs, "{case}");
+        for (name, spec) in case["tensors"].as_object().unwrap() {
+            let a = &tensors[name];
+            assert_eq!(a.dtype().name(), spec[0].as_str().unwrap(), "{name}");
+            let shape: Vec<i64> = a.shape().iter().map(|&d| d as i64).collect();
+            let expected: Vec<i64> = spec[1]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_i64().unwrap())
+                .collect();
+            assert_eq!(shape, expected, "{name}");
+        }
+        assert_eq!(
+            golden_models::digest(&tensors).unwrap(),
+            case["sha256"].as_str().unwrap(),
+            "{case}: not mlx_lm's bits"
+        );
+        let json = |file: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(dst.join(file)).unwrap()).unwrap()
+        };
+        assert_eq!(json("config.json"), case["config"], "{case}");
+        assert_eq!(
+            json("model.safetensors.index.json"),
+            case["index"],
+            "{case}"
+        );
+        // The converted directory loads and generates.
+        let argv = [
+            "generate",
+            "--model",
+            dst.to_str().unwrap(),
+            "--max-tokens",
+            "4",
+            "--verbose",
+            "F",
+        ]
+        .map(String::from);
+        run_in_process(&argv, "").unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+    // Its errors: an existing destination, quantize with dequantize.
+    let dir = temp_dir("convert-errors");
+    let argv = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["convert", "--hf-path", &model_arg("llama3"), "--mlx-path"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        v.push(dir.display().to_string());
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let e = run_in_process(&argv(&[]), "").unwrap_err();
+    assert!(e.contains("already exists"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    let e = run_in_process(&argv(&["-q", "-d"]), "").unwrap_err();
+    assert!(e.contains("not both"), "{e}");
+    let e = run_in_process(&argv(&["-q", "--q-bits", "7"]), "").unwrap_err();
+    assert!(e.contains("7 bits"), "{e}");
+    assert!(!dir.exists());
 }

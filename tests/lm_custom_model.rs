@@ -165,7 +165,10 @@ fn a_registered_architecture_runs_through_the_generate_command() {
         out.starts_with(&format!("==========\n{expected}\n==========\nPrompt: ")),
         "{out}"
     );
-    assert!(out.contains("tokens-per-sec") && out.contains("Peak memory: "), "{out}");
+    assert!(
+        out.contains("tokens-per-sec") && out.contains("Peak memory: "),
+        "{out}"
+    );
     assert!(err.is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }

@@ -9,6 +9,7 @@
 //! | [`generate`] | `mlx_lm.generate` | one prompt's completion, mlx_lm's flags and printing |
 //! | [`chat`] | `mlx_lm.chat` | a REPL whose prompt cache is kept between turns |
 //! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
+//! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -31,6 +32,7 @@
 
 pub mod cache_prompt;
 pub mod chat;
+pub mod convert;
 pub mod generate;
 
 use std::io::{BufRead, Write};
@@ -58,6 +60,9 @@ pub enum Command {
     /// Cache a prompt's state for `generate --prompt-cache-file` (Python: mlx_lm.cache_prompt).
     #[command(name = "cache_prompt", alias = "cache-prompt")]
     CachePrompt(cache_prompt::Args),
+    /// Convert a model directory to MLX's format, cast or (de)quantized (Python:
+    /// mlx_lm.convert).
+    Convert(convert::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -72,6 +77,7 @@ pub fn run(
         Command::Generate(args) => generate::run(args, input, out, err),
         Command::Chat(args) => chat::run(args, input, out, err),
         Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
+        Command::Convert(args) => convert::run(args, input, out, err),
     }
 }
 
@@ -142,10 +148,9 @@ pub(crate) fn check_max_kv_size(max_kv_size: Option<i64>, positions: usize) -> R
 /// when XTC runs.)
 pub(crate) fn check_xtc(probability: f64) -> Result<(), Error> {
     if probability > 0.0 {
-        return Err(format!(
-            "XTC sampling (--xtc-probability {probability}) is not supported yet"
-        )
-        .into());
+        return Err(
+            format!("XTC sampling (--xtc-probability {probability}) is not supported yet").into(),
+        );
     }
     Ok(())
 }

@@ -15,6 +15,9 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
   parsed out of its `rich` screen.
 - `cache_prompt`: the file mlx_lm.cache_prompt writes (copied to
   `cli-prompt-cache-<model>.safetensors`), and mlx_lm.generate's text continuing from it.
+- `convert`: mlx_lm.convert's output directories (cast, quantized affine 4/8-bit and mxfp4,
+  an architecture's own quant_predicate, dequantized): the files, the tensors' names, dtypes,
+  shapes and SHA-256 (`weights_recipe.digest`), config.json and the index.
 
 Model paths are given relative to the repository root (the folder the commands run in, as
 the Rust tests' do), since mlx_lm records the path as given in a prompt-cache file.
@@ -202,8 +205,49 @@ def cache_prompt():
     return cases
 
 
+CONVERT = [
+    {"model": "llama3", "args": ["--dtype", "bfloat16"]},
+    {"model": "llama3", "args": ["-q"]},
+    {"model": "llama3", "args": ["-q", "--q-bits", "8", "--q-group-size", "32", "--dtype",
+                                 "float16"]},
+    {"model": "llama3", "args": ["-q", "--q-mode", "mxfp4"]},
+    # An architecture's own quant_predicate (qwen3_5's gates stay 8-bit).
+    {"model": "qwen3_5", "args": ["-q"]},
+    {"model": "qwen2-4bit", "args": ["--dequantize"]},
+    {"model": "qwen2-mxfp4", "args": ["-d"]},
+]
+
+
+def convert():
+    """mlx_lm.convert's outputs: its printing, the tensors' names, dtypes and shapes and a
+    digest of their bytes (weights_recipe.digest), config.json and the index as JSON."""
+    cases = []
+    for case in CONVERT:
+        tmp = tempfile.mkdtemp()
+        dst = f"{tmp}/out"
+        out = mlx_lm_command("convert", ["--hf-path", model_path(case["model"]),
+                                         "--mlx-path", dst, *case["args"]])
+        tensors = {}
+        for f in sorted(pathlib.Path(dst).glob("*.safetensors")):
+            tensors.update(mx.load(str(f)))
+        record = {
+            **case,
+            "stdout": out,
+            "files": sorted(p.name for p in pathlib.Path(dst).iterdir()),
+            "tensors": {k: [str(v.dtype).removeprefix("mlx.core."), list(v.shape)]
+                        for k, v in sorted(tensors.items())},
+            "sha256": weights_recipe.digest(tensors),
+            "config": json.loads((pathlib.Path(dst) / "config.json").read_text()),
+            "index": json.loads((pathlib.Path(dst) / "model.safetensors.index.json").read_text()),
+        }
+        shutil.rmtree(tmp)
+        cases.append(record)
+        print(f"convert {case['model']} {case['args']}: {out!r} {record['sha256']}")
+    return cases
+
+
 def main():
-    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT}:
+    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT + CONVERT}:
         weights_recipe.materialize(MODELS / name)
     OUT.mkdir(parents=True, exist_ok=True)
     data = {
@@ -212,6 +256,7 @@ def main():
         "generate": generate(),
         "chat": chat(),
         "cache_prompt": cache_prompt(),
+        "convert": convert(),
     }
     (OUT / "cli.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {(OUT / 'cli.json').relative_to(common.ROOT)}")

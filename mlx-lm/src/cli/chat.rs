@@ -50,7 +50,12 @@ pub struct Args {
     #[arg(long, default_value_t = 2048)]
     pub prefill_step_size: usize,
     /// The most tokens of each answer.
-    #[arg(long, short = 'm', default_value_t = 256, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        short = 'm',
+        default_value_t = 256,
+        allow_negative_numbers = true
+    )]
     pub max_tokens: i64,
     /// A system message before each user message.
     #[arg(long)]

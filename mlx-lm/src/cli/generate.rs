@@ -39,7 +39,12 @@ pub struct Args {
     #[arg(long)]
     pub prefill_response: Option<String>,
     /// The most tokens to generate.
-    #[arg(long, short = 'm', default_value_t = 100, allow_negative_numbers = true)]
+    #[arg(
+        long,
+        short = 'm',
+        default_value_t = 100,
+        allow_negative_numbers = true
+    )]
     pub max_tokens: i64,
     /// Sampling temperature; 0 picks the most likely token (greedy).
     #[arg(long, default_value_t = 0.0)]
