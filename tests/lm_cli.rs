@@ -454,3 +454,71 @@ fn convert_writes_what_mlx_lm_convert_writes() {
     assert!(e.contains("7 bits"), "{e}");
     assert!(!dir.exists());
 }
+
+/// The numbers of a `key=value, ...` list, each with 3 decimals as mlx_lm prints them.
+fn benchmark_values(list: &str, keys: &[&str]) -> Vec<f64> {
+    let parts: Vec<&str> = list.split(", ").collect();
+    assert_eq!(parts.len(), keys.len(), "{list}");
+    parts
+        .iter()
+        .zip(keys)
+        .map(|(part, key)| {
+            let value = part
+                .strip_prefix(&format!("{key}="))
+                .unwrap_or_else(|| panic!("{part}"));
+            assert_eq!(value.split_once('.').map(|(_, f)| f.len()), Some(3), "{part}");
+            value.parse().unwrap()
+        })
+        .collect()
+}
+
+/// A benchmark's report: its trials and averages, parsed.
+fn benchmark_report(out: &str, trials: usize) -> Vec<Vec<f64>> {
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), trials + 3, "{out}");
+    assert_eq!(lines[0], "Running warmup..");
+    assert!(lines[1].starts_with("Timing with prompt_tokens="), "{out}");
+    let mut rows = Vec::new();
+    for (i, line) in lines[2..2 + trials].iter().enumerate() {
+        let list = line
+            .strip_prefix(&format!("Trial {}:  ", i + 1))
+            .unwrap();
+        let keys = ["prompt_tps", "generation_tps", "peak_memory", "total_time"];
+        rows.push(benchmark_values(list, &keys));
+    }
+    let averages = lines[trials + 2].strip_prefix("Averages: ").unwrap();
+    rows.push(benchmark_values(averages, &["prompt_tps", "generation_tps", "peak_memory"]));
+    rows
+}
+
+#[test]
+fn benchmark_prints_what_mlx_lm_benchmark_prints() {
+    // mlx_lm's lines and ours parse alike; the averages are the trials' means.
+    for case in golden()["benchmark"].as_array().unwrap() {
+        let args = strings(&case["args"]);
+        let trials: usize = args[args.iter().position(|a| a == "-n").unwrap() + 1]
+            .parse()
+            .unwrap();
+        benchmark_report(case["stdout"].as_str().unwrap(), trials);
+        let mut argv = vec![
+            "benchmark".to_string(),
+            "--model".into(),
+            model_arg(case["model"].as_str().unwrap()),
+        ];
+        argv.extend(args.iter().cloned());
+        let (code, out, err) = run_binary(&argv, "");
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(
+            out.lines().nth(1),
+            case["stdout"].as_str().unwrap().lines().nth(1),
+            "{out}"
+        );
+        let rows = benchmark_report(&out, trials);
+        for k in 0..3 {
+            let mean = rows[..trials].iter().map(|r| r[k]).sum::<f64>() / trials as f64;
+            // Each printed value is rounded to 3 decimals.
+            assert!((mean - rows[trials][k]).abs() <= 1.001e-3, "{out}");
+            assert!(rows[..trials].iter().all(|r| r[k] > 0.0 || k == 2), "{out}");
+        }
+    }
+}

@@ -18,6 +18,7 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
 - `convert`: mlx_lm.convert's output directories (cast, quantized affine 4/8-bit and mxfp4,
   an architecture's own quant_predicate, dequantized): the files, the tensors' names, dtypes,
   shapes and SHA-256 (`weights_recipe.digest`), config.json and the index.
+- `benchmark`: mlx_lm.benchmark's lines for short runs (single and batched).
 
 Model paths are given relative to the repository root (the folder the commands run in, as
 the Rust tests' do), since mlx_lm records the path as given in a prompt-cache file.
@@ -246,8 +247,22 @@ def convert():
     return cases
 
 
+BENCHMARK = [{"model": "llama3", "args": ["-p", "16", "-g", "8", "-n", "2"]},
+             {"model": "qwen3", "args": ["-p", "12", "-g", "6", "-b", "2", "-n", "1"]}]
+
+
+def benchmark():
+    """mlx_lm.benchmark's lines (timings: the tests parse their format and count)."""
+    cases = []
+    for case in BENCHMARK:
+        out = mlx_lm_command("benchmark", ["--model", model_path(case["model"]), *case["args"]])
+        cases.append({**case, "stdout": out})
+        print(f"benchmark {case}: {out!r}")
+    return cases
+
+
 def main():
-    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT + CONVERT}:
+    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT + CONVERT + BENCHMARK}:
         weights_recipe.materialize(MODELS / name)
     OUT.mkdir(parents=True, exist_ok=True)
     data = {
@@ -257,6 +272,7 @@ def main():
         "chat": chat(),
         "cache_prompt": cache_prompt(),
         "convert": convert(),
+        "benchmark": benchmark(),
     }
     (OUT / "cli.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {(OUT / 'cli.json').relative_to(common.ROOT)}")
