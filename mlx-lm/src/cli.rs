@@ -10,6 +10,7 @@
 //! | [`chat`] | `mlx_lm.chat` | a REPL whose prompt cache is kept between turns |
 //! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
 //! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
+//! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -30,6 +31,7 @@
 //! stdout, as mlx_lm does). Where mlx_lm raises a traceback on bad input, the command prints
 //! one line `error: ...` to stderr and exits with status 1.
 
+pub mod benchmark;
 pub mod cache_prompt;
 pub mod chat;
 pub mod convert;
@@ -63,6 +65,8 @@ pub enum Command {
     /// Convert a model directory to MLX's format, cast or (de)quantized (Python:
     /// mlx_lm.convert).
     Convert(convert::Args),
+    /// Measure prompt and generation speed and peak memory (Python: mlx_lm.benchmark).
+    Benchmark(benchmark::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -78,6 +82,7 @@ pub fn run(
         Command::Chat(args) => chat::run(args, input, out, err),
         Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
         Command::Convert(args) => convert::run(args, input, out, err),
+        Command::Benchmark(args) => benchmark::run(args, input, out, err),
     }
 }
 

@@ -47,12 +47,13 @@ pub fn run(
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
     let (model, mut tokenizer) = load(&args.model, args.adapter_path.as_deref())?;
-    let mut tokenizer_config = serde_json::Map::new();
-    tokenizer_config.insert("trust_remote_code".into(), json!(false));
+    // Python's `json.dumps(tokenizer_config)`, its separators included.
+    let mut tokenizer_config = String::from("{\"trust_remote_code\": false");
     if let Some(eos) = &args.eos_token {
         super::generate::add_eos_tokens(&mut tokenizer, std::slice::from_ref(eos))?;
-        tokenizer_config.insert("eos_token".into(), json!(eos));
+        tokenizer_config.push_str(&format!(", \"eos_token\": {}", json!(eos)));
     }
+    tokenizer_config.push('}');
     let prompt = read_prompt(&args.prompt, input)?;
     let ids = if tokenizer.chat_template().is_some() {
         let messages = [json!({"role": "user", "content": prompt})];
@@ -92,10 +93,7 @@ pub fn run(
     writeln!(out, "Saving...")?;
     let metadata = BTreeMap::from([
         ("model".to_string(), args.model.display().to_string()),
-        (
-            "tokenizer_config".to_string(),
-            serde_json::Value::Object(tokenizer_config).to_string(),
-        ),
+        ("tokenizer_config".to_string(), tokenizer_config),
     ]);
     crate::save_prompt_cache(&args.prompt_cache_file, &cache, &metadata)?;
     Ok(())

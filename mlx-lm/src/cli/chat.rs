@@ -29,16 +29,16 @@ pub struct Args {
     #[arg(long)]
     pub adapter_path: Option<PathBuf>,
     /// Sampling temperature; 0 picks the most likely token (greedy).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub temp: f64,
     /// Nucleus sampling: keep the most likely tokens up to this probability mass (1: off).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub top_p: f64,
     /// XTC sampling's probability (not supported: must stay 0).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub xtc_probability: f64,
     /// XTC sampling's threshold.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub xtc_threshold: f64,
     /// The seed of the sampling key.
     #[arg(long, default_value_t = 0)]

@@ -47,25 +47,25 @@ pub struct Args {
     )]
     pub max_tokens: i64,
     /// Sampling temperature; 0 picks the most likely token (greedy).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub temp: f64,
     /// Nucleus sampling: keep the most likely tokens up to this probability mass (1: off).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub top_p: f64,
     /// Drop tokens less likely than this times the most likely one (0: off).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub min_p: f64,
     /// Keep only the k most likely tokens (0: off).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub top_k: i32,
     /// XTC sampling's probability (not supported: must stay 0).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub xtc_probability: f64,
     /// XTC sampling's threshold.
-    #[arg(long, default_value_t = 0.1)]
+    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
     pub xtc_threshold: f64,
     /// Tokens min-p sampling keeps at least.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     pub min_tokens_to_keep: i32,
     /// The seed of the sampling key (default: from the clock).
     #[arg(long)]
