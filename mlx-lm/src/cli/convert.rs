@@ -165,7 +165,7 @@ pub fn run(
         config.insert("quantization".into(), q.clone());
         config.insert("quantization_config".into(), q);
         let bytes: usize = weights.iter().map(|(_, a)| a.nbytes()).sum();
-        let params = total_parameters(&weights, p)?;
+        let params = total_parameters(&weights, Some(p))?;
         writeln!(
             out,
             "[INFO] Quantized model with {:.3} bits per weight.",
@@ -270,14 +270,26 @@ fn quantized_layers(
     Ok(layers)
 }
 
-/// mlx_lm's `get_total_parameters`: a quantized layer counts its unpacked weight and its
-/// bias, any other module its parameters.
-fn total_parameters(weights: &[(String, Array)], p: QuantParams) -> Result<usize, Error> {
-    let quantized: BTreeMap<String, QuantParams> =
-        quantized_layers(weights, p)?.into_iter().collect();
+/// mlx_lm's `get_total_parameters`: over the leaf modules (those without modules inside),
+/// a quantized layer counts its unpacked weight and its bias, any other its parameters; the
+/// parameters a module holds beside its submodules (a gated-delta layer's `A_log`) are not
+/// counted.
+fn total_parameters(weights: &[(String, Array)], p: Option<QuantParams>) -> Result<usize, Error> {
+    let quantized: BTreeMap<String, QuantParams> = match p {
+        Some(p) => quantized_layers(weights, p)?.into_iter().collect(),
+        None => BTreeMap::new(),
+    };
+    let parents: std::collections::HashSet<&str> = weights
+        .iter()
+        .filter_map(|(k, _)| k.rsplit_once('.').map(|(m, _)| m))
+        .filter_map(|m| m.rsplit_once('.').map(|(parent, _)| parent))
+        .collect();
     let mut total = 0;
     for (key, a) in weights {
         let (module, name) = key.rsplit_once('.').unwrap_or(("", key));
+        if parents.contains(module) {
+            continue;
+        }
         total += match quantized.get(module) {
             Some(q) if name == "weight" => a.size() * 32 / q.bits as usize,
             Some(_) if name == "bias" => a.size(),
@@ -370,10 +382,7 @@ fn save(
     }
     bar.finish_and_clear();
     let total_size: usize = weights.iter().map(|(_, a)| a.nbytes()).sum();
-    let total_parameters = match quant {
-        Some(p) => total_parameters(weights, p)?,
-        None => weights.iter().map(|(_, a)| a.size()).sum(),
-    };
+    let total_parameters = total_parameters(weights, quant)?;
     let index = json!({
         "metadata": {"total_size": total_size, "total_parameters": total_parameters},
         "weight_map": weight_map,
