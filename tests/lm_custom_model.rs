@@ -139,6 +139,7 @@ fn a_registered_architecture_saves_and_reloads_a_prompt_cache() {
 fn a_registered_architecture_runs_through_the_generate_command() {
     let (model, tokenizer, dir) = load_tiny("cli");
     let argv = [
+        "mlx-lm",
         "generate",
         "--model",
         dir.to_str().unwrap(),
@@ -146,10 +147,11 @@ fn a_registered_architecture_runs_through_the_generate_command() {
         "hello world",
         "--max-tokens",
         "10",
+        "--ignore-chat-template",
     ];
-    let args = cli::Args::try_parse_from(argv).unwrap();
+    let cli = cli::Cli::try_parse_from(argv).unwrap();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    cli::run(&args, &mut out, &mut err).unwrap();
+    cli::run(&cli, &mut std::io::empty(), &mut out, &mut err).unwrap();
     let ids = tokenizer.encode("hello world", true).unwrap();
     let options = GenerateOptions {
         max_tokens: 10,
@@ -157,8 +159,17 @@ fn a_registered_architecture_runs_through_the_generate_command() {
         ..Default::default()
     };
     let expected = generate(&model, &tokenizer, &ids, &options).unwrap();
-    assert_eq!(String::from_utf8(out).unwrap(), format!("{expected}\n"));
-    assert!(String::from_utf8(err).unwrap().contains("tokens-per-sec"));
+    // mlx_lm's verbose printing: the text between `==========` lines, then the statistics.
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.starts_with(&format!("==========\n{expected}\n==========\nPrompt: ")),
+        "{out}"
+    );
+    assert!(
+        out.contains("tokens-per-sec") && out.contains("Peak memory: "),
+        "{out}"
+    );
+    assert!(err.is_empty());
     std::fs::remove_dir_all(dir).unwrap();
 }
 

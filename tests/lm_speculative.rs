@@ -311,7 +311,10 @@ fn models_that_cannot_pair_up_are_errors() {
 fn cli_draft_model_prints_the_plain_greedy_text() {
     let run = |extra: &[String]| -> String {
         let mut argv: Vec<String> = [
+            "mlx-lm",
             "generate",
+            "--verbose",
+            "False",
             "--model",
             model_dir("qwen3").to_str().unwrap(),
             "--prompt",
@@ -325,9 +328,9 @@ fn cli_draft_model_prints_the_plain_greedy_text() {
         .map(|s| s.to_string())
         .collect();
         argv.extend_from_slice(extra);
-        let args = cli::Args::try_parse_from(&argv).unwrap();
+        let args = cli::Cli::try_parse_from(&argv).unwrap();
         let (mut out, mut err) = (Vec::new(), Vec::new());
-        cli::run(&args, &mut out, &mut err).unwrap();
+        cli::run(&args, &mut std::io::empty(), &mut out, &mut err).unwrap();
         String::from_utf8(out).unwrap()
     };
     let plain = run(&[]);
@@ -344,6 +347,7 @@ fn cli_draft_model_prints_the_plain_greedy_text() {
     // A draft with another tokenizer is refused, as mlx_lm refuses it.
     let (model, other) = (model_dir("qwen3"), model_dir("smollm2-bf16"));
     let argv = [
+        "mlx-lm",
         "generate",
         "--model",
         model.to_str().unwrap(),
@@ -352,8 +356,8 @@ fn cli_draft_model_prints_the_plain_greedy_text() {
         "--draft-model",
         other.to_str().unwrap(),
     ];
-    let args = cli::Args::try_parse_from(argv).unwrap();
+    let args = cli::Cli::try_parse_from(argv).unwrap();
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let e = cli::run(&args, &mut out, &mut err).unwrap_err();
+    let e = cli::run(&args, &mut std::io::empty(), &mut out, &mut err).unwrap_err();
     assert!(e.to_string().contains("tokenizer"), "{e}");
 }

@@ -6,9 +6,9 @@
 //!
 //! defines `tiny_lm` on mlx-lm's shared blocks (`arch.rs`: a config reader, a model struct, a
 //! `LanguageModel` impl, one `register_model` line), writes a random-weight `tiny_lm` model
-//! directory, loads it with `mlx::lm::load` and generates from it. With `--cli ARGS...` it runs
-//! the `generate` command (`mlx::lm::cli`) instead, which then loads `tiny_lm` directories
-//! like any other.
+//! directory, loads it with `mlx::lm::load` and generates from it. With `--cli COMMAND ARGS...`
+//! it runs a command of the `mlx-lm` tool (`mlx::lm::cli`, e.g. `--cli generate --model DIR`)
+//! instead, which then loads `tiny_lm` directories like any other.
 
 mod arch;
 
@@ -20,11 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     arch::register();
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) == Some("--cli") {
-        // The `generate` command, with tiny_lm registered.
-        let args = std::iter::once("generate".to_string()).chain(argv[2..].iter().cloned());
-        let args = <mlx::lm::cli::Args as clap::Parser>::parse_from(args);
+        // The `mlx-lm` tool's commands, with tiny_lm registered: `--cli generate ...`.
+        let args = std::iter::once("mlx-lm".to_string()).chain(argv[2..].iter().cloned());
+        let cli = <mlx::lm::cli::Cli as clap::Parser>::parse_from(args);
         let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-        return mlx::lm::cli::run(&args, &mut out, &mut err);
+        return mlx::lm::cli::run(&cli, &mut std::io::stdin().lock(), &mut out, &mut err);
     }
     let flag = |name: &str| {
         argv.iter()

@@ -1,179 +1,161 @@
-//! The `generate` command (Python: `mlx_lm.generate`), as a library: [`main`] is the whole
-//! program, [`run`] the command over its arguments and output streams (tests run it
-//! in-process). A crate with an architecture of its own registers it
-//! ([`register_model`](crate::register_model)) and then calls [`main`] from its binary: the
-//! command loads its model directories like any other.
+//! The `mlx-lm` command-line tool (Python: the `mlx_lm` command and its `mlx_lm.<command>`
+//! entry points), as a library: [`main`] is the whole program, [`run`] dispatches to one
+//! command, and each command is a module with its `Args` (clap) and a `run` over its
+//! arguments and output streams, so that tests run the commands in-process as well as the
+//! binary as a subprocess:
+//!
+//! | command | Python | what it does |
+//! |---|---|---|
+//! | [`generate`] | `mlx_lm.generate` | one prompt's completion, mlx_lm's flags and printing |
+//! | [`chat`] | `mlx_lm.chat` | a REPL whose prompt cache is kept between turns |
+//! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
+//! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
+//! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
+//!
+//! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
+//! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
+//! command: one thing to install and one `--help` to read. It is a target of the facade
+//! package `mlx` (`src/bin/mlx-lm.rs`, which calls [`main`]) so that the repository's
+//! integration tests, which live in that package, can run it as a subprocess
+//! (`CARGO_BIN_EXE_mlx-lm`); the code is here, in `mlx-lm`, where a crate with an
+//! architecture of its own calls it from its binary after registering the architecture
+//! ([`register_model`](crate::register_model)): the commands load its model directories like
+//! any other.
 //!
 //! ```no_run
 //! // In a binary's `main`, after `mlx_lm::register_model("my_arch", ...)`:
 //! mlx_lm::cli::main();
 //! ```
+//!
+//! Commands take mlx_lm's flags with mlx_lm's defaults and print what mlx_lm prints (to
+//! stdout, as mlx_lm does). Where mlx_lm raises a traceback on bad input, the command prints
+//! one line `error: ...` to stderr and exits with status 1.
 
-use std::io::{Read, Write};
-use std::path::PathBuf;
+pub mod benchmark;
+pub mod cache_prompt;
+pub mod chat;
+pub mod convert;
+pub mod generate;
 
-use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
-use clap::Parser;
+use std::io::{BufRead, Write};
 
-/// Generates text with a language model from a Hugging Face / MLX model directory.
-///
-/// The text streams to stdout; the statistics go to stderr.
+use clap::{Parser, Subcommand};
+
+/// The commands' error: any error, printed as one line.
+pub type Error = Box<dyn std::error::Error>;
+
+/// Language models on MLX: the commands of Python's `mlx_lm`.
 #[derive(Debug, Parser)]
-#[command(name = "generate")]
-pub struct Args {
-    /// The model directory (config.json, *.safetensors, tokenizer.json).
-    #[arg(long)]
-    pub model: PathBuf,
-    /// The prompt; `-` reads it from stdin. `\n` and `\t` stand for a newline and a tab.
-    #[arg(long)]
-    pub prompt: String,
-    /// The most tokens to generate.
-    #[arg(long, short = 'm', default_value_t = 100)]
-    pub max_tokens: usize,
-    /// Sampling temperature; 0 picks the most likely token (greedy).
-    #[arg(long, default_value_t = 0.0)]
-    pub temp: f64,
-    /// Nucleus sampling: keep the most likely tokens up to this probability mass (1: off).
-    #[arg(long, default_value_t = 1.0)]
-    pub top_p: f64,
-    /// Drop tokens less likely than this times the most likely one (0: off).
-    #[arg(long, default_value_t = 0.0)]
-    pub min_p: f64,
-    /// Keep only the k most likely tokens (0: off).
-    #[arg(long, default_value_t = 0)]
-    pub top_k: i32,
-    /// The seed of the sampling key (default: from the clock).
-    #[arg(long)]
-    pub seed: Option<u64>,
-    /// Wrap the prompt in the model's chat template as a user message.
-    #[arg(long)]
-    pub chat: bool,
-    /// With --chat: a system message before the prompt.
-    #[arg(long)]
-    pub system_prompt: Option<String>,
-    /// With --chat: extra template variables as a JSON object, e.g. '{"enable_thinking": false}'.
-    #[arg(long)]
-    pub chat_template_config: Option<String>,
-    /// A directory of fine-tuned adapters (adapter_config.json, adapters.safetensors), as
-    /// mlx_lm's `--adapter-path`.
-    #[arg(long)]
-    pub adapter_path: Option<PathBuf>,
-    /// A draft model directory for speculative decoding, with the model's tokenizer (mlx_lm's
-    /// `--draft-model`).
-    #[arg(long)]
-    pub draft_model: Option<PathBuf>,
-    /// With --draft-model: the tokens it proposes per step.
-    #[arg(long, default_value_t = 3)]
-    pub num_draft_tokens: usize,
+#[command(name = "mlx-lm", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
 }
 
-type Error = Box<dyn std::error::Error>;
-
-/// Runs the command: loads the model, builds the prompt, streams the text to `out` and the
-/// statistics to `err`.
-pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), Error> {
-    let (mut model, tokenizer, _) = crate::load(&args.model, LoadOptions::default())?;
-    if let Some(dir) = &args.adapter_path {
-        crate::tuner::load_adapters(&mut model, dir)?;
-    }
-    let prompt = if args.prompt == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text)?;
-        text
-    } else {
-        // As mlx_lm: a shell makes typing a newline awkward.
-        args.prompt.replace("\\n", "\n").replace("\\t", "\t")
-    };
-    let ids = if args.chat {
-        let mut messages = Vec::new();
-        if let Some(system) = &args.system_prompt {
-            messages.push(serde_json::json!({"role": "system", "content": system}));
-        }
-        messages.push(serde_json::json!({"role": "user", "content": prompt}));
-        let extra = match &args.chat_template_config {
-            None => Default::default(),
-            Some(json) => match serde_json::from_str(json)? {
-                serde_json::Value::Object(map) => map,
-                _ => return Err("--chat-template-config must be a JSON object".into()),
-            },
-        };
-        let options = ChatOptions {
-            add_generation_prompt: true,
-            extra,
-            ..Default::default()
-        };
-        let text = tokenizer.apply_chat_template(&messages, &options)?;
-        tokenizer.encode(&text, false)?
-    } else {
-        tokenizer.encode(&prompt, true)?
-    };
-
-    let options = GenerateOptions {
-        max_tokens: args.max_tokens,
-        sampler: SamplerOptions {
-            temperature: args.temp,
-            top_p: args.top_p,
-            min_p: args.min_p,
-            top_k: args.top_k,
-            ..Default::default()
-        },
-        seed: args.seed,
-        stop_tokens: tokenizer.eos_token_ids(),
-        ..Default::default()
-    };
-    let draft = match &args.draft_model {
-        None => None,
-        Some(dir) => {
-            let (draft, draft_tokenizer, _) = crate::load(dir, LoadOptions::default())?;
-            if draft_tokenizer.vocab_size() != tokenizer.vocab_size() {
-                return Err("Draft model tokenizer does not match model tokenizer.".into());
-            }
-            Some(draft)
-        }
-    };
-    let responses: Box<dyn Iterator<Item = crate::Result<crate::GenerationResponse>>> = match &draft
-    {
-        None => Box::new(crate::stream_generate(&model, &tokenizer, &ids, &options)?),
-        Some(draft) => Box::new(crate::stream_generate_speculative(
-            &model,
-            draft,
-            &tokenizer,
-            &ids,
-            args.num_draft_tokens,
-            &options,
-        )?),
-    };
-    let mut last = None;
-    for response in responses {
-        let response = response?;
-        out.write_all(response.text.as_bytes())?;
-        out.flush()?;
-        last = Some(response.stats);
-    }
-    writeln!(out)?;
-    if let Some(stats) = last {
-        writeln!(
-            err,
-            "Prompt: {} tokens, {:.3} tokens-per-sec",
-            stats.prompt_tokens, stats.prompt_tps
-        )?;
-        writeln!(
-            err,
-            "Generation: {} tokens, {:.3} tokens-per-sec",
-            stats.generation_tokens, stats.generation_tps
-        )?;
-        writeln!(err, "Peak memory: {:.3} GB", stats.peak_memory as f64 / 1e9)?;
-    }
-    Ok(())
+/// One of the tool's commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Generate text from a prompt (Python: mlx_lm.generate).
+    Generate(generate::Args),
+    /// Chat with a model in the terminal (Python: mlx_lm.chat).
+    Chat(chat::Args),
+    /// Cache a prompt's state for `generate --prompt-cache-file` (Python: mlx_lm.cache_prompt).
+    #[command(name = "cache_prompt", alias = "cache-prompt")]
+    CachePrompt(cache_prompt::Args),
+    /// Convert a model directory to MLX's format, cast or (de)quantized (Python:
+    /// mlx_lm.convert).
+    Convert(convert::Args),
+    /// Measure prompt and generation speed and peak memory (Python: mlx_lm.benchmark).
+    Benchmark(benchmark::Args),
 }
 
-/// The program (Python: `mlx_lm.generate.main`): parses the process's arguments, runs the
-/// command, and on failure prints the error and exits with status 1.
+/// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
+/// lines).
+pub fn run(
+    cli: &Cli,
+    input: &mut dyn BufRead,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<(), Error> {
+    match &cli.command {
+        Command::Generate(args) => generate::run(args, input, out, err),
+        Command::Chat(args) => chat::run(args, input, out, err),
+        Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
+        Command::Convert(args) => convert::run(args, input, out, err),
+        Command::Benchmark(args) => benchmark::run(args, input, out, err),
+    }
+}
+
+/// The program: parses the process's arguments, runs the command over the process's stdin,
+/// stdout and stderr, and on failure prints the error and exits with status 1.
 pub fn main() {
-    let args = Args::parse();
+    let cli = Cli::parse();
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
-    if let Err(e) = run(&args, &mut out, &mut err) {
+    let mut input = std::io::stdin().lock();
+    if let Err(e) = run(&cli, &mut input, &mut out, &mut err) {
+        let _ = out.flush();
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+/// mlx_lm's `str2bool` (`--verbose False`): anything but `false` / `f` (any case) is true.
+pub(crate) fn str2bool(s: &str) -> Result<bool, String> {
+    Ok(!matches!(s.to_lowercase().as_str(), "false" | "f"))
+}
+
+/// The prompt a command was given: `-` reads `input` to its end.
+pub(crate) fn read_prompt(prompt: &str, input: &mut dyn BufRead) -> Result<String, Error> {
+    if prompt == "-" {
+        let mut text = String::new();
+        input.read_to_string(&mut text)?;
+        Ok(text)
+    } else {
+        Ok(prompt.to_string())
+    }
+}
+
+/// mlx_lm's `--max-tokens` as a count: `0` is mlx_lm's error; a negative number, mlx_lm's "no
+/// limit", is refused, as generation here reserves its cache for the whole run up front.
+pub(crate) fn max_tokens(n: i64) -> Result<usize, Error> {
+    match n {
+        0 => Err("Maximum number of tokens must be non-zero (mlx_lm: use -1 for no limit)".into()),
+        n if n < 0 => Err(format!(
+            "--max-tokens {n}: mlx_lm's unlimited generation is not supported (the cache is \
+             reserved for the whole generation up front); give a limit"
+        )
+        .into()),
+        n => usize::try_from(n).map_err(|_| format!("--max-tokens {n} is too large").into()),
+    }
+}
+
+/// mlx_lm's `--max-kv-size` makes each layer of a model without a cache of its own a
+/// `RotatingKVCache(max_size, keep=4)`, which evicts all but the first 4 positions once full.
+/// That cache is not ported: the bound is accepted while `positions` (those held, the
+/// prompt's and those to generate) stay within it, where mlx_lm's rotating cache evicts
+/// nothing and computes what a plain one does; beyond it, an error rather than other text.
+pub(crate) fn check_max_kv_size(max_kv_size: Option<i64>, positions: usize) -> Result<(), Error> {
+    match max_kv_size {
+        None => Ok(()),
+        Some(n) if n <= 0 => Err(format!("--max-kv-size must be positive, got {n}").into()),
+        Some(n) if positions as u64 <= n as u64 => Ok(()),
+        Some(n) => Err(format!(
+            "--max-kv-size {n}: this generation may hold {positions} positions, and mlx_lm's \
+             RotatingKVCache(keep=4), which evicts past the bound, is not ported yet; raise \
+             --max-kv-size or lower --max-tokens"
+        )
+        .into()),
+    }
+}
+
+/// mlx_lm's XTC sampling (`--xtc-probability`), which this port's sampler does not have: an
+/// error when asked for, rather than sampling otherwise. (mlx_lm checks the threshold only
+/// when XTC runs.)
+pub(crate) fn check_xtc(probability: f64) -> Result<(), Error> {
+    if probability > 0.0 {
+        return Err(
+            format!("XTC sampling (--xtc-probability {probability}) is not supported yet").into(),
+        );
+    }
+    Ok(())
 }

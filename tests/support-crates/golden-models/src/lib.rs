@@ -184,7 +184,7 @@ fn dtype(name: &str) -> Result<Dtype, String> {
 
 /// SHA-256 over the tensors in name order (name, dtype, shape, little-endian bytes), as
 /// `weights_recipe.digest` computes it.
-fn digest(tensors: &HashMap<String, Array>) -> Result<String, String> {
+pub fn digest(tensors: &HashMap<String, Array>) -> Result<String, String> {
     let e = |e: mlx_rs::Error| e.to_string();
     let mut names: Vec<&String> = tensors.keys().collect();
     names.sort();
