@@ -58,6 +58,15 @@ pub struct Args {
     /// mlx_lm's `--adapter-path`.
     #[arg(long)]
     pub adapter_path: Option<PathBuf>,
+    /// Bits per element of a quantized key/value cache (2, 3, 4, 5, 6 or 8; default: none).
+    #[arg(long)]
+    pub kv_bits: Option<i32>,
+    /// Group size of the key/value cache quantization.
+    #[arg(long, default_value_t = 64)]
+    pub kv_group_size: i32,
+    /// With --kv-bits: quantize the key/value cache once it holds this many positions.
+    #[arg(long, default_value_t = crate::DEFAULT_QUANTIZED_KV_START)]
+    pub quantized_kv_start: usize,
 }
 
 type Error = Box<dyn std::error::Error>;
@@ -112,6 +121,9 @@ pub fn run(args: &Args, out: &mut dyn Write, err: &mut dyn Write) -> Result<(), 
         },
         seed: args.seed,
         stop_tokens: tokenizer.eos_token_ids(),
+        kv_bits: args.kv_bits,
+        kv_group_size: args.kv_group_size,
+        quantized_kv_start: args.quantized_kv_start,
         ..Default::default()
     };
     let mut last = None;
