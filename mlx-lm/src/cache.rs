@@ -28,8 +28,8 @@ use crate::blocks::mask::{causal_mask_at, PlainMask};
 mod quantized;
 
 pub use quantized::{
-    check_kv_quantization, check_quantizable, quantize_kv_cache, QuantizedArray,
-    QuantizedKvCache, KV_BITS, KV_GROUP_SIZES,
+    check_kv_quantization, check_quantizable, quantize_kv_cache, QuantizedArray, QuantizedKvCache,
+    KV_BITS, KV_GROUP_SIZES,
 };
 
 /// `offset + arange(length)`: the positions of `length` new tokens.
@@ -713,8 +713,7 @@ impl LayerCache {
             // A quantized cache (from a file) for a layer that starts as a float one: the same
             // batch, heads and features, its scales in the model's dtype.
             (LayerCache::Quantized(a), LayerCache::Kv(b)) => {
-                for (name, q, f) in [("keys", &a.keys, &b.keys), ("values", &a.values, &b.values)]
-                {
+                for (name, q, f) in [("keys", &a.keys, &b.keys), ("values", &a.values, &b.values)] {
                     let (sq, sf) = (q.weights.shape(), f.shape());
                     let fits = sq.len() == 4
                         && sq[..2] == sf[..2]

@@ -202,9 +202,10 @@ impl QuantizedKvCache {
             let offset = self.offset.item::<i32>()?;
             let end = offset + length;
             if end > self.capacity() {
-                self.reserve(super::cache_slots(end as usize).map_err(|e| {
-                    mlx_rs::Error::InvalidArgument(e.to_string())
-                })?)?;
+                self.reserve(
+                    super::cache_slots(end as usize)
+                        .map_err(|e| mlx_rs::Error::InvalidArgument(e.to_string()))?,
+                )?;
             }
             self.update(keys, values)?;
             let prefix = |q: &QuantizedArray| -> Result<QuantizedArray> {
@@ -267,7 +268,8 @@ impl QuantizedKvCache {
         };
         let mut scores = qmm(&queries, &keys, true)?;
         if let Some(mask) = mask {
-            let lowest = Array::from_scalar(lowest_finite(scores.dtype())).astype(scores.dtype())?;
+            let lowest =
+                Array::from_scalar(lowest_finite(scores.dtype())).astype(scores.dtype())?;
             scores = ops::where_(mask, &scores, &lowest)?;
         }
         let scores = ops::softmax(&scores, -1, true)?;
@@ -326,7 +328,11 @@ pub fn check_quantizable(cache: &[LayerCache], group_size: i32, bits: i32) -> cr
 /// Python: `maybe_quantize_kv_cache` once the cache has reached `quantized_kv_start`: every
 /// key/value layer becomes a [`QuantizedKvCache`]; recurrent layers and the caches inside a
 /// `CacheList` (which has no `to_quantized`) stay as they are.
-pub fn quantize_kv_cache(cache: &mut [LayerCache], group_size: i32, bits: i32) -> crate::Result<()> {
+pub fn quantize_kv_cache(
+    cache: &mut [LayerCache],
+    group_size: i32,
+    bits: i32,
+) -> crate::Result<()> {
     check_quantizable(cache, group_size, bits)?;
     for layer in cache.iter_mut() {
         if let LayerCache::Kv(kv) = layer {
