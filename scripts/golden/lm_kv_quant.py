@@ -11,11 +11,13 @@ log-probabilities, `[steps, vocab]`, under `"<case>"`) and `prompt-cache-kv-quan
   attends in float, every step after in the quantized cache) and past the prompt (the switch
   happens mid-decode), for a bfloat16 llama (smollm2-bf16, head_dim 64), a float32 model and
   its 4-bit version (gemma, head_dim 32) and the hybrid Qwen3.5 (its key/value layers
-  quantize, its recurrent layers stay), float and 4-bit. (mistral's and qwen3's head_dim of 16
+  quantize, its recurrent layers stay), float and 4-bit, and Ministral 3 (its query scaling
+  before the shared attention), float and 4-bit. (mistral's and qwen3's head_dim of 16
   has no group size MLX quantizes with.)
 - `errors`: what mlx_lm refuses, with its message: a sliding-window model (llama3:
   `RotatingKVCache.to_quantized` raises), a group size that does not divide the head
-  dimension (qwen3's 16), bits MLX does not have.
+  dimension (qwen3's 16), bits MLX does not have, an attention of its own that cannot read
+  the quantized tuples (gemma2's soft cap).
 - `prompt_cache`: a prompt prefix prefilled and quantized (`to_quantized`), saved with
   `save_prompt_cache` (QuantizedKVCache's state: nested tuples of the packed weights, scales
   and biases, then offset, group_size and bits), and the greedy tokens that continue it.
@@ -72,12 +74,16 @@ GENERATE = [
     ("qwen3_5", 4, 32, 0),
     ("qwen3_5", 8, 32, "late"),
     ("qwen3_5-4bit", 4, 32, 0),
+    # the query scaling of Ministral 3 (its own rope, then the shared attention), and 4-bit
+    ("ministral3", 4, 32, 0),
+    ("ministral3-4bit", 8, 32, "late"),
 ]
 ERRORS = [
     ("llama3", 4, 32, 0),  # sliding-window layers: RotatingKVCache quantization NYI
     ("qwen3", 4, 32, 0),  # head_dim 16: no group of 32
     ("gemma", 4, 64, 0),  # head_dim 32: no group of 64
     ("smollm2-bf16", 7, 64, 0),  # no 7-bit quantization in MLX
+    ("gemma2-bf16", 4, 32, 0),  # soft-capped attention of its own multiplies the cache's tuple
 ]
 PROMPT_CACHE = [("smollm2-bf16", 16, 4, 64), ("qwen3_5", 16, 8, 32)]
 

@@ -126,6 +126,11 @@ impl QuantizedKvCache {
         }
         let dims = [kv.keys.shape()[3], kv.values.shape()[3]];
         check_kv_quantization(group_size, bits, &dims)?;
+        if kv.writes_in_place {
+            // The last step's write into the buffers is ordered only before readers of the
+            // offset it returned (`decode_attention::write_in_place`): finish it first.
+            kv.offset.eval()?;
+        }
         Ok(QuantizedKvCache {
             keys: QuantizedArray::quantize(&kv.keys, group_size, bits)?,
             values: QuantizedArray::quantize(&kv.values, group_size, bits)?,
