@@ -252,6 +252,15 @@ fn bad_values_and_unsupported_layers_are_errors() {
         let error = refused(&model, &prompt, &options);
         assert!(error.is_some(), "bits {bits}, group {group_size}");
     }
+    // mlx_lm's batch generation has no quantized cache: an error, not a float cache.
+    let options = GenerateOptions {
+        max_tokens: 2,
+        kv_bits: Some(4),
+        quantized_kv_start: 0,
+        ..Default::default()
+    };
+    let batch = lm::batch_generate_step(&model, &[&prompt[..], &prompt[..5]], &options);
+    assert!(batch.is_err());
     // Every width MLX has works (head_dim 64).
     for bits in [2, 3, 4, 5, 6, 8] {
         let options = GenerateOptions {

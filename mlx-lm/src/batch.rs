@@ -107,8 +107,9 @@ pub struct BatchTokenGenerator<'m> {
 /// Every sequence generates up to `options.max_tokens` (per sequence:
 /// [`BatchTokenGenerator::set_max_tokens`]) and ends at a token of `options.stop_tokens`.
 ///
-/// Per-token processors that need each sequence's history (the repetition penalty) and stop
-/// strings are not supported in a batch (an error); logit bias and every sampler are.
+/// Per-token processors that need each sequence's history (the repetition penalty), stop
+/// strings and a quantized key/value cache (`kv_bits`) are not supported in a batch (an
+/// error); logit bias and every sampler are.
 /// Prompts of different lengths need key/value or linear-attention layers: a model with
 /// sliding-window layers takes a batch of equal lengths only (an error otherwise).
 pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
@@ -134,6 +135,12 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     if !options.stop_strings.is_empty() {
         return Err(invalid(
             "stop strings are not supported in a batch generation".into(),
+        ));
+    }
+    if options.kv_bits.is_some() {
+        // mlx_lm's batch caches (`BatchKVCache`) have no quantized form either.
+        return Err(invalid(
+            "a quantized key/value cache (kv_bits) is not supported in a batch generation".into(),
         ));
     }
     if options.prefill_step_size == 0 {
