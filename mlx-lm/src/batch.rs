@@ -108,8 +108,9 @@ pub struct BatchTokenGenerator<'m> {
 /// Every sequence generates up to `options.max_tokens` (per sequence:
 /// [`BatchTokenGenerator::set_max_tokens`]) and ends at a token of `options.stop_tokens`.
 ///
-/// Per-token processors that need each sequence's history (the repetition penalty) and stop
-/// strings are not supported in a batch (an error); logit bias and every sampler are.
+/// Per-token processors that need each sequence's history (the repetition penalty), stop
+/// strings and a quantized key/value cache (`kv_bits`) are not supported in a batch (an
+/// error); logit bias and every sampler are.
 /// Prompts of different lengths are right-padded and prefilled together, the padding then
 /// rolled out of each row; with sliding-window layers (whose rings cannot roll) each prompt
 /// is prefilled alone instead and written into its row of a cache that keeps a position per
@@ -137,6 +138,12 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     if !options.stop_strings.is_empty() {
         return Err(invalid(
             "stop strings are not supported in a batch generation".into(),
+        ));
+    }
+    if options.kv_bits.is_some() {
+        // mlx_lm's batch caches (`BatchKVCache`) have no quantized form either.
+        return Err(invalid(
+            "a quantized key/value cache (kv_bits) is not supported in a batch generation".into(),
         ));
     }
     if options.prefill_step_size == 0 {

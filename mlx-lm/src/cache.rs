@@ -25,6 +25,13 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::mask::{causal_mask_at, PlainMask};
 
+mod quantized;
+
+pub use quantized::{
+    check_kv_quantization, check_quantizable, quantize_kv_cache, QuantizedArray, QuantizedKvCache,
+    KV_BITS, KV_GROUP_SIZES,
+};
+
 /// `offset + arange(length)`: the positions of `length` new tokens.
 fn new_positions(offset: &Array, length: i32) -> Result<Array> {
     ops::add(&ops::arange(0, length, 1, Dtype::Int32)?, offset)
@@ -597,6 +604,8 @@ impl std::ops::IndexMut<usize> for ArraysCache {
 pub enum LayerCache {
     Kv(KvCache),
     Rotating(RotatingKvCache),
+    /// A key/value cache quantized by generation's `kv_bits` (Python: `QuantizedKVCache`).
+    Quantized(QuantizedKvCache),
     Arrays(ArraysCache),
     /// Several caches for one layer (Python: `CacheList`), for layers that run several
     /// mixers side by side (falcon_h1's SSM and attention).
@@ -627,6 +636,7 @@ impl LayerCache {
         match self {
             LayerCache::Kv(_) => "KVCache",
             LayerCache::Rotating(_) => "RotatingKVCache",
+            LayerCache::Quantized(_) => "QuantizedKVCache",
             LayerCache::Arrays(_) => "ArraysCache",
             LayerCache::List(_) => "CacheList",
         }
@@ -700,6 +710,28 @@ impl LayerCache {
                 same("keys", &a.keys, &b.keys, true)?;
                 same("values", &a.values, &b.values, true)
             }
+            // A quantized cache (from a file) for a layer that starts as a float one: the same
+            // batch, heads and features, its scales in the model's dtype.
+            (LayerCache::Quantized(a), LayerCache::Kv(b)) => {
+                for (name, q, f) in [("keys", &a.keys, &b.keys), ("values", &a.values, &b.values)] {
+                    let (sq, sf) = (q.weights.shape(), f.shape());
+                    let fits = sq.len() == 4
+                        && sq[..2] == sf[..2]
+                        && q.dim(a.bits) == sf[3]
+                        && sf[3] % a.group_size == 0
+                        && q.scales.dtype() == f.dtype();
+                    if !fits {
+                        return Err(invalid(format!(
+                            "quantized {name} are {sq:?} ({} bits, scales {:?}) but the model's \
+                             layer needs {:?} {sf:?}",
+                            a.bits,
+                            q.scales.dtype(),
+                            f.dtype()
+                        )));
+                    }
+                }
+                Ok(())
+            }
             (LayerCache::Rotating(a), LayerCache::Rotating(b)) => {
                 same("keys", &a.keys, &b.keys, false)?;
                 same("values", &a.values, &b.values, false)?;
@@ -745,6 +777,7 @@ impl LayerCache {
         match self {
             LayerCache::Kv(c) => Some(&c.offset),
             LayerCache::Rotating(c) => Some(&c.offset),
+            LayerCache::Quantized(c) => Some(&c.offset),
             LayerCache::Arrays(_) => None,
             LayerCache::List(caches) => caches.iter().find_map(LayerCache::offset),
         }
@@ -810,6 +843,7 @@ pub fn set_prefix_attention(cache: &mut [LayerCache], on: bool) {
             match c {
                 LayerCache::Kv(kv) => kv.set_prefix_attention(on),
                 LayerCache::Rotating(ring) => ring.set_prefix_attention(on),
+                LayerCache::Quantized(q) => q.set_prefix_attention(on),
                 _ => {}
             }
             Ok(())
@@ -817,9 +851,16 @@ pub fn set_prefix_attention(cache: &mut [LayerCache], on: bool) {
     }
 }
 
-/// Grows every key/value buffer to `capacity` positions.
+/// Grows every key/value buffer (quantized too) to `capacity` positions.
 pub fn reserve(cache: &mut [LayerCache], capacity: i32) -> Result<()> {
-    for_each_kv(cache, |kv| kv.reserve(capacity))
+    for layer in cache {
+        layer.try_for_each_mut(&mut |c| match c {
+            LayerCache::Kv(kv) => kv.reserve(capacity),
+            LayerCache::Quantized(q) => q.reserve(capacity),
+            _ => Ok(()),
+        })?;
+    }
+    Ok(())
 }
 
 /// Calls `f` on every key/value cache of `cache`, inside lists too.

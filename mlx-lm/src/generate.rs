@@ -10,7 +10,10 @@ use std::time::Instant;
 use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
-use crate::cache::{cache_slots, reserve, set_prefix_attention, write_in_place, Cache, LayerCache};
+use crate::cache::{
+    cache_slots, check_quantizable, quantize_kv_cache, reserve, set_prefix_attention,
+    write_in_place, Cache, LayerCache,
+};
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
@@ -56,7 +59,24 @@ pub struct GenerateOptions {
     /// the compiled step, which then reads each token back before queueing the next (the
     /// next mask depends on it).
     pub constraint: Option<Constraint>,
+    /// Bits per element of a quantized key/value cache (Python: `kv_bits`: 2, 3, 4, 5, 6 or
+    /// 8): once the cache holds `quantized_kv_start` positions, its key/value layers become
+    /// [`QuantizedKvCache`](crate::cache::QuantizedKvCache)s and attention runs on the
+    /// quantized keys and values; recurrent layers stay. `None` (the default): float
+    /// throughout. Sliding-window layers cannot be quantized (an error, as in mlx_lm).
+    pub kv_bits: Option<i32>,
+    /// Features per quantization group of the key/value cache (Python: `kv_group_size`,
+    /// default 64; 32, 64 or 128, dividing the heads' features).
+    pub kv_group_size: i32,
+    /// The number of cached positions from which the key/value cache is quantized (Python:
+    /// `quantized_kv_start`, default 5000), checked after each prefill chunk and each step as
+    /// mlx_lm does; 0 quantizes after the first prefill chunk. The compiled step traces once
+    /// more at the switch.
+    pub quantized_kv_start: usize,
 }
+
+/// mlx_lm's `DEFAULT_QUANTIZED_KV_START`.
+pub const DEFAULT_QUANTIZED_KV_START: usize = 5000;
 
 impl Default for GenerateOptions {
     fn default() -> Self {
@@ -71,7 +91,39 @@ impl Default for GenerateOptions {
             cache_writes_in_place: true,
             compile: true,
             constraint: None,
+            kv_bits: None,
+            kv_group_size: 64,
+            quantized_kv_start: DEFAULT_QUANTIZED_KV_START,
         }
+    }
+}
+
+/// The key/value cache quantization of a generation ([`GenerateOptions::kv_bits`]).
+#[derive(Debug, Clone, Copy)]
+struct KvQuantization {
+    bits: i32,
+    group_size: i32,
+    start: usize,
+}
+
+impl KvQuantization {
+    fn of(options: &GenerateOptions) -> Option<KvQuantization> {
+        options.kv_bits.map(|bits| KvQuantization {
+            bits,
+            group_size: options.kv_group_size,
+            start: options.quantized_kv_start,
+        })
+    }
+
+    /// Python: `maybe_quantize_kv_cache`: quantizes the key/value layers of `cache`, which
+    /// holds `positions` positions, once they reach `quantized_kv_start`. Returns whether it
+    /// did.
+    fn maybe_quantize(self, cache: &mut [LayerCache], positions: usize) -> Result<bool> {
+        if positions < self.start {
+            return Ok(false);
+        }
+        quantize_kv_cache(cache, self.group_size, self.bits)?;
+        Ok(true)
     }
 }
 
@@ -161,6 +213,12 @@ pub struct TokenGenerator<'m> {
     constraint: Option<Constraint>,
     /// The grammar is complete: the last token ended the generation.
     grammar_done: bool,
+    /// How the key/value cache is quantized (`kv_bits`).
+    kv_quantization: Option<KvQuantization>,
+    /// The positions the cache holds (fed tokens, the step queued last included).
+    positions: usize,
+    /// Whether the key/value cache was quantized.
+    kv_quantized: bool,
 }
 
 /// Starts generating from `prompt` (Python: `generate_step(prompt, model, ...)`): prefills all
@@ -237,13 +295,22 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
             cache
         }
     };
+    if let Some(bits) = options.kv_bits {
+        check_quantizable(&cache, options.kv_group_size, bits)?;
+    }
     reserve(&mut cache, prefill_capacity)?;
     set_prefix_attention(&mut cache, !options.compile);
 
     let (head, tail) = prompt.split_at(prompt.len() - 1);
+    let mut positions = held;
+    let mut kv_quantized = false;
     for chunk in head.chunks(options.prefill_step_size) {
         let ids = Array::from_slice(chunk, &[1, chunk.len() as i32])?;
         model.forward(&ids, Some(&mut cache))?;
+        positions += chunk.len();
+        if let (Some(q), false) = (KvQuantization::of(options), kv_quantized) {
+            kv_quantized = q.maybe_quantize(&mut cache, positions)?;
+        }
         eval(&cache)?;
     }
     reserve(&mut cache, capacity)?;
@@ -303,6 +370,9 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         failed: false,
         constraint,
         grammar_done: false,
+        kv_quantization: KvQuantization::of(options),
+        positions,
+        kv_quantized,
     };
     let first = generator.call(&Array::from_slice(tail, &[1])?)?;
     generator.pending = Some(first);
@@ -351,12 +421,20 @@ impl TokenGenerator<'_> {
             Step::Compiled(step) => step.call(&mut self.state, tokens)?,
             Step::Eager(step) => step(&mut self.state, tokens)?,
         };
+        // Python quantizes inside the step, after the model: the step's own attention ran on
+        // the cache as it was, the next one runs on the quantized cache (a new tree: the
+        // compiled step traces once more).
+        self.positions += tokens.size();
+        if let (Some(q), false) = (self.kv_quantization, self.kv_quantized) {
+            self.kv_quantized = q.maybe_quantize(&mut self.state.cache, self.positions)?;
+        }
         async_eval(&out)?;
         Ok(out)
     }
 
-    /// How often the decode step was traced (compiled): 1 for a whole generation, 0 for an
-    /// eager one ([`GenerateOptions::compile`] off).
+    /// How often the decode step was traced (compiled): 1 for a whole generation (2 when the
+    /// key/value cache switches to a quantized one during it,
+    /// [`GenerateOptions::kv_bits`]), 0 for an eager one ([`GenerateOptions::compile`] off).
     pub fn traces(&self) -> u64 {
         match &self.step {
             Step::Compiled(step) => step.stats().traces,

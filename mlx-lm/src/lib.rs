@@ -61,7 +61,7 @@ pub use batch::{
     batch_generate, batch_generate_step, BatchDecodeState, BatchResponse, BatchStats, BatchStep,
     BatchTokenGenerator,
 };
-pub use cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
+pub use cache::{ArraysCache, Cache, KvCache, LayerCache, QuantizedKvCache, RotatingKvCache};
 pub use cache_rows::{read_row, write_row};
 pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
@@ -72,7 +72,7 @@ pub use error::{Error, Result};
 pub use generate::{
     generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,
     DecodeState, FinishReason, GenerateOptions, GenerationResponse, GenerationStats, TextStream,
-    TokenGenerator,
+    TokenGenerator, DEFAULT_QUANTIZED_KV_START,
 };
 pub use kernels::KernelOptions;
 pub use load::{load, load_model};

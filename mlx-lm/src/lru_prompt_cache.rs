@@ -160,7 +160,7 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 /// `can_trim_prompt_cache`): key/value caches can; recurrent state cannot.
 pub(crate) fn can_trim(layer: &LayerCache) -> bool {
     match layer {
-        LayerCache::Kv(_) => true,
+        LayerCache::Kv(_) | LayerCache::Quantized(_) => true,
         LayerCache::Rotating(_) | LayerCache::Arrays(_) => false,
         LayerCache::List(caches) => caches.iter().all(can_trim),
     }
@@ -180,8 +180,10 @@ pub(crate) fn trim_to(cache: &mut Cache, tokens: usize) -> Result<()> {
             )));
         }
         layer.try_for_each_mut(&mut |c| {
-            if let LayerCache::Kv(kv) = c {
-                kv.offset = mlx_rs::Array::from_scalar(offset);
+            match c {
+                LayerCache::Kv(kv) => kv.offset = mlx_rs::Array::from_scalar(offset),
+                LayerCache::Quantized(q) => q.offset = mlx_rs::Array::from_scalar(offset),
+                _ => {}
             }
             Ok::<(), Error>(())
         })?;

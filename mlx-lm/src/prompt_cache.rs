@@ -11,6 +11,7 @@
 //! |---|---|
 //! | `KVCache` | keys, values (buffers, 256-position steps), offset |
 //! | `RotatingKVCache` | keys, values, offset, keep, max_size, idx (ring position) |
+//! | `QuantizedKVCache` | (keys' codes, scales, biases), (values' ...), offset, group_size, bits |
 //! | `ArraysCache` | [its arrays], left_padding, lengths |
 //! | `CacheList` | [(state, class name) of each cache] |
 //!
@@ -23,7 +24,10 @@ use std::path::Path;
 
 use mlx_rs::{ops, Array, Dtype};
 
-use crate::cache::{ArraysCache, Cache, KvCache, LayerCache, RotatingKvCache};
+use crate::cache::{
+    check_kv_quantization, ArraysCache, Cache, KvCache, LayerCache, QuantizedArray,
+    QuantizedKvCache, RotatingKvCache,
+};
 use crate::error::{Error, Result};
 
 /// mlx_lm's `KVCache.step`: buffers grow in steps of this many positions.
@@ -262,6 +266,60 @@ impl Reader<'_> {
                     prefix_attention: false,
                 })
             }
+            "QuantizedKVCache" => {
+                let mut parts = Vec::with_capacity(6);
+                for i in 0..2 {
+                    for j in 0..3 {
+                        let at = key(&format!("{i}.{j}"));
+                        match self.take(&at, class)? {
+                            Some(a) if a.ndim() == 4 => parts.push(a),
+                            Some(a) => {
+                                return Err(self.invalid(&at, format!("expected a [batch, heads, positions, ...] array, found shape {:?}", a.shape())))
+                            }
+                            None => return Err(self.invalid(&at, "an empty QuantizedKVCache (no prompt was processed)".into())),
+                        }
+                    }
+                }
+                let offset = self.number(&key("2"), class)?;
+                let group_size = self.number(&key("3"), class)?;
+                let bits = self.number(&key("4"), class)?;
+                check_kv_quantization(group_size, bits, &[])
+                    .map_err(|e| self.invalid(&key("3"), e.to_string()))?;
+                let [weights, scales, biases, v_weights, v_scales, v_biases]: [Array; 6] = parts
+                    .try_into()
+                    .map_err(|_| self.invalid(&key("0"), "a QuantizedKVCache state of other than six arrays".into()))?;
+                let keys = QuantizedArray { weights, scales, biases };
+                let values = QuantizedArray { weights: v_weights, scales: v_scales, biases: v_biases };
+                let length = keys.positions();
+                let consistent = [&keys, &values].iter().all(|q| {
+                    let [w, s, b] = q.parts();
+                    let groups = q.dim(bits) / group_size;
+                    w.dtype() == Dtype::Uint32
+                        && s.shape() == b.shape()
+                        && s.shape()[..3] == w.shape()[..3]
+                        && w.shape()[..3] == keys.weights.shape()[..3]
+                        && s.shape()[3] == groups
+                        && (w.shape()[3] * 32) % bits == 0
+                });
+                if !consistent {
+                    return Err(self.invalid(&key("0.0"), format!(
+                        "the quantized keys {:?} and values {:?} (codes, scales, biases) do not fit {bits} bits in groups of {group_size}",
+                        keys.parts().map(|a| a.shape().to_vec()),
+                        values.parts().map(|a| a.shape().to_vec())
+                    )));
+                }
+                if offset < 0 || offset > length {
+                    return Err(self.invalid(&key("2"), format!("offset {offset} outside a buffer of {length}")));
+                }
+                LayerCache::Quantized(QuantizedKvCache {
+                    keys,
+                    values,
+                    offset: Array::from_scalar(offset),
+                    group_size,
+                    bits,
+                    prefix_attention: false,
+                })
+            }
             "RotatingKVCache" => {
                 let (keys, values) = (self.take(&key("0"), class)?, self.take(&key("1"), class)?);
                 let (Some(keys), Some(values)) = (keys, values) else {
@@ -323,7 +381,7 @@ impl Reader<'_> {
             }
             other => {
                 return Err(self.invalid(class_key, format!(
-                    "cache class {other} is not supported (supported: KVCache, RotatingKVCache, ArraysCache, CacheList)"
+                    "cache class {other} is not supported (supported: KVCache, RotatingKVCache, QuantizedKVCache, ArraysCache, CacheList)"
                 )))
             }
         })
@@ -352,6 +410,19 @@ fn layer_state(
             push("0", Entry::Array(c.keys.index((.., .., ..end))?));
             push("1", Entry::Array(c.values.index((.., .., ..end))?));
             push("2", Entry::Scalar(offset));
+        }
+        LayerCache::Quantized(c) => {
+            let offset = c.offset.item::<i32>()?;
+            let end =
+                ((offset + STEP - 1) / STEP * STEP).clamp(STEP.min(c.capacity()), c.capacity());
+            for (i, q) in [&c.keys, &c.values].into_iter().enumerate() {
+                for (j, a) in q.parts().into_iter().enumerate() {
+                    push(&format!("{i}.{j}"), Entry::Array(a.index((.., .., ..end))?));
+                }
+            }
+            push("2", Entry::Scalar(offset));
+            push("3", Entry::Scalar(c.group_size));
+            push("4", Entry::Scalar(c.bits));
         }
         LayerCache::Rotating(c) => {
             let offset = c.offset.item::<i32>()?;

@@ -496,6 +496,26 @@ fn attend_inner(
             let (keys, values, mask) = c.update_and_fetch(&k, &values)?;
             return upcast.sdpa(&q, &keys, &values, scale, mask.as_mask(), sinks);
         }
+        LayerCache::Quantized(c) => {
+            // mlx_lm: "Quantized SDPA does not support attention sinks"; an upcast family
+            // (phi, stablelm, cohere2) casts the cache's values, a tuple there, and fails.
+            let refused = if sinks.is_some() {
+                Some("attention sinks")
+            } else if upcast != Upcast::None {
+                Some("attention computed in float32")
+            } else if window.is_some() {
+                Some("a sliding window")
+            } else {
+                None
+            };
+            if let Some(what) = refused {
+                return Err(mlx_rs::Error::InvalidArgument(format!(
+                    "a quantized key/value cache (kv_bits) does not support {what}"
+                )));
+            }
+            let (q, k) = rotate(&c.offset)?;
+            return c.attend(&q, &k, &values, scale);
+        }
         other => {
             return Err(wrong_input(&format!(
                 "an attention layer got a {} (a recurrent layer's cache)",

@@ -133,6 +133,7 @@ impl TokenMixer for QueryScaledAttention {
                 let offset = match c {
                     LayerCache::Kv(c) => c.rope_offset()?,
                     LayerCache::Rotating(c) => c.offset.clone(),
+                    LayerCache::Quantized(c) => c.offset.clone(),
                     other => {
                         return Err(wrong_input(&format!(
                             "an attention layer got a {} (a recurrent layer's cache)",

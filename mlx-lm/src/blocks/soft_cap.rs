@@ -89,6 +89,12 @@ pub fn attend_soft_capped(
             };
             (q, keys, values, mask)
         }
+        // mlx_lm's soft-capped attention multiplies the cache's keys, a tuple there, and fails.
+        Some(LayerCache::Quantized(_)) => {
+            return Err(wrong_input(
+                "soft-capped attention does not read a quantized key/value cache (kv_bits)",
+            ))
+        }
         Some(other) => {
             return Err(wrong_input(&format!(
                 "an attention layer got a {} (a recurrent layer's cache)",

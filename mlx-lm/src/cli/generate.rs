@@ -94,6 +94,15 @@ pub struct Args {
     /// With --draft-model: the tokens it proposes per step.
     #[arg(long, default_value_t = 3)]
     pub num_draft_tokens: usize,
+    /// Bits per element of a quantized key/value cache (2, 3, 4, 5, 6 or 8; default: none).
+    #[arg(long)]
+    pub kv_bits: Option<i32>,
+    /// Group size of the key/value cache quantization.
+    #[arg(long, default_value_t = 64)]
+    pub kv_group_size: i32,
+    /// With --kv-bits: quantize the key/value cache once it holds this many positions.
+    #[arg(long, default_value_t = crate::DEFAULT_QUANTIZED_KV_START)]
+    pub quantized_kv_start: usize,
 }
 
 /// Runs the command: loads the model, builds the prompt (reading `input` for `--prompt -`),
@@ -181,6 +190,9 @@ pub fn run(
         seed: args.seed,
         prefill_step_size: args.prefill_step_size,
         stop_tokens: tokenizer.eos_token_ids(),
+        kv_bits: args.kv_bits,
+        kv_group_size: args.kv_group_size,
+        quantized_kv_start: args.quantized_kv_start,
         ..Default::default()
     };
     let draft = match &args.draft_model {
