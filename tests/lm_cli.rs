@@ -306,13 +306,23 @@ fn assert_same_file(ours: &Path, theirs: &Path) {
         .filter_map(|(k, _)| k.strip_prefix("1."))
         .map(|layer| format!("{layer}."))
         .collect();
+    // Bit for bit linked to the wheel's libmlx that wrote mlx_lm's file; our source build of
+    // MLX rounds float32 kernels otherwise (tests/lm_models.rs bounds the logits' gap by
+    // 1e-5), and the cached keys and values are such results.
     let same = |a: &Array, b: &Array| {
-        a.shape() == b.shape()
-            && a.dtype() == b.dtype()
-            && ops::array_equal(a, b, false)
+        if a.shape() != b.shape() || a.dtype() != b.dtype() {
+            return false;
+        }
+        if mlx::core::sys::PREBUILT_MLX {
+            return ops::array_equal(a, b, false)
                 .unwrap()
                 .item::<bool>()
-                .unwrap()
+                .unwrap();
+        }
+        ops::allclose(a, b, ops::AllcloseOptions::default().rtol(0.0).atol(1e-5))
+            .unwrap()
+            .item::<bool>()
+            .unwrap()
     };
     for ((k, a), (l, b)) in our_arrays.iter().zip(&their_arrays) {
         assert_eq!(k, l);
