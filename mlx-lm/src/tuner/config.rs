@@ -305,12 +305,16 @@ impl LoraConfig {
             args.entry(k).or_insert(v);
         }
         let path = source.unwrap_or_else(|| PathBuf::from("<command line>"));
-        let config: LoraConfig =
-            serde_json::from_value(Value::Object(args)).map_err(|e| Error::Invalid {
-                path: path.clone(),
-                key: "config".into(),
-                message: e.to_string(),
-            })?;
+        let config: LoraConfig = match serde_json::from_value(Value::Object(args.clone())) {
+            Ok(c) => c,
+            Err(e) => {
+                return Err(Error::Invalid {
+                    path,
+                    key: culprit(&args).unwrap_or_else(|| "config".into()),
+                    message: e.to_string(),
+                })
+            }
+        };
         if let Some(to) = &config.report_to {
             return Err(Error::Invalid {
                 path,
@@ -453,6 +457,18 @@ impl LoraConfig {
             other => other,
         })
     }
+}
+
+/// The option whose value fails alone over the defaults (serde names an unknown key, not the
+/// key of a value of the wrong kind).
+fn culprit(args: &Map<String, Value>) -> Option<String> {
+    args.iter().find_map(|(k, v)| {
+        let mut alone = config_defaults();
+        alone.insert(k.clone(), v.clone());
+        serde_json::from_value::<LoraConfig>(Value::Object(alone))
+            .is_err()
+            .then(|| k.clone())
+    })
 }
 
 fn count(name: &str, index: usize, v: f64) -> Result<u64> {
