@@ -320,7 +320,10 @@ mod config {
         let missing = load_config_file("/nonexistent/config.yaml").unwrap_err();
         assert!(missing.to_string().contains("/nonexistent/config.yaml"));
         let c = resolve("sgdopt", "optimizer: lion\n", json!({})).unwrap();
-        let err = c.build_optimizer().err().expect("lion is no optimizer here");
+        let err = c
+            .build_optimizer()
+            .err()
+            .expect("lion is no optimizer here");
         assert!(err.to_string().contains("lion"));
     }
 
