@@ -1,145 +1,233 @@
-//! Fine-tuning from the command line (Python: `mlx_lm.lora`), with its flag names:
+//! Fine-tuning from the command line (Python: `mlx_lm.lora`), with its flag names and its
+//! YAML config:
 //!
 //! ```text
 //! cargo run --release --example lora -- --model DIR --data DIR --train \
-//!     [--fine-tune-type lora|dora|full] [--num-layers N] [--batch-size B] [--iters N] \
-//!     [--learning-rate LR] [--optimizer adam|adamw|sgd] [--mask-prompt] [--steps-per-report N]
+//!     [-c config.yaml] [--fine-tune-type lora|dora|full] [--optimizer adam|adamw|muon|sgd|adafactor] \
+//!     [--num-layers N] [--batch-size B] [--iters N] [--learning-rate LR] [--mask-prompt] \
+//!     [--grad-checkpoint] [--grad-accumulation-steps N] [--steps-per-report N] \
 //!     [--steps-per-eval N] [--val-batches N] [--save-every N] [--adapter-path DIR] \
-//!     [--resume-adapter-file F] [--max-seq-length N] [--seed S] [--test [--test-batches N]]
+//!     [--resume-adapter-file F] [--max-seq-length N] [--clear-cache-threshold BYTES] \
+//!     [--seed S] [--test [--test-batches N]]
 //! ```
 //!
-//! `--train` trains adapters (the base frozen) with the compiled step and saves
-//! `adapters.safetensors` and `adapter_config.json` under `--adapter-path`, which mlx_lm's
-//! `load_adapters` (and `generate --adapter-path`) read; `--test` reports the test loss and
-//! perplexity. The adapters take mlx_lm's default `lora_parameters` (rank 8, scale 20,
-//! dropout 0). Not here yet: mlx_lm's YAML config (`-c`), learning-rate schedules, gradient
-//! accumulation and checkpointing. Validation draws its batch order from its own generator
-//! (mlx_lm shares one with training), so with validation on, later epochs' order differs.
+//! Options merge as in mlx_lm: a flag wins over the config file (`-c`), which wins over
+//! mlx_lm's defaults; every key of mlx_lm's `CONFIG_DEFAULTS` is read from the file
+//! (`lora_parameters`, `optimizer_config`, `lr_schedule`, ...), and a key that is not one
+//! is an error. `--train` trains with the compiled step and saves `adapters.safetensors`
+//! and `adapter_config.json` (every option, as mlx_lm writes it) under `--adapter-path`,
+//! which mlx_lm's `load_adapters` (and `generate --adapter-path`) read; `--test` reports
+//! the test loss and perplexity. The progress lines are mlx_lm's (iteration, train loss,
+//! tokens/s, trained tokens), followed by the learning rate, iterations/s and peak memory
+//! its callbacks get. Validation draws its batch order from its own generator (mlx_lm
+//! shares one with training), so with validation on, later epochs' order differs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use clap::Parser;
 use mlx::lm::tuner::{
-    evaluate, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
-    save_adapters, unfreeze_last_layers, DatasetOptions, FineTuneType, LoraParameters, RandomState,
-    TrainStep,
+    evaluate, iterate_batches, linear_to_lora_layers, load_adapters, load_config_file,
+    load_local_dataset, save_adapters, unfreeze_last_layers, DatasetOptions, Example, FineTuneType,
+    LoraConfig, LoraParameters, RandomState, TrainStep,
 };
 use mlx::lm::{load, LoadOptions, Model};
 use mlx::nn::Module;
-use mlx::optimizers::{Adam, AdamW, Optimizer, SGD};
-use mlx::utils::TreeNode;
+use serde_json::{json, Map, Value};
 
+/// mlx_lm.lora's flags; unset ones (None, or a flag not passed) fall back to the config file
+/// and then to mlx_lm's defaults.
 #[derive(Debug, Parser)]
-#[command(name = "lora")]
+#[command(name = "lora", about = "LoRA or QLoRA finetuning.")]
 struct Args {
     /// The model directory.
     #[arg(long)]
-    model: PathBuf,
-    /// The directory with train.jsonl, valid.jsonl, test.jsonl.
-    #[arg(long, default_value = "data/")]
-    data: PathBuf,
+    model: Option<String>,
+    /// Do training.
     #[arg(long)]
     train: bool,
+    /// The directory with train.jsonl, valid.jsonl, test.jsonl.
     #[arg(long)]
-    test: bool,
-    #[arg(long, default_value = "lora", value_parser = ["lora", "dora", "full"])]
-    fine_tune_type: String,
-    #[arg(long, default_value = "adam", value_parser = ["adam", "adamw", "sgd"])]
-    optimizer: String,
+    data: Option<String>,
+    #[arg(long, value_parser = ["lora", "dora", "full"])]
+    fine_tune_type: Option<String>,
+    #[arg(long, value_parser = ["adam", "adamw", "muon", "sgd", "adafactor"])]
+    optimizer: Option<String>,
+    /// Mask the prompt in the loss when training.
     #[arg(long)]
     mask_prompt: bool,
     /// The number of layers (from the last) to fine-tune; -1: all.
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
-    num_layers: i32,
-    #[arg(long, default_value_t = 4)]
-    batch_size: usize,
-    #[arg(long, default_value_t = 1000)]
-    iters: usize,
+    #[arg(long, allow_negative_numbers = true)]
+    num_layers: Option<i32>,
+    #[arg(long)]
+    batch_size: Option<usize>,
+    #[arg(long)]
+    iters: Option<usize>,
     /// Validation batches; -1: the whole validation set.
-    #[arg(long, default_value_t = 25, allow_negative_numbers = true)]
-    val_batches: i64,
-    #[arg(long, default_value_t = 1e-5)]
-    learning_rate: f32,
-    #[arg(long, default_value_t = 10)]
-    steps_per_report: usize,
-    #[arg(long, default_value_t = 200)]
-    steps_per_eval: usize,
+    #[arg(long, allow_negative_numbers = true)]
+    val_batches: Option<i64>,
+    #[arg(long)]
+    learning_rate: Option<f64>,
+    #[arg(long)]
+    steps_per_report: Option<usize>,
+    #[arg(long)]
+    steps_per_eval: Option<usize>,
+    /// Number of steps to accumulate before each optimizer update.
+    #[arg(long)]
+    grad_accumulation_steps: Option<usize>,
     #[arg(long)]
     resume_adapter_file: Option<PathBuf>,
-    #[arg(long, default_value = "adapters")]
-    adapter_path: PathBuf,
-    #[arg(long, default_value_t = 100)]
-    save_every: usize,
-    #[arg(long, default_value_t = 500, allow_negative_numbers = true)]
-    test_batches: i64,
-    #[arg(long, default_value_t = 2048)]
-    max_seq_length: usize,
-    #[arg(long, default_value_t = 0)]
-    seed: u32,
+    #[arg(long)]
+    adapter_path: Option<PathBuf>,
+    #[arg(long)]
+    save_every: Option<usize>,
+    /// Evaluate on the test set (after training).
+    #[arg(long)]
+    test: bool,
+    /// Test batches; -1: the whole test set.
+    #[arg(long, allow_negative_numbers = true)]
+    test_batches: Option<i64>,
+    #[arg(long)]
+    max_seq_length: Option<usize>,
+    /// A YAML configuration file with the training options.
+    #[arg(short = 'c', long)]
+    config: Option<PathBuf>,
+    /// Use gradient checkpointing to reduce memory use.
+    #[arg(long)]
+    grad_checkpoint: bool,
+    /// Clear the allocator cache between steps if it grows past this many bytes.
+    #[arg(long)]
+    clear_cache_threshold: Option<u64>,
+    #[arg(long)]
+    seed: Option<u64>,
 }
 
 type Error = Box<dyn std::error::Error>;
+
+impl Args {
+    /// The flags given, as mlx_lm's namespace has them (a flag not passed: absent).
+    fn flags(&self) -> Result<Map<String, Value>, Error> {
+        let on = |b: bool| b.then_some(true);
+        let flags = json!({
+            "model": self.model, "train": on(self.train), "data": self.data,
+            "fine_tune_type": self.fine_tune_type, "optimizer": self.optimizer,
+            "mask_prompt": on(self.mask_prompt), "num_layers": self.num_layers,
+            "batch_size": self.batch_size, "iters": self.iters, "val_batches": self.val_batches,
+            "learning_rate": self.learning_rate, "steps_per_report": self.steps_per_report,
+            "steps_per_eval": self.steps_per_eval,
+            "grad_accumulation_steps": self.grad_accumulation_steps,
+            "resume_adapter_file": self.resume_adapter_file, "adapter_path": self.adapter_path,
+            "save_every": self.save_every, "test": on(self.test),
+            "test_batches": self.test_batches, "max_seq_length": self.max_seq_length,
+            "config": self.config, "grad_checkpoint": on(self.grad_checkpoint),
+            "clear_cache_threshold": self.clear_cache_threshold, "seed": self.seed,
+        });
+        match flags {
+            Value::Object(map) => Ok(map),
+            _ => Err("flags are not a table".into()),
+        }
+    }
+}
 
 fn batches_of(n: i64) -> Option<usize> {
     usize::try_from(n).ok()
 }
 
-fn fine_tune_type(name: &str) -> FineTuneType {
-    match name {
-        "dora" => FineTuneType::Dora,
-        "full" => FineTuneType::Full,
-        _ => FineTuneType::Lora,
+/// Python's `f"{x:,.0f}"`: thousands separated by commas.
+fn with_commas(x: f64) -> String {
+    let digits = format!("{:.0}", x.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
     }
+    if x < 0.0 && digits != "0" {
+        out.insert(0, '-');
+    }
+    out
 }
 
-fn train<O: Optimizer + TreeNode>(
-    args: &Args,
+fn train(
+    config: &LoraConfig,
     model: Model,
-    optimizer: O,
-    train: &[mlx::lm::tuner::Example],
-    valid: &[mlx::lm::tuner::Example],
+    train: &[Example],
+    valid: &[Example],
 ) -> Result<Model, Error> {
-    let params = LoraParameters::default();
-    let mut rng_valid = RandomState::new(args.seed);
-    let mut step = TrainStep::new(model, optimizer)?;
+    let optimizer = config.build_optimizer()?;
+    let mut rng_valid = RandomState::new(config.seed as u32);
+    let mut step = TrainStep::with_options(
+        model,
+        optimizer,
+        config.grad_accumulation_steps,
+        config.grad_checkpoint,
+    )?;
     let batches = iterate_batches(
         train,
-        args.batch_size,
-        args.max_seq_length,
+        config.batch_size,
+        config.max_seq_length,
         true,
-        RandomState::new(args.seed),
+        RandomState::new(config.seed as u32),
     )?;
-    let (mut losses, mut tokens, mut steps) = (0.0f64, 0i64, 0usize);
-    for (it, batch) in (1..=args.iters).zip(batches) {
-        if !valid.is_empty() && (it == 1 || it % args.steps_per_eval == 0 || it == args.iters) {
+    let adapter_file = config.adapter_path.join("adapters.safetensors");
+    println!("  iter   train_loss     tok/s     tokens");
+    // Python sums the losses as a float32 array.
+    let (mut losses, mut n_tokens, mut steps) = (0.0f32, 0i64, 0usize);
+    let (mut trained_tokens, mut train_time) = (0i64, 0.0f64);
+    let mut prev_loss: Option<f64> = None;
+    for (it, batch) in (1..=config.iters).zip(batches) {
+        let mut tic = Instant::now();
+        if !valid.is_empty() && (it == 1 || it % config.steps_per_eval == 0 || it == config.iters) {
             let (val_loss, rng) = evaluate(
                 &step.state.0,
                 valid,
-                args.batch_size,
-                batches_of(args.val_batches),
-                args.max_seq_length,
+                config.batch_size,
+                batches_of(config.val_batches),
+                config.max_seq_length,
                 rng_valid,
             )?;
             rng_valid = rng;
-            println!("Iter {it}: Val loss {val_loss:.3}");
+            println!(
+                "  {it:>4}    val {val_loss:>5.3}    {:.2}s",
+                tic.elapsed().as_secs_f64()
+            );
+            tic = Instant::now();
         }
         let (loss, toks) = step.step(&batch)?;
-        losses += f64::from(loss);
-        tokens += toks;
+        losses += loss;
+        n_tokens += toks;
         steps += 1;
-        if it % args.steps_per_report == 0 || it == args.iters {
-            println!(
-                "Iter {it}: Train loss {:.3}, Trained tokens {tokens}",
-                losses / steps as f64
-            );
-            (losses, steps) = (0.0, 0);
+        let cache = mlx::core::memory::get_cache_memory()?;
+        if cache > config.clear_cache_threshold as usize {
+            mlx::core::memory::clear_cache()?;
         }
-        if it % args.save_every == 0 {
-            save(args, &step.state.0, &params)?;
+        train_time += tic.elapsed().as_secs_f64();
+        if it % config.steps_per_report == 0 || it == config.iters {
+            let train_loss = f64::from(losses) / steps as f64;
+            let learning_rate = step.learning_rate()?;
+            let it_sec = config.steps_per_report as f64 / train_time;
+            let tokens_sec = n_tokens as f64 / train_time;
+            trained_tokens += n_tokens;
+            let peak_mem = mlx::core::memory::get_peak_memory()? as f64 / 1e9;
+            let arrow = match prev_loss {
+                Some(p) if train_loss > p => "▲",
+                _ => "▼",
+            };
+            prev_loss = Some(train_loss);
             println!(
-                "Iter {it}: Saved adapter weights to {}",
-                args.adapter_path.display()
+                "  {it:>4}    {train_loss:>5.3} {arrow}    {:>5}    {:>5.1}k    \
+                 lr {learning_rate:.3e}    {it_sec:.3} it/s    peak {peak_mem:.3} GB",
+                with_commas(tokens_sec),
+                trained_tokens as f64 / 1000.0
             );
+            (losses, n_tokens, steps, train_time) = (0.0, 0, 0, 0.0);
+        }
+        if it % config.save_every == 0 {
+            save_adapters(&step.state.0, &adapter_file)?;
+            let name = format!("{it:07}_adapters.safetensors");
+            save_adapters(&step.state.0, config.adapter_path.join(&name))?;
+            println!("  save  {name}");
         }
     }
     let stats = step.stats();
@@ -148,119 +236,133 @@ fn train<O: Optimizer + TreeNode>(
         stats.traces, stats.calls
     );
     let model = step.state.0;
-    save(args, &model, &params)?;
-    println!(
-        "Saved final weights to {}",
-        args.adapter_path.join("adapters.safetensors").display()
-    );
+    save_adapters(&model, &adapter_file)?;
+    println!("Saved final weights to {}", adapter_file.display());
     Ok(model)
 }
 
-/// adapters.safetensors and the adapter_config.json mlx_lm's `load_adapters` reads.
-fn save(args: &Args, model: &Model, params: &LoraParameters) -> Result<(), Error> {
-    std::fs::create_dir_all(&args.adapter_path)?;
-    save_adapters(model, args.adapter_path.join("adapters.safetensors"))?;
-    let config = serde_json::json!({
-        "model": args.model,
-        "data": args.data,
-        "fine_tune_type": args.fine_tune_type,
-        "num_layers": args.num_layers,
-        "batch_size": args.batch_size,
-        "iters": args.iters,
-        "learning_rate": args.learning_rate,
-        "mask_prompt": args.mask_prompt,
-        "max_seq_length": args.max_seq_length,
-        "seed": args.seed,
-        "optimizer": args.optimizer,
-        "lora_parameters": {
-            "rank": params.rank, "scale": params.scale, "dropout": params.dropout,
-        },
-    });
-    std::fs::write(
-        args.adapter_path.join("adapter_config.json"),
-        serde_json::to_string_pretty(&config)? + "\n",
-    )?;
+/// Python's `print_trainable_parameters` (packed quantized weights count as stored here;
+/// mlx_lm counts their unpacked size).
+fn print_trainable_parameters(model: &Model) -> Result<(), Error> {
+    let size = |ps: Vec<(String, mlx::core::Array)>| -> f64 {
+        ps.iter().map(|(_, a)| a.size() as f64).sum::<f64>() / 1e6
+    };
+    let total = size(model.named_parameters()?);
+    let trainable = size(model.named_trainable_parameters()?);
+    println!(
+        "Trainable parameters: {:.3}% ({trainable:.3}M/{total:.3}M)",
+        trainable * 100.0 / total
+    );
     Ok(())
 }
 
-fn run(args: &Args) -> Result<(), Error> {
-    let (mut model, tokenizer, _) = load(&args.model, LoadOptions::default())?;
-    let options = DatasetOptions {
-        mask_prompt: args.mask_prompt,
-        ..Default::default()
-    };
-    let splits = load_local_dataset(&args.data, &options)?;
+fn run(config: &LoraConfig) -> Result<(), Error> {
+    println!("Loading pretrained model");
+    let (mut model, tokenizer, _) = load(Path::new(&config.model), LoadOptions::default())?;
+    println!("Loading datasets");
+    let splits = load_local_dataset(&config.data, &DatasetOptions::from(config))?;
     let tokenize = |d: Option<mlx::lm::tuner::Dataset>| -> Result<Vec<_>, Error> {
         Ok(match d {
             Some(d) => d.tokenize(&tokenizer)?,
             None => Vec::new(),
         })
     };
-    if args.train {
+    let test_set = if config.test {
+        let test = tokenize(splits.test.clone())?;
+        if test.is_empty() {
+            return Err(
+                "Test set not found or empty. Must provide test set for evaluation.".into(),
+            );
+        }
+        test
+    } else {
+        Vec::new()
+    };
+    if config.train {
         let train_set = tokenize(splits.train.clone())?;
         let valid_set = tokenize(splits.valid.clone())?;
         if train_set.is_empty() {
-            return Err("training set not found or empty".into());
+            return Err(
+                "Training set not found or empty. Must provide training set for fine-tuning."
+                    .into(),
+            );
         }
+        if valid_set.is_empty() {
+            println!(
+                "Warning: Validation set not found or empty. Training will proceed without validation."
+            );
+        }
+        println!("Training");
         // mlx_lm.lora: mx.random.seed, model.freeze(), then the adapters (or the layers).
-        mlx::core::random::seed(u64::from(args.seed))?;
+        mlx::core::random::seed(config.seed)?;
         model.freeze(None)?;
-        let kind = fine_tune_type(&args.fine_tune_type);
-        if kind == FineTuneType::Full {
-            unfreeze_last_layers(&mut model, args.num_layers)?;
-        } else {
-            let params = LoraParameters::default();
-            linear_to_lora_layers(
-                &mut model,
-                args.num_layers,
-                &params,
-                kind == FineTuneType::Dora,
-            )?;
+        match config.fine_tune_type {
+            FineTuneType::Full => unfreeze_last_layers(&mut model, config.num_layers)?,
+            kind => {
+                let params = LoraParameters::from(&config.lora_parameters);
+                linear_to_lora_layers(
+                    &mut model,
+                    config.num_layers,
+                    &params,
+                    kind == FineTuneType::Dora,
+                )?;
+            }
         }
-        if let Some(file) = &args.resume_adapter_file {
+        if let Some(file) = &config.resume_adapter_file {
+            println!("Loading fine-tuned weights from {}", file.display());
             let (weights, _) = mlx::core::io::load_safetensors(file)?;
             model.update_named_parameters(weights.into_iter().collect())?;
         }
-        let trainable: usize = model
-            .named_trainable_parameters()?
-            .iter()
-            .map(|(_, a)| a.size())
-            .sum();
-        println!("Trainable parameters: {trainable}");
-        let lr = args.learning_rate;
-        model = match args.optimizer.as_str() {
-            "adamw" => train(args, model, AdamW::new(lr), &train_set, &valid_set)?,
-            "sgd" => train(args, model, SGD::new(lr), &train_set, &valid_set)?,
-            _ => train(args, model, Adam::new(lr), &train_set, &valid_set)?,
-        };
-    } else if args.test {
-        load_adapters(&mut model, &args.adapter_path)?;
+        print_trainable_parameters(&model)?;
+        std::fs::create_dir_all(&config.adapter_path)?;
+        let mut saved = config.to_json()?;
+        if config.fine_tune_type == FineTuneType::Full {
+            // Python: `args.lora_parameters = None` before it saves the config.
+            saved["lora_parameters"] = Value::Null;
+        }
+        std::fs::write(
+            config.adapter_path.join("adapter_config.json"),
+            serde_json::to_string_pretty(&saved)? + "\n",
+        )?;
+        model = train(config, model, &train_set, &valid_set)?;
+    } else if config.test {
+        // Testing the base model alone: an empty adapter path, as in mlx_lm.
+        if !config.adapter_path.as_os_str().is_empty() {
+            load_adapters(&mut model, &config.adapter_path)?;
+        }
+    } else {
+        return Err("Must provide at least one of --train or --test".into());
     }
-    if args.test {
-        let test_set = tokenize(splits.test.clone())?;
-        let (loss, _) = evaluate(
+    if config.test {
+        println!("Testing");
+        let (test_loss, _) = evaluate(
             &model,
             &test_set,
-            args.batch_size,
-            batches_of(args.test_batches),
-            args.max_seq_length,
-            RandomState::new(args.seed),
+            config.batch_size,
+            batches_of(config.test_batches),
+            config.max_seq_length,
+            RandomState::new(config.seed as u32),
         )?;
-        println!(
-            "Test loss {loss:.3}, Test ppl {:.3}.",
-            f64::from(loss).exp()
-        );
+        let test_ppl = f64::from(test_loss).exp();
+        println!("Test loss {test_loss:.3}, Test ppl {test_ppl:.3}.");
     }
     Ok(())
 }
 
+fn resolve(args: &Args) -> Result<LoraConfig, Error> {
+    let file = match &args.config {
+        Some(path) => {
+            println!("Loading configuration file {}", path.display());
+            Some((path.as_path(), load_config_file(path)?))
+        }
+        None => None,
+    };
+    Ok(LoraConfig::resolve(args.flags()?, file)?)
+}
+
 fn main() {
     let args = Args::parse();
-    if !args.train && !args.test {
-        eprintln!("nothing to do: pass --train and/or --test");
-        std::process::exit(2);
-    }
-    if let Err(e) = run(&args) {
+    if let Err(e) = resolve(&args).and_then(|config| run(&config)) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 
 use mlx::core::{io, ops, random, Array, Dtype};
 use mlx::lm::tuner::{
-    fuse_adapters, iterate_batches, linear_to_lora_layers, load_adapters, load_local_dataset,
-    trainable_parameters, AdapterConfig, DatasetOptions, FineTuneType, LoraParameters, RandomState,
-    TrainStep,
+    evaluate, fuse_adapters, iterate_batches, linear_to_lora_layers, load_adapters,
+    load_config_file, load_local_dataset, trainable_parameters, AdapterConfig, DatasetOptions,
+    FineTuneType, LoraConfig, LoraParameters, RandomState, TrainStep,
 };
 use mlx::lm::{load_model, LoadOptions, Tokenizer};
 use mlx::nn::Module;
@@ -276,6 +276,144 @@ fn training_losses_and_adapters_equal_mlx_lm() {
                 let d = ops::abs(&ops::subtract(&ours[path], &saved[path]).unwrap()).unwrap();
                 let worst = ops::max(&d, None, false).unwrap().item::<f32>().unwrap();
                 assert!(worst <= bound, "{name}: {path}: {worst:e} > {bound:e}");
+            }
+        }
+    }
+}
+
+/// One mlx_lm.lora run of a config case (`scripts/golden/lora_config.py`): the config read as
+/// `lora.main` reads it, then `train_model`'s steps (seeds, freeze, adapters, the optimizer
+/// and schedule the config builds, accumulation, checkpointing). Returns each step's loss and
+/// learning rate, the test loss, and the trained model.
+fn run_config(
+    dir: &std::path::Path,
+    grad_checkpoint: Option<bool>,
+) -> (Vec<f32>, Vec<f32>, f32, mlx::lm::Model) {
+    let file = load_config_file(dir.join("config.yaml")).unwrap();
+    let mut flags = serde_json::Map::new();
+    if let Some(on) = grad_checkpoint {
+        flags.insert("grad_checkpoint".into(), Value::Bool(on));
+    }
+    let config = LoraConfig::resolve(flags, Some((dir, file))).unwrap();
+    let tokenizer = Tokenizer::load(lora_data().join("tokenizer")).unwrap();
+    let mut model = load_model(model_dir(&config.model), LoadOptions::default())
+        .unwrap()
+        .0;
+    // lora.run: np.random.seed; train_model: mx.random.seed, freeze, adapters.
+    let rng = RandomState::new(config.seed as u32);
+    random::seed(config.seed).unwrap();
+    model.freeze(None).unwrap();
+    linear_to_lora_layers(
+        &mut model,
+        config.num_layers,
+        &LoraParameters::from(&config.lora_parameters),
+        config.fine_tune_type == FineTuneType::Dora,
+    )
+    .unwrap();
+    let splits = load_local_dataset(
+        lora_data().join(&config.data),
+        &DatasetOptions::from(&config),
+    )
+    .unwrap();
+    let train = splits.train.unwrap().tokenize(&tokenizer).unwrap();
+    let test = splits.test.unwrap().tokenize(&tokenizer).unwrap();
+    let mut step = TrainStep::with_options(
+        model,
+        config.build_optimizer().unwrap(),
+        config.grad_accumulation_steps,
+        config.grad_checkpoint,
+    )
+    .unwrap();
+    let (mut losses, mut rates) = (Vec::new(), Vec::new());
+    for batch in iterate_batches(&train, config.batch_size, config.max_seq_length, true, rng)
+        .unwrap()
+        .take(config.iters)
+    {
+        losses.push(step.step(&batch).unwrap().0);
+        rates.push(step.learning_rate().unwrap());
+    }
+    let model = step.state.0;
+    let (test_loss, _) = evaluate(
+        &model,
+        &test,
+        config.batch_size,
+        usize::try_from(config.test_batches).ok(),
+        config.max_seq_length,
+        RandomState::new(config.seed as u32),
+    )
+    .unwrap();
+    (losses, rates, test_loss, model)
+}
+
+fn f32s(v: &Value) -> Vec<f32> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap() as f32)
+        .collect()
+}
+
+fn vector(v: &[f32]) -> Array {
+    Array::from_slice(v, &[v.len() as i32]).unwrap()
+}
+
+/// mlx_lm.lora with a YAML config (schedules with warm-up, AdamW / SGD / Adafactor / Muon with
+/// their `optimizer_config`, gradient accumulation, gradient checkpointing on a 4-bit base and
+/// on DoRA): each step's loss and learning rate, the saved adapters and the test loss equal
+/// mlx_lm's. A checkpointed case runs again without checkpointing: the same losses and
+/// adapters (checkpointing only recomputes the layers' insides in the backward pass).
+#[test]
+fn config_training_equals_mlx_lm() {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(lora_data().join("config"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    assert!(dirs.len() >= 6);
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().to_string();
+        let g: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("losses.json")).unwrap())
+                .unwrap();
+        assert_eq!(g["mlx_lm_version"], "0.32.2");
+        let saved = io::load_safetensors(dir.join("adapters.safetensors"))
+            .unwrap()
+            .0;
+        let checkpointed = std::fs::read_to_string(dir.join("config.yaml"))
+            .unwrap()
+            .contains("grad_checkpoint: true");
+        let runs: &[Option<bool>] = if checkpointed {
+            &[None, Some(false)]
+        } else {
+            &[None]
+        };
+        for &flag in runs {
+            let what = format!("{name} (grad_checkpoint flag {flag:?})");
+            let (losses, rates, test_loss, model) = run_config(&dir, flag);
+            eprintln!("{what}: ours {losses:?} {rates:?} {test_loss}");
+            assert_near(
+                &vector(&losses),
+                &vector(&f32s(&g["losses"])),
+                &format!("{what}: losses"),
+            );
+            assert_near(
+                &vector(&rates),
+                &vector(&f32s(&g["learning_rates"])),
+                &format!("{what}: learning rates"),
+            );
+            assert_near(
+                &vector(&[test_loss]),
+                &vector(&[g["test_loss"].as_f64().unwrap() as f32]),
+                &format!("{what}: test loss"),
+            );
+            let ours = trainable_parameters(&model).unwrap();
+            let mut names: Vec<&String> = ours.keys().collect();
+            names.sort();
+            let mut theirs: Vec<&String> = saved.keys().collect();
+            theirs.sort();
+            assert_eq!(names, theirs, "{what}: adapter paths");
+            for path in names {
+                assert_near(&ours[path], &saved[path], &format!("{what}: {path}"));
             }
         }
     }

@@ -196,3 +196,192 @@ fn bad_records_name_the_file_and_line() {
     assert!(err.contains("train.jsonl: line 2"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+// --- mlx_lm.lora's options (`-c config.yaml`) ----------------------------------------------
+
+mod config {
+    use std::path::PathBuf;
+
+    use mlx::lm::tuner::{build_schedule, load_config_file, FineTuneType, LoraConfig, LrSchedule};
+    use mlx::optimizers::{LearningRate, Schedule};
+    use serde_json::{json, Map, Value};
+
+    /// Writes `text` as a YAML file of its own (tests run in parallel).
+    fn yaml(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("mlx-lora-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{name}.yaml"));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn flags(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+
+    fn resolve(name: &str, text: &str, cli: Value) -> mlx::lm::Result<LoraConfig> {
+        let path = yaml(name, text);
+        let file = load_config_file(&path)?;
+        LoraConfig::resolve(flags(cli), Some((&path, file)))
+    }
+
+    #[test]
+    fn defaults_are_mlx_lm_config_defaults() {
+        let c = LoraConfig::resolve(Map::new(), None).unwrap();
+        assert_eq!(c.model, "Qwen/Qwen3-0.6b");
+        assert_eq!(c.optimizer, "adam");
+        assert_eq!((c.num_layers, c.batch_size, c.iters), (16, 4, 1000));
+        assert_eq!((c.val_batches, c.test_batches), (25, 500));
+        assert_eq!(c.learning_rate, 1e-5);
+        assert_eq!(
+            (c.steps_per_report, c.steps_per_eval, c.save_every),
+            (10, 200, 100)
+        );
+        assert_eq!((c.max_seq_length, c.grad_accumulation_steps), (2048, 1));
+        assert_eq!(c.adapter_path, PathBuf::from("adapters"));
+        assert_eq!(c.fine_tune_type, FineTuneType::Lora);
+        assert_eq!((c.lora_parameters.rank, c.lora_parameters.scale), (8, 20.0));
+        assert!(!c.train && !c.test && !c.grad_checkpoint && !c.mask_prompt);
+        assert!(c.lr_schedule.is_none());
+        // Every key of CONFIG_DEFAULTS goes to adapter_config.json.
+        let saved = c.to_json().unwrap();
+        for key in mlx::lm::tuner::config_defaults().keys() {
+            assert!(saved.get(key).is_some(), "{key} not saved");
+        }
+    }
+
+    #[test]
+    fn flags_override_the_file_which_overrides_defaults() {
+        let text = "iters: 5\nbatch_size: 2\nlearning_rate: 1e-4\nfine_tune_type: dora\n\
+                    lr_schedule: null\nmask_prompt: true\n";
+        let c = resolve(
+            "merge",
+            text,
+            json!({"iters": 7, "seed": 3, "batch_size": null}),
+        )
+        .unwrap();
+        assert_eq!(c.iters, 7); // flag over file
+        assert_eq!(c.batch_size, 2); // a null flag is not given
+        assert_eq!(c.seed, 3); // flag over default
+        assert_eq!(c.learning_rate, 1e-4); // `1e-4` is a float, as with mlx_lm's resolver
+        assert_eq!(c.fine_tune_type, FineTuneType::Dora);
+        assert!(c.mask_prompt);
+        assert!(c.lr_schedule.is_none()); // null in the file: the default
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_naming_them() {
+        for (name, text, key) in [
+            ("top", "learning_rat: 1e-4\n", "learning_rat"),
+            (
+                "lora",
+                "lora_parameters: {rank: 4, scale: 1.0, dropout: 0.0, alpha: 8}\n",
+                "alpha",
+            ),
+            (
+                "opt",
+                "optimizer_config: {adamw: {weight_decai: 0.1}}\n",
+                "weight_decai",
+            ),
+            ("optname", "optimizer_config: {lion: {}}\n", "lion"),
+            (
+                "sched",
+                "lr_schedule: {name: cosine_decay, arguments: [1e-3, 10], warm: 2}\n",
+                "warm",
+            ),
+        ] {
+            let err = resolve(name, text, json!({})).unwrap_err().to_string();
+            assert!(err.contains(key), "{name}: {err}");
+        }
+    }
+
+    #[test]
+    fn bad_values_are_errors() {
+        let cases = [
+            (
+                "noscale",
+                "lora_parameters: {rank: 4, dropout: 0.0}\n",
+                "scale",
+            ),
+            ("type", "iters: many\n", "iters"),
+            ("report", "report_to: wandb\n", "report_to"),
+            (
+                "accum",
+                "grad_accumulation_steps: 0\n",
+                "grad_accumulation_steps",
+            ),
+            ("list", "- 1\n- 2\n", "table"),
+            ("syntax", "iters: [1, 2\n", "config"),
+        ];
+        for (name, text, what) in cases {
+            let err = resolve(name, text, json!({})).unwrap_err().to_string();
+            assert!(err.contains(what), "{name}: {err}");
+        }
+        let missing = load_config_file("/nonexistent/config.yaml").unwrap_err();
+        assert!(missing.to_string().contains("/nonexistent/config.yaml"));
+        let c = resolve("sgdopt", "optimizer: lion\n", json!({})).unwrap();
+        let err = c
+            .build_optimizer()
+            .err()
+            .expect("lion is no optimizer here");
+        assert!(err.to_string().contains("lion"));
+    }
+
+    #[test]
+    fn schedules_as_build_schedule_makes_them() {
+        let s = |name: &str, arguments: Vec<f64>, warmup: u64| LrSchedule {
+            name: name.into(),
+            arguments,
+            warmup,
+            warmup_init: 1e-7,
+        };
+        // Warm-up: linear from warmup_init to the first argument, the schedule from warmup + 1.
+        let joined = build_schedule(&s("cosine_decay", vec![1e-3, 100.0], 10)).unwrap();
+        assert_eq!(
+            joined,
+            Schedule::Join {
+                schedules: vec![
+                    Schedule::Linear {
+                        init: 1e-7,
+                        end: 1e-3,
+                        steps: 10
+                    },
+                    Schedule::CosineDecay {
+                        init: 1e-3,
+                        decay_steps: 100,
+                        end: 0.0
+                    },
+                ],
+                boundaries: vec![11],
+            }
+        );
+        let plain = build_schedule(&s("step_decay", vec![0.1, 0.5, 3.0], 0)).unwrap();
+        assert_eq!(
+            plain,
+            Schedule::StepDecay {
+                init: 0.1,
+                decay_rate: 0.5,
+                step_size: 3
+            }
+        );
+        for (name, args, what) in [
+            ("cosine", vec![1e-3, 10.0], "unknown schedule"),
+            ("cosine_decay", vec![1e-3], "arguments"),
+            ("linear_schedule", vec![0.0, 1.0, 2.5], "whole number"),
+            ("step_decay", vec![0.1, 0.5, 0.0], "step_size"),
+        ] {
+            let err = build_schedule(&s(name, args, 0)).unwrap_err().to_string();
+            assert!(err.contains(what), "{name}: {err}");
+        }
+        let c = resolve(
+            "schedule",
+            "lr_schedule: {name: exponential_decay, arguments: [1e-2, 0.9]}\n",
+            json!({}),
+        )
+        .unwrap();
+        assert!(matches!(
+            c.learning_rate().unwrap(),
+            LearningRate::Schedule(_)
+        ));
+    }
+}

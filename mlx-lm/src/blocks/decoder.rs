@@ -20,7 +20,7 @@ use crate::kernels::KernelOptions;
 
 /// A layer's token mixer: what mixes information across positions (attention, linear
 /// attention, a state-space scan), with the cache it carries between calls.
-pub trait TokenMixer: TreeNode {
+pub trait TokenMixer: TreeNode + 'static {
     /// The layer's field that holds this mixer (`self_attn`, `linear_attn`): the path of its
     /// parameters, as mlx_lm names the attribute.
     fn key(&self) -> &'static str;
@@ -52,7 +52,7 @@ pub trait TokenMixer: TreeNode {
 
 /// A layer's channel mixer (an MLP, a mixture of experts): what each position goes through
 /// on its own after the token mixer.
-pub trait ChannelMixer: Forward + TreeNode {
+pub trait ChannelMixer: Forward + TreeNode + 'static {
     /// The layer's field that holds it, as mlx_lm names the attribute: `mlp`, Mixtral's
     /// `block_sparse_moe`.
     const KEY: &'static str = "mlp";

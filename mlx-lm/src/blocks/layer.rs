@@ -11,9 +11,12 @@
 //! implements [`Layer`] for it; the stack around the layers (embedding, masks, the cache
 //! entry of each layer, the final norm) is the same loop for all of them.
 
-use mlx_nn::MaybeQuantizedEmbedding;
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
+use std::cell::Cell;
+use std::sync::Mutex;
+
+use mlx_nn::{MaybeQuantizedEmbedding, Module};
+use mlx_rs::{transforms, Array, Dtype, Error, Result};
+use mlx_tree::{tree_flatten, tree_unflatten, TreeNode};
 
 use crate::blocks::mask::Masks;
 use crate::blocks::rows::{wrong_input, Rows};
@@ -41,7 +44,7 @@ pub struct LayerContext<'a> {
 }
 
 /// One layer of a model's stack (Python: the module each entry of `model.layers` is).
-pub trait Layer: TreeNode {
+pub trait Layer: TreeNode + 'static {
     /// What a layer hands the next besides the hidden states (rwkv7's `v_first`, made by
     /// the first layer and read by the others); `()` for layers that hand on nothing. The
     /// stack starts it at its default.
@@ -125,9 +128,103 @@ pub fn forward_layers<L: Layer>(
         } else {
             None
         };
-        h = layer.forward(&h, &mut carry, &ctx, c)?;
+        // A carry of no size hands nothing on, so each checkpointed call can start its own.
+        h = if c.is_none() && std::mem::size_of::<L::Carry>() == 0 && checkpointing() {
+            checkpointed(layer, &h, &windows, rows, kernels)?
+        } else {
+            layer.forward(&h, &mut carry, &ctx, c)?
+        };
     }
     Ok(h)
+}
+
+thread_local! {
+    static CHECKPOINT_LAYERS: Cell<bool> = const { Cell::new(false) };
+}
+
+fn checkpointing() -> bool {
+    CHECKPOINT_LAYERS.with(Cell::get)
+}
+
+/// Runs `f` with every layer of an uncached [`forward_layers`] call under MLX's `checkpoint`
+/// (on) or not (off), on this thread (Python: mlx_lm's trainer `grad_checkpoint(model.layers[0])`,
+/// which patches the layer class's `__call__` for good). A gradient through the model then
+/// keeps only each layer's input and recomputes its inside in the backward pass: the same
+/// values, less memory. Layers that hand a carry to the next (rwkv7's) run as they are.
+pub fn with_layer_checkpoint<T>(on: bool, f: impl FnOnce() -> T) -> T {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CHECKPOINT_LAYERS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(CHECKPOINT_LAYERS.with(|c| c.replace(on)));
+    f()
+}
+
+/// One uncached layer call under `checkpoint`, with the layer's trainable parameters and the
+/// hidden states as the checkpointed function's inputs and its frozen parameters held inside,
+/// as Python's `mx.checkpoint(inner_fn)(model.trainable_parameters(), *args)`: a frozen
+/// quantized weight must not be an input, as MLX has no gradient for it.
+fn checkpointed<L: Layer>(
+    layer: &L,
+    h: &Array,
+    windows: &[Option<i32>],
+    rows: Rows,
+    kernels: KernelOptions,
+) -> Result<Array> {
+    let mask = layer.trainable_mask()?;
+    let (leaves, def) = tree_flatten(layer)?;
+    let (mut trainable, mut frozen) = (Vec::new(), Vec::new());
+    for (leaf, t) in leaves.into_iter().zip(&mask) {
+        match t {
+            true => trainable.push(leaf.clone()),
+            false => frozen.push(leaf.clone()),
+        }
+    }
+    let num_trainable = trainable.len();
+    // A Mutex makes the frozen arrays (Send, not Sync) shareable with MLX's closure.
+    let frozen = Mutex::new(frozen);
+    let windows = windows.to_vec();
+    let fun = transforms::checkpoint(move |args: &[Array]| {
+        if args.len() != num_trainable + 1 {
+            return Err(Error::InvalidArgument(format!(
+                "[checkpoint] {} inputs for a layer of {num_trainable} trainable parameters",
+                args.len()
+            )));
+        }
+        let frozen = frozen
+            .lock()
+            .map_err(|_| Error::InvalidArgument("[checkpoint] poisoned".into()))?
+            .clone();
+        let (mut t, mut f) = (args[..num_trainable].iter().cloned(), frozen.into_iter());
+        let leaves: Vec<Array> = mask
+            .iter()
+            .map(|&is_trainable| if is_trainable { t.next() } else { f.next() })
+            .collect::<Option<_>>()
+            .ok_or_else(|| Error::InvalidArgument("[checkpoint] missing parameter".into()))?;
+        let layer: L = tree_unflatten(&def, leaves)?;
+        let masks = Masks::new(&windows, None, rows.len)?;
+        let ctx = LayerContext {
+            rows,
+            masks: &masks,
+            kernels,
+            offset: None,
+            rope_offset: None,
+        };
+        let mut carry = L::Carry::default();
+        Ok(vec![layer.forward(
+            &args[num_trainable],
+            &mut carry,
+            &ctx,
+            None,
+        )?])
+    })?;
+    trainable.push(h.clone());
+    fun.call(&trainable)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::InvalidArgument("[checkpoint] no output".into()))
 }
 
 /// The cache of a stack: one entry per layer that has one, in the model's dtype.

@@ -57,7 +57,7 @@ pub use group_router::{
     BailingMoeConfig, GreedyGate, GreedyMoe, GreedyRouting, GroupLimit, GroupRouting, GroupScoring,
     GroupedMoe, MoeGate,
 };
-pub use layer::{forward_layers, make_layer_caches, Layer, LayerContext};
+pub use layer::{forward_layers, make_layer_caches, with_layer_checkpoint, Layer, LayerContext};
 pub use linear_attention::{GlaForm, GroupRmsNorm, LinearAttention, LinearAttentionConfig};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};

@@ -171,7 +171,10 @@ impl<S: Forward> Forward for FeedForward<S> {
     }
 }
 
-impl<S: Forward + TreeNode + Clone> crate::blocks::decoder::ChannelMixer for FeedForward<S> {}
+impl<S: Forward + TreeNode + Clone + 'static> crate::blocks::decoder::ChannelMixer
+    for FeedForward<S>
+{
+}
 
 impl crate::blocks::decoder::ChannelMixer for SparseMoe {}
 

@@ -22,7 +22,7 @@ pub struct PostNormLayer<A, M = Mlp> {
     pub post_feedforward_layernorm: RMSNorm,
 }
 
-impl<A: TokenMixer, M: Forward + TreeNode> Layer for PostNormLayer<A, M> {
+impl<A: TokenMixer, M: Forward + TreeNode + 'static> Layer for PostNormLayer<A, M> {
     type Carry = ();
 
     fn forward(

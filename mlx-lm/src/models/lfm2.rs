@@ -432,7 +432,7 @@ impl<F> Lfm2DecoderLayer<F> {
     }
 }
 
-impl<F: Forward + TreeNode> Layer for Lfm2DecoderLayer<F> {
+impl<F: Forward + TreeNode + 'static> Layer for Lfm2DecoderLayer<F> {
     type Carry = ();
 
     fn forward(
@@ -474,7 +474,7 @@ pub struct Lfm2Model<F = Lfm2Mlp> {
     pub kernels: KernelOptions,
 }
 
-impl<F: Forward + TreeNode> Lfm2Model<F> {
+impl<F: Forward + TreeNode + 'static> Lfm2Model<F> {
     /// Takes the embedding, the layers (each built by `layer` from its path and index) and
     /// the final norm.
     pub fn load(

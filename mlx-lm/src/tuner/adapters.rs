@@ -18,7 +18,7 @@ use serde_json::Value;
 use crate::{Error, Result};
 
 /// How a model is fine-tuned (Python: `fine_tune_type`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, serde::Serialize, Default)]
 #[serde(rename_all = "lowercase")]
 pub enum FineTuneType {
     #[default]

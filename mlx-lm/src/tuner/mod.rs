@@ -2,6 +2,7 @@
 
 mod adapters;
 mod batches;
+mod config;
 mod datasets;
 mod mt19937;
 mod trainer;
@@ -11,6 +12,10 @@ pub use adapters::{
     FineTuneType, LoraParameters,
 };
 pub use batches::{iterate_batches, Batch, BatchIterator, Example};
+pub use config::{
+    build_schedule, config_defaults, load_config_file, AdafactorConfig, AdamConfig, AdamWConfig,
+    LoraConfig, LoraParametersConfig, LrSchedule, MuonConfig, OptimizerConfig, SgdConfig,
+};
 pub use datasets::{load_local_dataset, Dataset, DatasetFormat, DatasetOptions, Splits};
 pub use mt19937::RandomState;
 pub use trainer::{default_loss, evaluate, save_adapters, trainable_parameters, TrainStep};
