@@ -108,7 +108,7 @@ impl Checkpoint {
         self.quant_predicate = Some(predicate);
     }
 
-    /// Sets the architecture's [`FloatPredicate`] for layers quantized as they load.
+    /// Sets the architecture's `FloatPredicate` for layers quantized as they load.
     pub fn set_float_predicate(&mut self, predicate: FloatPredicate) {
         self.float_predicate = Some(predicate);
     }

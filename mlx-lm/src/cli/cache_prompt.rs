@@ -1,6 +1,6 @@
 //! `mlx-lm cache_prompt` (Python: `mlx_lm.cache_prompt`): a prompt's cache in a file, for
 //! `generate --prompt-cache-file` here or in mlx_lm (the file is mlx_lm's
-//! `save_prompt_cache` format, see [`crate::prompt_cache`]).
+//! [`save_prompt_cache`](crate::save_prompt_cache) format).
 //!
 //! As mlx_lm: with a chat template the prompt is a user message the template leaves open
 //! (`continue_final_message`), so that a later query continues it; without one, the prompt's
