@@ -563,12 +563,12 @@ fn a_cache_that_does_not_fit_the_model_is_an_error() {
         "{e}"
     );
     let meta = std::collections::HashMap::from([
-        ("1.0".to_string(), "QuantizedKVCache".to_string()),
+        ("1.0".to_string(), "ChunkedKVCache".to_string()),
         ("2.0".to_string(), String::new()),
     ]);
     io::save_safetensors(&file, [(&"0.0".to_string(), &a)], Some(&meta)).unwrap();
     let e = load_prompt_cache(&file).unwrap_err().to_string();
-    assert!(e.contains("QuantizedKVCache is not supported"), "{e}");
+    assert!(e.contains("ChunkedKVCache is not supported"), "{e}");
     let e = load_prompt_cache(dir.join("missing.safetensors"))
         .unwrap_err()
         .to_string();
