@@ -413,6 +413,11 @@ mod tests {
         }
         let steps = ops::concatenate(&ys, 2).unwrap();
         assert_eq!(y.shape(), steps.shape());
+        // The chunked form sums each chunk's positions in one matmul, the step form one
+        // position at a time: float32 rounding of another order, over 300 positions of
+        // unit-variance inputs. Measured (CPU, wheel-linked): outputs 3.9e-6 apart, the
+        // state 1.2e-5 (it accumulates all 300); the bounds leave room for other summation
+        // orders (a GPU's) and still fail a wrong decay or a skipped position (order 1).
         assert!(max_diff(&y, &steps) < 1e-4, "{}", max_diff(&y, &steps));
         assert!(max_diff(&state, &hs) < 1e-3, "{}", max_diff(&state, &hs));
     }
