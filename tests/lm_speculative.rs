@@ -81,6 +81,16 @@ fn run_cases(compile: bool) -> Vec<Run> {
     out
 }
 
+/// The record's `from_draft` flags, one per token.
+fn from_draft(case: &Value) -> Vec<bool> {
+    case["from_draft"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b.as_bool().unwrap())
+        .collect()
+}
+
 fn golden_logprobs() -> HashMap<String, Array> {
     let path = data_dir().join("lm").join("speculative.safetensors");
     io::load_safetensors(path).unwrap().0
@@ -93,13 +103,7 @@ fn eager_speculative_decoding_equals_mlx_lm_bit_for_bit() {
     let expected = golden_logprobs();
     for (i, (case, tokens, flags, logprobs, _)) in run_cases(false).into_iter().enumerate() {
         assert_eq!(tokens, ids(&case["tokens"]), "{case}");
-        let want: Vec<bool> = case["from_draft"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b.as_bool().unwrap())
-            .collect();
-        assert_eq!(flags, want, "{case}");
+        assert_eq!(flags, from_draft(&case), "{case}");
         let golden = &expected[&format!("case{i}")];
         assert_eq!(logprobs.shape(), golden.shape(), "{case}");
         assert_eq!(logprobs.dtype(), golden.dtype(), "{case}");
@@ -141,13 +145,7 @@ fn compiled_speculative_decoding_equals_mlx_lm_with_bounded_traces() {
     let expected = golden_logprobs();
     for (i, (case, tokens, flags, logprobs, traces)) in run_cases(true).into_iter().enumerate() {
         assert_eq!(tokens, ids(&case["tokens"]), "{case}");
-        let want: Vec<bool> = case["from_draft"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b.as_bool().unwrap())
-            .collect();
-        assert_eq!(flags, want, "{case}");
+        assert_eq!(flags, from_draft(&case), "{case}");
         // One signature per (first draft input of 1 or 2 tokens, tokens drafted: k, or
         // fewer in the last rounds): never one per round.
         let k = case["num_draft_tokens"].as_u64().unwrap();
