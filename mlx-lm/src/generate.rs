@@ -550,9 +550,82 @@ pub struct GenerationResponse {
 /// not to be, so the pieces joined never contain a stop string.
 pub struct TextStream<'m, 't> {
     tokens: TokenGenerator<'m>,
+    end: TextEnd<'t>,
+}
+
+/// What ends a stream's text, the same for every stream (plain and speculative): a stop
+/// token, a stop string (cut by the assembler), the last token or a completed grammar.
+pub(crate) struct TextEnd<'t> {
     text: TextAssembler<'t>,
     stop_tokens: HashSet<u32>,
     done: bool,
+}
+
+impl<'t> TextEnd<'t> {
+    pub(crate) fn new(tokenizer: &'t Tokenizer, options: &GenerateOptions) -> Self {
+        TextEnd {
+            text: TextAssembler::new(tokenizer, &options.stop_strings),
+            stop_tokens: options.stop_tokens.iter().copied().collect(),
+            done: false,
+        }
+    }
+
+    /// One step of an iterator over responses: nothing after the end or after an error.
+    pub(crate) fn next(
+        &mut self,
+        step: impl FnOnce(&mut Self) -> Result<Option<GenerationResponse>>,
+    ) -> Option<Result<GenerationResponse>> {
+        if self.done {
+            return None;
+        }
+        match step(self) {
+            Ok(Some(r)) => Some(Ok(r)),
+            Ok(None) => None,
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+
+    /// Turns one generated token into a response. `last`: the generator produces no more;
+    /// `grammar_done`: a grammar completed with this token, which ends the text as a stop
+    /// token would, the token kept.
+    pub(crate) fn respond(
+        &mut self,
+        token: u32,
+        logprobs: Array,
+        from_draft: bool,
+        (last, grammar_done): (bool, bool),
+        stats: GenerationStats,
+    ) -> Result<GenerationResponse> {
+        let (piece, mut finish) = if self.stop_tokens.contains(&token) {
+            (self.text.push(None, true)?, Some(FinishReason::Stop))
+        } else {
+            let last = grammar_done || last;
+            let piece = self.text.push(Some(token), last)?;
+            let finish = if grammar_done {
+                Some(FinishReason::Stop)
+            } else {
+                last.then_some(FinishReason::Length)
+            };
+            (piece, finish)
+        };
+        if piece.stop.is_some() {
+            finish = Some(FinishReason::Stop);
+        }
+        if finish.is_some() {
+            self.done = true;
+        }
+        Ok(GenerationResponse {
+            text: piece.text,
+            token,
+            logprobs,
+            from_draft,
+            finish_reason: finish,
+            stats,
+        })
+    }
 }
 
 /// Starts a text generation from prompt token ids.
@@ -589,9 +662,7 @@ impl<'m, 't> TextStream<'m, 't> {
     ) -> Self {
         TextStream {
             tokens,
-            text: TextAssembler::new(tokenizer, &options.stop_strings),
-            stop_tokens: options.stop_tokens.iter().copied().collect(),
-            done: false,
+            end: TextEnd::new(tokenizer, options),
         }
     }
 }
@@ -606,57 +677,22 @@ impl TextStream<'_, '_> {
     pub fn into_cache(self) -> Cache {
         self.tokens.into_cache()
     }
-
-    fn advance(&mut self) -> Result<Option<GenerationResponse>> {
-        let Some((token, logprobs)) = self.tokens.advance()? else {
-            return Ok(None);
-        };
-        let (piece, mut finish) = if self.stop_tokens.contains(&token) {
-            (self.text.push(None, true)?, Some(FinishReason::Stop))
-        } else {
-            // A completed grammar ends the text as a stop token would, its last token kept.
-            let grammar_done = self.tokens.grammar_done;
-            let last = grammar_done || self.tokens.produced == self.tokens.max_tokens;
-            let piece = self.text.push(Some(token), last)?;
-            let finish = if grammar_done {
-                Some(FinishReason::Stop)
-            } else {
-                last.then_some(FinishReason::Length)
-            };
-            (piece, finish)
-        };
-        if piece.stop.is_some() {
-            finish = Some(FinishReason::Stop);
-        }
-        if finish.is_some() {
-            self.done = true;
-        }
-        Ok(Some(GenerationResponse {
-            text: piece.text,
-            token,
-            logprobs,
-            from_draft: false,
-            finish_reason: finish,
-            stats: self.tokens.stats(),
-        }))
-    }
 }
 
 impl Iterator for TextStream<'_, '_> {
     type Item = Result<GenerationResponse>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.advance() {
-            Ok(Some(r)) => Some(Ok(r)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let tokens = &mut self.tokens;
+        self.end.next(|end| {
+            let Some((token, logprobs)) = tokens.advance()? else {
+                return Ok(None);
+            };
+            let last = tokens.produced == tokens.max_tokens;
+            let ends = (last, tokens.grammar_done);
+            end.respond(token, logprobs, false, ends, tokens.stats())
+                .map(Some)
+        })
     }
 }
 

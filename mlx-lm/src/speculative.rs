@@ -20,7 +20,6 @@
 //! seeded generation draws mlx_lm's tokens. Greedy, the output is the target's plain greedy
 //! output.
 
-use std::collections::HashSet;
 use std::time::Instant;
 
 use mlx_rs::{memory, ops, random, Array};
@@ -29,11 +28,10 @@ use mlx_tree::{compile_mut, eval, CompiledMut, TreeNode};
 use crate::cache::{cache_slots, reserve, set_prefix_attention, LayerCache};
 use crate::error::{Error, Result};
 use crate::generate::{
-    check_prompt, sampling_key, FinishReason, GenerateOptions, GenerationResponse, GenerationStats,
+    check_prompt, sampling_key, GenerateOptions, GenerationResponse, GenerationStats, TextEnd,
 };
 use crate::model::LanguageModel;
 use crate::sample::SamplerOptions;
-use crate::text_assembler::TextAssembler;
 use crate::tokenizer::Tokenizer;
 
 /// What a round reads and writes: both caches and the sampling key they share.
@@ -436,9 +434,7 @@ impl Iterator for SpeculativeGenerator<'_> {
 /// `max_tokens`. Each response says whether its token came from the draft model.
 pub struct SpeculativeTextStream<'m, 't> {
     tokens: SpeculativeGenerator<'m>,
-    text: TextAssembler<'t>,
-    stop_tokens: HashSet<u32>,
-    done: bool,
+    end: TextEnd<'t>,
 }
 
 /// Starts a speculative text generation from prompt token ids (see
@@ -457,9 +453,7 @@ where
 {
     Ok(SpeculativeTextStream {
         tokens: speculative_generate_step(model, draft_model, prompt, num_draft_tokens, options)?,
-        text: TextAssembler::new(tokenizer, &options.stop_strings),
-        stop_tokens: options.stop_tokens.iter().copied().collect(),
-        done: false,
+        end: TextEnd::new(tokenizer, options),
     })
 }
 
@@ -468,49 +462,20 @@ impl<'m> SpeculativeTextStream<'m, '_> {
     pub fn tokens(&self) -> &SpeculativeGenerator<'m> {
         &self.tokens
     }
-
-    fn advance(&mut self) -> Result<Option<GenerationResponse>> {
-        let Some((token, logprobs, from_draft)) = self.tokens.advance()? else {
-            return Ok(None);
-        };
-        let (piece, mut finish) = if self.stop_tokens.contains(&token) {
-            (self.text.push(None, true)?, Some(FinishReason::Stop))
-        } else {
-            let last = self.tokens.produced == self.tokens.max_tokens;
-            let piece = self.text.push(Some(token), last)?;
-            (piece, last.then_some(FinishReason::Length))
-        };
-        if piece.stop.is_some() {
-            finish = Some(FinishReason::Stop);
-        }
-        if finish.is_some() {
-            self.done = true;
-        }
-        Ok(Some(GenerationResponse {
-            text: piece.text,
-            token,
-            logprobs,
-            from_draft,
-            finish_reason: finish,
-            stats: self.tokens.stats(),
-        }))
-    }
 }
 
 impl Iterator for SpeculativeTextStream<'_, '_> {
     type Item = Result<GenerationResponse>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done {
-            return None;
-        }
-        match self.advance() {
-            Ok(Some(r)) => Some(Ok(r)),
-            Ok(None) => None,
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let tokens = &mut self.tokens;
+        self.end.next(|end| {
+            let Some((token, logprobs, from_draft)) = tokens.advance()? else {
+                return Ok(None);
+            };
+            let last = tokens.produced == tokens.max_tokens;
+            end.respond(token, logprobs, from_draft, (last, false), tokens.stats())
+                .map(Some)
+        })
     }
 }
