@@ -23,8 +23,10 @@ const MODEL_REMAPPING: &[(&str, &str)] = &[
 /// (`MODEL_ARCHITECTURE_REMAPPING` in mlx_lm 0.32.2), consulted before [`MODEL_REMAPPING`]:
 /// inclusionAI's Ling checkpoints with Kimi delta attention say `bailing_hybrid` beside
 /// `BailingMoeV3ForCausalLM`.
-const MODEL_ARCHITECTURE_REMAPPING: &[((&str, &str), &str)] =
-    &[(("bailing_hybrid", "BailingMoeV3ForCausalLM"), "bailing_moe_v3")];
+const MODEL_ARCHITECTURE_REMAPPING: &[((&str, &str), &str)] = &[(
+    ("bailing_hybrid", "BailingMoeV3ForCausalLM"),
+    "bailing_moe_v3",
+)];
 
 /// Python's `_get_classes`: the first of the config's `architectures` (a list, or one string)
 /// that [`MODEL_ARCHITECTURE_REMAPPING`] names with `model_type` picks the architecture;

@@ -7,12 +7,12 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::baichuan_m1::BaichuanM1Args;
+use mlx_lm::models::bailing_moe_v3::BailingMoeV3Args;
 use mlx_lm::models::cohere::CohereArgs;
 use mlx_lm::models::gpt2::Gpt2Args;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
 use mlx_lm::models::gpt_oss::GptOss;
 use mlx_lm::models::jamba::JambaArgs;
-use mlx_lm::models::bailing_moe_v3::BailingMoeV3Args;
 use mlx_lm::models::kimi_linear::KimiLinearArgs;
 use mlx_lm::models::lfm2::Lfm2Args;
 use mlx_lm::models::lfm2_moe::Lfm2MoeArgs;
@@ -1103,9 +1103,15 @@ fn bailing_hybrid_reads_its_config_and_names_what_it_refuses() {
     // BailingMoeV3ForCausalLM is bailing_moe_v3, whichever of the architectures names it.
     let mut v3 = golden.clone();
     v3["architectures"] = json!(["Other", "BailingMoeV3ForCausalLM"]);
-    assert_eq!(loaded("bailing_hybrid-v3", &v3).model_type(), "bailing_moe_v3");
+    assert_eq!(
+        loaded("bailing_hybrid-v3", &v3).model_type(),
+        "bailing_moe_v3"
+    );
     v3["architectures"] = json!("BailingMoeV3ForCausalLM");
-    assert_eq!(loaded("bailing_hybrid-v3s", &v3).model_type(), "bailing_moe_v3");
+    assert_eq!(
+        loaded("bailing_hybrid-v3s", &v3).model_type(),
+        "bailing_moe_v3"
+    );
     refused(
         "bailing_hybrid-rotary",
         "partial_rotary_factor",
@@ -1139,7 +1145,10 @@ fn bailing_moe_v3_reads_both_configs_and_follows_transformers() {
     assert_eq!((a.kda_heads, a.kda_head_dim, a.conv_kernel), (4, 32, 4));
     assert_eq!(a.attention.q_lora_rank, None);
     assert_eq!(a.shared_size, Some(32));
-    assert_eq!((a.routing.n_group, a.routing.topk_group, a.routing.top_k), (4, 2, 2));
+    assert_eq!(
+        (a.routing.n_group, a.routing.topk_group, a.routing.top_k),
+        (4, 2, 2)
+    );
 
     let theirs = transformers_config("bailing_moe_v3");
     let c = loaded("bailing_moe_v3-tf", &theirs);
@@ -1171,7 +1180,11 @@ fn bailing_moe_v3_reads_both_configs_and_follows_transformers() {
     refused("v3-safe-gate", "kda_safe_gate", json!(false));
     refused("v3-lora", "no_kda_lora", json!(false));
     refused("v3-interleave", "rope_interleave", json!(false));
-    refused("v3-shared", "moe_shared_expert_intermediate_size", json!(64));
+    refused(
+        "v3-shared",
+        "moe_shared_expert_intermediate_size",
+        json!(64),
+    );
     refused("v3-group-alias", "num_expert_group", json!(2));
     refused("v3-first-dense", "first_k_dense_replace", Value::Null);
     refused("v3-layer-types", "layer_types", json!(["linear_attention"]));

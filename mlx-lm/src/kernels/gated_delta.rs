@@ -269,17 +269,15 @@ pub fn compute_lower_bound_g(
     static SLOT: OnceLock<CompiledFn> = OnceLock::new();
     // Python's float times a float32 array: the bound rounded to float32.
     let bound = lower_bound as f32;
-    let g = SLOT
-        .get_or_init(|| CompiledFn::new(true))
-        .call_with_refs(
-            &[a_log, a, dt_bias],
-            &[u64::from(bound.to_bits())],
-            &|xs| {
-                let rate = ops::exp(&xs[0].astype(Dtype::Float32)?)?;
-                let x = ops::multiply(&rate, &ops::add(&xs[1].astype(Dtype::Float32)?, &xs[2])?)?;
-                Ok(vec![ops::exp(&ops::multiply(&ops::sigmoid(&x)?, bound)?)?])
-            },
-        )?;
+    let g = SLOT.get_or_init(|| CompiledFn::new(true)).call_with_refs(
+        &[a_log, a, dt_bias],
+        &[u64::from(bound.to_bits())],
+        &|xs| {
+            let rate = ops::exp(&xs[0].astype(Dtype::Float32)?)?;
+            let x = ops::multiply(&rate, &ops::add(&xs[1].astype(Dtype::Float32)?, &xs[2])?)?;
+            Ok(vec![ops::exp(&ops::multiply(&ops::sigmoid(&x)?, bound)?)?])
+        },
+    )?;
     Ok(g.into_iter().next().expect("one output"))
 }
 

@@ -230,7 +230,10 @@ impl BailingMoeV3Args {
             return Err(invalid(
                 c.path(),
                 &c.key(top_k_key),
-                &format!("{top_k} experts of {}", topk_group * (num_experts / n_group)),
+                &format!(
+                    "{top_k} experts of {}",
+                    topk_group * (num_experts / n_group)
+                ),
             ));
         }
         if top_k == 1 && renormalize {
@@ -356,9 +359,9 @@ impl BailingKda {
         let (d, h, dk) = (a.hidden_size, a.kda_heads, a.kda_head_dim);
         let pd = h * dk;
         let p = |name: &str| format!("{path}.{name}");
-        let mut conv =
-            |name: &str| load_depthwise_conv1d(ck, &p(name), pd, a.conv_kernel, false);
-        let (q_conv1d, k_conv1d, v_conv1d) = (conv("q_conv1d")?, conv("k_conv1d")?, conv("v_conv1d")?);
+        let mut conv = |name: &str| load_depthwise_conv1d(ck, &p(name), pd, a.conv_kernel, false);
+        let (q_conv1d, k_conv1d, v_conv1d) =
+            (conv("q_conv1d")?, conv("k_conv1d")?, conv("v_conv1d")?);
         Ok(BailingKda {
             q_proj: ck.linear(&p("q_proj"), d, pd, false)?,
             k_proj: ck.linear(&p("k_proj"), d, pd, false)?,
