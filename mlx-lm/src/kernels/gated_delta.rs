@@ -448,3 +448,39 @@ pub fn gated_delta_ops(
     }
     Ok((ops::stack(&ys, 1)?, state))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `exp(bound * sigmoid(exp(A_log) * (a + dt_bias)))` against the same formula in f64 on
+    /// the host, within `[exp(bound), 1]`; two bounds in one process each get their own
+    /// trace (the bound is a constant of it, as Python's `mx.compile` keys on the float).
+    #[test]
+    fn lower_bound_gate_is_bounded_and_keyed_on_its_bound() {
+        let a_log = Array::from_slice(&[0.3f32, -0.7], &[2, 1]).unwrap();
+        let a: Vec<f32> = (0..12).map(|i| (i as f32 - 6.0) * 0.9).collect();
+        let a_arr = Array::from_slice(&a, &[1, 1, 2, 6]).unwrap();
+        let dt: Vec<f32> = (0..12).map(|i| 0.05 * i as f32 - 0.2).collect();
+        let dt_arr = Array::from_slice(&dt, &[2, 6]).unwrap();
+        for bound in [-5.0f64, -3.0] {
+            let g = compute_lower_bound_g(&a_log, &a_arr, &dt_arr, bound).unwrap();
+            assert_eq!(g.dtype(), Dtype::Float32);
+            let got = g.to_vec::<f32>().unwrap();
+            for (i, v) in got.iter().enumerate() {
+                let h = i / 6;
+                let rate = f64::from([0.3f32, -0.7][h]).exp();
+                let x = rate * (f64::from(a[i]) + f64::from(dt[i]));
+                let want = (bound * (1.0 / (1.0 + (-x).exp()))).exp();
+                assert!(
+                    (f64::from(*v) - want).abs() < 1e-6,
+                    "{bound} {i}: {v} {want}"
+                );
+                assert!(
+                    f64::from(*v) >= bound.exp() - 1e-7 && *v <= 1.0,
+                    "{bound}: {v}"
+                );
+            }
+        }
+    }
+}
