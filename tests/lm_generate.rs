@@ -506,6 +506,7 @@ fn a_generation_continues_from_its_own_cache() {
         "rwkv7",
         "bailing_moe_linear",
         "bailing_hybrid",
+        "bailing_moe_v3",
         // The convolutions' states beside rotating caches past their window.
         "gear",
         "gear-untied",
@@ -685,6 +686,10 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // The same routers, the absorbed MLA matrices (`embed_q`, `unembed_out`) left in
         // float (bailing_hybrid's `quant_predicate`).
         "bailing_hybrid",
+        // Its embedding, head, MLA's projections but `dense` and KDA's `b_proj` in float
+        // (bailing_moe_v3's `quant_predicate`: an MLA layer's `q_proj` and `g_proj` float, a
+        // KDA layer's quantized); the router a plain array, never quantized.
+        "bailing_moe_v3",
         // Every Linear and the embedding (mlx_lm's default predicate); the convolutions
         // stay float.
         "gear",
@@ -1783,6 +1788,9 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         // The chunked linear attention's state and MLA's latents across chunks.
         "bailing_hybrid",
         "bailing_hybrid-tied",
+        // KDA's three convolution states and float32 recurrent state, MLA's latents.
+        "bailing_moe_v3",
+        "bailing_moe_v3-tied",
         // The convolutions' states (3 and 4 taps) and rotating caches (windows 8 and 6)
         // across chunks.
         "gear",

@@ -220,6 +220,9 @@ const MODELS: &[&str] = &[
     "bailing_hybrid",
     "bailing_hybrid-4bit",
     "bailing_hybrid-tied",
+    "bailing_moe_v3",
+    "bailing_moe_v3-4bit",
+    "bailing_moe_v3-tied",
     // Issue 35, Gear.
     "gear",
     "gear-4bit",
@@ -894,6 +897,7 @@ const MOE: &[&str] = &[
     "kimi_linear",
     "bailing_moe_linear",
     "bailing_hybrid",
+    "bailing_moe_v3",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -1198,6 +1202,12 @@ fn bailing_hybrid_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn bailing_moe_v3_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("bailing_moe_v3");
+    python_compile_fails_where_ours_traces_once("bailing_moe_v3-tied");
+}
+
+#[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
     python_compile_fails_where_ours_traces_once("baichuan_m1-global");
@@ -1283,6 +1293,9 @@ fn models_rebuild_from_their_leaves() {
         "bailing_hybrid",
         "bailing_hybrid-4bit",
         "bailing_hybrid-tied",
+        "bailing_moe_v3",
+        "bailing_moe_v3-4bit",
+        "bailing_moe_v3-tied",
         "gear",
         "gear-4bit",
         "gear-untied",
@@ -1548,6 +1561,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "bailing_hybrid",
         "bailing_hybrid-4bit",
         "bailing_hybrid-tied",
+        "bailing_moe_v3",
+        "bailing_moe_v3-4bit",
+        "bailing_moe_v3-tied",
         "gear",
         "gear-4bit",
         "gear-untied",

@@ -19,6 +19,38 @@ const MODEL_REMAPPING: &[(&str, &str)] = &[
     ("falcon_mamba", "mamba"),
 ];
 
+/// `(model_type, architecture)` pairs mlx_lm serves with another architecture's code
+/// (`MODEL_ARCHITECTURE_REMAPPING` in mlx_lm 0.32.2), consulted before [`MODEL_REMAPPING`]:
+/// inclusionAI's Ling checkpoints with Kimi delta attention say `bailing_hybrid` beside
+/// `BailingMoeV3ForCausalLM`.
+const MODEL_ARCHITECTURE_REMAPPING: &[((&str, &str), &str)] = &[(
+    ("bailing_hybrid", "BailingMoeV3ForCausalLM"),
+    "bailing_moe_v3",
+)];
+
+/// Python's `_get_classes`: the first of the config's `architectures` (a list, or one string)
+/// that [`MODEL_ARCHITECTURE_REMAPPING`] names with `model_type` picks the architecture;
+/// otherwise [`MODEL_REMAPPING`] (or `model_type` itself).
+fn remap_model_type(model_type: &str, values: &Map<String, Value>) -> String {
+    let architectures: Vec<&str> = match values.get("architectures") {
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).collect(),
+        Some(Value::String(s)) => vec![s.as_str()],
+        _ => Vec::new(),
+    };
+    for architecture in architectures {
+        if let Some((_, to)) = MODEL_ARCHITECTURE_REMAPPING
+            .iter()
+            .find(|((t, a), _)| *t == model_type && *a == architecture)
+        {
+            return (*to).to_string();
+        }
+    }
+    MODEL_REMAPPING
+        .iter()
+        .find(|(from, _)| *from == model_type)
+        .map_or(model_type.to_string(), |(_, to)| (*to).to_string())
+}
+
 /// transformers' `PreTrainedConfig` keys (5.23, plus those 4.x wrote, plus the generation
 /// settings it pops from a model config): names, output and implementation switches, task
 /// heads, encoder-decoder wiring, token ids and sampling defaults. None changes a decoder's
@@ -191,10 +223,7 @@ pub fn load_config(dir: impl AsRef<Path>) -> Result<ModelConfig> {
         Some(_) => return Err(invalid(&path, "model_type", "not a string")),
         None => return Err(invalid(&path, "model_type", "missing")),
     };
-    let model_type = MODEL_REMAPPING
-        .iter()
-        .find(|(from, _)| *from == model_type)
-        .map_or(model_type.clone(), |(_, to)| (*to).to_string());
+    let model_type = remap_model_type(&model_type, &values);
     Ok(ModelConfig {
         path,
         values,
@@ -212,10 +241,7 @@ impl ModelConfig {
             Some(Value::String(t)) => t.clone(),
             _ => return Err(invalid(path, "model_type", "missing or not a string")),
         };
-        let model_type = MODEL_REMAPPING
-            .iter()
-            .find(|(from, _)| *from == model_type)
-            .map_or(model_type.clone(), |(_, to)| (*to).to_string());
+        let model_type = remap_model_type(&model_type, &values);
         Ok(ModelConfig {
             path: path.to_path_buf(),
             values,

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use mlx_lm::blocks::RotaryEmbedding;
 use mlx_lm::models::baichuan_m1::BaichuanM1Args;
+use mlx_lm::models::bailing_moe_v3::BailingMoeV3Args;
 use mlx_lm::models::cohere::CohereArgs;
 use mlx_lm::models::gpt2::Gpt2Args;
 use mlx_lm::models::gpt_neox::GptNeoxArgs;
@@ -85,6 +86,7 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "ernie4_5_moe" => Ernie45Moe::args(c).map(drop),
         "dots1" => Dots1::args(c).map(drop),
         "kimi_linear" => KimiLinearArgs::from_config(c).map(drop),
+        "bailing_moe_v3" => BailingMoeV3Args::from_config(c).map(drop),
         "rwkv7" => Rwkv7Args::from_config(c).map(drop),
         "helium" => Helium::args(c).map(drop),
         "seed_oss" => SeedOss::args(c).map(drop),
@@ -1068,9 +1070,9 @@ fn a_bare_infinity_as_transformers_writes_it_loads() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
-/// bailing_hybrid's reader on the committed golden config, and what it refuses: the
-/// `BailingMoeV3ForCausalLM` checkpoints mlx_lm reads as `bailing_moe_v3` (transformers'
-/// `bailing_hybrid`, another model), a rotary part mlx_lm's `__post_init__` rejects, groups
+/// bailing_hybrid's reader on the committed golden config, and what it refuses (the
+/// `BailingMoeV3ForCausalLM` checkpoints are mlx_lm's `bailing_moe_v3`, remapped when the
+/// config is read): a rotary part mlx_lm's `__post_init__` rejects, groups
 /// that do not divide the experts, and a missing key mlx_lm requires; each an error naming
 /// the key.
 #[test]
@@ -1097,11 +1099,18 @@ fn bailing_hybrid_reads_its_config_and_names_what_it_refuses() {
             .to_string();
         assert!(err.contains(named), "{test}: {err}");
     };
-    refused(
-        "bailing_hybrid-v3",
-        "architectures",
-        json!(["BailingMoeV3ForCausalLM"]),
-        "architectures",
+    // mlx_lm's `MODEL_ARCHITECTURE_REMAPPING`: the same model_type naming
+    // BailingMoeV3ForCausalLM is bailing_moe_v3, whichever of the architectures names it.
+    let mut v3 = golden.clone();
+    v3["architectures"] = json!(["Other", "BailingMoeV3ForCausalLM"]);
+    assert_eq!(
+        loaded("bailing_hybrid-v3", &v3).model_type(),
+        "bailing_moe_v3"
+    );
+    v3["architectures"] = json!("BailingMoeV3ForCausalLM");
+    assert_eq!(
+        loaded("bailing_hybrid-v3s", &v3).model_type(),
+        "bailing_moe_v3"
     );
     refused(
         "bailing_hybrid-rotary",
@@ -1117,4 +1126,66 @@ fn bailing_hybrid_reads_its_config_and_names_what_it_refuses() {
         Value::Null,
         "group_norm_size",
     );
+}
+
+/// bailing_moe_v3's reader on its golden config (mlx_lm's keys) and on transformers' (the
+/// same model under transformers' names), and where it follows transformers against mlx_lm:
+/// the KDA head size from `linear_head_dim`, the layer mix from `layer_types`, transformers'
+/// router names, and the errors naming a key that would otherwise change the model silently.
+#[test]
+fn bailing_moe_v3_reads_both_configs_and_follows_transformers() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/data/lm-models/bailing_moe_v3/config.json");
+    let golden: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let c = loaded("bailing_moe_v3", &golden);
+    assert_eq!(c.model_type(), "bailing_moe_v3");
+    let a = BailingMoeV3Args::from_config(&c).unwrap();
+    assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
+    assert_eq!(a.is_linear, [true, true, false, true, true, false]);
+    assert_eq!((a.kda_heads, a.kda_head_dim, a.conv_kernel), (4, 32, 4));
+    assert_eq!(a.attention.q_lora_rank, None);
+    assert_eq!(a.shared_size, Some(32));
+    assert_eq!(
+        (a.routing.n_group, a.routing.topk_group, a.routing.top_k),
+        (4, 2, 2)
+    );
+
+    let theirs = transformers_config("bailing_moe_v3");
+    let c = loaded("bailing_moe_v3-tf", &theirs);
+    let a = BailingMoeV3Args::from_config(&c).unwrap();
+    assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
+    // transformers writes head_dim = qk_rope_head_dim (8) beside linear_head_dim (32).
+    assert_eq!(a.kda_head_dim, 32);
+    assert_eq!(a.is_linear, [true, false, true, false]);
+    assert_eq!((a.routing.n_group, a.routing.top_k), (4, 2));
+
+    // Layers after the last whole group: KDA as in transformers (mlx_lm makes them MLA).
+    let mut odd = golden.clone();
+    odd["num_hidden_layers"] = json!(7);
+    let a = BailingMoeV3Args::from_config(&loaded("bailing_moe_v3-odd", &odd)).unwrap();
+    assert!(a.is_linear[6]);
+
+    let refused = |test: &str, key: &str, value: Value| {
+        let mut config = golden.clone();
+        match value {
+            Value::Null => drop(config.as_object_mut().unwrap().remove(key)),
+            v => config[key] = v,
+        }
+        let err = BailingMoeV3Args::from_config(&loaded(test, &config))
+            .map(drop)
+            .expect_err(test)
+            .to_string();
+        assert!(err.contains(key), "{test}: {err}");
+    };
+    refused("v3-safe-gate", "kda_safe_gate", json!(false));
+    refused("v3-lora", "no_kda_lora", json!(false));
+    refused("v3-interleave", "rope_interleave", json!(false));
+    refused(
+        "v3-shared",
+        "moe_shared_expert_intermediate_size",
+        json!(64),
+    );
+    refused("v3-group-alias", "num_expert_group", json!(2));
+    refused("v3-first-dense", "first_k_dense_replace", Value::Null);
+    refused("v3-layer-types", "layer_types", json!(["linear_attention"]));
 }

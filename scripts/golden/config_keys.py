@@ -22,6 +22,7 @@ sys.path = [p for p in sys.path if pathlib.Path(p or ".").resolve() != HERE] + [
 
 import transformers  # noqa: E402
 from transformers import (  # noqa: E402
+    BailingHybridConfig,
     Cohere2Config,
     CohereConfig,
     DeepseekV2Config,
@@ -489,6 +490,18 @@ def configs():
         # GPT-OSS as transformers 5 defaults it (its yarn rope under rope_parameters, with
         # truncate false; swiglu_alpha and swiglu_limit; layer_types alternating).
         "gpt_oss": GptOssConfig(**SIZES, num_local_experts=8),
+        # Ling 3.0 as transformers 5.23 writes it (its `bailing_hybrid` is mlx_lm's
+        # bailing_moe_v3, chosen by the checkpoints' `architectures`): `head_dim` the rotary
+        # size beside `linear_head_dim`, the router settings under transformers' names
+        # (`num_expert_group`, `num_experts_per_token`, `moe_renormalize`), `layer_types` and
+        # `mlp_layer_types` derived, rope under `rope_parameters`.
+        "bailing_moe_v3": BailingHybridConfig(**dict(SIZES, num_key_value_heads=4),
+                                              architectures=["BailingMoeV3ForCausalLM"],
+                                              moe_intermediate_size=32, num_experts=8,
+                                              num_experts_per_tok=2, n_group=4, topk_group=2,
+                                              kv_lora_rank=32, qk_rope_head_dim=8,
+                                              qk_nope_head_dim=16, v_head_dim=16, head_dim=32,
+                                              layer_group_size=2, first_k_dense_replace=1),
     }
 
 

@@ -863,6 +863,50 @@ CONFIGS = {
          "tie_word_embeddings": True},
         mx.float32, 74,
     ),
+    # Issue 35, bailing_moe_v3 (what mlx_lm builds for a `bailing_hybrid` config naming
+    # `BailingMoeV3ForCausalLM`; transformers 5.23's bailing_hybrid, inclusionAI's Ling 3.0):
+    # shaped as transformers' config class describes the released model, scaled down (no
+    # released config.json could be read offline): groups of 3 over 6 layers, the last of
+    # each multi-latent attention with its sigmoid head gate (one q_proj, no q LoRA as in
+    # transformers; kv_lora_rank 32, an 8-feature interleaved rope part beside 16 nope
+    # features, v heads of 16), the others Kimi delta attention (4 heads of 32, short
+    # convolutions of 4, the decay gate bounded at exp(-5)); the first layer dense, then 8
+    # experts of 32 in 4 groups of which 2 are kept (the dropped ones at -inf), top 2, sigmoid
+    # scores plus the expert bias, renormalized, times 2.5, one shared expert; untied head.
+    "bailing_moe_v3": (
+        {"model_type": "bailing_hybrid", "architectures": ["BailingMoeV3ForCausalLM"],
+         "vocab_size": VOCAB, "hidden_size": 64, "intermediate_size": 128,
+         "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 32,
+         "num_hidden_layers": 6, "num_attention_heads": 4, "num_key_value_heads": 4,
+         "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 1,
+         "first_k_dense_replace": 1, "n_group": 4, "topk_group": 2,
+         "routed_scaling_factor": 2.5, "layer_group_size": 3, "head_dim": 32,
+         "q_lora_rank": None, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+         "qk_rope_head_dim": 8, "v_head_dim": 16, "short_conv_kernel_size": 4,
+         "kda_lower_bound": -5.0, "kda_safe_gate": True, "no_kda_lora": True,
+         "rms_norm_eps": 1e-6, "rope_theta": 6000000.0, "max_position_embeddings": 4096,
+         "rope_interleave": True, "tie_word_embeddings": False, "hidden_act": "silu"},
+        mx.float32, 75,
+    ),
+    # What the other leaves out: a tied head, the query's low-rank path (q_lora_rank, which
+    # mlx_lm keeps and transformers has not), 6 KDA heads of 16 (under the 32 a kernel
+    # needs), a wider decay bound (-3), every layer sparse, one group (none dropped), top 3,
+    # scale 1, groups of 2 over 4 layers (MLA at 1 and 3), rope base 10^4, eps 1e-5.
+    "bailing_moe_v3-tied": (
+        {"model_type": "bailing_hybrid", "architectures": ["BailingMoeV3ForCausalLM"],
+         "vocab_size": VOCAB, "hidden_size": 96, "intermediate_size": 128,
+         "moe_intermediate_size": 32, "moe_shared_expert_intermediate_size": 32,
+         "num_hidden_layers": 4, "num_attention_heads": 6, "num_key_value_heads": 6,
+         "num_experts": 8, "num_experts_per_tok": 3, "num_shared_experts": 1,
+         "first_k_dense_replace": 0, "n_group": 1, "topk_group": 1,
+         "routed_scaling_factor": 1.0, "layer_group_size": 2, "head_dim": 16,
+         "q_lora_rank": 16, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+         "qk_rope_head_dim": 16, "v_head_dim": 16, "short_conv_kernel_size": 4,
+         "kda_lower_bound": -3.0, "kda_safe_gate": True, "no_kda_lora": True,
+         "rms_norm_eps": 1e-5, "rope_theta": 10000.0, "max_position_embeddings": 4096,
+         "rope_interleave": True, "tie_word_embeddings": True, "hidden_act": "silu"},
+        mx.float32, 76,
+    ),
     # RWKV-7 "Goose" (issue 35): RWKV7-0.1B's shape (head size 64, the LoRA ranks of the
     # released 0.1B: decay 64, a 64, v 32, gate 128 at width 768; here gate 64 at width 128),
     # 4 of its 12 layers, untied head, the keys flash-linear-attention's RWKV7Config writes.
@@ -1489,7 +1533,8 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "deepseek_v2": 40, "deepseek_v2-lite": 40, "granitemoe": 40,
                "phimoe": 40, "phimoe-jitter": 40, "phimoe-longrope": 40, "ernie4_5_moe": 40,
                "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40,
-               "bailing_moe_linear": 40, "bailing_hybrid": 40, "bailing_hybrid-tied": 150}
+               "bailing_moe_linear": 40, "bailing_hybrid": 40, "bailing_hybrid-tied": 150,
+               "bailing_moe_v3": 40, "bailing_moe_v3-tied": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1571,6 +1616,10 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the routers at 8 bits, the absorbed MLA matrices in float.
     "bailing_hybrid": (32, 4, None),
     "bailing_hybrid-tied": None,
+    # mlx_lm's quant_predicate: the embedding, head, MLA's projections but dense (its q_proj
+    # and g_proj too) and KDA's b_proj in float; the router is no linear layer.
+    "bailing_moe_v3": (32, 4, None),
+    "bailing_moe_v3-tied": None,
     "gear": (32, 4, None),
     "gear-untied": None,
     # Issue 37, RMSNorm llama-likes (helper A).
@@ -1689,6 +1738,8 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      "bailing_moe_linear", "bailing_moe_linear-tied",
                      # Issue 35, bailing_hybrid.
                      "bailing_hybrid", "bailing_hybrid-tied",
+                     # Issue 35, bailing_moe_v3.
+                     "bailing_moe_v3", "bailing_moe_v3-tied",
                      # Issue 35, Gear.
                      "gear", "gear-untied",
                      # Issue 38, GPT-OSS.

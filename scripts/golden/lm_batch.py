@@ -235,6 +235,15 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "bailing_hybrid-tied", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # bailing_moe_v3: mlx_lm's KDA keeps the padding out of its convolution states (the
+    # cache's lengths) and its recurrent state (the mask), so prompts of different lengths
+    # take mlx_lm's batch itself as the reference; 4-bit with sampling, the tied one across
+    # prefill chunks.
+    {"model": "bailing_moe_v3", "lengths": [3, 14, 8, 11], "max_tokens": 16},
+    {"model": "bailing_moe_v3-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13,
+     "temp": 1.0, "top_k": 20},
+    {"model": "bailing_moe_v3-tied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     # gear: rotating caches (windows 8 and 6) beside the convolutions' states, so prompts of
     # one length (a batch of different lengths needs a model without sliding-window layers
     # here); 4-bit with sampling, the untied one (soft caps, biases) across prefill chunks.

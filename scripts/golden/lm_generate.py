@@ -583,6 +583,10 @@ PROMPT_CACHE = [
     # bailing_hybrid: ArraysCache(1) (the linear attention's float32 state) beside MLA's
     # KVCache of latents; the sparse blocks' sorted path in the prefix.
     ("bailing_hybrid", 34),
+    # bailing_moe_v3: ArraysCache(4) (KDA's three convolution states in the model's dtype and
+    # its float32 recurrent state) beside MLA's KVCache of latents; the sorted path in the
+    # prefix.
+    ("bailing_moe_v3", 34),
     # Gear: ArraysCache(2) (the key and value convolutions' states) beside rotating caches
     # (window 8 / 6) past their window and full key/value caches.
     ("gear", 16),

@@ -180,6 +180,9 @@ pub struct Mla {
     /// `MultiLatentAttention`); the other is `None`.
     pub o_proj: Option<MaybeQuantizedLinear>,
     pub dense: Option<MaybeQuantizedLinear>,
+    /// bailing_moe_v3's head-wise output gate (`g_proj`, `[hidden] -> [heads]`): each head's
+    /// output times `sigmoid(g_proj(x))` (in float32, cast back) before the output projection.
+    pub g_proj: Option<MaybeQuantizedLinear>,
     pub rope: RotaryEmbedding,
     #[tree(static)]
     pub num_heads: i32,
@@ -300,6 +303,7 @@ impl Mla {
             unembed_out: ck.multi_linear(&p("unembed_out"), c.kv_lora_rank, c.v_head_dim, h)?,
             o_proj,
             dense: None,
+            g_proj: None,
             rope: c.rope.clone(),
             num_heads: h,
             qk_nope_head_dim: c.qk_nope_head_dim,
@@ -348,6 +352,21 @@ impl Mla {
         if let Some(n) = &mut mla.q_a_layernorm {
             n.eps = norm_eps;
         }
+        Ok(mla)
+    }
+
+    /// Python: bailing_moe_v3's `BailingMLA` (transformers' `BailingHybridAttention`):
+    /// [`load_dense`](Self::load_dense)'s layer with the head-wise sigmoid output gate
+    /// `g_proj` (no bias).
+    pub fn load_gated(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &MlaConfig,
+        norm_eps: f32,
+    ) -> crate::Result<Mla> {
+        let g_proj = ck.linear(&format!("{path}.g_proj"), c.hidden_size, c.num_heads, false)?;
+        let mut mla = Self::load_dense(ck, path, c, norm_eps)?;
+        mla.g_proj = Some(g_proj);
         Ok(mla)
     }
 
@@ -423,11 +442,27 @@ impl Mla {
             fast::scaled_dot_product_attention(q_nope, &k, &v, self.scale, mask, None)?
         };
         let out = merge_heads(&out)?;
+        let out = match &self.g_proj {
+            Some(g) => gate_heads(&out, &g.forward(x)?, self.num_heads)?,
+            None => out,
+        };
         match (&self.o_proj, &self.dense) {
             (Some(o), _) | (None, Some(o)) => o.forward(&out),
             (None, None) => Err(wrong_input("an MLA layer without its output projection")),
         }
     }
+}
+
+/// Python: `output * sigmoid(g_proj(x).astype(float32)).astype(output.dtype)[..., None]`:
+/// rows `out` `[N, heads * v_head_dim]`, each head scaled by its gate of `gate` `[N, heads]`.
+fn gate_heads(out: &Array, gate: &Array, heads: i32) -> Result<Array> {
+    let n = out.shape()[0];
+    let gate = ops::sigmoid(&gate.astype(Dtype::Float32)?)?.astype(out.dtype())?;
+    let out = ops::multiply(
+        &ops::reshape(out, &[n, heads, -1])?,
+        &ops::expand_dims(&gate, -1)?,
+    )?;
+    ops::reshape(&out, &[n, -1])
 }
 
 /// Writes the new latents and rotary keys into the cache; returns what attention reads and

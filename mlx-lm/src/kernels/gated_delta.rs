@@ -256,6 +256,41 @@ pub fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
     Ok(g.into_iter().next().expect("one output"))
 }
 
+/// Python: `compute_lower_bound_g` (bailing_moe_v3's "safe" gate): `exp(lower_bound *
+/// sigmoid(exp(A_log) * (a + dt_bias)))` in float32, compiled shapeless as mlx_lm compiles it,
+/// the bound a constant of the trace (Python passes a float, which `mx.compile` keys on): the
+/// decay stays within `[exp(lower_bound), 1]` whatever the projection gives.
+pub fn compute_lower_bound_g(
+    a_log: &Array,
+    a: &Array,
+    dt_bias: &Array,
+    lower_bound: f64,
+) -> Result<Array> {
+    static SLOT: OnceLock<CompiledFn> = OnceLock::new();
+    // Python's float times a float32 array: the bound rounded to float32.
+    let bound = lower_bound as f32;
+    let g = SLOT.get_or_init(|| CompiledFn::new(true)).call_with_refs(
+        &[a_log, a, dt_bias],
+        &[u64::from(bound.to_bits())],
+        &|xs| {
+            let rate = ops::exp(&xs[0].astype(Dtype::Float32)?)?;
+            let x = ops::multiply(&rate, &ops::add(&xs[1].astype(Dtype::Float32)?, &xs[2])?)?;
+            Ok(vec![ops::exp(&ops::multiply(&ops::sigmoid(&x)?, bound)?)?])
+        },
+    )?;
+    Ok(g.into_iter().next().expect("one output"))
+}
+
+/// Which decay gate [`gated_delta_update_gated`] computes from the projection `a`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DecayGate {
+    /// Python: `compute_g`, `exp(-exp(A_log) * softplus(a + dt_bias))`.
+    Softplus,
+    /// Python: `compute_lower_bound_g` with this `lower_bound` (bailing_moe_v3's
+    /// `kda_lower_bound`, `kda_safe_gate`).
+    LowerBound(f64),
+}
+
 /// Python: `_gated_delta_step_ops`, one step of the recurrence (`q`, `k` `[B, H, Dk]`, `v`
 /// `[B, H, Dv]`, `g` `[B, H]` or per key channel `[B, H, Dk]`, `beta` `[B, H]`, `state` `[B, H, Dv, Dk]`, `mask` `[B]`): the step's
 /// output in `q`'s dtype and the new state, compiled as mlx_lm compiles it (shapes part of
@@ -327,6 +362,33 @@ pub fn gated_delta_update(
     gated_delta_update_with_beta(q, k, v, a, &beta, a_log, dt_bias, state, mask, use_kernel)
 }
 
+/// Python: `gated_delta_update(..., lower_bound=...)`: [`gated_delta_update`] with the decay
+/// gate `gate` says (the write strength `sigmoid(b)` either way).
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_update_gated(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    a: &Array,
+    b: &Array,
+    a_log: &Array,
+    dt_bias: &Array,
+    state: Array,
+    mask: Option<&Array>,
+    use_kernel: bool,
+    gate: DecayGate,
+) -> Result<(Array, Array)> {
+    let beta = ops::sigmoid(b)?;
+    let g = match gate {
+        DecayGate::Softplus => compute_g(a_log, a, dt_bias)?,
+        DecayGate::LowerBound(bound) => compute_lower_bound_g(a_log, a, dt_bias, bound)?,
+    };
+    if use_kernel && is_supported(q, k, v, &g, &beta, &state, mask)? {
+        return apply_unchecked(q, k, v, &g, &beta, &state, mask);
+    }
+    gated_delta_ops(q, k, v, &g, &beta, state, mask)
+}
+
 /// [`gated_delta_update`] with the write strength `beta` given (olmo_hybrid's
 /// `allow_neg_eigval` doubles `sigmoid(b)` first, Python's `beta = beta * 2.0`).
 #[allow(clippy::too_many_arguments)]
@@ -385,4 +447,40 @@ pub fn gated_delta_ops(
         ys.push(y);
     }
     Ok((ops::stack(&ys, 1)?, state))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `exp(bound * sigmoid(exp(A_log) * (a + dt_bias)))` against the same formula in f64 on
+    /// the host, within `[exp(bound), 1]`; two bounds in one process each get their own
+    /// trace (the bound is a constant of it, as Python's `mx.compile` keys on the float).
+    #[test]
+    fn lower_bound_gate_is_bounded_and_keyed_on_its_bound() {
+        let a_log = Array::from_slice(&[0.3f32, -0.7], &[2, 1]).unwrap();
+        let a: Vec<f32> = (0..12).map(|i| (i as f32 - 6.0) * 0.9).collect();
+        let a_arr = Array::from_slice(&a, &[1, 1, 2, 6]).unwrap();
+        let dt: Vec<f32> = (0..12).map(|i| 0.05 * i as f32 - 0.2).collect();
+        let dt_arr = Array::from_slice(&dt, &[2, 6]).unwrap();
+        for bound in [-5.0f64, -3.0] {
+            let g = compute_lower_bound_g(&a_log, &a_arr, &dt_arr, bound).unwrap();
+            assert_eq!(g.dtype(), Dtype::Float32);
+            let got = g.to_vec::<f32>().unwrap();
+            for (i, v) in got.iter().enumerate() {
+                let h = i / 6;
+                let rate = f64::from([0.3f32, -0.7][h]).exp();
+                let x = rate * (f64::from(a[i]) + f64::from(dt[i]));
+                let want = (bound * (1.0 / (1.0 + (-x).exp()))).exp();
+                assert!(
+                    (f64::from(*v) - want).abs() < 1e-6,
+                    "{bound} {i}: {v} {want}"
+                );
+                assert!(
+                    f64::from(*v) >= bound.exp() - 1e-7 && *v <= 1.0,
+                    "{bound}: {v}"
+                );
+            }
+        }
+    }
 }

@@ -17,7 +17,8 @@
 //! state as mlx_lm does.
 //!
 //! A config with `architectures: ["BailingMoeV3ForCausalLM"]` is mlx_lm's `bailing_moe_v3`
-//! (its `MODEL_ARCHITECTURE_REMAPPING`), not read here.
+//! (its `MODEL_ARCHITECTURE_REMAPPING`, applied when the config is read), which
+//! [`crate::models::bailing_moe_v3`] builds.
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
@@ -64,19 +65,6 @@ fn required<T>(c: &ModelConfig, key: &str, v: Option<T>) -> crate::Result<T> {
 
 impl BailingHybridArgs {
     pub fn from_config(c: &ModelConfig) -> crate::Result<BailingHybridArgs> {
-        // mlx_lm loads these as its `bailing_moe_v3` (Kimi delta attention), another model.
-        let v3 = match c.get("architectures") {
-            Some(serde_json::Value::Array(a)) => a.iter().any(|x| x == "BailingMoeV3ForCausalLM"),
-            Some(serde_json::Value::String(s)) => s == "BailingMoeV3ForCausalLM",
-            _ => false,
-        };
-        if v3 {
-            return Err(invalid(
-                c.path(),
-                "architectures",
-                "BailingMoeV3ForCausalLM (mlx_lm's bailing_moe_v3) is not supported",
-            ));
-        }
         c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         // mlx_lm requires num_key_value_heads but reads it nowhere (the linear layers use as
         // many key/value heads as heads, MLA has one latent); dropout is off at inference;
@@ -171,7 +159,7 @@ impl BailingHybridArgs {
 /// (default true) for a traditional rope of `qk_rope_head_dim` features, the scale
 /// `(qk_nope + qk_rope)**-0.5` with yarn's `mscale_all_dim` folded in
 /// (`apply_yarn_mscale`), `use_qkv_bias` for `q_a_proj`, `kv_a_proj_with_mqa` and `dense`.
-fn mla_config(
+pub(crate) fn mla_config(
     c: &ModelConfig,
     hidden: i32,
     heads: i32,

@@ -6,6 +6,7 @@
 pub mod baichuan_m1;
 pub mod bailing_hybrid;
 pub mod bailing_moe_linear;
+pub mod bailing_moe_v3;
 pub mod base;
 pub mod cohere;
 pub mod cohere2;
@@ -66,6 +67,7 @@ pub mod starcoder2;
 pub use baichuan_m1::BaichuanM1;
 pub use bailing_hybrid::BailingHybrid;
 pub use bailing_moe_linear::BailingMoeLinear;
+pub use bailing_moe_v3::BailingMoeV3;
 pub use cohere::Cohere;
 pub use cohere2::Cohere2;
 pub use deepseek_v2::DeepseekV2;
@@ -136,11 +138,12 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 59] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 60] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("bailing_hybrid", builtin!(BailingHybrid)),
         ("bailing_moe_linear", builtin!(BailingMoeLinear)),
+        ("bailing_moe_v3", builtin!(BailingMoeV3)),
         ("cohere", builtin!(Cohere)),
         ("cohere2", builtin!(Cohere2)),
         ("deepseek_v2", builtin!(DeepseekV2)),
