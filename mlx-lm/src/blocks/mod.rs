@@ -28,6 +28,7 @@ pub mod mask;
 pub mod mla;
 pub mod mla_expanded;
 pub mod mlp;
+pub mod ngram_embedding;
 pub mod moe;
 pub mod norm;
 pub mod post_norm;
