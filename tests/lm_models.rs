@@ -224,6 +224,12 @@ const MODELS: &[&str] = &[
     "gear",
     "gear-4bit",
     "gear-untied",
+    // Issue 38/35, LongCat-Flash and its n-gram embedding.
+    "longcat_flash",
+    "longcat_flash-4bit",
+    "longcat_flash-hf",
+    "longcat_flash_ngram",
+    "longcat_flash_ngram-4bit",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -894,6 +900,8 @@ const MOE: &[&str] = &[
     "kimi_linear",
     "bailing_moe_linear",
     "bailing_hybrid",
+    "longcat_flash",
+    "longcat_flash_ngram",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -949,10 +957,11 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        // ERNIE-4.5 calls it moe_k, kimi_linear num_experts_per_token.
+        // ERNIE-4.5 calls it moe_k, kimi_linear num_experts_per_token, LongCat moe_topk.
         let top_k = text
             .get("num_experts_per_tok")
             .or_else(|| text.get("moe_k"))
+            .or_else(|| text.get("moe_topk"))
             .or_else(|| text.get("num_experts_per_token"))
             .and_then(Value::as_u64)
             .unwrap() as usize;
@@ -1197,6 +1206,14 @@ fn bailing_hybrid_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("bailing_hybrid-tied");
 }
 
+/// LongCat-Flash-Lite: the n-gram embedding's token ids (an `ArraysCache`) beside two
+/// latent caches per layer.
+#[test]
+fn longcat_flash_ngram_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("longcat_flash_ngram");
+    python_compile_fails_where_ours_traces_once("longcat_flash_ngram-4bit");
+}
+
 #[test]
 fn baichuan_m1_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("baichuan_m1");
@@ -1286,6 +1303,10 @@ fn models_rebuild_from_their_leaves() {
         "gear",
         "gear-4bit",
         "gear-untied",
+        "longcat_flash",
+        "longcat_flash-4bit",
+        "longcat_flash_ngram",
+        "longcat_flash_ngram-4bit",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1551,6 +1572,10 @@ fn parameter_paths_are_mlx_lm_s() {
         "gear",
         "gear-4bit",
         "gear-untied",
+        "longcat_flash",
+        "longcat_flash-4bit",
+        "longcat_flash_ngram",
+        "longcat_flash_ngram-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)
