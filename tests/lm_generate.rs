@@ -509,6 +509,9 @@ fn a_generation_continues_from_its_own_cache() {
         // The convolutions' states beside rotating caches past their window.
         "gear",
         "gear-untied",
+        // Two latent caches per layer; the n-gram embedding's last token ids before them.
+        "longcat_flash",
+        "longcat_flash_ngram",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -1791,6 +1794,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         // sorted path in the long chunks, the unsorted one in the short.
         "gpt_oss",
         "gpt_oss-mxfp4",
+        // Both sub-blocks' latent caches; the n-gram embedding's last three ids carried
+        // across chunks (of one token too, shorter than the n-grams).
+        "longcat_flash",
+        "longcat_flash_ngram",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
