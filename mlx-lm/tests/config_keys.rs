@@ -24,8 +24,9 @@ use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     Cohere2, DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, Exaone4, FalconH1, Gemma, Gemma2, Gemma3,
     Gemma3Text, Glm4, Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Llama4Text, LongcatFlash, LongcatFlashNgram, Mamba, Mamba2, Ministral3, Mistral3, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3,
-    PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
+    Llama4Text, LongcatFlash, LongcatFlashNgram, Mamba, Mamba2, Ministral3, Mistral3, Mixtral,
+    NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next,
+    Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};

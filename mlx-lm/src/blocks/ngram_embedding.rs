@@ -94,7 +94,11 @@ impl NgramEmbedding {
                         "{path}: an n-gram table of {size} rows does not fit an i32"
                     ))
                 })?;
-                embedders.push(ck.embedding(&format!("{path}.embedders.{index}"), rows, c.emb_dim())?);
+                embedders.push(ck.embedding(
+                    &format!("{path}.embedders.{index}"),
+                    rows,
+                    c.emb_dim(),
+                )?);
                 post_projs.push(ck.linear(
                     &format!("{path}.post_projs.{index}"),
                     c.emb_dim(),
@@ -175,8 +179,8 @@ impl NgramEmbedding {
             for (s, &m) in shifted.iter().zip(&self.vocab_mods[index]) {
                 ids = ops::add(&ids, &ops::multiply(s, m)?)?;
             }
-            let ids = ops::remainder(&ids, self.table_sizes[index])?
-                .index((Ellipsis, -seq_len..))?;
+            let ids =
+                ops::remainder(&ids, self.table_sizes[index])?.index((Ellipsis, -seq_len..))?;
             x = ops::add(&x, &proj.forward(&embedder.forward(&ids)?)?)?;
         }
         ops::divide(&x, 1 + self.k * (self.n - 1))

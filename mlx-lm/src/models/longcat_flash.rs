@@ -31,8 +31,8 @@ use crate::blocks::mla::{split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::moe::{ZeroExpertConfig, ZeroExpertMoe};
 use crate::blocks::rows::wrong_input;
 use crate::blocks::{
-    forward_layers, make_layer_caches, rope_theta, Layer, LayerContext, Mlp, RotaryEmbedding,
-    Rows, TokenMixer,
+    forward_layers, make_layer_caches, rope_theta, Layer, LayerContext, Mlp, RotaryEmbedding, Rows,
+    TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -102,15 +102,16 @@ impl LongcatFlashArgs {
         let num_experts = c.dim("n_routed_experts")?;
         // Zero is a valid count here (no identity experts), where `dim` wants a size.
         let zero_experts = c.usize("zero_expert_num")?.unwrap_or(0);
-        let zero_experts = i32::try_from(zero_experts).map_err(|_| {
-            invalid(c.path(), &c.key("zero_expert_num"), "does not fit an i32")
-        })?;
+        let zero_experts = i32::try_from(zero_experts)
+            .map_err(|_| invalid(c.path(), &c.key("zero_expert_num"), "does not fit an i32"))?;
         let top_k = c.dim("moe_topk")?;
         if top_k > num_experts + zero_experts {
             return Err(invalid(
                 c.path(),
                 &c.key("moe_topk"),
-                &format!("{top_k} experts per token, but only {num_experts} + {zero_experts} experts"),
+                &format!(
+                    "{top_k} experts per token, but only {num_experts} + {zero_experts} experts"
+                ),
             ));
         }
         Ok(LongcatFlashArgs {
@@ -217,9 +218,11 @@ impl LongcatFlashDecoderLayer {
             layer
                 .input_layernorm
                 .push(ck.rms_norm(&p("input_layernorm", i), d, eps)?);
-            layer
-                .post_attention_layernorm
-                .push(ck.rms_norm(&p("post_attention_layernorm", i), d, eps)?);
+            layer.post_attention_layernorm.push(ck.rms_norm(
+                &p("post_attention_layernorm", i),
+                d,
+                eps,
+            )?);
         }
         Ok(layer)
     }

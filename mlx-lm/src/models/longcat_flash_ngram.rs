@@ -22,7 +22,9 @@ use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
 use crate::model::LanguageModel;
-use crate::models::longcat_flash::{classifier_at_8_bits, LongcatFlashArgs, LongcatFlashDecoderLayer};
+use crate::models::longcat_flash::{
+    classifier_at_8_bits, LongcatFlashArgs, LongcatFlashDecoderLayer,
+};
 
 /// Python: longcat_flash_ngram's `ModelArgs`: longcat_flash's and the n-gram embedding's.
 #[derive(Debug, Clone)]
@@ -97,7 +99,11 @@ impl LongcatFlashNgram {
             let from = format!("model.embed_tokens.{k}");
             let file = w.file_of(&from).map(std::path::Path::to_path_buf);
             if let (Some(v), Some(file)) = (w.take(&from), file) {
-                w.insert(format!("model.ngram_embeddings.word_embeddings.{k}"), v, file);
+                w.insert(
+                    format!("model.ngram_embeddings.word_embeddings.{k}"),
+                    v,
+                    file,
+                );
             }
         }
         Ok(())
@@ -138,9 +144,7 @@ impl LanguageModel for LongcatFlashNgram {
                 return Err(wrong_input(&format!(
                     "a longcat_flash_ngram cache starts with the n-gram embedding's \
                      ArraysCache, got {}",
-                    other
-                        .first()
-                        .map_or("no cache", |c| c.class_name())
+                    other.first().map_or("no cache", |c| c.class_name())
                 )))
             }
         };
