@@ -2,9 +2,10 @@
 //! [`longcat_flash`](super::longcat_flash)'s layers behind an n-gram embedding
 //! ([`NgramEmbedding`], under `model.ngram_embeddings`) in place of `embed_tokens`. Its
 //! cache is the embedding's [`ArraysCache`](crate::cache::ArraysCache) of the last token ids
-//! first, then each layer's `CacheList` of two latent caches (Python: `[ArraysCache(size=1)]
-//! + [CacheList(KVCache(), KVCache()) ...]`): the ids pass through the compiled decode step
-//! with the rest of the cache, and a right-padded batch's padding never enters them.
+//! first, then each layer's `CacheList` of two latent caches (Python:
+//! `[ArraysCache(size=1)] + [CacheList(KVCache(), KVCache()) ...]`): the ids pass through
+//! the compiled decode step with the rest of the cache, and a right-padded batch's padding
+//! never enters them.
 //!
 //! transformers 5.23 has no such model; the layers follow transformers' `LongcatFlash` where
 //! longcat_flash does (see there).
