@@ -510,6 +510,9 @@ fn a_generation_continues_from_its_own_cache() {
         // The convolutions' states beside rotating caches past their window.
         "gear",
         "gear-untied",
+        // Two latent caches per layer; the n-gram embedding's last token ids before them.
+        "longcat_flash",
+        "longcat_flash_ngram",
     ] {
         let model = load(name);
         let prompt: Vec<u32> = (10..34).collect();
@@ -1799,6 +1802,10 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         // sorted path in the long chunks, the unsorted one in the short.
         "gpt_oss",
         "gpt_oss-mxfp4",
+        // Both sub-blocks' latent caches; the n-gram embedding's last three ids carried
+        // across chunks (of one token too, shorter than the n-grams).
+        "longcat_flash",
+        "longcat_flash_ngram",
     ] {
         let path = data_dir().join(format!("lm/{name}.json"));
         let json: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
@@ -2054,4 +2061,93 @@ fn window_slides_every_layer(name: &str) {
     let bound = row_split_tolerance(1e-5);
     assert!(d <= bound, "cached path off by {d}");
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// LongCat-Flash's config reader: a config without mlx_lm's own keys (`attention_method`,
+/// `zero_expert_type`, `mla_scale_q_lora`, `mla_scale_kv_lora`, which transformers does not
+/// write) is the same model; values neither mlx_lm nor transformers compute are errors
+/// naming the config file and key, as are a bad n-gram embedding and a cache of another
+/// model's layout.
+#[test]
+fn longcat_configs_without_mlx_lm_keys_load_and_bad_configs_are_errors_naming_the_key() {
+    let prompt = Array::from_slice(&(3..27).collect::<Vec<i32>>(), &[1, 24]).unwrap();
+    let logits = |model: &Model| model.forward(&prompt, None).unwrap();
+    let reference = logits(&load("longcat_flash"));
+    let dir = copy_model("longcat_flash", "longcat-config");
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let write = |json: &Value| std::fs::write(&config, json.to_string()).unwrap();
+    let mut transformers_like = original.clone();
+    for key in [
+        "attention_method",
+        "zero_expert_type",
+        "mla_scale_q_lora",
+        "mla_scale_kv_lora",
+    ] {
+        transformers_like.as_object_mut().unwrap().remove(key);
+    }
+    write(&transformers_like);
+    let (model, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    let same = ops::array_equal(logits(&model), &reference, false).unwrap();
+    assert!(same.item::<bool>().unwrap());
+
+    let err = |change: &dyn Fn(&mut Value)| {
+        let mut json = original.clone();
+        change(&mut json);
+        write(&json);
+        load_model(&dir, LoadOptions::default())
+            .err()
+            .unwrap()
+            .to_string()
+    };
+    for (key, value) in [
+        ("attention_method", Value::from("GQA")),
+        ("zero_expert_type", Value::from("zero")),
+        ("mla_scale_q_lora", Value::from(false)),
+        ("mla_scale_kv_lora", Value::from(false)),
+        ("q_lora_rank", Value::Null),
+        ("tie_word_embeddings", Value::from(true)),
+        ("num_hidden_layers", Value::from(2)),
+        ("moe_topk", Value::from(13)),
+    ] {
+        let e = err(&|j| j[key] = value.clone());
+        assert!(e.contains("config.json") && e.contains(key), "{key}: {e}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let dir = copy_model("longcat_flash_ngram", "longcat-ngram-config");
+    let config = dir.join("config.json");
+    let original: Value = serde_json::from_str(&std::fs::read_to_string(&config).unwrap()).unwrap();
+    let mut json = original.clone();
+    json["emb_neighbor_num"] = 1.into();
+    std::fs::write(&config, json.to_string()).unwrap();
+    let e = load_model(&dir, LoadOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("emb_neighbor_num"), "{e}");
+    std::fs::write(&config, original.to_string()).unwrap();
+    let (ngram, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    // The n-gram model's cache begins with its ids; longcat_flash's has none.
+    let flash_cache = load("longcat_flash").make_cache(1, 64).unwrap();
+    let mut wrong = flash_cache.clone();
+    let e = ngram
+        .forward(&prompt, Some(&mut wrong))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("ArraysCache"), "{e}");
+    let mut cache = ngram.make_cache(1, 64).unwrap();
+    let LayerCache::Arrays(ids) = &cache[0] else {
+        panic!("no ArraysCache first");
+    };
+    assert_eq!(ids.cache[0].shape(), &[1, 3]);
+    assert_eq!(ids.cache[0].dtype(), Dtype::Int64);
+    ngram.forward(&prompt, Some(&mut cache)).unwrap();
+    let LayerCache::Arrays(ids) = &cache[0] else {
+        panic!("no ArraysCache first");
+    };
+    let kept: Vec<i64> = ids.cache[0].to_vec::<i64>().unwrap();
+    assert_eq!(kept, vec![24, 25, 26], "the prompt's last ids");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

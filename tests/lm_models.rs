@@ -227,6 +227,12 @@ const MODELS: &[&str] = &[
     "gear",
     "gear-4bit",
     "gear-untied",
+    // Issue 38/35, LongCat-Flash and its n-gram embedding.
+    "longcat_flash",
+    "longcat_flash-4bit",
+    "longcat_flash-hf",
+    "longcat_flash_ngram",
+    "longcat_flash_ngram-4bit",
 ];
 
 /// Models whose greedy path passes bfloat16 near-ties (unsharpened logits, SmolLM2's layer
@@ -898,6 +904,8 @@ const MOE: &[&str] = &[
     "bailing_moe_linear",
     "bailing_hybrid",
     "bailing_moe_v3",
+    "longcat_flash",
+    "longcat_flash_ngram",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -953,10 +961,11 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
         .unwrap();
         // Qwen3.5-MoE's keys sit under text_config.
         let text = config.get("text_config").unwrap_or(&config);
-        // ERNIE-4.5 calls it moe_k, kimi_linear num_experts_per_token.
+        // ERNIE-4.5 calls it moe_k, kimi_linear num_experts_per_token, LongCat moe_topk.
         let top_k = text
             .get("num_experts_per_tok")
             .or_else(|| text.get("moe_k"))
+            .or_else(|| text.get("moe_topk"))
             .or_else(|| text.get("num_experts_per_token"))
             .and_then(Value::as_u64)
             .unwrap() as usize;
@@ -1201,6 +1210,14 @@ fn bailing_hybrid_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("bailing_hybrid-tied");
 }
 
+/// LongCat-Flash-Lite: the n-gram embedding's token ids (an `ArraysCache`) beside two
+/// latent caches per layer.
+#[test]
+fn longcat_flash_ngram_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("longcat_flash_ngram");
+    python_compile_fails_where_ours_traces_once("longcat_flash_ngram-4bit");
+}
+
 #[test]
 fn bailing_moe_v3_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("bailing_moe_v3");
@@ -1299,6 +1316,10 @@ fn models_rebuild_from_their_leaves() {
         "gear",
         "gear-4bit",
         "gear-untied",
+        "longcat_flash",
+        "longcat_flash-4bit",
+        "longcat_flash_ngram",
+        "longcat_flash_ngram-4bit",
     ]
     .into_iter()
     .filter(|name| has_golden(name))
@@ -1352,6 +1373,35 @@ fn where_mlx_lm_departs_from_transformers_ours_follows_transformers() {
         // router renormalizes the top k), 0.65 (gpt_oss-truncate: mlx_lm rounds yarn's
         // correction range), where ours equal the fixed reference's bits.
         assert!(off > 0.01, "{name}: mlx_lm's logits within {off}");
+    }
+}
+
+/// The same for LongCat-Flash's latent-attention norms: mlx_lm builds `q_a_layernorm` and
+/// `kv_a_layernorm` as `nn.RMSNorm` (eps 1e-5), transformers' `LongcatFlashMLA` at 1e-6; the
+/// golden logits are mlx_lm's model at 1e-6, which `prompt_logits_equal_mlx_lm` holds ours to
+/// bit for bit. A small departure in these float32 models (measured 4.9e-5, 6.3e-5 and
+/// 7.5e-5 for longcat_flash, its 4-bit and HF-layout models, 5.7e-5 and 5.6e-5 for the
+/// n-gram ones), still tens of times what float32 rounding moves these logits (~1e-6).
+#[test]
+fn mlx_lm_s_longcat_norm_eps_departs_from_transformers_and_ours_follows_it() {
+    for name in [
+        "longcat_flash",
+        "longcat_flash-4bit",
+        "longcat_flash-hf",
+        "longcat_flash_ngram",
+        "longcat_flash_ngram-4bit",
+    ] {
+        let path = data_dir().join("lm").join(format!("{name}.json"));
+        if on_cuda() && !path.exists() {
+            eprintln!("{name}: no CUDA golden data yet, skipped");
+            continue;
+        }
+        let json: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let off = json["mlx_lm_unfixed_max_logit_diff"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}: no record of mlx_lm's own logits"));
+        eprintln!("{name}: mlx_lm's own logits are {off} from transformers' model");
+        assert!(off > 2e-5, "{name}: mlx_lm's logits within {off}");
     }
 }
 
@@ -1567,6 +1617,10 @@ fn parameter_paths_are_mlx_lm_s() {
         "gear",
         "gear-4bit",
         "gear-untied",
+        "longcat_flash",
+        "longcat_flash-4bit",
+        "longcat_flash_ngram",
+        "longcat_flash_ngram-4bit",
     ] {
         let model = load(name);
         let mut ours: Vec<String> = mlx::utils::tree_flatten_with_path(&model)

@@ -25,8 +25,9 @@ use mlx_lm::models::starcoder2::Starcoder2Args;
 use mlx_lm::models::{
     Cohere2, DeepseekV2, DeepseekV3, Dots1, Ernie45Moe, Exaone4, FalconH1, Gemma, Gemma2, Gemma3,
     Gemma3Text, Glm4, Glm4Moe, Granite, GraniteMoe, GraniteMoeHybrid, Helium, InternLM3, Llama,
-    Llama4Text, Mamba, Mamba2, Ministral3, Mistral3, Mixtral, NemotronH, Olmo2, Olmo3, Olmoe, Phi3,
-    PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next, Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
+    Llama4Text, LongcatFlash, LongcatFlashNgram, Mamba, Mamba2, Ministral3, Mistral3, Mixtral,
+    NemotronH, Olmo2, Olmo3, Olmoe, Phi3, PhiMoe, Qwen2, Qwen2Moe, Qwen3, Qwen3Moe, Qwen3Next,
+    Qwen3_5, RecurrentGemma, SeedOss, SmolLM3,
 };
 use mlx_lm::{load_config, load_model, Error, LoadOptions, ModelConfig, UnreadKeys};
 use serde_json::{json, Value};
@@ -112,6 +113,8 @@ fn read(c: &ModelConfig) -> mlx_lm::Result<()> {
         "cohere2" => Cohere2::args(c).map(drop),
         "gpt2" => Gpt2Args::from_config(c).map(drop),
         "gpt_oss" => GptOss::args(c).map(drop),
+        "longcat_flash" => LongcatFlash::args(c).map(drop),
+        "longcat_flash_ngram" => LongcatFlashNgram::args(c).map(drop),
         other => panic!("no reader for {other}"),
     }
 }
@@ -203,6 +206,8 @@ fn every_key_of_transformers_configs_is_accounted_for() {
         "cohere2",
         "gpt2",
         "gpt_oss",
+        "longcat_flash",
+        "longcat_flash_ngram",
     ] {
         assert!(covered.iter().any(|t| t == builtin), "no {builtin} config");
     }

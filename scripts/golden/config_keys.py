@@ -49,6 +49,7 @@ from transformers import (  # noqa: E402
     InternLM3Config,
     JambaConfig,
     KimiLinearConfig,
+    LongcatFlashConfig,
     Lfm2Config,
     Lfm2MoeConfig,
     LlamaConfig,
@@ -390,6 +391,26 @@ def configs():
             tie_word_embeddings=False, initializer_range=0.02, fuse_norm=True,
             fuse_cross_entropy=True, vocab_size=384).to_dict(),
             model_type="rwkv7", architectures=["RWKV7ForCausalLM"]),
+        # Issue 38, LongCat-Flash: two MLA sub-blocks per layer (num_layers; transformers'
+        # num_hidden_layers is twice it and not written), 8 routed and 4 identity experts.
+        "longcat_flash": LongcatFlashConfig(
+            vocab_size=384, hidden_size=64, num_layers=2, num_attention_heads=4,
+            ffn_hidden_size=128, q_lora_rank=32, kv_lora_rank=32, qk_nope_head_dim=32,
+            qk_rope_head_dim=16, head_dim=16, v_head_dim=32, n_routed_experts=8,
+            zero_expert_num=4, moe_topk=4, expert_ffn_hidden_size=32),
+        # LongCat-Flash-Lite has no transformers class (its checkpoints run remote code): the
+        # keys of mlx_lm's longcat_flash_ngram ModelArgs, the n-gram embedding's among them.
+        "longcat_flash_ngram": {
+            "model_type": "longcat_flash_ngram", "vocab_size": 384, "hidden_size": 64,
+            "ffn_hidden_size": 128, "moe_topk": 4, "expert_ffn_hidden_size": 32,
+            "n_routed_experts": 8, "zero_expert_num": 4, "num_layers": 2,
+            "max_position_embeddings": 4096, "num_attention_heads": 4, "kv_lora_rank": 32,
+            "q_lora_rank": 32, "qk_rope_head_dim": 16, "qk_nope_head_dim": 32,
+            "v_head_dim": 32, "routed_scaling_factor": 6.0, "rms_norm_eps": 1e-5,
+            "rope_theta": 10000000.0, "mla_scale_q_lora": True, "mla_scale_kv_lora": True,
+            "attention_bias": False, "zero_expert_type": "identity",
+            "ngram_vocab_size_ratio": 78, "emb_neighbor_num": 3, "emb_split_num": 2,
+            "norm_topk_prob": False, "router_bias": False, "rope_scaling": None},
         # Issue 37, RMSNorm llama-likes (helper A).
         "helium": HeliumConfig(**SIZES, head_dim=16),
         "seed_oss": SeedOssConfig(**SIZES, head_dim=16),

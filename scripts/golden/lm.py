@@ -1514,6 +1514,43 @@ CONFIGS = {
     # GPT-2's shape (issue 37, session 50): learned positions (128 of them, past the prompt
     # and its 64 greedy tokens), fused c_attn, MHA, tied; and the Hugging Face layout
     # (gpt2-hf: un-prefixed names, Conv1D weights [in, out], the causal-mask buffers).
+    # Issue 38, LongCat-Flash-Chat's shape: two MLA sub-blocks per layer (2 layers, its 28)
+    # with q_lora_rank and kv_lora_rank a quarter of the hidden width (its 1536 and 512 of
+    # 6144, whose LoRA scales are 2 and 3.46), 32 + 16 query/key features per head (its 128 +
+    # 64), values of 32 (its 128), 4 heads (its 64), rope base 1e7; dense MLPs of 256 (its
+    # 12288) beside the shortcut MoE: 8 routed experts of 32 (its 512 of 2048) and 4 identity
+    # experts (its 256), top 4 (its 12), softmax scores with the correction bias, times 6.0
+    # (its own factor), not renormalized; untied head.
+    "longcat_flash": (
+        {"model_type": "longcat_flash", "attention_method": "MLA",
+         "zero_expert_type": "identity", "vocab_size": VOCAB, "hidden_size": 128,
+         "ffn_hidden_size": 256, "expert_ffn_hidden_size": 32, "n_routed_experts": 8,
+         "zero_expert_num": 4, "moe_topk": 4, "num_layers": 2, "num_attention_heads": 4,
+         "max_position_embeddings": 4096, "kv_lora_rank": 32, "q_lora_rank": 32,
+         "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32,
+         "routed_scaling_factor": 6.0, "rms_norm_eps": 1e-5, "rope_theta": 10000000.0,
+         "mla_scale_q_lora": True, "mla_scale_kv_lora": True, "attention_bias": False,
+         "norm_topk_prob": False, "router_bias": False, "tie_word_embeddings": False},
+        mx.float32, 66,
+    ),
+    # Issue 35/38, LongCat-Flash-Lite's n-gram embedding (mlx_lm's defaults: n-grams up to 4
+    # tokens, 4 hashes each, 12 tables) in front of longcat_flash's layers: the tables 32 wide
+    # (hidden 384 / 12, so they quantize), of 4 x vocab rows and more (its 78 x); the router
+    # with a bias and renormalized (the keys mlx_lm reads beside transformers' defaults), and
+    # attention biases.
+    "longcat_flash_ngram": (
+        {"model_type": "longcat_flash_ngram", "vocab_size": VOCAB, "hidden_size": 384,
+         "ffn_hidden_size": 256, "expert_ffn_hidden_size": 32, "n_routed_experts": 8,
+         "zero_expert_num": 4, "moe_topk": 4, "num_layers": 2, "num_attention_heads": 4,
+         "max_position_embeddings": 4096, "kv_lora_rank": 32, "q_lora_rank": 96,
+         "qk_rope_head_dim": 16, "qk_nope_head_dim": 32, "v_head_dim": 32,
+         "routed_scaling_factor": 6.0, "rms_norm_eps": 1e-5, "rope_theta": 10000000.0,
+         "mla_scale_q_lora": True, "mla_scale_kv_lora": True, "attention_bias": True,
+         "zero_expert_type": "identity", "ngram_vocab_size_ratio": 4, "emb_neighbor_num": 4,
+         "emb_split_num": 4, "norm_topk_prob": True, "router_bias": True,
+         "tie_word_embeddings": False},
+        mx.float32, 67,
+    ),
     "gpt2": (
         {"model_type": "gpt2", "vocab_size": VOCAB, "n_embd": 64, "n_layer": 3, "n_head": 4,
          "n_ctx": 128, "n_positions": 128, "layer_norm_epsilon": 1e-5,
@@ -1534,7 +1571,8 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "phimoe": 40, "phimoe-jitter": 40, "phimoe-longrope": 40, "ernie4_5_moe": 40,
                "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40,
                "bailing_moe_linear": 40, "bailing_hybrid": 40, "bailing_hybrid-tied": 150,
-               "bailing_moe_v3": 40, "bailing_moe_v3-tied": 40}
+               "bailing_moe_v3": 40, "bailing_moe_v3-tied": 40,
+               "longcat_flash": 40, "longcat_flash_ngram": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1666,6 +1704,9 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the routers at 8 bits.
     "gpt_oss": (32, 4, None),
     "gpt_oss-truncate": None,
+    # mlx_lm's quant_predicate: the routers' classifiers at 8 bits.
+    "longcat_flash": (32, 4, None),
+    "longcat_flash_ngram": (32, 4, None),
 }
 
 # Models also converted in MLX's floating-point quantization modes (`<name>-<mode>`, as
@@ -1743,7 +1784,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 35, Gear.
                      "gear", "gear-untied",
                      # Issue 38, GPT-OSS.
-                     "gpt_oss", "gpt_oss-truncate"}
+                     "gpt_oss", "gpt_oss-truncate",
+                     # Issue 38, LongCat-Flash (and its n-gram embedding).
+                     "longcat_flash", "longcat_flash_ngram"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -2143,6 +2186,9 @@ def make_models(names):
         if name in HF_EXPERTS:
             hf_layout_experts(name, config)
             weights_recipe.write(MODELS / f"{name}-hf")
+        if name == "longcat_flash":
+            hf_layout_longcat_flash(config)
+            weights_recipe.write(MODELS / "longcat_flash-hf")
         if name == "kimi_linear":
             hf_layout_kimi_linear(config)
             weights_recipe.write(MODELS / "kimi_linear-hf")
@@ -2594,6 +2640,35 @@ def hf_layout_deepseek_v3(config):
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 
 
+def hf_layout_longcat_flash(config):
+    """The LongCat-Flash weights as its Hugging Face checkpoint stores them: each expert's
+    projections apart (`mlp.experts.{e}.gate_proj`), each sub-block's latent up-projection as
+    one `kv_b_proj`, a multi-token-prediction module (`model.mtp.*`, which mlx_lm drops).
+    mlx_lm's sanitize maps it back to the same model."""
+    src = MODELS / "longcat_flash"
+    dst = MODELS / "longcat_flash-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    out = {}
+    for k, v in weights.items():
+        if ".switch_mlp." in k:
+            prefix, rest = k.split(".switch_mlp.")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.experts.{e}.{rest}"] = v[e]
+        elif k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            wk = v.swapaxes(-1, -2)
+            wv = weights[prefix + "unembed_out.weight"]
+            kv_b = mx.concatenate([wk, wv], axis=1)
+            out[prefix + "kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+        elif not k.endswith("unembed_out.weight"):
+            out[k] = v
+    out["model.mtp.layers.0.eh_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
 def hf_layout_kimi_linear(config):
     """The Kimi-Linear weights as the released checkpoint (its remote code) stores them: the
     sparse layers under `block_sparse_moe` with each expert's `w1`/`w2`/`w3` apart and the
@@ -2998,6 +3073,20 @@ def transformers_yarn_untruncated(model):
 
 
 TRANSFORMERS_FIXES["gpt_oss-truncate"] = transformers_yarn_untruncated
+
+
+def transformers_longcat_norms(model):
+    """mlx_lm's longcat_flash made transformers' `LongcatFlash`: each MLA's `q_a_layernorm`
+    and `kv_a_layernorm` at eps 1e-6 (transformers' `LongcatFlashMLA`, DeepSeek's; mlx_lm
+    builds them as `nn.RMSNorm`, eps 1e-5). The n-gram model's layers are the same classes."""
+    for layer in model.layers:
+        for attn in layer.self_attn:
+            attn.q_a_layernorm.eps = 1e-6
+            attn.kv_a_layernorm.eps = 1e-6
+
+
+TRANSFORMERS_FIXES["longcat_flash"] = transformers_longcat_norms
+TRANSFORMERS_FIXES["longcat_flash_ngram"] = transformers_longcat_norms
 
 
 def golden(name):

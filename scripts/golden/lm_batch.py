@@ -391,6 +391,22 @@ CASES = [
      "alone": True},
     {"model": "gpt_oss-mxfp4", "lengths": [12, 12], "max_tokens": 20, "seed": 19,
      "temp": 1.0, "top_k": 20},
+    # LongCat-Flash (issue 38): both sub-blocks' latent caches left-padded, zero experts among
+    # the picks; 4-bit (classifiers at 8 bits) sampled; the HF layout across prefill chunks.
+    {"model": "longcat_flash", "lengths": [3, 14, 8, 11], "max_tokens": 20},
+    {"model": "longcat_flash-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 20,
+     "temp": 1.0, "top_k": 20},
+    {"model": "longcat_flash-hf", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
+    # LongCat-Flash-Lite: mlx_lm's n-gram embedding never reads the cache's lengths, so a
+    # right-padded prefill leaves the padding's ids in its state: prompts of different
+    # lengths take each prompt generated alone as the reference (also across prefill chunks,
+    # some shorter than the n-grams); prompts of one length mlx_lm's batch.
+    {"model": "longcat_flash_ngram", "lengths": [10, 10, 10], "max_tokens": 20},
+    {"model": "longcat_flash_ngram", "lengths": [3, 14, 8, 11], "max_tokens": 20,
+     "alone": True},
+    {"model": "longcat_flash_ngram-4bit", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 2, "alone": True},
 ]
 
 

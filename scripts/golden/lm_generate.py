@@ -596,6 +596,12 @@ PROMPT_CACHE = [
     # sorted path), the MXFP4 experts through gather_qmm.
     ("gpt_oss", 34),
     ("gpt_oss-mxfp4", 34),
+    # LongCat-Flash: a CacheList of two compressed latent caches per layer; the sparse
+    # blocks' sorted path (zero experts among the picks) in the prefix.
+    ("longcat_flash", 34),
+    # LongCat-Flash-Lite: the n-gram embedding's ArraysCache(1) (the last 3 token ids,
+    # int64) first, then the layers' CacheLists.
+    ("longcat_flash_ngram", 34),
 ]
 CONTINUE_TOKENS = 16
 # (model, prefix, steps): the prefix as one call, then `steps` one-token calls, so the

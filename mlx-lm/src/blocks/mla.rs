@@ -198,6 +198,10 @@ pub struct Mla {
     /// scores unrotated (`rope` is then never applied).
     #[tree(static)]
     pub nope: bool,
+    /// longcat_flash's LoRA scales (`mla_scale_q_lora`, `mla_scale_kv_lora`): the queries
+    /// times the first, the normed latent times the second; `None` elsewhere.
+    #[tree(static)]
+    pub lora_scales: Option<(f32, f32)>,
 }
 
 /// `mx.finfo(dtype).min`: the additive mask of a position the query must not see.
@@ -311,6 +315,7 @@ impl Mla {
             qk_rope_head_dim: c.qk_rope_head_dim,
             scale: c.scale,
             nope: false,
+            lora_scales: None,
         })
     }
 
@@ -370,6 +375,24 @@ impl Mla {
         Ok(mla)
     }
 
+    /// Python: longcat_flash's `LongcatFlashMLA`: [`load`](Self::load)'s layer (both norms
+    /// at 1e-6, as transformers' `LongcatFlashMLA` has them) with the queries scaled by
+    /// `sqrt(hidden / q_lora_rank)` and the normed latent by `sqrt(hidden / kv_lora_rank)`
+    /// (in f64 as Python, rounded once). Needs the low-rank query.
+    pub fn load_lora_scaled(ck: &mut Checkpoint, path: &str, c: &MlaConfig) -> crate::Result<Mla> {
+        let Some(q_rank) = c.q_lora_rank else {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{path}: LongCat-Flash's MLA needs a q_lora_rank"
+            )));
+        };
+        let mut mla = Self::load(ck, path, c)?;
+        let d = c.hidden_size as f64;
+        let q = (d / q_rank as f64).sqrt() as f32;
+        let kv = (d / c.kv_lora_rank as f64).sqrt() as f32;
+        mla.lora_scales = Some((q, kv));
+        Ok(mla)
+    }
+
     fn rotate<'o>(&self, x: &Array, offset: impl Into<fast::RopeOffset<'o>>) -> Result<Array> {
         if self.nope {
             Ok(x.clone())
@@ -389,13 +412,20 @@ impl Mla {
                 &self.q_b_proj,
             ),
         )?;
-        let q = heads(&q, rows, self.num_heads, None)?;
+        let mut q = heads(&q, rows, self.num_heads, None)?;
+        if let Some((q_scale, _)) = self.lora_scales {
+            q = ops::multiply(&q, q_scale)?;
+        }
         let q = ops::split(&q, &[self.qk_nope_head_dim][..], -1)?;
         let (q_nope, q_pe) = (&q[0], &q[1]);
         let compressed = self.kv_a_proj_with_mqa.forward(x)?;
         let parts = ops::split(&compressed, &[self.kv_lora_rank][..], -1)?;
         let k_pe = heads(&parts[1], rows, 1, None)?;
-        let kv_latent = heads(&self.kv_a_layernorm.forward(&parts[0])?, rows, 1, None)?;
+        let mut kv_latent = self.kv_a_layernorm.forward(&parts[0])?;
+        if let Some((_, kv_scale)) = self.lora_scales {
+            kv_latent = ops::multiply(&kv_latent, kv_scale)?;
+        }
+        let kv_latent = heads(&kv_latent, rows, 1, None)?;
 
         let (q_pe, kv_latent, k_pe, mask) = match cache {
             None => {

@@ -29,6 +29,7 @@ pub mod mla;
 pub mod mla_expanded;
 pub mod mlp;
 pub mod moe;
+pub mod ngram_embedding;
 pub mod norm;
 pub mod post_norm;
 pub mod query_scale;

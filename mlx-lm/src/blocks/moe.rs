@@ -192,3 +192,111 @@ impl Forward for BlockSparseMoe {
 impl crate::blocks::decoder::ChannelMixer for BlockSparseMoe {
     const KEY: &'static str = "block_sparse_moe";
 }
+
+/// Python: longcat_flash's `LongcatFlashTopkRouter`: `classifier` (a linear layer, biased with
+/// `router_bias`) over the routed and the zero-computation experts, a softmax over all of
+/// them, the top k of the scores plus `e_score_correction_bias` by
+/// `argpartition(corrected, kth=-k)[..., -k:]`, weighted by their uncorrected scores
+/// (renormalized by `sum + 1e-20` with `norm_topk_prob`), times `routed_scaling_factor`, in
+/// the input's dtype.
+#[derive(Debug, Clone, TreeNode)]
+pub struct CorrectedSoftmaxRouter {
+    pub classifier: MaybeQuantizedLinear,
+    pub e_score_correction_bias: Array,
+    #[tree(static)]
+    pub top_k: i32,
+    #[tree(static)]
+    pub norm_topk_prob: bool,
+    #[tree(static)]
+    pub routed_scaling_factor: f32,
+}
+
+impl CorrectedSoftmaxRouter {
+    /// The experts `[..., k]` (`uint32`) and their weights `[..., k]` of rows `x`.
+    pub fn route(&self, x: &Array) -> Result<(Array, Array)> {
+        let dtype = x.dtype();
+        let scores = ops::softmax(&self.classifier.forward(x)?, -1, None)?;
+        let corrected = ops::add(&scores, &self.e_score_correction_bias)?;
+        let inds = ops::stop_gradient(&top_k_last(&corrected, self.top_k)?)?;
+        let mut weights = ops::take_along_axis(&scores, &inds, -1)?;
+        if self.norm_topk_prob {
+            let denominator = ops::add(&weights.sum(-1, true)?, 1e-20f32)?;
+            weights = ops::divide(&weights, &denominator)?;
+        }
+        let weights = ops::multiply(&weights, self.routed_scaling_factor)?;
+        Ok((inds, weights.astype(dtype)?))
+    }
+}
+
+/// Python: longcat_flash's `LongcatFlashMoE`: `router` ([`CorrectedSoftmaxRouter`]) picks k of
+/// `num_experts` routed experts (`switch_mlp`) and the zero-computation experts after them
+/// (`zero_expert_type: "identity"`: an expert whose output is its input). The routed picks
+/// run as one switch call (a zero expert's pick as expert 0, weighted 0), their weighted sum
+/// plus the input times the zero experts' summed weights.
+#[derive(Debug, Clone, TreeNode)]
+pub struct ZeroExpertMoe {
+    pub switch_mlp: SwitchGlu,
+    pub router: CorrectedSoftmaxRouter,
+    #[tree(static)]
+    pub num_experts: i32,
+}
+
+/// What a [`ZeroExpertMoe`] is: its routed experts, zero experts and router.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ZeroExpertConfig {
+    pub hidden_size: i32,
+    pub expert_size: i32,
+    /// The routed experts (`n_routed_experts`).
+    pub num_experts: i32,
+    /// The identity experts after them (`zero_expert_num`).
+    pub zero_experts: i32,
+    pub top_k: i32,
+    pub norm_topk_prob: bool,
+    pub router_bias: bool,
+    pub routed_scaling_factor: f32,
+}
+
+impl ZeroExpertMoe {
+    /// Takes the block's tensors under `path` (`model.layers.0.mlp`).
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        c: &ZeroExpertConfig,
+    ) -> crate::Result<ZeroExpertMoe> {
+        let p = |name: &str| format!("{path}.{name}");
+        let (d, all) = (c.hidden_size, c.num_experts + c.zero_experts);
+        Ok(ZeroExpertMoe {
+            switch_mlp: SwitchGlu::load(
+                ck,
+                &p("switch_mlp"),
+                d,
+                c.expert_size,
+                c.num_experts,
+                false,
+            )?,
+            router: CorrectedSoftmaxRouter {
+                classifier: ck.linear(&p("router.classifier"), d, all, c.router_bias)?,
+                e_score_correction_bias: ck.array(&p("router.e_score_correction_bias"), &[all])?,
+                top_k: c.top_k,
+                norm_topk_prob: c.norm_topk_prob,
+                routed_scaling_factor: c.routed_scaling_factor,
+            },
+            num_experts: c.num_experts,
+        })
+    }
+}
+
+impl Forward for ZeroExpertMoe {
+    /// `sum_k w_k * expert_k(x)` over the routed picks, plus `x * sum` of the zero experts'
+    /// weights, on rows `[N, hidden]`.
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let (inds, weights) = self.router.route(x)?;
+        let zero = ops::greater_equal(&inds, self.num_experts)?;
+        let inds = ops::where_(&zero, 0, &inds)?;
+        let routed_weights = ops::where_(&zero, 0.0f32, &weights)?;
+        let y = self.switch_mlp.forward(x, &inds)?;
+        let y = ops::multiply(&y, &ops::expand_dims(&routed_weights, -1)?)?.sum(-2, false)?;
+        let identity = ops::where_(&zero, &weights, 0.0f32)?.sum(-1, true)?;
+        ops::add(&y, &ops::multiply(x, &identity)?)
+    }
+}

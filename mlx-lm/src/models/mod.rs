@@ -36,6 +36,8 @@ pub mod lfm2;
 pub mod lfm2_moe;
 pub mod llama;
 pub mod llama4_text;
+pub mod longcat_flash;
+pub mod longcat_flash_ngram;
 pub mod mamba;
 pub mod mamba2;
 pub mod ministral3;
@@ -96,6 +98,8 @@ pub use lfm2::Lfm2;
 pub use lfm2_moe::Lfm2Moe;
 pub use llama::Llama;
 pub use llama4_text::Llama4Text;
+pub use longcat_flash::LongcatFlash;
+pub use longcat_flash_ngram::LongcatFlashNgram;
 pub use mamba::Mamba;
 pub use mamba2::Mamba2;
 pub use ministral3::Ministral3;
@@ -138,7 +142,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 60] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 62] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("bailing_hybrid", builtin!(BailingHybrid)),
@@ -173,6 +177,8 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 60] {
         ("lfm2_moe", builtin!(Lfm2Moe)),
         ("llama", builtin!(Llama)),
         ("llama4_text", builtin!(Llama4Text)),
+        ("longcat_flash", builtin!(LongcatFlash)),
+        ("longcat_flash_ngram", builtin!(LongcatFlashNgram)),
         ("mamba", builtin!(Mamba)),
         ("mamba2", builtin!(Mamba2)),
         ("ministral3", builtin!(Ministral3)),
