@@ -180,6 +180,9 @@ pub struct Mla {
     /// `MultiLatentAttention`); the other is `None`.
     pub o_proj: Option<MaybeQuantizedLinear>,
     pub dense: Option<MaybeQuantizedLinear>,
+    /// kimi_k3's output gate (`mla_use_output_gate`): the heads' output times
+    /// `sigmoid(g_proj(x))` before the output projection.
+    pub g_proj: Option<MaybeQuantizedLinear>,
     pub rope: RotaryEmbedding,
     #[tree(static)]
     pub num_heads: i32,
@@ -300,6 +303,7 @@ impl Mla {
             unembed_out: ck.multi_linear(&p("unembed_out"), c.kv_lora_rank, c.v_head_dim, h)?,
             o_proj,
             dense: None,
+            g_proj: None,
             rope: c.rope.clone(),
             num_heads: h,
             qk_nope_head_dim: c.qk_nope_head_dim,
@@ -422,7 +426,10 @@ impl Mla {
             let v = self.unembed_out.forward_heads(&kv_latent, true)?;
             fast::scaled_dot_product_attention(q_nope, &k, &v, self.scale, mask, None)?
         };
-        let out = merge_heads(&out)?;
+        let mut out = merge_heads(&out)?;
+        if let Some(g) = &self.g_proj {
+            out = ops::multiply(&out, &ops::sigmoid(&g.forward(x)?)?)?;
+        }
         match (&self.o_proj, &self.dense) {
             (Some(o), _) | (None, Some(o)) => o.forward(&out),
             (None, None) => Err(wrong_input("an MLA layer without its output projection")),
