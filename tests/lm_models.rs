@@ -210,6 +210,10 @@ const MODELS: &[&str] = &[
     "kimi_linear-4bit",
     "kimi_linear-hf",
     "kimi_linear-tied",
+    "kimi_k3",
+    "kimi_k3-4bit",
+    "kimi_k3-hf",
+    "kimi_k3-tied",
     "rwkv7",
     "rwkv7-4bit",
     "rwkv7-hf",
@@ -894,6 +898,7 @@ const MOE: &[&str] = &[
     "kimi_linear",
     "bailing_moe_linear",
     "bailing_hybrid",
+    "kimi_k3",
 ];
 
 /// The mixture-of-experts configs of architectures whose other models are dense
@@ -1180,6 +1185,12 @@ fn kimi_linear_python_mx_compile_fails_where_ours_traces_once() {
 }
 
 #[test]
+fn kimi_k3_python_mx_compile_fails_where_ours_traces_once() {
+    python_compile_fails_where_ours_traces_once("kimi_k3");
+    python_compile_fails_where_ours_traces_once("kimi_k3-tied");
+}
+
+#[test]
 fn rwkv7_python_mx_compile_fails_where_ours_traces_once() {
     python_compile_fails_where_ours_traces_once("rwkv7");
     python_compile_fails_where_ours_traces_once("rwkv7-bf16");
@@ -1274,6 +1285,9 @@ fn models_rebuild_from_their_leaves() {
         "kimi_linear",
         "kimi_linear-4bit",
         "kimi_linear-tied",
+        "kimi_k3",
+        "kimi_k3-4bit",
+        "kimi_k3-tied",
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
@@ -1539,6 +1553,9 @@ fn parameter_paths_are_mlx_lm_s() {
         "kimi_linear",
         "kimi_linear-4bit",
         "kimi_linear-tied",
+        "kimi_k3",
+        "kimi_k3-4bit",
+        "kimi_k3-tied",
         "rwkv7",
         "rwkv7-4bit",
         "rwkv7-bf16",
