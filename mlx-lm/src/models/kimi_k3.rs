@@ -1055,6 +1055,17 @@ mod tests {
         })
     }
 
+    /// The golden configs (nested and flat) are read whole: no key left unaccounted for.
+    #[test]
+    fn golden_configs_leave_no_key_unread() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/lm-models");
+        for name in ["kimi_k3", "kimi_k3-tied"] {
+            let c = crate::load_config(root.join(name)).unwrap();
+            KimiK3Args::from_config(&c).unwrap();
+            assert!(c.unread_keys().is_empty(), "{name}: {:?}", c.unread_keys());
+        }
+    }
+
     /// The flat and the nested layouts read the same; what mlx_lm refuses is an error naming
     /// the key.
     #[test]
