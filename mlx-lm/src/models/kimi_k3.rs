@@ -1066,6 +1066,57 @@ mod tests {
         }
     }
 
+    /// Compressed experts (`weight_packed` int32, `weight_scale`) are stacked per projection,
+    /// the packed words viewed as uint32 (Python: `mx.stack(...).view(mx.uint32)`); a missing
+    /// expert is an error naming its tensor.
+    #[test]
+    fn packed_experts_stack_as_uint32_words() {
+        let mut c = base();
+        c["num_experts"] = serde_json::json!(2);
+        c["num_experts_per_token"] = serde_json::json!(1);
+        c["moe_intermediate_size"] = serde_json::json!(4);
+        let a = KimiK3Args::from_config(&config(c).unwrap()).unwrap();
+        let make = |skip: Option<&str>| {
+            let mut w = Weights::default();
+            for l in 0..2 {
+                for e in 0..2 {
+                    for hf in ["w1", "w2", "w3"] {
+                        let p = format!("model.layers.{l}.block_sparse_moe.experts.{e}.{hf}");
+                        let words = Array::from_slice(&[-1i32, e, 7, l], &[2, 2]).unwrap();
+                        let scale = Array::from_slice(&[0.5f32 + e as f32; 2], &[2, 1]).unwrap();
+                        if skip != Some(p.as_str()) {
+                            w.insert(format!("{p}.weight_packed"), words, "m.safetensors");
+                        }
+                        w.insert(format!("{p}.weight_scale"), scale, "m.safetensors");
+                    }
+                }
+            }
+            Checkpoint::new(w, "/nonexistent", None, None)
+        };
+        let mut ck = make(None);
+        stack_packed_experts(&mut ck, &a).unwrap();
+        let w = ck.weights_mut();
+        let packed = w
+            .get("model.layers.1.mlp.switch_mlp.up_proj.weight")
+            .unwrap();
+        assert_eq!(packed.dtype(), Dtype::Uint32);
+        assert_eq!(packed.shape(), &[2, 2, 2]);
+        assert_eq!(
+            packed.to_vec::<u32>().unwrap(),
+            [u32::MAX, 0, 7, 1, u32::MAX, 1, 7, 1]
+        );
+        let scales = w
+            .get("model.layers.0.mlp.switch_mlp.down_proj.scales")
+            .unwrap();
+        assert_eq!(scales.to_vec::<f32>().unwrap(), [0.5, 0.5, 1.5, 1.5]);
+        assert!(!w.contains("model.layers.0.block_sparse_moe.experts.0.w1.weight_scale"));
+        let missing = "model.layers.0.block_sparse_moe.experts.1.w2";
+        let e = stack_packed_experts(&mut make(Some(missing)), &a)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("{missing}.weight_packed")), "{e}");
+    }
+
     /// The flat and the nested layouts read the same; what mlx_lm refuses is an error naming
     /// the key.
     #[test]
