@@ -503,6 +503,7 @@ fn a_generation_continues_from_its_own_cache() {
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
         "kimi_linear",
+        "kimi_k3",
         "rwkv7",
         "bailing_moe_linear",
         "bailing_hybrid",
@@ -679,6 +680,9 @@ fn quantizing_at_load_equals_mlx_lm_quantize() {
         // Its routers (`mlp.gate`) at 8 bits in groups of 64 (kimi_linear's
         // `quant_predicate`), the correction biases, `A_log` and `dt_bias` kept as they are.
         "kimi_linear",
+        // kimi_k3's the same, and its attention residuals' projections (`res_proj`) kept
+        // float.
+        "kimi_k3",
         // In groups of 64 (`mlx_lm.convert -q`'s default): the LoRAs' up-projections and the
         // embedding at 8 bits (rwkv7's `quant_predicate`), the rank-32 `v_lora` up-projection
         // left in float (not a whole number of groups).
@@ -1785,6 +1789,8 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
         "granitemoehybrid-tiny",
         "nemotron_h-moe",
         "kimi_linear-tied",
+        // The fused convolution's state and the attention residuals across chunks.
+        "kimi_k3-tied",
         "rwkv7",
         // The linear layers' rope continues at the attention caches' offset across chunks.
         "bailing_moe_linear",

@@ -1557,6 +1557,59 @@ CONFIGS = {
          "activation_function": "gelu_new"},
         mx.float32, 65,
     ),
+    # Issue 35, kimi_k3 (helper kimi3). No released checkpoint to read: the shape is mlx_lm's
+    # TextArgs defaults (93 layers of 7168, 96 MLA heads, vocab 163840) and the options its
+    # code has, scaled down. The checkpoint's layout, under text_config (a
+    # vision-language wrapper, parameters under language_model.): Kimi Delta Attention in three
+    # layers of four (fused qkv_proj and one short convolution, gate_lower_bound -5: the
+    # sigmoid form of the decay), MLA without rope behind a low-rank query (q_lora_rank) with
+    # the sigmoid output gate; SiTU (beta 2, linear_beta 4) in the dense MLP, the shared
+    # expert and the routed experts; a latent MoE (the experts at 32 features between
+    # routed_expert_down_proj and _up_proj, the normed latent) behind the float32 sigmoid
+    # router, grouped (2 groups of 4, both kept); attention residuals in blocks of 3 layers (8
+    # layers: the last block partial). Untied head.
+    "kimi_k3": (
+        {"model_type": "kimi_k3", "text_config": {
+            "model_type": "kimi_linear", "vocab_size": VOCAB, "hidden_size": 64,
+            "num_hidden_layers": 8, "num_attention_heads": 4, "num_key_value_heads": 4,
+            "intermediate_size": 128, "rms_norm_eps": 1e-5, "max_position_embeddings": 4096,
+            "hidden_act": "situ", "activation_situ_beta": 2.0,
+            "activation_situ_linear_beta": 4.0, "attn_res_block_size": 3,
+            "q_lora_rank": 32, "kv_lora_rank": 32, "qk_nope_head_dim": 32,
+            "qk_rope_head_dim": 16, "v_head_dim": 32, "mla_use_nope": True,
+            "mla_use_output_gate": True, "num_experts": 8, "num_experts_per_token": 4,
+            "num_shared_experts": 1, "moe_intermediate_size": 32,
+            "moe_router_activation_func": "sigmoid", "moe_renormalize": True,
+            "routed_scaling_factor": 2.5, "first_k_dense_replace": 1, "moe_layer_freq": 1,
+            "use_grouped_topk": True, "num_expert_group": 2, "topk_group": 2,
+            "routed_expert_hidden_size": 32, "latent_moe_use_norm": True,
+            "tie_word_embeddings": False,
+            "linear_attn_config": {"num_heads": 2, "head_dim": 32, "short_conv_kernel_size": 4,
+                                   "kda_layers": [1, 2, 3, 5, 6, 7],
+                                   "full_attn_layers": [4, 8], "gate_lower_bound": -5.0}}},
+        mx.float32, 66,
+    ),
+    # What the other leaves out, in the flat layout (no text_config: mlx_lm reads the whole
+    # config as the text model's): a tied head, no attention residuals, plain MoE (no latent),
+    # one query projection, no output gate, the softplus decay (no lower bound), a full-rank
+    # KDA output gate (g_proj), SiTU at its default beta without linear_beta; experts in 2
+    # groups of which 1 is kept, every other layer sparse from the first, top 2 not
+    # renormalized, no shared expert, a convolution of 3 taps, MLA first.
+    "kimi_k3-tied": (
+        {"model_type": "kimi_k3", "vocab_size": VOCAB, "hidden_size": 64,
+         "num_hidden_layers": 5, "num_attention_heads": 2, "num_key_value_heads": 2,
+         "intermediate_size": 96, "rms_norm_eps": 1e-6, "hidden_act": "situ",
+         "kv_lora_rank": 32, "qk_nope_head_dim": 32, "qk_rope_head_dim": 16,
+         "v_head_dim": 32, "mla_use_nope": True, "num_experts": 8,
+         "num_experts_per_token": 2, "num_shared_experts": 0, "moe_intermediate_size": 32,
+         "moe_renormalize": False, "routed_scaling_factor": 1.0, "first_k_dense_replace": 0,
+         "moe_layer_freq": 2, "num_expert_group": 2, "topk_group": 1,
+         "tie_word_embeddings": True,
+         "linear_attn_config": {"num_heads": 1, "head_dim": 64, "short_conv_kernel_size": 3,
+                                "kda_layers": [2, 3, 5], "full_attn_layers": [1, 4],
+                                "use_full_rank_gate": True}},
+        mx.float32, 67,
+    ),
 }
 
 # Prompt lengths other than PROMPT_LEN: the mixture-of-experts models route 2 or 4 experts
@@ -1572,7 +1625,8 @@ PROMPT_LENS = {"qwen3_moe": 40, "mixtral": 40, "qwen2_moe": 40, "olmoe": 40, "qw
                "ernie4_5_moe-bias": 40, "kimi_linear": 40, "gpt_oss": 40,
                "bailing_moe_linear": 40, "bailing_hybrid": 40, "bailing_hybrid-tied": 150,
                "bailing_moe_v3": 40, "bailing_moe_v3-tied": 40,
-               "longcat_flash": 40, "longcat_flash_ngram": 40}
+               "longcat_flash": 40, "longcat_flash_ngram": 40,
+               "kimi_k3": 40}
 
 # Llama checkpoints saved by transformers 5 (`torch/lm_transformers.py`): `rope_theta` only
 # under `rope_parameters`. mlx_lm 0.32.2's llama reads the top level only and silently runs
@@ -1707,6 +1761,9 @@ QUANTIZED = {
     # mlx_lm's quant_predicate: the routers' classifiers at 8 bits.
     "longcat_flash": (32, 4, None),
     "longcat_flash_ngram": (32, 4, None),
+    # mlx_lm's quant_predicate: the routers at 8 bits, the residual projections kept float.
+    "kimi_k3": (32, 4, None),
+    "kimi_k3-tied": None,
 }
 
 # Models also converted in MLX's floating-point quantization modes (`<name>-<mode>`, as
@@ -1786,7 +1843,9 @@ PERTURB_CONSTANTS = {"lfm2", "lfm2-1.2b", "mamba", "mamba-bf16", "falcon_mamba",
                      # Issue 38, GPT-OSS.
                      "gpt_oss", "gpt_oss-truncate",
                      # Issue 38, LongCat-Flash (and its n-gram embedding).
-                     "longcat_flash", "longcat_flash_ngram"}
+                     "longcat_flash", "longcat_flash_ngram",
+                     # Issue 35, kimi_k3.
+                     "kimi_k3", "kimi_k3-tied"}
 
 # Models whose reference is mlx_lm's model with its departures from transformers fixed
 # (a function of the loaded model); the record also keeps mlx_lm's own logits' distance.
@@ -2192,6 +2251,9 @@ def make_models(names):
         if name == "kimi_linear":
             hf_layout_kimi_linear(config)
             weights_recipe.write(MODELS / "kimi_linear-hf")
+        if name == "kimi_k3":
+            hf_layout_kimi_k3(config)
+            weights_recipe.write(MODELS / "kimi_k3-hf")
         if name == "rwkv7":
             hf_layout_rwkv7()
             weights_recipe.write(MODELS / "rwkv7-hf")
@@ -2710,6 +2772,74 @@ def hf_layout_kimi_linear(config):
         elif not k.endswith("unembed_out.weight"):
             out[k] = v
     out["model.mtp.0.eh_proj.weight"] = mx.zeros((4, 4))
+    (dst / "model.safetensors").unlink()
+    mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
+
+
+def hf_layout_kimi_k3(config):
+    """The kimi_k3 weights in the layout mlx_lm's sanitize reads from a release: under
+    `language_model.` beside vision tensors it drops; each expert's `w1`/`w2`/`w3` apart under
+    `block_sparse_moe` (the correction bias, the shared experts and the latent projections
+    there too); KDA's q, k and v projections and their short convolutions apart (`q_conv1d`
+    `[C, 1, K]`), `dt_bias` per head `[H, Dk]`, `A_log` `[1, 1, H, 1]`; the latent's
+    up-projection as one `kv_b_proj`; the attention residuals' `proj_weight`/`norm_weight`
+    under `self_attention_res`/`mlp_res`/`output_attn_res`; multi-token-prediction tensors
+    and a layer past `num_hidden_layers`, which mlx_lm drops."""
+    src = MODELS / "kimi_k3"
+    dst = MODELS / "kimi_k3-hf"
+    shutil.copytree(src, dst)
+    (dst / "model.safetensors.index.json").unlink()
+    weights = mx.load(str(src / "model.safetensors"))
+    text = config["text_config"]
+    cfg = text["linear_attn_config"]
+    heads, pd = cfg["num_heads"], cfg["num_heads"] * cfg["head_dim"]
+    names = {"gate_proj": "w1", "down_proj": "w2", "up_proj": "w3"}
+    out = {}
+    for k, v in weights.items():
+        k = k.removeprefix("language_model.")
+        if ".mlp.switch_mlp." in k:
+            prefix, rest = k.split(".mlp.switch_mlp.")
+            proj, leaf = rest.split(".")
+            for e in range(v.shape[0]):
+                out[f"{prefix}.block_sparse_moe.experts.{e}.{names[proj]}.{leaf}"] = v[e]
+        elif ".mlp.e_score_correction_bias" in k:
+            out[k.replace(".mlp.e_score_correction_bias",
+                          ".block_sparse_moe.gate.e_score_correction_bias")] = v
+        elif any(f".mlp.{n}." in k for n in ("gate", "shared_experts", "routed_expert_down_proj",
+                                             "routed_expert_up_proj", "routed_expert_norm")):
+            out[k.replace(".mlp.", ".block_sparse_moe.")] = v
+        elif k.endswith("qkv_proj.weight"):
+            for name, part in zip("qkv", mx.split(v, 3, axis=0)):
+                out[k.replace("qkv_proj", f"{name}_proj")] = part
+        elif k.endswith("qkv_conv.conv.weight"):
+            for name, part in zip("qkv", mx.split(v, 3, axis=0)):
+                out[k.replace("qkv_conv.conv", f"{name}_conv1d")] = part.moveaxis(1, 2)
+        elif k.endswith(".dt_bias"):
+            out[k] = v.reshape(heads, -1)
+        elif k.endswith(".A_log"):
+            out[k] = v.reshape(1, 1, heads, 1)
+        elif k.endswith("embed_q.weight") and "unembed" not in k:
+            prefix = k.removesuffix("embed_q.weight")
+            wk = v.swapaxes(-1, -2)
+            wv = weights["language_model." + prefix + "unembed_out.weight"]
+            kv_b = mx.concatenate([wk, wv], axis=1)
+            out[prefix + "kv_b_proj.weight"] = kv_b.reshape(-1, kv_b.shape[-1])
+        elif k.endswith("unembed_out.weight"):
+            pass
+        elif "_res_proj.weight" in k or "_res_norm.weight" in k:
+            head, tail = k.rsplit("_res_", 1)
+            leaf = "proj_weight" if tail.startswith("proj") else "norm_weight"
+            out[f"{head}_res.{leaf}"] = v
+        else:
+            out[k] = v
+    assert pd * 3 == weights["language_model.model.layers.0.self_attn.qkv_proj.weight"].shape[0]
+    out = {f"language_model.{k}": v for k, v in out.items()}
+    out["language_model.model.mtp.0.eh_proj.weight"] = mx.zeros((4, 4))
+    out["mtp.0.norm.weight"] = mx.zeros((4,))
+    out[f"language_model.model.layers.{text['num_hidden_layers']}.input_layernorm.weight"] = \
+        mx.zeros((text["hidden_size"],))
+    out["vision_tower.patch_embed.weight"] = mx.zeros((4, 4))
+    out["mm_projector.proj.weight"] = mx.zeros((4, 4))
     (dst / "model.safetensors").unlink()
     mx.save_safetensors(str(dst / "model.safetensors"), out, metadata={"format": "pt"})
 

@@ -209,6 +209,14 @@ CASES = [
      "temp": 1.0, "top_k": 20},
     {"model": "kimi_linear-tied", "lengths": [30, 7, 19], "max_tokens": 12,
      "prefill_step_size": 8},
+    # kimi_k3: the fused convolution's state and the recurrence masked by the cache's
+    # lengths (mlx_lm's batch is the reference), the attention residuals over right-padded
+    # rows; different lengths, 4-bit with sampling, the tied one across prefill chunks.
+    {"model": "kimi_k3", "lengths": [3, 14, 8, 11], "max_tokens": 24},
+    {"model": "kimi_k3-4bit", "lengths": [9, 2, 15], "max_tokens": 16, "seed": 13,
+     "temp": 1.0, "top_k": 20},
+    {"model": "kimi_k3-tied", "lengths": [30, 7, 19], "max_tokens": 12,
+     "prefill_step_size": 8},
     # rwkv7: mlx_lm's token shifts keep the padding's last input and its WKV recurrence runs
     # over the padding (it never reads the cache's lengths), so prompts of different lengths
     # take each prompt generated alone as the reference; prompts of one length mlx_lm's

@@ -567,6 +567,9 @@ PROMPT_CACHE = [
     # state) beside MLA's compressed key/value caches; the sparse blocks' sorted path in the
     # prefix.
     ("kimi_linear", 34),
+    # kimi_k3: KDA's ArraysCache(2) (the fused convolution's state, the float32 recurrent
+    # state) beside MLA's compressed caches; the attention residuals are no state.
+    ("kimi_k3", 34),
     # MLX's floating-point quantization modes: a tied head through the quantized embedding's
     # as_linear (mxfp4), experts through gather_qmm (nvfp4), MLA's compressed caches with
     # the quantized MultiLinear of both paths (mxfp4).

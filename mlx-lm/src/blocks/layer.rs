@@ -81,11 +81,23 @@ pub trait Layer: TreeNode + 'static {
 /// call); the final norm is the caller's.
 pub fn forward_layers<L: Layer>(
     layers: &[L],
+    h: Array,
+    rows: Rows,
+    kernels: KernelOptions,
+    cache: Option<&mut [LayerCache]>,
+) -> Result<Array> {
+    Ok(forward_layers_with_carry(layers, h, rows, kernels, cache)?.0)
+}
+
+/// [`forward_layers`], also returning what the last layer handed on (kimi_k3's attention
+/// residuals, which the stack mixes once more after its last layer).
+pub fn forward_layers_with_carry<L: Layer>(
+    layers: &[L],
     mut h: Array,
     rows: Rows,
     kernels: KernelOptions,
     mut cache: Option<&mut [LayerCache]>,
-) -> Result<Array> {
+) -> Result<(Array, L::Carry)> {
     // One window per cache entry, so the masks pair them with the entries.
     let windows: Vec<Option<i32>> = layers
         .iter()
@@ -135,7 +147,7 @@ pub fn forward_layers<L: Layer>(
             layer.forward(&h, &mut carry, &ctx, c)?
         };
     }
-    Ok(h)
+    Ok((h, carry))
 }
 
 thread_local! {

@@ -180,8 +180,10 @@ pub struct Mla {
     /// `MultiLatentAttention`); the other is `None`.
     pub o_proj: Option<MaybeQuantizedLinear>,
     pub dense: Option<MaybeQuantizedLinear>,
-    /// bailing_moe_v3's head-wise output gate (`g_proj`, `[hidden] -> [heads]`): each head's
-    /// output times `sigmoid(g_proj(x))` (in float32, cast back) before the output projection.
+    /// The output gate before the output projection: bailing_moe_v3's one gate per head
+    /// (`[hidden] -> [heads]`, in float32, cast back; see `gate_per_head`) or kimi_k3's one per
+    /// channel (`mla_use_output_gate`, `[hidden] -> [heads * v_head_dim]`): the output times
+    /// `sigmoid(g_proj(x))`.
     pub g_proj: Option<MaybeQuantizedLinear>,
     pub rope: RotaryEmbedding,
     #[tree(static)]
@@ -202,6 +204,9 @@ pub struct Mla {
     /// times the first, the normed latent times the second; `None` elsewhere.
     #[tree(static)]
     pub lora_scales: Option<(f32, f32)>,
+    /// Whether `g_proj` gates whole heads (bailing_moe_v3) rather than channels (kimi_k3).
+    #[tree(static)]
+    pub gate_per_head: bool,
 }
 
 /// `mx.finfo(dtype).min`: the additive mask of a position the query must not see.
@@ -316,6 +321,7 @@ impl Mla {
             scale: c.scale,
             nope: false,
             lora_scales: None,
+            gate_per_head: false,
         })
     }
 
@@ -372,6 +378,7 @@ impl Mla {
         let g_proj = ck.linear(&format!("{path}.g_proj"), c.hidden_size, c.num_heads, false)?;
         let mut mla = Self::load_dense(ck, path, c, norm_eps)?;
         mla.g_proj = Some(g_proj);
+        mla.gate_per_head = true;
         Ok(mla)
     }
 
@@ -473,7 +480,8 @@ impl Mla {
         };
         let out = merge_heads(&out)?;
         let out = match &self.g_proj {
-            Some(g) => gate_heads(&out, &g.forward(x)?, self.num_heads)?,
+            Some(g) if self.gate_per_head => gate_heads(&out, &g.forward(x)?, self.num_heads)?,
+            Some(g) => ops::multiply(&out, &ops::sigmoid(&g.forward(x)?)?)?,
             None => out,
         };
         match (&self.o_proj, &self.dense) {

@@ -15,6 +15,7 @@
 //! decoder layer generic over its token and channel mixers ([`decoder`]).
 
 pub mod attention;
+pub mod attn_res;
 pub mod backbone;
 pub mod conv;
 pub mod conv_kv_gated;
@@ -39,6 +40,7 @@ pub mod rows;
 pub mod rwkv7;
 pub mod selective_scan;
 pub mod short_conv;
+pub mod situ;
 pub mod soft_cap;
 pub mod ssd;
 pub mod switch;
@@ -58,7 +60,10 @@ pub use group_router::{
     BailingMoeConfig, GreedyGate, GreedyMoe, GreedyRouting, GroupLimit, GroupRouting, GroupScoring,
     GroupedMoe, MoeGate,
 };
-pub use layer::{forward_layers, make_layer_caches, with_layer_checkpoint, Layer, LayerContext};
+pub use layer::{
+    forward_layers, forward_layers_with_carry, make_layer_caches, with_layer_checkpoint, Layer,
+    LayerContext,
+};
 pub use linear_attention::{GlaForm, GroupRmsNorm, LinearAttention, LinearAttentionConfig};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};

@@ -256,10 +256,10 @@ pub fn compute_g(a_log: &Array, a: &Array, dt_bias: &Array) -> Result<Array> {
     Ok(g.into_iter().next().expect("one output"))
 }
 
-/// Python: `compute_lower_bound_g` (bailing_moe_v3's "safe" gate): `exp(lower_bound *
-/// sigmoid(exp(A_log) * (a + dt_bias)))` in float32, compiled shapeless as mlx_lm compiles it,
-/// the bound a constant of the trace (Python passes a float, which `mx.compile` keys on): the
-/// decay stays within `[exp(lower_bound), 1]` whatever the projection gives.
+/// Python: `compute_lower_bound_g` (kimi_k3's `gate_lower_bound`, bailing_moe_v3's
+/// `kda_lower_bound`): the decay's log bounded by `lower_bound`, `exp(lower_bound *
+/// sigmoid(exp(A_log) * (a + dt_bias)))`, in float32, compiled shapeless as mlx_lm compiles it
+/// (the bound a constant of the trace, as Python's float argument).
 pub fn compute_lower_bound_g(
     a_log: &Array,
     a: &Array,
@@ -383,10 +383,7 @@ pub fn gated_delta_update_gated(
         DecayGate::Softplus => compute_g(a_log, a, dt_bias)?,
         DecayGate::LowerBound(bound) => compute_lower_bound_g(a_log, a, dt_bias, bound)?,
     };
-    if use_kernel && is_supported(q, k, v, &g, &beta, &state, mask)? {
-        return apply_unchecked(q, k, v, &g, &beta, &state, mask);
-    }
-    gated_delta_ops(q, k, v, &g, &beta, state, mask)
+    gated_delta_recurrence(q, k, v, &g, &beta, state, mask, use_kernel)
 }
 
 /// [`gated_delta_update`] with the write strength `beta` given (olmo_hybrid's
@@ -404,12 +401,28 @@ pub fn gated_delta_update_with_beta(
     mask: Option<&Array>,
     use_kernel: bool,
 ) -> Result<(Array, Array)> {
-    let beta = beta.clone();
     let g = compute_g(a_log, a, dt_bias)?;
-    if use_kernel && is_supported(q, k, v, &g, &beta, &state, mask)? {
-        return apply_unchecked(q, k, v, &g, &beta, &state, mask);
+    gated_delta_recurrence(q, k, v, &g, beta, state, mask, use_kernel)
+}
+
+/// The recurrence of [`gated_delta_update`] with the decay `g` and write strength `beta`
+/// given (kimi_k3's lower-bounded decay, [`compute_lower_bound_g`]): one kernel where it
+/// applies and `use_kernel` allows it, else the ops.
+#[allow(clippy::too_many_arguments)]
+pub fn gated_delta_recurrence(
+    q: &Array,
+    k: &Array,
+    v: &Array,
+    g: &Array,
+    beta: &Array,
+    state: Array,
+    mask: Option<&Array>,
+    use_kernel: bool,
+) -> Result<(Array, Array)> {
+    if use_kernel && is_supported(q, k, v, g, beta, &state, mask)? {
+        return apply_unchecked(q, k, v, g, beta, &state, mask);
     }
-    gated_delta_ops(q, k, v, &g, &beta, state, mask)
+    gated_delta_ops(q, k, v, g, beta, state, mask)
 }
 
 /// Python: `gated_delta_ops`, the recurrence step by step (what mlx_lm runs on every device

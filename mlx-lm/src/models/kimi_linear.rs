@@ -44,6 +44,9 @@ const STATE: usize = 3;
 pub enum ScoreFunction {
     Sigmoid,
     Softmax,
+    /// kimi_k3's `_group_expert_select`: the sigmoid of the logits upcast to float32, the
+    /// weights cast back to the gate's dtype at the end.
+    SigmoidFloat32,
 }
 
 /// What kimi_linear's `_group_expert_select` is given besides the logits.
@@ -69,6 +72,7 @@ pub fn kimi_expert_select(gates: &Array, bias: &Array, r: &KimiRouting) -> Resul
     let scores = match r.score_function {
         ScoreFunction::Sigmoid => ops::sigmoid(gates)?,
         ScoreFunction::Softmax => ops::softmax(gates, &[-1][..], true)?,
+        ScoreFunction::SigmoidFloat32 => ops::sigmoid(&gates.astype(Dtype::Float32)?)?,
     };
     let orig_scores = scores.clone();
     let mut scores = ops::add(&scores, &bias.astype(scores.dtype())?)?;
@@ -93,7 +97,12 @@ pub fn kimi_expert_select(gates: &Array, bias: &Array, r: &KimiRouting) -> Resul
         let denominator = ops::add(&scores.sum(-1, true)?, 1e-20f32)?;
         scores = ops::divide(&scores, &denominator)?;
     }
-    Ok((inds, ops::multiply(&scores, r.routed_scaling_factor)?))
+    let weights = ops::multiply(&scores, r.routed_scaling_factor)?;
+    let weights = match r.score_function {
+        ScoreFunction::SigmoidFloat32 => weights.astype(gates.dtype())?,
+        _ => weights,
+    };
+    Ok((inds, weights))
 }
 
 /// Python: `KimiSparseMoE`: the router's gate (a linear layer, quantizable: mlx_lm's
@@ -292,32 +301,7 @@ impl KimiLinearArgs {
                 ))
             }
         };
-        if num_experts > 0 {
-            if num_experts % n_group != 0 || (n_group > 1 && num_experts / n_group < 2) {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("num_expert_group"),
-                    &format!("{n_group} groups of {num_experts} experts"),
-                ));
-            }
-            if topk_group > n_group {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("topk_group"),
-                    &format!("{topk_group} of {n_group} groups"),
-                ));
-            }
-            if top_k > topk_group * (num_experts / n_group) {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("num_experts_per_token"),
-                    &format!(
-                        "{top_k} experts from {topk_group} groups of {}",
-                        num_experts / n_group
-                    ),
-                ));
-            }
-        }
+        check_routing(c, num_experts, n_group, topk_group, top_k)?;
         let first_dense =
             i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0)).unwrap_or(i32::MAX);
         let freq = c.dim_or("moe_layer_freq", Some(1))?;
@@ -371,8 +355,51 @@ impl KimiLinearArgs {
     }
 }
 
+/// The router's sizes as mlx_lm can run them: the experts split evenly into `n_group` groups
+/// of two or more (Python takes each group's two best), `topk_group` of them kept, `top_k`
+/// experts to be found in the kept groups.
+pub(crate) fn check_routing(
+    c: &ModelConfig,
+    num_experts: i32,
+    n_group: i32,
+    topk_group: i32,
+    top_k: i32,
+) -> crate::Result<()> {
+    if num_experts > 0 {
+        if num_experts % n_group != 0 || (n_group > 1 && num_experts / n_group < 2) {
+            return Err(invalid(
+                c.path(),
+                &c.key("num_expert_group"),
+                &format!("{n_group} groups of {num_experts} experts"),
+            ));
+        }
+        if topk_group > n_group {
+            return Err(invalid(
+                c.path(),
+                &c.key("topk_group"),
+                &format!("{topk_group} of {n_group} groups"),
+            ));
+        }
+        if top_k > topk_group * (num_experts / n_group) {
+            return Err(invalid(
+                c.path(),
+                &c.key("num_experts_per_token"),
+                &format!(
+                    "{top_k} experts from {topk_group} groups of {}",
+                    num_experts / n_group
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// A list of 1-based layer numbers under `key` (`None` when absent), each in `1..=layers`.
-fn one_based_layers(c: &ModelConfig, key: &str, layers: i32) -> crate::Result<Option<Vec<i32>>> {
+pub(crate) fn one_based_layers(
+    c: &ModelConfig,
+    key: &str,
+    layers: i32,
+) -> crate::Result<Option<Vec<i32>>> {
     let error = |message: String| invalid(c.path(), &c.key(key), &message);
     match c.get(key) {
         None | Some(Value::Null) => Ok(None),

@@ -31,6 +31,7 @@ pub mod granitemoehybrid;
 pub mod helium;
 pub mod internlm3;
 pub mod jamba;
+pub mod kimi_k3;
 pub mod kimi_linear;
 pub mod lfm2;
 pub mod lfm2_moe;
@@ -93,6 +94,7 @@ pub use granitemoehybrid::GraniteMoeHybrid;
 pub use helium::Helium;
 pub use internlm3::InternLM3;
 pub use jamba::Jamba;
+pub use kimi_k3::KimiK3;
 pub use kimi_linear::KimiLinear;
 pub use lfm2::Lfm2;
 pub use lfm2_moe::Lfm2Moe;
@@ -142,7 +144,7 @@ macro_rules! builtin {
 }
 
 /// This crate's architectures by `model_type`: what the registry starts with.
-pub(crate) fn builtins() -> [(&'static str, Builtin); 62] {
+pub(crate) fn builtins() -> [(&'static str, Builtin); 63] {
     [
         ("baichuan_m1", builtin!(BaichuanM1)),
         ("bailing_hybrid", builtin!(BailingHybrid)),
@@ -172,6 +174,7 @@ pub(crate) fn builtins() -> [(&'static str, Builtin); 62] {
         ("helium", builtin!(Helium)),
         ("internlm3", builtin!(InternLM3)),
         ("jamba", builtin!(Jamba)),
+        ("kimi_k3", builtin!(KimiK3)),
         ("kimi_linear", builtin!(KimiLinear)),
         ("lfm2", builtin!(Lfm2)),
         ("lfm2_moe", builtin!(Lfm2Moe)),

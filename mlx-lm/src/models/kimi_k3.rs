@@ -1,0 +1,1161 @@
+//! `kimi_k3` (Python: `mlx_lm.models.kimi_k3`): Kimi Linear's hybrid (Kimi Delta Attention in
+//! most layers, multi-head latent attention without rope in the others, a grouped sigmoid
+//! router over experts) with what K3 adds, each a shared block:
+//!
+//! - KDA with one fused `qkv_proj` and one short convolution over the three (its state one
+//!   array: Python's `ArraysCache(size=2)`), the decay optionally bounded below
+//!   (`gate_lower_bound`: [`compute_lower_bound_g`]) and the output gate optionally full rank
+//!   (`use_full_rank_gate`: `g_proj` for `g_a_proj` → `g_b_proj`);
+//! - MLA with the low-rank query (`q_lora_rank`) and a sigmoid output gate
+//!   (`mla_use_output_gate`, [`Mla::g_proj`]);
+//! - SiTU for SiLU in every MLP, the experts' included ([`Situ`]);
+//! - a latent MoE (`routed_expert_hidden_size`): the routed experts run on a down-projected
+//!   latent, optionally RMS-normed, projected back up; the router's scores in float32;
+//! - attention residuals (`attn_res_block_size`, [`ResidualBlocks`]): each sub-layer reads a
+//!   learned softmax mix of the hidden states at the blocks' starts and the current block's
+//!   sum, and so does the final norm.
+//!
+//! The config is a vision-language one (`text_config`, parameters under `language_model.`)
+//! or, as mlx_lm reads it, the text model's keys at the top level.
+
+use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_tree::TreeNode;
+
+use crate::blocks::attn_res::{effective_weight, ResidualBlocks, ResidualProjection};
+use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
+use crate::blocks::decoder::TokenMixer;
+use crate::blocks::gated_delta_net::normalize_qk;
+use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
+use crate::blocks::rows::arrays_entry;
+use crate::blocks::situ::{Situ, SituMlp};
+use crate::blocks::switch::SwitchGlu;
+use crate::blocks::{
+    forward_layers_with_carry, make_layer_caches, Layer, LayerContext, RotaryEmbedding, Rows,
+};
+use crate::cache::{ArraysCache, LayerCache};
+use crate::checkpoint::{Checkpoint, LoadOptions};
+use crate::config::{invalid, ModelConfig};
+use crate::kernels::gated_delta::{compute_g, compute_lower_bound_g, gated_delta_recurrence};
+use crate::kernels::KernelOptions;
+use crate::models::kimi_linear::{
+    check_routing, kimi_expert_select, one_based_layers, KimiRouting, ScoreFunction, ShortConv1d,
+};
+use crate::models::sparse::stack_experts;
+use crate::quantization::QuantParams;
+use crate::weights::Weights;
+
+/// The slots of a KDA layer's [`ArraysCache`] (Python: `ArraysCache(size=2)`): the fused
+/// convolution's last inputs `[batch, kernel - 1, 3 * heads * head_dim]` in the model's dtype,
+/// then the recurrent state `[batch, heads, head_dim, head_dim]` in float32.
+const CONV: usize = 0;
+const STATE: usize = 1;
+
+/// Python: kimi_k3's `TextArgs`, as the layers use it.
+#[derive(Debug, Clone)]
+pub struct KimiK3Args {
+    pub vocab_size: i32,
+    pub hidden_size: i32,
+    pub num_hidden_layers: i32,
+    pub intermediate_size: i32,
+    pub rms_norm_eps: f32,
+    pub tie_word_embeddings: bool,
+    pub attention: MlaConfig,
+    pub mla_output_gate: bool,
+    pub kda_heads: i32,
+    pub kda_head_dim: i32,
+    pub conv_kernel: i32,
+    /// `linear_attn_config.gate_lower_bound` (a Python float).
+    pub lower_bound: Option<f64>,
+    pub full_rank_gate: bool,
+    /// Per layer: KDA (`kda_layers`, 1-based), else MLA.
+    pub linear: Vec<bool>,
+    pub num_experts: i32,
+    pub expert_size: i32,
+    pub shared_expert_size: Option<i32>,
+    pub routing: KimiRouting,
+    /// Per layer: the experts, else the dense MLP.
+    pub sparse: Vec<bool>,
+    /// `routed_expert_hidden_size`: the experts' latent width.
+    pub latent_size: Option<i32>,
+    pub latent_norm: bool,
+    pub situ: Situ,
+    pub attn_res_block_size: Option<i32>,
+}
+
+impl KimiK3Args {
+    /// Reads `text_config` (or, without one, the whole config, as mlx_lm's `from_dict`).
+    pub fn from_config(config: &ModelConfig) -> crate::Result<KimiK3Args> {
+        match config.section("text_config") {
+            Some(text) => {
+                // The checkpoint's other parts (the vision tower's config, its token ids)
+                // name tensors this model drops (mlx_lm's sanitize drops them too).
+                config.declare_neutral(&["vision_config", "media_placeholder_token_id"]);
+                Self::from_text(&text)
+            }
+            None => Self::from_text(config),
+        }
+    }
+
+    fn from_text(c: &ModelConfig) -> crate::Result<KimiK3Args> {
+        c.require("hidden_act", r#""situ""#, |v| v == "situ")?;
+        c.require("moe_router_activation_func", r#""sigmoid""#, |v| {
+            v == "sigmoid"
+        })?;
+        // mlx_lm groups the experts whenever num_expert_group > 1, whatever this says.
+        c.require_value("use_grouped_topk", true)?;
+        if !c.bool_or("mla_use_nope", true)? {
+            return Err(invalid(
+                c.path(),
+                &c.key("mla_use_nope"),
+                "must be true: mlx_lm's kimi_k3 supports NoPE MLA only",
+            ));
+        }
+        // The text model's own type name, the context length (no rope: it sizes nothing
+        // here), the key/value head count (every MLA head reads the one latent).
+        c.declare_neutral(&[
+            "model_type",
+            "max_position_embeddings",
+            "num_key_value_heads",
+            "auto_map",
+        ]);
+        let hidden = c.dim("hidden_size")?;
+        let layers = c.dim("num_hidden_layers")?;
+        let heads = c.dim("num_attention_heads")?;
+        let qk_nope_head_dim = c.dim("qk_nope_head_dim")?;
+        let qk_rope_head_dim = c.dim("qk_rope_head_dim")?;
+        let v_head_dim = c.dim("v_head_dim")?;
+        let q_lora_rank = match c.usize("q_lora_rank")? {
+            None => None,
+            Some(_) => Some(c.dim("q_lora_rank")?),
+        };
+        let attention = MlaConfig {
+            hidden_size: hidden,
+            num_heads: heads,
+            q_lora_rank,
+            kv_lora_rank: c.dim("kv_lora_rank")?,
+            qk_nope_head_dim,
+            qk_rope_head_dim,
+            v_head_dim,
+            attention_bias: false,
+            // Never applied (NoPE): the layer is built with `nope` set.
+            rope: RotaryEmbedding::plain(qk_rope_head_dim, true, 10000.0),
+            scale: mla_scale(qk_nope_head_dim + qk_rope_head_dim, 0.0, 1.0),
+        };
+
+        let lc = c
+            .section("linear_attn_config")
+            .ok_or_else(|| invalid(c.path(), &c.key("linear_attn_config"), "missing"))?;
+        let kda_heads = lc.dim("num_heads")?;
+        let kda_head_dim = lc.dim("head_dim")?;
+        let conv_kernel = lc.dim("short_conv_kernel_size")?;
+        let lower_bound = lc.float("gate_lower_bound")?;
+        let full_rank_gate = lc.bool_or("use_full_rank_gate", false)?;
+        let kda_layers = one_based_layers(&lc, "kda_layers", layers)?
+            .ok_or_else(|| invalid(c.path(), &lc.key("kda_layers"), "missing"))?;
+        let linear: Vec<bool> = (1..=layers).map(|i| kda_layers.contains(&i)).collect();
+        if let Some(full) = one_based_layers(&lc, "full_attn_layers", layers)? {
+            if !(1..=layers).all(|i| full.contains(&i) != linear[i as usize - 1]) {
+                return Err(invalid(
+                    c.path(),
+                    &lc.key("full_attn_layers"),
+                    "must name exactly the layers kda_layers does not",
+                ));
+            }
+        }
+
+        let num_experts = i32::try_from(c.usize("num_experts")?.unwrap_or(0))
+            .map_err(|_| invalid(c.path(), &c.key("num_experts"), "too large"))?;
+        let top_k = c.dim_or("num_experts_per_token", Some(16))?;
+        let n_group = c.dim_or("num_expert_group", Some(1))?;
+        let topk_group = c.dim_or("topk_group", Some(1))?;
+        check_routing(c, num_experts, n_group, topk_group, top_k)?;
+        let first_dense =
+            i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0)).unwrap_or(i32::MAX);
+        let freq = c.dim_or("moe_layer_freq", Some(1))?;
+        let sparse: Vec<bool> = (0..layers)
+            .map(|i| num_experts > 0 && i >= first_dense && i % freq == 0)
+            .collect();
+        let expert_size = if num_experts > 0 {
+            c.dim("moe_intermediate_size")?
+        } else {
+            c.declare_neutral(&["moe_intermediate_size"]);
+            0
+        };
+        let shared = c.usize("num_shared_experts")?.unwrap_or(0);
+        let shared_expert_size = (shared > 0)
+            .then(|| {
+                i32::try_from(shared)
+                    .ok()
+                    .and_then(|s| s.checked_mul(expert_size))
+                    .ok_or_else(|| invalid(c.path(), &c.key("num_shared_experts"), "too large"))
+            })
+            .transpose()?;
+        let latent_size = match c.usize("routed_expert_hidden_size")? {
+            None => None,
+            Some(_) => Some(c.dim("routed_expert_hidden_size")?),
+        };
+        let latent_norm = c.bool_or("latent_moe_use_norm", false)?;
+        let attn_res_block_size = match c.usize("attn_res_block_size")? {
+            None => None,
+            Some(_) => Some(c.dim("attn_res_block_size")?),
+        };
+        Ok(KimiK3Args {
+            vocab_size: c.dim("vocab_size")?,
+            hidden_size: hidden,
+            num_hidden_layers: layers,
+            intermediate_size: c.dim("intermediate_size")?,
+            rms_norm_eps: c.float_or("rms_norm_eps", 1e-5)? as f32,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+            attention,
+            mla_output_gate: c.bool_or("mla_use_output_gate", false)?,
+            kda_heads,
+            kda_head_dim,
+            conv_kernel,
+            lower_bound,
+            full_rank_gate,
+            linear,
+            num_experts,
+            expert_size,
+            shared_expert_size,
+            routing: KimiRouting {
+                top_k,
+                n_group,
+                topk_group,
+                routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
+                renormalize: c.bool_or("moe_renormalize", true)?,
+                score_function: ScoreFunction::SigmoidFloat32,
+            },
+            sparse,
+            latent_size,
+            latent_norm,
+            situ: Situ {
+                // Python: `activation_situ_beta or 1.0` (0 too means 1).
+                beta: c
+                    .float("activation_situ_beta")?
+                    .filter(|b| *b != 0.0)
+                    .unwrap_or(1.0),
+                linear_beta: c.float("activation_situ_linear_beta")?,
+            },
+            attn_res_block_size,
+        })
+    }
+
+    fn projection_dim(&self) -> i32 {
+        self.kda_heads * self.kda_head_dim
+    }
+}
+
+/// Python: `KimiK3DeltaAttention`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3DeltaAttention {
+    pub qkv_proj: MaybeQuantizedLinear,
+    pub qkv_conv: ShortConv1d,
+    pub f_a_proj: MaybeQuantizedLinear,
+    pub f_b_proj: MaybeQuantizedLinear,
+    pub b_proj: MaybeQuantizedLinear,
+    /// The full-rank output gate (`use_full_rank_gate`), else the low-rank pair below.
+    pub g_proj: Option<MaybeQuantizedLinear>,
+    pub g_a_proj: Option<MaybeQuantizedLinear>,
+    pub g_b_proj: Option<MaybeQuantizedLinear>,
+    /// `[heads]` (read as `[heads, 1]`).
+    #[tree(rename = "A_log")]
+    pub a_log: Array,
+    /// `[heads * head_dim]` (read as `[heads, head_dim]`).
+    pub dt_bias: Array,
+    pub o_norm: RMSNorm,
+    pub o_proj: MaybeQuantizedLinear,
+    #[tree(static)]
+    pub num_heads: i32,
+    #[tree(static)]
+    pub head_dim: i32,
+    #[tree(static)]
+    pub lower_bound: Option<f64>,
+}
+
+impl KimiK3DeltaAttention {
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        a: &KimiK3Args,
+    ) -> crate::Result<KimiK3DeltaAttention> {
+        let (d, h, dk, pd) = (
+            a.hidden_size,
+            a.kda_heads,
+            a.kda_head_dim,
+            a.projection_dim(),
+        );
+        let p = |name: &str| format!("{path}.{name}");
+        let (g_proj, g_a_proj, g_b_proj) = if a.full_rank_gate {
+            (Some(ck.linear(&p("g_proj"), d, pd, false)?), None, None)
+        } else {
+            (
+                None,
+                Some(ck.linear(&p("g_a_proj"), d, dk, false)?),
+                Some(ck.linear(&p("g_b_proj"), dk, pd, false)?),
+            )
+        };
+        Ok(KimiK3DeltaAttention {
+            qkv_proj: ck.linear(&p("qkv_proj"), d, 3 * pd, false)?,
+            qkv_conv: ShortConv1d {
+                conv: load_depthwise_conv1d(ck, &p("qkv_conv.conv"), 3 * pd, a.conv_kernel, false)?,
+            },
+            f_a_proj: ck.linear(&p("f_a_proj"), d, dk, false)?,
+            f_b_proj: ck.linear(&p("f_b_proj"), dk, pd, false)?,
+            b_proj: ck.linear(&p("b_proj"), d, h, false)?,
+            g_proj,
+            g_a_proj,
+            g_b_proj,
+            a_log: ck.array(&p("A_log"), &[h])?,
+            dt_bias: ck.array(&p("dt_bias"), &[pd])?,
+            o_norm: ck.rms_norm(&p("o_norm"), dk, a.rms_norm_eps)?,
+            o_proj: ck.linear(&p("o_proj"), pd, d, false)?,
+            num_heads: h,
+            head_dim: dk,
+            lower_bound: a.lower_bound,
+        })
+    }
+
+    /// The layer over rows `x` `[B * L, hidden]`, continuing `cache`'s state (Python's
+    /// `__call__` off Metal; its Metal decode path compiles the same ops).
+    fn forward(
+        &self,
+        x: &Array,
+        rows: Rows,
+        use_kernel: bool,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let (b, t, h, dk) = (rows.batch, rows.len, self.num_heads, self.head_dim);
+        let mut cache = arrays_entry(cache, "a kimi_k3 KDA layer")?;
+        let mask = match &cache {
+            Some(c) => c.make_mask(t)?,
+            None => None,
+        };
+        let qkv = causal_conv1d(
+            &self.qkv_conv.conv,
+            &rows.unfold(&self.qkv_proj.forward(x)?)?,
+            mask.as_ref(),
+            cache.as_deref_mut(),
+            CONV,
+            ConvActivation::Silu,
+        )?;
+        let pd = h * dk;
+        let parts = ops::split(&qkv, &[pd, 2 * pd][..], -1)?;
+        let shape = [b, t, h, dk];
+        let q = ops::reshape(&parts[0], &shape)?;
+        let k = ops::reshape(&parts[1], &shape)?;
+        let v = ops::reshape(&parts[2], &shape)?;
+        let (q, k) = normalize_qk(&q, &k, (dk as f64).powf(-0.5), 1e-6)?;
+
+        let a = ops::reshape(&self.f_b_proj.forward(&self.f_a_proj.forward(x)?)?, &shape)?;
+        let beta = ops::sigmoid(&ops::reshape(&self.b_proj.forward(x)?, &[b, t, h])?)?;
+        let a_log = ops::reshape(&self.a_log, &[h, 1])?;
+        let dt_bias = ops::reshape(&self.dt_bias, &[h, dk])?;
+        let g = match self.lower_bound {
+            Some(bound) => compute_lower_bound_g(&a_log, &a, &dt_bias, bound)?,
+            None => compute_g(&a_log, &a, &dt_bias)?,
+        };
+        let state = match &cache {
+            Some(c) => c[STATE].clone(),
+            None => ops::zeros(&[b, h, dk, dk], Dtype::Float32)?,
+        };
+        let (out, state) =
+            gated_delta_recurrence(&q, &k, &v, &g, &beta, state, mask.as_ref(), use_kernel)?;
+        if let Some(c) = cache {
+            c[STATE] = state;
+            c.advance(t)?;
+        }
+        let gate = match (&self.g_proj, &self.g_a_proj, &self.g_b_proj) {
+            (Some(g), ..) => g.forward(x)?,
+            (None, Some(ga), Some(gb)) => gb.forward(&ga.forward(x)?)?,
+            _ => {
+                return Err(crate::blocks::rows::wrong_input(
+                    "a kimi_k3 KDA layer without its output gate",
+                ))
+            }
+        };
+        let out = ops::multiply(
+            &self.o_norm.forward(&ops::reshape(&out, &shape)?)?,
+            &ops::sigmoid(&ops::reshape(&gate, &shape)?)?,
+        )?;
+        self.o_proj.forward(&ops::reshape(&out, &[b * t, -1])?)
+    }
+
+    /// The fused convolution's state and the float32 recurrent state (Python:
+    /// `ArraysCache(size=2)`).
+    fn make_cache(&self, batch: i32, dtype: Dtype) -> Result<LayerCache> {
+        let dk = self.head_dim;
+        Ok(LayerCache::Arrays(ArraysCache::new(vec![
+            conv_state(&self.qkv_conv.conv, batch, dtype)?,
+            ops::zeros(&[batch, self.num_heads, dk, dk], Dtype::Float32)?,
+        ])))
+    }
+}
+
+/// Python: `KimiK3SparseMoE`: the router (float32 scores), the routed experts with SiTU, on a
+/// latent when `routed_expert_hidden_size` is set (`routed_expert_down_proj`, the optional
+/// `routed_expert_norm` of their weighted sum, `routed_expert_up_proj`), and the shared
+/// experts on the full width.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3SparseMoe {
+    pub gate: MaybeQuantizedLinear,
+    pub switch_mlp: SwitchGlu,
+    pub e_score_correction_bias: Array,
+    pub routed_expert_down_proj: Option<MaybeQuantizedLinear>,
+    pub routed_expert_up_proj: Option<MaybeQuantizedLinear>,
+    pub routed_expert_norm: Option<RMSNorm>,
+    pub shared_experts: Option<SituMlp>,
+    #[tree(static)]
+    pub routing: KimiRouting,
+    #[tree(static)]
+    pub situ: Situ,
+}
+
+impl Forward for KimiK3SparseMoe {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        let gates = self.gate.forward(x)?;
+        let (inds, weights) =
+            kimi_expert_select(&gates, &self.e_score_correction_bias, &self.routing)?;
+        let y = match &self.routed_expert_down_proj {
+            Some(down) => down.forward(x)?,
+            None => x.clone(),
+        };
+        let situ = self.situ;
+        let y = self
+            .switch_mlp
+            .forward_with(&y, &inds, |up, gate| situ.apply(up, gate))?;
+        let mut y = ops::multiply(&y, &ops::expand_dims(&weights, -1)?)?.sum(-2, false)?;
+        if let Some(norm) = &self.routed_expert_norm {
+            y = norm.forward(&y)?;
+        }
+        if let Some(up) = &self.routed_expert_up_proj {
+            y = up.forward(&y)?;
+        }
+        match &self.shared_experts {
+            Some(shared) => ops::add(&y, &shared.forward(x)?),
+            None => Ok(y),
+        }
+    }
+}
+
+/// A layer's token mixer, both under `self_attn`.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
+pub enum KimiK3Mixer {
+    Kda(KimiK3DeltaAttention),
+    #[tree(other)]
+    Mla(Mla),
+}
+
+/// A layer's feed-forward block under `mlp`: the dense SiTU MLP or the experts.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
+pub enum KimiK3FeedForward {
+    Dense(SituMlp),
+    #[tree(other)]
+    Sparse(KimiK3SparseMoe),
+}
+
+impl Forward for KimiK3FeedForward {
+    fn forward(&self, x: &Array) -> Result<Array> {
+        match self {
+            KimiK3FeedForward::Dense(m) => m.forward(x),
+            KimiK3FeedForward::Sparse(m) => m.forward(x),
+        }
+    }
+}
+
+/// Python: `KimiK3DecoderLayer`: pre-norm `self_attn` then `mlp`, summed plainly or, with
+/// attention residuals, each reading the mix of the stored blocks and the block's sum.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3DecoderLayer {
+    pub self_attn: KimiK3Mixer,
+    pub mlp: KimiK3FeedForward,
+    pub input_layernorm: RMSNorm,
+    pub post_attention_layernorm: RMSNorm,
+    pub self_attention_res_proj: Option<ResidualProjection>,
+    pub self_attention_res_norm: Option<RMSNorm>,
+    pub mlp_res_proj: Option<ResidualProjection>,
+    pub mlp_res_norm: Option<RMSNorm>,
+    /// Whether this layer starts a block of the attention residuals.
+    #[tree(static)]
+    pub is_block_start: bool,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+impl KimiK3DecoderLayer {
+    pub fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        i: usize,
+        a: &KimiK3Args,
+    ) -> crate::Result<KimiK3DecoderLayer> {
+        let (d, eps) = (a.hidden_size, a.rms_norm_eps);
+        let p = |name: &str| format!("{path}.{name}");
+        let self_attn = if a.linear[i] {
+            KimiK3Mixer::Kda(KimiK3DeltaAttention::load(ck, &p("self_attn"), a)?)
+        } else {
+            let mut mla = Mla::load(ck, &p("self_attn"), &a.attention)?;
+            mla.nope = true;
+            if a.mla_output_gate {
+                let width = a.attention.num_heads * a.attention.v_head_dim;
+                mla.g_proj = Some(ck.linear(&p("self_attn.g_proj"), d, width, false)?);
+            }
+            KimiK3Mixer::Mla(mla)
+        };
+        let mlp = if a.sparse[i] {
+            let e = a.num_experts;
+            let expert_dim = a.latent_size.unwrap_or(d);
+            let latent = |ck: &mut Checkpoint, name: &str, i: i32, o: i32| {
+                a.latent_size
+                    .map(|_| ck.linear(&p(name), i, o, false))
+                    .transpose()
+            };
+            KimiK3FeedForward::Sparse(KimiK3SparseMoe {
+                gate: ck.linear(&p("mlp.gate"), d, e, false)?,
+                switch_mlp: SwitchGlu::load(
+                    ck,
+                    &p("mlp.switch_mlp"),
+                    expert_dim,
+                    a.expert_size,
+                    e,
+                    false,
+                )?,
+                e_score_correction_bias: ck.array(&p("mlp.e_score_correction_bias"), &[e])?,
+                routed_expert_down_proj: latent(ck, "mlp.routed_expert_down_proj", d, expert_dim)?,
+                routed_expert_up_proj: latent(ck, "mlp.routed_expert_up_proj", expert_dim, d)?,
+                routed_expert_norm: match a.latent_size {
+                    Some(l) if a.latent_norm => {
+                        Some(ck.rms_norm(&p("mlp.routed_expert_norm"), l, eps)?)
+                    }
+                    _ => None,
+                },
+                shared_experts: a
+                    .shared_expert_size
+                    .map(|s| SituMlp::load(ck, &p("mlp.shared_experts"), d, s, a.situ))
+                    .transpose()?,
+                routing: a.routing,
+                situ: a.situ,
+            })
+        } else {
+            KimiK3FeedForward::Dense(SituMlp::load(
+                ck,
+                &p("mlp"),
+                d,
+                a.intermediate_size,
+                a.situ,
+            )?)
+        };
+        let res = a.attn_res_block_size.is_some();
+        let proj = |ck: &mut Checkpoint, name: &str| {
+            res.then(|| ResidualProjection::load(ck, &p(name), d))
+                .transpose()
+        };
+        let self_attention_res_proj = proj(ck, "self_attention_res_proj")?;
+        let mlp_res_proj = proj(ck, "mlp_res_proj")?;
+        let norm = |ck: &mut Checkpoint, name: &str| {
+            res.then(|| ck.rms_norm(&p(name), d, eps)).transpose()
+        };
+        let self_attention_res_norm = norm(ck, "self_attention_res_norm")?;
+        let mlp_res_norm = norm(ck, "mlp_res_norm")?;
+        Ok(KimiK3DecoderLayer {
+            self_attn,
+            mlp,
+            input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
+            post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
+            self_attention_res_proj,
+            self_attention_res_norm,
+            mlp_res_proj,
+            mlp_res_norm,
+            is_block_start: a.attn_res_block_size.is_some_and(|s| i as i32 % s == 0),
+            eps,
+        })
+    }
+
+    fn attend(
+        &self,
+        x: &Array,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let n = self.input_layernorm.forward(x)?;
+        match &self.self_attn {
+            KimiK3Mixer::Kda(kda) => {
+                kda.forward(&n, ctx.rows, ctx.kernels.fused_gated_delta, cache)
+            }
+            KimiK3Mixer::Mla(mla) => mla.forward(&n, ctx.rows, cache),
+        }
+    }
+}
+
+impl Layer for KimiK3DecoderLayer {
+    type Carry = ResidualBlocks;
+
+    fn forward(
+        &self,
+        x: &Array,
+        blocks: &mut ResidualBlocks,
+        ctx: &LayerContext<'_>,
+        cache: Option<&mut LayerCache>,
+    ) -> Result<Array> {
+        let (Some(ap), Some(an), Some(mp), Some(mn)) = (
+            &self.self_attention_res_proj,
+            &self.self_attention_res_norm,
+            &self.mlp_res_proj,
+            &self.mlp_res_norm,
+        ) else {
+            let h = ops::add(x, &self.attend(x, ctx, cache)?)?;
+            let r = self
+                .mlp
+                .forward(&self.post_attention_layernorm.forward(&h)?)?;
+            return ops::add(&h, &r);
+        };
+        let h = blocks.mix(x, &effective_weight(ap, an)?, self.eps)?;
+        let carried = if self.is_block_start {
+            blocks.append(x, self.eps)?;
+            None
+        } else {
+            Some(x)
+        };
+        let y = self.attend(&h, ctx, cache)?;
+        let partial = match carried {
+            Some(x) => ops::add(x, &y)?,
+            None => y,
+        };
+        let h = blocks.mix(&partial, &effective_weight(mp, mn)?, self.eps)?;
+        let r = self
+            .mlp
+            .forward(&self.post_attention_layernorm.forward(&h)?)?;
+        ops::add(&partial, &r)
+    }
+
+    /// A KDA layer's two arrays, an MLA layer's compressed key/value cache.
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        match &self.self_attn {
+            KimiK3Mixer::Kda(kda) => kda.make_cache(batch, dtype),
+            KimiK3Mixer::Mla(mla) => TokenMixer::make_cache(mla, batch, capacity, dtype),
+        }
+    }
+}
+
+/// Python: `KimiK3TextModel`: embedding, layers, the output's attention-residual mix (with
+/// `attn_res_block_size`), final norm.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3TextModel {
+    pub embed_tokens: MaybeQuantizedEmbedding,
+    pub layers: Vec<KimiK3DecoderLayer>,
+    pub norm: RMSNorm,
+    pub output_attn_res_proj: Option<ResidualProjection>,
+    pub output_attn_res_norm: Option<RMSNorm>,
+    #[tree(static)]
+    pub kernels: KernelOptions,
+    #[tree(static)]
+    pub eps: f32,
+}
+
+/// Python: kimi_k3's `LanguageModel`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3LanguageModel {
+    pub model: KimiK3TextModel,
+    /// The output projection; `None` with tied embeddings.
+    pub lm_head: Option<MaybeQuantizedLinear>,
+}
+
+/// Python: `mlx_lm.models.kimi_k3.Model`: the text model under `language_model`.
+#[derive(Debug, Clone, TreeNode)]
+pub struct KimiK3 {
+    pub language_model: KimiK3LanguageModel,
+}
+
+/// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
+fn router_at_8_bits(path: &str) -> Option<QuantParams> {
+    path.ends_with("mlp.gate")
+        .then_some(QuantParams::affine(64, 8))
+}
+
+/// Moves `from` to `to` when present.
+fn rename(w: &mut Weights, from: &str, to: String) {
+    let file = w.file_of(from).map(|f| f.to_path_buf()).unwrap_or_default();
+    if let Some(v) = w.take(from) {
+        w.insert(to, v, file);
+    }
+}
+
+impl KimiK3 {
+    /// Python: `Model.sanitize` then `LanguageModel.sanitize`, on the text model's names
+    /// (`language_model.` taken off first and put back after, the vision tensors dropped):
+    /// drops the multi-token-prediction tensors (`model.mtp`, `mtp`), layers past
+    /// `num_hidden_layers` and a tied `lm_head`; renames the attention residuals'
+    /// `{self_attention,mlp,output_attn}_res.{proj,norm}_weight`; a sparse layer's
+    /// `block_sparse_moe` becomes `mlp` (each expert's `w1`/`w2`/`w3` stacked, or their
+    /// compressed `weight_packed`/`weight_scale` viewed as uint32 and stacked; the correction
+    /// bias from the gate or the block); KDA's `q_conv1d` (`[C, 1, K]`) become `q_conv.conv`
+    /// (`[C, K, 1]`), `dt_bias` and `A_log` flattened (`A_log` cut to the heads), separate
+    /// q/k/v projections and convolutions concatenated into `qkv_proj` / `qkv_conv`;
+    /// `kv_b_proj` split into `embed_q` and `unembed_out`.
+    pub fn sanitize(ck: &mut Checkpoint, a: &KimiK3Args) -> crate::Result<()> {
+        let layers = a.num_hidden_layers;
+        let w = ck.weights_mut();
+        let keys: Vec<String> = w.keys().into_iter().map(str::to_string).collect();
+        for key in keys {
+            let vision = [
+                "vision_tower",
+                "vision_model",
+                "multi_modal_projector",
+                "mm_projector",
+            ];
+            let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
+            let v = w.take(&key).expect("listed above");
+            if vision.iter().any(|p| key.starts_with(p)) {
+                continue;
+            }
+            let mut k = key
+                .strip_prefix("language_model.")
+                .unwrap_or(&key)
+                .to_string();
+            if k.starts_with("model.mtp") || k.starts_with("mtp") {
+                continue;
+            }
+            if let Some((l, _)) = layer_of(&k) {
+                if l >= layers as usize {
+                    continue;
+                }
+            }
+            if a.tie_word_embeddings && k == "lm_head.weight" {
+                continue;
+            }
+            for src in ["self_attention_res", "mlp_res", "output_attn_res"] {
+                for (pat, dst) in [
+                    ("proj_weight", "proj.weight"),
+                    ("norm_weight", "norm.weight"),
+                ] {
+                    let pat = format!("{src}.{pat}");
+                    if let Some(head) = k.strip_suffix(&pat) {
+                        k = format!("{head}{src}_{dst}");
+                    }
+                }
+            }
+            w.insert(k, v, file);
+        }
+
+        if a.num_experts > 0 {
+            stack_packed_experts(ck, a)?;
+            stack_experts(
+                ck,
+                "model",
+                layers,
+                "block_sparse_moe",
+                &[("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")],
+                a.num_experts,
+            )?;
+        }
+        for l in 0..layers as usize {
+            let lp = format!("model.layers.{l}");
+            let w = ck.weights_mut();
+            if a.sparse[l] {
+                let (src, dst) = (format!("{lp}.block_sparse_moe"), format!("{lp}.mlp"));
+                for name in [
+                    "shared_experts.gate_proj",
+                    "shared_experts.up_proj",
+                    "shared_experts.down_proj",
+                    "routed_expert_down_proj",
+                    "routed_expert_up_proj",
+                    "routed_expert_norm",
+                    "gate",
+                    "switch_mlp.gate_proj",
+                    "switch_mlp.up_proj",
+                    "switch_mlp.down_proj",
+                ] {
+                    for suffix in ["weight", "scales", "biases"] {
+                        rename(
+                            w,
+                            &format!("{src}.{name}.{suffix}"),
+                            format!("{dst}.{name}.{suffix}"),
+                        );
+                    }
+                }
+                for bias in [
+                    format!("{src}.gate.e_score_correction_bias"),
+                    format!("{src}.e_score_correction_bias"),
+                ] {
+                    rename(w, &bias, format!("{dst}.e_score_correction_bias"));
+                }
+            }
+            if a.linear[l] {
+                sanitize_kda(w, &format!("{lp}.self_attn"), a)?;
+            }
+        }
+        let m = &a.attention;
+        for l in 0..layers {
+            split_kv_b_proj(
+                ck,
+                &format!("model.layers.{l}.self_attn"),
+                m.num_heads,
+                m.qk_nope_head_dim,
+                m.v_head_dim,
+                m.kv_lora_rank,
+            )?;
+        }
+        // Back under the wrapper's name.
+        let w = ck.weights_mut();
+        let keys: Vec<String> = w.keys().into_iter().map(str::to_string).collect();
+        for key in keys {
+            rename(w, &key, format!("language_model.{key}"));
+        }
+        Ok(())
+    }
+
+    /// Reads the config, sanitizes and casts the tensors (`A_log`, `dt_bias` and the
+    /// correction biases stay float32, mlx_lm's cast_predicate), builds the model.
+    pub fn from_checkpoint(
+        ck: &mut Checkpoint,
+        config: &ModelConfig,
+        options: &LoadOptions,
+    ) -> crate::Result<KimiK3> {
+        let a = KimiK3Args::from_config(config)?;
+        Self::sanitize(ck, &a)?;
+        ck.cast(options.dtype, |k| {
+            k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
+        })?;
+        ck.set_quant_predicate(router_at_8_bits);
+        let layers = (0..a.num_hidden_layers as usize)
+            .map(|i| {
+                KimiK3DecoderLayer::load(ck, &format!("language_model.model.layers.{i}"), i, &a)
+            })
+            .collect::<crate::Result<Vec<_>>>()?;
+        let (d, vocab, eps) = (a.hidden_size, a.vocab_size, a.rms_norm_eps);
+        let res = a.attn_res_block_size.is_some();
+        let p = |name: &str| format!("language_model.model.{name}");
+        Ok(KimiK3 {
+            language_model: KimiK3LanguageModel {
+                model: KimiK3TextModel {
+                    embed_tokens: ck.embedding(&p("embed_tokens"), vocab, d)?,
+                    layers,
+                    norm: ck.rms_norm(&p("norm"), d, eps)?,
+                    output_attn_res_proj: res
+                        .then(|| ResidualProjection::load(ck, &p("output_attn_res_proj"), d))
+                        .transpose()?,
+                    output_attn_res_norm: res
+                        .then(|| ck.rms_norm(&p("output_attn_res_norm"), d, eps))
+                        .transpose()?,
+                    kernels: options.kernels,
+                    eps,
+                },
+                lm_head: (!a.tie_word_embeddings)
+                    .then(|| ck.linear("language_model.lm_head", d, vocab, false))
+                    .transpose()?,
+            },
+        })
+    }
+}
+
+/// The KDA part of the sanitize for the layer's attention under `ap`.
+fn sanitize_kda(w: &mut Weights, ap: &str, a: &KimiK3Args) -> crate::Result<()> {
+    let mlx = |file: std::path::PathBuf| move |source| crate::Error::Mlx { path: file, source };
+    for name in ["q", "k", "v"] {
+        let key = format!("{ap}.{name}_conv1d.weight");
+        let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
+        if let Some(v) = w.take(&key) {
+            let v = if v.ndim() == 3 {
+                ops::moveaxis(&v, 2, 1).map_err(mlx(file.clone()))?
+            } else {
+                v
+            };
+            w.insert(format!("{ap}.{name}_conv.conv.weight"), v, file);
+        }
+    }
+    for name in ["dt_bias", "A_log"] {
+        let key = format!("{ap}.{name}");
+        let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
+        if let Some(v) = w.take(&key) {
+            let mut v = if v.ndim() > 1 {
+                ops::reshape(&v, &[-1]).map_err(mlx(file.clone()))?
+            } else {
+                v
+            };
+            if name == "A_log" && v.shape()[0] > a.kda_heads {
+                v = v.index(..a.kda_heads).map_err(mlx(file.clone()))?;
+            }
+            w.insert(key, v, file);
+        }
+    }
+    let concat = |w: &mut Weights, parts: [String; 3], to: String| -> crate::Result<()> {
+        if w.contains(&to) || !parts.iter().all(|p| w.contains(p)) {
+            return Ok(());
+        }
+        let file = w
+            .file_of(&parts[0])
+            .map(|f| f.to_path_buf())
+            .unwrap_or_default();
+        let arrays: Vec<Array> = parts
+            .iter()
+            .map(|p| w.take(p).expect("checked above"))
+            .collect();
+        let joined = ops::concatenate(&arrays, 0).map_err(mlx(file.clone()))?;
+        w.insert(to, joined, file);
+        Ok(())
+    };
+    if !w.contains(&format!("{ap}.qkv_proj.weight")) {
+        for suffix in ["weight", "scales", "biases"] {
+            concat(
+                w,
+                ["q", "k", "v"].map(|p| format!("{ap}.{p}_proj.{suffix}")),
+                format!("{ap}.qkv_proj.{suffix}"),
+            )?;
+        }
+    }
+    concat(
+        w,
+        ["q", "k", "v"].map(|p| format!("{ap}.{p}_conv.conv.weight")),
+        format!("{ap}.qkv_conv.conv.weight"),
+    )
+}
+
+/// Python's compressed experts: each expert's `weight_packed` viewed as uint32 and stacked
+/// into `switch_mlp.<proj>.weight`, its `weight_scale` into `.scales` (no biases: the
+/// config's quantization names the mode).
+fn stack_packed_experts(ck: &mut Checkpoint, a: &KimiK3Args) -> crate::Result<()> {
+    let w = ck.weights_mut();
+    for l in 0..a.num_hidden_layers as usize {
+        if !a.sparse[l] {
+            continue;
+        }
+        let src = format!("model.layers.{l}.block_sparse_moe");
+        for (hf, mlx) in [("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")] {
+            let key = |e: i32, leaf: &str| format!("{src}.experts.{e}.{hf}.{leaf}");
+            if !w.contains(&key(0, "weight_packed")) {
+                continue;
+            }
+            let file = w
+                .file_of(&key(0, "weight_packed"))
+                .map(|f| f.to_path_buf())
+                .unwrap_or_default();
+            let err = |source| crate::Error::Mlx {
+                path: file.clone(),
+                source,
+            };
+            for (leaf, to) in [("weight_packed", "weight"), ("weight_scale", "scales")] {
+                let mut parts = Vec::with_capacity(a.num_experts as usize);
+                for e in 0..a.num_experts {
+                    parts.push(w.take(&key(e, leaf)).ok_or_else(|| {
+                        invalid(
+                            &file,
+                            &key(e, leaf),
+                            &format!("missing: the layer has {} experts", a.num_experts),
+                        )
+                    })?);
+                }
+                let mut stacked = ops::stack(&parts, 0).map_err(err)?;
+                if leaf == "weight_packed" {
+                    stacked = ops::view(&stacked, Dtype::Uint32).map_err(err)?;
+                }
+                w.insert(
+                    format!("model.layers.{l}.mlp.switch_mlp.{mlx}.{to}"),
+                    stacked,
+                    file.clone(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `model.layers.{l}.{rest}` as `(l, rest)`.
+fn layer_of(key: &str) -> Option<(usize, &str)> {
+    let rest = key.strip_prefix("model.layers.")?;
+    let (n, rest) = rest.split_once('.')?;
+    Some((n.parse().ok()?, rest))
+}
+
+impl KimiK3TextModel {
+    fn logits(
+        &self,
+        inputs: &Array,
+        cache: Option<&mut [LayerCache]>,
+        lm_head: Option<&MaybeQuantizedLinear>,
+    ) -> Result<Array> {
+        let rows = Rows::of(inputs)?;
+        let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
+        let (h, blocks) = forward_layers_with_carry(&self.layers, h, rows, self.kernels, cache)?;
+        let h = match (&self.output_attn_res_proj, &self.output_attn_res_norm) {
+            (Some(p), Some(n)) => blocks.mix(&h, &effective_weight(p, n)?, self.eps)?,
+            _ => h,
+        };
+        let h = self.norm.forward(&h)?;
+        let logits = match lm_head {
+            Some(head) => head.forward(&h)?,
+            None => self.embed_tokens.as_linear(&h)?,
+        };
+        rows.unfold(&logits)
+    }
+}
+
+impl crate::LanguageModel for KimiK3 {
+    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+        let lm = &self.language_model;
+        lm.model.logits(inputs, cache, lm.lm_head.as_ref())
+    }
+
+    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
+        make_layer_caches(
+            &self.language_model.model.layers,
+            batch,
+            capacity,
+            self.dtype(),
+        )
+    }
+
+    fn dtype(&self) -> Dtype {
+        embedding_dtype(&self.language_model.model.embed_tokens, self)
+    }
+
+    fn vocab_size(&self) -> i32 {
+        embedding_vocab_size(&self.language_model.model.embed_tokens)
+    }
+
+    fn model_type(&self) -> &str {
+        "kimi_k3"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(json: serde_json::Value) -> crate::Result<ModelConfig> {
+        let dir = std::env::temp_dir().join(format!(
+            "mlx-lm-kimi-k3-{}-{}",
+            std::process::id(),
+            rand_suffix()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.json"), json.to_string()).unwrap();
+        let c = crate::load_config(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        c
+    }
+
+    fn rand_suffix() -> u64 {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static N: AtomicU64 = AtomicU64::new(0);
+        N.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn base() -> serde_json::Value {
+        serde_json::json!({
+            "model_type": "kimi_k3", "vocab_size": 16, "hidden_size": 8,
+            "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 16,
+            "kv_lora_rank": 8, "qk_nope_head_dim": 4, "qk_rope_head_dim": 4, "v_head_dim": 4,
+            "linear_attn_config": {"num_heads": 1, "head_dim": 8, "short_conv_kernel_size": 3,
+                                   "kda_layers": [1]}
+        })
+    }
+
+    /// The golden configs (nested and flat) are read whole: no key left unaccounted for.
+    #[test]
+    fn golden_configs_leave_no_key_unread() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/data/lm-models");
+        for name in ["kimi_k3", "kimi_k3-tied"] {
+            let c = crate::load_config(root.join(name)).unwrap();
+            KimiK3Args::from_config(&c).unwrap();
+            assert!(c.unread_keys().is_empty(), "{name}: {:?}", c.unread_keys());
+        }
+    }
+
+    /// Compressed experts (`weight_packed` int32, `weight_scale`) are stacked per projection,
+    /// the packed words viewed as uint32 (Python: `mx.stack(...).view(mx.uint32)`); a missing
+    /// expert is an error naming its tensor.
+    #[test]
+    fn packed_experts_stack_as_uint32_words() {
+        let mut c = base();
+        c["num_experts"] = serde_json::json!(2);
+        c["num_experts_per_token"] = serde_json::json!(1);
+        c["moe_intermediate_size"] = serde_json::json!(4);
+        let a = KimiK3Args::from_config(&config(c).unwrap()).unwrap();
+        let make = |skip: Option<&str>| {
+            let mut w = Weights::default();
+            for l in 0..2 {
+                for e in 0..2 {
+                    for hf in ["w1", "w2", "w3"] {
+                        let p = format!("model.layers.{l}.block_sparse_moe.experts.{e}.{hf}");
+                        let words = Array::from_slice(&[-1i32, e, 7, l], &[2, 2]).unwrap();
+                        let scale = Array::from_slice(&[0.5f32 + e as f32; 2], &[2, 1]).unwrap();
+                        if skip != Some(p.as_str()) {
+                            w.insert(format!("{p}.weight_packed"), words, "m.safetensors");
+                        }
+                        w.insert(format!("{p}.weight_scale"), scale, "m.safetensors");
+                    }
+                }
+            }
+            Checkpoint::new(w, "/nonexistent", None, None)
+        };
+        let mut ck = make(None);
+        stack_packed_experts(&mut ck, &a).unwrap();
+        let w = ck.weights_mut();
+        let packed = w
+            .get("model.layers.1.mlp.switch_mlp.up_proj.weight")
+            .unwrap();
+        assert_eq!(packed.dtype(), Dtype::Uint32);
+        assert_eq!(packed.shape(), &[2, 2, 2]);
+        assert_eq!(
+            packed.to_vec::<u32>().unwrap(),
+            [u32::MAX, 0, 7, 1, u32::MAX, 1, 7, 1]
+        );
+        let scales = w
+            .get("model.layers.0.mlp.switch_mlp.down_proj.scales")
+            .unwrap();
+        assert_eq!(scales.to_vec::<f32>().unwrap(), [0.5, 0.5, 1.5, 1.5]);
+        assert!(!w.contains("model.layers.0.block_sparse_moe.experts.0.w1.weight_scale"));
+        let missing = "model.layers.0.block_sparse_moe.experts.1.w2";
+        let e = stack_packed_experts(&mut make(Some(missing)), &a)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(&format!("{missing}.weight_packed")), "{e}");
+    }
+
+    /// The flat and the nested layouts read the same; what mlx_lm refuses is an error naming
+    /// the key.
+    #[test]
+    fn config_layouts_and_refusals() {
+        let flat = KimiK3Args::from_config(&config(base()).unwrap()).unwrap();
+        let nested = KimiK3Args::from_config(
+            &config(serde_json::json!({"model_type": "kimi_k3", "text_config": base()})).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(flat.linear, nested.linear);
+        assert_eq!(flat.linear, [true, false]);
+        assert_eq!(
+            flat.situ,
+            Situ {
+                beta: 1.0,
+                linear_beta: None
+            }
+        );
+        for (key, value) in [
+            ("hidden_act", serde_json::json!("silu")),
+            ("mla_use_nope", serde_json::json!(false)),
+            ("moe_router_activation_func", serde_json::json!("softmax")),
+            ("use_grouped_topk", serde_json::json!(false)),
+        ] {
+            let mut c = base();
+            c[key] = value;
+            let e = KimiK3Args::from_config(&config(c).unwrap())
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        let mut c = base();
+        c["linear_attn_config"]
+            .as_object_mut()
+            .unwrap()
+            .remove("short_conv_kernel_size");
+        let e = KimiK3Args::from_config(&config(c).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("short_conv_kernel_size"), "{e}");
+    }
+}
