@@ -11,6 +11,7 @@
 //! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
 //! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
 //! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
+//! | [`perplexity`] | `mlx_lm.perplexity` | perplexity on a local dataset, with its standard error |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -36,6 +37,7 @@ pub mod cache_prompt;
 pub mod chat;
 pub mod convert;
 pub mod generate;
+pub mod perplexity;
 
 use std::io::{BufRead, Write};
 
@@ -67,6 +69,8 @@ pub enum Command {
     Convert(convert::Args),
     /// Measure prompt and generation speed and peak memory (Python: mlx_lm.benchmark).
     Benchmark(benchmark::Args),
+    /// Evaluate a model's perplexity on a local dataset (Python: mlx_lm.perplexity).
+    Perplexity(perplexity::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -83,6 +87,7 @@ pub fn run(
         Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
         Command::Convert(args) => convert::run(args, input, out, err),
         Command::Benchmark(args) => benchmark::run(args, input, out, err),
+        Command::Perplexity(args) => perplexity::run(args, input, out, err),
     }
 }
 
@@ -102,6 +107,20 @@ pub fn main() {
 /// mlx_lm's `str2bool` (`--verbose False`): anything but `false` / `f` (any case) is true.
 pub(crate) fn str2bool(s: &str) -> Result<bool, String> {
     Ok(!matches!(s.to_lowercase().as_str(), "false" | "f"))
+}
+
+/// A `--model` that is not a local path: mlx_lm would take it for a Hugging Face Hub name and
+/// download it; nothing is downloaded here.
+pub(crate) fn local_model(path: &std::path::Path) -> Result<(), Error> {
+    if path.exists() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: no such model directory; models are not downloaded from the Hugging Face Hub \
+         here: download it first (e.g. `hf download NAME --local-dir DIR`) and give the directory",
+        path.display()
+    )
+    .into())
 }
 
 /// The prompt a command was given: `-` reads `input` to its end.

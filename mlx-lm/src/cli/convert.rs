@@ -274,7 +274,10 @@ fn quantized_layers(
 /// a quantized layer counts its unpacked weight and its bias, any other its parameters; the
 /// parameters a module holds beside its submodules (a gated-delta layer's `A_log`) are not
 /// counted.
-fn total_parameters(weights: &[(String, Array)], p: Option<QuantParams>) -> Result<usize, Error> {
+pub(crate) fn total_parameters(
+    weights: &[(String, Array)],
+    p: Option<QuantParams>,
+) -> Result<usize, Error> {
     let quantized: BTreeMap<String, QuantParams> = match p {
         Some(p) => quantized_layers(weights, p)?.into_iter().collect(),
         None => BTreeMap::new(),
