@@ -16,8 +16,9 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
 - `cache_prompt`: the file mlx_lm.cache_prompt writes (copied to
   `cli-prompt-cache-<model>.safetensors`), and mlx_lm.generate's text continuing from it.
 - `convert`: mlx_lm.convert's output directories (cast, quantized affine 4/8-bit and mxfp4,
-  an architecture's own quant_predicate, dequantized): the files, the tensors' names,
-  dtypes, shapes and SHA-256 (`weights_recipe.digest`), config.json and the index.
+  an architecture's own quant_predicate, mixed-bits recipes, dequantized): the files, the
+  tensors' names, dtypes, shapes and SHA-256 (`weights_recipe.digest`), config.json and the
+  index.
 - `benchmark`: mlx_lm.benchmark's lines for short runs (single and batched).
 - `perplexity`: mlx_lm.perplexity's printing on local datasets this script writes
   (`tests/data/lm/perplexity/`: text, chat and prompt/completion records, split layouts
@@ -226,6 +227,15 @@ CONVERT = [
     {"model": "llama3", "args": ["-q", "--q-mode", "mxfp4"]},
     # An architecture's own quant_predicate (qwen3_5's gates stay 8-bit).
     {"model": "qwen3_5", "args": ["-q"]},
+    # mlx_lm's mixed-bits recipes: high bits for v_proj/down_proj in the first and last
+    # eighth and every third layer, and for lm_head; the group size as given (null when not);
+    # over an MoE hybrid of 8 layers with an output head, and over qwen3_5, whose own
+    # predicate the recipe replaces.
+    {"model": "llama3", "args": ["-q", "--quant-predicate", "mixed_3_6"]},
+    {"model": "llama3", "args": ["-q", "--quant-predicate", "mixed_4_6", "--q-group-size", "32",
+                                 "--q-bits", "8", "--dtype", "float16"]},
+    {"model": "jamba", "args": ["-q", "--quant-predicate", "mixed_2_6"]},
+    {"model": "qwen3_5", "args": ["-q", "--quant-predicate", "mixed_3_4"]},
     {"model": "qwen2-4bit", "args": ["--dequantize"]},
     {"model": "qwen2-mxfp4", "args": ["-d"]},
 ]
