@@ -857,3 +857,176 @@ fn perplexity_refuses_what_it_cannot_do() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("Hugging Face Hub"), "{err}");
 }
+
+/// The option names a `--help` screen of ours lists: each option line's names, and the
+/// aliases clap shows as `[aliases: --model]`; mlx_lm's two-letter `-qa`, which clap cannot
+/// declare, is accepted for `--quantize-activations` (`cli::args_os`).
+fn our_flags(help: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in help.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('-') && line.starts_with(' ') {
+            for part in trimmed.split("  ").next().unwrap().split(", ") {
+                names.insert(part.split([' ', '=']).next().unwrap().to_string());
+            }
+        }
+        if let Some(at) = line.find("[aliases: ") {
+            let list = &line[at + 10..line[at..].find(']').unwrap() + at];
+            names.extend(list.split(", ").map(String::from));
+        }
+    }
+    if names.contains("--quantize-activations") {
+        names.insert("-qa".into());
+    }
+    names
+}
+
+#[test]
+fn each_command_takes_mlx_lm_s_flags() {
+    // Every command's `--help` lists the names mlx_lm's lists, and no others.
+    for (command, theirs) in golden()["flags"].as_object().unwrap() {
+        let (code, help, err) = run_binary(&[command.clone(), "--help".into()], "");
+        assert_eq!(code, 0, "{err}");
+        let ours = our_flags(&help);
+        let theirs: std::collections::BTreeSet<String> = strings(theirs).into_iter().collect();
+        assert_eq!(ours, theirs, "{command}:\n{help}");
+    }
+}
+
+#[test]
+fn network_and_unported_flags_are_errors_that_say_so() {
+    let llama = model_arg("llama3");
+    let dir = temp_dir("flags");
+    let out = dir.join("out").display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "--upload-repo",
+                "me/m",
+            ],
+            "--upload-repo is not supported by this tool: nothing is uploaded",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                "someone/some-model",
+                "--mlx-path",
+                &out,
+            ],
+            "not downloaded from the Hugging Face Hub",
+        ),
+        (
+            &["generate", "--model", "someone/some-model"],
+            "not downloaded from the Hugging Face Hub",
+        ),
+        (
+            &["generate", "--model", &llama, "--image", "a.png"],
+            "--image",
+        ),
+        (
+            &["generate", "--model", &llama, "-qa"],
+            "--quantize-activations",
+        ),
+        (
+            &["benchmark", "--model", &llama, "-qa"],
+            "--quantize-activations",
+        ),
+        (
+            &["benchmark", "--model", &llama, "--pipeline"],
+            "--pipeline",
+        ),
+        (&["chat", "--model", &llama, "--pipeline"], "--pipeline"),
+        (
+            &[
+                "cache_prompt",
+                "--model",
+                &llama,
+                "--prompt",
+                "hi",
+                "--prompt-cache-file",
+                &out,
+                "--kv-bits",
+                "4",
+            ],
+            "--kv-bits",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "--quant-predicate",
+                "mixed_3_6",
+            ],
+            "add -q",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "-q",
+                "--quant-predicate",
+                "mixed_3_6",
+                "--q-mode",
+                "mxfp4",
+            ],
+            "only support 'affine'",
+        ),
+        // lfm2's MLP has no down_proj: mlx_lm's recipe has no layers to place.
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &model_arg("lfm2"),
+                "--mlx-path",
+                &out,
+                "-q",
+                "--quant-predicate",
+                "mixed_3_6",
+            ],
+            "expected keys for mixed quant",
+        ),
+    ];
+    for (argv, needle) in cases {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let (code, stdout, err) = run_binary(&argv, "");
+        assert_eq!(code, 1, "{argv:?}: {stdout}{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{argv:?}: {err}"
+        );
+    }
+    assert!(!dir.join("out").exists());
+    // Accepted as mlx_lm accepts them: the same text.
+    let argv = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "generate",
+            "--model",
+            &llama,
+            "--max-tokens",
+            "5",
+            "--verbose",
+            "F",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let plain = run_in_process(&argv(&[]), "").unwrap().0;
+    let flagged = argv(&["--trust-remote-code", "--use-default-chat-template"]);
+    assert_eq!(run_in_process(&flagged, "").unwrap().0, plain);
+    std::fs::remove_dir_all(dir).unwrap();
+}

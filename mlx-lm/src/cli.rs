@@ -55,6 +55,8 @@ pub struct Cli {
 }
 
 /// One of the tool's commands.
+// Parsed once per run: the size of the largest variant (generate's flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate text from a prompt (Python: mlx_lm.generate).
@@ -94,7 +96,7 @@ pub fn run(
 /// The program: parses the process's arguments, runs the command over the process's stdin,
 /// stdout and stderr, and on failure prints the error and exits with status 1.
 pub fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args_os());
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     let mut input = std::io::stdin().lock();
     if let Err(e) = run(&cli, &mut input, &mut out, &mut err) {
@@ -107,6 +109,26 @@ pub fn main() {
 /// mlx_lm's `str2bool` (`--verbose False`): anything but `false` / `f` (any case) is true.
 pub(crate) fn str2bool(s: &str) -> Result<bool, String> {
     Ok(!matches!(s.to_lowercase().as_str(), "false" | "f"))
+}
+
+/// The error for one of mlx_lm's flags that this tool takes but cannot honour: it says so,
+/// rather than running otherwise than asked.
+pub(crate) fn unsupported(flag: &str, why: &str) -> String {
+    format!("{flag} is not supported by this tool: {why}")
+}
+
+/// The process's arguments as clap reads them: mlx_lm's two-letter `-qa` is
+/// `--quantize-activations` (a clap short flag is one letter).
+pub fn args_os() -> Vec<std::ffi::OsString> {
+    std::env::args_os()
+        .map(|a| {
+            if a == "-qa" {
+                "--quantize-activations".into()
+            } else {
+                a
+            }
+        })
+        .collect()
 }
 
 /// A `--model` that is not a local path: mlx_lm would take it for a Hugging Face Hub name and

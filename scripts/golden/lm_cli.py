@@ -20,6 +20,7 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
   tensors' names, dtypes, shapes and SHA-256 (`weights_recipe.digest`), config.json and the
   index.
 - `benchmark`: mlx_lm.benchmark's lines for short runs (single and batched).
+- `flags`: each command's option names from its `--help`.
 - `perplexity`: mlx_lm.perplexity's printing on local datasets this script writes
   (`tests/data/lm/perplexity/`: text, chat and prompt/completion records, split layouts
   `datasets` reads), with its data rows and full-precision perplexity and standard error from
@@ -373,9 +374,26 @@ def perplexity():
     return cases
 
 
+def flags():
+    """Each command's option strings as its `--help` lists them (the option lines of the
+    `options:` section: each name before its metavariable)."""
+    table = {}
+    for command in ["generate", "chat", "cache_prompt", "convert", "benchmark", "perplexity"]:
+        out = mlx_lm_command(command, ["--help"])
+        names = set()
+        for line in out.splitlines():
+            if re.match(r"^  -", line):
+                for part in line.strip().split("  ")[0].split(", "):
+                    names.add(part.split(" ")[0])
+        table[command] = sorted(names)
+        print(f"flags {command}: {table[command]}")
+    return table
+
+
 SECTIONS = {"generate": lambda: generate(), "chat": lambda: chat(),
             "cache_prompt": lambda: cache_prompt(), "convert": lambda: convert(),
-            "benchmark": lambda: benchmark(), "perplexity": lambda: perplexity()}
+            "benchmark": lambda: benchmark(), "perplexity": lambda: perplexity(),
+            "flags": lambda: flags()}
 
 
 def main():

@@ -45,7 +45,7 @@ const COPIED: &[&str] = &[
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// The model directory to convert.
-    #[arg(long = "hf-path", alias = "model")]
+    #[arg(long = "hf-path", visible_alias = "model")]
     pub hf_path: PathBuf,
     /// Where to write the converted model (must not exist).
     #[arg(long, default_value = "mlx_model")]
@@ -71,6 +71,12 @@ pub struct Args {
     /// Dequantize a quantized model.
     #[arg(long, short = 'd')]
     pub dequantize: bool,
+    /// The Hugging Face repo to upload the model to (not here: nothing is uploaded).
+    #[arg(long)]
+    pub upload_repo: Option<String>,
+    /// Accepted as mlx_lm's: no code from the model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
 }
 
 /// Runs the command: prints mlx_lm's `[INFO]` lines to `out`, the progress of the writing to
@@ -81,6 +87,19 @@ pub fn run(
     out: &mut dyn Write,
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
+    if let Some(repo) = &args.upload_repo {
+        // Before converting, rather than after as mlx_lm fails.
+        return Err(super::unsupported(
+            "--upload-repo",
+            &format!(
+                "nothing is uploaded to the Hugging Face Hub here; convert, then upload the \
+                 directory yourself (`hf upload {repo} {}`)",
+                args.mlx_path.display()
+            ),
+        )
+        .into());
+    }
+    super::local_model(&args.hf_path)?;
     if args.mlx_path.exists() {
         return Err(format!(
             "Cannot save to the path {} as it already exists. Please delete the \

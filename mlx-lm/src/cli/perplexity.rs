@@ -300,7 +300,7 @@ fn collect_files(
     for entry in entries {
         let path = entry?.path();
         let name = path.file_name().map(|n| n.to_string_lossy().to_string());
-        if name.is_none_or(|n| n.starts_with('.')) {
+        if name.map_or(true, |n| n.starts_with('.')) {
             continue;
         }
         if path.is_dir() {
@@ -368,7 +368,7 @@ pub fn load_data(
     let wanted = num_samples.map(|n| n.saturating_mul(sequence_length));
     let mut data: Vec<u32> = Vec::new();
     let mut order = perm.iter();
-    while wanted.is_none_or(|w| data.len() < w) {
+    while wanted.map_or(true, |w| data.len() < w) {
         let Some(&index) = order.next() else {
             if wanted.is_none() {
                 break;
