@@ -859,7 +859,7 @@ fn perplexity_refuses_what_it_cannot_do() {
 }
 
 /// The option names a `--help` screen of ours lists: each option line's names, and the
-/// aliases clap shows as `[aliases: --model]`; mlx_lm's two-letter `-qa`, which clap cannot
+/// aliases clap shows as `[alias: --model]`; mlx_lm's two-letter `-qa`, which clap cannot
 /// declare, is accepted for `--quantize-activations` (`cli::args_os`).
 fn our_flags(help: &str) -> std::collections::BTreeSet<String> {
     let mut names = std::collections::BTreeSet::new();
@@ -870,9 +870,12 @@ fn our_flags(help: &str) -> std::collections::BTreeSet<String> {
                 names.insert(part.split([' ', '=']).next().unwrap().to_string());
             }
         }
-        if let Some(at) = line.find("[aliases: ") {
-            let list = &line[at + 10..line[at..].find(']').unwrap() + at];
-            names.extend(list.split(", ").map(String::from));
+        // clap writes `[alias: --model]`, or `[aliases: ...]` for several.
+        for label in ["[alias: ", "[aliases: "] {
+            if let Some(at) = line.find(label) {
+                let end = at + line[at..].find(']').unwrap();
+                names.extend(line[at + label.len()..end].split(", ").map(String::from));
+            }
         }
     }
     if names.contains("--quantize-activations") {
