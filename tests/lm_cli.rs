@@ -656,3 +656,380 @@ fn benchmark_prints_what_mlx_lm_benchmark_prints() {
         }
     }
 }
+
+/// perplexity's printing against mlx_lm's: the same lines but the timings (evaluation time,
+/// peak memory, tokens per second), whose format is checked. The perplexity line is mlx_lm's
+/// to its 3 decimals when linked to the wheel's libmlx (the numbers are then bit for bit,
+/// `perplexity_is_mlx_lm_s_to_the_bit`); on the source build of MLX within one unit of the
+/// last decimal.
+fn assert_perplexity_output(ours: &str, theirs: &str) {
+    let (ours, theirs): (Vec<&str>, Vec<&str>) = (ours.lines().collect(), theirs.lines().collect());
+    assert_eq!(ours.len(), theirs.len(), "{ours:?}\n{theirs:?}");
+    let decimals = |s: &str, n: usize| {
+        let (whole, fraction) = s.split_once('.').unwrap_or((s, ""));
+        !whole.is_empty()
+            && whole.bytes().all(|b| b.is_ascii_digit())
+            && fraction.len() == n
+            && fraction.bytes().all(|b| b.is_ascii_digit())
+    };
+    for (a, b) in ours.iter().zip(&theirs) {
+        let timing = [
+            ("Evaluation time: ", " seconds", 2),
+            ("Peak memory: ", " GB", 2),
+            ("Tokens per second: ", "", 0),
+        ]
+        .iter()
+        .find(|(prefix, _, _)| b.starts_with(prefix));
+        if let Some((prefix, suffix, n)) = timing {
+            let value = a.strip_prefix(prefix).and_then(|s| s.strip_suffix(suffix));
+            assert!(value.is_some_and(|v| decimals(v, *n)), "{a} against {b}");
+        } else if b.starts_with("Perplexity: ") && !mlx::core::sys::PREBUILT_MLX {
+            let numbers = |l: &str| -> Vec<f64> {
+                l["Perplexity: ".len()..]
+                    .split(" ± ")
+                    .map(|x| x.parse().unwrap())
+                    .collect()
+            };
+            for (x, y) in numbers(a).iter().zip(numbers(b)) {
+                assert!((x - y).abs() <= 1.001e-3, "{a} against {b}");
+            }
+        } else {
+            assert_eq!(a, b);
+        }
+    }
+}
+
+fn perplexity_argv(case: &Value) -> Vec<String> {
+    let mut argv = vec![
+        "perplexity".to_string(),
+        "--model".into(),
+        model_arg(case["model"].as_str().unwrap()),
+        "--data-path".into(),
+        case["data_path"].as_str().unwrap().to_string(),
+    ];
+    argv.extend(strings(&case["args"]));
+    argv
+}
+
+#[test]
+fn perplexity_prints_what_mlx_lm_perplexity_prints() {
+    // Text records beside a valid.jsonl it must not read, chat records in a sharded data/
+    // file, prompt/completion records in a file named for no split; a quantized model. The
+    // first as a subprocess, with its `\r` progress line.
+    for (i, case) in golden()["perplexity"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let argv = perplexity_argv(case);
+        let out = if i == 0 {
+            let (code, out, err) = run_binary(&argv, "");
+            assert_eq!(code, 0, "{err}");
+            out
+        } else {
+            run_in_process(&argv, "").unwrap().0
+        };
+        assert_perplexity_output(&out, case["stdout"].as_str().unwrap());
+    }
+}
+
+#[test]
+fn perplexity_is_mlx_lm_s_to_the_bit() {
+    // mlx_lm's own `load_data` rows (NumPy's permutation under the seed, the records'
+    // tokens) and `eval_ppl` numbers at full precision: equal as f64 linked to the wheel's
+    // libmlx; on the source build of MLX, whose float32 kernels round otherwise (logits within
+    // 1e-5, tests/lm_models.rs), within 1e-5 relative: the mean and variance of some hundred
+    // cross entropies of order 6 move by little more than their own rounding.
+    use cli::perplexity::{eval_ppl, load_data, TrainSplit};
+    for case in golden()["perplexity"].as_array().unwrap() {
+        let args = strings(&case["args"]);
+        let get = |name: &str, default: &str| flag(&args, name).unwrap_or(default.into());
+        let (model, tokenizer, _) = lm::load(
+            model_dir(case["model"].as_str().unwrap()),
+            Default::default(),
+        )
+        .unwrap();
+        let split = TrainSplit::load(Path::new(case["data_path"].as_str().unwrap())).unwrap();
+        assert_eq!(split.len() as u64, case["records"].as_u64().unwrap());
+        let length: usize = get("--sequence-length", "512").parse().unwrap();
+        let seed: u32 = get("--seed", "123").parse().unwrap();
+        let samples: usize = get("--num-samples", "256").parse().unwrap();
+        let rows = load_data(&tokenizer, &split, Some(samples), length, seed).unwrap();
+        let theirs: Vec<i32> = case["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|r| r.as_array().unwrap().iter())
+            .map(|t| t.as_i64().unwrap() as i32)
+            .collect();
+        assert_eq!(rows.tokens, theirs, "{case}");
+        let batch: usize = get("--batch-size", "8").parse().unwrap();
+        let mut batches = 0;
+        let (ppl, se) = eval_ppl(&model, &rows, batch, &mut |_, _| {
+            batches += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(batches, rows.rows.div_ceil(batch));
+        let (their_ppl, their_se) = (case["ppl"].as_f64().unwrap(), case["se"].as_f64().unwrap());
+        if mlx::core::sys::PREBUILT_MLX {
+            assert_eq!((ppl, se), (their_ppl, their_se), "{case}");
+        } else {
+            assert!(
+                (ppl - their_ppl).abs() <= 1e-5 * their_ppl,
+                "{ppl} {their_ppl}"
+            );
+            assert!((se - their_se).abs() <= 1e-5 * their_se, "{se} {their_se}");
+        }
+        // Another seed draws other rows.
+        let other = load_data(&tokenizer, &split, Some(samples), length, seed + 1).unwrap();
+        assert_ne!(other.tokens, rows.tokens, "{case}");
+        // Every record (`--num-samples -1`, mlx_lm's "all available"): all their tokens.
+        let all = load_data(&tokenizer, &split, None, length, seed).unwrap();
+        let total = case["all_tokens"].as_u64().unwrap() as usize;
+        assert_eq!(all.rows, total / length, "{case}");
+    }
+}
+
+#[test]
+fn perplexity_refuses_what_it_cannot_do() {
+    let data = "tests/data/lm/perplexity/text".to_string();
+    let llama = model_arg("llama3");
+    let dir = temp_dir("perplexity-parquet");
+    std::fs::write(dir.join("train.parquet"), b"PAR1").unwrap();
+    let parquet = dir.display().to_string();
+    let run = |extra: &[&str]| {
+        let mut argv: Vec<String> = ["perplexity", "--model", &llama]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        argv.extend(extra.iter().map(|s| s.to_string()));
+        run_in_process(&argv, "").unwrap_err()
+    };
+    let cases: &[(&[&str], &str)] = &[
+        // mlx_lm's default dataset is a Hub name: nothing is downloaded.
+        (&["--sequence-length", "16"], "not downloaded"),
+        (&["--data-path", "someone/some-dataset"], "not downloaded"),
+        (
+            &["--data-path", "tests/data/lm/perplexity/text/train.jsonl"],
+            "directory",
+        ),
+        // The train files of text/ and chat/ together: records of two formats.
+        (&["--data-path", "tests/data/lm/perplexity"], "one format"),
+        (&["--data-path", &parquet], "JSON Lines"),
+        (
+            &[
+                "--data-path",
+                &data,
+                "--num-samples",
+                "1000",
+                "--sequence-length",
+                "16",
+            ],
+            "fewer",
+        ),
+        (
+            &["--data-path", &data, "--num-samples", "0"],
+            "positive or -1",
+        ),
+        (
+            &["--data-path", &data, "--sequence-length", "1"],
+            "at least 2",
+        ),
+        (&["--data-path", &data, "--batch-size", "0"], "positive"),
+        (&["--data-path", &data, "--seed", "-1"], "2**32"),
+    ];
+    for (extra, needle) in cases {
+        let e = run(extra);
+        assert!(e.contains(needle), "{extra:?}: {e}");
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+    let argv = [
+        "perplexity",
+        "--model",
+        "someone/some-model",
+        "--data-path",
+        &data,
+    ]
+    .map(String::from);
+    let (code, _, err) = run_binary(&argv, "");
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("Hugging Face Hub"), "{err}");
+}
+
+/// The option names a `--help` screen of ours lists: each option line's names, and the
+/// aliases clap shows as `[alias: --model]`; mlx_lm's two-letter `-qa`, which clap cannot
+/// declare, is accepted for `--quantize-activations` (`cli::args_os`).
+fn our_flags(help: &str) -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::new();
+    for line in help.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('-') && line.starts_with(' ') {
+            for part in trimmed.split("  ").next().unwrap().split(", ") {
+                names.insert(part.split([' ', '=']).next().unwrap().to_string());
+            }
+        }
+        // clap writes `[alias: --model]`, or `[aliases: ...]` for several.
+        for label in ["[alias: ", "[aliases: "] {
+            if let Some(at) = line.find(label) {
+                let end = at + line[at..].find(']').unwrap();
+                names.extend(line[at + label.len()..end].split(", ").map(String::from));
+            }
+        }
+    }
+    if names.contains("--quantize-activations") {
+        names.insert("-qa".into());
+    }
+    names
+}
+
+#[test]
+fn each_command_takes_mlx_lm_s_flags() {
+    // Every command's `--help` lists the names mlx_lm's lists, and no others.
+    for (command, theirs) in golden()["flags"].as_object().unwrap() {
+        let (code, help, err) = run_binary(&[command.clone(), "--help".into()], "");
+        assert_eq!(code, 0, "{err}");
+        let ours = our_flags(&help);
+        let theirs: std::collections::BTreeSet<String> = strings(theirs).into_iter().collect();
+        assert_eq!(ours, theirs, "{command}:\n{help}");
+    }
+}
+
+#[test]
+fn network_and_unported_flags_are_errors_that_say_so() {
+    let llama = model_arg("llama3");
+    let dir = temp_dir("flags");
+    let out = dir.join("out").display().to_string();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "--upload-repo",
+                "me/m",
+            ],
+            "--upload-repo is not supported by this tool: nothing is uploaded",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                "someone/some-model",
+                "--mlx-path",
+                &out,
+            ],
+            "not downloaded from the Hugging Face Hub",
+        ),
+        (
+            &["generate", "--model", "someone/some-model"],
+            "not downloaded from the Hugging Face Hub",
+        ),
+        (
+            &["generate", "--model", &llama, "--image", "a.png"],
+            "--image",
+        ),
+        (
+            &["generate", "--model", &llama, "-qa"],
+            "--quantize-activations",
+        ),
+        (
+            &["benchmark", "--model", &llama, "-qa"],
+            "--quantize-activations",
+        ),
+        (
+            &["benchmark", "--model", &llama, "--pipeline"],
+            "--pipeline",
+        ),
+        (&["chat", "--model", &llama, "--pipeline"], "--pipeline"),
+        (
+            &[
+                "cache_prompt",
+                "--model",
+                &llama,
+                "--prompt",
+                "hi",
+                "--prompt-cache-file",
+                &out,
+                "--kv-bits",
+                "4",
+            ],
+            "--kv-bits",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "--quant-predicate",
+                "mixed_3_6",
+            ],
+            "add -q",
+        ),
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &llama,
+                "--mlx-path",
+                &out,
+                "-q",
+                "--quant-predicate",
+                "mixed_3_6",
+                "--q-mode",
+                "mxfp4",
+            ],
+            "only support 'affine'",
+        ),
+        // lfm2's MLP has no down_proj: mlx_lm's recipe has no layers to place.
+        (
+            &[
+                "convert",
+                "--hf-path",
+                &model_arg("lfm2"),
+                "--mlx-path",
+                &out,
+                "-q",
+                "--quant-predicate",
+                "mixed_3_6",
+            ],
+            "expected keys for mixed quant",
+        ),
+    ];
+    for (argv, needle) in cases {
+        let argv: Vec<String> = argv.iter().map(|s| s.to_string()).collect();
+        let (code, stdout, err) = run_binary(&argv, "");
+        assert_eq!(code, 1, "{argv:?}: {stdout}{err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{argv:?}: {err}"
+        );
+    }
+    assert!(!dir.join("out").exists());
+    // Accepted as mlx_lm accepts them: the same text.
+    let argv = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = [
+            "generate",
+            "--model",
+            &llama,
+            "--max-tokens",
+            "5",
+            "--verbose",
+            "F",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        v.extend(extra.iter().map(|s| s.to_string()));
+        v
+    };
+    let plain = run_in_process(&argv(&[]), "").unwrap().0;
+    let flagged = argv(&["--trust-remote-code", "--use-default-chat-template"]);
+    assert_eq!(run_in_process(&flagged, "").unwrap().0, plain);
+    std::fs::remove_dir_all(dir).unwrap();
+}

@@ -17,7 +17,7 @@ use crate::blocks::switch::{QuantizedSwitchLinear, SwitchLinear};
 use crate::config::invalid;
 use crate::error::{Error, Result};
 use crate::kernels::KernelOptions;
-use crate::quantization::{LayerQuantization, QuantParams, Quantization};
+use crate::quantization::{LayerQuantization, MixedQuantRecipe, QuantParams, Quantization};
 use crate::weights::Weights;
 
 /// How to load a model.
@@ -30,6 +30,10 @@ pub struct LoadOptions {
     /// `mlx_lm.convert -q --q-group-size G --q-bits B --q-mode M`; `QuantParams::for_mode`
     /// gives a mode's defaults): every layer whose input size the group size divides.
     pub quantize: Option<QuantParams>,
+    /// With `quantize`: each layer's parameters from one of mlx_lm's mixed-bits recipes
+    /// (Python: `mlx_lm.convert -q --quant-predicate mixed_3_6`), in place of the
+    /// architecture's own choices, as mlx_lm's recipe replaces the model's `quant_predicate`.
+    pub quant_recipe: Option<MixedQuantRecipe>,
     /// The custom kernels the model may use (all by default): the model's own choice, kept
     /// for its whole life, whatever other models in the process chose.
     pub kernels: KernelOptions,
@@ -62,6 +66,7 @@ pub struct Checkpoint {
     dir: PathBuf,
     quantization: Option<Quantization>,
     quantize: Option<QuantParams>,
+    quant_recipe: Option<MixedQuantRecipe>,
     quant_predicate: Option<QuantPredicate>,
     float_predicate: Option<FloatPredicate>,
 }
@@ -98,9 +103,15 @@ impl Checkpoint {
             dir: dir.into(),
             quantization,
             quantize,
+            quant_recipe: None,
             quant_predicate: None,
             float_predicate: None,
         }
+    }
+
+    /// Sets a mixed-bits recipe for layers quantized as they load ([`LoadOptions::quant_recipe`]).
+    pub fn set_quant_recipe(&mut self, recipe: Option<MixedQuantRecipe>) {
+        self.quant_recipe = recipe;
     }
 
     /// Sets the architecture's [`QuantPredicate`] for layers quantized as they load.
@@ -333,12 +344,18 @@ impl Checkpoint {
         layer: T,
         input_dims: i32,
     ) -> Result<MaybeQuantized<T>> {
-        let kept_float = self.float_predicate.is_some_and(|f| f(path));
+        // A recipe replaces the architecture's choices, those to keep a layer in float too.
+        let kept_float =
+            self.quant_recipe.is_none() && self.float_predicate.is_some_and(|f| f(path));
         match self.quantize {
             Some(p) if input_dims % p.group_size == 0 && !kept_float => {
                 // As mlx_lm's `quantize_model`: the divisibility check is the default group
-                // size's, the parameters the architecture's where it names the layer.
-                let p = self.quant_predicate.and_then(|f| f(path)).unwrap_or(p);
+                // size's, the parameters the recipe's or the architecture's where it names
+                // the layer.
+                let p = match self.quant_recipe {
+                    Some(recipe) => recipe.params(path)?,
+                    None => self.quant_predicate.and_then(|f| f(path)).unwrap_or(p),
+                };
                 let q = layer
                     .to_quantized(p.group_size, p.bits, p.mode)
                     .map_err(|source| Error::Mlx {

@@ -11,6 +11,7 @@
 //! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
 //! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
 //! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
+//! | [`perplexity`] | `mlx_lm.perplexity` | perplexity on a local dataset, with its standard error |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -36,6 +37,7 @@ pub mod cache_prompt;
 pub mod chat;
 pub mod convert;
 pub mod generate;
+pub mod perplexity;
 
 use std::io::{BufRead, Write};
 
@@ -53,6 +55,8 @@ pub struct Cli {
 }
 
 /// One of the tool's commands.
+// Parsed once per run: the size of the largest variant (generate's flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Generate text from a prompt (Python: mlx_lm.generate).
@@ -67,6 +71,8 @@ pub enum Command {
     Convert(convert::Args),
     /// Measure prompt and generation speed and peak memory (Python: mlx_lm.benchmark).
     Benchmark(benchmark::Args),
+    /// Evaluate a model's perplexity on a local dataset (Python: mlx_lm.perplexity).
+    Perplexity(perplexity::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -83,13 +89,14 @@ pub fn run(
         Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
         Command::Convert(args) => convert::run(args, input, out, err),
         Command::Benchmark(args) => benchmark::run(args, input, out, err),
+        Command::Perplexity(args) => perplexity::run(args, input, out, err),
     }
 }
 
 /// The program: parses the process's arguments, runs the command over the process's stdin,
 /// stdout and stderr, and on failure prints the error and exits with status 1.
 pub fn main() {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(args_os());
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     let mut input = std::io::stdin().lock();
     if let Err(e) = run(&cli, &mut input, &mut out, &mut err) {
@@ -102,6 +109,40 @@ pub fn main() {
 /// mlx_lm's `str2bool` (`--verbose False`): anything but `false` / `f` (any case) is true.
 pub(crate) fn str2bool(s: &str) -> Result<bool, String> {
     Ok(!matches!(s.to_lowercase().as_str(), "false" | "f"))
+}
+
+/// The error for one of mlx_lm's flags that this tool takes but cannot honour: it says so,
+/// rather than running otherwise than asked.
+pub(crate) fn unsupported(flag: &str, why: &str) -> String {
+    format!("{flag} is not supported by this tool: {why}")
+}
+
+/// The process's arguments as clap reads them: mlx_lm's two-letter `-qa` is
+/// `--quantize-activations` (a clap short flag is one letter).
+pub fn args_os() -> Vec<std::ffi::OsString> {
+    std::env::args_os()
+        .map(|a| {
+            if a == "-qa" {
+                "--quantize-activations".into()
+            } else {
+                a
+            }
+        })
+        .collect()
+}
+
+/// A `--model` that is not a local path: mlx_lm would take it for a Hugging Face Hub name and
+/// download it; nothing is downloaded here.
+pub(crate) fn local_model(path: &std::path::Path) -> Result<(), Error> {
+    if path.exists() {
+        return Ok(());
+    }
+    Err(format!(
+        "{}: no such model directory; models are not downloaded from the Hugging Face Hub \
+         here: download it first (e.g. `hf download NAME --local-dir DIR`) and give the directory",
+        path.display()
+    )
+    .into())
 }
 
 /// The prompt a command was given: `-` reads `input` to its end.

@@ -79,7 +79,9 @@ pub use load::{load, load_model};
 pub use lru_prompt_cache::{CachedPrefix, LruPromptCache};
 pub use model::{LanguageModel, Model, ModelTree};
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
-pub use quantization::{LayerQuantization, QuantParams, Quantization};
+pub use quantization::{
+    LayerQuantization, MixedQuantRecipe, QuantParams, Quantization, QUANT_RECIPES,
+};
 pub use registry::{register_model, registered_models, ModelConstructor};
 pub use sample::{LogitsProcessors, SamplerOptions};
 pub use speculative::{

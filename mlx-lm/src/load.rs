@@ -25,7 +25,41 @@ use crate::weights::load_weights;
 /// checkpoint llama.cpp converted.
 pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model, ModelConfig)> {
     let dir = dir.as_ref();
-    let (config, weights, quantization) = match gguf::gguf_path(dir)? {
+    let (config, weights, quantization) = read(dir, options)?;
+    let constructor = registry::constructor(&config)?;
+    let mut ck = Checkpoint::new(weights, dir, quantization, options.quantize);
+    ck.set_quant_recipe(options.quant_recipe);
+    let model = constructor(&mut ck, &config, &options)?;
+    report_unread(&config, options.unread_keys)?;
+    ck.finish()?;
+    mlx_tree::eval(&model)?;
+    Ok((model, config))
+}
+
+/// The parameter paths of the model `dir` builds, in flatten order, its tensors left unread
+/// (MLX reads a file's tensors when they are evaluated): what a mixed-bits recipe needs to
+/// know of the model's structure before the model is quantized as it loads.
+pub(crate) fn parameter_paths(dir: &Path, options: LoadOptions) -> Result<Vec<String>> {
+    let (config, weights, quantization) = read(dir, options)?;
+    let constructor = registry::constructor(&config)?;
+    let mut ck = Checkpoint::new(weights, dir, quantization, None);
+    let options = LoadOptions {
+        quantize: None,
+        quant_recipe: None,
+        ..options
+    };
+    let model = constructor(&mut ck, &config, &options)?;
+    Ok(mlx_tree::tree_flatten_with_path(&model)?
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect())
+}
+
+type Read = (ModelConfig, crate::weights::Weights, Option<Quantization>);
+
+/// A model directory's (or GGUF file's) config, tensors and stored quantization.
+fn read(dir: &Path, options: LoadOptions) -> Result<Read> {
+    Ok(match gguf::gguf_path(dir)? {
         Some(file) => {
             let ck = gguf::read_checkpoint(&file, options.dtype)?;
             (ck.config, ck.weights, ck.quantization)
@@ -35,14 +69,7 @@ pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model,
             let quantization = Quantization::from_config(&config)?;
             (config, load_weights(dir, None)?, quantization)
         }
-    };
-    let constructor = registry::constructor(&config)?;
-    let mut ck = Checkpoint::new(weights, dir, quantization, options.quantize);
-    let model = constructor(&mut ck, &config, &options)?;
-    report_unread(&config, options.unread_keys)?;
-    ck.finish()?;
-    mlx_tree::eval(&model)?;
-    Ok((model, config))
+    })
 }
 
 fn report_unread(config: &ModelConfig, policy: UnreadKeys) -> Result<()> {

@@ -234,3 +234,110 @@ fn params(path: &Path, key: &str, v: &Value) -> Result<QuantParams> {
         None => Ok(p),
     }
 }
+
+/// One of `mlx_lm.convert`'s mixed-bits recipes (`--quant-predicate mixed_3_6`; Python:
+/// `mixed_quant_predicate_builder`, after llama.cpp's Q4_K_M): affine, the low bits for most
+/// layers, the high bits for the output head and, in the first and last eighth of the layers
+/// and every third layer between, for the value and down projections. It replaces the
+/// architecture's own choices (`quant_predicate`) as mlx_lm's does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MixedQuantRecipe {
+    pub low_bits: i32,
+    pub high_bits: i32,
+    /// `--q-group-size` as given: `None` is the mode's default, and mlx_lm records it as
+    /// `null` in each layer's config entry.
+    pub group_size: Option<i32>,
+    /// Where a module path holds its layer index (`model.layers.N.mlp.down_proj`: 2).
+    pub layer_location: usize,
+    /// The model's layers (Python: `len(model.layers)`).
+    pub num_layers: usize,
+}
+
+/// mlx_lm's `QUANT_RECIPES` and their (low, high) bits.
+pub const QUANT_RECIPES: [(&str, i32, i32); 4] = [
+    ("mixed_2_6", 2, 6),
+    ("mixed_3_4", 3, 4),
+    ("mixed_3_6", 3, 6),
+    ("mixed_4_6", 4, 6),
+];
+
+impl MixedQuantRecipe {
+    /// The recipe `name` for a model whose parameters are at `paths` (flattened, as
+    /// `tree_flatten` gives them): the layer index's place is read off the first module path
+    /// with `down_proj` in it (mlx_lm's `down_keys[0]`), the number of layers is that of the
+    /// indices under the same prefix.
+    pub fn new(name: &str, group_size: Option<i32>, paths: &[String]) -> Result<Self> {
+        let (_, low_bits, high_bits) = QUANT_RECIPES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .copied()
+            .ok_or_else(|| {
+            crate::Error::InvalidArgument(format!("Invalid quant recipe {name}"))
+        })?;
+        let down = paths
+            .iter()
+            .filter_map(|p| p.find("down_proj").map(|at| (p, at)))
+            .map(|(p, at)| {
+                // The module path: up to the end of the component holding `down_proj`.
+                let end = p[at..].find('.').map_or(p.len(), |e| at + e);
+                &p[..end]
+            })
+            .next()
+            .ok_or_else(|| {
+                crate::Error::InvalidArgument(
+                    "Model does not have expected keys for mixed quant.".into(),
+                )
+            })?;
+        let parts: Vec<&str> = down.split('.').collect();
+        // Python's loop leaves the last place when no part is a number.
+        let layer_location = parts
+            .iter()
+            .position(|k| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()))
+            .unwrap_or(parts.len() - 1);
+        let prefix = &parts[..layer_location];
+        let layers: std::collections::BTreeSet<&str> = paths
+            .iter()
+            .filter_map(|p| {
+                let parts: Vec<&str> = p.split('.').collect();
+                (parts.len() > layer_location && parts[..layer_location] == *prefix)
+                    .then(|| parts[layer_location])
+            })
+            .collect();
+        Ok(MixedQuantRecipe {
+            low_bits,
+            high_bits,
+            group_size,
+            layer_location,
+            num_layers: layers.len(),
+        })
+    }
+
+    /// The parameters of the layer at module path `path` (Python: `mixed_quant_predicate`).
+    pub fn params(&self, path: &str) -> Result<QuantParams> {
+        let parts: Vec<&str> = path.split('.').collect();
+        let index = match parts.get(self.layer_location) {
+            None => 0,
+            Some(k) => k.parse::<i64>().map_err(|_| {
+                crate::Error::InvalidArgument(format!(
+                    "mixed quantization: `{path}` has no layer index at place {} (mlx_lm: \
+                     invalid literal for int() with base 10: '{k}')",
+                    self.layer_location
+                ))
+            })?,
+        };
+        let n = self.num_layers as i64;
+        let use_more_bits =
+            index < n / 8 || index >= 7 * n / 8 || (index - n / 8).rem_euclid(3) == 2;
+        let high = ((path.contains("v_proj")
+            || path.contains("v_a_proj")
+            || path.contains("v_b_proj")
+            || path.contains("down_proj"))
+            && use_more_bits)
+            || path.contains("lm_head");
+        Ok(QuantParams::for_mode(
+            QuantizationMode::Affine,
+            self.group_size,
+            Some(if high { self.high_bits } else { self.low_bits }),
+        ))
+    }
+}

@@ -16,14 +16,22 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
 - `cache_prompt`: the file mlx_lm.cache_prompt writes (copied to
   `cli-prompt-cache-<model>.safetensors`), and mlx_lm.generate's text continuing from it.
 - `convert`: mlx_lm.convert's output directories (cast, quantized affine 4/8-bit and mxfp4,
-  an architecture's own quant_predicate, dequantized): the files, the tensors' names, dtypes,
-  shapes and SHA-256 (`weights_recipe.digest`), config.json and the index.
+  an architecture's own quant_predicate, mixed-bits recipes, dequantized): the files, the
+  tensors' names, dtypes, shapes and SHA-256 (`weights_recipe.digest`), config.json and the
+  index.
 - `benchmark`: mlx_lm.benchmark's lines for short runs (single and batched).
+- `flags`: each command's option names from its `--help`.
+- `perplexity`: mlx_lm.perplexity's printing on local datasets this script writes
+  (`tests/data/lm/perplexity/`: text, chat and prompt/completion records, split layouts
+  `datasets` reads), with its data rows and full-precision perplexity and standard error from
+  its own `load_data` and `eval_ppl` (a script run beside the command). Needs Hugging Face
+  `datasets` (mlx_lm imports it for local folders too; scripts/python-venv installs it).
 
 Model paths are given relative to the repository root (the folder the commands run in, as
 the Rust tests' do), since mlx_lm records the path as given in a prompt-cache file.
 
-Run: scripts/gen-golden lm_cli (after lm, whose model directories it reads)
+Run: scripts/gen-golden lm_cli (after lm, whose model directories it reads); `python lm_cli.py
+SECTION...` (from scripts/golden) rewrites only those sections of cli.json.
 """
 import json
 import pathlib
@@ -220,6 +228,15 @@ CONVERT = [
     {"model": "llama3", "args": ["-q", "--q-mode", "mxfp4"]},
     # An architecture's own quant_predicate (qwen3_5's gates stay 8-bit).
     {"model": "qwen3_5", "args": ["-q"]},
+    # mlx_lm's mixed-bits recipes: high bits for v_proj/down_proj in the first and last
+    # eighth and every third layer, and for lm_head; the group size as given (null when not);
+    # over an MoE hybrid of 8 layers with an output head, and over qwen3_5, whose own
+    # predicate the recipe replaces.
+    {"model": "llama3", "args": ["-q", "--quant-predicate", "mixed_3_6"]},
+    {"model": "llama3", "args": ["-q", "--quant-predicate", "mixed_4_6", "--q-group-size", "32",
+                                 "--q-bits", "8", "--dtype", "float16"]},
+    {"model": "jamba", "args": ["-q", "--quant-predicate", "mixed_2_6"]},
+    {"model": "qwen3_5", "args": ["-q", "--quant-predicate", "mixed_3_4"]},
     {"model": "qwen2-4bit", "args": ["--dequantize"]},
     {"model": "qwen2-mxfp4", "args": ["-d"]},
 ]
@@ -267,21 +284,135 @@ def benchmark():
     return cases
 
 
+PPL_DATA = OUT / "perplexity"
+
+# Local datasets as `datasets.load_dataset(path, split="train")` reads them (mlx_lm.perplexity
+# hands it the path): a train.jsonl beside a valid.jsonl it must not read, a sharded file in a
+# data/ folder, a file with no split in its name (the whole folder is the train split).
+SUBJECTS = ["the river", "a lighthouse", "the old library", "seven crows", "a paper boat",
+            "the night train", "a quiet garden", "the glass bridge"]
+
+
+def ppl_datasets():
+    def write(path, records):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    text = [{"text": f"Story {i}: {SUBJECTS[i % 8]} waited {i * 3 + 1} days by "
+                     f"{SUBJECTS[(i * 5) % 8]}, and then it rained{'!' * (i % 3)}"}
+            for i in range(24)]
+    write(PPL_DATA / "text" / "train.jsonl", text)
+    write(PPL_DATA / "text" / "valid.jsonl", [{"text": "Not the train split."}] * 30)
+    chat = [{"messages": [{"role": "user", "content": f"Tell me about {SUBJECTS[i % 8]}."},
+                          {"role": "assistant", "content": f"It is number {i}, and it is "
+                                                           f"{'very ' * (i % 4)}old."}]}
+            for i in range(16)]
+    write(PPL_DATA / "chat" / "data" / "train-00000-of-00001.jsonl", chat)
+    write(PPL_DATA / "chat" / "data" / "test-00000-of-00001.jsonl", chat[:2])
+    completions = [{"prompt": f"Where is {SUBJECTS[i % 8]}?",
+                    "completion": f"Past {SUBJECTS[(i + 3) % 8]}, {i} steps on."}
+                   for i in range(12)]
+    write(PPL_DATA / "completions" / "records.jsonl", completions)
+
+
+PERPLEXITY = [
+    {"model": "llama3", "data": "text", "args": ["--sequence-length", "16", "--num-samples",
+                                                 "10", "--batch-size", "4", "--seed", "7"]},
+    {"model": "qwen3", "data": "chat", "args": ["--sequence-length", "24", "--num-samples", "6"]},
+    {"model": "qwen2-4bit", "data": "completions",
+     "args": ["--sequence-length", "12", "--num-samples", "9", "--batch-size", "3", "--seed",
+              "2024"]},
+]
+
+
+# mlx_lm's own `load_data` and `eval_ppl`, run from the repository root as the commands are:
+# in this folder its torch/ would pass for PyTorch to `datasets`.
+PPL_REFERENCE = """
+import json, sys, types
+import mlx.core as mx
+import numpy as np
+from mlx_lm import perplexity as ppl
+from mlx_lm.tuner.datasets import load_dataset
+from mlx_lm.utils import load
+
+model, data, num_samples, length, batch, seed = json.loads(sys.argv[1])
+np.random.seed(seed)
+mx.random.seed(seed)
+model, tok = load(model)
+rows = ppl.load_data(tok, data, num_samples, length)
+value, se = ppl.eval_ppl(model, rows, batch_size=batch)
+split = load_dataset(types.SimpleNamespace(
+    hf_dataset={"path": data, "train_split": "train", "valid_split": "train[:1]"},
+    train=True, test=False), tok)[0]
+total = sum(len(split.process(split[i])[0]) for i in range(len(split)))
+print(json.dumps({"rows": rows.tolist(), "ppl": value, "se": se, "records": len(split),
+                  "all_tokens": total}))
+"""
+
+
+def perplexity():
+    """mlx_lm.perplexity's printing, and its `load_data` rows and `eval_ppl` numbers at full
+    precision (the command prints 3 decimals), with the total tokens of the whole train split
+    (for `--num-samples -1`, which mlx_lm 0.32.2 fails on)."""
+    ppl_datasets()
+    cases = []
+    for case in PERPLEXITY:
+        data = str((PPL_DATA / case["data"]).relative_to(common.ROOT))
+        args = ["--model", model_path(case["model"]), "--data-path", data, *case["args"]]
+        out = mlx_lm_command("perplexity", args)
+        flags = dict(zip(case["args"][::2], case["args"][1::2]))
+        params = [model_path(case["model"]), data, int(flags["--num-samples"]),
+                  int(flags["--sequence-length"]), int(flags.get("--batch-size", 8)),
+                  int(flags.get("--seed", 123))]
+        run = subprocess.run([sys.executable, "-c", PPL_REFERENCE, json.dumps(params)],
+                             capture_output=True, cwd=common.ROOT, text=True)
+        if run.returncode != 0:
+            raise RuntimeError(run.stderr)
+        reference = json.loads(run.stdout.strip().splitlines()[-1])
+        cases.append({**case, "data_path": data, "stdout": out, **reference})
+        print(f"perplexity {case}: {out!r} {reference['ppl']!r} {reference['se']!r}")
+    return cases
+
+
+def flags():
+    """Each command's option strings as its `--help` lists them (the option lines of the
+    `options:` section: each name before its metavariable)."""
+    table = {}
+    for command in ["generate", "chat", "cache_prompt", "convert", "benchmark", "perplexity"]:
+        out = mlx_lm_command(command, ["--help"])
+        names = set()
+        for line in out.splitlines():
+            if re.match(r"^  -", line):
+                for part in line.strip().split("  ")[0].split(", "):
+                    names.add(part.split(" ")[0])
+        table[command] = sorted(names)
+        print(f"flags {command}: {table[command]}")
+    return table
+
+
+SECTIONS = {"generate": lambda: generate(), "chat": lambda: chat(),
+            "cache_prompt": lambda: cache_prompt(), "convert": lambda: convert(),
+            "benchmark": lambda: benchmark(), "perplexity": lambda: perplexity(),
+            "flags": lambda: flags()}
+
+
 def main():
-    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT + CONVERT + BENCHMARK}:
+    """All sections, or those named on the command line (the others kept from the file)."""
+    names = sys.argv[1:] or list(SECTIONS)
+    unknown = [n for n in names if n not in SECTIONS]
+    assert not unknown, f"unknown sections {unknown}; known: {list(SECTIONS)}"
+    for name in {c["model"] for c in GENERATE + CHAT + CACHE_PROMPT + CONVERT + BENCHMARK
+                 + PERPLEXITY}:
         weights_recipe.materialize(MODELS / name)
     OUT.mkdir(parents=True, exist_ok=True)
-    data = {
-        "mlx_version": mx.__version__,
-        "mlx_lm_version": mlx_lm.__version__,
-        "generate": generate(),
-        "chat": chat(),
-        "cache_prompt": cache_prompt(),
-        "convert": convert(),
-        "benchmark": benchmark(),
-    }
-    (OUT / "cli.json").write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
-    print(f"wrote {(OUT / 'cli.json').relative_to(common.ROOT)}")
+    path = OUT / "cli.json"
+    data = json.loads(path.read_text()) if sys.argv[1:] else {}
+    data.update({"mlx_version": mx.__version__, "mlx_lm_version": mlx_lm.__version__})
+    for name in SECTIONS:
+        if name in names:
+            data[name] = SECTIONS[name]()
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {path.relative_to(common.ROOT)}")
 
 
 if __name__ == "__main__":

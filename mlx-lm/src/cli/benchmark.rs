@@ -38,6 +38,15 @@ pub struct Args {
     /// Seconds to wait before each trial.
     #[arg(long, default_value_t = 0)]
     pub delay: u64,
+    /// Accepted as mlx_lm's: no code from the model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// Pipeline parallelism across distributed ranks (not supported by this command).
+    #[arg(long)]
+    pub pipeline: bool,
+    /// Quantize activations too, `-qa` (not supported here).
+    #[arg(long)]
+    pub quantize_activations: bool,
 }
 
 /// One run's numbers, as mlx_lm reports them (peak memory in GB).
@@ -59,6 +68,16 @@ pub fn run(
         return Err(
             "--prompt-tokens, --generation-tokens and --batch-size must be positive".into(),
         );
+    }
+    if args.pipeline {
+        return Err(super::unsupported("--pipeline", "this command runs on one process").into());
+    }
+    if args.quantize_activations {
+        return Err(super::unsupported(
+            "--quantize-activations",
+            "activation quantization (nvfp4 and mxfp8 models' QQLinear) is not ported",
+        )
+        .into());
     }
     if args.num_trials == 0 {
         return Err("--num-trials must be positive".into());

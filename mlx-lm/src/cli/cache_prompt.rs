@@ -37,6 +37,19 @@ pub struct Args {
     /// The prompt; `-` reads it from stdin.
     #[arg(long, allow_hyphen_values = true)]
     pub prompt: String,
+    /// Accepted as mlx_lm's (and recorded in the file as mlx_lm records it): no code from the
+    /// model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// Bits per element of a quantized key/value cache (not supported by this command).
+    #[arg(long)]
+    pub kv_bits: Option<i32>,
+    /// Group size of the key/value cache quantization.
+    #[arg(long, default_value_t = 64)]
+    pub kv_group_size: i32,
+    /// With --kv-bits: quantize the cache once it holds this many positions.
+    #[arg(long, default_value_t = crate::DEFAULT_QUANTIZED_KV_START)]
+    pub quantized_kv_start: usize,
 }
 
 /// Runs the command: processes the prompt, prints mlx_lm's lines to `out`, writes the file.
@@ -46,9 +59,24 @@ pub fn run(
     out: &mut dyn Write,
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
+    if args.kv_bits.is_some() {
+        return Err(super::unsupported(
+            "--kv-bits",
+            "cache_prompt writes the full-precision cache (generate --kv-bits quantizes as it \
+             generates)",
+        )
+        .into());
+    }
     let (model, mut tokenizer) = load(&args.model, args.adapter_path.as_deref())?;
     // Python's `json.dumps(tokenizer_config)`, its separators included.
-    let mut tokenizer_config = String::from("{\"trust_remote_code\": false");
+    let mut tokenizer_config = format!(
+        "{{\"trust_remote_code\": {}",
+        if args.trust_remote_code {
+            "true"
+        } else {
+            "false"
+        }
+    );
     if let Some(eos) = &args.eos_token {
         super::generate::add_eos_tokens(&mut tokenizer, std::slice::from_ref(eos))?;
         tokenizer_config.push_str(&format!(", \"eos_token\": {}", json!(eos)));

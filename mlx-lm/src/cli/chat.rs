@@ -60,6 +60,12 @@ pub struct Args {
     /// A system message before each user message.
     #[arg(long)]
     pub system_prompt: Option<String>,
+    /// Accepted as mlx_lm's: no code from the model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// Pipeline parallelism across distributed ranks (not supported by this command).
+    #[arg(long)]
+    pub pipeline: bool,
 }
 
 /// Runs the chat: reads the user's lines from `input`, prints the screen to `out`.
@@ -69,6 +75,9 @@ pub fn run(
     out: &mut dyn Write,
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
+    if args.pipeline {
+        return Err(super::unsupported("--pipeline", "this command runs on one process").into());
+    }
     let max_tokens = max_tokens(args.max_tokens)?;
     check_xtc(args.xtc_probability)?;
     let (model, tokenizer) = load(&args.model, args.adapter_path.as_deref())?;

@@ -8,8 +8,8 @@
 //! metadata `format: mlx`), `model.safetensors.index.json`, `config.json` with the
 //! `quantization` (and `quantization_config`) mlx_lm records, sorted; the tokenizer's files,
 //! `generation_config.json` and `*.py` are copied. The tensors are mlx_lm.convert's bit for
-//! bit (`tests/lm_cli.rs`). mlx_lm's mixed-bits recipes (`--quant-predicate`) are not here
-//! yet: an error.
+//! bit (`tests/lm_cli.rs`). `-q --quant-predicate mixed_3_6` (and mlx_lm's other recipes)
+//! quantizes each layer with the bits of mlx_lm's recipe ([`MixedQuantRecipe`]).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -21,7 +21,7 @@ use mlx_rs::{Array, Dtype};
 use serde_json::{json, Map, Value};
 
 use super::Error;
-use crate::{LayerQuantization, LoadOptions, QuantParams, Quantization};
+use crate::{LayerQuantization, LoadOptions, MixedQuantRecipe, QuantParams, Quantization};
 
 /// mlx_lm's `MAX_FILE_SIZE_GB`.
 const MAX_FILE_SIZE_GB: usize = 5;
@@ -45,7 +45,7 @@ const COPIED: &[&str] = &[
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
     /// The model directory to convert.
-    #[arg(long = "hf-path", alias = "model")]
+    #[arg(long = "hf-path", visible_alias = "model")]
     pub hf_path: PathBuf,
     /// Where to write the converted model (must not exist).
     #[arg(long, default_value = "mlx_model")]
@@ -62,7 +62,7 @@ pub struct Args {
     /// The quantization mode.
     #[arg(long, default_value = "affine", value_parser = ["affine", "mxfp4", "nvfp4", "mxfp8"])]
     pub q_mode: String,
-    /// mlx_lm's mixed-bits recipe (not supported yet).
+    /// Mixed-bit quantization recipe (with -q).
     #[arg(long, value_parser = ["mixed_2_6", "mixed_3_4", "mixed_3_6", "mixed_4_6"])]
     pub quant_predicate: Option<String>,
     /// The dtype of the floating-point parameters (default: config.json's `torch_dtype`).
@@ -71,6 +71,12 @@ pub struct Args {
     /// Dequantize a quantized model.
     #[arg(long, short = 'd')]
     pub dequantize: bool,
+    /// The Hugging Face repo to upload the model to (not here: nothing is uploaded).
+    #[arg(long)]
+    pub upload_repo: Option<String>,
+    /// Accepted as mlx_lm's: no code from the model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
 }
 
 /// Runs the command: prints mlx_lm's `[INFO]` lines to `out`, the progress of the writing to
@@ -81,6 +87,19 @@ pub fn run(
     out: &mut dyn Write,
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
+    if let Some(repo) = &args.upload_repo {
+        // Before converting, rather than after as mlx_lm fails.
+        return Err(super::unsupported(
+            "--upload-repo",
+            &format!(
+                "nothing is uploaded to the Hugging Face Hub here; convert, then upload the \
+                 directory yourself (`hf upload {repo} {}`)",
+                args.mlx_path.display()
+            ),
+        )
+        .into());
+    }
+    super::local_model(&args.hf_path)?;
     if args.mlx_path.exists() {
         return Err(format!(
             "Cannot save to the path {} as it already exists. Please delete the \
@@ -92,11 +111,14 @@ pub fn run(
     if args.quantize && args.dequantize {
         return Err("Choose either quantize or dequantize, not both.".into());
     }
-    if let Some(recipe) = &args.quant_predicate {
-        return Err(format!(
-            "--quant-predicate {recipe}: mixed-bits recipes are not supported yet"
-        )
-        .into());
+    if args.quant_predicate.is_some() {
+        // mlx_lm builds the recipe and, without -q, silently does not use it.
+        if !args.quantize {
+            return Err("--quant-predicate is a recipe for quantizing: add -q".into());
+        }
+        if args.q_mode != "affine" {
+            return Err("Quant predicates only support 'affine' quantization.".into());
+        }
     }
     writeln!(out, "[INFO] Loading")?;
     let mut config = read_config(&args.hf_path)?;
@@ -139,6 +161,12 @@ pub fn run(
         if let Some(e) = p.unsupported() {
             return Err(e.into());
         }
+        if let Some(name) = &args.quant_predicate {
+            // The model's structure first (its tensors unread), as mlx_lm's recipe reads it.
+            let paths = crate::load::parameter_paths(&args.hf_path, options)?;
+            let recipe = MixedQuantRecipe::new(name, args.q_group_size, &paths)?;
+            options.quant_recipe = Some(recipe);
+        }
         writeln!(out, "[INFO] Quantizing")?;
         options.quantize = Some(p);
         Some(p)
@@ -157,7 +185,12 @@ pub fn run(
         // Layers the architecture quantized otherwise (its `quant_predicate`), read off the
         // packed shapes, as mlx_lm's config records them.
         for (path, params) in quantized_layers(&weights, p)? {
-            if params != p {
+            if let Some(recipe) = options.quant_recipe {
+                // mlx_lm records every layer its recipe quantized, with the group size as
+                // given (`null` for the default).
+                q[path.as_str()] = json!({"group_size": recipe.group_size, "bits": params.bits,
+                                 "mode": params.mode.as_str()});
+            } else if params != p {
                 q[path.as_str()] = json!({"group_size": params.group_size, "bits": params.bits,
                                  "mode": params.mode.as_str()});
             }
@@ -274,7 +307,10 @@ fn quantized_layers(
 /// a quantized layer counts its unpacked weight and its bias, any other its parameters; the
 /// parameters a module holds beside its submodules (a gated-delta layer's `A_log`) are not
 /// counted.
-fn total_parameters(weights: &[(String, Array)], p: Option<QuantParams>) -> Result<usize, Error> {
+pub(crate) fn total_parameters(
+    weights: &[(String, Array)],
+    p: Option<QuantParams>,
+) -> Result<usize, Error> {
     let quantized: BTreeMap<String, QuantParams> = match p {
         Some(p) => quantized_layers(weights, p)?.into_iter().collect(),
         None => BTreeMap::new(),

@@ -103,6 +103,18 @@ pub struct Args {
     /// With --kv-bits: quantize the key/value cache once it holds this many positions.
     #[arg(long, default_value_t = crate::DEFAULT_QUANTIZED_KV_START)]
     pub quantized_kv_start: usize,
+    /// Accepted as mlx_lm's: no code from the model directory is ever run here.
+    #[arg(long)]
+    pub trust_remote_code: bool,
+    /// Accepted as mlx_lm 0.32.2 accepts it, which does nothing with it either.
+    #[arg(long)]
+    pub use_default_chat_template: bool,
+    /// Image files for the prompt's image placeholders (not supported: text models only).
+    #[arg(long, num_args = 1..)]
+    pub image: Vec<PathBuf>,
+    /// Quantize activations too, `-qa` (not supported here).
+    #[arg(long)]
+    pub quantize_activations: bool,
 }
 
 /// Runs the command: loads the model, builds the prompt (reading `input` for `--prompt -`),
@@ -113,6 +125,20 @@ pub fn run(
     out: &mut dyn Write,
     _err: &mut dyn Write,
 ) -> Result<(), Error> {
+    if !args.image.is_empty() {
+        return Err(super::unsupported(
+            "--image",
+            "images need a vision model's processor; the models here are text models",
+        )
+        .into());
+    }
+    if args.quantize_activations {
+        return Err(super::unsupported(
+            "--quantize-activations",
+            "activation quantization (nvfp4 and mxfp8 models' QQLinear) is not ported",
+        )
+        .into());
+    }
     let max_tokens = max_tokens(args.max_tokens)?;
     check_xtc(args.xtc_probability)?;
     let template_config = template_config(args.chat_template_config.as_deref())?;
@@ -326,6 +352,7 @@ fn model_dir(
 
 /// Loads the model and tokenizer, with the adapters if given.
 pub(crate) fn load(dir: &Path, adapters: Option<&Path>) -> Result<(Model, Tokenizer), Error> {
+    super::local_model(dir)?;
     let (mut model, tokenizer, _) = crate::load(dir, LoadOptions::default())?;
     if let Some(adapters) = adapters {
         crate::tuner::load_adapters(&mut model, adapters)?;

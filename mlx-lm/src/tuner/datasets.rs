@@ -150,6 +150,19 @@ impl Dataset {
         self.records.is_empty()
     }
 
+    /// Record `index` tokenized (Python: the dataset's `process(dataset[index])`), for those
+    /// that tokenize records as they need them (mlx_lm.perplexity).
+    pub fn example(&self, index: usize, tokenizer: &Tokenizer) -> Result<Example> {
+        let (line, record) = self.records.get(index).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{}: no record {index} (the file has {})",
+                self.path.display(),
+                self.records.len()
+            ))
+        })?;
+        self.process(tokenizer, *line, record)
+    }
+
     /// Tokenizes every record (Python: `CacheDataset` over the dataset's `process`).
     pub fn tokenize(&self, tokenizer: &Tokenizer) -> Result<Vec<Example>> {
         self.records
