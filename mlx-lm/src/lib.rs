@@ -81,7 +81,7 @@ pub use model::{LanguageModel, Model, ModelTree};
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};
 pub use quantization::{LayerQuantization, QuantParams, Quantization};
 pub use registry::{register_model, registered_models, ModelConstructor};
-pub use sample::{LogitsProcessors, SamplerOptions};
+pub use sample::{LogitsProcessors, SamplerOptions, Xtc, DEFAULT_XTC_THRESHOLD};
 pub use speculative::{
     speculative_generate_step, stream_generate_speculative, SpeculativeGenerator,
     SpeculativeTextStream,
