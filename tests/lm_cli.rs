@@ -430,7 +430,14 @@ fn bad_input_is_an_error_not_a_panic() {
         (&["--max-kv-size", "0"], "positive"),
         (&["--max-kv-size", "-3"], "positive"),
         (
-            &["--temp", "1", "--xtc-probability", "0.5", "--xtc-threshold", "0.7"],
+            &[
+                "--temp",
+                "1",
+                "--xtc-probability",
+                "0.5",
+                "--xtc-threshold",
+                "0.7",
+            ],
             "threshold",
         ),
         (&["--chat-template-config", "[1]"], "JSON object"),
