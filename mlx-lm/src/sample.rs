@@ -197,7 +197,7 @@ impl Xtc {
         let mut mask = ops::greater(&probs, &least)?;
         if !self.special_tokens.is_empty() {
             let ids = Array::from_slice(&self.special_tokens, &[self.special_tokens.len() as i32])?;
-            mask = mask.index_put((.., &ids), &Array::from_scalar(false))?;
+            mask = mask.index_put((.., &ids), Array::from_scalar(false))?;
         }
         let coin = random::uniform(&[], random::UniformOptions::default(), key)?;
         ops::where_(
