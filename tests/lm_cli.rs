@@ -427,9 +427,19 @@ fn bad_input_is_an_error_not_a_panic() {
     let cases: &[(&[&str], &str)] = &[
         (&["--max-tokens", "0"], "non-zero"),
         (&["--max-tokens", "-1"], "unlimited"),
-        (&["--max-kv-size", "8"], "RotatingKVCache"),
         (&["--max-kv-size", "0"], "positive"),
-        (&["--xtc-probability", "0.5"], "XTC"),
+        (&["--max-kv-size", "-3"], "positive"),
+        (
+            &[
+                "--temp",
+                "1",
+                "--xtc-probability",
+                "0.5",
+                "--xtc-threshold",
+                "0.7",
+            ],
+            "threshold",
+        ),
         (&["--chat-template-config", "[1]"], "JSON object"),
         (&["--chat-template-config", "{"], "not JSON"),
         (&["--extra-eos-token", "<no such token>"], "not a token"),

@@ -130,6 +130,17 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
     }
     options.sampler.validate(model.vocab_size())?;
     options.processors.validate(model.vocab_size())?;
+    if options.xtc.is_on() && options.sampler.is_random() {
+        return Err(invalid(
+            "XTC sampling is not supported in a batch generation".into(),
+        ));
+    }
+    if options.max_kv_size.is_some() {
+        return Err(invalid(
+            "max_kv_size (mlx_lm's BatchRotatingKVCache) is not supported in a batch generation"
+                .into(),
+        ));
+    }
     if options.processors.needs_history() {
         return Err(invalid(
             "the repetition penalty is not supported in a batch generation".into(),

@@ -25,8 +25,10 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::mask::{causal_mask_at, PlainMask};
 
+mod bounded;
 mod quantized;
 
+pub use bounded::{bound_kv_cache, max_kv_size_applies, MAX_KV_SIZE_KEEP, OWN_CACHE_MODEL_TYPES};
 pub use quantized::{
     check_kv_quantization, check_quantizable, quantize_kv_cache, QuantizedArray, QuantizedKvCache,
     KV_BITS, KV_GROUP_SIZES,
@@ -284,19 +286,24 @@ impl KvCache {
     }
 }
 
-/// A sliding-window key/value cache (Python: `RotatingKVCache(max_size=window, keep=0)`): a
-/// ring buffer of the last `window` positions, each slot remembering which position it holds,
-/// laid out as mlx_lm's.
+/// A rotating key/value cache (Python: `RotatingKVCache(max_size, keep)`): a ring buffer of
+/// `max_size` slots, each remembering which position it holds, laid out as mlx_lm's. A
+/// sliding-window layer's keeps nothing (`keep = 0`, `max_size` its window); generation's
+/// [`max_kv_size`](crate::GenerateOptions::max_kv_size) makes ones that keep the first 4
+/// positions for good (mlx_lm's `make_prompt_cache(model, max_kv_size)`), the other slots
+/// rotating.
 ///
-/// mlx_lm's layout, which this one keeps: a call of several tokens attends over the last
-/// `min(offset, window - 1)` positions in temporal order followed by the new ones, then the
-/// ring holds the last `min(offset, window)` positions in temporal order from slot 0; a
-/// one-token step writes the slot of the oldest position (the first empty one while the
-/// window fills) and attends over the ring as it lies. So slot `i` holds position `p` with
-/// `p = i + E (mod window)`, `E` the offset after the last call of several tokens when that
-/// reached the window, else 0. The slots' order is the order of the attention's sums: with
-/// mlx_lm's order and, in [prefix mode](Self::set_prefix_attention), mlx_lm's operands, a
-/// model computes mlx_lm's numbers bit for bit.
+/// mlx_lm's layout, which this one keeps: a call of several tokens attends over the first
+/// `keep` positions and the last `min(offset, max_size - 1) - keep` in temporal order,
+/// followed by the new ones; then the ring holds the first `keep` positions and the last
+/// `max_size - keep` in temporal order from slot 0 (all of them, while they fit); a
+/// one-token step writes the slot of the oldest rotating position (the first empty one while
+/// the ring fills) and attends over the ring as it lies. So with `keep = 0`, slot `i` holds
+/// position `p` with `p = i + E (mod max_size)`, `E` the offset after the last call of
+/// several tokens when that reached the window, else 0; with `keep`, the same holds of the
+/// slots past `keep`, modulo `max_size - keep`. The slots' order is the order of the
+/// attention's sums: with mlx_lm's order and, in [prefix mode](Self::set_prefix_attention),
+/// mlx_lm's operands, a model computes mlx_lm's numbers bit for bit.
 #[derive(Debug, Clone, TreeNode)]
 pub struct RotatingKvCache {
     /// `[batch, kv_heads, window, k_head_dim]`.
@@ -308,6 +315,9 @@ pub struct RotatingKvCache {
     pub positions: Array,
     /// The number of positions written (an `int32` scalar; per row, `[batch]`).
     pub offset: Array,
+    /// How many first positions are never evicted (Python: `keep`).
+    #[tree(static)]
+    pub(crate) keep: i32,
     /// Whether attention reads exactly mlx_lm's operands (see
     /// [`set_prefix_attention`](Self::set_prefix_attention)).
     #[tree(static)]
@@ -315,7 +325,7 @@ pub struct RotatingKvCache {
 }
 
 impl RotatingKvCache {
-    /// An empty cache for a window of `window` positions.
+    /// An empty cache for a window of `window` positions (`keep = 0`).
     pub fn new(
         batch: i32,
         kv_heads: i32,
@@ -323,18 +333,44 @@ impl RotatingKvCache {
         head_dims: (i32, i32),
         dtype: Dtype,
     ) -> Result<RotatingKvCache> {
+        RotatingKvCache::with_keep(batch, kv_heads, window, 0, head_dims, dtype)
+    }
+
+    /// An empty cache of `max_size` slots whose first `keep` positions stay (Python:
+    /// `RotatingKVCache(max_size, keep)`); `keep` must be below `max_size`, so that some
+    /// slots rotate.
+    pub fn with_keep(
+        batch: i32,
+        kv_heads: i32,
+        max_size: i32,
+        keep: i32,
+        head_dims: (i32, i32),
+        dtype: Dtype,
+    ) -> Result<RotatingKvCache> {
+        if keep < 0 || keep >= max_size {
+            return Err(mlx_rs::Error::InvalidArgument(format!(
+                "a rotating cache of {max_size} positions cannot keep {keep}: keep must be in \
+                 [0, {max_size})"
+            )));
+        }
         Ok(RotatingKvCache {
-            keys: ops::zeros(&[batch, kv_heads, window, head_dims.0], dtype)?,
-            values: ops::zeros(&[batch, kv_heads, window, head_dims.1], dtype)?,
-            positions: ops::full(&[window], -1i32, None)?,
+            keys: ops::zeros(&[batch, kv_heads, max_size, head_dims.0], dtype)?,
+            values: ops::zeros(&[batch, kv_heads, max_size, head_dims.1], dtype)?,
+            positions: ops::full(&[max_size], -1i32, None)?,
             offset: Array::from_scalar(0i32),
+            keep,
             prefix_attention: false,
         })
     }
 
-    /// The window size.
+    /// The window size (Python: `max_size`).
     pub fn window(&self) -> i32 {
         self.keys.shape().get(2).copied().unwrap_or(0)
+    }
+
+    /// How many first positions are never evicted (Python: `keep`).
+    pub fn keep(&self) -> i32 {
+        self.keep
     }
 
     /// Whether attention reads exactly mlx_lm's operands (see
@@ -344,13 +380,13 @@ impl RotatingKvCache {
     }
 
     /// Makes attention read exactly the keys and values mlx_lm's `RotatingKVCache` returns,
-    /// with mlx_lm's masks: for several new positions the last `min(offset, window - 1)`
-    /// held ones in temporal order, then the new ones (`"causal"`, or an explicit mask where
-    /// the window cuts in); for one, the written slots of the ring and no mask. Off (the
-    /// default), attention reads the whole ring (and the new positions) with a mask of what
-    /// each position may see, array positions throughout, so a compiled step serves every
-    /// token. As [`KvCache::set_prefix_attention`], the mode reads the offset on the host
-    /// and cannot be traced.
+    /// with mlx_lm's masks: for several new positions the kept ones and the last
+    /// `min(offset, window - 1) - keep` held ones in temporal order, then the new ones
+    /// (`"causal"`, or an explicit mask where the window cuts in); for one, the written slots
+    /// of the ring and no mask. Off (the default), attention reads the whole ring (and the
+    /// new positions) with a mask of what each position may see, array positions throughout,
+    /// so a compiled step serves every token. As [`KvCache::set_prefix_attention`], the mode
+    /// reads the offset on the host and cannot be traced.
     pub fn set_prefix_attention(&mut self, on: bool) {
         self.prefix_attention = on;
     }
@@ -362,7 +398,15 @@ impl RotatingKvCache {
     /// each row writes the oldest (or first empty) slot of its own ring and masks with its own
     /// positions, what a one-sequence cache does in its one-token steps, so a row's ring is
     /// laid out, and summed over, as the request's alone. Its memory stays the window's.
+    /// A cache that keeps its first positions (`max_kv_size`) has no such layout: an error.
     pub fn set_row_offsets(&mut self) -> Result<()> {
+        if self.keep > 0 {
+            return Err(mlx_rs::Error::InvalidArgument(format!(
+                "a rotating cache that keeps its first {} positions (max_kv_size) cannot serve \
+                 a batch of requests",
+                self.keep
+            )));
+        }
         let batch = self.keys.shape().first().copied().unwrap_or(0);
         self.positions = ops::full(&[batch, self.window()], -1i32, None)?;
         self.offset = ops::zeros(&[batch], Dtype::Int32)?;
@@ -391,22 +435,43 @@ impl RotatingKvCache {
         Ok(())
     }
 
-    /// The slot of each position `first..first + n` of what the ring holds (`int32 [n]`): the
-    /// ring is consecutive modulo the window, its newest position (`offset - 1`) in the slot
-    /// of the largest held position.
-    fn slots_of(&self, first: &Array, n: i32) -> Result<Array> {
-        let window = self.window();
+    /// The slot of each held position `p` (`int32`, any shape): a kept position's own slot;
+    /// the rotating slots are consecutive modulo `window - keep`, the newest position
+    /// (`offset - 1`) in the slot of the largest held position.
+    fn slots_for(&self, p: &Array) -> Result<Array> {
+        let (window, keep) = (self.window(), self.keep);
         let newest = ops::argmax(&self.positions, None, false)?.astype(Dtype::Int32)?;
         let back = ops::subtract(&ops::subtract(&self.offset, 1)?, &newest)?;
-        let p = new_positions(first, n)?;
-        // + window: p - back may be below zero, and the remainder of a negative is its sign's.
-        ops::remainder(&ops::add(&ops::subtract(&p, &back)?, window)?, window)
+        if keep == 0 {
+            // + window: p - back may be below zero, and the remainder of a negative is its
+            // sign's.
+            return ops::remainder(&ops::add(&ops::subtract(p, &back)?, window)?, window);
+        }
+        let ring = window - keep;
+        let r = ops::remainder(&ops::subtract(&ops::subtract(p, &back)?, keep)?, ring)?;
+        let r = ops::where_(&ops::less(&r, 0)?, &ops::add(&r, ring)?, &r)?;
+        ops::where_(&ops::less(p, keep)?, p, &ops::add(&r, keep)?)
+    }
+
+    /// The slot the next one-token step writes: the oldest (or the first empty) slot, past
+    /// the kept ones once they are written, where mlx_lm's `_idx` is.
+    fn next_slot(&self) -> Result<Array> {
+        if self.keep == 0 {
+            return ops::argmin(&self.positions, None, false)?.astype(Dtype::Int32);
+        }
+        let slots = ops::arange(0, self.window(), 1, Dtype::Int32)?;
+        let rotating = ops::logical_or(
+            &ops::greater_equal(&slots, self.keep)?,
+            &ops::less(&self.positions, 0)?,
+        )?;
+        let candidates = ops::where_(&rotating, &self.positions, Array::from_scalar(i32::MAX))?;
+        ops::argmin(&candidates, None, false)?.astype(Dtype::Int32)
     }
 
     /// One new position (`[batch, kv_heads, 1, dim]`), written over the oldest (or the first
     /// empty) slot, as mlx_lm's `_update_in_place` does.
     fn write_step(&mut self, keys: &Array, values: &Array) -> Result<()> {
-        let slot = ops::argmin(&self.positions, None, false)?.astype(Dtype::Int32)?;
+        let slot = self.next_slot()?;
         let start = ops::reshape(&slot, &[1])?;
         self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
         self.values = ops::slice_update(&self.values, values, &start, &[2])?;
@@ -416,17 +481,27 @@ impl RotatingKvCache {
         Ok(())
     }
 
-    /// Several new positions (`[batch, kv_heads, length, dim]`): the ring then holds the last
-    /// `min(offset, window)` positions in temporal order from slot 0, as mlx_lm's buffer does
-    /// after `_update_concat` (and its next `_update_in_place` trims it to).
+    /// Several new positions (`[batch, kv_heads, length, dim]`): the ring then holds the
+    /// kept positions and the last `window - keep` in temporal order from slot 0 (all of
+    /// them while they fit), as mlx_lm's buffer does after `_update_concat` (and its next
+    /// `_update_in_place` trims it to).
     fn write_chunk(&mut self, keys: &Array, values: &Array, length: i32) -> Result<()> {
-        let window = self.window();
+        let (window, keep) = (self.window(), self.keep);
         let end = ops::add(&self.offset, length)?;
-        let first = ops::maximum(&ops::subtract(&end, window)?, 0)?;
-        let targets = new_positions(&first, window)?;
+        let targets = if keep == 0 {
+            let first = ops::maximum(&ops::subtract(&end, window)?, 0)?;
+            new_positions(&first, window)?
+        } else {
+            // Slot s < keep holds s; slot s >= keep holds max(end - (window - keep), keep)
+            // + s - keep.
+            let slots = ops::arange(0, window, 1, Dtype::Int32)?;
+            let first = ops::maximum(&ops::subtract(&end, window - keep)?, keep)?;
+            let rotating = ops::add(&ops::subtract(&first, keep)?, &slots)?;
+            ops::where_(&ops::less(&slots, keep)?, &slots, &rotating)?
+        };
         let written = ops::less(&targets, &end)?;
         let is_new = ops::greater_equal(&targets, &self.offset)?;
-        let old = self.slots_of(&first, window)?;
+        let old = self.slots_for(&targets)?;
         let new = ops::add(&ops::subtract(&targets, &self.offset)?, window)?;
         let index = ops::clip(&ops::where_(&is_new, &new, &old)?, 0, window + length - 1)?;
         let slot_mask = ops::reshape(&written, &[1, 1, window, 1])?;
@@ -441,12 +516,46 @@ impl RotatingKvCache {
         Ok(())
     }
 
+    /// What each of `length` new positions may see of the ring before the write followed
+    /// by the new positions (`[length, window + length]`).
+    ///
+    /// Without kept positions, exactly the `window` positions up to it. With them, mlx_lm's
+    /// mask over its operands (`create_causal_mask(N, m, window_size=max_size)`, `m =
+    /// min(offset, max_size - 1)`), which sees the kept positions by their index in the
+    /// operands, not by distance: operand index `b` of a held position `p` is `p` if kept,
+    /// else `p - offset + m`; new position `i` sits at `m + i` and sees `b` in
+    /// `(m + i - max_size, m + i]`; the rotating position one before mlx_lm's operands
+    /// (`b < keep`), which mlx_lm trimmed away, is never seen.
+    fn chunk_mask(&self, length: i32) -> Result<Array> {
+        let window = self.window();
+        let new = new_positions(&self.offset, length)?;
+        let held = ops::concatenate(&[self.positions.clone(), new.clone()], 0)?;
+        let q = ops::expand_dims(&new, 1)?;
+        let written = ops::greater_equal(&held, 0)?;
+        if self.keep == 0 {
+            return ops::logical_and(
+                &ops::logical_and(&written, &ops::less_equal(&held, &q)?)?,
+                &ops::less(&ops::subtract(&q, &held)?, window)?,
+            );
+        }
+        let m = ops::minimum(&self.offset, window - 1)?;
+        let shift = ops::subtract(&m, &self.offset)?;
+        let kept = ops::less(&held, self.keep)?;
+        let b = ops::where_(&kept, &held, &ops::add(&held, &shift)?)?;
+        let at = ops::add(&q, &shift)?;
+        let seen = ops::logical_and(
+            &ops::less_equal(&b, &at)?,
+            &ops::less(&at, &ops::add(&b, window)?)?,
+        )?;
+        let in_operands = ops::logical_or(&kept, &ops::greater_equal(&b, self.keep)?)?;
+        ops::logical_and(&ops::logical_and(&written, &seen)?, &in_operands)
+    }
+
     /// Writes the new positions and returns what attention reads: keys, values and their
     /// mask. In [prefix mode](Self::set_prefix_attention), mlx_lm's operands and masks.
     /// Otherwise, for one position, the ring after the write with a mask of its written
     /// slots (`[1, window]`); for several, the ring before the write followed by the new
-    /// positions, with a mask (`[length, window + length]`) that gives each position exactly
-    /// the `window` positions up to it.
+    /// positions, with the mask of [`chunk_mask`](Self::chunk_mask).
     pub fn update_and_fetch(
         &mut self,
         keys: &Array,
@@ -486,15 +595,9 @@ impl RotatingKvCache {
                 PlainMask::Array(mask),
             ));
         }
-        let new = new_positions(&self.offset, length)?;
+        let mask = self.chunk_mask(length)?;
         let all_keys = ops::concatenate(&[self.keys.clone(), keys.clone()], 2)?;
         let all_values = ops::concatenate(&[self.values.clone(), values.clone()], 2)?;
-        let held = ops::concatenate(&[self.positions.clone(), new.clone()], 0)?;
-        let q = ops::expand_dims(&new, 1)?;
-        let mask = ops::logical_and(
-            &ops::logical_and(&ops::greater_equal(&held, 0)?, &ops::less_equal(&held, &q)?)?,
-            &ops::less(&ops::subtract(&q, &held)?, window)?,
-        )?;
         self.write_chunk(keys, values, length)?;
         Ok((all_keys, all_values, PlainMask::Array(mask)))
     }
@@ -517,11 +620,22 @@ impl RotatingKvCache {
                 PlainMask::None,
             ));
         }
+        // mlx_lm's `_temporal_order` and `_trim`: the kept positions, then the newest of the
+        // rest, `min(offset, window - 1)` in all.
         let kept = offset.min(window - 1);
-        let (all_keys, all_values) = if kept == 0 {
+        let first = self.keep.min(offset);
+        let tail = kept - first;
+        let mut slots: Vec<Array> = Vec::new();
+        if first > 0 {
+            slots.push(ops::arange(0, first, 1, Dtype::Int32)?);
+        }
+        if tail > 0 {
+            slots.push(self.slots_for(&new_positions(&Array::from_scalar(offset - tail), tail)?)?);
+        }
+        let (all_keys, all_values) = if slots.is_empty() {
             (keys.clone(), values.clone())
         } else {
-            let slots = self.slots_of(&Array::from_scalar(offset - kept), kept)?;
+            let slots = ops::concatenate(&slots, 0)?;
             let with = |ring: &Array, new: &Array| -> Result<Array> {
                 ops::concatenate(&[ops::take(ring, &slots, 2)?, new.clone()], 2)
             };
@@ -731,6 +845,12 @@ impl LayerCache {
                     }
                 }
                 Ok(())
+            }
+            // A bounded cache (from a file, or an earlier turn made with max_kv_size) for a
+            // layer that starts as a key/value one: the same batch, heads and features.
+            (LayerCache::Rotating(a), LayerCache::Kv(b)) if a.keep > 0 => {
+                same("keys", &a.keys, &b.keys, true)?;
+                same("values", &a.values, &b.values, true)
             }
             (LayerCache::Rotating(a), LayerCache::Rotating(b)) => {
                 same("keys", &a.keys, &b.keys, false)?;

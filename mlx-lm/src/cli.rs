@@ -170,33 +170,32 @@ pub(crate) fn max_tokens(n: i64) -> Result<usize, Error> {
     }
 }
 
-/// mlx_lm's `--max-kv-size` makes each layer of a model without a cache of its own a
-/// `RotatingKVCache(max_size, keep=4)`, which evicts all but the first 4 positions once full.
-/// That cache is not ported: the bound is accepted while `positions` (those held, the
-/// prompt's and those to generate) stay within it, where mlx_lm's rotating cache evicts
-/// nothing and computes what a plain one does; beyond it, an error rather than other text.
-pub(crate) fn check_max_kv_size(max_kv_size: Option<i64>, positions: usize) -> Result<(), Error> {
-    match max_kv_size {
-        None => Ok(()),
+/// mlx_lm's `--max-kv-size` as a count (`GenerateOptions::max_kv_size`): each key/value
+/// layer of a model mlx_lm bounds becomes a `RotatingKVCache(max_size, keep=4)`. A bound of
+/// 0 or less is an error rather than a ring without slots.
+pub(crate) fn max_kv_size(n: Option<i64>) -> Result<Option<usize>, Error> {
+    match n {
+        None => Ok(None),
         Some(n) if n <= 0 => Err(format!("--max-kv-size must be positive, got {n}").into()),
-        Some(n) if positions as u64 <= n as u64 => Ok(()),
-        Some(n) => Err(format!(
-            "--max-kv-size {n}: this generation may hold {positions} positions, and mlx_lm's \
-             RotatingKVCache(keep=4), which evicts past the bound, is not ported yet; raise \
-             --max-kv-size or lower --max-tokens"
-        )
-        .into()),
+        Some(n) => usize::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("--max-kv-size {n} is too large").into()),
     }
 }
 
-/// mlx_lm's XTC sampling (`--xtc-probability`), which this port's sampler does not have: an
-/// error when asked for, rather than sampling otherwise. (mlx_lm checks the threshold only
-/// when XTC runs.)
-pub(crate) fn check_xtc(probability: f64) -> Result<(), Error> {
-    if probability > 0.0 {
-        return Err(
-            format!("XTC sampling (--xtc-probability {probability}) is not supported yet").into(),
-        );
-    }
-    Ok(())
+/// mlx_lm's XTC options as its commands pass them to `make_sampler`: the special tokens are
+/// `tokenizer.encode("\n")` (special tokens added, as Python's default) and the end-of-sequence
+/// ids.
+pub(crate) fn xtc(
+    probability: f64,
+    threshold: f64,
+    tokenizer: &crate::Tokenizer,
+) -> Result<crate::Xtc, Error> {
+    let mut special_tokens = tokenizer.encode("\n", true)?;
+    special_tokens.extend(tokenizer.eos_token_ids());
+    Ok(crate::Xtc {
+        probability,
+        threshold,
+        special_tokens,
+    })
 }

@@ -11,12 +11,12 @@ use mlx_rs::{memory, ops, random, Array};
 use mlx_tree::{async_eval, compile_mut, eval, CompiledMut, TreeNode};
 
 use crate::cache::{
-    cache_slots, check_quantizable, quantize_kv_cache, reserve, set_prefix_attention,
-    write_in_place, Cache, LayerCache,
+    bound_kv_cache, cache_slots, check_quantizable, quantize_kv_cache, reserve,
+    set_prefix_attention, write_in_place, Cache, LayerCache,
 };
 use crate::error::{Error, Result};
 use crate::model::LanguageModel;
-use crate::sample::{LogitsProcessors, SamplerOptions};
+use crate::sample::{LogitsProcessors, SamplerOptions, Xtc};
 use crate::structured::Constraint;
 use crate::text_assembler::TextAssembler;
 use crate::tokenizer::Tokenizer;
@@ -73,6 +73,18 @@ pub struct GenerateOptions {
     /// mlx_lm does; 0 quantizes after the first prefill chunk. The compiled step traces once
     /// more at the switch.
     pub quantized_kv_start: usize,
+    /// A bound on the positions each key/value layer holds (Python: `max_kv_size`): a fresh
+    /// cache's key/value layers become rotating caches of this many slots that keep the first
+    /// 4 positions and evict the oldest of the rest (mlx_lm's `make_prompt_cache(model,
+    /// max_kv_size)`, [`bound_kv_cache`](crate::cache::bound_kv_cache)), for the model types
+    /// mlx_lm bounds: not those whose mlx_lm class makes its own cache (llama, the hybrids,
+    /// the sliding-window families: [`OWN_CACHE_MODEL_TYPES`](crate::cache::OWN_CACHE_MODEL_TYPES)),
+    /// which mlx_lm leaves unbounded. A given cache (a prompt cache, an earlier turn's) is
+    /// used as it is, as in mlx_lm. `None` (the default): unbounded.
+    pub max_kv_size: Option<usize>,
+    /// XTC sampling (Python: `make_sampler(..., xtc_probability, xtc_threshold,
+    /// xtc_special_tokens)`); off by default. It needs a temperature above 0.
+    pub xtc: Xtc,
 }
 
 /// mlx_lm's `DEFAULT_QUANTIZED_KV_START`.
@@ -94,6 +106,8 @@ impl Default for GenerateOptions {
             kv_bits: None,
             kv_group_size: 64,
             quantized_kv_start: DEFAULT_QUANTIZED_KV_START,
+            max_kv_size: None,
+            xtc: Xtc::default(),
         }
     }
 }
@@ -147,6 +161,7 @@ fn decode_step<'m, M: LanguageModel + ?Sized>(
     model: &'m M,
     sampler: SamplerOptions,
     processors: LogitsProcessors,
+    xtc: Xtc,
 ) -> StepFn<'m> {
     Box::new(move |s: &mut DecodeState, tokens: &Array| {
         let inputs = ops::expand_dims(tokens, 0)?;
@@ -163,15 +178,24 @@ fn decode_step<'m, M: LanguageModel + ?Sized>(
             None => logits,
         };
         let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, None, true)?)?;
-        let key = match &s.key {
+        let (key, coin) = match &s.key {
             Some(k) if sampler.is_random() => {
                 let (next, now) = random::split_pair(k)?;
-                s.key = Some(next);
-                Some(now)
+                if xtc.is_on() {
+                    // mlx_lm's XTC draws its coin from the random state first, then the
+                    // token is drawn from the state after it.
+                    let (after, draw) = random::split_pair(&next)?;
+                    s.key = Some(after);
+                    (Some(draw), Some(now))
+                } else {
+                    s.key = Some(next);
+                    (Some(now), None)
+                }
             }
-            _ => None,
+            _ => (None, None),
         };
-        let token = sampler.sample(&logprobs, key.as_ref())?;
+        let token =
+            sampler.sample_xtc(&logprobs, coin.as_ref().map(|c| (&xtc, c)), key.as_ref())?;
         Ok((token, ops::squeeze(&logprobs, 0)?))
     })
 }
@@ -256,6 +280,9 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
     check_prompt(prompt, vocab)?;
     options.sampler.validate(vocab)?;
     options.processors.validate(vocab)?;
+    if options.sampler.is_random() {
+        options.xtc.validate(vocab)?;
+    }
     if options.prefill_step_size == 0 {
         return Err(invalid("prefill_step_size must be positive".into()));
     }
@@ -278,7 +305,10 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
     // last token too), so that one compiled step serves them all. Both in steps of 256.
     let prefill_capacity = cache_slots(held + prompt.len())?;
     let capacity = cache_slots(held + prompt.len() + options.max_tokens + 1)?;
-    let fresh = model.make_cache(1, prefill_capacity)?;
+    let mut fresh = model.make_cache(1, prefill_capacity)?;
+    if let (None, Some(n)) = (&cache, options.max_kv_size) {
+        bound_kv_cache(&mut fresh, model.model_type(), n)?;
+    }
     let mut cache = match cache {
         None => fresh,
         Some(cache) => {
@@ -345,7 +375,12 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
     };
     let mut generator = TokenGenerator {
         step: {
-            let step = decode_step(model, options.sampler, options.processors.clone());
+            let step = decode_step(
+                model,
+                options.sampler,
+                options.processors.clone(),
+                options.xtc.clone(),
+            );
             if options.compile {
                 Step::Compiled(Box::new(compile_mut(step, None)))
             } else {

@@ -83,7 +83,7 @@ pub use quantization::{
     LayerQuantization, MixedQuantRecipe, QuantParams, Quantization, QUANT_RECIPES,
 };
 pub use registry::{register_model, registered_models, ModelConstructor};
-pub use sample::{LogitsProcessors, SamplerOptions};
+pub use sample::{LogitsProcessors, SamplerOptions, Xtc, DEFAULT_XTC_THRESHOLD};
 pub use speculative::{
     speculative_generate_step, stream_generate_speculative, SpeculativeGenerator,
     SpeculativeTextStream,

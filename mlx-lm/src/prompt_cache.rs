@@ -10,7 +10,7 @@
 //! | class | state |
 //! |---|---|
 //! | `KVCache` | keys, values (buffers, 256-position steps), offset |
-//! | `RotatingKVCache` | keys, values, offset, keep, max_size, idx (ring position) |
+//! | `RotatingKVCache` | keys, values, offset, keep (0 for a sliding window, 4 for `max_kv_size`), max_size, idx (ring position) |
 //! | `QuantizedKVCache` | (keys' codes, scales, biases), (values' ...), offset, group_size, bits |
 //! | `ArraysCache` | [its arrays], left_padding, lengths |
 //! | `CacheList` | [(state, class name) of each cache] |
@@ -330,18 +330,27 @@ impl Reader<'_> {
                 let max_size = self.number(&key("4"), class)?;
                 let idx = self.number(&key("5"), class)?;
                 check_rank4(self.path, &key("0"), &keys, &values)?;
-                if keep != 0 {
+                if keep < 0 || keep >= max_size.max(1) {
                     return Err(self.invalid(&key("3"), format!(
-                        "a rotating cache that keeps its first {keep} positions (mlx_lm's --max-kv-size) is not supported; sliding-window layers keep none"
+                        "a rotating cache of max_size {max_size} cannot keep {keep} positions"
                     )));
                 }
                 let length = keys.shape()[2];
-                if max_size < 1 || offset < 0 || idx < 0 || idx > length {
+                // Past the window, the buffer holds at least the window (mlx_lm never trims
+                // it shorter), and a ring mid-rotation has written past its kept slots.
+                let mid_rotation = is_mid_rotation(length, offset, max_size, idx);
+                if max_size < 1
+                    || offset < 0
+                    || idx < 0
+                    || idx > length
+                    || (keep > 0 && offset > max_size && length < max_size)
+                    || (mid_rotation && idx <= keep)
+                {
                     return Err(self.invalid(&key("2"), format!(
-                        "inconsistent rotating cache: offset {offset}, max_size {max_size}, idx {idx}, {length} slots"
+                        "inconsistent rotating cache: offset {offset}, keep {keep}, max_size {max_size}, idx {idx}, {length} slots"
                     )));
                 }
-                let ring = rotating_from_python(&keys, &values, offset, max_size, idx)
+                let ring = rotating_from_python(&keys, &values, offset, max_size, keep, idx)
                     .map_err(|e| self.mlx(e))?;
                 LayerCache::Rotating(ring)
             }
@@ -441,7 +450,7 @@ fn layer_state(
             push("0", Entry::Array(c.keys.index((.., .., ..n))?));
             push("1", Entry::Array(c.values.index((.., .., ..n))?));
             push("2", Entry::Scalar(offset));
-            push("3", Entry::Scalar(0));
+            push("3", Entry::Scalar(c.keep));
             push("4", Entry::Scalar(window));
             push("5", Entry::Scalar(idx));
         }
@@ -465,24 +474,38 @@ fn layer_state(
     Ok(())
 }
 
+/// Whether a Python `RotatingKVCache`'s buffer is a full ring mid-rotation: the window's
+/// slots, the next write (`idx`) short of their end.
+fn is_mid_rotation(length: i32, offset: i32, max_size: i32, idx: i32) -> bool {
+    length == max_size && idx < length && idx < offset && offset >= max_size
+}
+
 /// A Python `RotatingKVCache` state as a ring of `max_size` slots in mlx_lm's layout (see
 /// [`RotatingKvCache`]). A full ring mid-rotation (`idx` short of its end) keeps its slots, so
 /// the next steps write where mlx_lm's would; any other buffer, put in temporal order as
-/// `_temporal_order` does (it ends with the newest position), gives its last positions from
-/// slot 0, where mlx_lm's next call trims it to.
+/// `_temporal_order` does (the kept positions first, it ends with the newest position), gives
+/// its kept positions and its last ones from slot 0, what mlx_lm's next call trims it to.
 fn rotating_from_python(
     keys: &Array,
     values: &Array,
     offset: i32,
     max_size: i32,
+    keep: i32,
     idx: i32,
 ) -> mlx_rs::Result<RotatingKvCache> {
     let length = keys.shape()[2];
-    let mid_rotation = length == max_size && idx < length && idx < offset && offset >= max_size;
-    let (ring_keys, ring_values, positions) = if mid_rotation {
-        // Slot s holds offset - 1 - ((idx - 1 - s) mod max_size).
+    let ring = max_size - keep;
+    let (ring_keys, ring_values, positions) = if is_mid_rotation(length, offset, max_size, idx) {
+        // A kept slot holds its own position; a rotating slot s holds
+        // offset - 1 - ((idx - 1 - s) mod (max_size - keep)).
         let positions: Vec<i32> = (0..max_size)
-            .map(|s| offset - 1 - (idx - 1 - s).rem_euclid(max_size))
+            .map(|s| {
+                if s < keep {
+                    s
+                } else {
+                    offset - 1 - (idx - 1 - s).rem_euclid(ring)
+                }
+            })
             .collect();
         (keys.clone(), values.clone(), positions)
     } else {
@@ -490,33 +513,65 @@ fn rotating_from_python(
             if idx == length {
                 Ok(v.clone())
             } else if idx < offset {
-                ops::concatenate(&[v.index((.., .., idx..))?, v.index((.., .., ..idx))?], 2)
+                ops::concatenate(
+                    &[
+                        v.index((.., .., ..keep))?,
+                        v.index((.., .., idx..))?,
+                        v.index((.., .., keep..idx))?,
+                    ],
+                    2,
+                )
             } else {
                 v.index((.., .., ..idx))
             }
         };
         let (keys, values) = (temporal(keys)?, temporal(values)?);
         let held = keys.shape()[2];
-        let n = offset.min(max_size).min(held);
-        let last = |v: &Array| -> mlx_rs::Result<Array> {
-            let v = v.index((.., .., held - n..))?;
-            if n == max_size {
-                return Ok(v);
-            }
-            let mut shape = v.shape().to_vec();
-            shape[2] = max_size - n;
-            ops::concatenate(&[v, ops::zeros(&shape, keys.dtype())?], 2)
-        };
-        let positions: Vec<i32> = (0..max_size)
-            .map(|s| if s < n { offset - n + s } else { -1 })
-            .collect();
-        (last(&keys)?, last(&values)?, positions)
+        if keep > 0 && offset > max_size {
+            // The kept positions, then the last of the rest (the loader checked that the
+            // buffer holds the window).
+            let relaid = |v: &Array| -> mlx_rs::Result<Array> {
+                ops::concatenate(
+                    &[
+                        v.index((.., .., ..keep))?,
+                        v.index((.., .., held - ring..))?,
+                    ],
+                    2,
+                )
+            };
+            let positions: Vec<i32> = (0..max_size)
+                .map(|s| {
+                    if s < keep {
+                        s
+                    } else {
+                        offset - ring + (s - keep)
+                    }
+                })
+                .collect();
+            (relaid(&keys)?, relaid(&values)?, positions)
+        } else {
+            let n = offset.min(max_size).min(held);
+            let last = |v: &Array| -> mlx_rs::Result<Array> {
+                let v = v.index((.., .., held - n..))?;
+                if n == max_size {
+                    return Ok(v);
+                }
+                let mut shape = v.shape().to_vec();
+                shape[2] = max_size - n;
+                ops::concatenate(&[v, ops::zeros(&shape, keys.dtype())?], 2)
+            };
+            let positions: Vec<i32> = (0..max_size)
+                .map(|s| if s < n { offset - n + s } else { -1 })
+                .collect();
+            (last(&keys)?, last(&values)?, positions)
+        }
     };
     Ok(RotatingKvCache {
         keys: ring_keys,
         values: ring_values,
         positions: Array::from_slice(&positions, &[max_size])?,
         offset: Array::from_scalar(offset),
+        keep,
         prefix_attention: false,
     })
 }

@@ -80,6 +80,18 @@ impl SamplerOptions {
     /// Picks tokens `[batch]` from log-probabilities `[batch, vocab]` (Python: the sampler
     /// `make_sampler` returns). `key` is required when [`is_random`](Self::is_random).
     pub fn sample(&self, logprobs: &Array, key: Option<&Array>) -> Result<Array> {
+        self.sample_xtc(logprobs, None, key)
+    }
+
+    /// [`sample`](Self::sample) with XTC in the chain (Python: `make_sampler(...,
+    /// xtc_probability, xtc_threshold, xtc_special_tokens)`): `xtc` is `(its options, the
+    /// key of its coin)`, used when the sampling is random and XTC [on](Xtc::is_on).
+    pub fn sample_xtc(
+        &self,
+        logprobs: &Array,
+        xtc: Option<(&Xtc, &Array)>,
+        key: Option<&Array>,
+    ) -> Result<Array> {
         if !self.is_random() {
             return ops::argmax(logprobs, -1, false);
         }
@@ -90,12 +102,109 @@ impl SamplerOptions {
         if self.min_p != 0.0 {
             x = apply_min_p(&x, self.min_p, self.min_tokens_to_keep)?;
         }
+        if let Some((xtc, coin_key)) = xtc.filter(|(x, _)| x.is_on()) {
+            x = xtc.apply(&x, coin_key)?;
+        }
         if self.top_k > 0 {
             x = apply_top_k(&x, self.top_k)?;
         }
         // Python: logits * (1 / temp), the reciprocal a Python float (weakly typed).
         let scaled = ops::multiply(&x, 1.0 / self.temperature)?;
         random::categorical(&scaled, -1, key)
+    }
+}
+
+/// XTC sampling, "exclude top choices" (Python: `make_sampler`'s `xtc_probability`,
+/// `xtc_threshold` and `xtc_special_tokens`, and its `apply_xtc`): at each random step, with
+/// probability `probability`, every token more likely than the least likely token above
+/// `threshold` is dropped, so that the least likely of the likely ones stays; the special
+/// tokens are never dropped. It runs in the sampler's chain after top-p and min-p, before
+/// top-k, and draws its coin from the sampling key before the token is drawn, as mlx_lm's
+/// compiled `apply_xtc` draws from the global random state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Xtc {
+    /// The probability of applying it at a step (`0`: off; mlx_lm's default).
+    pub probability: f64,
+    /// The probability a token needs to count as a top choice (mlx_lm's default: `0.1`).
+    pub threshold: f64,
+    /// Tokens never excluded (mlx_lm's commands pass the tokenizer's `encode("\n")` and
+    /// its end-of-sequence ids).
+    pub special_tokens: Vec<u32>,
+}
+
+/// mlx_lm's default `xtc_threshold`.
+pub const DEFAULT_XTC_THRESHOLD: f64 = 0.1;
+
+impl Default for Xtc {
+    fn default() -> Self {
+        Xtc {
+            probability: 0.0,
+            threshold: DEFAULT_XTC_THRESHOLD,
+            special_tokens: Vec::new(),
+        }
+    }
+}
+
+impl Xtc {
+    /// Whether it is in the sampler's chain (Python: `xtc_probability > 0.0`); it then runs
+    /// at random steps only (a temperature above 0).
+    pub fn is_on(&self) -> bool {
+        self.probability > 0.0
+    }
+
+    /// Checks the values as `apply_xtc` does when it runs, and the special tokens against
+    /// the vocabulary.
+    pub fn validate(&self, vocab_size: i32) -> crate::Result<()> {
+        let bad = |m: String| Err(crate::Error::InvalidArgument(m));
+        if !self.is_on() {
+            return Ok(());
+        }
+        if !(0.0..=0.5).contains(&self.threshold) {
+            return bad(format!(
+                "`threshold` has to be a float in the [0, 0.5] interval, but is {}",
+                self.threshold
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.probability) {
+            return bad(format!(
+                "`probability` has to be a float in the [0, 1] interval, but is {}",
+                self.probability
+            ));
+        }
+        if let Some(t) = self
+            .special_tokens
+            .iter()
+            .find(|t| **t as i64 >= vocab_size as i64)
+        {
+            return bad(format!(
+                "xtc_special_tokens names token {t}, but the vocabulary has {vocab_size}"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Python: `apply_xtc(logits, probability, threshold, special_tokens)`, its coin drawn
+    /// with `key` (`mx.random.uniform(0, 1)`).
+    pub fn apply(&self, logits: &Array, key: &Array) -> Result<Array> {
+        let probs = ops::softmax(logits, -1, false)?;
+        // Python floats next to the probabilities: weakly typed, so in their dtype.
+        let above = ops::where_(
+            &ops::greater(&probs, self.threshold)?,
+            &probs,
+            f64::INFINITY,
+        )?;
+        let least = ops::min(&above, -1, true)?;
+        let mut mask = ops::greater(&probs, &least)?;
+        if !self.special_tokens.is_empty() {
+            let ids = Array::from_slice(&self.special_tokens, &[self.special_tokens.len() as i32])?;
+            mask = mask.index_put((.., &ids), Array::from_scalar(false))?;
+        }
+        let coin = random::uniform(&[], random::UniformOptions::default(), key)?;
+        ops::where_(
+            &ops::greater(&coin, self.probability)?,
+            logits,
+            &ops::where_(&mask, f64::NEG_INFINITY, logits)?,
+        )
     }
 }
 

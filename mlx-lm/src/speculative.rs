@@ -236,6 +236,13 @@ where
     }
     check_prompt(prompt, draft_model.vocab_size())?;
     options.sampler.validate(draft_model.vocab_size())?;
+    // mlx_lm's speculative generation ignores max_kv_size (its caches are the models' own),
+    // and so does this one; XTC it would apply, this one cannot.
+    if options.xtc.is_on() && options.sampler.is_random() {
+        return Err(invalid(
+            "XTC sampling is not supported with a draft model".into(),
+        ));
+    }
     if num_draft_tokens == 0 {
         return Err(invalid("num_draft_tokens must be positive".into()));
     }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::generate::load;
-use super::{check_max_kv_size, read_prompt, Error};
+use super::{max_kv_size, read_prompt, Error};
 use crate::{ChatOptions, GenerateOptions};
 
 /// Caches the state of a prompt to be reused with `generate --prompt-cache-file`.
@@ -28,7 +28,8 @@ pub struct Args {
     /// An end-of-sequence token (recorded in the file for `generate`).
     #[arg(long)]
     pub eos_token: Option<String>,
-    /// The most positions the key/value cache holds (see the error past it).
+    /// The most positions each key/value layer holds: mlx_lm's rotating cache that keeps the
+    /// first 4 (for the models mlx_lm bounds).
     #[arg(long, allow_negative_numbers = true)]
     pub max_kv_size: Option<i64>,
     /// The file to save the prompt cache in (`.safetensors`).
@@ -95,13 +96,15 @@ pub fn run(
     } else {
         tokenizer.encode(&prompt, true)?
     };
-    check_max_kv_size(args.max_kv_size, ids.len())?;
+    let max_kv_size = max_kv_size(args.max_kv_size)?;
 
     // mlx_lm runs `generate_step(max_tokens=0)`: the prefill and the step of the last prompt
     // token, whose sample it drops. Op by op (`compile: false`), as mlx_lm computes it.
     let options = GenerateOptions {
         max_tokens: 0,
         compile: false,
+        // mlx_lm's `make_prompt_cache(model, max_kv_size)`.
+        max_kv_size,
         ..Default::default()
     };
     let started = std::time::Instant::now();

@@ -13,8 +13,8 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::generate::{held, load};
-use super::{check_max_kv_size, check_xtc, max_tokens, Error};
+use super::generate::load;
+use super::{max_kv_size, max_tokens, xtc, Error};
 use crate::{Cache, ChatOptions, GenerateOptions, SamplerOptions};
 use mlx_rs::Array;
 use mlx_tree::eval;
@@ -34,16 +34,17 @@ pub struct Args {
     /// Nucleus sampling: keep the most likely tokens up to this probability mass (1: off).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     pub top_p: f64,
-    /// XTC sampling's probability (not supported: must stay 0).
+    /// The probability of XTC sampling (excluding the top choices) at each token (0: off).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub xtc_probability: f64,
-    /// XTC sampling's threshold.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    /// The probability a token needs for XTC to count it as a top choice.
+    #[arg(long, default_value_t = crate::DEFAULT_XTC_THRESHOLD, allow_negative_numbers = true)]
     pub xtc_threshold: f64,
     /// The seed of the sampling key.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// The most positions the key/value cache holds (see the error past it).
+    /// The most positions each key/value layer holds: mlx_lm's rotating cache that keeps the
+    /// first 4 (for the models mlx_lm bounds).
     #[arg(long, allow_negative_numbers = true)]
     pub max_kv_size: Option<i64>,
     /// Prompt tokens processed at a time.
@@ -79,7 +80,7 @@ pub fn run(
         return Err(super::unsupported("--pipeline", "this command runs on one process").into());
     }
     let max_tokens = max_tokens(args.max_tokens)?;
-    check_xtc(args.xtc_probability)?;
+    let max_kv_size = max_kv_size(args.max_kv_size)?;
     let (model, tokenizer) = load(&args.model, args.adapter_path.as_deref())?;
 
     // mlx_lm's ChatUI header.
@@ -115,6 +116,10 @@ pub fn run(
         seed: Some(args.seed),
         prefill_step_size: args.prefill_step_size,
         stop_tokens: tokenizer.eos_token_ids(),
+        // As mlx_lm's `make_prompt_cache(model, max_kv_size)` before the first turn (and
+        // at a reset): the first turn's fresh cache is bounded, the later turns continue it.
+        max_kv_size,
+        xtc: xtc(args.xtc_probability, args.xtc_threshold, &tokenizer)?,
         ..Default::default()
     };
     let mut cache: Option<Cache> = None;
@@ -159,10 +164,6 @@ pub fn run(
         };
         let text = tokenizer.apply_chat_template(&messages, &template)?;
         let ids = tokenizer.encode(&text, false)?;
-        check_max_kv_size(
-            args.max_kv_size,
-            held(cache.as_deref())? + ids.len() + max_tokens,
-        )?;
         let mut stream = match cache.take() {
             None => crate::stream_generate(&model, &tokenizer, &ids, &options)?,
             Some(c) => crate::stream_generate_with_cache(&model, &tokenizer, &ids, c, &options)?,

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::{check_max_kv_size, check_xtc, max_tokens, read_prompt, str2bool, Error};
-use crate::{ChatOptions, GenerateOptions, LayerCache, LoadOptions, SamplerOptions};
+use super::{max_kv_size, max_tokens, read_prompt, str2bool, xtc, Error};
+use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
 use crate::{Model, Tokenizer};
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
@@ -58,11 +58,11 @@ pub struct Args {
     /// Keep only the k most likely tokens (0: off).
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub top_k: i32,
-    /// XTC sampling's probability (not supported: must stay 0).
+    /// The probability of XTC sampling (excluding the top choices) at each token (0: off).
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub xtc_probability: f64,
-    /// XTC sampling's threshold.
-    #[arg(long, default_value_t = 0.1, allow_negative_numbers = true)]
+    /// The probability a token needs for XTC to count it as a top choice.
+    #[arg(long, default_value_t = crate::DEFAULT_XTC_THRESHOLD, allow_negative_numbers = true)]
     pub xtc_threshold: f64,
     /// Tokens min-p sampling keeps at least.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
@@ -79,7 +79,8 @@ pub struct Args {
     /// `True`: print the framing and statistics; `False` (or `F`): only the text.
     #[arg(long, default_value = "true", value_parser = str2bool, action = clap::ArgAction::Set)]
     pub verbose: bool,
-    /// The most positions the key/value cache holds (see the error past it).
+    /// The most positions each key/value layer holds: mlx_lm's rotating cache that keeps the
+    /// first 4 (for the models mlx_lm bounds).
     #[arg(long, allow_negative_numbers = true)]
     pub max_kv_size: Option<i64>,
     /// Prompt tokens processed at a time.
@@ -140,7 +141,7 @@ pub fn run(
         .into());
     }
     let max_tokens = max_tokens(args.max_tokens)?;
-    check_xtc(args.xtc_probability)?;
+    let max_kv_size = max_kv_size(args.max_kv_size)?;
     let template_config = template_config(args.chat_template_config.as_deref())?;
     let cached = match &args.prompt_cache_file {
         Some(file) => Some(crate::load_prompt_cache(file)?),
@@ -200,10 +201,6 @@ pub fn run(
     let ids = tokenizer.encode(&prompt, !use_chat_template)?;
 
     let cache = cached.map(|c| c.0);
-    check_max_kv_size(
-        args.max_kv_size,
-        held(cache.as_deref())? + ids.len() + max_tokens,
-    )?;
     let options = GenerateOptions {
         max_tokens,
         sampler: SamplerOptions {
@@ -219,6 +216,8 @@ pub fn run(
         kv_bits: args.kv_bits,
         kv_group_size: args.kv_group_size,
         quantized_kv_start: args.quantized_kv_start,
+        max_kv_size,
+        xtc: xtc(args.xtc_probability, args.xtc_threshold, &tokenizer)?,
         ..Default::default()
     };
     let draft = match &args.draft_model {
@@ -391,12 +390,4 @@ fn add_cached_eos_token(
         add_eos_tokens(tokenizer, &[token.to_string()])?;
     }
     Ok(())
-}
-
-/// The positions a cache holds already.
-pub(crate) fn held(cache: Option<&[LayerCache]>) -> Result<usize, Error> {
-    let Some(offset) = cache.into_iter().flatten().find_map(LayerCache::offset) else {
-        return Ok(0);
-    };
-    Ok(offset.item::<i32>()?.max(0) as usize)
 }
