@@ -11,6 +11,7 @@
 //! | [`cache_prompt`] | `mlx_lm.cache_prompt` | a prompt's cache as an mlx_lm prompt-cache file |
 //! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
 //! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
+//! | [`export`] | — | prefill and decode step as `.mlxfn` graphs with their cache |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -35,6 +36,7 @@ pub mod benchmark;
 pub mod cache_prompt;
 pub mod chat;
 pub mod convert;
+pub mod export;
 pub mod generate;
 
 use std::io::{BufRead, Write};
@@ -67,6 +69,9 @@ pub enum Command {
     Convert(convert::Args),
     /// Measure prompt and generation speed and peak memory (Python: mlx_lm.benchmark).
     Benchmark(benchmark::Args),
+    /// Export a model's prefill and decode step as MLX graphs (.mlxfn) with its cache, for
+    /// Python's mx.import_function or C++ (no mlx_lm counterpart).
+    Export(export::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -83,6 +88,7 @@ pub fn run(
         Command::CachePrompt(args) => cache_prompt::run(args, input, out, err),
         Command::Convert(args) => convert::run(args, input, out, err),
         Command::Benchmark(args) => benchmark::run(args, input, out, err),
+        Command::Export(args) => export::run(args, input, out, err),
     }
 }
 
