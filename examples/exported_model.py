@@ -38,8 +38,10 @@ class ExportedModel:
             self.weights = [arrays[s["name"]] for s in m["inputs"][1 + n_cache :]]
 
     def new_cache(self):
+        # The fill as an array of the dtype: `mx.full(shape, 0.0, dtype=mx.int32)` is
+        # float32 in MLX 0.32.2.
         return [
-            mx.full(s["shape"], s["fill"], dtype=getattr(mx, s["dtype"]))
+            mx.full(s["shape"], mx.array(s["fill"], dtype=getattr(mx, s["dtype"])))
             for s in self.cache_specs
         ]
 

@@ -12,6 +12,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
+use clap::Parser;
 use mlx::core::{export, ops, Array, Dtype};
 use mlx::lm::export::{
     export_model, ExportOptions, ExportedFunction, ExportedModel, WeightsMode, MANIFEST_FILE,
@@ -221,6 +222,30 @@ fn exported_models_generate_our_greedy_tokens() {
 
         if name == "qwen3" {
             check_mismatched_inputs(&exported);
+
+            // The `export` command: the same tokens, the tokenizer beside the graphs.
+            let cli_dir = temp_dir("qwen3-cli");
+            let model_path = model_dir(name);
+            let max = (prompt.len() + n + 1).to_string();
+            let argv = [
+                "mlx-lm",
+                "export",
+                "--model",
+                model_path.to_str().unwrap(),
+                "--output",
+                cli_dir.to_str().unwrap(),
+                "--max-positions",
+                &max,
+            ];
+            let cli = mlx::lm::cli::Cli::try_parse_from(argv).unwrap();
+            let mut out = Vec::new();
+            mlx::lm::cli::run(&cli, &mut &b""[..], &mut out, &mut Vec::new()).unwrap();
+            let out = String::from_utf8(out).unwrap();
+            assert!(out.starts_with("Exported qwen3 ("), "{out}");
+            assert!(cli_dir.join("tokenizer.json").is_file());
+            let from_cli = ExportedModel::load(&cli_dir).unwrap();
+            assert_eq!(from_cli.generate_greedy(&prompt, n, &[]).unwrap(), ours);
+            let _ = std::fs::remove_dir_all(&cli_dir);
 
             // Weights as constants: self-contained graphs, the same tokens.
             let const_dir = temp_dir("qwen3-constants");

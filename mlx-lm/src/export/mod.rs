@@ -66,8 +66,8 @@ pub struct ExportOptions {
     /// up to a multiple of 256, as generation sizes its buffers). Default 4096.
     pub max_positions: usize,
     /// The prompt chunk lengths the prefill is traced for (each at least 2; one token goes
-    /// through the decode step). Default: the powers of two from 2 to 512, so any prompt
-    /// length is a sum of traced chunks.
+    /// through the decode step; those above the capacity are left out). Default: the powers
+    /// of two from 2 to 512, so any prompt length is a sum of traced chunks.
     pub prefill_lengths: Vec<usize>,
     /// Whether the weights are inputs or constants of the graphs (see the module docs).
     pub weights: WeightsMode,
@@ -99,16 +99,25 @@ pub fn export_model<M: LanguageModel + ?Sized>(
     let dir = dir.as_ref();
     let invalid = Error::InvalidArgument;
     let capacity = cache_slots(options.max_positions.max(1))?;
-    let mut lengths = options.prefill_lengths.clone();
-    lengths.sort_unstable();
-    lengths.dedup();
-    if let Some(&l) = lengths.iter().find(|&&l| l < 2 || l > capacity as usize) {
+    if let Some(&l) = options.prefill_lengths.iter().find(|&&l| l < 2) {
         return Err(invalid(format!(
-            "prefill length {l}: each must be at least 2 and at most the {capacity} positions"
+            "prefill length {l}: each must be at least 2 (one token is the decode step)"
         )));
     }
+    // Chunks longer than the cache could never be fed.
+    let mut lengths: Vec<usize> = options
+        .prefill_lengths
+        .iter()
+        .copied()
+        .filter(|&l| l <= capacity as usize)
+        .collect();
+    lengths.sort_unstable();
+    lengths.dedup();
     if lengths.is_empty() {
-        return Err(invalid("export needs at least one prefill length".into()));
+        return Err(invalid(format!(
+            "no prefill length among {:?} fits the {capacity} positions",
+            options.prefill_lengths
+        )));
     }
     std::fs::create_dir_all(dir).map_err(|source| Error::Io {
         path: dir.to_path_buf(),
