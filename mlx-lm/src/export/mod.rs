@@ -98,6 +98,15 @@ pub fn export_model<M: LanguageModel + ?Sized>(
 ) -> Result<Manifest> {
     let dir = dir.as_ref();
     let invalid = Error::InvalidArgument;
+    if options.weights == WeightsMode::Constants {
+        // Measured: qwen3's graphs with its weights as constants generate other tokens than
+        // the model (tests/lm_export.rs); the cause is not found yet.
+        return Err(invalid(
+            "exporting the weights as constants is not supported yet (its graphs were \
+             measured to generate wrong tokens); export them as inputs"
+                .into(),
+        ));
+    }
     let capacity = cache_slots(options.max_positions.max(1))?;
     if let Some(&l) = options.prefill_lengths.iter().find(|&&l| l < 2) {
         return Err(invalid(format!(
