@@ -82,7 +82,8 @@ pub enum WeightsMode {
     /// Inputs after the cache, in the manifest's order, kept in `weights.safetensors` under
     /// their parameter paths.
     Inputs,
-    /// Constants inside each `.mlxfn` file.
+    /// Constants inside each `.mlxfn` file ([`export_model`](super::export_model) refuses
+    /// it for now: measured to generate wrong tokens).
     Constants,
 }
 

@@ -28,12 +28,13 @@
 //! prompt lengths are covered by several traces instead, and the cache by a fixed capacity
 //! ([`ExportOptions::max_positions`]).
 //!
-//! **Weights as inputs** (the default): one `weights.safetensors` serves both graphs and all
-//! their traces (MLX shares a constant only between the traces of one file), the graphs stay
-//! small (tens of kilobytes for the test models), and the same graphs run any weights of the
-//! same shapes and dtypes (a fine-tune, a fused adapter). The cost is the caller's: it passes
-//! the weights with every call. [`WeightsMode::Constants`] bakes them into each file instead,
-//! for a self-contained graph, at the weights' size per file.
+//! **Weights as inputs**: one `weights.safetensors` serves both graphs and all their traces
+//! (MLX shares a constant only between the traces of one file), the graphs stay small (tens of
+//! kilobytes a trace for the test models), and the same graphs run any weights of the same
+//! shapes and dtypes (a fine-tune, a fused adapter). The cost is the caller's: it passes the
+//! weights with every call. [`WeightsMode::Constants`], which would bake them into each file
+//! (self-contained, at the weights' size per file), is refused for now: its graphs were
+//! measured to generate other tokens than the model, for a cause not yet found.
 //!
 //! [`ExportedModel`] runs an export directory from Rust without the architecture's code;
 //! `examples/exported_model.py` does the same in Python with `mx.import_function` only.
