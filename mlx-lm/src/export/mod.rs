@@ -22,9 +22,9 @@
 //!
 //! **Fixed shapes.** The graphs are exported with `shapeless = false`: MLX 0.32's shapeless
 //! replay asks every primitive for its output shape from the new inputs, and the models'
-//! graphs hold primitives that cannot say it (`Arange` for the positions and masks, whose size
-//! is traced in) or say it wrongly (`Reshape` to the traced sequence length), so a shapeless
-//! export of them does not run at another length (`tests/lm_export.rs` shows the error). The
+//! graphs reshape to the traced sequence length and hold `Arange`s (positions, masks) sized
+//! by it, so a shapeless export of them does not run at another length (`tests/lm_export.rs`
+//! shows the error: `[reshape] Cannot reshape array of size 8 into shape (4)`). The
 //! prompt lengths are covered by several traces instead, and the cache by a fixed capacity
 //! ([`ExportOptions::max_positions`]).
 //!
