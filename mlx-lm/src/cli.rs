@@ -12,6 +12,7 @@
 //! | [`convert`] | `mlx_lm.convert` | a model directory cast, quantized or dequantized |
 //! | [`benchmark`] | `mlx_lm.benchmark` | prompt and generation speed, peak memory |
 //! | [`perplexity`] | `mlx_lm.perplexity` | perplexity on a local dataset, with its standard error |
+//! | [`export`] | — | prefill and decode step as `.mlxfn` graphs with their cache |
 //!
 //! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
 //! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
@@ -36,6 +37,7 @@ pub mod benchmark;
 pub mod cache_prompt;
 pub mod chat;
 pub mod convert;
+pub mod export;
 pub mod generate;
 pub mod perplexity;
 
@@ -73,6 +75,9 @@ pub enum Command {
     Benchmark(benchmark::Args),
     /// Evaluate a model's perplexity on a local dataset (Python: mlx_lm.perplexity).
     Perplexity(perplexity::Args),
+    /// Export a model's prefill and decode step as MLX graphs (.mlxfn) with its cache, for
+    /// Python's mx.import_function or C++ (no mlx_lm counterpart).
+    Export(export::Args),
 }
 
 /// Runs one command; `input` is what a command reads as its stdin (`--prompt -`, the chat's
@@ -90,6 +95,7 @@ pub fn run(
         Command::Convert(args) => convert::run(args, input, out, err),
         Command::Benchmark(args) => benchmark::run(args, input, out, err),
         Command::Perplexity(args) => perplexity::run(args, input, out, err),
+        Command::Export(args) => export::run(args, input, out, err),
     }
 }
 

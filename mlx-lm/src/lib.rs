@@ -38,6 +38,7 @@ mod config;
 mod detokenizer;
 mod engine;
 mod error;
+pub mod export;
 mod generate;
 pub mod gguf;
 pub mod kernels;

@@ -137,10 +137,12 @@ pub fn keep_last(padded: &Array, lengths: Option<&Array>, t: i32, n_keep: i32) -
             )?;
             ops::take_along_axis(padded, &ops::expand_dims(&positions, -1)?, 1)
         }
-        // Its own buffer, so the state does not keep the whole input alive.
+        // Its own buffer, so the state does not keep the whole input alive: `* 1` (exact)
+        // writes a new one while the slice shares `padded`'s, and, unlike `contiguous`, MLX
+        // 0.32.2 can export it (`export`).
         None => {
             let len = padded.shape()[1];
-            ops::contiguous(&padded.index((.., len - n_keep..))?, None)
+            ops::multiply(&padded.index((.., len - n_keep..))?, 1.0)
         }
     }
 }
