@@ -96,15 +96,31 @@ fn ring() -> Group {
     group
 }
 
-/// The largest difference between the split model's prompt logits and the whole model's.
-///
-/// The bound: a split model sums each output projection's products in another order (the
-/// heads' and hidden features' slices apart, then over the ranks) and so rounds otherwise;
-/// in float32 over these models' 64-wide hidden states and 128-wide MLPs the logits (of
-/// magnitude ~1) then differ by a few float32 ulps. Measured on the CPU (ring, loopback):
-/// see docs/distributed-lm.md. Pipeline parallelism moves whole hidden states, so its
-/// logits are the whole model's bits.
-const TENSOR_LOGITS_BOUND: f32 = 1e-5;
+/// The largest difference between the split model's prompt logits and the whole model's, in
+/// units in the last place of the model's dtype at the larger of the two values.
+fn max_ulps(a: &[f32], b: &[f32], dtype: Dtype) -> f32 {
+    let mantissa = match dtype {
+        Dtype::Bfloat16 => 7,
+        Dtype::Float16 => 10,
+        _ => 23,
+    };
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| {
+            let m = x.abs().max(y.abs()).max(f32::MIN_POSITIVE);
+            let ulp = 2f32.powi(m.log2().floor() as i32 - mantissa);
+            (x - y).abs() / ulp
+        })
+        .fold(0.0f32, f32::max)
+}
+
+/// The bound on [`max_ulps`] for tensor parallelism: a split model sums each output
+/// projection's products in another order (each rank's heads or hidden features apart, then
+/// over the ranks, the bias after the sum) and so rounds otherwise, layer after layer. The
+/// tightest bound these cases pass, measured on the CPU (ring over loopback, 2 ranks; the
+/// numbers are in docs/distributed.md). Pipeline parallelism moves whole hidden states, so
+/// its logits are the whole model's bits (bound 0).
+const TENSOR_LOGITS_ULPS: f32 = 16.0;
 
 #[test]
 #[ignore = "a rank of the *_ranks tests"]

@@ -269,13 +269,18 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
         &self,
         inputs: &Array,
         rows: Rows,
-        cache: Option<&mut [LayerCache]>,
+        mut cache: Option<&mut [LayerCache]>,
     ) -> Result<Array> {
         let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
         let h = match &self.pipeline {
             Some(stage) => {
                 let h = stage.receive(&h)?;
-                stage.hand_on(&forward_layers(&self.layers, h, rows, self.kernels, cache)?)?
+                let h = forward_layers(&self.layers, h, rows, self.kernels, cache.as_deref_mut())?;
+                let (h, sent) = stage.hand_on(&h)?;
+                if let (Some(sent), Some(last)) = (sent, cache.and_then(|c| c.last_mut())) {
+                    stage.depend_on_send(last, &sent)?;
+                }
+                h
             }
             None => forward_layers(&self.layers, h, rows, self.kernels, cache)?,
         };

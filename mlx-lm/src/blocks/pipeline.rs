@@ -7,9 +7,11 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use mlx_rs::distributed::{self, Group};
-use mlx_rs::{Array, Error, Result};
+use mlx_rs::{ops, Array, Error, Result};
 use mlx_tree::serde_json::Value as Json;
-use mlx_tree::StaticData;
+use mlx_tree::{StaticData, TreeNode};
+
+use crate::cache::LayerCache;
 
 /// Which layers this process runs, and the group the hidden states travel over. As in
 /// mlx_lm, the layers are split in reverse: rank 0 holds the last layers (and so ends with
@@ -73,19 +75,42 @@ impl PipelineStage {
 
     /// Hands this stage's output `h` (rows `[n, hidden]`) on to the previous rank and gives
     /// every rank the last stage's output (rank 0's), which stays in the graph of the send
-    /// (Python: `send(h, rank - 1)`, then `all_gather(h)[: h.shape[0]]`).
-    pub fn hand_on(&self, h: &Array) -> Result<Array> {
+    /// (Python: `send(h, rank - 1)`, then `all_gather(h)[: h.shape[0]]`). Also returns the
+    /// send, on the ranks that send.
+    pub fn hand_on(&self, h: &Array) -> Result<(Array, Option<Array>)> {
         let (rank, size) = (self.group.rank(), self.group.size());
-        let h = if rank != 0 {
-            distributed::send(h, rank - 1, Some(&self.group))?
+        let sent = if rank != 0 {
+            Some(distributed::send(h, rank - 1, Some(&self.group))?)
         } else {
-            h.clone()
+            None
         };
+        let h = sent.clone().unwrap_or_else(|| h.clone());
         if size == 1 {
-            return Ok(h);
+            return Ok((h, sent));
         }
         let n = h.shape()[0];
-        distributed::all_gather(&h, Some(&self.group))?.index(..n)
+        Ok((
+            distributed::all_gather(&h, Some(&self.group))?.index(..n)?,
+            sent,
+        ))
+    }
+
+    /// Makes the first array of `cache` (a stage's last layer's) wait for `sent`: a prefill
+    /// evaluates only the cache, and without it the send would never run while the previous
+    /// rank waits to receive it (Python: `cache[-1].keys = mx.depends(cache[-1].keys, h)`).
+    pub fn depend_on_send(&self, cache: &mut LayerCache, sent: &Array) -> Result<()> {
+        let mut first = true;
+        let mut result = Ok(());
+        let walked = cache.leaves_mut(&mut |leaf: &mut Array| {
+            if std::mem::take(&mut first) {
+                match ops::depends([&*leaf], [sent]) {
+                    Ok(mut d) => *leaf = d.remove(0),
+                    Err(e) => result = Err(e),
+                }
+            }
+        });
+        walked.map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        result
     }
 }
 

@@ -14,7 +14,7 @@ use serde_json::{json, Map, Value};
 
 use super::{check_max_kv_size, check_xtc, max_tokens, read_prompt, str2bool, Error};
 use crate::{ChatOptions, GenerateOptions, LayerCache, LoadOptions, SamplerOptions};
-use crate::{Model, Tokenizer};
+use crate::{LanguageModel, Model, Tokenizer};
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
 #[derive(Debug, Clone, clap::Args)]
@@ -103,6 +103,11 @@ pub struct Args {
     /// With --kv-bits: quantize the key/value cache once it holds this many positions.
     #[arg(long, default_value_t = crate::DEFAULT_QUANTIZED_KV_START)]
     pub quantized_kv_start: usize,
+    /// Started as a group of several processes (`launch -n N -- mlx-lm generate ...`): split
+    /// the model's layers over them (pipeline parallelism) instead of each layer's heads
+    /// (tensor parallelism, the default; Python: `mlx_lm.chat --pipeline`).
+    #[arg(long)]
+    pub pipeline: bool,
 }
 
 /// Runs the command: loads the model, builds the prompt (reading `input` for `--prompt -`),
@@ -121,7 +126,19 @@ pub fn run(
         None => None,
     };
     let model_dir = model_dir(args.model.as_deref(), cached.as_ref().map(|c| &c.1))?;
-    let (model, mut tokenizer) = load(&model_dir, args.adapter_path.as_deref())?;
+    let (mut model, mut tokenizer) = load(&model_dir, args.adapter_path.as_deref())?;
+    // Under a launcher, every rank computes the same tokens; rank 0 alone prints them.
+    let group = mlx_rs::distributed::init(false, None)?;
+    let mut silent = std::io::sink();
+    let out: &mut dyn Write = if group.rank() == 0 { out } else { &mut silent };
+    if group.size() > 1 {
+        if args.pipeline {
+            model.pipeline(&group, None)?;
+        } else {
+            model.shard(&group)?;
+        }
+        mlx_tree::eval(&model)?;
+    }
     if let Some((_, metadata)) = &cached {
         add_cached_eos_token(&mut tokenizer, metadata)?;
     }
