@@ -128,6 +128,12 @@ fn child_split_generation() {
     let case = std::env::var("LM_DISTRIBUTED_CASE").unwrap();
     let (mode, name) = case.split_once(':').unwrap();
     let group = ring();
+    if let Some(how) = mode.strip_prefix("cli-") {
+        // What `launch -n N -- mlx-lm generate ...` runs on each rank.
+        let text = cli_generate(name, how == "pipeline");
+        println!("cli output begin\n{text}cli output end");
+        return;
+    }
     let whole = load_model(model_dir(name), LoadOptions::default())
         .unwrap()
         .0;
@@ -166,6 +172,54 @@ fn child_split_generation() {
         ulps <= bound,
         "{case}: logits differ by {ulps} ulps > {bound}"
     );
+}
+
+/// `mlx-lm generate` (greedy, 16 tokens, the text alone) on `name`: what it printed.
+fn cli_generate(name: &str, pipeline: bool) -> String {
+    #[derive(clap::Parser)]
+    struct Generate {
+        #[command(flatten)]
+        args: mlx::lm::cli::generate::Args,
+    }
+    let dir = model_dir(name);
+    let mut argv = vec![
+        "generate".to_string(),
+        "--model".into(),
+        dir.display().to_string(),
+        "--prompt".into(),
+        "hello".into(),
+        "--max-tokens".into(),
+        "16".into(),
+        "--verbose".into(),
+        "false".into(),
+    ];
+    if pipeline {
+        argv.push("--pipeline".into());
+    }
+    let args = <Generate as clap::Parser>::parse_from(argv).args;
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    mlx::lm::cli::generate::run(&args, &mut std::io::empty(), &mut out, &mut err).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn generate_under_the_launcher_prints_the_text_on_rank_0_alone() {
+    // One process: a group of one, the model whole.
+    let want = cli_generate("llama3", false);
+    assert!(!want.trim().is_empty());
+    for (ranks, how) in [(2, "tensor"), (2, "pipeline"), (4, "pipeline")] {
+        let report = run(ranks, &format!("cli-{how}:llama3"));
+        for r in &report.ranks {
+            let printed = if r.rank == 0 { want.as_str() } else { "" };
+            assert!(
+                r.output
+                    .contains(&format!("cli output begin\n{printed}cli output end")),
+                "{how}, {ranks} ranks, rank {}:\n{}",
+                r.rank,
+                r.output
+            );
+        }
+    }
 }
 
 #[test]
