@@ -36,6 +36,7 @@ mod checkpoint;
 pub mod cli;
 mod config;
 mod detokenizer;
+pub mod distributed;
 mod engine;
 mod error;
 pub mod export;
@@ -68,6 +69,7 @@ pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
+pub use distributed::sharded_load;
 pub use engine::{Engine, EngineOptions, RequestId, RequestOptions, StepTimes, TokenEvent};
 pub use error::{Error, Result};
 pub use generate::{

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{OnceLock, RwLock};
 
+use mlx_rs::distributed::Group;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::{tree_structure, Flattener, NodeKind, TreeNode, Unflattener};
 
@@ -34,6 +35,32 @@ pub trait LanguageModel: ModelTree + fmt::Debug + Send {
 
     /// The architecture's `model_type` (after mlx_lm's remapping: `llama` for a mistral).
     fn model_type(&self) -> &str;
+
+    /// Splits the model over `group` for tensor parallelism (Python: `model.shard(group)`):
+    /// each process keeps a slice of every layer's heads and hidden features, and the layers'
+    /// output projections sum the slices over the group. An `Err` naming the `model_type`
+    /// for an architecture that cannot be split so (the default).
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        let _ = group;
+        Err(crate::distributed::unsupported(
+            "tensor",
+            self.model_type(),
+            None,
+        ))
+    }
+
+    /// Splits the model's layers over `group` for pipeline parallelism (Python:
+    /// `model.model.pipeline(group, split)`): each process keeps a run of layers
+    /// ([`PipelineStage`](crate::blocks::PipelineStage)). An `Err` naming the `model_type`
+    /// for an architecture that cannot be split so (the default).
+    fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
+        let _ = (group, split);
+        Err(crate::distributed::unsupported(
+            "pipeline",
+            self.model_type(),
+            None,
+        ))
+    }
 }
 
 /// The tree side of a [`LanguageModel`] in a form a boxed model can call: flattening (for
@@ -181,6 +208,14 @@ impl LanguageModel for Model {
 
     fn model_type(&self) -> &str {
         self.0.model_type()
+    }
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        self.0.shard(group)
+    }
+
+    fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
+        self.0.pipeline(group, split)
     }
 }
 

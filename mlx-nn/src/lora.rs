@@ -47,12 +47,15 @@ pub struct LoRAOptions {
 }
 
 fn unadapted(linear: &MaybeQuantizedLinear) -> Result<()> {
-    if matches!(linear, MaybeQuantized::Adapted(_)) {
-        return Err(Error::InvalidArgument(
+    match linear {
+        MaybeQuantized::Adapted(_) => Err(Error::InvalidArgument(
             "[LoRALinear] the layer already has an adapter".into(),
-        ));
+        )),
+        MaybeQuantized::Sharded(_) => Err(Error::InvalidArgument(
+            "[LoRALinear] the layer is sharded over a distributed group".into(),
+        )),
+        _ => Ok(()),
     }
-    Ok(())
 }
 
 /// The weight of a linear layer as floats (Python: `DoRALinear._dequantized_weight`).
@@ -62,6 +65,9 @@ fn dequantized_weight(linear: &MaybeQuantizedLinear) -> Result<Array> {
         MaybeQuantized::Quantized(q) => dequantize_linear(q),
         MaybeQuantized::Adapted(_) => Err(Error::InvalidArgument(
             "[LoRALinear] the base layer is itself adapted".into(),
+        )),
+        MaybeQuantized::Sharded(_) => Err(Error::InvalidArgument(
+            "[LoRALinear] the base layer is sharded over a distributed group".into(),
         )),
     }
 }
@@ -82,7 +88,9 @@ fn dims(linear: &MaybeQuantizedLinear) -> Result<(i32, i32)> {
     let (w, bits) = match linear {
         MaybeQuantized::Float(l) => (&l.weight, None),
         MaybeQuantized::Quantized(q) => (&q.weight, Some(q.bits)),
-        MaybeQuantized::Adapted(_) => unreachable!("checked by unadapted"),
+        MaybeQuantized::Adapted(_) | MaybeQuantized::Sharded(_) => {
+            unreachable!("checked by unadapted")
+        }
     };
     let &[output_dims, input_dims] = w.shape() else {
         return Err(Error::InvalidArgument(format!(
@@ -101,7 +109,7 @@ fn bias(linear: &MaybeQuantizedLinear) -> Option<&Array> {
     match linear {
         MaybeQuantized::Float(l) => l.bias.as_ref(),
         MaybeQuantized::Quantized(q) => q.bias.as_ref(),
-        MaybeQuantized::Adapted(_) => None,
+        MaybeQuantized::Adapted(_) | MaybeQuantized::Sharded(_) => None,
     }
 }
 

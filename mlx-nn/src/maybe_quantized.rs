@@ -8,6 +8,7 @@ use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
 use crate::{
     Embedding, Forward, Linear, LoRALinear, NoAdapter, QuantizedEmbedding, QuantizedLinear,
+    ShardedLinear,
 };
 
 /// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
@@ -22,6 +23,11 @@ pub trait Quantizable: TreeNode {
     type Adapted: TreeNode;
     /// The name of the adapted type's node in a `TreeDef`.
     const ADAPTED_NAME: &'static str;
+    /// The layer split over a distributed group ([`ShardedLinear`](crate::ShardedLinear) for
+    /// a linear layer; [`NoAdapter`](crate::NoAdapter) for the kinds that are not split so).
+    type Sharded: TreeNode;
+    /// The names the sharded type's nodes carry in a `TreeDef` (one per form it takes).
+    const SHARDED_NAMES: &'static [&'static str];
 
     /// The quantized equivalent (Python: `layer.to_quantized(group_size, bits, mode)`).
     fn to_quantized(
@@ -37,6 +43,13 @@ impl Quantizable for Linear {
     const QUANTIZED_NAME: &'static str = "QuantizedLinear";
     type Adapted = LoRALinear;
     const ADAPTED_NAME: &'static str = "LoRALinear";
+    type Sharded = ShardedLinear;
+    const SHARDED_NAMES: &'static [&'static str] = &[
+        "AllToShardedLinear",
+        "ShardedToAllLinear",
+        "QuantizedAllToShardedLinear",
+        "QuantizedShardedToAllLinear",
+    ];
 
     fn to_quantized(
         &self,
@@ -53,6 +66,8 @@ impl Quantizable for Embedding {
     const QUANTIZED_NAME: &'static str = "QuantizedEmbedding";
     type Adapted = NoAdapter;
     const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Sharded = NoAdapter;
+    const SHARDED_NAMES: &'static [&'static str] = &[];
 
     fn to_quantized(
         &self,
@@ -87,6 +102,9 @@ pub enum MaybeQuantized<T: Quantizable> {
     Quantized(T::Quantized),
     /// With an adapter (Python: what `linear_to_lora_layers` puts in the layer's place).
     Adapted(Box<T::Adapted>),
+    /// This process's slice of the layer, split over a distributed group (Python: what a
+    /// model's `shard` puts in the layer's place with `shard_linear`).
+    Sharded(Box<T::Sharded>),
 }
 
 /// A linear layer, float or quantized.
@@ -122,6 +140,7 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
             MaybeQuantized::Float(layer) => layer.flatten(f),
             MaybeQuantized::Quantized(layer) => layer.flatten(f),
             MaybeQuantized::Adapted(layer) => layer.flatten(f),
+            MaybeQuantized::Sharded(layer) => layer.flatten(f),
         }
     }
 
@@ -133,6 +152,9 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
             NodeKind::Struct(name) if name == T::ADAPTED_NAME => {
                 T::Adapted::unflatten(u).map(|a| MaybeQuantized::Adapted(Box::new(a)))
             }
+            NodeKind::Struct(name) if T::SHARDED_NAMES.contains(&name) => {
+                T::Sharded::unflatten(u).map(|s| MaybeQuantized::Sharded(Box::new(s)))
+            }
             _ => T::unflatten(u).map(MaybeQuantized::Float),
         }
     }
@@ -142,6 +164,7 @@ impl<T: Quantizable> TreeNode for MaybeQuantized<T> {
             MaybeQuantized::Float(layer) => layer.leaves_mut(f),
             MaybeQuantized::Quantized(layer) => layer.leaves_mut(f),
             MaybeQuantized::Adapted(layer) => layer.leaves_mut(f),
+            MaybeQuantized::Sharded(layer) => layer.leaves_mut(f),
         }
     }
 }
@@ -151,12 +174,14 @@ where
     T: Quantizable + Forward,
     T::Quantized: Forward,
     T::Adapted: Forward,
+    T::Sharded: Forward,
 {
     fn forward(&self, x: &Array) -> Result<Array> {
         match self {
             MaybeQuantized::Float(layer) => layer.forward(x),
             MaybeQuantized::Quantized(layer) => layer.forward(x),
             MaybeQuantized::Adapted(layer) => layer.forward(x),
+            MaybeQuantized::Sharded(layer) => layer.forward(x),
         }
     }
 }
@@ -169,6 +194,8 @@ impl MaybeQuantized<Linear> {
             MaybeQuantized::Float(layer) => layer.keep_transposed_weight(),
             MaybeQuantized::Quantized(_) => Ok(()),
             MaybeQuantized::Adapted(a) => a.linear.keep_transposed_weight(),
+            // The sharded layers multiply by `weight.T` as they are written.
+            MaybeQuantized::Sharded(_) => Ok(()),
         }
     }
 }
@@ -180,6 +207,7 @@ impl MaybeQuantized<Embedding> {
             MaybeQuantized::Float(table) => table.keep_transposed_weight(),
             MaybeQuantized::Quantized(_) => Ok(()),
             MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Sharded(s) => match **s {},
         }
     }
 
@@ -190,6 +218,7 @@ impl MaybeQuantized<Embedding> {
             MaybeQuantized::Float(e) => e.as_linear(x),
             MaybeQuantized::Quantized(e) => e.as_linear(x),
             MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Sharded(s) => match **s {},
         }
     }
 }

@@ -3,13 +3,14 @@
 //! features of each head, a sliding window, and a sigmoid output gate (Qwen3.5 / Qwen3-Next).
 //! Parameter paths are mlx_lm's (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `q_norm`, `k_norm`).
 
-use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, RMSNorm, Sharding};
+use mlx_rs::distributed::Group;
 use mlx_rs::fast::{self, AttentionMask};
 use mlx_rs::ops::{self, Ellipsis};
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::TokenMixer;
+use crate::blocks::decoder::{not_shardable, TokenMixer};
 use crate::blocks::layer::LayerContext;
 use crate::blocks::mask::PlainMask;
 use crate::blocks::norm::{heads_normed, LayerNorm2D, PerHeadLayerNorm};
@@ -100,6 +101,36 @@ impl Attention {
             output_gate: a.output_gate,
             sinks: None,
         })
+    }
+
+    /// Python (llama's `shard`): the query, key and value projections keep this process's
+    /// heads, the output projection sums the heads' products over `group`. Every process
+    /// needs whole heads: a head count the group size does not divide is an `Err`.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let n = group.size();
+        if self.n_heads % n != 0 || self.n_kv_heads % n != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "[shard] {} query and {} key/value heads do not split over {n} processes",
+                self.n_heads, self.n_kv_heads
+            )));
+        }
+        if self.sinks.is_some() {
+            return Err(not_shardable::<Self>());
+        }
+        let split = |l: &MaybeQuantizedLinear, s: Sharding| -> Result<MaybeQuantizedLinear> {
+            Ok(MaybeQuantized::Sharded(Box::new(shard_linear(
+                l, s, 1, group,
+            )?)))
+        };
+        // All four first, so a failure leaves the layer as it was.
+        let q_proj = split(&self.q_proj, Sharding::AllToSharded)?;
+        let k_proj = split(&self.k_proj, Sharding::AllToSharded)?;
+        let v_proj = split(&self.v_proj, Sharding::AllToSharded)?;
+        let o_proj = split(&self.o_proj, Sharding::ShardedToAll)?;
+        (self.q_proj, self.k_proj, self.v_proj, self.o_proj) = (q_proj, k_proj, v_proj, o_proj);
+        self.n_heads /= n;
+        self.n_kv_heads /= n;
+        Ok(())
     }
 
     /// The layer's parts, as [`AttentionParts`] borrows them.
@@ -289,6 +320,10 @@ impl TokenMixer for Attention {
 
     /// A rotating cache of the window for a sliding-window layer (Python: llama's
     /// `make_cache`), else a key/value cache of `capacity`.
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        Attention::shard(self, group)
+    }
+
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         LayerCache::attention(
             batch,

@@ -7,12 +7,14 @@
 //! ([`layer`](crate::blocks::layer)).
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::distributed::Group;
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
 
 use crate::blocks::layer::{
     embedding_dtype, embedding_vocab_size, forward_layers, make_layer_caches, Layer, LayerContext,
 };
+use crate::blocks::pipeline::PipelineStage;
 use crate::blocks::rows::Rows;
 use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
@@ -48,6 +50,14 @@ pub trait TokenMixer: TreeNode + 'static {
     fn window(&self) -> Option<i32> {
         None
     }
+
+    /// Keeps this process's share of the mixer's heads, split over `group` for tensor
+    /// parallelism (Python: the mixer's part of a model's `shard`); an `Err` naming the type
+    /// for a mixer that cannot be split so.
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        let _ = group;
+        Err(not_shardable::<Self>())
+    }
 }
 
 /// A layer's channel mixer (an MLP, a mixture of experts): what each position goes through
@@ -56,9 +66,29 @@ pub trait ChannelMixer: Forward + TreeNode + 'static {
     /// The layer's field that holds it, as mlx_lm names the attribute: `mlp`, Mixtral's
     /// `block_sparse_moe`.
     const KEY: &'static str = "mlp";
+
+    /// Keeps this process's share of the hidden features, split over `group` for tensor
+    /// parallelism; an `Err` naming the type for a mixer that cannot be split so.
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        let _ = group;
+        Err(not_shardable::<Self>())
+    }
 }
 
-impl ChannelMixer for crate::blocks::Mlp {}
+/// The error of a layer type that has no tensor-parallel form.
+pub(crate) fn not_shardable<T: ?Sized>() -> mlx_rs::Error {
+    let name = std::any::type_name::<T>();
+    let name = name.rsplit("::").next().unwrap_or(name);
+    mlx_rs::Error::InvalidArgument(format!(
+        "[shard] a {name} layer cannot be split for tensor parallelism"
+    ))
+}
+
+impl ChannelMixer for crate::blocks::Mlp {
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        crate::blocks::Mlp::shard(self, group)
+    }
+}
 
 /// One of two token mixers, per layer: a hybrid model's layers (Qwen3.5: linear attention
 /// with full attention every few layers). Transparent in paths: the layer's field is the
@@ -133,6 +163,13 @@ impl<A: TokenMixer, B: TokenMixer> TokenMixer for Hybrid<A, B> {
         match self {
             Hybrid::First(a) => a.window(),
             Hybrid::Second(b) => b.window(),
+        }
+    }
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        match self {
+            Hybrid::First(a) => a.shard(group),
+            Hybrid::Second(b) => b.shard(group),
         }
     }
 }
@@ -220,6 +257,10 @@ pub struct DecoderModel<M, C> {
     /// The custom kernels this model may use.
     #[tree(static)]
     pub kernels: KernelOptions,
+    /// The layers this process runs of a model split over a pipeline ([`pipeline`]
+    /// (Self::pipeline)); `None`: all of them.
+    #[tree(static)]
+    pub pipeline: Option<PipelineStage>,
 }
 
 impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
@@ -228,11 +269,56 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
         &self,
         inputs: &Array,
         rows: Rows,
-        cache: Option<&mut [LayerCache]>,
+        mut cache: Option<&mut [LayerCache]>,
     ) -> Result<Array> {
         let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
-        let h = forward_layers(&self.layers, h, rows, self.kernels, cache)?;
+        let h = match &self.pipeline {
+            Some(stage) => {
+                let h = stage.receive(&h)?;
+                let h = forward_layers(&self.layers, h, rows, self.kernels, cache.as_deref_mut())?;
+                let (h, sent) = stage.hand_on(&h)?;
+                if let (Some(sent), Some(last)) = (sent, cache.and_then(|c| c.last_mut())) {
+                    stage.depend_on_send(last, &sent)?;
+                }
+                h
+            }
+            None => forward_layers(&self.layers, h, rows, self.kernels, cache)?,
+        };
         self.norm.forward(&h)
+    }
+
+    /// Splits every layer's heads and hidden features over `group` for tensor parallelism
+    /// (Python: a model's `shard(group)`): each process keeps its slice, and each layer's
+    /// output projections sum the slices' products over the group. An `Err` (the model left
+    /// as it was) where a layer cannot be split so.
+    pub fn shard(&mut self, group: &Group) -> Result<()>
+    where
+        M: Clone,
+        C: Clone,
+    {
+        let mut layers = self.layers.clone();
+        for layer in &mut layers {
+            layer.mixer.shard(group)?;
+            layer.mlp.shard(group)?;
+        }
+        self.layers = layers;
+        Ok(())
+    }
+
+    /// Keeps only this process's run of layers of a model split over `group` by layers
+    /// (Python: `PipelineMixin.pipeline(group, split)`; see [`PipelineStage::new`]). The
+    /// embedding, final norm and output head stay on every process. Once only.
+    pub fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
+        if self.pipeline.is_some() {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "[pipeline] the model is already split into stages".into(),
+            ));
+        }
+        let stage = PipelineStage::new(group, self.layers.len(), split)?;
+        self.layers.truncate(stage.end);
+        self.layers.drain(..stage.start);
+        self.pipeline = Some(stage);
+        Ok(())
     }
 
     /// One cache per layer, in the model's dtype.
@@ -309,6 +395,7 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
             layers,
             norm: ck.rms_norm(&format!("{prefix}.norm"), d, eps)?,
             kernels,
+            pipeline: None,
         })
     }
 }

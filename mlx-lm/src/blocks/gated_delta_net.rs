@@ -8,12 +8,15 @@
 //! model's cache tree ([`ArraysCache`]); Python's `mx.compile` rejects that cache, here it goes
 //! through `compile_mut` like any other state.
 
-use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear};
-use mlx_rs::{fast, ops, Array, Dtype, Result};
+use mlx_nn::{
+    shard_linear, Conv1d, Forward, MaybeQuantized, MaybeQuantizedLinear, Segments, Sharding,
+};
+use mlx_rs::distributed::Group;
+use mlx_rs::{fast, ops, Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
-use crate::blocks::decoder::TokenMixer;
+use crate::blocks::decoder::{not_shardable, TokenMixer};
 use crate::blocks::layer::LayerContext;
 use crate::blocks::norm::RmsNormGated;
 use crate::blocks::rows::{arrays_entry, wrong_input, Rows};
@@ -204,6 +207,79 @@ impl GatedDeltaNet {
 }
 
 impl GatedDeltaNet {
+    /// Python (Qwen3.5's `shard`): keeps this process's share of the key and value heads:
+    /// its slice of each of q, k and v in the convolution's input projection and weights,
+    /// of the gate and decay projections and parameters, and the output projection sums the
+    /// heads' products over `group`. Qwen3-Next's fused projections (interleaved per key
+    /// head) have no such split here: an `Err`, as for head counts the group size does not
+    /// divide.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (n, rank) = (group.size(), group.rank());
+        if self.in_proj_qkvz.is_some() {
+            return Err(not_shardable::<Self>());
+        }
+        if self.num_k_heads % n != 0 || self.num_v_heads % n != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "[shard] {} key and {} value heads do not split over {n} processes",
+                self.num_k_heads, self.num_v_heads
+            )));
+        }
+        let kd = self.key_dim();
+        let split = |l: &Option<MaybeQuantizedLinear>,
+                     s: Sharding,
+                     segments: Segments|
+         -> Result<Option<MaybeQuantizedLinear>> {
+            l.as_ref()
+                .map(|l| {
+                    let l = shard_linear(l, s, segments, group)?;
+                    Ok(MaybeQuantized::Sharded(Box::new(l)))
+                })
+                .transpose()
+        };
+        let qkv = split(
+            &self.in_proj_qkv,
+            Sharding::AllToSharded,
+            vec![kd, 2 * kd].into(),
+        )?;
+        let z = split(&self.in_proj_z, Sharding::AllToSharded, 1.into())?;
+        let b = split(&self.in_proj_b, Sharding::AllToSharded, 1.into())?;
+        let a = split(&self.in_proj_a, Sharding::AllToSharded, 1.into())?;
+        let out = shard_linear(&self.out_proj, Sharding::ShardedToAll, 1, group)?;
+        // The depthwise convolution's channels are q, k, v: each part's block of this rank.
+        let conv_weight = ops::concatenate(
+            &ops::split(&self.conv1d.weight, vec![kd, 2 * kd], 0)?
+                .iter()
+                .map(|part| rank_block(part, n, rank))
+                .collect::<Result<Vec<_>>>()?,
+            0,
+        )?;
+        let conv_bias = match &self.conv1d.bias {
+            Some(bias) => Some(ops::concatenate(
+                &ops::split(bias, vec![kd, 2 * kd], 0)?
+                    .iter()
+                    .map(|part| rank_block(part, n, rank))
+                    .collect::<Result<Vec<_>>>()?,
+                0,
+            )?),
+            None => None,
+        };
+        let dt_bias = rank_block(&self.dt_bias, n, rank)?;
+        let a_log = rank_block(&self.a_log, n, rank)?;
+        self.in_proj_qkv = qkv;
+        self.in_proj_z = z;
+        self.in_proj_b = b;
+        self.in_proj_a = a;
+        self.out_proj = MaybeQuantized::Sharded(Box::new(out));
+        self.conv1d.groups = conv_weight.shape()[0];
+        self.conv1d.weight = conv_weight;
+        self.conv1d.bias = conv_bias;
+        self.dt_bias = dt_bias;
+        self.a_log = a_log;
+        self.num_k_heads /= n;
+        self.num_v_heads /= n;
+        Ok(())
+    }
+
     /// The input projections of rows `[B * L, hidden]`: the convolution's input `q k v`
     /// `[B, L, 2 Kd + Vd]`, the gate `z` `[B, L, Hv, Dv]`, and `b`, `a` `[B, L, Hv]`.
     fn project(&self, inputs: &Array, rows: Rows) -> Result<(Array, Array, Array, Array)> {
@@ -239,6 +315,13 @@ impl GatedDeltaNet {
     }
 }
 
+/// Rank `rank`'s block of `n` equal blocks of `a` along axis 0, in a buffer of its own
+/// (Python: `mx.contiguous(mx.split(a, n)[rank])`).
+fn rank_block(a: &Array, n: i32, rank: i32) -> Result<Array> {
+    let len = a.shape()[0] / n;
+    ops::contiguous(&a.index(rank * len..(rank + 1) * len)?, None)
+}
+
 /// Python: `normalize_qk`: L2-normalizes q and k through `rms_norm` (whose eps is added to the
 /// mean square, hence the scaled eps) and folds the readout scale into q.
 pub(crate) fn normalize_qk(
@@ -272,6 +355,10 @@ impl TokenMixer for GatedDeltaNet {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         GatedDeltaNet::forward(self, x, ctx.rows, ctx.kernels.fused_gated_delta, cache)
+    }
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        GatedDeltaNet::shard(self, group)
     }
 
     /// The convolution state and the float32 recurrent state (Python: `ArraysCache(2)`,

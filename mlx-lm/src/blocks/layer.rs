@@ -277,6 +277,7 @@ pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding, model: &impl TreeNod
             }
         }
         mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
+        mlx_nn::MaybeQuantized::Sharded(s) => match **s {},
     }
 }
 
@@ -286,5 +287,6 @@ pub fn embedding_vocab_size(embedding: &MaybeQuantizedEmbedding) -> i32 {
         mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
         mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
         mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
+        mlx_nn::MaybeQuantized::Sharded(s) => match **s {},
     }
 }

@@ -57,6 +57,8 @@ impl Quantizable for MultiLinear {
     // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
     type Adapted = mlx_nn::NoAdapter;
     const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Sharded = mlx_nn::NoAdapter;
+    const SHARDED_NAMES: &'static [&'static str] = &[];
 
     /// Python: `MultiLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
     /// stacked weight, each head's rows grouped on their own.
@@ -128,6 +130,7 @@ impl MultiForward for MaybeQuantizedMultiLinear {
             MaybeQuantized::Float(l) => l.forward_heads(x, transpose),
             MaybeQuantized::Quantized(l) => l.forward_heads(x, transpose),
             MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Sharded(s) => match **s {},
         }
     }
 }

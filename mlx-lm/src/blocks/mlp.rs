@@ -1,6 +1,7 @@
 //! The feed-forward (channel-mixing) layers.
 
-use mlx_nn::{Forward, MaybeQuantizedLinear};
+use mlx_nn::{shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, Sharding};
+use mlx_rs::distributed::Group;
 use mlx_rs::{ops, Array, Result};
 use mlx_tree::{StaticData, TreeNode};
 
@@ -111,6 +112,20 @@ impl Mlp {
     /// The same MLP with another gate activation.
     pub fn with_activation(self, activation: Activation) -> Mlp {
         Mlp { activation, ..self }
+    }
+}
+
+impl Mlp {
+    /// Python (llama's `shard`): the gate and up projections keep this process's slice of
+    /// the hidden features, the down projection sums the slices' products over `group`.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let gate_proj = shard_linear(&self.gate_proj, Sharding::AllToSharded, 1, group)?;
+        let up_proj = shard_linear(&self.up_proj, Sharding::AllToSharded, 1, group)?;
+        let down_proj = shard_linear(&self.down_proj, Sharding::ShardedToAll, 1, group)?;
+        self.gate_proj = MaybeQuantized::Sharded(Box::new(gate_proj));
+        self.up_proj = MaybeQuantized::Sharded(Box::new(up_proj));
+        self.down_proj = MaybeQuantized::Sharded(Box::new(down_proj));
+        Ok(())
     }
 }
 

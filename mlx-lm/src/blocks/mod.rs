@@ -12,7 +12,8 @@
 //! ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's stack
 //! of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and the dense
-//! decoder layer generic over its token and channel mixers ([`decoder`]).
+//! decoder layer generic over its token and channel mixers ([`decoder`]), and the split of a
+//! stack's layers over the processes of a pipeline ([`pipeline`]).
 
 pub mod attention;
 pub mod attn_res;
@@ -32,6 +33,7 @@ pub mod mlp;
 pub mod moe;
 pub mod ngram_embedding;
 pub mod norm;
+pub mod pipeline;
 pub mod post_norm;
 pub mod query_scale;
 pub mod rglru;
@@ -71,6 +73,7 @@ pub use mla_expanded::ExpandedMla;
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
 pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
+pub use pipeline::PipelineStage;
 pub use post_norm::PostNormLayer;
 pub use query_scale::{Llama4Scaling, QueryScaledAttention};
 pub use rope::{

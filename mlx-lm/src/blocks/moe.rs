@@ -174,6 +174,12 @@ impl<S: Forward> Forward for FeedForward<S> {
 impl<S: Forward + TreeNode + Clone + 'static> crate::blocks::decoder::ChannelMixer
     for FeedForward<S>
 {
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        match self {
+            FeedForward::Dense(m) => m.shard(group),
+            FeedForward::Sparse(_) => Err(crate::blocks::decoder::not_shardable::<S>()),
+        }
+    }
 }
 
 impl crate::blocks::decoder::ChannelMixer for SparseMoe {}

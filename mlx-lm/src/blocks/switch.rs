@@ -53,6 +53,8 @@ impl Quantizable for SwitchLinear {
     // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
     type Adapted = mlx_nn::NoAdapter;
     const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Sharded = mlx_nn::NoAdapter;
+    const SHARDED_NAMES: &'static [&'static str] = &[];
 
     /// Python: `SwitchLinear.to_quantized(group_size, bits, mode)`: `mx.quantize` of the
     /// stacked weight (each expert's rows grouped on their own), the bias kept.
@@ -127,6 +129,7 @@ impl SwitchForward for MaybeQuantizedSwitchLinear {
             MaybeQuantized::Float(l) => l.forward_experts(x, indices, sorted),
             MaybeQuantized::Quantized(l) => l.forward_experts(x, indices, sorted),
             MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Sharded(s) => match **s {},
         }
     }
 }

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::{max_kv_size, max_tokens, read_prompt, str2bool, xtc, Error};
-use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
-use crate::{Model, Tokenizer};
+use crate::{ChatOptions, GenerateOptions, LayerCache, LoadOptions, SamplerOptions};
+use crate::{LanguageModel, Model, Tokenizer};
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
 #[derive(Debug, Clone, clap::Args)]
@@ -116,6 +116,11 @@ pub struct Args {
     /// Quantize activations too, `-qa` (not supported here).
     #[arg(long)]
     pub quantize_activations: bool,
+    /// Started as a group of several processes (`launch -n N -- mlx-lm generate ...`): split
+    /// the model's layers over them (pipeline parallelism) instead of each layer's heads
+    /// (tensor parallelism, the default; Python: `mlx_lm.chat --pipeline`).
+    #[arg(long)]
+    pub pipeline: bool,
 }
 
 /// Runs the command: loads the model, builds the prompt (reading `input` for `--prompt -`),
@@ -148,7 +153,19 @@ pub fn run(
         None => None,
     };
     let model_dir = model_dir(args.model.as_deref(), cached.as_ref().map(|c| &c.1))?;
-    let (model, mut tokenizer) = load(&model_dir, args.adapter_path.as_deref())?;
+    let (mut model, mut tokenizer) = load(&model_dir, args.adapter_path.as_deref())?;
+    // Under a launcher, every rank computes the same tokens; rank 0 alone prints them.
+    let group = mlx_rs::distributed::init(false, None)?;
+    let mut silent = std::io::sink();
+    let out: &mut dyn Write = if group.rank() == 0 { out } else { &mut silent };
+    if group.size() > 1 {
+        if args.pipeline {
+            model.pipeline(&group, None)?;
+        } else {
+            model.shard(&group)?;
+        }
+        mlx_tree::eval(&model)?;
+    }
     if let Some((_, metadata)) = &cached {
         add_cached_eos_token(&mut tokenizer, metadata)?;
     }

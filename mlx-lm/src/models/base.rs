@@ -317,6 +317,30 @@ macro_rules! stack_language_model {
             fn model_type(&self) -> &str {
                 $model_type
             }
+
+            fn shard(&mut self, group: &mlx_rs::distributed::Group) -> mlx_rs::Result<()> {
+                $crate::distributed::split_stack(
+                    "tensor",
+                    $model_type,
+                    $crate::distributed::ParallelStack::shard_stack(&mut self.$stack, group),
+                )
+            }
+
+            fn pipeline(
+                &mut self,
+                group: &mlx_rs::distributed::Group,
+                split: Option<&[usize]>,
+            ) -> mlx_rs::Result<()> {
+                $crate::distributed::split_stack(
+                    "pipeline",
+                    $model_type,
+                    $crate::distributed::ParallelStack::pipeline_stack(
+                        &mut self.$stack,
+                        group,
+                        split,
+                    ),
+                )
+            }
         }
     };
 }

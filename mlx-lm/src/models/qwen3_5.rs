@@ -16,6 +16,7 @@ use crate::blocks::{
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
+use crate::distributed::split_stack;
 use crate::model::LanguageModel;
 use crate::models::qwen3_next::gates_at_8_bits;
 use crate::models::sparse::expert_counts;
@@ -306,6 +307,20 @@ impl LanguageModel for Qwen3_5Moe {
     fn model_type(&self) -> &str {
         "qwen3_5_moe"
     }
+
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        let split = self.language_model.model.shard(group);
+        split_stack("tensor", "qwen3_5_moe", Some(split))
+    }
+
+    fn pipeline(
+        &mut self,
+        group: &mlx_rs::distributed::Group,
+        split: Option<&[usize]>,
+    ) -> Result<()> {
+        let stage = self.language_model.model.pipeline(group, split);
+        split_stack("pipeline", "qwen3_5_moe", Some(stage))
+    }
 }
 
 /// The sparse block where the config has experts (`num_experts > 0`): Qwen3-Next's, in every
@@ -412,6 +427,20 @@ impl LanguageModel for Qwen3_5 {
 
     fn model_type(&self) -> &str {
         "qwen3_5"
+    }
+
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        let split = self.language_model.model.shard(group);
+        split_stack("tensor", "qwen3_5", Some(split))
+    }
+
+    fn pipeline(
+        &mut self,
+        group: &mlx_rs::distributed::Group,
+        split: Option<&[usize]>,
+    ) -> Result<()> {
+        let stage = self.language_model.model.pipeline(group, split);
+        split_stack("pipeline", "qwen3_5", Some(stage))
     }
 }
 

@@ -301,6 +301,7 @@ pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize
             MaybeQuantized::Float(l) => AnyModule::new(&l),
             MaybeQuantized::Quantized(q) => AnyModule::new(&q),
             MaybeQuantized::Adapted(a) => AnyModule::new(&*a),
+            MaybeQuantized::Sharded(s) => AnyModule::new(&*s),
         }
         .map_err(run)?;
         fused.push((path, merged));

@@ -751,6 +751,9 @@ impl ShardableLinear for MaybeQuantizedLinear {
             MaybeQuantizedLinear::Adapted(_) => Err(mlx_rs::Error::InvalidArgument(
                 "[shard_linear] a layer with an adapter cannot be sharded; fuse it first".into(),
             )),
+            MaybeQuantizedLinear::Sharded(_) => Err(mlx_rs::Error::InvalidArgument(
+                "[shard_linear] the layer is already sharded".into(),
+            )),
         }
     }
 }

@@ -1,0 +1,113 @@
+//! Models split over the processes of a distributed group (Python: `mlx_lm.utils.sharded_load`
+//! and the models' `shard` / `pipeline` methods): tensor parallelism, each process holding a
+//! slice of every layer's heads and hidden features ([`LanguageModel::shard`]), and pipeline
+//! parallelism, each process holding a run of layers ([`LanguageModel::pipeline`]). Every
+//! process computes the same logits and so, sampling alike, generates the same tokens.
+
+use std::path::Path;
+
+use mlx_rs::distributed::Group;
+
+use crate::blocks::{Backbone, DecoderModel, LayerStack};
+use crate::blocks::{ChannelMixer, TokenMixer};
+use crate::config::ModelConfig;
+use crate::error::Result;
+use crate::model::{LanguageModel, Model};
+use crate::tokenizer::Tokenizer;
+use crate::LoadOptions;
+
+/// How a stack of layers splits over a group; the stacks that cannot say so with `None`.
+pub trait ParallelStack {
+    /// See [`DecoderModel::shard`].
+    fn shard_stack(&mut self, group: &Group) -> Option<mlx_rs::Result<()>> {
+        let _ = group;
+        None
+    }
+
+    /// See [`DecoderModel::pipeline`].
+    fn pipeline_stack(
+        &mut self,
+        group: &Group,
+        split: Option<&[usize]>,
+    ) -> Option<mlx_rs::Result<()>> {
+        let _ = (group, split);
+        None
+    }
+}
+
+impl<M: TokenMixer + Clone, C: ChannelMixer + Clone> ParallelStack for DecoderModel<M, C> {
+    fn shard_stack(&mut self, group: &Group) -> Option<mlx_rs::Result<()>> {
+        Some(self.shard(group))
+    }
+
+    fn pipeline_stack(
+        &mut self,
+        group: &Group,
+        split: Option<&[usize]>,
+    ) -> Option<mlx_rs::Result<()>> {
+        Some(self.pipeline(group, split))
+    }
+}
+
+impl<L, N> ParallelStack for LayerStack<L, N> {}
+
+impl<L> ParallelStack for Backbone<L> {}
+
+impl ParallelStack for crate::models::rwkv7::Rwkv7Model {}
+
+/// The error of a model that cannot be split the way asked (`what`: "tensor" or "pipeline"),
+/// or whose layers could not be.
+pub(crate) fn unsupported(
+    what: &str,
+    model_type: &str,
+    why: Option<mlx_rs::Error>,
+) -> mlx_rs::Error {
+    let why = why.map(|e| format!(": {e}")).unwrap_or_default();
+    mlx_rs::Error::InvalidArgument(format!(
+        "model_type {model_type} does not support {what} parallelism{why}"
+    ))
+}
+
+/// Splits `stack` over `group` for `what` parallelism, naming `model_type` in an error.
+pub(crate) fn split_stack(
+    what: &str,
+    model_type: &str,
+    split: Option<mlx_rs::Result<()>>,
+) -> mlx_rs::Result<()> {
+    match split {
+        Some(Ok(())) => Ok(()),
+        Some(Err(e)) => Err(unsupported(what, model_type, Some(e))),
+        None => Err(unsupported(what, model_type, None)),
+    }
+}
+
+/// Loads the model of `dir` and splits it over the groups given (Python:
+/// `mlx_lm.utils.sharded_load(repo, pipeline_group, tensor_group)`): by layers over
+/// `pipeline_group`, then each layer's heads and hidden features over `tensor_group`. With
+/// neither, tensor parallelism over the global group (Python: the same default). Each process
+/// reads the whole checkpoint and keeps its share.
+pub fn sharded_load(
+    dir: impl AsRef<Path>,
+    options: LoadOptions,
+    pipeline_group: Option<&Group>,
+    tensor_group: Option<&Group>,
+) -> Result<(Model, Tokenizer, ModelConfig)> {
+    let (mut model, tokenizer, config) = crate::load(dir, options)?;
+    let global;
+    let tensor_group = match (pipeline_group, tensor_group) {
+        (None, None) => {
+            global = mlx_rs::distributed::init(false, None)?;
+            Some(&global)
+        }
+        (_, t) => t,
+    };
+    if let Some(group) = pipeline_group {
+        model.pipeline(group, None)?;
+    }
+    if let Some(group) = tensor_group {
+        model.shard(group)?;
+    }
+    // Python evaluates the model after sharding: the slices are computed once, here.
+    mlx_tree::eval(&model)?;
+    Ok((model, tokenizer, config))
+}
