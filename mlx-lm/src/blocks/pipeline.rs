@@ -44,7 +44,7 @@ impl PipelineStage {
                 split.len()
             )));
         }
-        if split.iter().any(|&s| s == 0) || split.iter().sum::<usize>() != layers {
+        if split.contains(&0) || split.iter().sum::<usize>() != layers {
             return Err(Error::InvalidArgument(format!(
                 "[pipeline] split {split:?} must be positive and sum to {layers} layers"
             )));

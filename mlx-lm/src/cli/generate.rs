@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::{max_kv_size, max_tokens, read_prompt, str2bool, xtc, Error};
-use crate::{ChatOptions, GenerateOptions, LayerCache, LoadOptions, SamplerOptions};
+use crate::{ChatOptions, GenerateOptions, LoadOptions, SamplerOptions};
 use crate::{LanguageModel, Model, Tokenizer};
 
 /// Generates text with a language model from a Hugging Face / MLX model directory.
