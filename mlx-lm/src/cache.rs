@@ -555,7 +555,7 @@ impl RotatingKvCache {
     /// mask. In [prefix mode](Self::set_prefix_attention), mlx_lm's operands and masks.
     /// Otherwise, for one position, the ring after the write with a mask of its written
     /// slots (`[1, window]`); for several, the ring before the write followed by the new
-    /// positions, with the mask of [`chunk_mask`](Self::chunk_mask).
+    /// positions, with the mask of mlx_lm's chunk mask (kept positions counted by their index).
     pub fn update_and_fetch(
         &mut self,
         keys: &Array,

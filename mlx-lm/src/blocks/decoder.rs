@@ -257,8 +257,8 @@ pub struct DecoderModel<M, C> {
     /// The custom kernels this model may use.
     #[tree(static)]
     pub kernels: KernelOptions,
-    /// The layers this process runs of a model split over a pipeline ([`pipeline`]
-    /// (Self::pipeline)); `None`: all of them.
+    /// The layers this process runs of a model split over a pipeline
+    /// ([`Decoder::pipeline`](Self::pipeline)); `None`: all of them.
     #[tree(static)]
     pub pipeline: Option<PipelineStage>,
 }

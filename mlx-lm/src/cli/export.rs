@@ -1,5 +1,5 @@
 //! `mlx-lm export`: a model's prefill and decode step as `.mlxfn` graphs with their cache
-//! ([`export_model`](crate::export::export_model)), for programs without this crate: Python's
+//! ([`crate::export::export_model`]), for programs without this crate: Python's
 //! `mx.import_function` (`examples/exported_model.py`), C++ through MLX, or
 //! [`ExportedModel`](crate::export::ExportedModel). mlx_lm has no such command.
 //!
