@@ -237,7 +237,22 @@ fn the_bound_changes_the_numbers_where_mlx_lm_applies_it() {
         let diff = max_abs_diff(&logprobs, &expected[key]);
         let bounded = lm::cache::max_kv_size_applies(model.model_type());
         println!("{key}: unbounded within {diff:e} of mlx_lm's bounded");
-        assert_eq!(diff > 0.0, bounded, "{key}: {diff}");
+        // Bounded cases differ by 2.2 to 12.2 once the ring has evicted. The others equal
+        // mlx_lm's bit for bit linked to the wheel's libmlx, and within 1e-5 on a source
+        // build (its kernels round differently: measured 3.8e-6, the bound of lm_models).
+        let same = if mlx::core::sys::PREBUILT_MLX {
+            0.0
+        } else {
+            1e-5
+        };
+        if bounded {
+            assert!(
+                diff > 1.0,
+                "{key}: the bound changed the numbers by only {diff}"
+            );
+        } else {
+            assert!(diff <= same, "{key}: {diff} without a bound mlx_lm ignores");
+        }
     }
 }
 
