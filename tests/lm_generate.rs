@@ -365,6 +365,11 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
                     3e-5
                 } else if name.starts_with("gemma3") {
                     2e-5
+                } else if name.starts_with("kimi_k3") {
+                    // Its attention residuals mix whole hidden states through a softmax, so
+                    // the source build's last-bit differences reach the caches at full size:
+                    // measured 1.18e-5 (its compiled-decode bound in lm_models is 3e-5).
+                    3e-5
                 } else {
                     1e-5
                 };

@@ -137,12 +137,13 @@ pub fn keep_last(padded: &Array, lengths: Option<&Array>, t: i32, n_keep: i32) -
             )?;
             ops::take_along_axis(padded, &ops::expand_dims(&positions, -1)?, 1)
         }
-        // Its own buffer, so the state does not keep the whole input alive: `* 1` (exact)
-        // writes a new one while the slice shares `padded`'s, and, unlike `contiguous`, MLX
-        // 0.32.2 can export it (`export`).
+        // Its own buffer, so the state does not keep the whole input alive: `* 1` (exact, and
+        // an integer one keeps the n-gram embedding's int64 ids integers) writes a new one
+        // while the slice shares `padded`'s, and, unlike `contiguous`, MLX 0.32.2 can export
+        // it (`export`).
         None => {
             let len = padded.shape()[1];
-            ops::multiply(&padded.index((.., len - n_keep..))?, 1.0)
+            ops::multiply(&padded.index((.., len - n_keep..))?, 1)
         }
     }
 }
