@@ -60,6 +60,34 @@ SWEEP = [
 ]
 
 
+def tensor_bytes(model_dir):
+    """{name: bytes} of every tensor in the model's safetensors files (their headers only)."""
+    sizes = {}
+    for f in sorted(pathlib.Path(model_dir).glob("*.safetensors")):
+        with open(f, "rb") as fh:
+            header = json.loads(fh.read(int.from_bytes(fh.read(8), "little")))
+        for name, t in header.items():
+            if name != "__metadata__":
+                sizes[name] = t["data_offsets"][1] - t["data_offsets"][0]
+    return sizes
+
+
+def bytes_read_per_step(model_dir, batch):
+    """The weight bytes a decode step of a mixture-of-experts model reads: every weight outside
+    the experts, and of the experts' (`switch_mlp`) the expected share a batch's tokens route
+    to: 1 - (1 - k/E)^batch of them, if routing were uniform (k of E experts per token).
+    `None` for a dense model (every weight is read)."""
+    config = json.loads((pathlib.Path(model_dir) / "config.json").read_text())
+    experts = config.get("num_experts") or config.get("num_local_experts")
+    k = config.get("num_experts_per_tok")
+    if not experts or not k:
+        return None
+    sizes = tensor_bytes(model_dir)
+    expert_bytes = sum(v for n, v in sizes.items() if ".switch_mlp." in n)
+    share = 1 - (1 - k / experts) ** batch
+    return sum(sizes.values()) - expert_bytes + share * expert_bytes
+
+
 def log(msg):
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
@@ -191,7 +219,10 @@ def main():
             # GPU's reductions need not be deterministic and random weights have near-ties.
             row["shared_tokens"] = common_prefix(sides["python"][0]["tokens"],
                                                  sides["rust"][0]["tokens"])
-            bound = b * bandwidth["sum_gb_per_s"] * 1e9 / row["rust"]["weight_bytes"]
+            read = bytes_read_per_step(d, b)
+            if read is not None:
+                row["read_bytes"] = read
+            bound = b * bandwidth["sum_gb_per_s"] * 1e9 / (read or row["rust"]["weight_bytes"])
             row["bound_tps"] = bound
             if traces != [1]:
                 failures.append(f"{arch}-{quant} batch {b}: Rust traced {traces} times")
@@ -275,7 +306,7 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
         f"the same run: {gb:.0f} GB/s (a bfloat16 sum; copy: {bandwidth['copy_gb_per_s']:.0f} GB/s).",
         "",
         "| model | weights | batch | decode tok/s mlx_lm | decode tok/s Rust | Rust / mlx_lm "
-        "| of the bound (Rust) | prefill tok/s mlx_lm | prefill tok/s Rust | TTFT ms mlx_lm "
+        "| of the bound mlx_lm, Rust | prefill tok/s mlx_lm | prefill tok/s Rust | TTFT ms mlx_lm "
         "| TTFT ms Rust | peak GB mlx_lm | peak GB Rust | Rust traces | tokens as mlx_lm's "
         "| ms/token p50, p90 mlx_lm | ms/token p50, p90 Rust |",
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|",
@@ -290,10 +321,12 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
             continue
         py, rs = r["python"], r["rust"]
         lines.append(
-            f"| {r['arch']} {r['quant']} | {rs['weight_bytes'] / 1e9:.2f} GB | {r['batch']} "
+            f"| {r['arch']} {r['quant']} | {rs['weight_bytes'] / 1e9:.2f} GB"
+            + (f" ({r['read_bytes'] / 1e9:.2f} GB read)" if "read_bytes" in r else "")
+            + f" | {r['batch']} "
             f"| {py['decode_tps']:.1f} | {rs['decode_tps']:.1f} "
             f"| **{rs['decode_tps'] / py['decode_tps']:.2f}x** "
-            f"| {rs['decode_tps'] / r['bound_tps']:.1%} "
+            f"| {py['decode_tps'] / r['bound_tps']:.1%}, {rs['decode_tps'] / r['bound_tps']:.1%} "
             f"| {py['prefill_tps']:.0f} | {rs['prefill_tps']:.0f} "
             f"| {py['ttft_s'] * 1e3:.1f} | {rs['ttft_s'] * 1e3:.1f} "
             f"| {py['peak_memory'] / 1e9:.2f} | {rs['peak_memory'] / 1e9:.2f} "
@@ -304,7 +337,9 @@ def report(a, bandwidth, rows, breakdowns, sweep, elapsed):
         "",
         "Decode tok/s: batch x (N - 1) tokens over the time from the first token to the last; "
         "prefill tok/s: batch x prompt tokens over the time to the first token (TTFT). The "
-        "bound: batch x bandwidth / weight bytes (every weight read once a step). Tokens as "
+        "bound: batch x bandwidth / weight bytes (every weight read once a step; for a "
+        "mixture of experts, the weights outside the experts and the expected share "
+        "1 - (1 - k/E)^batch of the experts' under uniform routing: `read_bytes`). Tokens as "
         "mlx_lm's: the greedy tokens both sides share from the start (the batch's worst "
         "sequence); GPU reductions need not be deterministic and random weights have "
         "near-ties, so two runs of one side can part ways too (`runs_agree_tokens` in the "

@@ -264,21 +264,27 @@ fn script_text(dir: &Path, commands: &[Command]) -> Result<Vec<u8>> {
         b"\" >&2; exit 125 ;;\nesac\n",
     ]);
     let d = quote(dir.as_os_str());
+    // When a rank dies, mpirun may stop the job (SIGTERM to this shell's process group)
+    // before the shell has written the dead rank's status. The trap lets the shell finish
+    // waiting and write it; a command that the stop itself ended (128 + TERM or KILL) leaves
+    // no status, which is how a stopped rank is told from one that failed.
     w(&[
+        b"trap 'stopped=1' TERM\n",
         b"\"$@\" >",
         &d,
         b"/rank-\"$r\".out 2>",
         &d,
         b"/rank-\"$r\".err </dev/null\n",
         b"s=$?\n",
+        b"case \"${stopped:-}:$s\" in 1:143|1:137) ;; *)\n",
         // Written whole, then renamed: the launcher never reads half a status.
-        b"echo \"$s\" >",
+        b"  echo \"$s\" >",
         &d,
         b"/rank-\"$r\".status.tmp && mv ",
         &d,
         b"/rank-\"$r\".status.tmp ",
         &d,
-        b"/rank-\"$r\".status\n",
+        b"/rank-\"$r\".status ;;\nesac\n",
         b"exit \"$s\"\n",
     ]);
     Ok(s)
@@ -361,6 +367,53 @@ mod tests {
             .status()
             .unwrap();
         assert_eq!(status.code(), Some(125));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The rank script as mpirun would run it, as the leader of its own process group.
+    fn start_rank_script(dir: &Path, command: &str) -> Child {
+        use std::os::unix::process::CommandExt;
+        let mut c = Command::new("/bin/sh");
+        c.args(["-c", command]);
+        let script = dir.join("rank.sh");
+        std::fs::write(&script, script_text(dir, &[c]).unwrap()).unwrap();
+        Command::new("/bin/sh")
+            .arg(&script)
+            .env("OMPI_COMM_WORLD_RANK", "0")
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    }
+
+    fn signal(target: &str) {
+        let ok = Command::new("kill")
+            .args(["-TERM", "--", target])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+
+    #[test]
+    fn a_rank_that_dies_while_mpirun_stops_the_job_keeps_its_status() {
+        let dir = std::env::temp_dir().join(format!("mlx-mpi-stop-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Dies of SIGABRT on its own while the stop's SIGTERM reaches its shell.
+        let mut shell = start_rank_script(&dir, "trap '' TERM; sleep 1; kill -ABRT $$");
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&shell.id().to_string());
+        assert_eq!(shell.wait().unwrap().code(), Some(134));
+        assert_eq!(
+            read_status(&dir.join("rank-0.status")).unwrap().code(),
+            Some(134)
+        );
+        std::fs::remove_file(dir.join("rank-0.status")).unwrap();
+
+        // Ended by the stop itself (SIGTERM to the group): no status, as for a stopped rank.
+        let mut shell = start_rank_script(&dir, "sleep 30");
+        std::thread::sleep(Duration::from_millis(300));
+        signal(&format!("-{}", shell.id()));
+        assert_eq!(shell.wait().unwrap().code(), Some(143));
+        assert!(!dir.join("rank-0.status").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
