@@ -32,6 +32,7 @@ import json
 import pathlib
 import platform
 import statistics
+import sys
 import time
 
 import io
@@ -44,6 +45,9 @@ from mlx_lm.models.cache import make_prompt_cache
 from mlx.utils import tree_flatten
 
 from tokens import common_prefix  # bench/lm/tokens.py, beside this script
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "scripts" / "golden"))
+import mlx_lm_compat  # noqa: E402,F401  (mlx_lm 0.32.2 on MLX 0.32.2: quantized experts)
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 

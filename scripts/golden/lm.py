@@ -53,20 +53,7 @@ import weights_recipe  # noqa: E402
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
 
-_gather_qmm = mx.gather_qmm
-
-
-def gather_qmm_without_global_scale(*args, global_scale=None, **kwargs):
-    """mlx_lm 0.32.2's `QuantizedSwitchLinear` passes `global_scale=` (an nvfp4 per-expert
-    scale, None in affine mode) to `mx.gather_qmm`, which MLX 0.32.2 does not take: every
-    quantized mixture-of-experts model fails there with a TypeError. With the keyword dropped
-    when it is None, the call is the op mlx_lm means (mlx-lm's quantized switch layers
-    compute exactly that)."""
-    assert global_scale is None, "a global scale needs a newer MLX"
-    return _gather_qmm(*args, **kwargs)
-
-
-mx.gather_qmm = gather_qmm_without_global_scale
+import mlx_lm_compat  # noqa: E402,F401  (mlx_lm 0.32.2 on MLX 0.32.2: quantized experts)
 
 MODELS = common.ROOT / "tests" / "data" / "lm-models"
 OUT = common.DATA / "lm"
