@@ -372,24 +372,11 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
         prefix: &str,
         s: StackConfig,
         kernels: KernelOptions,
-        mut mixer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
-        mut mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<C>,
+        mixer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+        mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<C>,
     ) -> crate::Result<DecoderModel<M, C>> {
         let (d, eps) = (s.hidden_size, s.rms_norm_eps);
-        let mut layers = Vec::with_capacity(s.num_hidden_layers.max(0) as usize);
-        for i in 0..s.num_hidden_layers {
-            let path = format!("{prefix}.layers.{i}");
-            layers.push(DecoderLayer {
-                mixer: mixer(ck, &path, i)?,
-                mlp: mlp(ck, &format!("{path}.{}", C::KEY), i)?,
-                input_layernorm: ck.rms_norm(&format!("{path}.input_layernorm"), d, eps)?,
-                post_attention_layernorm: ck.rms_norm(
-                    &format!("{path}.post_attention_layernorm"),
-                    d,
-                    eps,
-                )?,
-            });
-        }
+        let layers = load_decoder_layers(ck, prefix, s, mixer, mlp)?;
         Ok(DecoderModel {
             embed_tokens: ck.embedding(&format!("{prefix}.embed_tokens"), s.vocab_size, d)?,
             layers,
@@ -398,6 +385,34 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
             pipeline: None,
         })
     }
+}
+
+/// Takes the layers under `{prefix}.layers.{i}`: the token mixer and the MLP as `mixer` and
+/// `mlp` take them from the layer's path (the MLP's: `{path}.mlp`) and index, then the two
+/// norms.
+pub fn load_decoder_layers<M: TokenMixer, C: ChannelMixer>(
+    ck: &mut Checkpoint,
+    prefix: &str,
+    s: StackConfig,
+    mut mixer: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+    mut mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<C>,
+) -> crate::Result<Vec<DecoderLayer<M, C>>> {
+    let (d, eps) = (s.hidden_size, s.rms_norm_eps);
+    let mut layers = Vec::with_capacity(s.num_hidden_layers.max(0) as usize);
+    for i in 0..s.num_hidden_layers {
+        let path = format!("{prefix}.layers.{i}");
+        layers.push(DecoderLayer {
+            mixer: mixer(ck, &path, i)?,
+            mlp: mlp(ck, &format!("{path}.{}", C::KEY), i)?,
+            input_layernorm: ck.rms_norm(&format!("{path}.input_layernorm"), d, eps)?,
+            post_attention_layernorm: ck.rms_norm(
+                &format!("{path}.post_attention_layernorm"),
+                d,
+                eps,
+            )?,
+        });
+    }
+    Ok(layers)
 }
 
 /// The output projection at `path` (`lm_head`), or `None` when the embeddings are tied.

@@ -2,7 +2,7 @@
 //! ([`attention`]), the causal convolution with a carried state ([`conv`]) and the recurrent token
 //! mixers on it (the gated delta net, [`gated_delta_net`]; LFM2's short convolution,
 //! [`short_conv`]; Gear's gated key/value convolution, [`conv_kv_gated`]; Mamba-1's selective scan,
-//! [`selective_scan`]; Mamba-2's SSD, [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and
+//! [`selective_scan`]; Kimi delta attention, [`kda`]; Mamba-2's SSD, [`ssd`]; Griffin's RG-LRU block, [`rglru`]; RWKV-7's time and
 //! channel mixes, [`rwkv7`]; the bailing families' linear attention, [`linear_attention`]), MLPs
 //! ([`mlp`]), fused projections ([`fused`]: contiguous q/k/v, gate and up), mixture-of-experts
 //! blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers
@@ -18,12 +18,14 @@
 pub mod attention;
 pub mod attn_res;
 pub mod backbone;
+pub mod bailing;
 pub mod conv;
 pub mod conv_kv_gated;
 pub mod decoder;
 pub mod fused;
 pub mod gated_delta_net;
 pub mod group_router;
+pub mod kda;
 pub mod layer;
 pub mod linear_attention;
 pub mod mask;

@@ -282,7 +282,7 @@ pub fn compute_lower_bound_g(
 }
 
 /// Which decay gate [`gated_delta_update_gated`] computes from the projection `a`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, mlx_tree::StaticData)]
 pub enum DecayGate {
     /// Python: `compute_g`, `exp(-exp(A_log) * softplus(a + dt_bias))`.
     Softplus,

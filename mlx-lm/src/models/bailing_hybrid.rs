@@ -20,24 +20,22 @@
 //! (its `MODEL_ARCHITECTURE_REMAPPING`, applied when the config is read), which
 //! [`crate::models::bailing_moe_v3`] builds.
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::MaybeQuantizedLinear;
+use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::TokenMixer;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::{
-    make_layer_caches, stack_logits, BailingMoe, BailingMoeConfig, FeedForward, GlaForm,
-    GroupLimit, GroupRouting, GroupScoring, Layer, LayerContext, LinearAttention,
-    LinearAttentionConfig, Mlp, RotaryEmbedding, StackEnds, StackParts,
+    BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting, GroupScoring,
+    LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
 use crate::models::bailing_moe_linear::router_at_8_bits;
+use crate::models::base::stack_language_model;
 use crate::models::sparse::{stack_experts, SAME_NAMES};
 
 /// Python: bailing_hybrid's `ModelArgs`, as the model reads it.
@@ -64,6 +62,16 @@ fn required<T>(c: &ModelConfig, key: &str, v: Option<T>) -> crate::Result<T> {
 }
 
 impl BailingHybridArgs {
+    /// The stack's sizes.
+    pub fn stack(&self) -> StackConfig {
+        StackConfig {
+            vocab_size: self.vocab_size,
+            hidden_size: self.hidden_size,
+            num_hidden_layers: self.num_hidden_layers,
+            rms_norm_eps: self.rms_norm_eps,
+        }
+    }
+
     pub fn from_config(c: &ModelConfig) -> crate::Result<BailingHybridArgs> {
         c.require("hidden_act", r#""silu""#, |v| v == "silu" || v == "swish")?;
         // mlx_lm requires num_key_value_heads but reads it nowhere (the linear layers use as
@@ -280,70 +288,37 @@ fn moe_config(c: &ModelConfig, hidden: i32, use_bias: bool) -> crate::Result<Bai
 /// A layer's `attention`: multi-latent attention or linear attention.
 // One per layer, built once at load: the variants' sizes cost nothing worth a box.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, TreeNode)]
+#[tree(transparent)]
 pub enum HybridMixer {
+    #[tree(other)]
     Mla(Mla),
     Linear(LinearAttention),
 }
 
-impl TreeNode for HybridMixer {
-    fn flatten<'a>(&'a self, f: &mut mlx_tree::Flattener<'a>) {
-        match self {
-            HybridMixer::Mla(a) => a.flatten(f),
-            HybridMixer::Linear(l) => l.flatten(f),
-        }
+impl TokenMixer for HybridMixer {
+    fn key(&self) -> &'static str {
+        ATTENTION
     }
 
-    fn unflatten(u: &mut mlx_tree::Unflattener<'_>) -> mlx_tree::Result<Self> {
-        match u.peek_kind()? {
-            mlx_tree::NodeKind::Struct("LinearAttention") => {
-                LinearAttention::unflatten(u).map(HybridMixer::Linear)
-            }
-            _ => Mla::unflatten(u).map(HybridMixer::Mla),
-        }
+    fn accepts(key: &str) -> bool {
+        key == ATTENTION
     }
-
-    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
-        match self {
-            HybridMixer::Mla(a) => a.leaves_mut(f),
-            HybridMixer::Linear(l) => l.leaves_mut(f),
-        }
-    }
-}
-
-/// Python: bailing_hybrid's `DecoderLayer`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingHybridLayer {
-    pub attention: HybridMixer,
-    pub mlp: FeedForward<BailingMoe>,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
-}
-
-impl Layer for BailingHybridLayer {
-    type Carry = ();
 
     fn forward(
         &self,
         x: &Array,
-        _carry: &mut (),
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let normed = self.input_layernorm.forward(x)?;
-        let r = match &self.attention {
-            HybridMixer::Mla(a) => a.forward(&normed, ctx.rows, cache)?,
-            HybridMixer::Linear(l) => l.forward(&normed, ctx.rows, ctx.rope_offset, cache)?,
-        };
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
+        match self {
+            HybridMixer::Mla(a) => a.forward(x, ctx.rows, cache),
+            HybridMixer::Linear(l) => l.forward(x, ctx.rows, ctx.rope_offset, cache),
+        }
     }
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        match &self.attention {
+        match self {
             HybridMixer::Mla(a) => TokenMixer::make_cache(a, batch, capacity, dtype),
             HybridMixer::Linear(l) => l.make_cache(batch, dtype),
         }
@@ -351,15 +326,7 @@ impl Layer for BailingHybridLayer {
 }
 
 /// Python: bailing_hybrid's `LanguageModel`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingHybridModel {
-    pub word_embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<BailingHybridLayer>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+pub type BailingHybridModel = BailingStack<BailingLayer<HybridMixer, BailingMoe>>;
 
 /// Python: `mlx_lm.models.bailing_hybrid.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -418,46 +385,35 @@ impl BailingHybrid {
         ck.cast(options.dtype, |k| k.contains("expert_bias"))?;
         ck.set_quant_predicate(router_at_8_bits);
         ck.set_float_predicate(absorbed_mla);
-        let (d, eps) = (a.hidden_size, a.rms_norm_eps);
-        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
-        for i in 0..a.num_hidden_layers {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let attention = if a.is_global[i as usize] {
-                HybridMixer::Mla(Mla::load_dense(ck, &p("attention"), &a.attention, eps)?)
-            } else {
-                HybridMixer::Linear(LinearAttention::load(ck, &p("attention"), i, &a.linear)?)
-            };
-            let mlp = if i >= a.first_k_dense_replace {
-                FeedForward::Sparse(BailingMoe::load(ck, &p("mlp"), &a.moe)?)
-            } else {
-                FeedForward::Dense(Mlp::load(
-                    ck,
-                    &p("mlp"),
-                    d,
-                    a.intermediate_size,
-                    a.use_bias,
-                )?)
-            };
-            layers.push(BailingHybridLayer {
-                attention,
-                mlp,
-                input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
-                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
-            });
-        }
-        let lm_head = if a.tie_word_embeddings {
-            None
-        } else {
-            Some(ck.linear("lm_head", d, a.vocab_size, false)?)
-        };
-        Ok(BailingHybrid {
-            model: BailingHybridModel {
-                word_embeddings: ck.embedding("model.word_embeddings", a.vocab_size, d)?,
-                layers,
-                norm: ck.rms_norm("model.norm", d, eps)?,
-                kernels: options.kernels,
+        let s = a.stack();
+        let model = BailingStack::load(
+            ck,
+            s,
+            options.kernels,
+            |ck, path, i| {
+                Ok(if a.is_global[i as usize] {
+                    HybridMixer::Mla(Mla::load_dense(ck, path, &a.attention, a.rms_norm_eps)?)
+                } else {
+                    HybridMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
+                })
             },
-            lm_head,
+            |ck, path, i| {
+                Ok(if i >= a.first_k_dense_replace {
+                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
+                } else {
+                    FeedForward::Dense(Mlp::load(
+                        ck,
+                        path,
+                        a.hidden_size,
+                        a.intermediate_size,
+                        a.use_bias,
+                    )?)
+                })
+            },
+        )?;
+        Ok(BailingHybrid {
+            model,
+            lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }
 }
@@ -467,37 +423,4 @@ fn absorbed_mla(path: &str) -> bool {
     path.ends_with("attention.embed_q") || path.ends_with("attention.unembed_out")
 }
 
-impl LanguageModel for BailingHybrid {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        stack_logits(
-            StackParts {
-                embedding: &m.word_embeddings,
-                layers: &m.layers,
-                norm: &m.norm,
-                kernels: m.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            self.lm_head.as_ref(),
-        )
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.word_embeddings, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.word_embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "bailing_hybrid"
-    }
-}
+stack_language_model!(BailingHybrid, model, "bailing_hybrid");

@@ -13,23 +13,22 @@
 //! The linear layers rotate their queries and keys at the model's position, which mlx_lm
 //! reads off the first attention layer's cache (`cache[layer_group_size - 1].offset`).
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    make_layer_caches, split_qkv, stack_logits, BailingMoe, BailingMoeConfig, FeedForward, GlaForm,
-    GroupLimit, GroupRouting, GroupScoring, Layer, LayerContext, LinearAttention,
-    LinearAttentionConfig, Mlp, RotaryEmbedding, StackEnds, StackParts,
+    split_qkv, BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting,
+    GroupScoring, LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::stack_language_model;
 use crate::models::sparse::{stack_experts, SAME_NAMES};
 use crate::quantization::QuantParams;
 
@@ -148,6 +147,16 @@ pub(crate) fn bailing_moe_config(
 }
 
 impl BailingMoeLinearArgs {
+    /// The stack's sizes.
+    pub fn stack(&self) -> StackConfig {
+        StackConfig {
+            vocab_size: self.vocab_size,
+            hidden_size: self.hidden_size,
+            num_hidden_layers: self.num_hidden_layers,
+            rms_norm_eps: self.rms_norm_eps,
+        }
+    }
+
     pub fn from_config(c: &ModelConfig) -> crate::Result<BailingMoeLinearArgs> {
         // mlx_lm builds RMSNorms whatever `use_rmsnorm` says, and never reads
         // `norm_softmax`: only the values it computes are supported.
@@ -357,39 +366,29 @@ pub enum BailingMixer {
     Linear(LinearAttention),
 }
 
-/// Python: bailing_moe_linear's `DecoderLayer`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingLayer {
-    pub attention: BailingMixer,
-    pub mlp: FeedForward<BailingMoe>,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
-}
+impl TokenMixer for BailingMixer {
+    fn key(&self) -> &'static str {
+        ATTENTION
+    }
 
-impl Layer for BailingLayer {
-    type Carry = ();
+    fn accepts(key: &str) -> bool {
+        key == ATTENTION
+    }
 
     fn forward(
         &self,
         x: &Array,
-        _carry: &mut (),
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let normed = self.input_layernorm.forward(x)?;
-        let r = match &self.attention {
-            BailingMixer::Attention(a) => a.forward(&normed, ctx, cache)?,
-            BailingMixer::Linear(l) => l.forward(&normed, ctx.rows, ctx.rope_offset, cache)?,
-        };
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
+        match self {
+            BailingMixer::Attention(a) => a.forward(x, ctx, cache),
+            BailingMixer::Linear(l) => l.forward(x, ctx.rows, ctx.rope_offset, cache),
+        }
     }
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        match &self.attention {
+        match self {
             BailingMixer::Attention(a) => {
                 LayerCache::attention(batch, a.n_kv_heads, a.head_dim, None, capacity, dtype)
             }
@@ -399,15 +398,7 @@ impl Layer for BailingLayer {
 }
 
 /// Python: bailing_moe_linear's `LanguageModel`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingMoeLinearModel {
-    pub word_embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<BailingLayer>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+pub type BailingMoeLinearModel = BailingStack<BailingLayer<BailingMixer, BailingMoe>>;
 
 /// Python: `mlx_lm.models.bailing_moe_linear.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -485,46 +476,35 @@ impl BailingMoeLinear {
         Self::sanitize(ck, &a)?;
         ck.cast(options.dtype, |k| k.contains("expert_bias"))?;
         ck.set_quant_predicate(router_at_8_bits);
-        let (d, eps) = (a.hidden_size, a.rms_norm_eps);
-        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
-        for i in 0..a.num_hidden_layers {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let attention = if a.is_global[i as usize] {
-                BailingMixer::Attention(BailingAttention::load(ck, &p("attention"), &a.attention)?)
-            } else {
-                BailingMixer::Linear(LinearAttention::load(ck, &p("attention"), i, &a.linear)?)
-            };
-            let mlp = if i >= a.first_k_dense_replace {
-                FeedForward::Sparse(BailingMoe::load(ck, &p("mlp"), &a.moe)?)
-            } else {
-                FeedForward::Dense(Mlp::load(
-                    ck,
-                    &p("mlp"),
-                    d,
-                    a.intermediate_size,
-                    a.use_bias,
-                )?)
-            };
-            layers.push(BailingLayer {
-                attention,
-                mlp,
-                input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
-                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
-            });
-        }
-        let lm_head = if a.tie_word_embeddings {
-            None
-        } else {
-            Some(ck.linear("lm_head", d, a.vocab_size, false)?)
-        };
-        Ok(BailingMoeLinear {
-            model: BailingMoeLinearModel {
-                word_embeddings: ck.embedding("model.word_embeddings", a.vocab_size, d)?,
-                layers,
-                norm: ck.rms_norm("model.norm", d, eps)?,
-                kernels: options.kernels,
+        let s = a.stack();
+        let model = BailingStack::load(
+            ck,
+            s,
+            options.kernels,
+            |ck, path, i| {
+                Ok(if a.is_global[i as usize] {
+                    BailingMixer::Attention(BailingAttention::load(ck, path, &a.attention)?)
+                } else {
+                    BailingMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
+                })
             },
-            lm_head,
+            |ck, path, i| {
+                Ok(if i >= a.first_k_dense_replace {
+                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
+                } else {
+                    FeedForward::Dense(Mlp::load(
+                        ck,
+                        path,
+                        a.hidden_size,
+                        a.intermediate_size,
+                        a.use_bias,
+                    )?)
+                })
+            },
+        )?;
+        Ok(BailingMoeLinear {
+            model,
+            lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }
 }
@@ -536,37 +516,4 @@ pub(crate) fn router_at_8_bits(path: &str) -> Option<QuantParams> {
         .then_some(QuantParams::affine(64, 8))
 }
 
-impl LanguageModel for BailingMoeLinear {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        stack_logits(
-            StackParts {
-                embedding: &m.word_embeddings,
-                layers: &m.layers,
-                norm: &m.norm,
-                kernels: m.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            self.lm_head.as_ref(),
-        )
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.word_embeddings, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.word_embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "bailing_moe_linear"
-    }
-}
+stack_language_model!(BailingMoeLinear, model, "bailing_moe_linear");

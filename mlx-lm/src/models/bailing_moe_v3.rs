@@ -2,14 +2,14 @@
 //! `bailing_hybrid` config whose `architectures` say `BailingMoeV3ForCausalLM`; transformers
 //! 5.23's `bailing_hybrid`, inclusionAI's Ling 3.0): in each group of `layer_group_size`
 //! layers the last is multi-latent attention with a head-wise sigmoid output gate
-//! ([`Mla::load_gated`]), the others Kimi delta attention (KDA: q, k and v each through a
-//! masked short convolution, the gated delta rule with a decay gate per key channel bounded
-//! below by `kda_lower_bound`, [`DecayGate::LowerBound`]); the first `first_k_dense_replace`
-//! layers have a dense MLP, the others the sparse block (float32 router, sigmoid scores plus
-//! the expert bias, the dropped groups masked to `-inf`, renormalized by `sum + 1e-20`,
-//! shared experts). Parameter paths are mlx_lm's (the checkpoint's own): `model.word_embeddings`,
-//! `model.layers.{i}.{attention, mlp, input_layernorm, post_attention_layernorm}`,
-//! `model.norm`, `lm_head`.
+//! ([`Mla::load_gated`]), the others Kimi delta attention ([`KimiDeltaAttention`]: q, k and
+//! v each through a masked short convolution, the gated delta rule with a decay gate per key
+//! channel bounded below by `kda_lower_bound`, [`DecayGate::LowerBound`]); the first
+//! `first_k_dense_replace` layers have a dense MLP, the others the sparse block (float32
+//! router, sigmoid scores plus the expert bias, the dropped groups masked to `-inf`,
+//! renormalized by `sum + 1e-20`, shared experts). Parameter paths are mlx_lm's (the
+//! checkpoint's own): `model.word_embeddings`, `model.layers.{i}.{attention, mlp,
+//! input_layernorm, post_attention_layernorm}`, `model.norm`, `lm_head`.
 //!
 //! A KDA layer's state (three convolution states and the float32 recurrent state, Python's
 //! `ArraysCache(size=4)`) and an MLA layer's latent cache are leaves of one cache tree, which
@@ -32,40 +32,26 @@
 //! - `A_log`, `dt_bias` and `expert_bias` stay float32 when the model is cast (transformers'
 //!   `_keep_in_fp32_modules_strict`).
 
-use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
-use crate::blocks::decoder::TokenMixer;
-use crate::blocks::gated_delta_net::normalize_qk;
+use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::group_router::{group_expert_select, GroupLimit, GroupRouting, GroupScoring};
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::kda::{KdaConfig, KdaInputs, KimiDeltaAttention, Rank};
 use crate::blocks::mla::{split_kv_b_proj, Mla, MlaConfig};
-use crate::blocks::rows::arrays_entry;
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{
-    make_layer_caches, stack_logits, FeedForward, Layer, LayerContext, Mlp, Rows, StackEnds,
-    StackParts,
-};
-use crate::cache::{ArraysCache, LayerCache};
+use crate::blocks::{FeedForward, LayerContext, Mlp};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::gated_delta::{gated_delta_update_gated, DecayGate};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::kernels::gated_delta::DecayGate;
 use crate::models::bailing_hybrid::mla_config;
+use crate::models::base::stack_language_model;
 use crate::models::sparse::{stack_experts, SAME_NAMES};
-
-/// The slots of a KDA layer's [`ArraysCache`] (Python: `ArraysCache(size=4)`): the q, k and
-/// v convolutions' last inputs `[batch, kernel - 1, heads * head_dim]` in the model's dtype,
-/// then the recurrent state `[batch, heads, head_dim, head_dim]` in float32.
-const Q_CONV: usize = 0;
-const K_CONV: usize = 1;
-const V_CONV: usize = 2;
-const STATE: usize = 3;
 
 /// Python: bailing_moe_v3's `ModelArgs`, as the model reads it.
 #[derive(Debug, Clone)]
@@ -90,6 +76,27 @@ pub struct BailingMoeV3Args {
     pub shared_size: Option<i32>,
     pub routing: GroupRouting,
     pub tie_word_embeddings: bool,
+}
+
+impl BailingMoeV3Args {
+    /// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`): separate q, k, v
+    /// through bare convolutions, full-rank decay and output gate projections, the decay
+    /// bounded below by `kda_lower_bound`, the gates' sigmoids in float32.
+    fn kda(&self) -> KdaConfig {
+        KdaConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.kda_heads,
+            head_dim: self.kda_head_dim,
+            conv_kernel: self.conv_kernel,
+            rms_norm_eps: self.rms_norm_eps,
+            inputs: KdaInputs::Conv1ds,
+            decay_proj: Rank::Full,
+            output_gate: Rank::Full,
+            decay_gate: DecayGate::LowerBound(self.lower_bound),
+            a_log_expanded: false,
+            float32_gates: true,
+        }
+    }
 }
 
 /// The one of two names of a setting the config uses (mlx_lm's `ours`, transformers'
@@ -322,192 +329,44 @@ impl Forward for BailingV3SparseMoe {
     }
 }
 
-/// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`).
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingKda {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub q_conv1d: Conv1d,
-    pub k_conv1d: Conv1d,
-    pub v_conv1d: Conv1d,
-    /// `[heads]`, float32.
-    #[tree(rename = "A_log")]
-    pub a_log: Array,
-    pub f_proj: MaybeQuantizedLinear,
-    /// `[heads * head_dim]`, float32.
-    pub dt_bias: Array,
-    pub b_proj: MaybeQuantizedLinear,
-    pub g_proj: MaybeQuantizedLinear,
-    pub o_norm: RMSNorm,
-    pub o_proj: MaybeQuantizedLinear,
-    #[tree(static)]
-    pub num_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub lower_bound: f64,
-}
-
-impl BailingKda {
-    /// Takes the layer's tensors under `path`.
-    pub fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        a: &BailingMoeV3Args,
-    ) -> crate::Result<BailingKda> {
-        let (d, h, dk) = (a.hidden_size, a.kda_heads, a.kda_head_dim);
-        let pd = h * dk;
-        let p = |name: &str| format!("{path}.{name}");
-        let mut conv = |name: &str| load_depthwise_conv1d(ck, &p(name), pd, a.conv_kernel, false);
-        let (q_conv1d, k_conv1d, v_conv1d) =
-            (conv("q_conv1d")?, conv("k_conv1d")?, conv("v_conv1d")?);
-        Ok(BailingKda {
-            q_proj: ck.linear(&p("q_proj"), d, pd, false)?,
-            k_proj: ck.linear(&p("k_proj"), d, pd, false)?,
-            v_proj: ck.linear(&p("v_proj"), d, pd, false)?,
-            q_conv1d,
-            k_conv1d,
-            v_conv1d,
-            a_log: ck.array(&p("A_log"), &[h])?,
-            f_proj: ck.linear(&p("f_proj"), d, pd, false)?,
-            dt_bias: ck.array(&p("dt_bias"), &[pd])?,
-            b_proj: ck.linear(&p("b_proj"), d, h, false)?,
-            g_proj: ck.linear(&p("g_proj"), d, pd, false)?,
-            o_norm: ck.rms_norm(&p("o_norm"), dk, a.rms_norm_eps)?,
-            o_proj: ck.linear(&p("o_proj"), pd, d, false)?,
-            num_heads: h,
-            head_dim: dk,
-            lower_bound: a.lower_bound,
-        })
-    }
-
-    /// The layer over rows `x` `[B * L, hidden]`, continuing `cache`'s state; a right-padded
-    /// batch's padding (the cache's mask) enters neither the convolution states nor the
-    /// recurrent one.
-    fn forward(
-        &self,
-        x: &Array,
-        rows: Rows,
-        use_kernel: bool,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let (b, t, h, dk) = (rows.batch, rows.len, self.num_heads, self.head_dim);
-        let mut cache = arrays_entry(cache, "a bailing_moe_v3 KDA layer")?;
-        let mask = match &cache {
-            Some(c) => c.make_mask(t)?,
-            None => None,
-        };
-        let mut conv = |proj: &MaybeQuantizedLinear, conv: &Conv1d, slot: usize| {
-            causal_conv1d(
-                conv,
-                &rows.unfold(&proj.forward(x)?)?,
-                mask.as_ref(),
-                cache.as_deref_mut(),
-                slot,
-                ConvActivation::Silu,
-            )
-        };
-        let q = conv(&self.q_proj, &self.q_conv1d, Q_CONV)?;
-        let k = conv(&self.k_proj, &self.k_conv1d, K_CONV)?;
-        let v = conv(&self.v_proj, &self.v_conv1d, V_CONV)?;
-        let shape = [b, t, h, dk];
-        let q = ops::reshape(&q, &shape)?;
-        let k = ops::reshape(&k, &shape)?;
-        let v = ops::reshape(&v, &shape)?;
-        let (q, k) = normalize_qk(&q, &k, (dk as f64).powf(-0.5), 1e-6)?;
-
-        let raw_gate = ops::reshape(&self.f_proj.forward(x)?, &shape)?;
-        let beta_in = ops::reshape(&self.b_proj.forward(x)?, &[b, t, h])?.astype(Dtype::Float32)?;
-        let state = match &cache {
-            Some(c) => c[STATE].clone(),
-            None => ops::zeros(&[b, h, dk, dk], Dtype::Float32)?,
-        };
-        let (out, state) = gated_delta_update_gated(
-            &q,
-            &k,
-            &v,
-            &raw_gate,
-            &beta_in,
-            &ops::reshape(&self.a_log, &[h, 1])?,
-            &ops::reshape(&self.dt_bias, &[h, dk])?,
-            state,
-            mask.as_ref(),
-            use_kernel,
-            DecayGate::LowerBound(self.lower_bound),
-        )?;
-        if let Some(c) = cache {
-            c[STATE] = state;
-            c.advance(t)?;
-        }
-        let gate = ops::reshape(&self.g_proj.forward(x)?, &shape)?;
-        let out = self.o_norm.forward(&out)?;
-        let gate = ops::sigmoid(&gate.astype(Dtype::Float32)?)?.astype(out.dtype())?;
-        let out = ops::multiply(&out, &gate)?;
-        self.o_proj.forward(&ops::reshape(&out, &[b * t, -1])?)
-    }
-
-    /// The three convolutions' states and the float32 recurrent state (Python:
-    /// `ArraysCache(size=4)`, filled on the first call).
-    fn make_cache(&self, batch: i32, dtype: Dtype) -> Result<LayerCache> {
-        let dk = self.head_dim;
-        Ok(LayerCache::Arrays(ArraysCache::new(vec![
-            conv_state(&self.q_conv1d, batch, dtype)?,
-            conv_state(&self.k_conv1d, batch, dtype)?,
-            conv_state(&self.v_conv1d, batch, dtype)?,
-            ops::zeros(&[batch, self.num_heads, dk, dk], Dtype::Float32)?,
-        ])))
-    }
-}
-
 /// A layer's `attention`: KDA or gated MLA.
 // One per layer, built once at load.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, TreeNode)]
 #[tree(transparent)]
 pub enum BailingV3Mixer {
-    Kda(BailingKda),
+    Kda(KimiDeltaAttention),
     #[tree(other)]
     Mla(Mla),
 }
 
-/// Python: bailing_moe_v3's `BailingDecoderLayer`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingV3Layer {
-    pub attention: BailingV3Mixer,
-    pub mlp: FeedForward<BailingV3SparseMoe>,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
-}
+impl TokenMixer for BailingV3Mixer {
+    fn key(&self) -> &'static str {
+        ATTENTION
+    }
 
-impl Layer for BailingV3Layer {
-    type Carry = ();
+    fn accepts(key: &str) -> bool {
+        key == ATTENTION
+    }
 
     fn forward(
         &self,
         x: &Array,
-        _carry: &mut (),
         ctx: &LayerContext<'_>,
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
-        let normed = self.input_layernorm.forward(x)?;
-        let r = match &self.attention {
+        match self {
             BailingV3Mixer::Kda(kda) => {
-                kda.forward(&normed, ctx.rows, ctx.kernels.fused_gated_delta, cache)?
+                kda.forward(x, ctx.rows, ctx.kernels.fused_gated_delta, cache)
             }
-            BailingV3Mixer::Mla(mla) => mla.forward(&normed, ctx.rows, cache)?,
-        };
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
+            BailingV3Mixer::Mla(mla) => mla.forward(x, ctx.rows, cache),
+        }
     }
 
     /// A KDA layer's four arrays, an MLA layer's latent cache (Python: `ArraysCache(size=4)`
     /// / `KVCache()`).
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        match &self.attention {
+        match self {
             BailingV3Mixer::Kda(kda) => kda.make_cache(batch, dtype),
             BailingV3Mixer::Mla(mla) => TokenMixer::make_cache(mla, batch, capacity, dtype),
         }
@@ -515,15 +374,7 @@ impl Layer for BailingV3Layer {
 }
 
 /// Python: `BailingModel`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct BailingMoeV3Model {
-    pub word_embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<BailingV3Layer>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+pub type BailingMoeV3Model = BailingStack<BailingLayer<BailingV3Mixer, BailingV3SparseMoe>>;
 
 /// Python: `mlx_lm.models.bailing_moe_v3.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -607,100 +458,51 @@ impl BailingMoeV3 {
             k.ends_with("expert_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
         })?;
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
-        let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
-        for i in 0..a.num_hidden_layers {
-            let p = |name: &str| format!("model.layers.{i}.{name}");
-            let attention = if a.is_linear[i as usize] {
-                ck.set_float_predicate(kept_float);
-                BailingV3Mixer::Kda(BailingKda::load(ck, &p("attention"), &a)?)
+        let s = StackConfig {
+            vocab_size: a.vocab_size,
+            hidden_size: d,
+            num_hidden_layers: a.num_hidden_layers,
+            rms_norm_eps: eps,
+        };
+        ck.set_float_predicate(kept_float);
+        let attention = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
+            Ok(if a.is_linear[i as usize] {
+                BailingV3Mixer::Kda(KimiDeltaAttention::load(ck, path, &a.kda())?)
             } else {
                 ck.set_float_predicate(kept_float_mla);
-                BailingV3Mixer::Mla(Mla::load_gated(ck, &p("attention"), &a.attention, eps)?)
-            };
-            ck.set_float_predicate(kept_float);
-            let mlp = if i >= a.first_k_dense_replace {
+                let mla = Mla::load_gated(ck, path, &a.attention, eps)?;
+                ck.set_float_predicate(kept_float);
+                BailingV3Mixer::Mla(mla)
+            })
+        };
+        let mlp = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
+            let p = |name: &str| format!("{path}.{name}");
+            Ok(if i >= a.first_k_dense_replace {
                 let e = a.num_experts;
                 FeedForward::Sparse(BailingV3SparseMoe {
                     gate: BailingV3Gate {
-                        weight: ck.array(&p("mlp.gate.weight"), &[e, d])?,
-                        expert_bias: ck.array(&p("mlp.gate.expert_bias"), &[e])?,
+                        weight: ck.array(&p("gate.weight"), &[e, d])?,
+                        expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
                         routing: a.routing,
                     },
-                    switch_mlp: SwitchGlu::load(
-                        ck,
-                        &p("mlp.switch_mlp"),
-                        d,
-                        a.expert_size,
-                        e,
-                        false,
-                    )?,
+                    switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, a.expert_size, e, false)?,
                     shared_experts: a
                         .shared_size
-                        .map(|s| Mlp::load(ck, &p("mlp.shared_experts"), d, s, false))
+                        .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
                         .transpose()?,
                 })
             } else {
-                FeedForward::Dense(Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?)
-            };
-            layers.push(BailingV3Layer {
-                attention,
-                mlp,
-                input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
-                post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
-            });
-        }
-        ck.set_float_predicate(kept_float);
-        let lm_head = if a.tie_word_embeddings {
-            None
-        } else {
-            Some(ck.linear("lm_head", d, a.vocab_size, false)?)
+                FeedForward::Dense(Mlp::load(ck, path, d, a.intermediate_size, false)?)
+            })
         };
         Ok(BailingMoeV3 {
-            model: BailingMoeV3Model {
-                word_embeddings: ck.embedding("model.word_embeddings", a.vocab_size, d)?,
-                layers,
-                norm: ck.rms_norm("model.norm", d, eps)?,
-                kernels: options.kernels,
-            },
-            lm_head,
+            model: BailingStack::load(ck, s, options.kernels, attention, mlp)?,
+            lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }
 }
 
-impl LanguageModel for BailingMoeV3 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        stack_logits(
-            StackParts {
-                embedding: &m.word_embeddings,
-                layers: &m.layers,
-                norm: &m.norm,
-                kernels: m.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            self.lm_head.as_ref(),
-        )
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.word_embeddings, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.word_embeddings)
-    }
-
-    fn model_type(&self) -> &str {
-        "bailing_moe_v3"
-    }
-}
+stack_language_model!(BailingMoeV3, model, "bailing_moe_v3");
 
 #[cfg(test)]
 mod tests {

@@ -2,10 +2,10 @@
 //! most layers, multi-head latent attention without rope in the others, a grouped sigmoid
 //! router over experts) with what K3 adds, each a shared block:
 //!
-//! - KDA with one fused `qkv_proj` and one short convolution over the three (its state one
-//!   array: Python's `ArraysCache(size=2)`), the decay optionally bounded below
-//!   (`gate_lower_bound`: [`compute_lower_bound_g`]) and the output gate optionally full rank
-//!   (`use_full_rank_gate`: `g_proj` for `g_a_proj` → `g_b_proj`);
+//! - KDA ([`KimiDeltaAttention`]) with one fused `qkv_proj` and one short convolution over
+//!   the three (its state one array: Python's `ArraysCache(size=2)`), the decay optionally
+//!   bounded below (`gate_lower_bound`: [`DecayGate::LowerBound`]) and the output gate
+//!   optionally full rank (`use_full_rank_gate`: `g_proj` for `g_a_proj` → `g_b_proj`);
 //! - MLA with the low-rank query (`q_lora_rank`) and a sigmoid output gate
 //!   (`mla_use_output_gate`, [`Mla::g_proj`]);
 //! - SiTU for SiLU in every MLP, the experts' included ([`Situ`]);
@@ -23,34 +23,28 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attn_res::{effective_weight, ResidualBlocks, ResidualProjection};
-use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
 use crate::blocks::decoder::TokenMixer;
-use crate::blocks::gated_delta_net::normalize_qk;
+use crate::blocks::kda::{
+    flatten, sanitize_short_convs, KdaConfig, KdaInputs, KimiDeltaAttention, KimiMixer, Rank,
+};
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
-use crate::blocks::rows::arrays_entry;
 use crate::blocks::situ::{Situ, SituMlp};
 use crate::blocks::switch::SwitchGlu;
 use crate::blocks::{
     forward_layers_with_carry, make_layer_caches, Layer, LayerContext, RotaryEmbedding, Rows,
 };
-use crate::cache::{ArraysCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::gated_delta::{compute_g, compute_lower_bound_g, gated_delta_recurrence};
+use crate::kernels::gated_delta::DecayGate;
 use crate::kernels::KernelOptions;
 use crate::models::kimi_linear::{
-    check_routing, kimi_expert_select, one_based_layers, KimiRouting, ScoreFunction, ShortConv1d,
+    check_routing, kimi_expert_select, one_based_layers, KimiRouting, ScoreFunction,
 };
 use crate::models::sparse::stack_experts;
 use crate::quantization::QuantParams;
 use crate::weights::Weights;
-
-/// The slots of a KDA layer's [`ArraysCache`] (Python: `ArraysCache(size=2)`): the fused
-/// convolution's last inputs `[batch, kernel - 1, 3 * heads * head_dim]` in the model's dtype,
-/// then the recurrent state `[batch, heads, head_dim, head_dim]` in float32.
-const CONV: usize = 0;
-const STATE: usize = 1;
 
 /// Python: kimi_k3's `TextArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -242,154 +236,30 @@ impl KimiK3Args {
         })
     }
 
-    fn projection_dim(&self) -> i32 {
-        self.kda_heads * self.kda_head_dim
-    }
-}
-
-/// Python: `KimiK3DeltaAttention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct KimiK3DeltaAttention {
-    pub qkv_proj: MaybeQuantizedLinear,
-    pub qkv_conv: ShortConv1d,
-    pub f_a_proj: MaybeQuantizedLinear,
-    pub f_b_proj: MaybeQuantizedLinear,
-    pub b_proj: MaybeQuantizedLinear,
-    /// The full-rank output gate (`use_full_rank_gate`), else the low-rank pair below.
-    pub g_proj: Option<MaybeQuantizedLinear>,
-    pub g_a_proj: Option<MaybeQuantizedLinear>,
-    pub g_b_proj: Option<MaybeQuantizedLinear>,
-    /// `[heads]` (read as `[heads, 1]`).
-    #[tree(rename = "A_log")]
-    pub a_log: Array,
-    /// `[heads * head_dim]` (read as `[heads, head_dim]`).
-    pub dt_bias: Array,
-    pub o_norm: RMSNorm,
-    pub o_proj: MaybeQuantizedLinear,
-    #[tree(static)]
-    pub num_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub lower_bound: Option<f64>,
-}
-
-impl KimiK3DeltaAttention {
-    pub fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        a: &KimiK3Args,
-    ) -> crate::Result<KimiK3DeltaAttention> {
-        let (d, h, dk, pd) = (
-            a.hidden_size,
-            a.kda_heads,
-            a.kda_head_dim,
-            a.projection_dim(),
-        );
-        let p = |name: &str| format!("{path}.{name}");
-        let (g_proj, g_a_proj, g_b_proj) = if a.full_rank_gate {
-            (Some(ck.linear(&p("g_proj"), d, pd, false)?), None, None)
-        } else {
-            (
-                None,
-                Some(ck.linear(&p("g_a_proj"), d, dk, false)?),
-                Some(ck.linear(&p("g_b_proj"), dk, pd, false)?),
-            )
-        };
-        Ok(KimiK3DeltaAttention {
-            qkv_proj: ck.linear(&p("qkv_proj"), d, 3 * pd, false)?,
-            qkv_conv: ShortConv1d {
-                conv: load_depthwise_conv1d(ck, &p("qkv_conv.conv"), 3 * pd, a.conv_kernel, false)?,
+    /// Python: `KimiK3DeltaAttention`: one `qkv_proj` through one `ShortConv1d`, the low-rank
+    /// decay projection, the decay bounded below with `gate_lower_bound`, the output gate
+    /// full rank with `use_full_rank_gate`.
+    fn kda(&self) -> KdaConfig {
+        KdaConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.kda_heads,
+            head_dim: self.kda_head_dim,
+            conv_kernel: self.conv_kernel,
+            rms_norm_eps: self.rms_norm_eps,
+            inputs: KdaInputs::Fused,
+            decay_proj: Rank::Low,
+            output_gate: if self.full_rank_gate {
+                Rank::Full
+            } else {
+                Rank::Low
             },
-            f_a_proj: ck.linear(&p("f_a_proj"), d, dk, false)?,
-            f_b_proj: ck.linear(&p("f_b_proj"), dk, pd, false)?,
-            b_proj: ck.linear(&p("b_proj"), d, h, false)?,
-            g_proj,
-            g_a_proj,
-            g_b_proj,
-            a_log: ck.array(&p("A_log"), &[h])?,
-            dt_bias: ck.array(&p("dt_bias"), &[pd])?,
-            o_norm: ck.rms_norm(&p("o_norm"), dk, a.rms_norm_eps)?,
-            o_proj: ck.linear(&p("o_proj"), pd, d, false)?,
-            num_heads: h,
-            head_dim: dk,
-            lower_bound: a.lower_bound,
-        })
-    }
-
-    /// The layer over rows `x` `[B * L, hidden]`, continuing `cache`'s state (Python's
-    /// `__call__` off Metal; its Metal decode path compiles the same ops).
-    fn forward(
-        &self,
-        x: &Array,
-        rows: Rows,
-        use_kernel: bool,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let (b, t, h, dk) = (rows.batch, rows.len, self.num_heads, self.head_dim);
-        let mut cache = arrays_entry(cache, "a kimi_k3 KDA layer")?;
-        let mask = match &cache {
-            Some(c) => c.make_mask(t)?,
-            None => None,
-        };
-        let qkv = causal_conv1d(
-            &self.qkv_conv.conv,
-            &rows.unfold(&self.qkv_proj.forward(x)?)?,
-            mask.as_ref(),
-            cache.as_deref_mut(),
-            CONV,
-            ConvActivation::Silu,
-        )?;
-        let pd = h * dk;
-        let parts = ops::split(&qkv, &[pd, 2 * pd][..], -1)?;
-        let shape = [b, t, h, dk];
-        let q = ops::reshape(&parts[0], &shape)?;
-        let k = ops::reshape(&parts[1], &shape)?;
-        let v = ops::reshape(&parts[2], &shape)?;
-        let (q, k) = normalize_qk(&q, &k, (dk as f64).powf(-0.5), 1e-6)?;
-
-        let a = ops::reshape(&self.f_b_proj.forward(&self.f_a_proj.forward(x)?)?, &shape)?;
-        let beta = ops::sigmoid(&ops::reshape(&self.b_proj.forward(x)?, &[b, t, h])?)?;
-        let a_log = ops::reshape(&self.a_log, &[h, 1])?;
-        let dt_bias = ops::reshape(&self.dt_bias, &[h, dk])?;
-        let g = match self.lower_bound {
-            Some(bound) => compute_lower_bound_g(&a_log, &a, &dt_bias, bound)?,
-            None => compute_g(&a_log, &a, &dt_bias)?,
-        };
-        let state = match &cache {
-            Some(c) => c[STATE].clone(),
-            None => ops::zeros(&[b, h, dk, dk], Dtype::Float32)?,
-        };
-        let (out, state) =
-            gated_delta_recurrence(&q, &k, &v, &g, &beta, state, mask.as_ref(), use_kernel)?;
-        if let Some(c) = cache {
-            c[STATE] = state;
-            c.advance(t)?;
+            decay_gate: match self.lower_bound {
+                Some(bound) => DecayGate::LowerBound(bound),
+                None => DecayGate::Softplus,
+            },
+            a_log_expanded: false,
+            float32_gates: false,
         }
-        let gate = match (&self.g_proj, &self.g_a_proj, &self.g_b_proj) {
-            (Some(g), ..) => g.forward(x)?,
-            (None, Some(ga), Some(gb)) => gb.forward(&ga.forward(x)?)?,
-            _ => {
-                return Err(crate::blocks::rows::wrong_input(
-                    "a kimi_k3 KDA layer without its output gate",
-                ))
-            }
-        };
-        let out = ops::multiply(
-            &self.o_norm.forward(&ops::reshape(&out, &shape)?)?,
-            &ops::sigmoid(&ops::reshape(&gate, &shape)?)?,
-        )?;
-        self.o_proj.forward(&ops::reshape(&out, &[b * t, -1])?)
-    }
-
-    /// The fused convolution's state and the float32 recurrent state (Python:
-    /// `ArraysCache(size=2)`).
-    fn make_cache(&self, batch: i32, dtype: Dtype) -> Result<LayerCache> {
-        let dk = self.head_dim;
-        Ok(LayerCache::Arrays(ArraysCache::new(vec![
-            conv_state(&self.qkv_conv.conv, batch, dtype)?,
-            ops::zeros(&[batch, self.num_heads, dk, dk], Dtype::Float32)?,
-        ])))
     }
 }
 
@@ -439,16 +309,6 @@ impl Forward for KimiK3SparseMoe {
     }
 }
 
-/// A layer's token mixer, both under `self_attn`.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, TreeNode)]
-#[tree(transparent)]
-pub enum KimiK3Mixer {
-    Kda(KimiK3DeltaAttention),
-    #[tree(other)]
-    Mla(Mla),
-}
-
 /// A layer's feed-forward block under `mlp`: the dense SiTU MLP or the experts.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, TreeNode)]
@@ -472,7 +332,7 @@ impl Forward for KimiK3FeedForward {
 /// attention residuals, each reading the mix of the stored blocks and the block's sum.
 #[derive(Debug, Clone, TreeNode)]
 pub struct KimiK3DecoderLayer {
-    pub self_attn: KimiK3Mixer,
+    pub self_attn: KimiMixer,
     pub mlp: KimiK3FeedForward,
     pub input_layernorm: RMSNorm,
     pub post_attention_layernorm: RMSNorm,
@@ -497,7 +357,7 @@ impl KimiK3DecoderLayer {
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
         let p = |name: &str| format!("{path}.{name}");
         let self_attn = if a.linear[i] {
-            KimiK3Mixer::Kda(KimiK3DeltaAttention::load(ck, &p("self_attn"), a)?)
+            KimiMixer::Kda(KimiDeltaAttention::load(ck, &p("self_attn"), &a.kda())?)
         } else {
             let mut mla = Mla::load(ck, &p("self_attn"), &a.attention)?;
             mla.nope = true;
@@ -505,7 +365,7 @@ impl KimiK3DecoderLayer {
                 let width = a.attention.num_heads * a.attention.v_head_dim;
                 mla.g_proj = Some(ck.linear(&p("self_attn.g_proj"), d, width, false)?);
             }
-            KimiK3Mixer::Mla(mla)
+            KimiMixer::Mla(mla)
         };
         let mlp = if a.sparse[i] {
             let e = a.num_experts;
@@ -583,12 +443,7 @@ impl KimiK3DecoderLayer {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         let n = self.input_layernorm.forward(x)?;
-        match &self.self_attn {
-            KimiK3Mixer::Kda(kda) => {
-                kda.forward(&n, ctx.rows, ctx.kernels.fused_gated_delta, cache)
-            }
-            KimiK3Mixer::Mla(mla) => mla.forward(&n, ctx.rows, cache),
-        }
+        self.self_attn.forward(&n, ctx, cache)
     }
 }
 
@@ -635,10 +490,7 @@ impl Layer for KimiK3DecoderLayer {
 
     /// A KDA layer's two arrays, an MLA layer's compressed key/value cache.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        match &self.self_attn {
-            KimiK3Mixer::Kda(kda) => kda.make_cache(batch, dtype),
-            KimiK3Mixer::Mla(mla) => TokenMixer::make_cache(mla, batch, capacity, dtype),
-        }
+        self.self_attn.make_cache(batch, capacity, dtype)
     }
 }
 
@@ -856,32 +708,17 @@ impl KimiK3 {
 /// The KDA part of the sanitize for the layer's attention under `ap`.
 fn sanitize_kda(w: &mut Weights, ap: &str, a: &KimiK3Args) -> crate::Result<()> {
     let mlx = |file: std::path::PathBuf| move |source| crate::Error::Mlx { path: file, source };
-    for name in ["q", "k", "v"] {
-        let key = format!("{ap}.{name}_conv1d.weight");
-        let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
-        if let Some(v) = w.take(&key) {
-            let v = if v.ndim() == 3 {
-                ops::moveaxis(&v, 2, 1).map_err(mlx(file.clone()))?
-            } else {
-                v
-            };
-            w.insert(format!("{ap}.{name}_conv.conv.weight"), v, file);
-        }
-    }
-    for name in ["dt_bias", "A_log"] {
-        let key = format!("{ap}.{name}");
-        let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
-        if let Some(v) = w.take(&key) {
-            let mut v = if v.ndim() > 1 {
-                ops::reshape(&v, &[-1]).map_err(mlx(file.clone()))?
-            } else {
-                v
-            };
-            if name == "A_log" && v.shape()[0] > a.kda_heads {
-                v = v.index(..a.kda_heads).map_err(mlx(file.clone()))?;
-            }
-            w.insert(key, v, file);
-        }
+    sanitize_short_convs(w, ap)?;
+    let key = format!("{ap}.A_log");
+    flatten(w, &key)?;
+    let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
+    if let Some(v) = w.take(&key) {
+        let v = if v.shape().first().is_some_and(|n| *n > a.kda_heads) {
+            v.index(..a.kda_heads).map_err(mlx(file.clone()))?
+        } else {
+            v
+        };
+        w.insert(key, v, file);
     }
     let concat = |w: &mut Weights, parts: [String; 3], to: String| -> crate::Result<()> {
         if w.contains(&to) || !parts.iter().all(|p| w.contains(p)) {

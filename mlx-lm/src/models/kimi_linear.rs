@@ -1,42 +1,34 @@
 //! `kimi_linear` (Python: `mlx_lm.models.kimi_linear`): Kimi Linear, Kimi Delta Attention
-//! (KDA: the gated delta rule with a decay gate per key channel, its q, k and v each through
-//! a short convolution) in most layers and multi-head latent attention without rotary
-//! embedding ([`Mla`], `mla_use_nope`) in the others, every layer's feed-forward block dense
-//! or a mixture of experts behind a grouped router with shared experts.
+//! ([`KimiDeltaAttention`]: the gated delta rule with a decay gate per key channel, its q, k
+//! and v each through a short convolution) in most layers and multi-head latent attention
+//! without rotary embedding ([`Mla`], `mla_use_nope`) in the others, every layer's
+//! feed-forward block dense or a mixture of experts behind a grouped router with shared
+//! experts.
 //!
 //! A KDA layer's state (three convolution states and the float32 recurrent state, Python's
 //! `ArraysCache(size=4)`) and an MLA layer's compressed key/value cache are leaves of one
 //! cache tree, which goes through `compile_mut` like any other state.
 
-use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::{StaticData, TreeNode};
 use serde_json::Value;
 
-use crate::blocks::conv::{causal_conv1d, conv_state, load_depthwise_conv1d, ConvActivation};
-use crate::blocks::decoder::TokenMixer;
-use crate::blocks::gated_delta_net::normalize_qk;
+use crate::blocks::decoder::{load_decoder_layers, DecoderLayer, StackConfig};
+use crate::blocks::kda::{
+    sanitize_short_convs, KdaConfig, KdaInputs, KimiDeltaAttention, KimiMixer, Rank,
+};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::moe::FeedForward;
-use crate::blocks::rows::arrays_entry;
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding, Rows};
-use crate::cache::{ArraysCache, LayerCache};
+use crate::blocks::{LayerStack, Mlp, RotaryEmbedding};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::gated_delta::gated_delta_update;
+use crate::kernels::gated_delta::DecayGate;
 use crate::models::base::stack_language_model;
 use crate::models::sparse::stack_experts;
 use crate::quantization::QuantParams;
-
-/// The slots of a KDA layer's [`ArraysCache`] (Python: `ArraysCache(size=4)`): the q, k and
-/// v convolutions' last inputs `[batch, kernel - 1, heads * head_dim]` in the model's dtype,
-/// then the recurrent state `[batch, heads, head_dim, head_dim]` in float32.
-const Q_CONV: usize = 0;
-const K_CONV: usize = 1;
-const V_CONV: usize = 2;
-const STATE: usize = 3;
 
 /// How the router turns the gate's logits into scores (Python:
 /// `moe_router_activation_func`).
@@ -350,8 +342,22 @@ impl KimiLinearArgs {
         })
     }
 
-    fn projection_dim(&self) -> i32 {
-        self.kda_heads * self.kda_head_dim
+    /// Python: `KimiDeltaAttention`: separate q, k, v through `ShortConv1d`s, low-rank decay
+    /// and output gate projections, the softplus decay gate.
+    fn kda(&self) -> KdaConfig {
+        KdaConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.kda_heads,
+            head_dim: self.kda_head_dim,
+            conv_kernel: self.conv_kernel,
+            rms_norm_eps: self.rms_norm_eps,
+            inputs: KdaInputs::ShortConvs,
+            decay_proj: Rank::Low,
+            output_gate: Rank::Low,
+            decay_gate: DecayGate::Softplus,
+            a_log_expanded: true,
+            float32_gates: false,
+        }
     }
 }
 
@@ -417,254 +423,53 @@ pub(crate) fn one_based_layers(
     }
 }
 
-/// Python: `ShortConv1d`: a depthwise convolution without bias, then SiLU, under `conv`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct ShortConv1d {
-    pub conv: Conv1d,
-}
-
-/// Python: `KimiDeltaAttention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct KimiDeltaAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub q_conv: ShortConv1d,
-    pub k_conv: ShortConv1d,
-    pub v_conv: ShortConv1d,
-    pub f_a_proj: MaybeQuantizedLinear,
-    pub f_b_proj: MaybeQuantizedLinear,
-    pub b_proj: MaybeQuantizedLinear,
-    pub g_a_proj: MaybeQuantizedLinear,
-    pub g_b_proj: MaybeQuantizedLinear,
-    /// `[1, 1, heads, 1]` (Python's shape; the recurrence reads it as `[heads, 1]`).
-    #[tree(rename = "A_log")]
-    pub a_log: Array,
-    /// `[heads * head_dim]` (read as `[heads, head_dim]`).
-    pub dt_bias: Array,
-    pub o_norm: RMSNorm,
-    pub o_proj: MaybeQuantizedLinear,
-    #[tree(static)]
-    pub num_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-}
-
-impl KimiDeltaAttention {
-    /// Takes the layer's tensors under `path`.
-    pub fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        a: &KimiLinearArgs,
-    ) -> crate::Result<KimiDeltaAttention> {
-        let (d, h, dk, pd) = (
-            a.hidden_size,
-            a.kda_heads,
-            a.kda_head_dim,
-            a.projection_dim(),
-        );
-        let p = |name: &str| format!("{path}.{name}");
-        let mut conv = |name: &str| -> crate::Result<ShortConv1d> {
-            Ok(ShortConv1d {
-                conv: load_depthwise_conv1d(
-                    ck,
-                    &p(&format!("{name}.conv")),
-                    pd,
-                    a.conv_kernel,
-                    false,
-                )?,
-            })
-        };
-        let (q_conv, k_conv, v_conv) = (conv("q_conv")?, conv("k_conv")?, conv("v_conv")?);
-        Ok(KimiDeltaAttention {
-            q_proj: ck.linear(&p("q_proj"), d, pd, false)?,
-            k_proj: ck.linear(&p("k_proj"), d, pd, false)?,
-            v_proj: ck.linear(&p("v_proj"), d, pd, false)?,
-            q_conv,
-            k_conv,
-            v_conv,
-            f_a_proj: ck.linear(&p("f_a_proj"), d, dk, false)?,
-            f_b_proj: ck.linear(&p("f_b_proj"), dk, pd, false)?,
-            b_proj: ck.linear(&p("b_proj"), d, h, false)?,
-            g_a_proj: ck.linear(&p("g_a_proj"), d, dk, false)?,
-            g_b_proj: ck.linear(&p("g_b_proj"), dk, pd, false)?,
-            a_log: ck.array(&p("A_log"), &[1, 1, h, 1])?,
-            dt_bias: ck.array(&p("dt_bias"), &[pd])?,
-            o_norm: ck.rms_norm(&p("o_norm"), dk, a.rms_norm_eps)?,
-            o_proj: ck.linear(&p("o_proj"), pd, d, false)?,
-            num_heads: h,
-            head_dim: dk,
-        })
-    }
-
-    /// The layer over rows `x` `[B * L, hidden]`, continuing `cache`'s state; `use_kernel`
-    /// allows the one-kernel recurrence where it applies (it does not take a gate per
-    /// channel: the ops run, as mlx_lm runs them off Metal).
-    fn forward(
-        &self,
-        x: &Array,
-        rows: Rows,
-        use_kernel: bool,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let (b, t, h, dk) = (rows.batch, rows.len, self.num_heads, self.head_dim);
-        let mut cache = arrays_entry(cache, "a kimi_linear KDA layer")?;
-        let mask = match &cache {
-            Some(c) => c.make_mask(t)?,
-            None => None,
-        };
-        let mut conv = |proj: &MaybeQuantizedLinear, conv: &ShortConv1d, slot: usize| {
-            causal_conv1d(
-                &conv.conv,
-                &rows.unfold(&proj.forward(x)?)?,
-                mask.as_ref(),
-                cache.as_deref_mut(),
-                slot,
-                ConvActivation::Silu,
-            )
-        };
-        let q = conv(&self.q_proj, &self.q_conv, Q_CONV)?;
-        let k = conv(&self.k_proj, &self.k_conv, K_CONV)?;
-        let v = conv(&self.v_proj, &self.v_conv, V_CONV)?;
-        let shape = [b, t, h, dk];
-        let q = ops::reshape(&q, &shape)?;
-        let k = ops::reshape(&k, &shape)?;
-        let v = ops::reshape(&v, &shape)?;
-        let (q, k) = normalize_qk(&q, &k, (dk as f64).powf(-0.5), 1e-6)?;
-
-        let a = ops::reshape(&self.f_b_proj.forward(&self.f_a_proj.forward(x)?)?, &shape)?;
-        let beta_in = ops::reshape(&self.b_proj.forward(x)?, &[b, t, h])?;
-        let state = match &cache {
-            Some(c) => c[STATE].clone(),
-            None => ops::zeros(&[b, h, dk, dk], Dtype::Float32)?,
-        };
-        let (out, state) = gated_delta_update(
-            &q,
-            &k,
-            &v,
-            &a,
-            &beta_in,
-            &ops::reshape(&self.a_log, &[h, 1])?,
-            &ops::reshape(&self.dt_bias, &[h, dk])?,
-            state,
-            mask.as_ref(),
-            use_kernel,
-        )?;
-        if let Some(c) = cache {
-            c[STATE] = state;
-            c.advance(t)?;
-        }
-        let gate = ops::reshape(&self.g_b_proj.forward(&self.g_a_proj.forward(x)?)?, &shape)?;
-        let out = ops::multiply(
-            &self.o_norm.forward(&ops::reshape(&out, &shape)?)?,
-            &ops::sigmoid(&gate)?,
-        )?;
-        self.o_proj.forward(&ops::reshape(&out, &[b * t, -1])?)
-    }
-
-    /// The three convolutions' states and the float32 recurrent state (Python:
-    /// `ArraysCache(size=4)`, filled on the first call).
-    fn make_cache(&self, batch: i32, dtype: Dtype) -> Result<LayerCache> {
-        let dk = self.head_dim;
-        Ok(LayerCache::Arrays(ArraysCache::new(vec![
-            conv_state(&self.q_conv.conv, batch, dtype)?,
-            conv_state(&self.k_conv.conv, batch, dtype)?,
-            conv_state(&self.v_conv.conv, batch, dtype)?,
-            ops::zeros(&[batch, self.num_heads, dk, dk], Dtype::Float32)?,
-        ])))
-    }
-}
-
-/// A layer's token mixer, both under `self_attn` (Python: one attribute, either class).
-// One per layer, built once at load.
-#[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, TreeNode)]
-#[tree(transparent)]
-pub enum KimiMixer {
-    Kda(KimiDeltaAttention),
-    #[tree(other)]
-    Mla(Mla),
-}
-
 /// Python: `KimiDecoderLayer`: pre-norm, `self_attn` then `mlp`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct KimiDecoderLayer {
-    pub self_attn: KimiMixer,
-    pub mlp: FeedForward<KimiSparseMoe>,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
-}
+pub type KimiDecoderLayer = DecoderLayer<KimiMixer, FeedForward<KimiSparseMoe>>;
 
-impl KimiDecoderLayer {
-    /// Takes layer `i`'s tensors under `path`.
-    pub fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        i: usize,
-        a: &KimiLinearArgs,
-    ) -> crate::Result<KimiDecoderLayer> {
-        let (d, eps) = (a.hidden_size, a.rms_norm_eps);
-        let p = |name: &str| format!("{path}.{name}");
-        let self_attn = if a.linear[i] {
-            KimiMixer::Kda(KimiDeltaAttention::load(ck, &p("self_attn"), a)?)
+impl KimiLinearArgs {
+    /// Layer `i`'s `self_attn`, under `path`.
+    fn mixer(&self, ck: &mut Checkpoint, path: &str, i: i32) -> crate::Result<KimiMixer> {
+        Ok(if self.linear[i as usize] {
+            KimiMixer::Kda(KimiDeltaAttention::load(ck, path, &self.kda())?)
         } else {
-            KimiMixer::Mla(Mla::load_nope(ck, &p("self_attn"), &a.attention, eps)?)
-        };
-        let mlp = if a.sparse[i] {
-            let e = a.num_experts;
-            FeedForward::Sparse(KimiSparseMoe {
-                gate: ck.linear(&p("mlp.gate"), d, e, false)?,
-                switch_mlp: SwitchGlu::load(ck, &p("mlp.switch_mlp"), d, a.expert_size, e, false)?,
-                e_score_correction_bias: ck.array(&p("mlp.e_score_correction_bias"), &[e])?,
-                shared_experts: a
-                    .shared_expert_size
-                    .map(|s| Mlp::load(ck, &p("mlp.shared_experts"), d, s, false))
-                    .transpose()?,
-                routing: a.routing,
-            })
-        } else {
-            FeedForward::Dense(Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?)
-        };
-        Ok(KimiDecoderLayer {
-            self_attn,
-            mlp,
-            input_layernorm: ck.rms_norm(&p("input_layernorm"), d, eps)?,
-            post_attention_layernorm: ck.rms_norm(&p("post_attention_layernorm"), d, eps)?,
+            KimiMixer::Mla(Mla::load_nope(
+                ck,
+                path,
+                &self.attention,
+                self.rms_norm_eps,
+            )?)
         })
     }
-}
 
-impl Layer for KimiDecoderLayer {
-    type Carry = ();
-
-    fn forward(
+    /// Layer `i`'s `mlp`, under `path`.
+    fn mlp(
         &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let n = self.input_layernorm.forward(x)?;
-        let r = match &self.self_attn {
-            KimiMixer::Kda(kda) => {
-                kda.forward(&n, ctx.rows, ctx.kernels.fused_gated_delta, cache)?
-            }
-            KimiMixer::Mla(mla) => mla.forward(&n, ctx.rows, cache)?,
-        };
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
-    }
-
-    /// A KDA layer's four arrays, an MLA layer's compressed key/value cache (Python:
-    /// `ArraysCache(size=4)` / `KVCache()`).
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        match &self.self_attn {
-            KimiMixer::Kda(kda) => kda.make_cache(batch, dtype),
-            KimiMixer::Mla(mla) => TokenMixer::make_cache(mla, batch, capacity, dtype),
+        ck: &mut Checkpoint,
+        path: &str,
+        i: i32,
+    ) -> crate::Result<FeedForward<KimiSparseMoe>> {
+        let d = self.hidden_size;
+        let p = |name: &str| format!("{path}.{name}");
+        if !self.sparse[i as usize] {
+            return Ok(FeedForward::Dense(Mlp::load(
+                ck,
+                path,
+                d,
+                self.intermediate_size,
+                false,
+            )?));
         }
+        let e = self.num_experts;
+        Ok(FeedForward::Sparse(KimiSparseMoe {
+            gate: ck.linear(&p("gate"), d, e, false)?,
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, self.expert_size, e, false)?,
+            e_score_correction_bias: ck.array(&p("e_score_correction_bias"), &[e])?,
+            shared_experts: self
+                .shared_expert_size
+                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
+                .transpose()?,
+            routing: self.routing,
+        }))
     }
 }
 
@@ -710,68 +515,37 @@ impl KimiLinear {
         let w = ck.weights_mut();
         let keys: Vec<String> = w.keys().into_iter().map(str::to_string).collect();
         for key in keys {
-            let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
-            let mlx = |source| crate::Error::Mlx {
-                path: file.clone(),
-                source,
-            };
             let Some((layer, rest)) = layer_of(&key) else {
                 continue;
             };
-            let sparse = a.sparse.get(layer).copied().unwrap_or(false);
-            let prefix = format!("model.layers.{layer}");
-            if sparse {
-                if let Some(tail) = rest.strip_prefix("block_sparse_moe.") {
-                    // Python renames only the expert stacks, the shared experts' projections,
-                    // the gate's weight and its correction bias; anything else stays (and is
-                    // then reported unused).
-                    let to = match tail {
-                        "gate.e_score_correction_bias" => Some("e_score_correction_bias".into()),
-                        "gate.weight" => Some("gate.weight".to_string()),
-                        t if t.starts_with("switch_mlp.") => Some(t.to_string()),
-                        t if t.starts_with("shared_experts.")
-                            && ["gate_proj", "up_proj", "down_proj"]
-                                .iter()
-                                .any(|n| t == format!("shared_experts.{n}.weight")) =>
-                        {
-                            Some(t.to_string())
-                        }
-                        _ => None,
-                    };
-                    if let Some(to) = to {
-                        let v = w.take(&key).expect("listed above");
-                        w.insert(format!("{prefix}.mlp.{to}"), v, file.clone());
-                    }
-                    continue;
-                }
-            }
-            if !a.linear.get(layer).copied().unwrap_or(false) {
+            let Some(tail) = rest.strip_prefix("block_sparse_moe.") else {
+                continue;
+            };
+            if !a.sparse.get(layer).copied().unwrap_or(false) {
                 continue;
             }
-            for name in ["q", "k", "v"] {
-                if rest == format!("self_attn.{name}_conv1d.weight") {
-                    let v = w.take(&key).expect("listed above");
-                    let v = if v.ndim() == 3 {
-                        ops::moveaxis(&v, 2, 1).map_err(mlx)?
-                    } else {
-                        v
-                    };
-                    w.insert(
-                        format!("{prefix}.self_attn.{name}_conv.conv.weight"),
-                        v,
-                        file.clone(),
-                    );
+            // Python renames only the expert stacks, the shared experts' projections, the
+            // gate's weight and its correction bias; anything else stays (and is then
+            // reported unused).
+            let to = match tail {
+                "gate.e_score_correction_bias" => "e_score_correction_bias",
+                "gate.weight" => "gate.weight",
+                t if t.starts_with("switch_mlp.") => t,
+                t if ["gate_proj", "up_proj", "down_proj"]
+                    .iter()
+                    .any(|n| t == format!("shared_experts.{n}.weight")) =>
+                {
+                    t
                 }
-            }
-            if rest == "self_attn.dt_bias" {
-                let v = w.take(&key).expect("listed above");
-                let v = if v.ndim() > 1 {
-                    ops::reshape(&v, &[-1]).map_err(mlx)?
-                } else {
-                    v
-                };
-                w.insert(key.clone(), v, file.clone());
-            }
+                _ => continue,
+            };
+            let to = format!("model.layers.{layer}.mlp.{to}");
+            let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
+            let v = w.take(&key).expect("listed above");
+            w.insert(to, v, file);
+        }
+        for l in (0..a.linear.len()).filter(|l| a.linear[*l]) {
+            sanitize_short_convs(w, &format!("model.layers.{l}.self_attn"))?;
         }
         let m = &a.attention;
         for l in 0..layers {
@@ -800,10 +574,20 @@ impl KimiLinear {
             k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
         })?;
         ck.set_quant_predicate(router_at_8_bits);
-        let layers = (0..a.num_hidden_layers as usize)
-            .map(|i| KimiDecoderLayer::load(ck, &format!("model.layers.{i}"), i, &a))
-            .collect::<crate::Result<Vec<_>>>()?;
         let (d, vocab) = (a.hidden_size, a.vocab_size);
+        let stack = StackConfig {
+            vocab_size: vocab,
+            hidden_size: d,
+            num_hidden_layers: a.num_hidden_layers,
+            rms_norm_eps: a.rms_norm_eps,
+        };
+        let layers = load_decoder_layers(
+            ck,
+            "model",
+            stack,
+            |ck, path, i| a.mixer(ck, &format!("{path}.self_attn"), i),
+            |ck, path, i| a.mlp(ck, path, i),
+        )?;
         Ok(KimiLinear {
             model: KimiLinearModel {
                 embed_tokens: ck.embedding("model.embed_tokens", vocab, d)?,
