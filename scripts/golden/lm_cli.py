@@ -9,7 +9,8 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
 - `generate`: mlx_lm.generate's whole stdout for flag combinations (verbose framing and
   statistics, `--prompt -`, `--system-prompt`, `--prefill-response`, `--extra-eos-token` as a
   token and as an id, `--max-kv-size` within its bound, `--chat-template-config`, seeded
-  sampling with the samplers' flags), with the numbers of the statistics lines parsed out
+  sampling with the samplers' flags, `--max-tokens -1` until an end of sequence), with the
+  numbers of the statistics lines parsed out
   (their rates and memory are timings: tests check their format only).
 - `chat`: the answers of mlx_lm.chat to a transcript piped into it (`q` and `r` included),
   parsed out of its `rich` screen.
@@ -123,9 +124,37 @@ def extra_eos_cases():
     ]
 
 
+def unlimited_cases():
+    """`--max-tokens -1`, mlx_lm's "no limit": a greedy generation that runs until an end of
+    sequence, here an `--extra-eos-token` id the model first emits some tokens after its
+    prompt and output passed 512 positions (the Rust tool's cache, sized for the prompt when
+    there is no limit, grows there: the tokens after the growth are compared too)."""
+    from mlx_lm.generate import generate_step
+    from mlx_lm.utils import load
+    model, tok = load(str(MODELS / "qwen3"))
+    base = " ".join(f"item {i}," for i in range(76))
+    for pad in range(16):
+        prompt = base + " ." * pad
+        ids = tok.encode(prompt)
+        if len(ids) > 512:
+            break
+        out = [t for (t, _), _ in zip(generate_step(mx.array(ids), model), range(64))]
+        first = {}
+        for i, t in enumerate(out):
+            first.setdefault(t, i)
+        token, at = max(first.items(), key=lambda kv: kv[1])
+        # The token fed at index 512 - len(ids) is the first past the prompt's 512 slots.
+        if at >= 512 - len(ids) + 3 and token not in tok.eos_token_ids:
+            args = ["--prompt", prompt, "--ignore-chat-template", "--max-tokens", "-1",
+                    "--extra-eos-token", str(token)]
+            return [{"model": "qwen3", "args": args, "unlimited": {
+                "prompt_tokens": len(ids), "eos_at": at}}]
+    raise RuntimeError("no prompt whose greedy output reaches a new token after 512 positions")
+
+
 def generate():
     cases = []
-    for case in GENERATE + extra_eos_cases():
+    for case in GENERATE + unlimited_cases() + extra_eos_cases():
         args = ["--model", model_path(case["model"]), *case["args"]]
         out = mlx_lm_command("generate", args, case.get("stdin"))
         record = {**case, "stdout": out}
