@@ -559,7 +559,8 @@ fn assert_convert_output(ours: &str, theirs: &str) {
 
 #[test]
 fn convert_writes_what_mlx_lm_convert_writes() {
-    // Cast, quantized (affine 4- and 8-bit, mxfp4, an architecture's own predicate) and
+    // Cast, quantized (affine 4- and 8-bit, mxfp4, nvfp4, mxfp8, an architecture's own
+    // predicate, mixed-bits recipes) and
     // dequantized: the same tensors bit for bit (their digest), the same config.json and
     // index, the same printing. The first as a subprocess.
     for (i, case) in golden()["convert"].as_array().unwrap().iter().enumerate() {

@@ -492,6 +492,9 @@ impl TokenGenerator<'_> {
     fn grow(&mut self, needed: usize) -> Result<()> {
         let capacity = cache_slots(needed.max(self.capacity.saturating_mul(2)))?;
         let cache = &mut self.state.cache;
+        // The queued step may still write its slot in place, which the copy below does not
+        // depend on: wait for it (once per growth).
+        eval(&*cache)?;
         reserve(cache, capacity)?;
         let mut in_place = false;
         for layer in cache.iter_mut() {
