@@ -807,6 +807,33 @@ fn perplexity_prints_what_mlx_lm_perplexity_prints() {
 }
 
 #[test]
+fn perplexity_on_a_terminal_draws_a_progress_bar() {
+    // Under a pseudo-terminal (util-linux `script`), the progress is indicatif's bar on
+    // stderr instead of mlx_lm's `\r` line; the results are the same lines.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` command to give the tool a terminal");
+        return;
+    }
+    let case = &golden()["perplexity"][0];
+    let quote = |a: &String| format!("'{}'", a.replace('\'', r"'\''"));
+    let command = std::iter::once(env!("CARGO_BIN_EXE_mlx-lm").to_string())
+        .chain(perplexity_argv(case))
+        .map(|a| quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{screen}");
+    assert!(screen.contains("batches"), "{screen}");
+    assert!(!screen.contains("Processed "), "{screen}");
+    assert!(screen.contains("EVALUATION RESULTS"), "{screen}");
+}
+
+#[test]
 fn perplexity_is_mlx_lm_s_to_the_bit() {
     // mlx_lm's own `load_data` rows (NumPy's permutation under the seed, the records'
     // tokens) and `eval_ppl` numbers at full precision: equal as f64 linked to the wheel's
