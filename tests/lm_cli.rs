@@ -209,6 +209,43 @@ fn the_binary_prints_what_mlx_lm_generate_prints() {
     }
 }
 
+/// `--max-tokens -1` is mlx_lm's "no limit" (the golden case with it runs to its
+/// `--extra-eos-token` in `generate_prints_what_mlx_lm_generate_prints`). Underneath, a
+/// generation of `UNLIMITED` tokens sizes its cache for the prompt and grows it as it goes:
+/// the golden prompt fills 512 slots, so the cache grows at the first generated token, and
+/// the tokens are a limited generation's, the decode step traced once more.
+#[test]
+fn unlimited_generation_grows_its_cache() {
+    let cases = golden()["generate"].as_array().unwrap().clone();
+    let case = cases.iter().find(|c| c.get("unlimited").is_some()).unwrap();
+    let args = strings(&case["args"]);
+    assert_eq!(flag(&args, "--max-tokens").as_deref(), Some("-1"));
+    let (model, tokenizer, _) = lm::load(model_dir("qwen3"), Default::default()).unwrap();
+    let ids = tokenizer
+        .encode(&flag(&args, "--prompt").unwrap(), true)
+        .unwrap();
+    let unlimited = &case["unlimited"];
+    assert_eq!(Some(ids.len() as u64), unlimited["prompt_tokens"].as_u64());
+    let n = unlimited["eos_at"].as_u64().unwrap() as usize + 1;
+    let run = |max_tokens: usize| {
+        let options = lm::GenerateOptions {
+            max_tokens,
+            ..Default::default()
+        };
+        let mut generator = lm::generate_step(&model, &ids, &options).unwrap();
+        let tokens: Vec<u32> = generator.by_ref().take(n).map(|t| t.unwrap().0).collect();
+        (tokens, generator.traces())
+    };
+    let (limited, limited_traces) = run(n);
+    let (tokens, traces) = run(lm::UNLIMITED);
+    assert_eq!(tokens, limited);
+    assert_eq!((limited_traces, traces), (1, 2));
+    // mlx_lm's end-of-sequence id ends it (the case's --extra-eos-token).
+    let eos: u32 = flag(&args, "--extra-eos-token").unwrap().parse().unwrap();
+    assert_eq!(tokens.last(), Some(&eos));
+    assert!(!tokens[..n - 1].contains(&eos));
+}
+
 /// The answers in a chat screen (ours or mlx_lm's with its drawing removed): after each
 /// input prompt `› `, an answer and its statistics line, a reset, or the goodbye.
 fn chat_turns(screen: &str) -> Vec<Value> {
@@ -257,6 +294,25 @@ fn chat_answers_a_piped_conversation_as_mlx_lm_chat() {
         let turns = chat_turns(&out);
         assert_eq!(&Value::Array(turns), &case["turns"], "{out}");
     }
+}
+
+#[test]
+fn chat_takes_mlx_lm_s_unlimited_max_tokens() {
+    // mlx_lm's header shows the limit as given (`f"{-1:,}"`).
+    let argv = [
+        "chat",
+        "--model",
+        &model_arg("llama3"),
+        "--max-tokens",
+        "-1",
+    ]
+    .map(String::from);
+    let (out, _) = run_in_process(&argv, "q\n").unwrap();
+    assert!(out.contains("\n  max tokens   -1\n"), "{out}");
+    let argv = ["chat", "--model", &model_arg("llama3"), "--max-tokens", "0"].map(String::from);
+    assert!(run_in_process(&argv, "q\n")
+        .unwrap_err()
+        .contains("non-zero"));
 }
 
 #[test]
@@ -426,7 +482,12 @@ fn bad_input_is_an_error_not_a_panic() {
     };
     let cases: &[(&[&str], &str)] = &[
         (&["--max-tokens", "0"], "non-zero"),
-        (&["--max-tokens", "-1"], "unlimited"),
+        // mlx_lm's -1 is "no limit", which speculative decoding cannot take (in mlx_lm it
+        // fails on an empty concatenation).
+        (
+            &["--max-tokens", "-1", "--draft-model", &llama],
+            "needs a limit on max_tokens",
+        ),
         (&["--max-kv-size", "0"], "positive"),
         (&["--max-kv-size", "-3"], "positive"),
         (
@@ -498,7 +559,8 @@ fn assert_convert_output(ours: &str, theirs: &str) {
 
 #[test]
 fn convert_writes_what_mlx_lm_convert_writes() {
-    // Cast, quantized (affine 4- and 8-bit, mxfp4, an architecture's own predicate) and
+    // Cast, quantized (affine 4- and 8-bit, mxfp4, nvfp4, mxfp8, an architecture's own
+    // predicate, mixed-bits recipes) and
     // dequantized: the same tensors bit for bit (their digest), the same config.json and
     // index, the same printing. The first as a subprocess.
     for (i, case) in golden()["convert"].as_array().unwrap().iter().enumerate() {
@@ -742,6 +804,33 @@ fn perplexity_prints_what_mlx_lm_perplexity_prints() {
         };
         assert_perplexity_output(&out, case["stdout"].as_str().unwrap());
     }
+}
+
+#[test]
+fn perplexity_on_a_terminal_draws_a_progress_bar() {
+    // Under a pseudo-terminal (util-linux `script`), the progress is indicatif's bar on
+    // stderr instead of mlx_lm's `\r` line; the results are the same lines.
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` command to give the tool a terminal");
+        return;
+    }
+    let case = &golden()["perplexity"][0];
+    let quote = |a: &String| format!("'{}'", a.replace('\'', r"'\''"));
+    let command = std::iter::once(env!("CARGO_BIN_EXE_mlx-lm").to_string())
+        .chain(perplexity_argv(case))
+        .map(|a| quote(&a))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let output = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{screen}");
+    assert!(screen.contains("batches"), "{screen}");
+    assert!(!screen.contains("Processed "), "{screen}");
+    assert!(screen.contains("EVALUATION RESULTS"), "{screen}");
 }
 
 #[test]

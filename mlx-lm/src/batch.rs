@@ -157,6 +157,11 @@ pub fn batch_generate_step<'m, M: LanguageModel + ?Sized, P: AsRef<[u32]>>(
             "a quantized key/value cache (kv_bits) is not supported in a batch generation".into(),
         ));
     }
+    if options.max_tokens == crate::UNLIMITED {
+        return Err(invalid(
+            "a batch generation needs a limit on max_tokens (the caches are sized for it)".into(),
+        ));
+    }
     if options.prefill_step_size == 0 {
         return Err(invalid("prefill_step_size must be positive".into()));
     }

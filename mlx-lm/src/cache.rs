@@ -943,7 +943,8 @@ pub type Cache = Vec<LayerCache>;
 
 /// Buffer slots for `positions` positions, in mlx_lm's steps of 256.
 pub fn cache_slots(positions: usize) -> crate::Result<i32> {
-    i32::try_from(positions.div_ceil(256) * 256).map_err(|_| {
+    let slots = positions.div_ceil(256).saturating_mul(256);
+    i32::try_from(slots).map_err(|_| {
         crate::Error::InvalidArgument(format!("{positions} positions do not fit a cache"))
     })
 }

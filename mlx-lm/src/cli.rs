@@ -14,8 +14,8 @@
 //! | [`perplexity`] | `mlx_lm.perplexity` | perplexity on a local dataset, with its standard error |
 //! | [`export`] | — | prefill and decode step as `.mlxfn` graphs with their cache |
 //!
-//! The binary is `mlx-lm` (`cargo install --path .` in the repository, or `cargo install
-//! mlx`), one program with subcommands as Python's `mlx_lm` is, rather than one example per
+//! The binary is `mlx-lm` (`cargo install --path .` in a checkout of the repository, with
+//! the build modes of `docs/getting-started.md`, e.g. `MLX_DIR` for a prebuilt MLX), one program with subcommands as Python's `mlx_lm` is, rather than one example per
 //! command: one thing to install and one `--help` to read. It is a target of the facade
 //! package `mlx` (`src/bin/mlx-lm.rs`, which calls [`main`]) so that the repository's
 //! integration tests, which live in that package, can run it as a subprocess
@@ -41,9 +41,11 @@ pub mod export;
 pub mod generate;
 pub mod perplexity;
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
 
 /// The commands' error: any error, printed as one line.
 pub type Error = Box<dyn std::error::Error>;
@@ -103,6 +105,7 @@ pub fn run(
 /// stdout and stderr, and on failure prints the error and exits with status 1.
 pub fn main() {
     let cli = Cli::parse_from(args_os());
+    PROGRESS_BARS.store(std::io::stderr().is_terminal(), Ordering::Relaxed);
     let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
     let mut input = std::io::stdin().lock();
     if let Err(e) = run(&cli, &mut input, &mut out, &mut err) {
@@ -110,6 +113,25 @@ pub fn main() {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+/// Whether long work draws progress bars: the program's stderr is a terminal ([`main`] sets
+/// it). Commands run in-process ([`run`]) print what mlx_lm prints instead.
+static PROGRESS_BARS: AtomicBool = AtomicBool::new(false);
+
+/// Whether the commands draw progress bars (see [`progress_bar`]).
+pub(crate) fn progress_bars() -> bool {
+    PROGRESS_BARS.load(Ordering::Relaxed)
+}
+
+/// An indicatif bar of `len` steps on the terminal's stderr, drawn with `template`, when the
+/// program's stderr is a terminal; a hidden one otherwise (a pipe, a file, a test).
+pub(crate) fn progress_bar(len: u64, template: &str) -> Result<ProgressBar, Error> {
+    if !progress_bars() {
+        return Ok(ProgressBar::hidden());
+    }
+    let style = ProgressStyle::with_template(template).map_err(|e| e.to_string())?;
+    Ok(ProgressBar::new(len).with_style(style))
 }
 
 /// mlx_lm's `str2bool` (`--verbose False`): anything but `false` / `f` (any case) is true.
@@ -162,17 +184,18 @@ pub(crate) fn read_prompt(prompt: &str, input: &mut dyn BufRead) -> Result<Strin
     }
 }
 
-/// mlx_lm's `--max-tokens` as a count: `0` is mlx_lm's error; a negative number, mlx_lm's "no
-/// limit", is refused, as generation here reserves its cache for the whole run up front.
+/// mlx_lm's `--max-tokens` as a count: `0` is mlx_lm's error; a negative number is mlx_lm's
+/// "no limit" (its help says `-1`; its loop compares the count with the limit, which a
+/// negative one never equals), generation until an end-of-sequence token
+/// ([`UNLIMITED`](crate::UNLIMITED)).
 pub(crate) fn max_tokens(n: i64) -> Result<usize, Error> {
     match n {
-        0 => Err("Maximum number of tokens must be non-zero (mlx_lm: use -1 for no limit)".into()),
-        n if n < 0 => Err(format!(
-            "--max-tokens {n}: mlx_lm's unlimited generation is not supported (the cache is \
-             reserved for the whole generation up front); give a limit"
-        )
-        .into()),
-        n => usize::try_from(n).map_err(|_| format!("--max-tokens {n} is too large").into()),
+        0 => Err("Maximum number of tokens must be non-zero (use -1 for no limit)".into()),
+        n if n < 0 => Ok(crate::UNLIMITED),
+        n => match usize::try_from(n) {
+            Ok(crate::UNLIMITED) | Err(_) => Err(format!("--max-tokens {n} is too large").into()),
+            Ok(n) => Ok(n),
+        },
     }
 }
 

@@ -24,7 +24,9 @@ use crate::tokenizer::Tokenizer;
 /// How to generate (Python: the keyword arguments of `generate_step` / `stream_generate`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct GenerateOptions {
-    /// The most tokens to generate (Python's default: 256).
+    /// The most tokens to generate (Python's default: 256). [`UNLIMITED`]: no limit, until a
+    /// stop token (Python: `-1`); the cache's buffers then grow as the generation needs them,
+    /// each time to twice their size, and the compiled step traces once more at each growth.
     pub max_tokens: usize,
     pub sampler: SamplerOptions,
     pub processors: LogitsProcessors,
@@ -86,6 +88,10 @@ pub struct GenerateOptions {
     /// xtc_special_tokens)`); off by default. It needs a temperature above 0.
     pub xtc: Xtc,
 }
+
+/// [`GenerateOptions::max_tokens`] without a limit (Python: `max_tokens=-1`): generation
+/// runs until a stop token (or a stop string, or a completed grammar).
+pub const UNLIMITED: usize = usize::MAX;
 
 /// mlx_lm's `DEFAULT_QUANTIZED_KV_START`.
 pub const DEFAULT_QUANTIZED_KV_START: usize = 5000;
@@ -243,6 +249,9 @@ pub struct TokenGenerator<'m> {
     positions: usize,
     /// Whether the key/value cache was quantized.
     kv_quantized: bool,
+    /// The positions the cache's key/value buffers hold (at least): past them, with
+    /// [`UNLIMITED`] tokens, they grow.
+    capacity: usize,
 }
 
 /// Starts generating from `prompt` (Python: `generate_step(prompt, model, ...)`): prefills all
@@ -303,8 +312,13 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
     // The prefill attends over a buffer of the prompt's size, as mlx_lm's grows; the buffer
     // then grows once to every position the decode steps write (the pipelined step after the
     // last token too), so that one compiled step serves them all. Both in steps of 256.
+    // Without a limit, the buffers hold the prompt and grow as the decode steps need
+    // (`TokenGenerator::call`).
     let prefill_capacity = cache_slots(held + prompt.len())?;
-    let capacity = cache_slots(held + prompt.len() + options.max_tokens + 1)?;
+    let capacity = match options.max_tokens {
+        UNLIMITED => prefill_capacity,
+        n => cache_slots((held + prompt.len()).saturating_add(n).saturating_add(1))?,
+    };
     let mut fresh = model.make_cache(1, prefill_capacity)?;
     if let (None, Some(n)) = (&cache, options.max_kv_size) {
         bound_kv_cache(&mut fresh, model.model_type(), n)?;
@@ -408,6 +422,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         kv_quantization: KvQuantization::of(options),
         positions,
         kv_quantized,
+        capacity: capacity as usize,
     };
     let first = generator.call(&Array::from_slice(tail, &[1])?)?;
     generator.pending = Some(first);
@@ -452,6 +467,10 @@ pub(crate) fn sampling_key(options: &GenerateOptions) -> Result<Option<Array>> {
 
 impl TokenGenerator<'_> {
     fn call(&mut self, tokens: &Array) -> Result<(Array, Array)> {
+        let needed = self.positions + tokens.size();
+        if needed > self.capacity {
+            self.grow(needed)?;
+        }
         let out = match &self.step {
             Step::Compiled(step) => step.call(&mut self.state, tokens)?,
             Step::Eager(step) => step(&mut self.state, tokens)?,
@@ -467,9 +486,39 @@ impl TokenGenerator<'_> {
         Ok(out)
     }
 
+    /// Grows the key/value buffers to hold `needed` positions, to twice their size at least
+    /// (an unlimited generation's; rotating and recurrent layers keep their size). The
+    /// buffers are new arrays, given to the cache alone again where it writes in place.
+    fn grow(&mut self, needed: usize) -> Result<()> {
+        let capacity = cache_slots(needed.max(self.capacity.saturating_mul(2)))?;
+        let cache = &mut self.state.cache;
+        // The queued step may still write its slot in place, which the copy below does not
+        // depend on: wait for it (once per growth).
+        eval(&*cache)?;
+        reserve(cache, capacity)?;
+        let mut in_place = false;
+        for layer in cache.iter_mut() {
+            layer.try_for_each_mut(&mut |c| -> mlx_rs::Result<()> {
+                if let LayerCache::Kv(kv) = c {
+                    if kv.writes_in_place() {
+                        in_place = true;
+                        kv.set_writes_in_place(false)?;
+                    }
+                }
+                Ok(())
+            })?;
+        }
+        if in_place {
+            write_in_place(cache)?;
+        }
+        self.capacity = capacity as usize;
+        Ok(())
+    }
+
     /// How often the decode step was traced (compiled): 1 for a whole generation (2 when the
     /// key/value cache switches to a quantized one during it,
-    /// [`GenerateOptions::kv_bits`]), 0 for an eager one ([`GenerateOptions::compile`] off).
+    /// [`GenerateOptions::kv_bits`]; once more each time an [`UNLIMITED`] generation's cache
+    /// grows), 0 for an eager one ([`GenerateOptions::compile`] off).
     pub fn traces(&self) -> u64 {
         match &self.step {
             Step::Compiled(step) => step.stats().traces,

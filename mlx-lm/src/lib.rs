@@ -75,7 +75,7 @@ pub use error::{Error, Result};
 pub use generate::{
     generate, generate_step, generate_step_with_cache, stream_generate, stream_generate_with_cache,
     DecodeState, FinishReason, GenerateOptions, GenerationResponse, GenerationStats, TextStream,
-    TokenGenerator, DEFAULT_QUANTIZED_KV_START,
+    TokenGenerator, DEFAULT_QUANTIZED_KV_START, UNLIMITED,
 };
 pub use kernels::KernelOptions;
 pub use load::{load, load_model};

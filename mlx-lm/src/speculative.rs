@@ -259,6 +259,12 @@ where
             "a constraint is not supported with a draft model".into(),
         ));
     }
+    if options.max_tokens == crate::UNLIMITED {
+        // mlx_lm fails here too (a negative draft count, then an empty concatenation).
+        return Err(invalid(
+            "speculative decoding needs a limit on max_tokens (the caches are sized for it)".into(),
+        ));
+    }
     let started = Instant::now();
     memory::reset_peak_memory()?;
     // A round writes at most up to the position of the last token it may emit, so the

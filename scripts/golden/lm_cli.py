@@ -8,9 +8,10 @@ Writes `tests/data/lm/cli.json` and `tests/data/lm/cli-*.safetensors`:
 
 - `generate`: mlx_lm.generate's whole stdout for flag combinations (verbose framing and
   statistics, `--prompt -`, `--system-prompt`, `--prefill-response`, `--extra-eos-token` as a
-  token and as an id, `--max-kv-size` within its bound, `--chat-template-config`, seeded
-  sampling with the samplers' flags), with the numbers of the statistics lines parsed out
-  (their rates and memory are timings: tests check their format only).
+  token and as an id, `--max-kv-size` within its bound, `--chat-template-config`,
+  `--adapter-path`, seeded sampling with the samplers' flags, `--max-tokens -1` until an end
+  of sequence), with the numbers of the statistics lines parsed out (their rates and memory
+  are timings: tests check their format only).
 - `chat`: the answers of mlx_lm.chat to a transcript piped into it (`q` and `r` included),
   parsed out of its `rich` screen.
 - `cache_prompt`: the file mlx_lm.cache_prompt writes (copied to
@@ -94,6 +95,9 @@ GENERATE = [
                                      "--max-tokens", "30"]},
     {"model": "gemma3_text", "args": ["--prompt", "Why is the sea salty?", "--max-tokens", "24",
                                       "--verbose", "F"]},
+    # Adapters mlx_lm trained and saved (scripts/golden/lora.py), relative to the root.
+    {"model": "qwen3", "args": ["--prompt", "Adapt this.", "--adapter-path",
+                                "tests/data/lora/adapters/qwen3-lora", "--max-tokens", "20"]},
     # Seeded sampling through the samplers' flags. mlx_lm seeds the global key before it
     # builds the model, whose initializers then draw from it, so its sampled text depends on
     # the architecture's parameter count; the tests check the output's form and compare the
@@ -123,9 +127,37 @@ def extra_eos_cases():
     ]
 
 
+def unlimited_cases():
+    """`--max-tokens -1`, mlx_lm's "no limit": a greedy generation that runs until an end of
+    sequence, here an `--extra-eos-token` id the model first emits some tokens after its
+    prompt and output passed 512 positions (the Rust tool's cache, sized for the prompt when
+    there is no limit, grows there: the tokens after the growth are compared too)."""
+    from mlx_lm.generate import generate_step
+    from mlx_lm.utils import load
+    model, tok = load(str(MODELS / "qwen3"))
+    base = " ".join(f"item {i}," for i in range(76))
+    for pad in range(16):
+        prompt = base + " ." * pad
+        ids = tok.encode(prompt)
+        if len(ids) > 512:
+            break
+        out = [t for (t, _), _ in zip(generate_step(mx.array(ids), model), range(64))]
+        first = {}
+        for i, t in enumerate(out):
+            first.setdefault(t, i)
+        token, at = max(first.items(), key=lambda kv: kv[1])
+        # The token fed at index 512 - len(ids) is the first past the prompt's 512 slots.
+        if at >= 512 - len(ids) + 3 and token not in tok.eos_token_ids:
+            args = ["--prompt", prompt, "--ignore-chat-template", "--max-tokens", "-1",
+                    "--extra-eos-token", str(token)]
+            return [{"model": "qwen3", "args": args, "unlimited": {
+                "prompt_tokens": len(ids), "eos_at": at}}]
+    raise RuntimeError("no prompt whose greedy output reaches a new token after 512 positions")
+
+
 def generate():
     cases = []
-    for case in GENERATE + extra_eos_cases():
+    for case in GENERATE + unlimited_cases() + extra_eos_cases():
         args = ["--model", model_path(case["model"]), *case["args"]]
         out = mlx_lm_command("generate", args, case.get("stdin"))
         record = {**case, "stdout": out}
@@ -226,6 +258,9 @@ CONVERT = [
     {"model": "llama3", "args": ["-q", "--q-bits", "8", "--q-group-size", "32", "--dtype",
                                  "float16"]},
     {"model": "llama3", "args": ["-q", "--q-mode", "mxfp4"]},
+    # The other modes of MLX 0.32.2 (their group sizes and bits mlx_lm's defaults).
+    {"model": "llama3", "args": ["-q", "--q-mode", "nvfp4"]},
+    {"model": "llama3", "args": ["-q", "--q-mode", "mxfp8"]},
     # An architecture's own quant_predicate (qwen3_5's gates stay 8-bit).
     {"model": "qwen3_5", "args": ["-q"]},
     # mlx_lm's mixed-bits recipes: high bits for v_proj/down_proj in the first and last

@@ -89,7 +89,7 @@ pub fn run(
     if let Some(adapters) = &args.adapter_path {
         rows.push(("adapter", adapters.display().to_string()));
     }
-    rows.push(("max tokens", thousands(max_tokens)));
+    rows.push(("max tokens", thousands(args.max_tokens)));
     if let Some(system) = &args.system_prompt {
         let shown = if system.chars().count() > 60 {
             format!("{}...", system.chars().take(57).collect::<String>())
@@ -208,9 +208,9 @@ fn print_help(out: &mut dyn Write) -> std::io::Result<()> {
 }
 
 /// Python's `f"{n:,}"`.
-fn thousands(n: usize) -> String {
-    let digits = n.to_string();
-    let mut s = String::new();
+fn thousands(n: i64) -> String {
+    let digits = n.unsigned_abs().to_string();
+    let mut s = String::from(if n < 0 { "-" } else { "" });
     for (i, c) in digits.chars().enumerate() {
         if i > 0 && (digits.len() - i) % 3 == 0 {
             s.push(',');

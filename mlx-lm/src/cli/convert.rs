@@ -15,7 +15,6 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
-use indicatif::{ProgressBar, ProgressStyle};
 use mlx_rs::ops::{self, DequantizeOptions, QuantizationMode};
 use mlx_rs::{Array, Dtype};
 use serde_json::{json, Map, Value};
@@ -394,10 +393,7 @@ fn save(
         size += w.1.nbytes();
     }
     let count = shards.len();
-    let bar = ProgressBar::new(count as u64).with_style(
-        ProgressStyle::with_template("[{elapsed}] {bar:40} {pos}/{len} shards")
-            .map_err(|e| e.to_string())?,
-    );
+    let bar = super::progress_bar(count as u64, "[{elapsed}] {bar:40} {pos}/{len} shards")?;
     let metadata = std::collections::HashMap::from([("format".to_string(), "mlx".to_string())]);
     let mut weight_map = BTreeMap::new();
     for (i, shard) in shards.iter().enumerate() {

@@ -58,7 +58,8 @@ pub struct Args {
     pub seed: i64,
 }
 
-/// Runs the evaluation, printing mlx_lm's lines (and its `\r` progress line) to `out`.
+/// Runs the evaluation, printing mlx_lm's lines to `out`; its progress, when the program's
+/// stderr is a terminal, as an indicatif bar there, otherwise as mlx_lm's `\r` line on `out`.
 pub fn run(
     args: &Args,
     _input: &mut dyn BufRead,
@@ -114,10 +115,22 @@ pub fn run(
         args.batch_size
     )?;
     let start = Instant::now();
+    // On a terminal, an indicatif bar on stderr; otherwise mlx_lm's `\r` line on stdout.
+    let batches = data.rows.div_ceil(args.batch_size) as u64;
+    let bar = super::progress_bar(
+        batches,
+        "  [{elapsed}] {bar:40} {pos}/{len} batches ({per_sec}, {eta} left)",
+    )?;
+    let bars = super::progress_bars();
     let (ppl, se) = eval_ppl(&model, &data, args.batch_size, &mut |i, n| {
+        if bars {
+            bar.set_position(i as u64);
+            return Ok(());
+        }
         write!(out, "  Processed {i}/{n} batches...\r")?;
         out.flush()
     })?;
+    bar.finish_and_clear();
     writeln!(out)?;
     let eval_time = start.elapsed().as_secs_f64();
     let tokens_evaluated = data.rows * (data.columns - 1);
