@@ -225,7 +225,7 @@ impl Metrics {
         );
         histogram(
             "mlx_lm_prefill_chunk_seconds",
-            "Seconds of one prefill chunk (at most --prefill-step-size prompt tokens, batch 1).",
+            "Seconds of one step's prefill: a chunk (at most --prefill-step-size prompt tokens, batch 1) of each of up to --prompt-concurrency requests.",
             &[(&self.prefill_chunk, "")],
         );
         histogram(
