@@ -598,7 +598,10 @@ fn requests_that_arrive_together_are_prefilled_in_the_same_step() {
     let mut events: Vec<Vec<TokenEvent>> = reqs.iter().map(|_| Vec::new()).collect();
     let mut index = HashMap::new();
     for r in &reqs {
-        index.insert(engine.insert(&r.prompt, r.options.clone()).unwrap(), index.len());
+        index.insert(
+            engine.insert(&r.prompt, r.options.clone()).unwrap(),
+            index.len(),
+        );
     }
     let mut per_step = Vec::new();
     while !engine.is_idle() {
@@ -622,12 +625,87 @@ fn requests_that_arrive_together_are_prefilled_in_the_same_step() {
     assert_eq!(per_step[2], (1, 0, vec![0, 2, 3, 4]));
     assert_eq!(per_step[3].0, 2, "1's last chunk and 5's only one");
     assert_eq!(per_step[3].1, 2);
-    assert!(per_step[4..].iter().all(|(chunks, joins, _)| (*chunks, *joins) == (0, 0)));
+    assert!(per_step[4..]
+        .iter()
+        .all(|(chunks, joins, _)| (*chunks, *joins) == (0, 0)));
     for (i, got) in events.iter().enumerate() {
         assert_eq!(got.len(), max[i], "request {i}");
     }
     check_against_alone(&model, "qwen3", &reqs, &events, prefill);
     assert_traced_once(&engine.decode_traces(), "joins together");
+}
+
+#[test]
+fn attention_reads_the_shortest_view_that_holds_the_running_rows() {
+    // Slots of 1024 positions: views of 256, 512 and 1024. A request from position 249 to
+    // 268 crosses from the first view to the second as it decodes, next to one that stays
+    // in the first; a recurrent model has no key/value cache to cut (one view). Tokens equal
+    // each request alone; each shape traced once.
+    let prefill = 64;
+    for name in ["qwen3", "gemma3_text", "falcon_h1", "mamba"] {
+        let model = load_named(name);
+        let reqs = [(250usize, 20usize), (9, 12)].map(|(len, max)| Req {
+            prompt: prompt(300 + len as u64, len),
+            options: greedy(max),
+            arrive: 0,
+            cancel_after: None,
+        });
+        let mut engine = Engine::new(
+            &model,
+            EngineOptions {
+                max_batch: 2,
+                capacity: 1024,
+                prefill_step_size: prefill,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let cut = engine.decode_views() != vec![1024];
+        if cut {
+            assert_eq!(engine.decode_views(), vec![256, 512, 1024], "{name}");
+        }
+        let mut events: Vec<Vec<TokenEvent>> = vec![Vec::new(), Vec::new()];
+        let mut index = HashMap::new();
+        for r in &reqs {
+            index.insert(
+                engine.insert(&r.prompt, r.options.clone()).unwrap(),
+                index.len(),
+            );
+        }
+        let mut views = Vec::new();
+        while !engine.is_idle() {
+            for e in engine.step().unwrap() {
+                events[index[&e.id]].push(e);
+            }
+            let t = engine.last_step_times();
+            if t.decode.is_some() {
+                views.push(t.view);
+            }
+        }
+        // The long request writes positions 249 ... 268: the first view while they are
+        // below 256.
+        let want: Vec<usize> = (249..269)
+            .map(|p| {
+                if cut && p < 256 {
+                    256
+                } else if cut {
+                    512
+                } else {
+                    1024
+                }
+            })
+            .collect();
+        assert_eq!(views[views.len() - want.len()..], want[..], "{name}");
+        check_against_alone(&model, name, &reqs, &events, prefill);
+        let shapes = engine.decode_shapes();
+        // The short request decodes alone (one row) while the long one prefills.
+        let expected = if cut {
+            vec![(1, 256, 1), (2, 256, 1), (2, 512, 1)]
+        } else {
+            vec![(1, 1024, 1), (2, 1024, 1)]
+        };
+        assert_eq!(shapes, expected, "{name}");
+    }
 }
 
 #[test]

@@ -200,6 +200,8 @@ pub struct StepTimes {
     pub joins: usize,
     /// The rows the decode ran over (0: none): the batch size of its compiled step.
     pub rows: usize,
+    /// The positions of each slot its attention read (0: no decode).
+    pub view: usize,
 }
 
 /// The state the compiled step reads and writes.
@@ -253,10 +255,16 @@ struct StepOutputs {
 type EngineStepFn<'m> =
     Box<dyn Fn(&mut EngineState, &StepInputs) -> mlx_rs::Result<StepOutputs> + 'm>;
 
-fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> {
+/// The decode step whose attention reads the first `view` positions of each slot (`None`:
+/// all of them).
+fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M, view: Option<i32>) -> EngineStepFn<'m> {
     Box::new(move |s: &mut EngineState, x: &StepInputs| {
         let inputs = ops::expand_dims(&x.tokens, 1)?;
-        let logits = model.forward(&inputs, Some(&mut s.cache))?;
+        s.cache.iter_mut().for_each(|c| c.set_view(view));
+        let logits = model.forward(&inputs, Some(&mut s.cache));
+        // The state leaves the step as it came: the view is this step's shape only.
+        s.cache.iter_mut().for_each(|c| c.set_view(None));
+        let logits = logits?;
         let logits = logits.index((.., -1, ..))?;
         // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
@@ -466,12 +474,32 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     last_times: StepTimes,
 }
 
-/// The decode step compiled for one batch size.
+/// The decode steps compiled for one batch size, one per attention view.
 struct SizedStep<'m> {
     rows: usize,
-    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    views: Vec<ViewStep<'m>>,
     /// The mask of a step without grammars, built once.
     no_mask: Array,
+}
+
+/// The decode step of one batch size whose attention reads the first `view` positions of
+/// each slot.
+struct ViewStep<'m> {
+    view: usize,
+    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+}
+
+/// The attention views of a slot of `capacity` positions: 256, 512, ... below it, then
+/// all of it. A decode step reads the shortest that holds every running row's positions,
+/// so a request near the start of a long slot attends over at most twice the positions it
+/// has, not the whole slot (on this CPU, a one-row step over 512 positions spends about as
+/// long in attention as in all the layers' matrix products).
+fn attention_views(capacity: usize) -> Vec<usize> {
+    let mut views: Vec<usize> = std::iter::successors(Some(256usize), |n| n.checked_mul(2))
+        .take_while(|n| *n < capacity)
+        .collect();
+    views.push(capacity);
+    views
 }
 
 /// The batch sizes of the decode step for `max_batch` slots: the powers of two below it, and
@@ -554,12 +582,28 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         let sizes = batch_sizes(options.max_batch);
         let state = empty_rows(model, sizes[0], options.capacity, history_width, vocab)?;
         check_rows(&state, sizes[0])?;
+        // Views only where there is a key/value cache to cut (a recurrent state or a
+        // sliding window's ring is as long as it is).
+        let views = if state.cache.iter().any(|c| c.first_kv().is_some()) {
+            attention_views(options.capacity)
+        } else {
+            vec![options.capacity]
+        };
         let steps = sizes
             .into_iter()
             .map(|rows| {
                 Ok(SizedStep {
                     rows,
-                    step: compile_mut(engine_step(model), None),
+                    views: views
+                        .iter()
+                        .map(|&view| {
+                            let cut = (view < options.capacity).then_some(view as i32);
+                            ViewStep {
+                                view,
+                                step: compile_mut(engine_step(model, cut), None),
+                            }
+                        })
+                        .collect(),
                     no_mask: ops::zeros(&[rows as i32, vocab], Dtype::Float32)?,
                 })
             })
@@ -775,21 +819,44 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.queue.len()
     }
 
-    /// How often the decode steps were traced, all batch sizes together: one per size that
-    /// decoded, for the life of the engine.
+    /// How often the decode steps were traced, all batch sizes and views together: one per
+    /// shape that decoded, for the life of the engine.
     pub fn traces(&self) -> u64 {
-        self.steps.iter().map(|s| s.step.stats().traces).sum()
-    }
-
-    /// Per batch size of the decode step that was called: the size and how often its step
-    /// was traced (1).
-    pub fn decode_traces(&self) -> Vec<(usize, u64)> {
         self.steps
             .iter()
-            .map(|s| (s.rows, s.step.stats()))
-            .filter(|(_, stats)| stats.calls > 0)
-            .map(|(rows, stats)| (rows, stats.traces))
+            .flat_map(|s| &s.views)
+            .map(|v| v.step.stats().traces)
+            .sum()
+    }
+
+    /// Per shape of the decode step that was called (batch size and attention view, in
+    /// that order): the size and how often its step was traced (1).
+    pub fn decode_traces(&self) -> Vec<(usize, u64)> {
+        self.decode_shapes()
+            .into_iter()
+            .map(|(rows, _, traces)| (rows, traces))
             .collect()
+    }
+
+    /// Per shape of the decode step that was called: the batch size, the attention view
+    /// (positions of each slot read) and how often its step was traced (1).
+    pub fn decode_shapes(&self) -> Vec<(usize, usize, u64)> {
+        self.steps
+            .iter()
+            .flat_map(|s| {
+                s.views
+                    .iter()
+                    .map(move |v| (s.rows, v.view, v.step.stats()))
+            })
+            .filter(|(_, _, stats)| stats.calls > 0)
+            .map(|(rows, view, stats)| (rows, view, stats.traces))
+            .collect()
+    }
+
+    /// The attention views of the decode step: positions of each slot read, the shortest
+    /// that holds every running request's.
+    pub fn decode_views(&self) -> Vec<usize> {
+        self.steps[0].views.iter().map(|v| v.view).collect()
     }
 
     /// The batch sizes the decode step may run at: powers of two, then `max_batch`.
@@ -806,21 +873,23 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.state.keys.shape()[0] as usize
     }
 
-    /// Traces, compiles and runs the decode step of every batch size once, on rows of its
-    /// own, so no request waits for a trace (a server calls this before it listens). The
-    /// engine's rows and requests are not touched.
+    /// Traces, compiles and runs the decode step of every batch size and view once, on
+    /// rows of its own, so no request waits for a trace (a server calls this before it
+    /// listens). The engine's rows and requests are not touched.
     pub fn warm_up(&mut self) -> Result<()> {
         for s in &self.steps {
-            let mut state = empty_rows(
-                self.model,
-                s.rows,
-                self.options.capacity,
-                self.history_width,
-                self.vocab,
-            )?;
-            let idle: Vec<Option<&Running>> = vec![None; s.rows];
-            let inputs = step_inputs(&idle, s.no_mask.clone())?;
-            eval(&s.step.call(&mut state, &inputs)?)?;
+            for v in &s.views {
+                let mut state = empty_rows(
+                    self.model,
+                    s.rows,
+                    self.options.capacity,
+                    self.history_width,
+                    self.vocab,
+                )?;
+                let idle: Vec<Option<&Running>> = vec![None; s.rows];
+                let inputs = step_inputs(&idle, s.no_mask.clone())?;
+                eval(&v.step.call(&mut state, &inputs)?)?;
+            }
         }
         Ok(())
     }
@@ -869,8 +938,24 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             .iter()
             .position(|s| s.rows == rows)
             .ok_or_else(|| Error::InvalidArgument(format!("no decode step of {rows} rows")))?;
+        // The step writes each row's next token at its position `fed.len()`: the shortest
+        // view that holds those of every running row (an idle row's are nobody's).
+        let needed = self.slots[..rows]
+            .iter()
+            .flatten()
+            .map(|r| r.fed.len() + 1)
+            .max()
+            .unwrap_or(1);
+        let views = &self.steps[sized].views;
+        let view = views
+            .iter()
+            .position(|v| v.view >= needed)
+            .unwrap_or(views.len() - 1);
+        self.last_times.view = views[view].view;
         let inputs = self.inputs(sized)?;
-        let out = self.steps[sized].step.call(&mut self.state, &inputs)?;
+        let out = self.steps[sized].views[view]
+            .step
+            .call(&mut self.state, &inputs)?;
         eval(&out)?;
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
