@@ -515,10 +515,12 @@ fn the_batch_grows_and_shrinks_with_the_running_requests_each_size_traced_once()
                 cancel_after: None,
             })
             .collect();
+        // One prefill a step: the requests join one a step.
         let options = EngineOptions {
             max_batch: 8,
             capacity: 128,
             prefill_step_size: prefill,
+            prefill_batch: 1,
             ..Default::default()
         };
         let mut engine = Engine::new(&model, options).unwrap();
@@ -561,6 +563,148 @@ fn the_batch_grows_and_shrinks_with_the_running_requests_each_size_traced_once()
         }
         let worst = check_against_alone(&model, name, &reqs, &events, prefill);
         println!("{name}: largest relative log-probability difference {worst:e}");
+    }
+}
+
+#[test]
+fn requests_that_arrive_together_are_prefilled_in_the_same_step() {
+    // Six requests at once into five slots, three prefills a step: two short prompts and a
+    // long one (four chunks) start; the short ones join after the first step, their slots'
+    // successors start in the second; the long one joins at its fourth chunk, the sixth
+    // request when a slot frees. Every request's tokens equal its own alone.
+    let prefill = 16;
+    let model = load_named("qwen3");
+    let lens = [5usize, 60, 12, 9, 3, 7];
+    let max = [3usize, 6, 9, 20, 20, 4];
+    let reqs: Vec<Req> = (0..lens.len())
+        .map(|i| Req {
+            prompt: prompt(200 + i as u64, lens[i]),
+            options: greedy(max[i]),
+            arrive: 0,
+            cancel_after: None,
+        })
+        .collect();
+    let mut engine = Engine::new(
+        &model,
+        EngineOptions {
+            max_batch: 5,
+            capacity: 128,
+            prefill_step_size: prefill,
+            prefill_batch: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut events: Vec<Vec<TokenEvent>> = reqs.iter().map(|_| Vec::new()).collect();
+    let mut index = HashMap::new();
+    for r in &reqs {
+        index.insert(
+            engine.insert(&r.prompt, r.options.clone()).unwrap(),
+            index.len(),
+        );
+    }
+    let mut per_step = Vec::new();
+    while !engine.is_idle() {
+        let mut ids = Vec::new();
+        for e in engine.step().unwrap() {
+            ids.push(index[&e.id]);
+            events[index[&e.id]].push(e);
+        }
+        let t = engine.last_step_times();
+        assert_eq!(t.joined, t.joins > 0);
+        assert_eq!(t.prefill.is_some(), t.prefill_chunks > 0);
+        per_step.push((t.prefill_chunks, t.joins, ids));
+        assert!(per_step.len() < 100, "the engine never went idle");
+    }
+    // Step 1: chunks of requests 0, 1 and 2; 0 and 2 join. Step 2: 1's second chunk, 3's
+    // and 4's; 3 and 4 join. Step 3: 1's third chunk (no slot for 5: 1 holds the fifth).
+    // Step 4: 1's last chunk, it joins. Request 0 ends after its third token (step 3), so
+    // 5 starts in step 4 too, and joins.
+    assert_eq!(per_step[0], (3, 2, vec![0, 2]));
+    assert_eq!(per_step[1], (3, 2, vec![0, 2, 3, 4]));
+    assert_eq!(per_step[2], (1, 0, vec![0, 2, 3, 4]));
+    assert_eq!(per_step[3].0, 2, "1's last chunk and 5's only one");
+    assert_eq!(per_step[3].1, 2);
+    assert!(per_step[4..]
+        .iter()
+        .all(|(chunks, joins, _)| (*chunks, *joins) == (0, 0)));
+    for (i, got) in events.iter().enumerate() {
+        assert_eq!(got.len(), max[i], "request {i}");
+    }
+    check_against_alone(&model, "qwen3", &reqs, &events, prefill);
+    assert_traced_once(&engine.decode_traces(), "joins together");
+}
+
+#[test]
+fn attention_reads_the_shortest_view_that_holds_the_running_rows() {
+    // Slots of 1024 positions: views of 256, 512 and 1024. A request from position 249 to
+    // 268 crosses from the first view to the second as it decodes, next to one that stays
+    // in the first; a recurrent model has no key/value cache to cut (one view). Tokens equal
+    // each request alone; each shape traced once.
+    let prefill = 64;
+    for name in ["qwen3", "gemma3_text", "falcon_h1", "mamba"] {
+        let model = load_named(name);
+        let reqs = [(250usize, 20usize), (9, 12)].map(|(len, max)| Req {
+            prompt: prompt(300 + len as u64, len),
+            options: greedy(max),
+            arrive: 0,
+            cancel_after: None,
+        });
+        let mut engine = Engine::new(
+            &model,
+            EngineOptions {
+                max_batch: 2,
+                capacity: 1024,
+                prefill_step_size: prefill,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let cut = engine.decode_views() != vec![1024];
+        if cut {
+            assert_eq!(engine.decode_views(), vec![256, 512, 1024], "{name}");
+        }
+        let mut events: Vec<Vec<TokenEvent>> = vec![Vec::new(), Vec::new()];
+        let mut index = HashMap::new();
+        for r in &reqs {
+            index.insert(
+                engine.insert(&r.prompt, r.options.clone()).unwrap(),
+                index.len(),
+            );
+        }
+        let mut views = Vec::new();
+        while !engine.is_idle() {
+            for e in engine.step().unwrap() {
+                events[index[&e.id]].push(e);
+            }
+            let t = engine.last_step_times();
+            if t.decode.is_some() {
+                views.push(t.view);
+            }
+        }
+        // The long request writes positions 249 ... 268: the first view while they are
+        // below 256.
+        let want: Vec<usize> = (249..269)
+            .map(|p| {
+                if cut && p < 256 {
+                    256
+                } else if cut {
+                    512
+                } else {
+                    1024
+                }
+            })
+            .collect();
+        assert_eq!(views[views.len() - want.len()..], want[..], "{name}");
+        check_against_alone(&model, name, &reqs, &events, prefill);
+        let shapes = engine.decode_shapes();
+        // The short request decodes alone (one row) while the long one prefills.
+        let expected = if cut {
+            vec![(1, 256, 1), (2, 256, 1), (2, 512, 1)]
+        } else {
+            vec![(1, 1024, 1), (2, 1024, 1)]
+        };
+        assert_eq!(shapes, expected, "{name}");
     }
 }
 

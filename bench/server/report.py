@@ -88,8 +88,9 @@ def main():
               f"The Rust server's decode steps were traced {traces} time(s) for the whole run "
               "(warm-up and every level included)")
     if traces is not None and shapes is not None:
-        traced += (f", over {shapes} batch sizes (a compiled step per size of 1, 2, 4, ... "
-                   "32 rows, each traced once at start-up)")
+        traced += (f", over {shapes} shapes (a compiled step per batch size of 1, 2, 4, ... "
+                   "32 rows and attention view of 256, 512, ... positions up to the context "
+                   "length, each traced once at start-up)")
     md = f"""# HTTP servers: mlx-lm-server (Rust) vs `mlx_lm.server`
 
 `{cmd}`, commit {commit}; {machine}; {elapsed} s. Both servers on the same libmlx (the MLX
@@ -110,11 +111,11 @@ ratios, not the digits.
         md += """
 Where the Rust server's time went, per level (its /metrics before and after; mean ms, and how
 many): TTFT from a request's arrival at the engine to its first token (no HTTP, no
-tokenizer); a prefill chunk (batch 1, eager); a decode step (over the fewest rows of 1, 2, 4,
-... 32 that hold the running requests) in which a request joined (its row copied into the
-slot batch) and one without.
+tokenizer); a step's prefill (a chunk, batch 1 and eager, of each of up to 8 waiting
+requests); a decode step (over the fewest rows of 1, 2, 4, ... 32 that hold the running
+requests) in which a request joined (its row copied into the slot batch) and one without.
 
-| clients | engine TTFT | prefill chunk | decode step, a request joined | decode step |
+| clients | engine TTFT | a step's prefill | decode step, a request joined | decode step |
 |---:|---:|---:|---:|---:|
 """ + "\n".join(part_rows) + "\n"
     if errors:

@@ -180,6 +180,7 @@ impl Server {
             max_batch: options.decode_concurrency,
             capacity: options.context_length,
             prefill_step_size: options.prefill_step_size,
+            prefill_batch: options.prompt_concurrency,
             prompt_cache_size: options.prompt_cache_size,
             prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()

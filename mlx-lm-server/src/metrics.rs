@@ -22,7 +22,7 @@ pub struct Metrics {
     pub queue_depth: AtomicU64,
     pub active_slots: AtomicU64,
     pub step_traces: AtomicU64,
-    /// Batch sizes the decode step was traced for.
+    /// Shapes (batch size and attention view) the decode step was traced for.
     pub step_shapes: AtomicU64,
     /// Rows the next decode step runs over.
     pub decode_rows: AtomicU64,
@@ -170,15 +170,16 @@ impl Metrics {
         one(
             "mlx_lm_step_traces",
             "gauge",
-            "Times the engine's compiled decode steps were traced, all batch sizes together \
+            "Times the engine's compiled decode steps were traced, all shapes together \
              (once each: mlx_lm_step_shapes).",
             get(&self.step_traces).to_string(),
         );
         one(
             "mlx_lm_step_shapes",
             "gauge",
-            "Batch sizes the decode step has been traced for (1, 2, 4, ... up to \
-             --decode-concurrency).",
+            "Shapes the decode step has been traced for: each batch size (1, 2, 4, ... up to \
+             --decode-concurrency) with each attention view (256, 512, ... positions of a \
+             slot, then all of --context-length).",
             get(&self.step_shapes).to_string(),
         );
         one(
@@ -225,7 +226,7 @@ impl Metrics {
         );
         histogram(
             "mlx_lm_prefill_chunk_seconds",
-            "Seconds of one prefill chunk (at most --prefill-step-size prompt tokens, batch 1).",
+            "Seconds of one step's prefill: a chunk (at most --prefill-step-size prompt tokens, batch 1) of each of up to --prompt-concurrency requests.",
             &[(&self.prefill_chunk, "")],
         );
         histogram(

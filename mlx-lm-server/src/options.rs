@@ -6,7 +6,8 @@ use clap::Parser;
 
 /// How to serve a model. The flags mirror `mlx_lm.server`'s where it has them (`--model`,
 /// `--host`, `--port`, `--temp`, `--top-p`, `--top-k`, `--min-p`, `--max-tokens`,
-/// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prefill-step-size`,
+/// `--chat-template`, `--chat-template-args`, `--decode-concurrency`, `--prompt-concurrency`,
+/// `--prefill-step-size`,
 /// `--prompt-cache-size`, `--prompt-cache-bytes`);
 /// the rest are this server's limits and safety settings.
 #[derive(Debug, Clone, Parser)]
@@ -59,9 +60,12 @@ pub struct ServerOptions {
     /// Positions each slot holds, prompt and generated tokens together.
     #[arg(long, default_value_t = 4096)]
     pub context_length: usize,
-    /// Prompt tokens prefilled per engine step.
+    /// Prompt tokens prefilled per engine step and request.
     #[arg(long, default_value_t = 2048)]
     pub prefill_step_size: usize,
+    /// Waiting requests prefilled in the same engine step, a chunk each.
+    #[arg(long, default_value_t = 8)]
+    pub prompt_concurrency: usize,
     /// Prompt caches kept across requests (0: none): a prompt that begins as an earlier
     /// one did prefills only the rest.
     #[arg(long, default_value_t = 10)]

@@ -65,6 +65,10 @@ pub struct KvCache {
     /// `KVCache` returns it (see [`set_prefix_attention`](Self::set_prefix_attention)).
     #[tree(static)]
     pub(crate) prefix_attention: bool,
+    /// How many of the buffers' first positions attention reads, when fewer than all (see
+    /// [`set_view`](Self::set_view)).
+    #[tree(static)]
+    pub(crate) view: Option<i32>,
 }
 
 /// A clone shares the buffers, so it never writes into them in place: it is the snapshot an
@@ -78,6 +82,7 @@ impl Clone for KvCache {
             left_padding: self.left_padding.clone(),
             writes_in_place: false,
             prefix_attention: self.prefix_attention,
+            view: self.view,
         }
     }
 }
@@ -98,6 +103,7 @@ impl KvCache {
             left_padding: None,
             writes_in_place: false,
             prefix_attention: false,
+            view: None,
         })
     }
 
@@ -193,6 +199,33 @@ impl KvCache {
         self.keys.shape().get(2).copied().unwrap_or(0)
     }
 
+    /// Makes attention read only the buffers' first `view` positions (the mask and the
+    /// fetched keys and values are that long; writes still go anywhere in the buffers), or
+    /// all of them again (`None`). A continuous batch's decode step sets it to a length that
+    /// holds every running row's positions, so a slot of a long context costs the attention
+    /// of the positions it uses, not of its capacity: a trace per view length, as the view
+    /// is a shape. Positions past the view are the ones no running row has written, which
+    /// the whole-buffer mask hides anyway, so the attention is the same.
+    pub fn set_view(&mut self, view: Option<i32>) {
+        self.view = view.filter(|v| *v < self.capacity());
+    }
+
+    /// The positions attention reads: the [view](Self::set_view), else the capacity.
+    pub fn attended(&self) -> i32 {
+        self.view.unwrap_or_else(|| self.capacity())
+    }
+
+    /// The buffers as attention reads them (cut to the view).
+    fn fetched(&self) -> Result<(Array, Array)> {
+        match self.view {
+            None => Ok((self.keys.clone(), self.values.clone())),
+            Some(v) => Ok((
+                self.keys.index((.., .., ..v))?,
+                self.values.index((.., .., ..v))?,
+            )),
+        }
+    }
+
     /// Grows the buffers to hold at least `capacity` positions (zeros past the old end).
     pub fn reserve(&mut self, capacity: i32) -> Result<()> {
         let extra = capacity - self.capacity();
@@ -227,7 +260,7 @@ impl KvCache {
         } else {
             ops::expand_dims(&new_positions(&self.offset, length)?, 1)?
         };
-        let slots = ops::arange(0, self.capacity(), 1, Dtype::Int32)?;
+        let slots = ops::arange(0, self.attended(), 1, Dtype::Int32)?;
         let mut mask = ops::less_equal(&slots, &queries)?;
         if let Some(w) = window {
             mask = ops::logical_and(&mask, &ops::less(&queries, &ops::add(&slots, w)?)?)?;
@@ -263,13 +296,13 @@ impl KvCache {
             self.keys = write(&self.keys, keys)?;
             self.values = write(&self.values, values)?;
             self.offset = ops::add(&self.offset, length)?;
-            return Ok((self.keys.clone(), self.values.clone()));
+            return self.fetched();
         }
         let start = ops::reshape(&self.offset, &[1])?;
         self.keys = ops::slice_update(&self.keys, keys, &start, &[2])?;
         self.values = ops::slice_update(&self.values, values, &start, &[2])?;
         self.offset = ops::add(&self.offset, length)?;
-        Ok((self.keys.clone(), self.values.clone()))
+        self.fetched()
     }
 
     /// [`mask`](Self::mask) for the new positions, then [`update`](Self::update): the whole
@@ -900,6 +933,15 @@ impl LayerCache {
             LayerCache::Quantized(c) => Some(&c.offset),
             LayerCache::Arrays(_) => None,
             LayerCache::List(caches) => caches.iter().find_map(LayerCache::offset),
+        }
+    }
+
+    /// Sets the [view](KvCache::set_view) of every key/value cache this one is or holds.
+    pub fn set_view(&mut self, view: Option<i32>) {
+        match self {
+            LayerCache::Kv(c) => c.set_view(view),
+            LayerCache::List(caches) => caches.iter_mut().for_each(|c| c.set_view(view)),
+            _ => {}
         }
     }
 

@@ -28,7 +28,9 @@
 //!
 //! A new request is prefilled on its own, batch 1, in chunks of `prefill_step_size`, one
 //! chunk per [`Engine::step`] while the running requests keep decoding, so a long prompt
-//! delays each of their tokens by one chunk, not by the whole prompt. Its cache is then
+//! delays each of their tokens by one chunk, not by the whole prompt. Up to
+//! [`EngineOptions::prefill_batch`] waiting requests prefill in the same step, a chunk each
+//! (mlx_lm's `prefill_batch_size`), so requests that arrive together join together. Its cache is then
 //! written into the lowest free row, every leaf of it (keys, values, offset, a recurrent
 //! layer's state), which is also what resets a reused row. Any cache of the model's layout can be
 //! written into a slot that way ([`write_row`]), a prompt cache's snapshot included.
@@ -83,8 +85,11 @@ pub struct EngineOptions {
     pub max_batch: usize,
     /// Positions each slot holds: a request's prompt and generated tokens together.
     pub capacity: usize,
-    /// Prompt tokens prefilled per step (Python's `prefill_step_size`).
+    /// Prompt tokens prefilled per step and request (Python's `prefill_step_size`).
     pub prefill_step_size: usize,
+    /// Waiting requests prefilled in the same step, a chunk each (Python's
+    /// `prefill_batch_size`, `mlx_lm.server`'s `--prompt-concurrency`).
+    pub prefill_batch: usize,
     /// The longest `repetition_context_size` a request may ask for: the recent tokens
     /// each slot keeps.
     pub max_repetition_context: usize,
@@ -101,6 +106,7 @@ impl Default for EngineOptions {
             max_batch: 8,
             capacity: 4096,
             prefill_step_size: 2048,
+            prefill_batch: 8,
             max_repetition_context: 64,
             prompt_cache_size: 0,
             prompt_cache_bytes: usize::MAX,
@@ -180,16 +186,22 @@ pub struct TokenEvent {
 /// evaluated, so a GPU's work is in it.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StepTimes {
-    /// The prefill chunk the step ran, if any.
+    /// The prefill chunks the step ran, all together, if any.
     pub prefill: Option<Duration>,
+    /// How many prefill chunks it ran (each of a different request).
+    pub prefill_chunks: usize,
     /// The decode of the running requests, from building its inputs to reading its tokens
     /// back; `None` when no slot was running.
     pub decode: Option<Duration>,
     /// Whether a prefill finished and its request joined the batch in this step: its row is
     /// written into the slot batch lazily, so that decode also pays the copy.
     pub joined: bool,
+    /// How many requests joined.
+    pub joins: usize,
     /// The rows the decode ran over (0: none): the batch size of its compiled step.
     pub rows: usize,
+    /// The positions of each slot its attention read (0: no decode).
+    pub view: usize,
 }
 
 /// The state the compiled step reads and writes.
@@ -243,10 +255,16 @@ struct StepOutputs {
 type EngineStepFn<'m> =
     Box<dyn Fn(&mut EngineState, &StepInputs) -> mlx_rs::Result<StepOutputs> + 'm>;
 
-fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M) -> EngineStepFn<'m> {
+/// The decode step whose attention reads the first `view` positions of each slot (`None`:
+/// all of them).
+fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M, view: Option<i32>) -> EngineStepFn<'m> {
     Box::new(move |s: &mut EngineState, x: &StepInputs| {
         let inputs = ops::expand_dims(&x.tokens, 1)?;
-        let logits = model.forward(&inputs, Some(&mut s.cache))?;
+        s.cache.iter_mut().for_each(|c| c.set_view(view));
+        let logits = model.forward(&inputs, Some(&mut s.cache));
+        // The state leaves the step as it came: the view is this step's shape only.
+        s.cache.iter_mut().for_each(|c| c.set_view(None));
+        let logits = logits?;
         let logits = logits.index((.., -1, ..))?;
         // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
@@ -432,7 +450,7 @@ struct Penalties {
 /// A continuous-batching generator over a fixed set of slots (Python: `BatchGenerator`).
 ///
 /// [`insert`](Self::insert) queues a request, [`step`](Self::step) advances the prefill of
-/// the next waiting request by one chunk and decodes one token of every running request,
+/// the next waiting requests by one chunk each and decodes one token of every running request,
 /// [`cancel`](Self::cancel) drops a request wherever it is. A finished or cancelled request
 /// frees its slot for the next waiting one.
 pub struct Engine<'m, M: LanguageModel + ?Sized> {
@@ -444,7 +462,8 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     /// Always `max_batch` long; the rows past the state's are empty.
     slots: Vec<Option<Running>>,
     queue: VecDeque<Waiting>,
-    prefill: Option<Prefill>,
+    /// The requests prefilling, oldest first; each holds a free slot.
+    prefills: Vec<Prefill>,
     next_id: RequestId,
     options: EngineOptions,
     vocab: i32,
@@ -455,12 +474,32 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     last_times: StepTimes,
 }
 
-/// The decode step compiled for one batch size.
+/// The decode steps compiled for one batch size, one per attention view.
 struct SizedStep<'m> {
     rows: usize,
-    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    views: Vec<ViewStep<'m>>,
     /// The mask of a step without grammars, built once.
     no_mask: Array,
+}
+
+/// The decode step of one batch size whose attention reads the first `view` positions of
+/// each slot.
+struct ViewStep<'m> {
+    view: usize,
+    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+}
+
+/// The attention views of a slot of `capacity` positions: 256, 512, ... below it, then
+/// all of it. A decode step reads the shortest that holds every running row's positions,
+/// so a request near the start of a long slot attends over at most twice the positions it
+/// has, not the whole slot (on this CPU, a one-row step over 512 positions spends about as
+/// long in attention as in all the layers' matrix products).
+fn attention_views(capacity: usize) -> Vec<usize> {
+    let mut views: Vec<usize> = std::iter::successors(Some(256usize), |n| n.checked_mul(2))
+        .take_while(|n| *n < capacity)
+        .collect();
+    views.push(capacity);
+    views
 }
 
 /// The batch sizes of the decode step for `max_batch` slots: the powers of two below it, and
@@ -528,6 +567,9 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         if options.prefill_step_size == 0 {
             return Err(invalid("prefill_step_size must be positive".into()));
         }
+        if options.prefill_batch == 0 {
+            return Err(invalid("prefill_batch must be positive".into()));
+        }
         i32::try_from(options.max_batch)
             .map_err(|_| invalid(format!("{} slots do not fit a batch", options.max_batch)))?;
         let vocab = model.vocab_size();
@@ -540,12 +582,28 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         let sizes = batch_sizes(options.max_batch);
         let state = empty_rows(model, sizes[0], options.capacity, history_width, vocab)?;
         check_rows(&state, sizes[0])?;
+        // Views only where there is a key/value cache to cut (a recurrent state or a
+        // sliding window's ring is as long as it is).
+        let views = if state.cache.iter().any(|c| c.first_kv().is_some()) {
+            attention_views(options.capacity)
+        } else {
+            vec![options.capacity]
+        };
         let steps = sizes
             .into_iter()
             .map(|rows| {
                 Ok(SizedStep {
                     rows,
-                    step: compile_mut(engine_step(model), None),
+                    views: views
+                        .iter()
+                        .map(|&view| {
+                            let cut = (view < options.capacity).then_some(view as i32);
+                            ViewStep {
+                                view,
+                                step: compile_mut(engine_step(model, cut), None),
+                            }
+                        })
+                        .collect(),
                     no_mask: ops::zeros(&[rows as i32, vocab], Dtype::Float32)?,
                 })
             })
@@ -556,7 +614,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             state,
             slots: (0..options.max_batch).map(|_| None).collect(),
             queue: VecDeque::new(),
-            prefill: None,
+            prefills: Vec::new(),
             next_id: 0,
             options,
             vocab,
@@ -726,8 +784,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             self.queue.remove(i);
             return true;
         }
-        if self.prefill.as_ref().is_some_and(|p| p.request.id == id) {
-            self.prefill = None;
+        if let Some(i) = self.prefills.iter().position(|p| p.request.id == id) {
+            self.prefills.remove(i);
             return true;
         }
         for slot in self.slots.iter_mut() {
@@ -742,13 +800,13 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     /// Whether the engine has the request, queued, prefilling or running.
     pub fn contains(&self, id: RequestId) -> bool {
         self.queue.iter().any(|w| w.id == id)
-            || self.prefill.as_ref().is_some_and(|p| p.request.id == id)
+            || self.prefills.iter().any(|p| p.request.id == id)
             || self.slots.iter().flatten().any(|r| r.id == id)
     }
 
     /// Whether nothing is queued, prefilling or running.
     pub fn is_idle(&self) -> bool {
-        self.queue.is_empty() && self.prefill.is_none() && self.slots.iter().all(Option::is_none)
+        self.queue.is_empty() && self.prefills.is_empty() && self.slots.iter().all(Option::is_none)
     }
 
     /// Requests decoding now.
@@ -756,26 +814,49 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.slots.iter().flatten().count()
     }
 
-    /// Requests waiting for a slot (the one prefilling not counted).
+    /// Requests waiting for a slot (those prefilling not counted).
     pub fn queued(&self) -> usize {
         self.queue.len()
     }
 
-    /// How often the decode steps were traced, all batch sizes together: one per size that
-    /// decoded, for the life of the engine.
+    /// How often the decode steps were traced, all batch sizes and views together: one per
+    /// shape that decoded, for the life of the engine.
     pub fn traces(&self) -> u64 {
-        self.steps.iter().map(|s| s.step.stats().traces).sum()
-    }
-
-    /// Per batch size of the decode step that was called: the size and how often its step
-    /// was traced (1).
-    pub fn decode_traces(&self) -> Vec<(usize, u64)> {
         self.steps
             .iter()
-            .map(|s| (s.rows, s.step.stats()))
-            .filter(|(_, stats)| stats.calls > 0)
-            .map(|(rows, stats)| (rows, stats.traces))
+            .flat_map(|s| &s.views)
+            .map(|v| v.step.stats().traces)
+            .sum()
+    }
+
+    /// Per shape of the decode step that was called (batch size and attention view, in
+    /// that order): the size and how often its step was traced (1).
+    pub fn decode_traces(&self) -> Vec<(usize, u64)> {
+        self.decode_shapes()
+            .into_iter()
+            .map(|(rows, _, traces)| (rows, traces))
             .collect()
+    }
+
+    /// Per shape of the decode step that was called: the batch size, the attention view
+    /// (positions of each slot read) and how often its step was traced (1).
+    pub fn decode_shapes(&self) -> Vec<(usize, usize, u64)> {
+        self.steps
+            .iter()
+            .flat_map(|s| {
+                s.views
+                    .iter()
+                    .map(move |v| (s.rows, v.view, v.step.stats()))
+            })
+            .filter(|(_, _, stats)| stats.calls > 0)
+            .map(|(rows, view, stats)| (rows, view, stats.traces))
+            .collect()
+    }
+
+    /// The attention views of the decode step: positions of each slot read, the shortest
+    /// that holds every running request's.
+    pub fn decode_views(&self) -> Vec<usize> {
+        self.steps[0].views.iter().map(|v| v.view).collect()
     }
 
     /// The batch sizes the decode step may run at: powers of two, then `max_batch`.
@@ -792,21 +873,23 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.state.keys.shape()[0] as usize
     }
 
-    /// Traces, compiles and runs the decode step of every batch size once, on rows of its
-    /// own, so no request waits for a trace (a server calls this before it listens). The
-    /// engine's rows and requests are not touched.
+    /// Traces, compiles and runs the decode step of every batch size and view once, on
+    /// rows of its own, so no request waits for a trace (a server calls this before it
+    /// listens). The engine's rows and requests are not touched.
     pub fn warm_up(&mut self) -> Result<()> {
         for s in &self.steps {
-            let mut state = empty_rows(
-                self.model,
-                s.rows,
-                self.options.capacity,
-                self.history_width,
-                self.vocab,
-            )?;
-            let idle: Vec<Option<&Running>> = vec![None; s.rows];
-            let inputs = step_inputs(&idle, s.no_mask.clone())?;
-            eval(&s.step.call(&mut state, &inputs)?)?;
+            for v in &s.views {
+                let mut state = empty_rows(
+                    self.model,
+                    s.rows,
+                    self.options.capacity,
+                    self.history_width,
+                    self.vocab,
+                )?;
+                let idle: Vec<Option<&Running>> = vec![None; s.rows];
+                let inputs = step_inputs(&idle, s.no_mask.clone())?;
+                eval(&v.step.call(&mut state, &inputs)?)?;
+            }
         }
         Ok(())
     }
@@ -833,8 +916,9 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         &self.state.cache
     }
 
-    /// One step: a prefill chunk of the next waiting request, then one token of every
-    /// running request (those whose prefill just ended included). Empty when idle.
+    /// One step: a prefill chunk of each of the next waiting requests (up to
+    /// `prefill_batch`, one per free slot), then one token of every running request (those
+    /// whose prefill just ended included). Empty when idle.
     ///
     /// An `Err` from a prefill drops that request (its id is in the message) and leaves the
     /// others as they were; an `Err` of the decode step itself means the engine's state is
@@ -854,8 +938,24 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             .iter()
             .position(|s| s.rows == rows)
             .ok_or_else(|| Error::InvalidArgument(format!("no decode step of {rows} rows")))?;
+        // The step writes each row's next token at its position `fed.len()`: the shortest
+        // view that holds those of every running row (an idle row's are nobody's).
+        let needed = self.slots[..rows]
+            .iter()
+            .flatten()
+            .map(|r| r.fed.len() + 1)
+            .max()
+            .unwrap_or(1);
+        let views = &self.steps[sized].views;
+        let view = views
+            .iter()
+            .position(|v| v.view >= needed)
+            .unwrap_or(views.len() - 1);
+        self.last_times.view = views[view].view;
         let inputs = self.inputs(sized)?;
-        let out = self.steps[sized].step.call(&mut self.state, &inputs)?;
+        let out = self.steps[sized].views[view]
+            .step
+            .call(&mut self.state, &inputs)?;
         eval(&out)?;
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
@@ -1009,55 +1109,35 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         Ok(Array::from_slice(&mask, &[rows as i32, self.vocab])?)
     }
 
-    /// Starts the next waiting request's prefill if a slot is free, runs one chunk of it,
-    /// and writes it into the lowest free row once the whole prompt but its last token is in
-    /// (chosen then: rows move when the batch shrinks).
+    /// Starts the prefill of waiting requests while a slot is free for each (at most
+    /// `prefill_batch` prefilling), runs one chunk of each, and writes each whose whole
+    /// prompt but its last token is in into the lowest free row (chosen then: rows move when
+    /// the batch shrinks). Several arriving requests so join in the same step, as mlx_lm's
+    /// `BatchGenerator` prefills up to `prefill_batch_size` prompts a step, instead of one a
+    /// step, each join a decode step later than the one before. Each request's chunks start
+    /// where `generate_step`'s would (multiples of `prefill_step_size`), so its prefill
+    /// computes what a request alone computes.
     fn advance_prefill(&mut self) -> Result<()> {
-        let free = self.slots.iter().any(Option::is_none);
-        if self.prefill.is_none() && free {
-            if let Some(mut request) = self.queue.pop_front() {
-                // As `generate_step` prefills: a buffer of the prompt's size in steps of
-                // 256, grown to the slot's capacity afterwards, so the prefill computes
-                // what `generate_step`'s does.
-                let positions =
-                    cache_slots(request.prompt.len())?.min(self.options.capacity as i32);
-                let head = request.prompt.len() - 1;
-                let prefix = match request.prefix.take() {
-                    Some(p) => Some(p),
-                    None => self
-                        .prompt_cache
-                        .fetch(&request.prompt, head)
-                        .map_err(|e| failed_prefill(request.id, e))?,
-                };
-                let started = match prefix {
-                    Some(CachedPrefix { mut cache, tokens }) => {
-                        self.prompt_cache_hits += 1;
-                        self.prompt_tokens_reused += tokens as u64;
-                        reserve(&mut cache, positions).map(|()| (cache, tokens))
-                    }
-                    None => self.model.make_cache(1, positions).map(|c| (c, 0)),
-                };
-                match started {
-                    Ok((cache, done)) => {
-                        self.prefill = Some(Prefill {
-                            request,
-                            cache,
-                            done,
-                            cached: done,
-                        })
-                    }
-                    Err(e) => return Err(failed_prefill(request.id, e.into())),
-                }
-            }
+        let free = self.slots.iter().filter(|s| s.is_none()).count();
+        while self.prefills.len() < free.min(self.options.prefill_batch) {
+            let Some(request) = self.queue.pop_front() else {
+                break;
+            };
+            let prefill = self.start_prefill(request)?;
+            self.prefills.push(prefill);
         }
-        let Some(p) = self.prefill.as_mut() else {
-            return Ok(());
-        };
-        let head = p.request.prompt.len() - 1;
-        if p.done < head {
-            let end = (p.done + self.options.prefill_step_size).min(head);
+        let model = self.model;
+        let step_size = self.options.prefill_step_size;
+        let mut spent = Duration::ZERO;
+        let mut chunks = 0;
+        let mut failed = None;
+        for (i, p) in self.prefills.iter_mut().enumerate() {
+            let head = p.request.prompt.len() - 1;
+            if p.done >= head {
+                continue;
+            }
+            let end = (p.done + step_size).min(head);
             let chunk = &p.request.prompt[p.done..end];
-            let model = self.model;
             let cache = &mut p.cache;
             let started = Instant::now();
             let result = (|| -> Result<()> {
@@ -1066,23 +1146,67 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 eval(&*cache)?;
                 Ok(())
             })();
-            self.last_times.prefill = Some(started.elapsed());
+            spent += started.elapsed();
+            chunks += 1;
             if let Err(e) = result {
-                let id = p.request.id;
-                self.prefill = None;
-                return Err(failed_prefill(id, e));
+                failed = Some((i, e));
+                break;
             }
             p.done = end;
         }
-        if p.done < head {
-            return Ok(());
+        if chunks > 0 {
+            self.last_times.prefill = Some(spent);
+            self.last_times.prefill_chunks = chunks;
         }
-        if let Some(p) = self.prefill.take() {
+        if let Some((i, e)) = failed {
+            let id = self.prefills.remove(i).request.id;
+            return Err(failed_prefill(id, e));
+        }
+        while let Some(i) = self
+            .prefills
+            .iter()
+            .position(|p| p.done + 1 >= p.request.prompt.len())
+        {
+            let p = self.prefills.remove(i);
             let id = p.request.id;
             self.install(p).map_err(|e| failed_prefill(id, e))?;
             self.last_times.joined = true;
+            self.last_times.joins += 1;
         }
         Ok(())
+    }
+
+    /// A waiting request's prefill, from the longest cached prefix of its prompt if any.
+    fn start_prefill(&mut self, mut request: Waiting) -> Result<Prefill> {
+        // As `generate_step` prefills: a buffer of the prompt's size in steps of 256, grown
+        // to the slot's capacity afterwards, so the prefill computes what `generate_step`'s
+        // does.
+        let positions = cache_slots(request.prompt.len())?.min(self.options.capacity as i32);
+        let head = request.prompt.len() - 1;
+        let prefix = match request.prefix.take() {
+            Some(p) => Some(p),
+            None => self
+                .prompt_cache
+                .fetch(&request.prompt, head)
+                .map_err(|e| failed_prefill(request.id, e))?,
+        };
+        let started = match prefix {
+            Some(CachedPrefix { mut cache, tokens }) => {
+                self.prompt_cache_hits += 1;
+                self.prompt_tokens_reused += tokens as u64;
+                reserve(&mut cache, positions).map(|()| (cache, tokens))
+            }
+            None => self.model.make_cache(1, positions).map(|c| (c, 0)),
+        };
+        match started {
+            Ok((cache, done)) => Ok(Prefill {
+                request,
+                cache,
+                done,
+                cached: done,
+            }),
+            Err(e) => Err(failed_prefill(request.id, e.into())),
+        }
     }
 
     fn install(&mut self, p: Prefill) -> Result<()> {

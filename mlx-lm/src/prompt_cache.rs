@@ -264,6 +264,7 @@ impl Reader<'_> {
                     left_padding: None,
                     writes_in_place: false,
                     prefix_attention: false,
+                    view: None,
                 })
             }
             "QuantizedKVCache" => {

@@ -67,21 +67,24 @@ pub fn metric_value(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
-/// The server traced its decode step once for each of its batch sizes (1, 2, 4, ... up to
-/// `slots`: all of them, at start-up) and never again.
+/// The server traced its decode step once for each of its shapes (all of them, at
+/// start-up) and never again: each batch size (1, 2, 4, ... up to `slots`) with each
+/// attention view of a slot of [`options`]' 512 positions that has key/value caches (256
+/// and 512).
 pub fn assert_each_size_traced_once(metrics: &str, slots: usize) {
     let sizes = std::iter::successors(Some(1usize), |n| Some(n * 2))
         .take_while(|n| *n < slots)
         .count()
         + 1;
+    let shapes = sizes * 2;
     assert_eq!(
         metric_value(metrics, "mlx_lm_step_shapes"),
-        sizes as f64,
+        shapes as f64,
         "{metrics}"
     );
     assert_eq!(
         metric_value(metrics, "mlx_lm_step_traces"),
-        sizes as f64,
+        shapes as f64,
         "{metrics}"
     );
 }

@@ -518,7 +518,7 @@ fn attend_inner(
             match plain_mask {
                 // A mask made for every layer, when its buffer is this layer's size.
                 PlainMask::Cached(m)
-                    if window.is_none() && m.shape().last() == Some(&c.capacity()) =>
+                    if window.is_none() && m.shape().last() == Some(&c.attended()) =>
                 {
                     let (keys, values) = c.update(&k, &values)?;
                     (q, (keys, values, m.clone()))
