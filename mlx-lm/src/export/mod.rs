@@ -20,12 +20,18 @@
 //! write positions (`offset`) and recurrent states go in and come back, so the caller keeps
 //! the state and the graph holds none.
 //!
-//! **Fixed shapes.** The graphs are exported with `shapeless = false`: MLX 0.32's shapeless
-//! replay asks every primitive for its output shape from the new inputs, and the models'
-//! graphs reshape to the traced sequence length and hold `Arange`s (positions, masks) sized
-//! by it, so a shapeless export of them does not run at another length (`tests/lm_export.rs`
-//! shows the error: `[reshape] Cannot reshape array of size 8 into shape (4)`). The
-//! prompt lengths are covered by several traces instead, and the cache by a fixed capacity
+//! **Fixed shapes.** The graphs are exported with `shapeless = false`. MLX 0.32.2's shapeless
+//! replay asks every primitive for its output shape from the new inputs, even at the traced
+//! shapes, and our step fails it twice over (`tests/lm_export.rs` shows both): at another
+//! length the first to fail is the reshape of the token ids to rows (`Rows::fold`: `[1, L]`
+//! to `[L]`, L fixed in the primitive; `[reshape] Cannot reshape array of size 8 into shape
+//! (4)`), followed by the other reshapes between rows and heads and the `Arange`s sized by
+//! the length or the capacity (positions, mask slots); and at the traced length itself the
+//! `Slice` primitive, which has no output-shape rule in MLX 0.32.2, from the CPU fallback of
+//! MLX's own `fast::rope` (its rotate-half; 12 of them in qwen3's decode step, the step's
+//! only slices). A shapeless decode step would need a rotary embedding without slices and
+//! positions and masks without `Arange`, in every architecture: the prompt lengths are
+//! covered by several traces instead, and the cache by a fixed capacity
 //! ([`ExportOptions::max_positions`]).
 //!
 //! **Weights as inputs** (the default): one `weights.safetensors` serves both graphs and all
