@@ -2,8 +2,9 @@
 //! llama.cpp's converter writes them (names, permuted Q/K, metadata, tokenizer) load as the
 //! model they came from. F32 gives mlx_lm's logits of the safetensors model bit for bit;
 //! F16, and Q8_0 / Q4_0 / Q4_1 kept as MLX affine, give those of mlx_lm's model with the
-//! file's de-quantized values (gguf-py's `dequantize`) within the bound measured here; the
-//! K-quants de-quantize as gguf-py does, bit for bit; the tokenizer encodes as the golden
+//! file's de-quantized values (gguf-py's `dequantize`) within the bound measured here, and so
+//! do Q4_K / Q5_K / Q5_0 / Q5_1 kept as MLX affine; every block type's values are gguf-py's,
+//! bit for bit (kept quantized or de-quantized); the tokenizer encodes as the golden
 //! `tokenizer.json` does; SentencePiece vocabularies as transformers' GGUF tokenizer does;
 //! gemma2, gemma3, phi3, qwen3moe and Llama 3.1-rope files give mlx_lm's logits; the real
 //! SmolLM2 Q4_1 file (when fetched) chats as its reference does; broken files are errors.
@@ -12,7 +13,7 @@ mod support;
 
 use std::path::PathBuf;
 
-use mlx::core::{io, Array, Dtype};
+use mlx::core::{io, ops, Array, Dtype};
 use mlx::lm::gguf::{self, GgufFile};
 use mlx::lm::{load, load_model, LoadOptions, Model, Tokenizer, UnreadKeys};
 use serde_json::Value;
@@ -185,25 +186,98 @@ fn quantized_layers_stay_quantized() {
     );
 }
 
+/// Every block type of kquants.gguf (random blocks) gives gguf-py's de-quantized values bit
+/// for bit in float32: Q5_0 / Q5_1 / Q4_K / Q5_K kept as MLX affine (group size 32,
+/// `mx.dequantize` of the codes, scales and biases), Q2_K / Q3_K / Q6_K (16-value groups)
+/// de-quantized at load.
 #[test]
 fn k_quants_dequantize_as_gguf_py_does() {
     let f = GgufFile::open(file("kquants.gguf")).unwrap();
     let (expected, _) = io::load_safetensors(file("kquants.safetensors")).unwrap();
     assert_eq!(f.tensors.len(), expected.len());
     for t in &f.tensors {
-        let gguf::Decoded::Float(ours) = gguf::decode(&f, t, Dtype::Float32).unwrap() else {
-            panic!("{} loaded quantized", t.name);
+        let kept = ["Q5_0", "Q5_1", "Q4_K", "Q5_K"].contains(&t.name.as_str());
+        let ours = match gguf::decode(&f, t, Dtype::Float32).unwrap() {
+            gguf::Decoded::Float(a) => {
+                assert!(!kept, "{} de-quantized", t.name);
+                a
+            }
+            gguf::Decoded::Affine {
+                weight,
+                scales,
+                biases,
+                bits,
+            } => {
+                assert!(kept, "{} kept quantized", t.name);
+                // Float32 for the K-quants' two-level scales, float16 (the file's own) else.
+                let k = t.name.ends_with("_K");
+                let dtype = if k { Dtype::Float32 } else { Dtype::Float16 };
+                assert_eq!(
+                    (scales.dtype(), biases.dtype()),
+                    (dtype, dtype),
+                    "{}",
+                    t.name
+                );
+                // In float32, as a model loaded in float32 computes them: float16
+                // arithmetic would round `d * q` (up to 16 significant bits).
+                let scales = scales.astype(Dtype::Float32).unwrap();
+                let biases = biases.astype(Dtype::Float32).unwrap();
+                let options = ops::DequantizeOptions {
+                    biases: Some(&biases),
+                    group_size: Some(32),
+                    bits: Some(bits),
+                    dtype: Some(Dtype::Float32),
+                    ..Default::default()
+                };
+                ops::dequantize(&weight, &scales, options).unwrap()
+            }
         };
         let theirs = &expected[&t.name];
         assert_eq!(ours.shape(), theirs.shape(), "{}", t.name);
         let (a, b) = (floats(&ours), floats(theirs));
+        // Bits, but the sign of zero: Q5_0's `d * (q - 16)` is -0.0 for q = 16 and a negative
+        // `d` (17 such values here), MLX's `d * 16 + (-16 d)` +0.0.
         let differ = a
             .iter()
             .zip(&b)
-            .filter(|(x, y)| x.to_bits() != y.to_bits())
+            .filter(|(x, y)| x.to_bits() != y.to_bits() && !(**x == 0.0 && **y == 0.0))
             .count();
         assert_eq!(differ, 0, "{}: {differ} values differ", t.name);
     }
+}
+
+/// A llama whose rows hold whole 256-value K-quant blocks, in each type kept as MLX affine
+/// beyond Q4_0 / Q8_0: the kept-quantized model against mlx_lm's model with gguf-py's
+/// de-quantized values in float32. `quantized_matmul` computes each weight as
+/// `scale * q + bias`, the de-quantized float32 value exactly (float32 K-quant scales), so
+/// only the order of the sums could differ: measured 0 on the CPU for all four types.
+#[test]
+fn k_quants_kept_quantized_give_the_logits_of_their_dequantized_values() {
+    let mut failed = Vec::new();
+    for ty in ["Q4_K", "Q5_K", "Q5_0", "Q5_1"] {
+        let path = file(&format!("llamak-{ty}.gguf"));
+        let (model, _) = load_model(&path, options()).unwrap();
+        let params = mlx::utils::tree_flatten_with_path(&model).unwrap();
+        let packed = params
+            .iter()
+            .filter(|(k, a)| k.ends_with(".weight") && a.dtype() == Dtype::Uint32)
+            .count();
+        // 2 layers x 7 matrices, the embedding and the output head.
+        assert_eq!(packed, 2 * 7 + 2, "{ty}: not every matrix kept quantized");
+        let (record, _) = io::load_safetensors(file(&format!("llamak-{ty}.safetensors"))).unwrap();
+        let ours = floats(&model.forward(&record["prompt"], None).unwrap());
+        let worst = max_diff(&ours, &floats(&record["logits"]));
+        let bound = if mlx::core::sys::PREBUILT_MLX {
+            0.0
+        } else {
+            SOURCE_BUILD
+        };
+        eprintln!("llamak {ty}: logits within {worst:e} of the de-quantized model's");
+        if worst > bound {
+            failed.push(format!("{ty}: {worst:e} > {bound:e}"));
+        }
+    }
+    assert!(failed.is_empty(), "{failed:?}");
 }
 
 fn corpus() -> Vec<String> {

@@ -32,9 +32,12 @@ SentencePiece tokenizer for the gemmas and phi3. The safetensors hold the prompt
 logits for the values the file means (gemma's norms: the stored value minus one in float32, as
 transformers' GGUF loader computes).
 
-`kquants.gguf` + `kquants.safetensors`: random blocks of the de-quantized-at-load types
-(Q5_0, Q5_1, Q2_K ... Q6_K, block scales set to finite float16) and gguf-py's
-`dequantize` of them.
+`llamak-TYPE.gguf` + `.safetensors` for Q4_K, Q5_K, Q5_0, Q5_1: a llama with rows of 256
+(whole K-quant blocks), the matrices in TYPE (Q4_K / Q5_K from `quantize_k`, a plain encoder:
+gguf-py has none), and mlx_lm's logits for the values the file means.
+
+`kquants.gguf` + `kquants.safetensors`: random blocks of Q5_0, Q5_1, Q2_K ... Q6_K (block
+scales set to finite float16) and gguf-py's `dequantize` of them.
 """
 
 import json
@@ -151,8 +154,55 @@ def stored(w, qtype):
         h = w.astype(np.float16)
         return h, h.astype(np.float32)
     t = gguf.GGMLQuantizationType[qtype]
-    q = gguf.quants.quantize(w, t)
+    q = quantize_k(w, qtype) if qtype in K_BITS else gguf.quants.quantize(w, t)
     return q, gguf.quants.dequantize(q, t).reshape(w.shape)
+
+
+K_BITS = {"Q4_K": 4, "Q5_K": 5}
+
+
+def quantize_k(w, qtype):
+    """Q4_K / Q5_K blocks for `w` (gguf-py has no quantizer for them): per group of 32 a
+    min/max fit, its scale and min as 6-bit multiples of the block's float16 `d` and `dmin`,
+    in llama.cpp's byte layout (`block_q4_K`, `block_q5_K`). A plain encoder, not llama.cpp's
+    search for the best scales: the tests need valid blocks, whose meaning gguf-py's
+    `dequantize` gives."""
+    bits = K_BITS[qtype]
+    qmax = 2**bits - 1
+    rows = w.shape[0]
+    x = w.astype(np.float32).reshape(-1, 8, 32)
+    lo = np.minimum(x.min(-1), 0)
+    hi = np.maximum(x.max(-1), 0)
+    scale, mins = (hi - lo) / qmax, -lo
+    d = (scale.max(-1) / 63).astype(np.float16)
+    dmin = (mins.max(-1) / 63).astype(np.float16)
+
+    def six_bits(v, unit):
+        unit = unit.astype(np.float32)[:, None]
+        safe = np.where(unit > 0, unit, 1)
+        return np.where(unit > 0, np.round(v / safe), 0).clip(0, 63).astype(np.uint8)
+
+    sc, m = six_bits(scale, d), six_bits(mins, dmin)
+    step = d.astype(np.float32)[:, None] * sc
+    offset = dmin.astype(np.float32)[:, None] * m
+    safe = np.where(step > 0, step, 1)[..., None]
+    q = np.where(step[..., None] > 0, np.round((x + offset[..., None]) / safe), 0)
+    q = q.clip(0, qmax).astype(np.uint8)
+    scales = np.concatenate([
+        sc[:, :4] | ((sc[:, 4:] >> 4) << 6),
+        m[:, :4] | ((m[:, 4:] >> 4) << 6),
+        (sc[:, 4:] & 0x0F) | ((m[:, 4:] & 0x0F) << 4),
+    ], axis=1)
+    qs = np.concatenate([(q[:, 2 * c] & 0x0F) | ((q[:, 2 * c + 1] & 0x0F) << 4)
+                         for c in range(4)], axis=1)
+    parts = [d.reshape(-1, 1).view(np.uint8), dmin.reshape(-1, 1).view(np.uint8), scales]
+    if bits == 5:
+        qh = np.zeros((q.shape[0], 32), dtype=np.uint8)
+        for g in range(8):
+            qh |= ((q[:, g] >> 4) & 1) << g
+        parts.append(qh)
+    parts.append(qs)
+    return np.concatenate(parts, axis=1).reshape(rows, -1)
 
 
 def write_model(name, arch):
@@ -431,8 +481,14 @@ FAMILIES = {
                      num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
                      mlp_only_layers=[], rms_norm_eps=1e-6, rope_theta=1000000.0,
                      tie_word_embeddings=False),
+    # Rows of 256 and more, a multiple of the K-quants' 256-value blocks.
+    "llamak": dict(SMALL, model_type="llama", hidden_size=256, intermediate_size=512,
+                   num_hidden_layers=2, num_key_value_heads=2, rms_norm_eps=1e-5,
+                   rope_theta=10000.0, tie_word_embeddings=False),
 }
 FAMILY_TYPES = ["F32", "Q8_0", "Q4_0"]
+# The types MLX affine holds exactly beyond Q4_0 / Q8_0, on llamak's wide rows.
+TYPES_OF = {"llamak": ["Q4_K", "Q5_K", "Q5_0", "Q5_1"]}
 
 
 def family_gguf_name(name, arch):
@@ -508,7 +564,7 @@ def write_family(name):
     from mlx.utils import tree_flatten
 
     config = FAMILIES[name]
-    arch = "llama" if name == "llama31" else name
+    arch = "llama" if name in ("llama31", "llamak") else name
     model_class, args_class = _get_classes(config)
     mx.random.seed(41)
     model = model_class(args_class.from_dict(config))
@@ -525,7 +581,7 @@ def write_family(name):
     weights = {k: np.array(v.astype(mx.float32)) for k, v in params.items()}
     prompt = mx.random.randint(0, config["vocab_size"], (1, 24)).astype(mx.int32)
     gemma = arch.startswith("gemma")
-    for qtype in FAMILY_TYPES:
+    for qtype in TYPES_OF.get(name, FAMILY_TYPES):
         path = OUT / f"{name}-{qtype}.gguf"
         writer = gguf.GGUFWriter(str(path), arch)
         add_family_config(writer, arch, config)
@@ -554,7 +610,7 @@ def write_family(name):
                                   raw_dtype=gguf.GGMLQuantizationType[qtype])
             else:
                 writer.add_tensor(family_gguf_name(key, arch), np.ascontiguousarray(data))
-        if arch == "llama":
+        if name == "llama31":
             writer.add_tensor("rope_freqs.weight", llama3_rope_freqs(config))
         if arch == "phi3":
             scaling = config["rope_scaling"]

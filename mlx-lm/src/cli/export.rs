@@ -47,7 +47,7 @@ pub struct Args {
     )]
     pub prefill_lengths: Vec<usize>,
     /// Bake the weights into the graphs instead of passing them as inputs from
-    /// weights.safetensors (refused for now: measured to generate wrong tokens).
+    /// weights.safetensors (self-contained files, each holding the weights).
     #[arg(long)]
     pub weights_as_constants: bool,
 }

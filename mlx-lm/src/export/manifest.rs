@@ -82,8 +82,7 @@ pub enum WeightsMode {
     /// Inputs after the cache, in the manifest's order, kept in `weights.safetensors` under
     /// their parameter paths.
     Inputs,
-    /// Constants inside each `.mlxfn` file ([`export_model`](super::export_model) refuses
-    /// it for now: measured to generate wrong tokens).
+    /// Constants inside each `.mlxfn` file: self-contained graphs, the weights in every file.
     Constants,
 }
 

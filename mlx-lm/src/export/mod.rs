@@ -20,21 +20,40 @@
 //! write positions (`offset`) and recurrent states go in and come back, so the caller keeps
 //! the state and the graph holds none.
 //!
-//! **Fixed shapes.** The graphs are exported with `shapeless = false`: MLX 0.32's shapeless
-//! replay asks every primitive for its output shape from the new inputs, and the models'
-//! graphs reshape to the traced sequence length and hold `Arange`s (positions, masks) sized
-//! by it, so a shapeless export of them does not run at another length (`tests/lm_export.rs`
-//! shows the error: `[reshape] Cannot reshape array of size 8 into shape (4)`). The
-//! prompt lengths are covered by several traces instead, and the cache by a fixed capacity
+//! **Fixed shapes.** The graphs are exported with `shapeless = false`. MLX 0.32.2's shapeless
+//! replay asks every primitive for its output shape from the new inputs, even at the traced
+//! shapes, and our step fails it twice over (`tests/lm_export.rs` shows both): at another
+//! length the first to fail is the reshape of the token ids to rows (`Rows::fold`: `[1, L]`
+//! to `[L]`, L fixed in the primitive; `[reshape] Cannot reshape array of size 8 into shape
+//! (4)`), followed by the other reshapes between rows and heads and the `Arange`s sized by
+//! the length or the capacity (positions, mask slots); and at the traced length itself the
+//! `Slice` primitive, which has no output-shape rule in MLX 0.32.2, from the CPU fallback of
+//! MLX's own `fast::rope` (its rotate-half; 12 of them in qwen3's decode step, the step's
+//! only slices). A shapeless decode step would need a rotary embedding without slices and
+//! positions and masks without `Arange`, in every architecture: the prompt lengths are
+//! covered by several traces instead, and the cache by a fixed capacity
 //! ([`ExportOptions::max_positions`]).
 //!
-//! **Weights as inputs**: one `weights.safetensors` serves both graphs and all their traces
-//! (MLX shares a constant only between the traces of one file), the graphs stay small (tens of
-//! kilobytes a trace for the test models), and the same graphs run any weights of the same
-//! shapes and dtypes (a fine-tune, a fused adapter). The cost is the caller's: it passes the
-//! weights with every call. [`WeightsMode::Constants`], which would bake them into each file
-//! (self-contained, at the weights' size per file), is refused for now: its graphs were
-//! measured to generate other tokens than the model, for a cause not yet found.
+//! **Weights as inputs** (the default): one `weights.safetensors` serves both graphs and all
+//! their traces (MLX shares a constant only between the traces of one file), the graphs stay
+//! small (tens of kilobytes a trace for the test models), and the same graphs run any weights
+//! of the same shapes and dtypes (a fine-tune, a fused adapter). The cost is the caller's: it
+//! passes the weights with every call. [`WeightsMode::Constants`] bakes them into each file
+//! instead (self-contained, at the weights' size per file).
+//!
+//! MLX 0.32.2's `export_function` writes a constant's data as `arr.data()` for
+//! `arr.nbytes()` bytes, ignoring its strides (mlx/export.cpp): an evaluated transposed or
+//! broadcast view is read back as the row-major array it is not. In Python, on the wheel:
+//!
+//! ```python
+//! w = mx.arange(12, dtype=mx.float32).reshape(4, 3).T; mx.eval(w)
+//! mx.export_function("t.mlxfn", lambda x: [x + w], mx.zeros((3, 4)))
+//! mx.import_function("t.mlxfn")(mx.zeros((3, 4)))[0][0]  # [0, 1, 2, 3], not [0, 3, 6, 9]
+//! ```
+//!
+//! Our layers keep such a view (`weight.T`, evaluated once for inference), which made the
+//! constants' graphs generate wrong tokens; the export hands the traced model fresh
+//! row-contiguous parameters instead (`tests/lm_export.rs` shows both).
 //!
 //! [`ExportedModel`] runs an export directory from Rust without the architecture's code;
 //! `examples/exported_model.py` does the same in Python with `mx.import_function` only.
@@ -99,15 +118,6 @@ pub fn export_model<M: LanguageModel + ?Sized>(
 ) -> Result<Manifest> {
     let dir = dir.as_ref();
     let invalid = Error::InvalidArgument;
-    if options.weights == WeightsMode::Constants {
-        // Measured: qwen3's graphs with its weights as constants generate other tokens than
-        // the model (tests/lm_export.rs); the cause is not found yet.
-        return Err(invalid(
-            "exporting the weights as constants is not supported yet (its graphs were \
-             measured to generate wrong tokens); export them as inputs"
-                .into(),
-        ));
-    }
     let capacity = cache_slots(options.max_positions.max(1))?;
     if let Some(&l) = options.prefill_lengths.iter().find(|&&l| l < 2) {
         return Err(invalid(format!(
@@ -144,6 +154,23 @@ pub fn export_model<M: LanguageModel + ?Sized>(
         .collect();
     let as_inputs = options.weights == WeightsMode::Inputs;
     let n_cache = cache_leaves.len();
+    // As constants, the graphs must hold only row-contiguous arrays: MLX 0.32.2 writes a
+    // constant's buffer as it lies in memory, whatever its strides (see the module docs), and
+    // a layer's kept `weight.T` (an evaluated transposed view, mlx_nn's `KeptTranspose`)
+    // would be read back untransposed. A fresh row-contiguous array for every parameter (the
+    // same buffer where it already is one) makes the layers transpose inside the graph.
+    let constants: Option<Model> = if as_inputs {
+        None
+    } else {
+        let fresh = weights
+            .iter()
+            .map(|(_, a)| ops::contiguous(a, false))
+            .collect::<mlx_rs::Result<Vec<Array>>>()?;
+        mlx_tree::eval(&fresh[..])?;
+        let mut m = params.clone();
+        tree_assign_leaves(&mut m, fresh)?;
+        Some(m)
+    };
 
     // The step every trace runs: the cache and (as inputs) the weights rebuilt from the flat
     // arguments, one forward, the last position's logits and the cache's arrays out.
@@ -153,12 +180,13 @@ pub fn export_model<M: LanguageModel + ?Sized>(
             .ok_or_else(|| mlx_rs::Error::InvalidArgument("no tokens".into()))?;
         let (cache_xs, weight_xs) = rest.split_at(n_cache.min(rest.len()));
         let mut cache: Vec<LayerCache> = tree_unflatten(&cache_def, cache_xs.to_vec())?;
-        let logits = if as_inputs {
-            let mut m = params.clone();
-            tree_assign_leaves(&mut m, weight_xs.to_vec())?;
-            m.forward(tokens, Some(&mut cache))?
-        } else {
-            model.forward(tokens, Some(&mut cache))?
+        let logits = match &constants {
+            None => {
+                let mut m = params.clone();
+                tree_assign_leaves(&mut m, weight_xs.to_vec())?;
+                m.forward(tokens, Some(&mut cache))?
+            }
+            Some(m) => m.forward(tokens, Some(&mut cache))?,
         };
         let logits = logits.index((.., -1, ..))?;
         let (out, def) = tree_flatten(&cache)?;

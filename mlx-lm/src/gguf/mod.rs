@@ -73,9 +73,10 @@ pub struct GgufCheckpoint {
 }
 
 /// Reads `path` as a checkpoint: the config from the metadata, every tensor under its Hugging
-/// Face name, Q4_0 / Q4_1 / Q8_0 as MLX affine (group size 32) with a per-layer quantization
-/// entry, the other block types de-quantized to `float` (the loader passes
-/// `LoadOptions::dtype`, float16 by default).
+/// Face name, the block types MLX affine holds exactly (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K,
+/// Q5_K; group size 32) as MLX affine with a per-layer quantization entry, the others
+/// (Q2_K, Q3_K, Q6_K) de-quantized to `float` (the loader passes `LoadOptions::dtype`,
+/// float16 by default).
 pub fn read_checkpoint(path: &Path, float: Option<Dtype>) -> Result<GgufCheckpoint> {
     let file = GgufFile::open(path)?;
     let mut arch = arch::architecture(&file)?;
