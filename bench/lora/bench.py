@@ -145,12 +145,23 @@ def median(xs):
 
 
 def device_name(python):
+    """MLX's default device, with the GPU's name where nvidia-smi answers."""
     code = "import mlx.core as mx; d = mx.default_device(); print(d)"
     try:
         dev = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=120)
-        return dev.stdout.strip() or "?"
+        name = dev.stdout.strip() or "?"
     except (OSError, subprocess.SubprocessError):
-        return "?"
+        name = "?"
+    if "gpu" in name:
+        try:
+            smi = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=60)
+            gpu = smi.stdout.strip().splitlines()
+            if gpu:
+                name += f", {gpu[0]}"
+        except (OSError, subprocess.SubprocessError):
+            pass
+    return name
 
 
 def model_summary(model):
