@@ -34,7 +34,7 @@ model: {model}
 data: {data}
 train: true
 test: true
-fine_tune_type: lora
+fine_tune_type: {kind}
 mask_prompt: true
 num_layers: -1
 batch_size: {batch_size}
@@ -68,14 +68,19 @@ def generate(a, model, prompt, adapters=None):
     return run(argv).stdout.strip()
 
 
+FIELDS = ["name", "age", "city"]
+
+
 def score(text, expected):
-    """(parses with the keys in order, equals the expected record)."""
+    """(parses with the keys in order, equals the expected record, each field right)."""
     try:
         got = json.loads(text)
     except ValueError:
-        return False, False
-    ok = isinstance(got, dict) and list(got) == ["name", "age", "city"]
-    return ok, got == json.loads(expected)
+        return (False, False) + (False,) * len(FIELDS)
+    want = json.loads(expected)
+    ok = isinstance(got, dict) and list(got) == FIELDS
+    fields = tuple(ok and got[k] == want[k] for k in FIELDS)
+    return (ok, got == want) + fields
 
 
 def main():
@@ -87,9 +92,10 @@ def main():
     p.add_argument("--out", default=str(HERE / "RESULTS-real-run.md"))
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--learning-rate", type=float, default=5e-3)
-    p.add_argument("--rank", type=int, default=8)
-    p.add_argument("--report", type=int, default=10)
+    p.add_argument("--fine-tune-type", default="full", choices=["full", "lora", "dora"])
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--rank", type=int, default=16, help="lora, dora: the adapters' rank")
+    p.add_argument("--report", type=int, default=20)
     p.add_argument("--eval", type=int, default=16, help="test prompts generated before and after")
     a = p.parse_args()
     command = "bench/lora/real_run.py " + " ".join(sys.argv[1:])
@@ -108,7 +114,7 @@ def main():
     config.write_text(CONFIG.format(
         model=json.dumps(str(model)), data=json.dumps(str(data)), adapters=json.dumps(str(adapters)),
         batch_size=a.batch_size, iters=a.iters, lr=a.learning_rate, report=a.report,
-        eval_every=max(a.iters // 4, 1), rank=a.rank))
+        eval_every=max(a.iters // 4, 1), rank=a.rank, kind=a.fine_tune_type))
     tic = time.time()
     trained = run([a.lora, "-c", config])
     train_seconds = time.time() - tic
@@ -126,7 +132,11 @@ def main():
     sa = [score(g, t["completion"]) for g, t in zip(after, tests)]
 
     n = len(tests)
-    md = ["# A real LoRA run: a random Qwen3-shaped model learns a JSON format", "",
+    kind = {"full": "every weight of the 4 blocks trained (embeddings frozen, as mlx_lm's full "
+                    "fine-tuning)",
+            "lora": f"LoRA rank {a.rank} on every linear layer of the 4 blocks",
+            "dora": f"DoRA rank {a.rank} on every linear layer of the 4 blocks"}[a.fine_tune_type]
+    md = ["# A real fine-tuning run: a random Qwen3-shaped model learns a JSON format", "",
           f"Command (CPU, {time.strftime('%Y-%m-%d', time.gmtime())}; "
           f"{time.time() - started:.0f} s in all, training {train_seconds:.0f} s; load average "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores):", "",
@@ -137,8 +147,8 @@ def main():
           "sentence about a person, in one of three phrasings, to a JSON record with the keys "
           "`name`, `age`, `city` in that order; the model must find and copy the three values. "
           "The test prompts' name/city pairs never occur in training.", "",
-          f"Training: examples/lora -c with this config (LoRA rank {a.rank} on every linear layer "
-          f"of the 4 blocks, Adam at {a.learning_rate}, batch {a.batch_size}, prompt masked):", "",
+          f"Training: examples/lora -c with this config ({kind}, Adam at {a.learning_rate}, "
+          f"batch {a.batch_size}, prompt masked):", "",
           "```yaml", config.read_text().rstrip(), "```", "",
           "## Loss", "",
           "| iteration | train loss | validation loss |", "| ---: | ---: | ---: |"]
@@ -156,7 +166,9 @@ def main():
            f"Over the first {n} test prompts: the output parses as JSON with the keys name, age, "
            f"city: {sum(s[0] for s in sb)}/{n} before, {sum(s[0] for s in sa)}/{n} after; "
            f"exactly the expected record: {sum(s[1] for s in sb)}/{n} before, "
-           f"{sum(s[1] for s in sa)}/{n} after.", "",
+           f"{sum(s[1] for s in sa)}/{n} after; each field right after training: "
+           + ", ".join(f"{k} {sum(s[2 + i] for s in sa)}/{n}" for i, k in enumerate(FIELDS))
+           + ".", "",
            "| prompt | before | after | expected |", "| --- | --- | --- | --- |"]
 
     def cell(s):
