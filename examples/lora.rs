@@ -209,7 +209,8 @@ fn train(
             let it_sec = config.steps_per_report as f64 / train_time;
             let tokens_sec = n_tokens as f64 / train_time;
             trained_tokens += n_tokens;
-            let peak_mem = mlx::core::memory::get_peak_memory()? as f64 / 1e9;
+            // In MB, not mlx_lm's GB: a small model's peak on a CPU is a few MB.
+            let peak_mem = mlx::core::memory::get_peak_memory()? as f64 / 1e6;
             let arrow = match prev_loss {
                 Some(p) if train_loss > p => "▲",
                 _ => "▼",
@@ -217,7 +218,7 @@ fn train(
             prev_loss = Some(train_loss);
             println!(
                 "  {it:>4}    {train_loss:>5.3} {arrow}    {:>5}    {:>5.1}k    \
-                 lr {learning_rate:.3e}    {it_sec:.3} it/s    peak {peak_mem:.3} GB",
+                 lr {learning_rate:.3e}    {it_sec:.3} it/s    peak {peak_mem:.1} MB",
                 with_commas(tokens_sec),
                 trained_tokens as f64 / 1000.0
             );

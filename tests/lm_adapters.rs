@@ -182,6 +182,28 @@ fn bad_adapters_are_errors() {
     assert!(err.is_err(), "llama3's adapters loaded into qwen3");
 }
 
+/// mlx_lm.lora saves a full fine-tune's config with `lora_parameters: null`; its
+/// load_adapters never reads the key then, while LoRA needs it.
+#[test]
+fn full_fine_tune_config_without_lora_parameters() {
+    let dir = std::env::temp_dir().join(format!("lm-adapters-full-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |kind: &str| {
+        let config = serde_json::json!({
+            "fine_tune_type": kind, "num_layers": 2, "lora_parameters": null,
+        });
+        std::fs::write(dir.join("adapter_config.json"), config.to_string()).unwrap();
+    };
+    write("full");
+    let config = AdapterConfig::load(&dir).unwrap();
+    assert_eq!(config.fine_tune_type, FineTuneType::Full);
+    assert_eq!(config.num_layers, 2);
+    write("lora");
+    let err = AdapterConfig::load(&dir).unwrap_err().to_string();
+    assert!(err.contains("lora_parameters"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 fn lora_data() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lora")
 }

@@ -11,7 +11,7 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|lfm2|mamba|mamba2|nemotron_h|qwen3_moe|rwkv7] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|qwen3_tiny|lfm2|mamba|mamba2|nemotron_h|qwen3_moe|rwkv7] [--out DIR]
                            [--dtype bfloat16|float32] [--layers N]
                            [--quantize BITS] [--seed S]
 
@@ -96,6 +96,12 @@ SMOLLM2 = {
 # model generates decodes to text: for benchmarks that go through text (bench/server).
 SMOLLM2_384 = dict(SMOLLM2, vocab_size=384)
 QWEN3_384 = dict(QWEN3, vocab_size=384)
+
+# Qwen3's layout at hidden 64 (4 layers, 4 query / 2 key-value heads of 16, MLP 192, the
+# test tokenizer's 384 tokens): small enough to train on a loaded 2-core CPU in minutes with
+# the wheel's reference BLAS (bench/lora).
+QWEN3_TINY = dict(QWEN3, hidden_size=64, intermediate_size=192, num_hidden_layers=4,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, vocab_size=384)
 
 # LiquidAI/LFM2-1.2B's config.json (the fields mlx_lm's lfm2 reads): 16 layers, 10 gated short
 # convolutions and 6 attention layers (32 query / 8 key-value heads of 64), hidden 2048, MLP
@@ -237,7 +243,7 @@ RWKV7 = {
 }
 
 ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
-         "qwen3_384": QWEN3_384, "lfm2": LFM2, "mamba": MAMBA, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
+         "qwen3_384": QWEN3_384, "qwen3_tiny": QWEN3_TINY, "lfm2": LFM2, "mamba": MAMBA, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
          "qwen3_moe": QWEN3_MOE, "rwkv7": RWKV7}
 
 

@@ -70,11 +70,25 @@ impl AdapterConfig {
             path: path.clone(),
             source,
         })?;
-        let json: Value = serde_json::from_str(&text).map_err(|source| Error::Json {
+        let mut json: Value = serde_json::from_str(&text).map_err(|source| Error::Json {
             path: path.clone(),
             source,
         })?;
+        // A full fine-tune's config has `lora_parameters: null` (mlx_lm.lora clears it before
+        // saving), and mlx_lm's load_adapters reads the key only for LoRA and DoRA.
+        if json.get("fine_tune_type").and_then(Value::as_str) == Some("full") {
+            if let Some(table) = json.as_object_mut() {
+                table.remove("lora_parameters");
+            }
+        }
         if let Some(p) = json.get("lora_parameters") {
+            if p.is_null() {
+                return Err(Error::Invalid {
+                    path,
+                    key: "lora_parameters".into(),
+                    message: "null: LoRA and DoRA adapters need their rank and scale".into(),
+                });
+            }
             if p.get("scale").is_none() {
                 // mlx_lm raises here too; `alpha` is other frameworks' name.
                 return Err(Error::Invalid {
