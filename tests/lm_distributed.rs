@@ -57,7 +57,9 @@ fn run_on(backend: Backend, ranks: usize, case: &str) -> Option<LaunchReport> {
     let mut launch = Launch::new(ranks, &exe)
         .args(args)
         .backend(backend)
-        .timeout(Duration::from_secs(300))
+        // A guard against a hung group, not a speed check: 4 ranks of an MoE model on 2
+        // cores shared with builds took over 300 s once (177 s alone).
+        .timeout(Duration::from_secs(600))
         .echo(false);
     for rank in 0..ranks {
         // A folder of its own per rank: MLX compiles fused CPU kernels into $TMPDIR, and two
