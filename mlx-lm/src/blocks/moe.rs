@@ -159,7 +159,7 @@ impl SparseMoe {
 /// the block, holding the group returned, sums its output over it. Every expert stays on
 /// every process (mlx_lm splits each expert, not the set of experts), so the router, kept
 /// whole, needs no communication. The parts are returned new: on an error nothing changed.
-pub(crate) fn shard_experts(
+pub fn shard_experts(
     switch_mlp: &SwitchGlu,
     shared: Option<&Mlp>,
     group: &Group,
