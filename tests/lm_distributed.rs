@@ -22,8 +22,27 @@ use support::lm::model_dir;
 static ONE_GROUP_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Runs the child test as each of `ranks` processes on `case` (`tensor:NAME` or
-/// `pipeline:NAME`) and returns what the ranks printed.
+/// `pipeline:NAME`) over the ring backend and returns what the ranks printed.
 fn run(ranks: usize, case: &str) -> LaunchReport {
+    run_on(Backend::Ring, ranks, case).unwrap()
+}
+
+/// Whether Open MPI's `mpirun` is on `PATH`; says SKIPPED where not.
+fn has_mpirun() -> bool {
+    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .any(|d| d.join("mpirun").is_file());
+    if !found {
+        println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
+    }
+    found
+}
+
+/// [`run`] over `backend`: ring on loopback, or MPI with the ranks started by `mpirun`
+/// (`None` without `mpirun`, after saying so).
+fn run_on(backend: Backend, ranks: usize, case: &str) -> Option<LaunchReport> {
+    if backend == Backend::Mpi && !has_mpirun() {
+        return None;
+    }
     let _one = ONE_GROUP_AT_A_TIME
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -37,7 +56,10 @@ fn run(ranks: usize, case: &str) -> LaunchReport {
     ];
     let mut launch = Launch::new(ranks, &exe)
         .args(args)
-        .timeout(Duration::from_secs(300))
+        .backend(backend)
+        // A guard against a hung group, not a speed check: 4 ranks of an MoE model on 2
+        // cores shared with builds took over 300 s once (177 s alone).
+        .timeout(Duration::from_secs(600))
         .echo(false);
     for rank in 0..ranks {
         // A folder of its own per rank: MLX compiles fused CPU kernels into $TMPDIR, and two
@@ -51,7 +73,8 @@ fn run(ranks: usize, case: &str) -> LaunchReport {
         command
             .args(args)
             .env("TMPDIR", &dir)
-            .env("LM_DISTRIBUTED_CASE", case);
+            .env("LM_DISTRIBUTED_CASE", case)
+            .env("LM_DISTRIBUTED_BACKEND", backend_name(backend));
         launch = launch.rank_command(rank, command);
     }
     let report = launch.run_report().unwrap();
@@ -59,12 +82,23 @@ fn run(ranks: usize, case: &str) -> LaunchReport {
     for r in &report.ranks {
         assert!(
             r.output.contains("1 passed"),
-            "{case}, rank {} of {ranks}:\n{}",
+            "{case} over {backend:?}, rank {} of {ranks}:\n{}",
             r.rank,
             r.output
         );
+        // The measured difference, for `--nocapture`.
+        for line in r.output.lines().filter(|l| l.contains("max |diff|")) {
+            println!("{backend:?}: {line}");
+        }
     }
-    report
+    Some(report)
+}
+
+fn backend_name(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Mpi => "mpi",
+        _ => "ring",
+    }
 }
 
 fn prompt() -> Vec<u32> {
@@ -96,6 +130,17 @@ fn ring() -> Group {
     group
 }
 
+/// The group of the backend [`run_on`] chose (`LM_DISTRIBUTED_BACKEND`).
+fn child_group() -> Group {
+    if std::env::var("LM_DISTRIBUTED_BACKEND").as_deref() == Ok("mpi") {
+        let group = distributed::init(true, Backend::Mpi).unwrap();
+        assert!(group.size() > 1, "started without mpirun");
+        group
+    } else {
+        ring()
+    }
+}
+
 /// The bound on the prompt logits' largest difference for tensor parallelism, by the model's
 /// dtype: a split model sums each output projection's products in another order (each rank's
 /// heads or hidden features apart, then over the ranks, the bias after the sum) and so rounds
@@ -115,7 +160,7 @@ fn tensor_logits_bound(dtype: Dtype) -> f32 {
 fn child_split_generation() {
     let case = std::env::var("LM_DISTRIBUTED_CASE").unwrap();
     let (mode, name) = case.split_once(':').unwrap();
-    let group = ring();
+    let group = child_group();
     if let Some(how) = mode.strip_prefix("cli-") {
         // What `launch -n N -- mlx-lm generate ...` runs on each rank.
         let text = cli_generate(name, how == "pipeline");
@@ -227,6 +272,49 @@ fn tensor_parallel_qwen3_5_generates_the_whole_models_tokens_with_2_ranks() {
 }
 
 #[test]
+fn tensor_parallel_moe_generates_the_whole_models_tokens_with_2_ranks() {
+    // Each expert split by its hidden features, the router whole, the block's output summed:
+    // Qwen3-MoE's softmax router (a dense layer too: none here), Mixtral's block_sparse_moe.
+    run(2, "tensor:qwen3_moe");
+    run(2, "tensor:mixtral");
+}
+
+#[test]
+fn tensor_parallel_mla_generates_the_whole_models_tokens_with_2_and_4_ranks() {
+    // DeepSeek-V3: latent attention split by heads (low-rank query, embed_q / unembed_out),
+    // the grouped router's experts and shared experts split, a dense first layer; 4 heads,
+    // so 4 ranks take one each. DeepSeek-V2: the expanded latent attention (kv_b_proj split
+    // by heads) and the greedy router's experts.
+    run(2, "tensor:deepseek_v3");
+    run(4, "tensor:deepseek_v3");
+    run(2, "tensor:deepseek_v2");
+}
+
+#[test]
+fn tensor_parallel_generates_the_whole_models_tokens_with_4_ranks() {
+    // Qwen2-MoE: 4 query and 4 key/value heads, one per rank, and the sigmoid-gated shared
+    // expert split as the routed ones.
+    run(4, "tensor:qwen2_moe");
+}
+
+#[test]
+fn tensor_and_pipeline_parallel_over_mpi_with_2_and_4_ranks() {
+    // The cases above over MLX's MPI backend, the ranks started by mpirun.
+    for (ranks, case) in [
+        (2, "tensor:llama3"),
+        (2, "tensor:qwen3_5"),
+        (2, "tensor:qwen3_moe"),
+        (4, "tensor:deepseek_v3"),
+        (2, "pipeline:llama3"),
+        (4, "pipeline:qwen3_5"),
+    ] {
+        if run_on(Backend::Mpi, ranks, case).is_none() {
+            return;
+        }
+    }
+}
+
+#[test]
 fn pipeline_parallel_llama_generates_the_whole_models_tokens_with_2_and_4_ranks() {
     run(2, "pipeline:llama3");
     run(4, "pipeline:llama3");
@@ -261,15 +349,20 @@ fn child_split_errors() {
         err.contains("model_type qwen3_5") && err.contains(&format!("over {n} processes")),
         "{err}"
     );
-    // An architecture without a tensor-parallel form names itself.
-    let mut mamba = load_model(model_dir("mamba"), LoadOptions::default())
-        .unwrap()
-        .0;
-    let err = mamba.shard(&group).unwrap_err().to_string();
-    assert!(
-        err.contains("model_type mamba does not support tensor parallelism"),
-        "{err}"
-    );
+    // An architecture without a tensor-parallel form names itself: the state-space models
+    // and hybrids (mlx_lm has no `shard` for them either).
+    for name in ["mamba", "mamba2", "jamba", "falcon_h1", "nemotron_h"] {
+        let mut ssm = load_model(model_dir(name), LoadOptions::default())
+            .unwrap()
+            .0;
+        let err = ssm.shard(&group).unwrap_err().to_string();
+        assert!(
+            err.contains(&format!(
+                "model_type {name} does not support tensor parallelism"
+            )),
+            "{err}"
+        );
+    }
     // Both left as they were: they still generate.
     let mut cache = llama.make_cache(1, 64).unwrap();
     let ids = Array::from_slice(&prompt(), &[1, prompt().len() as i32]).unwrap();

@@ -88,8 +88,8 @@ pub use layers::distributed::{
     fully_shard, shard_inplace, shard_linear, sum_gradients, AllToShardedLinear,
     FullyShardedModule, MaybeFullySharded, QuantizedAllToShardedLinear,
     QuantizedAllToShardedLinearOptions, QuantizedShardedToAllLinear,
-    QuantizedShardedToAllLinearOptions, Segments, ShardPredicate, ShardSpec, ShardableLinear,
-    ShardedLinear, ShardedToAllLinear, Sharding, ShardingRule, SumGradients,
+    QuantizedShardedToAllLinearOptions, Segments, ShardGroup, ShardPredicate, ShardSpec,
+    ShardableLinear, ShardedLinear, ShardedToAllLinear, Sharding, ShardingRule, SumGradients,
 };
 pub use layers::dropout::*;
 pub use layers::embedding::*;

@@ -11,12 +11,15 @@
 //! logits, 450 random cases over grouped and ungrouped settings), so it runs eagerly here and
 //! a model's compiled decode step compiles it with the rest.
 
-use mlx_nn::Forward;
+use mlx_nn::{Forward, ShardGroup};
+use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::{StaticData, TreeNode};
 
+use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::mlp::Mlp;
+use crate::blocks::moe::{shard_experts, sharded_input, sharded_output};
 use crate::blocks::switch::SwitchGlu;
 use crate::checkpoint::Checkpoint;
 use crate::config::{invalid, ModelConfig};
@@ -212,6 +215,9 @@ pub struct GroupedMoe {
     pub gate: MoeGate,
     pub switch_mlp: SwitchGlu,
     pub shared_experts: Option<Mlp>,
+    /// The group the experts are split over ([`shard`](Self::shard)); `None`: whole.
+    #[tree(static)]
+    pub sharding_group: Option<ShardGroup>,
 }
 
 impl GroupedMoe {
@@ -234,20 +240,40 @@ impl GroupedMoe {
             shared_experts: shared_size
                 .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
                 .transpose()?,
+            sharding_group: None,
         })
+    }
+
+    /// Python (deepseek_v3's and glm4_moe's `shard` of their MoE layers): see
+    /// [`shard_experts`]; the router stays whole.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (switch_mlp, shared_experts, sharding_group) =
+            shard_experts(&self.switch_mlp, self.shared_experts.as_ref(), group)?;
+        (self.switch_mlp, self.shared_experts) = (switch_mlp, shared_experts);
+        self.sharding_group = Some(sharding_group);
+        Ok(())
     }
 }
 
 impl Forward for GroupedMoe {
     /// `sum_k score_k * expert_k(x)` in the experts' dtype (the weights are float32), plus
-    /// the shared experts.
+    /// the shared experts; summed over the group when sharded.
     fn forward(&self, x: &Array) -> Result<Array> {
-        grouped_moe_forward(
+        let group = self.sharding_group.as_ref();
+        let x = sharded_input(group, x)?;
+        let y = grouped_moe_forward(
             &self.gate,
             &self.switch_mlp,
             self.shared_experts.as_ref(),
-            x,
-        )
+            &x,
+        )?;
+        sharded_output(group, y)
+    }
+}
+
+impl ChannelMixer for GroupedMoe {
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        GroupedMoe::shard(self, group)
     }
 }
 
@@ -353,6 +379,9 @@ pub struct GreedyMoe {
     pub gate: GreedyGate,
     pub switch_mlp: SwitchGlu,
     pub shared_experts: Option<Mlp>,
+    /// The group the experts are split over ([`shard`](Self::shard)); `None`: whole.
+    #[tree(static)]
+    pub sharding_group: Option<ShardGroup>,
 }
 
 impl GreedyMoe {
@@ -377,22 +406,43 @@ impl GreedyMoe {
             shared_experts: shared_size
                 .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
                 .transpose()?,
+            sharding_group: None,
         })
+    }
+
+    /// Python (deepseek_v2's `shard` of its MoE layers): see [`shard_experts`]; the router
+    /// stays whole.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (switch_mlp, shared_experts, sharding_group) =
+            shard_experts(&self.switch_mlp, self.shared_experts.as_ref(), group)?;
+        (self.switch_mlp, self.shared_experts) = (switch_mlp, shared_experts);
+        self.sharding_group = Some(sharding_group);
+        Ok(())
     }
 }
 
 impl Forward for GreedyMoe {
     /// `sum_k score_k * expert_k(x)` (in the scores' and experts' common dtype, no cast back
-    /// as deepseek_v2 writes it), plus the shared experts.
+    /// as deepseek_v2 writes it), plus the shared experts; summed over the group when
+    /// sharded.
     fn forward(&self, x: &Array) -> Result<Array> {
+        let group = self.sharding_group.as_ref();
+        let x = &sharded_input(group, x)?;
         let gates = ops::matmul(x, &self.gate.weight.swapaxes(-1, -2)?)?;
         let (inds, scores) = greedy_expert_select(&gates, &self.gate.routing)?;
         let y = self.switch_mlp.forward(x, &inds)?;
         let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
-        match &self.shared_experts {
-            Some(shared) => ops::add(&y, &shared.forward(x)?),
-            None => Ok(y),
-        }
+        let y = match &self.shared_experts {
+            Some(shared) => ops::add(&y, &shared.forward(x)?)?,
+            None => y,
+        };
+        sharded_output(group, y)
+    }
+}
+
+impl ChannelMixer for GreedyMoe {
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        GreedyMoe::shard(self, group)
     }
 }
 

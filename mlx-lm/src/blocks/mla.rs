@@ -13,10 +13,14 @@
 //! mask: `pe_scores = (q_pe * scale) @ k_pe^T`, with masked positions set to the dtype's
 //! lowest finite value.
 
-use mlx_nn::{Forward, MaybeQuantized, MaybeQuantizedLinear, Quantizable, RMSNorm};
+use mlx_nn::{
+    shard_inplace, shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, Quantizable,
+    RMSNorm, ShardSpec, Sharding,
+};
+use mlx_rs::distributed::Group;
 use mlx_rs::fast::{self, AttentionMask};
 use mlx_rs::ops::{self, Ellipsis, QuantizationMode, QuantizeOptions, QuantizedMatmulOptions};
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::decoder::TokenMixer;
@@ -403,6 +407,48 @@ impl Mla {
         Ok(mla)
     }
 
+    /// Python (deepseek_v3's `shard`, kimi_k3's for its MLA layers): the query's last
+    /// projection (`q_proj`, or `q_b_proj` after the low-rank path) and the output gate keep
+    /// this process's heads, the per-head up-projections of the latent (`embed_q`,
+    /// `unembed_out`) this process's run of heads (`w[rank * h : (rank + 1) * h]`), and the
+    /// output projection sums the heads' products over `group`. The latent and rotary key
+    /// projections stay whole: every process computes the same cache. A head count the
+    /// group size does not divide is an `Err` (Python divides regardless); on any error the
+    /// layer is left as it was.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let n = group.size();
+        if self.num_heads % n != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "[shard] {} latent attention heads do not split over {n} processes",
+                self.num_heads
+            )));
+        }
+        let mut m = self.clone();
+        let (q, q_b) = shard_query((&self.q_proj, &self.q_b_proj), group)?;
+        (m.q_proj, m.q_b_proj) = (q, q_b);
+        let by_head = |_: &str, _: &Array| Some(ShardSpec::from(0));
+        shard_inplace(&mut m.embed_q, &by_head, 1, group)?;
+        shard_inplace(&mut m.unembed_out, &by_head, 1, group)?;
+        m.g_proj = self
+            .g_proj
+            .as_ref()
+            .map(|g| split_linear(g, Sharding::AllToSharded, group))
+            .transpose()?;
+        m.o_proj = self
+            .o_proj
+            .as_ref()
+            .map(|o| split_linear(o, Sharding::ShardedToAll, group))
+            .transpose()?;
+        m.dense = self
+            .dense
+            .as_ref()
+            .map(|o| split_linear(o, Sharding::ShardedToAll, group))
+            .transpose()?;
+        m.num_heads /= n;
+        *self = m;
+        Ok(())
+    }
+
     fn rotate<'o>(&self, x: &Array, offset: impl Into<fast::RopeOffset<'o>>) -> Result<Array> {
         if self.nope {
             Ok(x.clone())
@@ -494,6 +540,30 @@ impl Mla {
     }
 }
 
+/// `shard_linear(l, sharding, group=group)`, as the layer's field holds it.
+pub(crate) fn split_linear(
+    l: &MaybeQuantizedLinear,
+    sharding: Sharding,
+    group: &Group,
+) -> Result<MaybeQuantizedLinear> {
+    Ok(MaybeQuantized::Sharded(Box::new(shard_linear(
+        l, sharding, 1, group,
+    )?)))
+}
+
+/// An MLA layer's query projection split by heads (Python: `q_proj`, or `q_b_proj` with the
+/// low-rank path, "all-to-sharded"): the new `(q_proj, q_b_proj)`.
+pub(crate) fn shard_query(
+    q: (&Option<MaybeQuantizedLinear>, &Option<MaybeQuantizedLinear>),
+    group: &Group,
+) -> Result<(Option<MaybeQuantizedLinear>, Option<MaybeQuantizedLinear>)> {
+    match q {
+        (Some(q), _) => Ok((Some(split_linear(q, Sharding::AllToSharded, group)?), None)),
+        (None, Some(b)) => Ok((None, Some(split_linear(b, Sharding::AllToSharded, group)?))),
+        (None, None) => Err(wrong_input("an MLA layer without its query projection")),
+    }
+}
+
 /// Python: `output * sigmoid(g_proj(x).astype(float32)).astype(output.dtype)[..., None]`:
 /// rows `out` `[N, heads * v_head_dim]`, each head scaled by its gate of `gate` `[N, heads]`.
 fn gate_heads(out: &Array, gate: &Array, heads: i32) -> Result<Array> {
@@ -549,6 +619,10 @@ impl TokenMixer for Mla {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         Mla::forward(self, x, ctx.rows, cache)
+    }
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        Mla::shard(self, group)
     }
 
     /// The compressed cache: keys the latent (`kv_lora_rank`), values the rotary key part

@@ -6,15 +6,16 @@
 //! cache does (keys `qk_nope + qk_rope` wide, values `v_head_dim`). The rotary part is the
 //! last `qk_rope_head_dim` features of each query and key.
 
-use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm, Sharding};
+use mlx_rs::distributed::Group;
 use mlx_rs::ops;
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
-use crate::blocks::mla::{load_query, project_query, MlaConfig};
+use crate::blocks::mla::{load_query, project_query, shard_query, split_linear, MlaConfig};
 use crate::blocks::rope::RotaryEmbedding;
 use crate::blocks::rows::{heads, merge_heads, wrong_input, Rows};
 use crate::cache::{KvCache, LayerCache};
@@ -79,6 +80,28 @@ impl ExpandedMla {
             v_head_dim: c.v_head_dim,
             scale: c.scale,
         })
+    }
+
+    /// Python (deepseek_v2's `shard`): the query's last projection and the latent's
+    /// up-projection `kv_b_proj` keep this process's heads (each head's key and value rows
+    /// are contiguous in `kv_b_proj`), the output projection sums the heads' products over
+    /// `group`; the latent stays whole. A head count the group size does not divide is an
+    /// `Err`; on any error the layer is left as it was.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let n = group.size();
+        if self.num_heads % n != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "[shard] {} latent attention heads do not split over {n} processes",
+                self.num_heads
+            )));
+        }
+        let (q_proj, q_b_proj) = shard_query((&self.q_proj, &self.q_b_proj), group)?;
+        let kv_b_proj = split_linear(&self.kv_b_proj, Sharding::AllToSharded, group)?;
+        let o_proj = split_linear(&self.o_proj, Sharding::ShardedToAll, group)?;
+        (self.q_proj, self.q_b_proj) = (q_proj, q_b_proj);
+        (self.kv_b_proj, self.o_proj) = (kv_b_proj, o_proj);
+        self.num_heads /= n;
+        Ok(())
     }
 
     /// Attention of rows `x` `[B * L, hidden]` (positions after what `cache` holds): rows out.
@@ -162,6 +185,10 @@ impl TokenMixer for ExpandedMla {
         cache: Option<&mut LayerCache>,
     ) -> Result<Array> {
         ExpandedMla::forward(self, x, ctx, cache)
+    }
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        ExpandedMla::shard(self, group)
     }
 
     /// Per-head keys `[k_nope, k_pe]` and values (Python: a `KVCache`).

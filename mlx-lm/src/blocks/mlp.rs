@@ -1,6 +1,8 @@
 //! The feed-forward (channel-mixing) layers.
 
-use mlx_nn::{shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, Sharding};
+use mlx_nn::{
+    shard_inplace, shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, Sharding,
+};
 use mlx_rs::distributed::Group;
 use mlx_rs::{ops, Array, Result};
 use mlx_tree::{StaticData, TreeNode};
@@ -127,6 +129,38 @@ impl Mlp {
         self.down_proj = MaybeQuantized::Sharded(Box::new(down_proj));
         Ok(())
     }
+
+    /// Python (deepseek_v3's `shard` of the shared experts): the same slices as
+    /// [`shard`](Self::shard), in place, the layers' types unchanged: the down projection
+    /// gives this process's share of the output, which the block that holds the MLP sums
+    /// over the group. A bias of the down projection is divided by the group size (as
+    /// mlx_lm's gpt_oss divides its experts' `down_proj.bias`), so the sum adds it once.
+    pub fn shard_inplace(&mut self, group: &Group) -> Result<()> {
+        let mut split = self.clone();
+        shard_inplace(&mut split.gate_proj, Sharding::AllToSharded, 1, group)?;
+        shard_inplace(&mut split.up_proj, Sharding::AllToSharded, 1, group)?;
+        shard_inplace(&mut split.down_proj, Sharding::ShardedToAll, 1, group)?;
+        let bias = match &mut split.down_proj {
+            MaybeQuantized::Float(l) => l.bias.as_mut(),
+            MaybeQuantized::Quantized(l) => l.bias.as_mut(),
+            _ => {
+                return Err(mlx_rs::Error::InvalidArgument(
+                    "[shard] an adapted or sharded MLP cannot be split again".into(),
+                ))
+            }
+        };
+        if let Some(b) = bias {
+            *b = divide_by_group(b, group)?;
+        }
+        *self = split;
+        Ok(())
+    }
+}
+
+/// `b / group.size()` in `b`'s dtype (Python: `bias /= N`, a weak scalar).
+pub(crate) fn divide_by_group(b: &Array, group: &Group) -> Result<Array> {
+    let n = Array::from_scalar(group.size() as f32).astype(b.dtype())?;
+    ops::divide(b, &n)
 }
 
 impl Forward for Mlp {

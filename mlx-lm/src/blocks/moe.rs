@@ -6,11 +6,13 @@
 //! two experts per token two ways of taking the same top k are not interchangeable bit for
 //! bit.
 
-use mlx_nn::{Forward, MaybeQuantizedLinear};
+use mlx_nn::{Forward, MaybeQuantizedLinear, ShardGroup};
+use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Result};
 use mlx_tree::{StaticData, TreeNode};
 
+use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::mlp::Mlp;
 use crate::blocks::switch::SwitchGlu;
 use crate::checkpoint::Checkpoint;
@@ -107,6 +109,9 @@ pub struct SparseMoe {
     pub top_k: i32,
     #[tree(static)]
     pub router: Router,
+    /// The group the experts are split over ([`shard`](Self::shard)); `None`: whole.
+    #[tree(static)]
+    pub sharding_group: Option<ShardGroup>,
 }
 
 impl SparseMoe {
@@ -128,23 +133,82 @@ impl SparseMoe {
             shared_expert_gate,
             top_k: c.top_k,
             router: c.router,
+            sharding_group: None,
         })
+    }
+
+    /// Python (qwen3_moe's and mixtral's-style `shard`, deepseek_v3's for the shared
+    /// experts): every expert, and the shared expert, keeps this process's slice of its
+    /// hidden features in place ([`SwitchGlu::shard_inplace`], [`Mlp::shard_inplace`]); the
+    /// router and the shared expert's gate stay whole, so every process picks the same
+    /// experts, and the block sums its output over `group`. mlx_lm has no `shard` for
+    /// Qwen2-MoE: its gated shared expert is split as deepseek_v3's shared experts are (the
+    /// gate scales each process's share, a linear map, so the sum is the whole product).
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (switch_mlp, shared_expert, sharding_group) =
+            shard_experts(&self.switch_mlp, self.shared_expert.as_ref(), group)?;
+        (self.switch_mlp, self.shared_expert) = (switch_mlp, shared_expert);
+        self.sharding_group = Some(sharding_group);
+        Ok(())
+    }
+}
+
+/// A sparse block's experts split over `group` for tensor parallelism (Python: the MoE part
+/// of a model's `shard`): each routed expert ([`SwitchGlu::shard_inplace`]) and the shared
+/// experts ([`Mlp::shard_inplace`]) keep this process's slice of their hidden features, and
+/// the block, holding the group returned, sums its output over it. Every expert stays on
+/// every process (mlx_lm splits each expert, not the set of experts), so the router, kept
+/// whole, needs no communication. The parts are returned new: on an error nothing changed.
+pub fn shard_experts(
+    switch_mlp: &SwitchGlu,
+    shared: Option<&Mlp>,
+    group: &Group,
+) -> Result<(SwitchGlu, Option<Mlp>, ShardGroup)> {
+    let mut switch_mlp = switch_mlp.clone();
+    switch_mlp.shard_inplace(group)?;
+    let shared = shared
+        .map(|m| {
+            let mut m = m.clone();
+            m.shard_inplace(group).map(|()| m)
+        })
+        .transpose()?;
+    Ok((switch_mlp, shared, ShardGroup::new(group.clone())))
+}
+
+/// Python: `x = sum_gradients(self.sharding_group)(x)` at a sharded block's start (the input's
+/// gradient summed over the processes' shares); `x` itself otherwise.
+pub(crate) fn sharded_input(group: Option<&ShardGroup>, x: &Array) -> Result<Array> {
+    match group {
+        Some(g) => g.sum_gradients()?.call(x),
+        None => Ok(x.clone()),
+    }
+}
+
+/// Python: `y = mx.distributed.all_sum(y, group=self.sharding_group)` at a sharded block's
+/// end; `y` itself otherwise.
+pub(crate) fn sharded_output(group: Option<&ShardGroup>, y: Array) -> Result<Array> {
+    match group {
+        Some(g) => g.all_sum(&y),
+        None => Ok(y),
     }
 }
 
 impl Forward for SparseMoe {
     /// `sum_k score_k * expert_k(x)` (+ the gated shared expert), on rows `[N, hidden]`.
     fn forward(&self, x: &Array) -> Result<Array> {
+        let group = self.sharding_group.as_ref();
+        let x = &sharded_input(group, x)?;
         let (inds, scores) = self.router.route(&self.gate.forward(x)?, self.top_k)?;
         let y = self.switch_mlp.forward(x, &inds)?;
         let y = ops::multiply(&y, &ops::expand_dims(&scores, -1)?)?.sum(-2, false)?;
-        match (&self.shared_expert, &self.shared_expert_gate) {
+        let y = match (&self.shared_expert, &self.shared_expert_gate) {
             (Some(expert), Some(gate)) => {
                 let shared = ops::multiply(&ops::sigmoid(&gate.forward(x)?)?, &expert.forward(x)?)?;
-                ops::add(&y, &shared)
+                ops::add(&y, &shared)?
             }
-            _ => Ok(y),
-        }
+            _ => y,
+        };
+        sharded_output(group, y)
     }
 }
 
@@ -171,18 +235,22 @@ impl<S: Forward> Forward for FeedForward<S> {
     }
 }
 
-impl<S: Forward + TreeNode + Clone + 'static> crate::blocks::decoder::ChannelMixer
-    for FeedForward<S>
-{
-    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+impl<S: ChannelMixer + Clone> ChannelMixer for FeedForward<S> {
+    /// A dense layer as llama's MLP, a sparse one as its block shards (an `Err` for a block
+    /// that cannot be split).
+    fn shard(&mut self, group: &Group) -> Result<()> {
         match self {
             FeedForward::Dense(m) => m.shard(group),
-            FeedForward::Sparse(_) => Err(crate::blocks::decoder::not_shardable::<S>()),
+            FeedForward::Sparse(m) => m.shard(group),
         }
     }
 }
 
-impl crate::blocks::decoder::ChannelMixer for SparseMoe {}
+impl ChannelMixer for SparseMoe {
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        SparseMoe::shard(self, group)
+    }
+}
 
 /// Mixtral's sparse block, under the layer's `block_sparse_moe` (transparent in paths).
 #[derive(Debug, Clone, TreeNode)]
@@ -195,8 +263,12 @@ impl Forward for BlockSparseMoe {
     }
 }
 
-impl crate::blocks::decoder::ChannelMixer for BlockSparseMoe {
+impl ChannelMixer for BlockSparseMoe {
     const KEY: &'static str = "block_sparse_moe";
+
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        self.0.shard(group)
+    }
 }
 
 /// Python: longcat_flash's `LongcatFlashTopkRouter`: `classifier` (a linear layer, biased with

@@ -5,12 +5,13 @@
 //! many (mlx_lm's rule: 64 routed (token, expert) pairs or more), so each expert's weights are
 //! read once for its run of tokens.
 
-use mlx_nn::{MaybeQuantized, Quantizable};
+use mlx_nn::{shard_inplace, MaybeQuantized, Quantizable, Sharding};
+use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, QuantizeOptions};
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::mlp::{relu2, swiglu};
+use crate::blocks::mlp::{divide_by_group, relu2, swiglu};
 use crate::checkpoint::Checkpoint;
 
 /// mlx_lm's `do_sort = indices.size >= 64`: from this many routed (token, expert) pairs on,
@@ -179,6 +180,31 @@ impl SwitchGlu {
             up_proj: ck.switch_linear(&p("up_proj"), dim, hidden, num_experts, bias)?,
             down_proj: ck.switch_linear(&p("down_proj"), hidden, dim, num_experts, bias)?,
         })
+    }
+
+    /// Python (the MoE part of qwen3_moe's, deepseek_v3's, ... `shard`): every expert keeps
+    /// this process's slice of its hidden features, in place (`shard_inplace` of `gate_proj`
+    /// and `up_proj` "all-to-sharded", of `down_proj` "sharded-to-all"): each process routes
+    /// every token to the same experts and computes its share of their outputs, which the
+    /// block sums over the group. A bias of `down_proj` is divided by the group size, as
+    /// mlx_lm's gpt_oss divides it, so the sum adds it once. On an error the experts are
+    /// left as they were.
+    pub fn shard_inplace(&mut self, group: &Group) -> Result<()> {
+        let mut split = self.clone();
+        shard_inplace(&mut split.gate_proj, Sharding::AllToSharded, 1, group)?;
+        shard_inplace(&mut split.up_proj, Sharding::AllToSharded, 1, group)?;
+        shard_inplace(&mut split.down_proj, Sharding::ShardedToAll, 1, group)?;
+        let bias = match &mut split.down_proj {
+            MaybeQuantized::Float(l) => l.bias.as_mut(),
+            MaybeQuantized::Quantized(l) => l.bias.as_mut(),
+            MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Sharded(s) => match **s {},
+        };
+        if let Some(b) = bias {
+            *b = divide_by_group(b, group)?;
+        }
+        *self = split;
+        Ok(())
     }
 
     /// `x [..., dim]` through the experts `indices [..., k]`: `[..., k, dim]`, one row per

@@ -32,6 +32,9 @@ impl Forward for Dots1Moe {
     }
 }
 
+/// mlx_lm's dots1 has no `shard`: its sparse layers cannot be split (an `Err`).
+impl crate::blocks::ChannelMixer for Dots1Moe {}
+
 /// What a dots1 config describes.
 #[derive(Debug, Clone)]
 pub struct Dots1Args {

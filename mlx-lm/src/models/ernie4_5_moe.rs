@@ -60,6 +60,9 @@ impl Forward for Ernie45MoeMlp {
     }
 }
 
+/// mlx_lm's ernie4_5_moe has no `shard`: its sparse layers cannot be split (an `Err`).
+impl crate::blocks::ChannelMixer for Ernie45MoeMlp {}
+
 /// What an ernie4_5_moe config describes.
 #[derive(Debug, Clone)]
 pub struct Ernie45MoeArgs {

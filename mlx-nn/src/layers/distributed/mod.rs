@@ -70,26 +70,36 @@ fn invalid(msg: String) -> Error {
 /// traced for one communicator is never replayed for another (a trace bakes the group into
 /// its collectives). It also keeps the layer's [`sum_gradients`] function, built on first use
 /// and shared by the layer's clones, as Python caches one per group.
+///
+/// Public for modules sharded in place ([`shard_inplace`]) that make their slices add up
+/// themselves (Python: a mixture-of-experts block's `sharding_group`).
 #[derive(Clone)]
-pub(crate) struct ShardGroup {
+pub struct ShardGroup {
     group: Group,
     sum_gradients: Arc<OnceLock<SumGradients>>,
 }
 
 impl ShardGroup {
-    pub(crate) fn new(group: Group) -> ShardGroup {
+    /// Holds `group` (a handle: clones share the communicator).
+    pub fn new(group: Group) -> ShardGroup {
         ShardGroup {
             group,
             sum_gradients: Arc::new(OnceLock::new()),
         }
     }
 
-    pub(crate) fn group(&self) -> &Group {
+    /// The group.
+    pub fn group(&self) -> &Group {
         &self.group
     }
 
+    /// `all_sum(x)` over the group (Python: `mx.distributed.all_sum(x, group=group)`).
+    pub fn all_sum(&self, x: &Array) -> Result<Array> {
+        distributed::all_sum(x, Some(&self.group))
+    }
+
     /// This group's [`sum_gradients`], built once.
-    pub(crate) fn sum_gradients(&self) -> Result<&SumGradients> {
+    pub fn sum_gradients(&self) -> Result<&SumGradients> {
         if let Some(f) = self.sum_gradients.get() {
             return Ok(f);
         }
