@@ -5,13 +5,15 @@
 //! family's mixer enum, a [`TokenMixer`] keyed `attention`) and whose feed-forward block is a
 //! dense MLP or the family's experts ([`FeedForward`]).
 
-use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_nn::{MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::decoder::{load_decoder_layers, DecoderLayer, StackConfig};
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
-use crate::blocks::{make_layer_caches, stack_logits, FeedForward, Layer, StackEnds, StackParts};
+use crate::blocks::{
+    make_layer_caches, stack_logits, ChannelMixer, FeedForward, Layer, StackEnds, StackParts,
+};
 use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
 use crate::distributed::ParallelStack;
@@ -82,7 +84,7 @@ impl<L: Layer> BailingStack<L> {
 impl<M, E> BailingStack<BailingLayer<M, E>>
 where
     M: crate::blocks::TokenMixer,
-    E: Forward + TreeNode + Clone + 'static,
+    E: ChannelMixer + Clone,
 {
     /// Takes the stack's tensors under `model`: the embedding, each layer's `attention` and
     /// `mlp` as `attention` and `mlp` take them from the layer's path and index, its norms,

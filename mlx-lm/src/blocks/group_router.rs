@@ -520,6 +520,9 @@ impl BailingMoe {
     }
 }
 
+/// mlx_lm's bailing_moe_linear and bailing_hybrid have no `shard`: these experts cannot be split (an `Err`).
+impl crate::blocks::ChannelMixer for BailingMoe {}
+
 impl Forward for BailingMoe {
     fn forward(&self, x: &Array) -> Result<Array> {
         let (inds, scores) = self.gate.route(x)?;

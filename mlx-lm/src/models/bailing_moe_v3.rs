@@ -310,6 +310,9 @@ pub struct BailingV3SparseMoe {
     pub shared_experts: Option<Mlp>,
 }
 
+/// mlx_lm's bailing_moe_v3 has no `shard`: these experts cannot be split (an `Err`).
+impl crate::blocks::ChannelMixer for BailingV3SparseMoe {}
+
 impl Forward for BailingV3SparseMoe {
     fn forward(&self, x: &Array) -> Result<Array> {
         let g = &self.gate;

@@ -111,6 +111,9 @@ pub struct KimiSparseMoe {
     pub routing: KimiRouting,
 }
 
+/// mlx_lm's kimi_linear has no `shard`: these experts cannot be split (an `Err`).
+impl crate::blocks::ChannelMixer for KimiSparseMoe {}
+
 impl Forward for KimiSparseMoe {
     /// `sum_k weight_k * expert_k(x)` (in the promoted dtype of the two, as Python), plus
     /// the shared experts.
