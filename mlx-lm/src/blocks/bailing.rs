@@ -2,8 +2,8 @@
 //! bailing_moe_v3; Python: their `LanguageModel` / `BailingModel`): `word_embeddings`, the
 //! layers, `norm`. Each layer is a pre-norm [`DecoderLayer`] whose token mixer sits under
 //! `attention` (softmax, linear, latent or Kimi delta attention, chosen per layer: the
-//! family's mixer enum, a [`TokenMixer`](crate::blocks::TokenMixer) keyed `attention`) and whose feed-forward block is a
-//! dense MLP or the family's experts ([`FeedForward`]).
+//! family's mixer enum, a [`TokenMixer`](crate::blocks::TokenMixer) keyed `attention`) and
+//! whose feed-forward block is a dense MLP or the family's experts ([`FeedForward`]).
 
 use mlx_nn::{MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{Array, Dtype, Result};
