@@ -28,30 +28,17 @@ fn golden() -> Option<Value> {
     Some(support::lm::golden("kv_quant.json"))
 }
 
-/// How far our log-probabilities may be from mlx_lm's with `compile: false`. Linked to the
-/// wheel's libmlx the same ops run the same kernels: bit for bit. Our source build of MLX
-/// rounds some float32 kernels differently (~1.5e-6 on logits, see tests/lm_models.rs);
-/// a bfloat16 value may then round to its neighbour, one bfloat16 step at magnitudes 8 to 16.
-/// Not measured on the source build.
-fn eager_tolerance(dtype: Dtype) -> f32 {
-    match (mlx::core::sys::PREBUILT_MLX, dtype) {
-        (true, _) => 0.0,
-        (false, Dtype::Bfloat16) => 0.0625,
-        (false, _) => 1e-5,
-    }
-}
-
 /// How far the compiled step's log-probabilities may be from mlx_lm's. It attends over the
 /// whole preallocated buffers with a mask of the written positions (the masked scores weigh
 /// exact zeros, but the softmax's sum runs over longer rows) and fuses elementwise ops:
 /// measured on the wheel's CPU kernels, float32 within 5.7e-6 (gemma, gemma-4bit; qwen3_5
 /// 3.8e-6), bfloat16 (smollm2-bf16) bit for bit. The source build adds its own rounding
-/// (`eager_tolerance`).
+/// (`support::lm::eager_tolerance`).
 fn compiled_tolerance(dtype: Dtype) -> f32 {
     match (mlx::core::sys::PREBUILT_MLX, dtype) {
         (true, Dtype::Bfloat16) => 0.0,
         (true, _) => 6e-6,
-        (false, dtype) => 6e-6 + eager_tolerance(dtype),
+        (false, dtype) => 6e-6 + support::lm::eager_tolerance(dtype),
     }
 }
 
@@ -140,7 +127,10 @@ fn eager_generation_equals_mlx_lm_bit_for_bit() {
         let theirs = &expected[key];
         assert_eq!(logprobs.dtype(), theirs.dtype(), "{key}");
         let diff = max_abs_diff(&logprobs, theirs);
-        assert!(diff <= eager_tolerance(theirs.dtype()), "{key}: {diff}");
+        assert!(
+            diff <= support::lm::eager_tolerance(theirs.dtype()),
+            "{key}: {diff}"
+        );
     }
 }
 

@@ -36,31 +36,18 @@ fn golden_arrays() -> HashMap<String, Array> {
         .0
 }
 
-/// How far our log-probabilities may be from mlx_lm's with `compile: false`: linked to the
-/// wheel's libmlx the same ops run on the same operands in the same order, bit for bit. Our
-/// source build of MLX rounds some float32 kernels differently (~1.5e-6 on logits, see
-/// tests/lm_models.rs); a bfloat16 value may then round to its neighbour, one bfloat16 step
-/// at magnitudes 8 to 16. Not measured on the source build.
-fn eager_tolerance(dtype: Dtype) -> f32 {
-    match (mlx::core::sys::PREBUILT_MLX, dtype) {
-        (true, _) => 0.0,
-        (false, Dtype::Bfloat16) => 0.0625,
-        (false, _) => 1e-5,
-    }
-}
-
 /// How far the compiled step's log-probabilities may be from mlx_lm's: it attends over the
 /// whole ring with a mask (the masked scores weigh exact zeros, but the softmax's sum runs
 /// over longer rows) and fuses elementwise ops. Measured on the wheel's CPU kernels (the test
 /// prints each case's gap): float32 and 4-bit within 6.7e-6 (gemma with XTC; its
 /// log-probabilities reach -30, where a float32 step is 1.9e-6), bfloat16 (qwen3,
 /// gemma2-bf16, smollm2-bf16) bit for bit. The source build adds its own rounding
-/// (`eager_tolerance`).
+/// (`support::lm::eager_tolerance`).
 fn compiled_tolerance(dtype: Dtype) -> f32 {
     match (mlx::core::sys::PREBUILT_MLX, dtype) {
         (true, Dtype::Bfloat16) => 0.0,
         (true, _) => 7e-6,
-        (false, dtype) => 7e-6 + eager_tolerance(dtype),
+        (false, dtype) => 7e-6 + support::lm::eager_tolerance(dtype),
     }
 }
 
@@ -190,7 +177,10 @@ fn eager_generation_equals_mlx_lm_bit_for_bit() {
         let theirs = &expected[key];
         assert_eq!(logprobs.dtype(), theirs.dtype(), "{key}");
         let diff = max_abs_diff(&logprobs, theirs);
-        assert!(diff <= eager_tolerance(theirs.dtype()), "{key}: {diff}");
+        assert!(
+            diff <= support::lm::eager_tolerance(theirs.dtype()),
+            "{key}: {diff}"
+        );
     }
 }
 
@@ -351,7 +341,10 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
         let (tokens, logprobs) = continue_from(cache);
         assert_eq!(tokens, expected, "{key}");
         let diff = max_abs_diff(&logprobs, their_logprobs);
-        assert!(diff <= eager_tolerance(logprobs.dtype()), "{key}: {diff}");
+        assert!(
+            diff <= support::lm::eager_tolerance(logprobs.dtype()),
+            "{key}: {diff}"
+        );
 
         // Ours: the same calls on a bounded cache, saved.
         let mut cache = model.make_cache(1, 256).unwrap();
@@ -425,7 +418,10 @@ fn prompt_cache_files_move_between_mlx_lm_and_rust() {
         let (tokens, logprobs) = continue_from(cache);
         assert_eq!(tokens, expected, "{key}");
         let diff = max_abs_diff(&logprobs, their_logprobs);
-        assert!(diff <= eager_tolerance(logprobs.dtype()), "{key}: {diff}");
+        assert!(
+            diff <= support::lm::eager_tolerance(logprobs.dtype()),
+            "{key}: {diff}"
+        );
     }
 }
 
