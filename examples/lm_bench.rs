@@ -6,7 +6,7 @@
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
 //!     [--no-fused-gated-delta] [--no-fused-ssm-update] [--no-fused-selective-scan]
-//!     [--no-in-place-cache] [--no-compile]
+//!     [--no-in-place-cache] [--no-compile] [--draft-model DIR [--num-draft-tokens K]]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! ```
 //!
@@ -18,6 +18,12 @@
 //! - time to first token: from the call to the first token (the prompt prefilled and the
 //!   first decode step, as mlx_lm's `prompt_tps` counts it); prefill tok/s = B * P / it;
 //! - decode tok/s = B * (N - 1) / (time from the first token to the N-th).
+//!
+//! With `--draft-model`, each run is `mlx::lm::speculative_generate_step` (a batch of one,
+//! compiled), timed the same way, and the JSON adds how many of the generated tokens the draft
+//! proposed and the target accepted (`accepted_draft_tokens`), the rounds (one target forward
+//! each) and the draft tokens proposed. A round traces at most `2 * K` times per generation
+//! (its draft input of one token or two, times the tokens drafted); more fails the program.
 //!
 //! W warm-up runs (of `--warmup-tokens` tokens, default N) are not measured, then R runs are,
 //! and the medians are printed as JSON with every run, the peak memory and the decode step's
@@ -44,8 +50,8 @@ use std::time::Instant;
 use clap::Parser;
 use mlx::core::{graph, ops, Array};
 use mlx::lm::{
-    batch_generate_step, generate_step, load, Cache, GenerateOptions, KernelOptions, LayerCache,
-    LoadOptions, Model,
+    batch_generate_step, generate_step, load, speculative_generate_step, Cache, GenerateOptions,
+    KernelOptions, LayerCache, LoadOptions, Model,
 };
 use mlx::utils::{async_eval, compile_mut, eval};
 use serde_json::{json, Value};
@@ -98,6 +104,13 @@ struct Args {
     /// of one only): what mlx_lm's exact tokens cost.
     #[arg(long)]
     no_compile: bool,
+    /// A draft model directory: speculative decoding (`speculative_generate_step`), batch of
+    /// one.
+    #[arg(long)]
+    draft_model: Option<PathBuf>,
+    /// With --draft-model: the tokens it proposes per round (mlx_lm's default, 3).
+    #[arg(long, default_value_t = 3)]
+    num_draft_tokens: usize,
 }
 
 struct Run {
@@ -144,6 +157,7 @@ fn run_once(
     max_tokens: usize,
     in_place: bool,
     compile: bool,
+    draft: Option<(&Model, usize)>,
 ) -> Result<Run, Box<dyn Error>> {
     if max_tokens < 2 {
         return Err("--max-tokens must be at least 2".into());
@@ -160,7 +174,29 @@ fn run_once(
     let start = Instant::now();
     let mut stamps = Vec::with_capacity(max_tokens);
     let mut tokens = vec![Vec::with_capacity(max_tokens); prompts.len()];
-    let (traces, peak_memory, stats) = if prompts.len() == 1 {
+    let (traces, peak_memory, stats) = if let Some((draft, num_draft)) = draft {
+        if prompts.len() > 1 {
+            return Err("--draft-model runs a batch of one only".into());
+        }
+        let mut generator =
+            speculative_generate_step(model, draft, &prompts[0], num_draft, &options)?;
+        for item in generator.by_ref() {
+            let (token, _logprobs, _from_draft) = item?;
+            stamps.push(Instant::now());
+            tokens[0].push(token);
+        }
+        mlx::core::synchronize()?;
+        let s = generator.stats();
+        let (drafted, rounds) = generator.drafted();
+        let stats = json!({
+            "prompt_tps": s.prompt_tps,
+            "generation_tps": s.generation_tps,
+            "accepted_draft_tokens": s.accepted_draft_tokens,
+            "drafted_tokens": drafted,
+            "rounds": rounds,
+        });
+        (generator.traces(), s.peak_memory, stats)
+    } else if prompts.len() == 1 {
         let mut generator = generate_step(model, &prompts[0], &options)?;
         for item in generator.by_ref() {
             let (token, _logprobs) = item?;
@@ -185,10 +221,15 @@ fn run_once(
         let stats = json!({"prompt_tps": s.prompt_tps, "generation_tps": s.generation_tps});
         (generator.traces(), s.peak_memory, stats)
     };
-    if traces != u64::from(compile) {
+    // A speculative round traces once per shape of its input: its draft input of one token
+    // or two, times the tokens drafted (fewer in the last rounds).
+    let allowed = match draft {
+        Some((_, num_draft)) if compile => 1..=2 * num_draft as u64,
+        _ => u64::from(compile)..=u64::from(compile),
+    };
+    if !allowed.contains(&traces) {
         return Err(format!(
-            "the decode step was traced {traces} times in one generation, not {}",
-            u64::from(compile)
+            "the decode step was traced {traces} times in one generation, not {allowed:?}"
         )
         .into());
     }
@@ -447,6 +488,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let t = Instant::now();
     let (model, _tokenizer, _config) = load(&args.model, options)?;
     let load_s = t.elapsed().as_secs_f64();
+    let draft_model = match &args.draft_model {
+        Some(dir) => Some(load(dir, options)?.0),
+        None => None,
+    };
+    let draft = draft_model.as_ref().map(|d| (d, args.num_draft_tokens));
     let weight_bytes: usize = mlx::utils::tree_leaves(&model)
         .iter()
         .map(|a| a.nbytes())
@@ -471,6 +517,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             args.warmup_tokens.unwrap_or(args.max_tokens),
             in_place,
             !args.no_compile,
+            draft,
         )?;
         traces.push(run.traces);
     }
@@ -482,6 +529,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             args.max_tokens,
             in_place,
             !args.no_compile,
+            draft,
         )?);
     }
     traces.extend(runs.iter().map(|r| r.traces));
@@ -507,6 +555,18 @@ fn main() -> Result<(), Box<dyn Error>> {
         "median_decode_tps": median(runs.iter().map(Run::decode_tps).collect()),
         "median_ttft_s": median(runs.iter().map(|r| r.ttft_s).collect()),
         "traces_per_generation": traces,
+        "draft_model": args.draft_model.as_ref().map(|d| d.display().to_string()),
+        "num_draft_tokens": draft.map(|(_, k)| k),
+        "median_accepted_draft_tokens": draft.map(|_| median(
+            runs.iter()
+                .map(|r| r.stats["accepted_draft_tokens"].as_f64().unwrap_or(f64::NAN))
+                .collect()
+        )),
+        "median_rounds": draft.map(|_| median(
+            runs.iter()
+                .map(|r| r.stats["rounds"].as_f64().unwrap_or(f64::NAN))
+                .collect()
+        )),
         "runs_agree_tokens": agreement,
         "peak_memory": runs.iter().map(|r| r.peak_memory).max(),
         "first_tokens": runs[0].tokens.iter().map(|t| &t[..t.len().min(8)]).collect::<Vec<_>>(),

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A random-weight model directory shaped like Qwen3-0.6B, Qwen3.5-0.8B,
-SmolLM2-135M, LFM2-1.2B, Mamba-130M, Mamba2-1.3B, Nemotron-H-8B, Qwen3-30B-A3B or RWKV7-0.1B, written by mlx_lm
+Qwen3-8B, SmolLM2-135M, LFM2-1.2B, Mamba-130M, Mamba2-1.3B, Nemotron-H-8B, Qwen3-30B-A3B or RWKV7-0.1B, written by mlx_lm
 0.32.2 itself.
 
 The model is built by mlx_lm's own classes (`mlx_lm.utils._get_classes`) from the config
@@ -11,9 +11,15 @@ below and saved with `save_model` / `save_config`, as `mlx_lm.convert` writes a 
 tests/data/lm-models/qwen3: the benchmark feeds token ids directly, so the tokenizer need not
 cover the vocabulary.
 
-    bench/lm/make_model.py [--arch qwen3|qwen3_5|smollm2|smollm2_384|qwen3_384|qwen3_tiny|lfm2|mamba|mamba2|nemotron_h|qwen3_moe|rwkv7] [--out DIR]
+    bench/lm/make_model.py [--arch qwen3|qwen3_8b|qwen3_5|smollm2|smollm2_384|qwen3_384|qwen3_tiny|lfm2|mamba|mamba2|nemotron_h|qwen3_moe|rwkv7] [--out DIR]
                            [--dtype bfloat16|float32] [--layers N]
-                           [--quantize BITS] [--seed S]
+                           [--quantize BITS] [--seed S] [--residual-scale S] [--tie]
+
+--residual-scale S multiplies every layer's output projections (attention `o_proj` and MLP
+`down_proj`) by S; with S = 0 and --tie (tied embeddings), the model's greedy next token is its
+input token (the residual stream is the token's own embedding, read back by the same matrix):
+two such models, whatever their sizes, agree on every greedy token. bench/lm/speculative.py
+makes its draft and target so, where random weights would otherwise never agree.
 
 Default output: /tmp/qwen3-0.6b-random (about 1.2 GB in bfloat16, not committed).
 """
@@ -23,6 +29,7 @@ import shutil
 
 import mlx.core as mx
 import mlx_lm
+from mlx.utils import tree_flatten
 from mlx_lm.utils import _get_classes, quantize_model, save_config, save_model
 
 assert mlx_lm.__version__ == "0.32.2", f"expected mlx_lm 0.32.2, found {mlx_lm.__version__}"
@@ -45,6 +52,11 @@ QWEN3 = {
     "max_position_embeddings": 40960,
     "tie_word_embeddings": True,
 }
+
+# Qwen/Qwen3-8B's config.json (the fields mlx_lm's qwen3 reads): 36 layers, hidden 4096, 32
+# query / 8 key-value heads of 128, MLP 12288, untied embeddings.
+QWEN3_8B = dict(QWEN3, hidden_size=4096, intermediate_size=12288, num_hidden_layers=36,
+                num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False)
 
 # Qwen3.5-0.8B's text model: hidden 1024, 24 layers, full attention every 4th layer (8 query
 # and 2 key/value heads of 256, a quarter of each rotated), 16 linear-attention (gated delta
@@ -242,7 +254,7 @@ RWKV7 = {
     "tie_word_embeddings": False,
 }
 
-ARCHS = {"qwen3": QWEN3, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
+ARCHS = {"qwen3": QWEN3, "qwen3_8b": QWEN3_8B, "qwen3_5": QWEN3_5, "smollm2": SMOLLM2, "smollm2_384": SMOLLM2_384,
          "qwen3_384": QWEN3_384, "qwen3_tiny": QWEN3_TINY, "lfm2": LFM2, "mamba": MAMBA, "mamba2": MAMBA2, "nemotron_h": NEMOTRON_H,
          "qwen3_moe": QWEN3_MOE, "rwkv7": RWKV7}
 
@@ -270,6 +282,9 @@ def main():
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layers", type=int, metavar="N",
                    help="the first N layers of the shape (a smaller model of the same width)")
+    p.add_argument("--residual-scale", type=float, metavar="S",
+                   help="multiply each layer's o_proj and down_proj by S")
+    p.add_argument("--tie", action="store_true", help="tie the output head to the embedding")
     a = p.parse_args()
     out = pathlib.Path(a.out)
     if out.exists():
@@ -280,9 +295,16 @@ def main():
     config = dict(ARCHS[a.arch], torch_dtype=a.dtype)
     if a.layers:
         config = with_layers(config, a.layers)
+    if a.tie:
+        config["tie_word_embeddings"] = True
     model_class, args_class = _get_classes(config)
     model = model_class(args_class.from_dict(config))
     model.set_dtype(getattr(mx, a.dtype))
+    if a.residual_scale is not None:
+        scaled = [(name, w * a.residual_scale) for name, w in tree_flatten(model.parameters())
+                  if name.endswith(("o_proj.weight", "down_proj.weight"))]
+        assert scaled, f"--residual-scale: {a.arch} has no o_proj/down_proj"
+        model.load_weights(scaled, strict=False)
     mx.eval(model.parameters())
     if a.quantize:
         model, config = quantize_model(model, config, 64, a.quantize)

@@ -4,7 +4,7 @@ bench/lm/suite.py that examples/lm_bench.rs mirrors).
 
     bench/lm/mlx_lm_bench.py --write-prompt FILE --prompt-len P [--batch B] [--vocab V] [--seed S]
     bench/lm/mlx_lm_bench.py --model DIR --prompt FILE --max-tokens N [--reps R] [--warmup W]
-        [--warmup-tokens N]
+        [--warmup-tokens N] [--draft-model DIR [--num-draft-tokens K]]
     bench/lm/mlx_lm_bench.py --model DIR --prompt FILE --breakdown STEPS
     bench/lm/mlx_lm_bench.py --bandwidth GIB
 
@@ -20,6 +20,10 @@ examples/lm_bench.rs times it:
   decode tok/s  = B * (N - 1) / (time from the first token to the N-th)
                   (the N - 1 tokens after the first; `stream_generate` reports
                   N / that time as its generation_tps, so `stream_generate_tps` is also given)
+
+With --draft-model, each run is mlx_lm's `speculative_generate_step` (a batch of one), as
+`stream_generate(..., draft_model=)` runs it, timed the same way; the JSON adds how many
+generated tokens came from the draft (`from_draft`), as examples/lm_bench.rs reports them.
 
 The third splits a decode step of a batch of one as examples/lm_bench.rs --breakdown does:
 mlx_lm's step built op by op in Python (host time), then evaluated synchronously; the
@@ -40,7 +44,7 @@ import collections
 
 import mlx.core as mx
 import mlx_lm
-from mlx_lm.generate import BatchGenerator, generate_step
+from mlx_lm.generate import BatchGenerator, generate_step, speculative_generate_step
 from mlx_lm.models.cache import make_prompt_cache
 from mlx.utils import tree_flatten
 
@@ -102,6 +106,31 @@ def run_once(model, prompt, max_tokens):
         "prefill_tps": prompt.size / first,
         "decode_tps": (max_tokens - 1) / last,
         "stream_generate_tps": max_tokens / last,
+        "peak_memory": mx.get_peak_memory(),
+        "token_ms": percentiles(stamps),
+        "tokens": [tokens],
+    }
+
+
+def run_speculative(model, draft, prompt, max_tokens, num_draft):
+    start = time.perf_counter()
+    stamps = []
+    tokens = []
+    accepted = 0
+    for token, _, from_draft in speculative_generate_step(
+            prompt, model, draft, num_draft_tokens=num_draft, max_tokens=max_tokens):
+        stamps.append(time.perf_counter())
+        tokens.append(token)
+        accepted += bool(from_draft)
+    mx.synchronize()
+    assert len(tokens) == max_tokens, (len(tokens), max_tokens)
+    first, last = stamps[0] - start, stamps[-1] - stamps[0]
+    return {
+        "ttft_s": first,
+        "decode_s": last,
+        "prefill_tps": prompt.size / first,
+        "decode_tps": (max_tokens - 1) / last,
+        "accepted_draft_tokens": accepted,
         "peak_memory": mx.get_peak_memory(),
         "token_ms": percentiles(stamps),
         "tokens": [tokens],
@@ -214,6 +243,8 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--warmup-tokens", type=int, help="tokens per warm-up run (default: N)")
+    p.add_argument("--draft-model", help="speculative decoding with this draft (batch of one)")
+    p.add_argument("--num-draft-tokens", type=int, default=3)
     a = p.parse_args()
     if a.write_prompt:
         write_prompt(a.write_prompt, a.prompt_len, a.vocab, a.seed, a.batch)
@@ -234,7 +265,15 @@ def main():
         prompt = mx.array(ids[0] if batched else ids, dtype=mx.uint32)
         print(json.dumps({**breakdown(model, prompt, a.breakdown), "weight_bytes": weight_bytes}))
         return
-    if batched:
+    draft = mlx_lm.load(a.draft_model)[0] if a.draft_model else None
+    if draft is not None:
+        if batched:
+            p.error("--draft-model runs a batch of one only")
+        prompt = mx.array(ids, dtype=mx.uint32)
+
+        def once(n):
+            return run_speculative(model, draft, prompt, n, a.num_draft_tokens)
+    elif batched:
         prompts = ids
 
         def once(n):
@@ -271,6 +310,11 @@ def main():
         "median_prefill_tps": statistics.median(r["prefill_tps"] for r in runs),
         "median_decode_tps": statistics.median(r["decode_tps"] for r in runs),
         "median_ttft_s": statistics.median(r["ttft_s"] for r in runs),
+        "draft_model": a.draft_model,
+        "num_draft_tokens": a.num_draft_tokens if draft is not None else None,
+        "median_accepted_draft_tokens": (
+            statistics.median(r["accepted_draft_tokens"] for r in runs)
+            if draft is not None else None),
         "peak_memory": max(r["peak_memory"] for r in runs),
         "runs_agree_tokens": agree,
         "first_tokens": [t[:8] for t in tokens],
