@@ -99,8 +99,9 @@ def run_json(cmd, path, env=None):
     log(" ".join(map(str, cmd)) + (f"  ({env})" if env else ""))
     t = time.time()
     out = subprocess.run(list(map(str, cmd)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         check=True, env={**os.environ, **(env or {})}, cwd=ROOT)
+                         env={**os.environ, **(env or {})}, cwd=ROOT)
     sys.stderr.write(out.stderr.decode(errors="replace"))
+    out.check_returncode()
     out = out.stdout
     data = json.loads(out.decode().strip().splitlines()[-1])
     data["process_s"] = time.time() - t
