@@ -9,14 +9,41 @@
 //! Tolerance: the tokens must be equal. The cached prefill computes the suffix's attention
 //! against the cached keys instead of within one chunk, so the logits may differ in their
 //! last bits; greedy tokens of the test models do not change by that (a tie at argmax
-//! would be needed).
+//! would be needed). With TF32 (a CUDA GPU) the cached keys of a reply's tokens come from
+//! single-row steps (float32) and the uncached engine's from a prefill (TF32): there the
+//! tokens are compared up to the uncached run's first pick closer than that rounding
+//! (`support::golden::tokens_to_compare`; qwen3's first pick flipped on an H200).
 
 mod support;
 
 use mlx::lm::{
     load_model, CachedPrefix, Engine, EngineOptions, LoadOptions, Model, RequestOptions, TokenEvent,
 };
+use support::golden::{tf32_bound, tokens_to_compare};
 use support::lm::model_dir;
+
+/// A request's greedy tokens, equal to another's when they have the same length and agree on
+/// the tokens both compare: all of a cached run's, those of an uncached run before a
+/// TF32-close pick (every one on the CPU).
+#[derive(Clone, Debug)]
+struct Reply {
+    tokens: Vec<u32>,
+    compared: usize,
+}
+
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        let n = self.compared.min(other.compared);
+        self.tokens.len() == other.tokens.len() && self.tokens[..n] == other.tokens[..n]
+    }
+}
+
+impl std::ops::Deref for Reply {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.tokens
+    }
+}
 
 fn load_named(name: &str) -> Model {
     load_model(model_dir(name), LoadOptions::default())
@@ -48,7 +75,7 @@ fn options(prompt_cache_size: usize) -> EngineOptions {
 }
 
 /// One request through the engine to its end: its tokens and the events' `cached_tokens`.
-fn one(engine: &mut Engine<'_, Model>, prompt: &[u32]) -> (Vec<u32>, usize) {
+fn one(engine: &mut Engine<'_, Model>, prompt: &[u32]) -> (Reply, usize) {
     let id = engine
         .insert(
             prompt,
@@ -61,14 +88,27 @@ fn one(engine: &mut Engine<'_, Model>, prompt: &[u32]) -> (Vec<u32>, usize) {
     collect(engine, id)
 }
 
-fn collect(engine: &mut Engine<'_, Model>, id: u64) -> (Vec<u32>, usize) {
+fn collect(engine: &mut Engine<'_, Model>, id: u64) -> (Reply, usize) {
     let mut events: Vec<TokenEvent> = Vec::new();
     while engine.contains(id) {
         events.extend(engine.step().unwrap().into_iter().filter(|e| e.id == id));
     }
     let cached = events[0].cached_tokens;
     assert!(events.iter().all(|e| e.cached_tokens == cached));
-    (events.iter().map(|e| e.token).collect(), cached)
+    let tokens: Vec<u32> = events.iter().map(|e| e.token).collect();
+    let compared = if cached == 0 {
+        let logprobs: Vec<Vec<f32>> = events
+            .iter()
+            .map(|e| {
+                let lp = e.logprobs.astype(mlx::core::Dtype::Float32).unwrap();
+                lp.to_vec::<f32>().unwrap()
+            })
+            .collect();
+        tokens_to_compare(&logprobs, tf32_bound::ENGINE_ROWS)
+    } else {
+        tokens.len()
+    };
+    (Reply { tokens, compared }, cached)
 }
 
 /// What a finished request's row held, and the engine kept: the prompt, then the reply but
@@ -82,7 +122,7 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 }
 
 /// Each prompt's greedy tokens from an engine without a prompt cache.
-fn uncached(model: &Model, prompts: &[&[u32]]) -> Vec<Vec<u32>> {
+fn uncached(model: &Model, prompts: &[&[u32]]) -> Vec<Reply> {
     let mut engine = Engine::new(model, options(0)).unwrap();
     prompts
         .iter()

@@ -32,6 +32,11 @@ fn golden() -> Value {
 /// position's vector (in bfloat16 a rounding of Δ, B or C may go the other way).
 /// tests/lm_selective_scan.rs compares the kernel with the ops.
 fn load(name: &str) -> Model {
+    load_dir(model_dir(name))
+}
+
+/// [`load`] for a model directory of the test's own.
+fn load_dir(dir: impl AsRef<std::path::Path>) -> Model {
     let options = LoadOptions {
         kernels: KernelOptions {
             fused_selective_scan: false,
@@ -39,7 +44,7 @@ fn load(name: &str) -> Model {
         },
         ..Default::default()
     };
-    load_model(model_dir(name), options).unwrap().0
+    load_model(dir.as_ref(), options).unwrap().0
 }
 
 fn temp_dir(test: &str) -> PathBuf {
@@ -67,9 +72,23 @@ fn seeded_sampling_and_logits_processors_equal_mlx_lm() {
     // Tokens drawn with MLX's generator from the same key sequence and the same filtered
     // log-probabilities. Wheel-linked, every op is Python's; the source build's logits differ
     // by ~1e-6, which no case here is close enough to a tie for.
+    // On a CUDA GPU our compiled step's attention over the preallocated cache sums in other
+    // groupings than mlx_lm's over its written prefix (within 2e-3 of its log-probabilities,
+    // tests/lm_models.rs's greedy test), and a draw near a boundary of the sampled
+    // distribution went the other way (qwen2, seed 5, at the 23rd token on an H200): there the
+    // eager step, mlx_lm's ops one for one with the kernels off, is what is compared.
+    let eager = on_cuda();
     for case in golden()["sampling"].as_array().unwrap() {
         let name = case["model"].as_str().unwrap();
-        let model = load(name);
+        let model = if eager {
+            let options = LoadOptions {
+                kernels: KernelOptions::none(),
+                ..Default::default()
+            };
+            load_model(model_dir(name), options).unwrap().0
+        } else {
+            load(name)
+        };
         let f = |k: &str, default: f64| case.get(k).map_or(default, |v| v.as_f64().unwrap());
         let logit_bias = case.get("logit_bias").map_or(Vec::new(), |b| {
             b.as_object()
@@ -93,6 +112,7 @@ fn seeded_sampling_and_logits_processors_equal_mlx_lm() {
                 repetition_context_size: f("repetition_context_size", 20.0) as usize,
             },
             seed: Some(case["seed"].as_u64().unwrap()),
+            compile: !eager,
             ..Default::default()
         };
         let generator = generate_step(&model, &ids(&case["prompt"]), &options).unwrap();
@@ -102,7 +122,7 @@ fn seeded_sampling_and_logits_processors_equal_mlx_lm() {
             tokens.push(r.unwrap().0);
         }
         assert_eq!(tokens, ids(&case["tokens"]), "{case}");
-        assert_eq!(generator.traces(), 1, "{case}");
+        assert_eq!(generator.traces(), u64::from(!eager), "{case}");
     }
 }
 
@@ -1285,7 +1305,9 @@ fn jamba_hf_layout_loads_and_bad_layouts_are_errors_naming_the_key() {
             }
         }
     });
-    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    // Loaded as `reference` was: with the default kernels a CUDA GPU runs Mamba's one-kernel
+    // selective scan here against the reference's ops (not bit-equal on an H200).
+    let hf = load_dir(&dir);
     let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
     assert!(same.item::<bool>().unwrap());
 
@@ -1840,11 +1862,11 @@ fn chunked_prefill_gives_mlx_lm_greedy_tokens() {
             // Chunks of one multiply one row at a time where the record's prefill multiplied
             // the whole prompt: on a CUDA GPU that is full float32 against TF32, so a pick
             // within that rounding may go either way (lfm2's first: 1.4e-3 on an H200).
-            let bound = if chunk == 1 {
-                row_split_tolerance(0.0)
-            } else {
-                0.0
-            };
+            // Chunks of 5 and 10 are TF32 too, but cuBLAS sums rows of other counts in other
+            // orders and the Mamba-2 layers' chunked scan splits otherwise: plamo2's chunks of
+            // 10 took another token at the step where its chunks of 1 met a tie within the
+            // bound (step 40, H200). On the CPU every chunk size is compared exactly.
+            let bound = row_split_tolerance(0.0);
             let (arrays, _) =
                 io::load_safetensors(data_dir().join(format!("lm/{name}.safetensors"))).unwrap();
             let compared = greedy_steps_before_tie(&arrays["greedy_logprobs"], bound);
@@ -1884,7 +1906,9 @@ fn mamba_hf_layout_loads_and_config_keys_are_read() {
     let mut json = original.clone();
     json.as_object_mut().unwrap().remove("intermediate_size");
     std::fs::write(&config, json.to_string()).unwrap();
-    let (hf, _) = load_model(&dir, LoadOptions::default()).unwrap();
+    // Loaded as `reference` was: with the default kernels a CUDA GPU runs Mamba's one-kernel
+    // selective scan here against the reference's ops (not bit-equal on an H200).
+    let hf = load_dir(&dir);
     let same = ops::array_equal(logits(&hf), &reference, false).unwrap();
     assert!(same.item::<bool>().unwrap());
 

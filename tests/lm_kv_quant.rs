@@ -15,7 +15,7 @@ use mlx::lm::{
     save_prompt_cache, GenerateOptions, LayerCache, LoadOptions, Model, SamplerOptions,
 };
 use serde_json::Value;
-use support::golden::{data_dir, on_cuda};
+use support::golden::{cuda_cannot, data_dir, on_cuda};
 use support::lm::{ids, model_dir};
 
 /// mlx_lm's record, or `None` on a CUDA GPU: `lm_kv_quant.py` has written the CPU record
@@ -251,7 +251,8 @@ fn bad_values_and_unsupported_layers_are_errors() {
     };
     let batch = lm::batch_generate_step(&model, &[&prompt[..], &prompt[..5]], &options);
     assert!(batch.is_err());
-    // Every width MLX has works (head_dim 64).
+    // Every width MLX has works (head_dim 64): on the CPU. MLX's CUDA quantized_matmul has
+    // no kernel for some of these shapes (mlx_lm fails there the same way).
     for bits in [2, 3, 4, 5, 6, 8] {
         let options = GenerateOptions {
             max_tokens: 2,
@@ -260,7 +261,10 @@ fn bad_values_and_unsupported_layers_are_errors() {
             quantized_kv_start: 0,
             ..Default::default()
         };
-        assert!(refused(&model, &prompt, &options).is_none(), "bits {bits}");
+        match refused(&model, &prompt, &options) {
+            Some(e) if cuda_cannot(&e) => println!("SKIPPED bits {bits} on CUDA: {e}"),
+            error => assert!(error.is_none(), "bits {bits}: {error:?}"),
+        }
     }
     // Attention of its own (MLA), sinks and sliding windows (gpt_oss), float32 attention
     // (phi): errors, never numbers from a cache they do not read.
@@ -448,8 +452,15 @@ fn generate_command_takes_the_kv_flags() {
         (Some(4), 64, 0)
     );
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    cli::run(&parsed, &mut std::io::empty(), &mut out, &mut err).unwrap();
-    assert!(!out.is_empty());
+    match cli::run(&parsed, &mut std::io::empty(), &mut out, &mut err) {
+        // MLX's CUDA quantized_matmul has no kernel for this model's quantized attention
+        // (smollm2-bf16's head dim 64, 4 bits in groups of 64): mlx_lm fails there too.
+        Err(e) if cuda_cannot(&e.to_string()) => println!("SKIPPED the run on CUDA: {e}"),
+        result => {
+            result.unwrap();
+            assert!(!out.is_empty());
+        }
+    }
     let parsed = cli::Cli::try_parse_from(argv("7")).unwrap();
     let result = cli::run(
         &parsed,

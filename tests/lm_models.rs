@@ -12,7 +12,7 @@ use mlx::lm::{
     UnreadKeys,
 };
 use serde_json::Value;
-use support::golden::{data_dir, on_cuda};
+use support::golden::{cuda_bound, data_dir, on_cuda, row_split_tolerance, tf32_bound};
 
 /// Every model directory the generator wrote.
 const MODELS: &[&str] = &[
@@ -480,6 +480,8 @@ fn compare(ours: &Array, theirs: &Array, tol: f32) -> (usize, f32) {
 /// (mlx_lm runs them as array ops there, and so do we then).
 #[test]
 fn prompt_logits_equal_mlx_lm() {
+    // Every model is compared before the test fails, so that one run names them all.
+    let mut failed = Vec::new();
     for name in models() {
         let g = golden(name);
         let model = load_with(name, false);
@@ -487,14 +489,15 @@ fn prompt_logits_equal_mlx_lm() {
         assert_eq!(logits.shape(), g.logits.shape(), "{name}");
         let tol = logit_tolerance(name);
         let (differing, worst) = compare(&logits, &g.logits, tol);
-        assert_eq!(
-            differing,
-            0,
-            "{name}: {differing} of {} logits differ from mlx_lm's by more than {tol} (worst by {worst})",
-            logits.size()
-        );
         eprintln!("{name}: prompt logits within {worst} of mlx_lm's");
+        if differing != 0 {
+            failed.push(format!(
+                "{name}: {differing} of {} logits differ from mlx_lm's by more than {tol} (worst by {worst})",
+                logits.size()
+            ));
+        }
     }
+    assert!(failed.is_empty(), "{}", failed.join("\n"));
 }
 
 /// Our one-kernel gated delta rule (the default on a CUDA GPU) sums each state row in
@@ -573,7 +576,12 @@ fn greedy_generation_equals_mlx_lm() {
         // Gemma 3's layers are Gemma 2's: measured up to 3.4e-5 (gemma3_text-untied).
         // On our source build the float16 model's values may round to a float16 neighbour
         // (see `logit_tolerance`).
-        let tolerance = if on_cuda() {
+        let tolerance = if on_cuda() && model.dtype() == Dtype::Bfloat16 {
+            // One bfloat16 step of a log-probability in [4, 8) (2^-5): measured exactly that
+            // for mamba-bf16 on an H200, where a compiled kernel and mlx_lm's rounded one
+            // intermediate the other way.
+            0.03125
+        } else if on_cuda() {
             2e-3
         } else if name.ends_with("-f16") && !mlx::core::sys::PREBUILT_MLX {
             FLOAT16_STEP
@@ -1014,7 +1022,9 @@ fn moe_sorted_and_unsorted_expert_paths_agree() {
             );
         }
         let stepped = last.unwrap().index((0, -1)).unwrap();
-        let (differing, worst) = compare(&stepped, &whole, 1e-5);
+        // With TF32 the prompt's rows are rounded to 10 bits and the steps' single rows are
+        // not: measured up to 1.8e-3 (qwen3_moe, H200), within `row_split_tolerance`.
+        let (differing, worst) = compare(&stepped, &whole, row_split_tolerance(1e-5));
         eprintln!("{name}: sorted and unsorted paths within {worst}");
         assert_eq!(differing, 0, "{name}: off by {worst}");
     }
@@ -1822,8 +1832,10 @@ fn gemma2_slides_alternate_layers_past_the_window() {
                 .unwrap();
             let want = logits.index((.., i..i + 1)).unwrap();
             // The cached sums run over other operands (the buffer, or one row at a time):
-            // last bits (measured: within 2e-6).
-            let (differing, worst) = compare(&step, &want, 1e-5);
+            // last bits (measured: within 2e-6). With TF32 the whole prompt's rows are
+            // rounded and the steps' are not (`tf32_bound::GEMMA2_WINDOW`).
+            let bound = cuda_bound(1e-5, tf32_bound::GEMMA2_WINDOW);
+            let (differing, worst) = compare(&step, &want, bound);
             assert_eq!(
                 differing, 0,
                 "position {i} (prefix mode {prefix_mode}): off by {worst}"

@@ -14,7 +14,7 @@ use mlx::lm::{
     Error, GenerateOptions, LoadOptions, LogitsProcessors, Model, SamplerOptions,
 };
 use serde_json::Value;
-use support::golden::data_dir;
+use support::golden::{data_dir, tf32, tf32_bound, tokens_to_compare};
 use support::lm::{ids, model_dir};
 
 fn golden() -> Value {
@@ -165,10 +165,18 @@ fn greedy_speculative_output_is_plain_greedy_output() {
             max_tokens: 61,
             ..Default::default()
         };
-        let plain: Vec<u32> = generate_step(&target, &prompt, &plain_options)
-            .unwrap()
-            .map(|r| r.unwrap().0)
-            .collect();
+        let (plain, logprobs): (Vec<u32>, Vec<Vec<f32>>) =
+            generate_step(&target, &prompt, &plain_options)
+                .unwrap()
+                .map(|r| {
+                    let (token, lp) = r.unwrap();
+                    let lp = lp.astype(mlx::core::Dtype::Float32).unwrap();
+                    (token, lp.to_vec::<f32>().unwrap())
+                })
+                .unzip();
+        // The verify pass multiplies k + 1 rows (TF32 on a CUDA GPU), a plain step one (float32
+        // there): the tokens before a pick closer than that rounding (every token on the CPU).
+        let same = tokens_to_compare(&logprobs, tf32_bound::ROW_SPLIT);
         for k in [1, 2, 3, 5, 8] {
             let mut generator =
                 speculative_generate_step(&target, &draft, &prompt, k, &plain_options).unwrap();
@@ -179,7 +187,16 @@ fn greedy_speculative_output_is_plain_greedy_output() {
                     (token, from_draft)
                 })
                 .unzip();
-            assert_eq!(tokens, plain, "draft {draft_name}, {k} draft tokens");
+            assert_eq!(
+                tokens.len(),
+                plain.len(),
+                "draft {draft_name}, {k} draft tokens"
+            );
+            assert_eq!(
+                tokens[..same],
+                plain[..same],
+                "draft {draft_name}, {k} draft tokens"
+            );
             let (drafted, rounds) = generator.drafted();
             assert!(rounds > 2 * k, "{rounds} rounds");
             assert!(drafted >= rounds);
@@ -340,7 +357,16 @@ fn cli_draft_model_prints_the_plain_greedy_text() {
             "--num-draft-tokens".into(),
             k.into(),
         ]);
-        assert_eq!(spec, plain, "{k} draft tokens");
+        if tf32() {
+            // The verify pass is TF32 there and a plain step is not: a close pick may go the
+            // other way (mlx_lm's own did: scripts/golden/lm_speculative.py), and the text
+            // carries no log-probabilities to tell (greedy_speculative_output_is_plain_greedy_output
+            // compares the tokens up to such a pick).
+            assert!(!spec.is_empty(), "{k} draft tokens");
+            println!("SKIPPED the text comparison with {k} draft tokens: TF32 (docs/cuda.md)");
+        } else {
+            assert_eq!(spec, plain, "{k} draft tokens");
+        }
     }
     // A draft with another tokenizer is refused, as mlx_lm refuses it.
     let (model, other) = (model_dir("qwen3"), model_dir("smollm2-bf16"));

@@ -828,8 +828,10 @@ async fn a_sliding_window_model_is_served() {
     );
     for (i, (status, r)) in [a, b].into_iter().enumerate() {
         assert_eq!(status, 200, "{r}");
-        let expected = greedy_text(&model, &tokenizer, &ids[i], 24);
-        assert_eq!(r["choices"][0]["text"], expected.as_str(), "request {i}");
+        // Two rows at once: with TF32 (a CUDA GPU) up to a pick closer than its rounding.
+        let expected = common::greedy(&model, &tokenizer, &ids[i], 24);
+        let text = r["choices"][0]["text"].as_str().unwrap();
+        common::assert_reply(text, &expected, &format!("request {i}"));
     }
     server.shutdown().await;
 }

@@ -74,7 +74,10 @@ async fn a_second_turn_prefills_only_its_new_tokens() {
         shared >= first_prompt.len(),
         "the turns share {shared} tokens"
     );
-    let expected = greedy(&second_prompt);
+    // The second turn prefills only what the cache lacks, so with TF32 (a CUDA GPU) its rows
+    // are rounded in other groups than the whole prompt's alone: compared up to a pick closer
+    // than that rounding.
+    let expected = common::greedy(&model, &tokenizer, &second_prompt, 16);
 
     for cache_size in [10, 0] {
         let mut o = options("qwen3");
@@ -98,7 +101,8 @@ async fn a_second_turn_prefills_only_its_new_tokens() {
         )
         .await;
         assert_eq!(status, 200, "{r}");
-        assert_eq!(r["choices"][0]["message"]["content"], expected.as_str());
+        let content = r["choices"][0]["message"]["content"].as_str().unwrap();
+        common::assert_reply(content, &expected, &format!("cache size {cache_size}"));
         assert_eq!(r["usage"]["prompt_tokens"], second_prompt.len());
         let cached = if cache_size > 0 { shared } else { 0 };
         assert_eq!(

@@ -441,7 +441,11 @@ def main():
         weights_recipe.materialize(MODELS / name)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "cli.json"
-    data = json.loads(path.read_text()) if sys.argv[1:] else {}
+    # A first record of a device (tests/data/cuda on a GPU) may start from some sections:
+    # `perplexity` needs `datasets`, which the GPU machine's Python lacks
+    # (`scripts/gpu-suite golden` runs `lm_cli.py generate chat cache_prompt convert
+    # benchmark flags` there).
+    data = json.loads(path.read_text()) if sys.argv[1:] and path.exists() else {}
     data.update({"mlx_version": mx.__version__, "mlx_lm_version": mlx_lm.__version__})
     for name in SECTIONS:
         if name in names:

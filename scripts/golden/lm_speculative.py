@@ -67,12 +67,17 @@ def main():
                     max_tokens=MAX_TOKENS, sampler=sampler))
                 tokens = [int(t) for t, _, _ in out]
                 flags = [bool(f) for _, _, f in out]
-                if s["temp"] == 0.0:
+                # On the CPU greedy speculative decoding is plain greedy decoding. On a CUDA
+                # GPU the verify pass multiplies k + 1 rows in TF32 where the plain step
+                # multiplies one in float32 (docs/cuda.md), and a close pick can flip (mlx_lm
+                # itself, qwen3 <- qwen3-4bit, k 1, on an H200): recorded, not asserted.
+                if s["temp"] == 0.0 and common.device_folder() != "cuda":
                     assert tokens == plain, (target, draft, k)
                 arrays[f"case{len(cases)}"] = mx.stack([lp for _, lp, _ in out])
                 cases.append({"target": target, "draft": draft, "num_draft_tokens": k,
                               **s, "max_tokens": MAX_TOKENS, "prompt": prompt.tolist(),
-                              "tokens": tokens, "from_draft": flags, "plain_greedy": plain})
+                              "tokens": tokens, "from_draft": flags, "plain_greedy": plain,
+                              "equals_plain_greedy": tokens == plain})
                 print(f"{target} <- {draft} k={k} {s}: accepted {sum(flags)}/{len(flags)}")
     OUT.mkdir(parents=True, exist_ok=True)
     record = {"mlx_lm_version": mlx_lm.__version__, "cases": cases}

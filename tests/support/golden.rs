@@ -35,13 +35,96 @@ pub fn on_cuda() -> bool {
 /// last position's log-probabilities of eight golden models (H200, `bench/lm/tf32_study.py`;
 /// 1.9e-6 and less with `MLX_ENABLE_TF32=0`).
 pub fn row_split_tolerance(cpu: f32) -> f32 {
-    // MLX reads the variable as an integer, 0 turning TF32 off.
-    let tf32 = std::env::var("MLX_ENABLE_TF32").map_or(true, |v| v.trim() != "0");
-    if on_cuda() && tf32 {
-        cpu.max(5e-3)
+    cuda_bound(cpu, tf32_bound::ROW_SPLIT)
+}
+
+/// Whether MLX multiplies float32 matrices of several rows with TF32 tensor cores here: a CUDA
+/// GPU with `MLX_ENABLE_TF32` unset or not 0 (MLX reads it as an integer, once).
+pub fn tf32() -> bool {
+    on_cuda() && std::env::var("MLX_ENABLE_TF32").map_or(true, |v| v.trim() != "0")
+}
+
+/// The bounds of comparisons between two float32 computations of one model that multiply the
+/// same activations in different numbers of rows, where TF32 rounds one and not the other
+/// (see [`row_split_tolerance`]): each the largest difference measured on an H200 with
+/// `scripts/gpu-suite run` (2026-11-29, MLX 0.32.2, TF32 on), where the same tests measured 0
+/// or float32 rounding on the CPU and every comparison with mlx_lm's CUDA records was exact.
+/// Comparisons with mlx_lm's records need none of these: mlx_lm rounds the same rows the same.
+pub mod tf32_bound {
+    /// A prompt whole against in chunks of one or token by token, log-probabilities: mlx_lm
+    /// itself measured up to 3.9e-3 (lfm2; [`row_split_tolerance`](super::row_split_tolerance)).
+    pub const ROW_SPLIT: f32 = 5e-3;
+    /// A continuous batch's rows (several rows a step: TF32) against each request decoded
+    /// alone (one row: float32), relative log-probabilities (`tests/lm_engine.rs`): qwen3
+    /// 7.14e-3, gemma3_text 7.16e-3, qwen3 with repetition penalties 6.45e-3.
+    pub const ENGINE_ROWS: f32 = 7.2e-3;
+    /// A padded batch of prompts through Mamba-2 layers against each prompt alone
+    /// (`tests/lm_batch.rs`): nemotron_h 2.51e-2. Its SSM state carries the rounding of every
+    /// prompt position into each later one.
+    pub const SSM_BATCH: f32 = 2.6e-2;
+    /// gemma2 past its sliding window, a prompt whole against through the cache
+    /// (`tests/lm_models.rs`): 8.85e-3 at position 16. Its soft-capped logits (tanh of the
+    /// scaled scores) pass TF32's rounding of the projections on at a slope near 1.
+    pub const GEMMA2_WINDOW: f32 = 8.9e-3;
+}
+
+/// `cpu` where [`tf32`] is false, else the larger of `cpu` and `tf32` (one of [`tf32_bound`]).
+pub fn cuda_bound(cpu: f32, tf32: f32) -> f32 {
+    if self::tf32() {
+        cpu.max(tf32)
     } else {
         cpu
     }
+}
+
+/// How many leading greedy tokens two runs of one model must share, from the log-probabilities
+/// of one of them at each step: all of them where [`tf32`] is false; with TF32, up to the first
+/// step whose two best log-probabilities are within twice `bound` of each other (`bound`
+/// relative, `|a - b| / max(1, |b|)`, as the tests measure log-probabilities), a pick TF32's
+/// rounding may flip (after it the two runs continue from different tokens). The step at the
+/// returned index, when there is one, still had the same inputs in both runs: its
+/// log-probabilities are comparable, its token is not.
+pub fn tokens_to_compare<V: AsRef<[f32]>>(logprobs: &[V], bound: f32) -> usize {
+    if !tf32() {
+        return logprobs.len();
+    }
+    logprobs
+        .iter()
+        .position(|lp| {
+            let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+            for &x in lp.as_ref() {
+                if x > first {
+                    second = first;
+                    first = x;
+                } else if x > second {
+                    second = x;
+                }
+            }
+            first - second <= 2.0 * bound * first.abs().max(1.0)
+        })
+        .unwrap_or(logprobs.len())
+}
+
+/// Whether `message` is MLX 0.32.2's CUDA `quantized_matmul` refusing a shape it has no kernel
+/// for (e.g. a quantized key/value cache's attention over 9 keys with head dim 64, 4 bits in
+/// groups of 64: mlx_lm fails there the same way; `scripts/golden/lm_kv_quant.py`).
+pub fn cuda_cannot(message: &str) -> bool {
+    on_cuda() && message.contains("No implementation for problem shape")
+}
+
+/// MLX 0.32.2's CUDA teardown abort (see `scripts/gpu-suite`'s header): a child process that
+/// a CUDA GPU's MLX killed with SIGABRT as it exited, its stderr ending in `Destroy(handle_)
+/// failed: driver shutting down`, had done its work. Its stderr without those two lines;
+/// `None` for every other exit.
+pub fn cuda_teardown_abort(status: &std::process::ExitStatus, stderr: &str) -> Option<String> {
+    const WHAT: &str = "terminate called after throwing an instance of 'std::runtime_error'\n  \
+        what():  Destroy(handle_) failed: driver shutting down\n";
+    #[cfg(unix)]
+    let aborted = std::os::unix::process::ExitStatusExt::signal(status) == Some(6);
+    #[cfg(not(unix))]
+    let aborted = status.code().is_none();
+    (on_cuda() && aborted && stderr.ends_with(WHAT))
+        .then(|| stderr[..stderr.len() - WHAT.len()].to_string())
 }
 
 /// A file of the golden folder ([`data_dir`]): inputs a generator wrote beside its records.

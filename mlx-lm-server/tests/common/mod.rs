@@ -193,3 +193,87 @@ pub fn chat_stream_text(events: &[Sse]) -> (String, Option<String>) {
     }
     (text, finish)
 }
+
+/// Whether MLX multiplies float32 matrices of several rows with TF32 tensor cores here: a
+/// CUDA GPU, `MLX_ENABLE_TF32` unset or not 0. The server's batched steps and prefill chunks
+/// are then rounded to 10 bits of mantissa where a request decoded alone one row at a time is
+/// not (docs/cuda.md).
+pub fn tf32() -> bool {
+    let gpu =
+        mlx_rs::Device::default_device().is_ok_and(|d| d.device_type() == mlx_rs::DeviceType::Gpu);
+    gpu && mlx_rs::cuda::is_available().unwrap_or(false)
+        && std::env::var("MLX_ENABLE_TF32").map_or(true, |v| v.trim() != "0")
+}
+
+/// The bound of a continuous batch's rows against each request alone with TF32, relative
+/// log-probabilities (`|a - b| / max(1, |b|)`): measured up to 7.16e-3 on an H200
+/// (tests/lm_engine.rs's `tf32_bound::ENGINE_ROWS`, the engine this server runs).
+pub const TF32_ENGINE_ROWS: f32 = 7.2e-3;
+
+/// A request's greedy reply alone, as `generate` writes it, and with TF32 (see [`tf32`]) the
+/// text of its tokens before the first pick whose two best log-probabilities are within twice
+/// [`TF32_ENGINE_ROWS`] of each other (a pick that rounding may flip): `None` on the CPU or
+/// where no pick is that close.
+pub struct Greedy {
+    pub text: String,
+    pub before_close_pick: Option<String>,
+}
+
+pub fn greedy(
+    model: &mlx_lm::Model,
+    tokenizer: &mlx_lm::Tokenizer,
+    prompt: &[u32],
+    max_tokens: usize,
+) -> Greedy {
+    let options = mlx_lm::GenerateOptions {
+        max_tokens,
+        stop_tokens: tokenizer.eos_token_ids(),
+        ..Default::default()
+    };
+    let text = mlx_lm::generate(model, tokenizer, prompt, &options).unwrap();
+    let mut before_close_pick = None;
+    if tf32() {
+        let eos = tokenizer.eos_token_ids();
+        let mut tokens = Vec::new();
+        for step in mlx_lm::generate_step(model, prompt, &options).unwrap() {
+            let (token, lp) = step.unwrap();
+            let lp = lp.astype(mlx_rs::Dtype::Float32).unwrap();
+            let lp = lp.to_vec::<f32>().unwrap();
+            let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+            for &x in &lp {
+                if x > first {
+                    second = first;
+                    first = x;
+                } else if x > second {
+                    second = x;
+                }
+            }
+            if first - second <= 2.0 * TF32_ENGINE_ROWS * first.abs().max(1.0) {
+                before_close_pick = Some(tokenizer.decode(&tokens, true).unwrap());
+                break;
+            }
+            if eos.contains(&token) {
+                break;
+            }
+            tokens.push(token);
+        }
+    }
+    Greedy {
+        text,
+        before_close_pick,
+    }
+}
+
+/// `actual` is `expected`'s text, or with TF32 past a close pick begins with the text before it.
+pub fn assert_reply(actual: &str, expected: &Greedy, what: &str) {
+    match &expected.before_close_pick {
+        Some(prefix) if actual != expected.text => {
+            println!("{what}: compared up to a TF32-close pick");
+            assert!(
+                actual.starts_with(prefix.as_str()),
+                "{what}: {actual:?} does not begin with {prefix:?}"
+            );
+        }
+        _ => assert_eq!(actual, expected.text, "{what}"),
+    }
+}

@@ -418,8 +418,17 @@ mod tests {
         // unit-variance inputs. Measured (CPU, wheel-linked): outputs 3.9e-6 apart, the
         // state 1.2e-5 (it accumulates all 300); the bounds leave room for other summation
         // orders (a GPU's) and still fail a wrong decay or a skipped position (order 1).
-        assert!(max_diff(&y, &steps) < 1e-4, "{}", max_diff(&y, &steps));
-        assert!(max_diff(&state, &hs) < 1e-3, "{}", max_diff(&state, &hs));
+        // A CUDA GPU multiplies the chunks' float32 matrices in TF32 (10 bits of mantissa,
+        // MLX_ENABLE_TF32 on by default) and a step's single row in float32: the outputs
+        // measured 3.9e-4 apart on an H200; the state's bound keeps the CPU's ratio of the
+        // two (three times the outputs'), its value there not yet printed.
+        let tf32 = crate::kernels::on_cuda().unwrap_or(false)
+            && std::env::var("MLX_ENABLE_TF32").map_or(true, |v| v.trim() != "0");
+        let (outputs, states) = if tf32 { (4e-4, 1.2e-3) } else { (1e-4, 1e-3) };
+        let (dy, ds) = (max_diff(&y, &steps), max_diff(&state, &hs));
+        eprintln!("chunks against steps: outputs {dy}, state {ds}");
+        assert!(dy < outputs, "{dy}");
+        assert!(ds < states, "{ds}");
     }
 
     /// A masked position neither enters nor decays the state: a prompt with masked positions
