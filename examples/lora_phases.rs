@@ -11,8 +11,10 @@
 //! (checkpointed layers). `MODE`: `compiled` (our [`TrainStep`]), `eager` (the loss alone,
 //! then `value_and_grad`, then the optimizer's update, each evaluated), `cparts` (the
 //! compiled loss, then a compiled `value_and_grad` without update), `fwd` (the model's
-//! logits, the loss, the cross entropy of the logits). Each line: the phase, the bytes held
-//! by live arrays after it and the peak during it (MB; the peak is reset after each line).
+//! logits, the loss, the cross entropy of the logits), `dot` (writes the graphs of the
+//! compiled loss and `value_and_grad` of the first batch, as MLX replays them after fusing,
+//! to `rs-compiled-{loss,vg}-CHECKPOINT.dot`). Each line: the phase, the bytes held by live
+//! arrays after it and the peak during it (MB; the peak is reset after each line).
 
 use std::path::Path;
 
@@ -108,7 +110,7 @@ fn main() -> Result<(), Error> {
                 mark(&format!("[{it}] update"))?;
                 println!("loss {:.6}", l.item::<f32>()?);
             }
-            "cparts" => {
+            "cparts" | "dot" => {
                 let fwd = mlx::utils::compile_mut(|m: &mut Model, b: &Tokens| loss(m, b), None);
                 let vg = mlx::utils::compile_mut(
                     |m: &mut Model, b: &Tokens| {
@@ -118,7 +120,19 @@ fn main() -> Result<(), Error> {
                     None,
                 );
                 let model = &mut step.state.0;
+                mlx::core::eval(&*model)?;
                 let out = fwd.call(model, &b)?;
+                if mode == "dot" {
+                    let vg_out = with_layer_checkpoint(ckpt, || vg.call(model, &b))?;
+                    let mut outs = vec![vg_out.0, vg_out.1];
+                    outs.extend(vg_out.2);
+                    let c = u8::from(ckpt);
+                    let dot = mlx::core::graph::export_to_dot(&[out.0, out.1], None)?;
+                    std::fs::write(format!("rs-compiled-loss-{c}.dot"), dot)?;
+                    let dot = mlx::core::graph::export_to_dot(&outs, None)?;
+                    std::fs::write(format!("rs-compiled-vg-{c}.dot"), dot)?;
+                    return Ok(());
+                }
                 mlx::core::eval(&out)?;
                 mark(&format!("[{it}] compiled forward"))?;
                 let out = with_layer_checkpoint(ckpt, || vg.call(model, &b))?;

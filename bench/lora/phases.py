@@ -10,8 +10,10 @@ DATA/train.jsonl, four steps. CHECKPOINT: 0 or 1 (mlx_lm's `grad_checkpoint`). M
 `mx.eval(state, loss, ntoks)`), `eager` (the loss alone, then `value_and_grad`, then the
 optimizer's update, each evaluated), `cparts` (the compiled loss, then a compiled
 `value_and_grad` without update), `fwd` (the model's logits, the loss, the cross entropy of
-the logits). Each line: the phase, the bytes held by live arrays after it and the peak
-during it (MB; the peak is reset after each line). The venv's mlx_lm is not changed.
+the logits), `dot` (writes the graphs of the compiled loss and `value_and_grad` of the first
+batch, as MLX replays them after fusing, to `py-compiled-{loss,vg}-CHECKPOINT.dot`). Each
+line: the phase, the bytes held by live arrays after it and the peak during it (MB; the
+peak is reset after each line). The venv's mlx_lm is not changed.
 """
 import pathlib
 import sys
@@ -22,6 +24,7 @@ import mlx.core as mx
 import mlx.nn as nn
 import mlx.optimizers as optim
 import numpy as np
+from mlx.utils import tree_flatten
 from mlx_lm.tuner.datasets import CacheDataset, load_local_dataset
 from mlx_lm.tuner.trainer import default_loss, grad_checkpoint, iterate_batches
 from mlx_lm.tuner.utils import linear_to_lora_layers
@@ -94,6 +97,15 @@ def main():
             mx.eval(model.parameters(), opt.state)
             mark(f"[{it}] update")
             print(f"loss {lvalue.item():.6f}")
+        elif mode == "dot":
+            mx.eval(state)
+            out = cfwd(b)
+            with open(f"py-compiled-loss-{int(ckpt)}.dot", "w") as f:
+                mx.export_to_dot(f, *out)
+            lvalue, toks, grad = cvg(b)
+            with open(f"py-compiled-vg-{int(ckpt)}.dot", "w") as f:
+                mx.export_to_dot(f, lvalue, toks, *[g for _, g in tree_flatten(grad)])
+            return
         elif mode == "cparts":
             out = cfwd(b)
             mx.eval(out)
