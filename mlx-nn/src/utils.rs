@@ -17,7 +17,7 @@ use crate::Module;
 /// `value_and_grad` with respect to the *trainable* parameters of a model (Python:
 /// `nn.value_and_grad(model, fn)`): [`mlx_tree::value_and_grad`] — same call, same result —
 /// except that frozen parameters are held constant and get zero gradients (optimizers skip
-/// them anyway).
+/// them anyway), broadcast views of one zero that hold no memory of their size.
 ///
 /// `fun(&model, &args)` returns a tree whose first leaf is the scalar loss (`Array`, or
 /// `(loss, aux)`); the returned function gives `(fun(model, args), grads)` with `grads` of the
@@ -34,6 +34,25 @@ use crate::Module;
 /// assert_eq!(grads.weight.shape(), &[2, 3]);
 /// assert_eq!(grads.bias.unwrap().abs()?.sum(None, false)?.item::<f32>()?, 0.0); // frozen
 /// assert!(loss.item::<f32>()? >= 0.0);
+/// # Ok::<(), mlx_rs::Error>(())
+/// ```
+///
+/// A frozen base's gradients take no memory when evaluated (a doc test runs in a process of
+/// its own, so MLX's counter of live bytes sees this computation alone):
+///
+/// ```
+/// use mlx_nn::{value_and_grad, Forward, Linear, Module};
+/// use mlx_rs::{memory, ops, Array};
+/// let mut model = Linear::new(1024, 1024, true)?; // a 4 MB float32 weight
+/// model.freeze(Some(&["weight"]))?;
+/// let x = ops::ones(&[1, 1024], None)?;
+/// mlx_rs::eval([&model.weight, model.bias.as_ref().unwrap(), &x])?;
+/// let before = memory::get_active_memory()?;
+/// let loss_fn = |m: &Linear, x: &Array| m.forward(x)?.sum(None, false);
+/// let (loss, grads) = value_and_grad(loss_fn)(&model, &x)?;
+/// mlx_rs::eval([&loss, &grads.weight, grads.bias.as_ref().unwrap()])?;
+/// assert!(memory::get_active_memory()? - before < 1 << 20);
+/// assert_eq!(grads.weight.shape(), &[1024, 1024]);
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
 pub fn value_and_grad<'f, M, A, O, F>(fun: F) -> impl Fn(&M, &A) -> Result<(O, M)> + 'f
@@ -70,7 +89,12 @@ where
                 })
                 .collect::<Result<Vec<Array>>>()
         };
-        let zeros = |a: &Array| ops::zeros_like(a, None);
+        // A broadcast zero: a view of one element, so the gradients of a large frozen base
+        // cost no memory when evaluated (Python leaves them out of the tree altogether).
+        let zeros = |a: &Array| {
+            let zero = Array::from_scalar(0.0f32).astype(a.dtype())?;
+            ops::broadcast_to(&zero, a.shape())
+        };
         if trainable.is_empty() {
             let out = fun(model, args)?;
             return Ok((out, tree_unflatten(&def, merge(Vec::new(), &zeros)?)?));
