@@ -154,40 +154,36 @@ fn train(
     model: Model,
     train: &[Example],
     valid: &[Example],
-) -> Result<Model, Error> {
+    rng: RandomState,
+) -> Result<(Model, RandomState), Error> {
     let optimizer = config.build_optimizer()?;
-    let mut rng_valid = RandomState::new(config.seed as u32);
     let mut step = TrainStep::with_options(
         model,
         optimizer,
         config.grad_accumulation_steps,
         config.grad_checkpoint,
     )?;
-    let batches = iterate_batches(
-        train,
-        config.batch_size,
-        config.max_seq_length,
-        true,
-        RandomState::new(config.seed as u32),
-    )?;
+    let mut batches = iterate_batches(train, config.batch_size, config.max_seq_length, true, rng)?;
     let adapter_file = config.adapter_path.join("adapters.safetensors");
     println!("  iter   train_loss     tok/s     tokens");
     // Python sums the losses as a float32 array.
     let (mut losses, mut n_tokens, mut steps) = (0.0f32, 0i64, 0usize);
     let (mut trained_tokens, mut train_time) = (0i64, 0.0f64);
     let mut prev_loss: Option<f64> = None;
-    for (it, batch) in (1..=config.iters).zip(batches) {
+    // Python's `zip(range(...), iterate_batches(...))`: the batch (an epoch's order drawn
+    // first) before the validation, and validation draws from the same generator.
+    for it in 1..=config.iters {
+        let Some(batch) = batches.next() else { break };
         let mut tic = Instant::now();
         if !valid.is_empty() && (it == 1 || it % config.steps_per_eval == 0 || it == config.iters) {
-            let (val_loss, rng) = evaluate(
+            let val_loss = evaluate(
                 &step.state.0,
                 valid,
                 config.batch_size,
                 batches_of(config.val_batches),
                 config.max_seq_length,
-                rng_valid,
+                batches.rng_mut(),
             )?;
-            rng_valid = rng;
             println!(
                 "  {it:>4}    val {val_loss:>5.3}    {:.2}s",
                 tic.elapsed().as_secs_f64()
@@ -239,7 +235,7 @@ fn train(
     let model = step.state.0;
     save_adapters(&model, &adapter_file)?;
     println!("Saved final weights to {}", adapter_file.display());
-    Ok(model)
+    Ok((model, batches.into_rng()))
 }
 
 /// Python's `print_trainable_parameters` (packed quantized weights count as stored here;
@@ -258,6 +254,9 @@ fn print_trainable_parameters(model: &Model) -> Result<(), Error> {
 }
 
 fn run(config: &LoraConfig) -> Result<(), Error> {
+    // mlx_lm.lora's `np.random.seed(args.seed)`: one generator for the training order, the
+    // validation batches and the test batches, in the order they are drawn.
+    let mut rng = RandomState::new(config.seed as u32);
     println!("Loading pretrained model");
     let (mut model, tokenizer, _) = load(Path::new(&config.model), LoadOptions::default())?;
     println!("Loading datasets");
@@ -325,7 +324,7 @@ fn run(config: &LoraConfig) -> Result<(), Error> {
             config.adapter_path.join("adapter_config.json"),
             serde_json::to_string_pretty(&saved)? + "\n",
         )?;
-        model = train(config, model, &train_set, &valid_set)?;
+        (model, rng) = train(config, model, &train_set, &valid_set, rng)?;
     } else if config.test {
         // Testing the base model alone: an empty adapter path, as in mlx_lm.
         if !config.adapter_path.as_os_str().is_empty() {
@@ -336,13 +335,13 @@ fn run(config: &LoraConfig) -> Result<(), Error> {
     }
     if config.test {
         println!("Testing");
-        let (test_loss, _) = evaluate(
+        let test_loss = evaluate(
             &model,
             &test_set,
             config.batch_size,
             batches_of(config.test_batches),
             config.max_seq_length,
-            RandomState::new(config.seed as u32),
+            &mut rng,
         )?;
         let test_ppl = f64::from(test_loss).exp();
         println!("Test loss {test_loss:.3}, Test ppl {test_ppl:.3}.");

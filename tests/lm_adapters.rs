@@ -310,12 +310,10 @@ fn assert_trained_near(ours: &Array, theirs: &Array, bound: f32, what: &str) {
 
 /// One mlx_lm.lora run of a config case (`scripts/golden/lora_config.py`): the config read as
 /// `lora.main` reads it, then `train_model`'s steps (seeds, freeze, adapters, the optimizer
-/// and schedule the config builds, accumulation, checkpointing). Returns each step's loss and
-/// learning rate, the test loss, and the trained model.
-fn run_config(
-    dir: &std::path::Path,
-    grad_checkpoint: Option<bool>,
-) -> (Vec<f32>, Vec<f32>, f32, mlx::lm::Model) {
+/// and schedule the config builds, accumulation, checkpointing, validation at `train`'s
+/// iterations). Returns each step's loss and learning rate, the validation losses with their
+/// iterations, the test loss, and the trained model.
+fn run_config(dir: &std::path::Path, grad_checkpoint: Option<bool>) -> ConfigRun {
     let file = load_config_file(dir.join("config.yaml")).unwrap();
     let mut flags = serde_json::Map::new();
     if let Some(on) = grad_checkpoint {
@@ -343,6 +341,7 @@ fn run_config(
     )
     .unwrap();
     let train = splits.train.unwrap().tokenize(&tokenizer).unwrap();
+    let valid = splits.valid.unwrap().tokenize(&tokenizer).unwrap();
     let test = splits.test.unwrap().tokenize(&tokenizer).unwrap();
     let mut step = TrainStep::with_options(
         model,
@@ -351,25 +350,53 @@ fn run_config(
         config.grad_checkpoint,
     )
     .unwrap();
-    let (mut losses, mut rates) = (Vec::new(), Vec::new());
-    for batch in iterate_batches(&train, config.batch_size, config.max_seq_length, true, rng)
-        .unwrap()
-        .take(config.iters)
-    {
+    let (mut losses, mut rates, mut val_losses) = (Vec::new(), Vec::new(), Vec::new());
+    // Validation and the test batches draw from the generator the training order comes from,
+    // as mlx_lm's from NumPy's global state; `train` validates before the step.
+    let mut batches =
+        iterate_batches(&train, config.batch_size, config.max_seq_length, true, rng).unwrap();
+    for it in 1..=config.iters {
+        let batch = batches.next().unwrap();
+        if it == 1 || it % config.steps_per_eval == 0 || it == config.iters {
+            let loss = evaluate(
+                &step.state.0,
+                &valid,
+                config.batch_size,
+                usize::try_from(config.val_batches).ok(),
+                config.max_seq_length,
+                batches.rng_mut(),
+            )
+            .unwrap();
+            val_losses.push((it, loss));
+        }
         losses.push(step.step(&batch).unwrap().0);
         rates.push(step.learning_rate().unwrap());
     }
     let model = step.state.0;
-    let (test_loss, _) = evaluate(
+    let test_loss = evaluate(
         &model,
         &test,
         config.batch_size,
         usize::try_from(config.test_batches).ok(),
         config.max_seq_length,
-        RandomState::new(config.seed as u32),
+        batches.rng_mut(),
     )
     .unwrap();
-    (losses, rates, test_loss, model)
+    ConfigRun {
+        losses,
+        rates,
+        val_losses,
+        test_loss,
+        model,
+    }
+}
+
+struct ConfigRun {
+    losses: Vec<f32>,
+    rates: Vec<f32>,
+    val_losses: Vec<(usize, f32)>,
+    test_loss: f32,
+    model: mlx::lm::Model,
 }
 
 fn f32s(v: &Value) -> Vec<f32> {
@@ -386,8 +413,9 @@ fn vector(v: &[f32]) -> Array {
 
 /// mlx_lm.lora with a YAML config (schedules with warm-up, AdamW / SGD / Adafactor / Muon with
 /// their `optimizer_config`, gradient accumulation, gradient checkpointing on a 4-bit base and
-/// on DoRA): each step's loss and learning rate, the saved adapters and the test loss equal
-/// mlx_lm's. A checkpointed case runs again without checkpointing: the same losses and
+/// on DoRA): each step's loss and learning rate, the validation losses (a case validating
+/// every 2 steps on 2 of 4 batches: which 2 comes from the generator training draws from),
+/// the saved adapters and the test loss equal mlx_lm's. A checkpointed case runs again without checkpointing: the same losses and
 /// adapters (checkpointing only recomputes the layers' insides in the backward pass).
 #[test]
 fn config_training_equals_mlx_lm() {
@@ -416,8 +444,38 @@ fn config_training_equals_mlx_lm() {
         };
         for &flag in runs {
             let what = format!("{name} (grad_checkpoint flag {flag:?})");
-            let (losses, rates, test_loss, model) = run_config(&dir, flag);
-            eprintln!("{what}: ours {losses:?} {rates:?} {test_loss}");
+            let ConfigRun {
+                losses,
+                rates,
+                val_losses,
+                test_loss,
+                model,
+            } = run_config(&dir, flag);
+            eprintln!("{what}: ours {losses:?} {rates:?} {val_losses:?} {test_loss}");
+            let theirs_val: Vec<(usize, f32)> = g["val_losses"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| {
+                    (
+                        // mlx_lm reports the validation before step `it` as `it - 1`.
+                        v[0].as_u64().unwrap() as usize + 1,
+                        v[1].as_f64().unwrap() as f32,
+                    )
+                })
+                .collect();
+            let iterations = |v: &[(usize, f32)]| v.iter().map(|p| p.0).collect::<Vec<_>>();
+            let values = |v: &[(usize, f32)]| v.iter().map(|p| p.1).collect::<Vec<_>>();
+            assert_eq!(
+                iterations(&val_losses),
+                iterations(&theirs_val),
+                "{what}: validation iterations"
+            );
+            assert_near(
+                &vector(&values(&val_losses)),
+                &vector(&values(&theirs_val)),
+                &format!("{what}: validation losses"),
+            );
             assert_near(
                 &vector(&losses),
                 &vector(&f32s(&g["losses"])),

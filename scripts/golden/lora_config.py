@@ -7,8 +7,9 @@ compiled step) on golden models (tests/data/lm-models) and the datasets of tests
 For each case writes `tests/data/lora/config/<case>/`: `config.yaml` (the file mlx_lm read;
 `model` and `data` name a golden model and a dataset of tests/data/lora, resolved here to
 their directories), `losses.json` (each step's loss and the learning rate after it, reported
-every step; the test loss and perplexity of the trained model over the test split, as
-`lora.evaluate_model` computes them after `np.random.seed(seed)`), and
+every step; the validation losses with their iterations; the test loss and perplexity of the
+trained model over the test split, as `lora.run` computes them after training: every batch
+order drawn from NumPy's global state, seeded once), and
 `adapters.safetensors` (what the trainer saves at the end).
 
 Run: /work/main/.venv/bin/python scripts/golden/lora_config.py
@@ -50,6 +51,8 @@ model: qwen3
 data: text
 train: true
 steps_per_report: 1
+steps_per_eval: 2
+val_batches: 2
 seed: 5
 num_layers: 2
 batch_size: 2
@@ -160,11 +163,14 @@ lora_parameters: {rank: 4, scale: 10.0, dropout: 0.0}
 
 class Recorder(TrainingCallback):
     def __init__(self):
-        self.losses, self.learning_rates = [], []
+        self.losses, self.learning_rates, self.val_losses = [], [], []
 
     def on_train_loss_report(self, info):
         self.losses.append(info["train_loss"])
         self.learning_rates.append(info["learning_rate"])
+
+    def on_val_loss_report(self, info):
+        self.val_losses.append([info["iteration"], info["val_loss"]])
 
 
 mx.set_default_device(mx.cpu)
@@ -200,9 +206,9 @@ for name, text in CASES.items():
         cls.__call__ = originals[cls]
     train_set, valid_set, test_set = load_local_dataset(pathlib.Path(args.data), tokenizer, args)
     recorder = Recorder()
-    # No validation: mlx_lm draws its batch order from the training's generator.
-    lora.train_model(args, model, train_set, [], recorder)
-    np.random.seed(args.seed)
+    # Validation and the test batches draw from NumPy's global state, which the training
+    # order draws from too: lora.run seeds it once.
+    lora.train_model(args, model, train_set, valid_set, recorder)
     test_loss = evaluate(model, CacheDataset(test_set), args.batch_size, args.test_batches,
                          args.max_seq_length)
     run = pathlib.Path(args.adapter_path)
@@ -213,5 +219,6 @@ for name, text in CASES.items():
     (out / "losses.json").write_text(json.dumps({
         "mlx_lm_version": mlx_lm.__version__, "model": model_name, "data": data_name,
         "losses": recorder.losses, "learning_rates": recorder.learning_rates,
+        "val_losses": recorder.val_losses,
         "test_loss": test_loss, "test_ppl": math.exp(test_loss)}, indent=1) + "\n")
     print("wrote", out, recorder.losses, recorder.learning_rates, test_loss)

@@ -133,6 +133,13 @@ impl BatchIterator<'_> {
         self.rng
     }
 
+    /// The generator the next epoch's order is drawn from, for other draws between batches:
+    /// mlx_lm's validation batches come from NumPy's global state, the one training's order
+    /// comes from (see [`evaluate`](super::evaluate)).
+    pub fn rng_mut(&mut self) -> &mut RandomState {
+        &mut self.rng
+    }
+
     fn make(&self, members: &[usize]) -> Batch {
         let longest = members
             .iter()

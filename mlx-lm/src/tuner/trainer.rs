@@ -235,16 +235,19 @@ pub fn save_adapters(model: &Model, file: impl AsRef<Path>) -> Result<()> {
 
 /// mlx_lm's `evaluate`: the mean loss per token over `num_batches` batches of `examples`
 /// (all of them for `None`), one pass in the order `rng` draws (`loop=False`), without a
-/// compiled step, as Python's. Returns the loss and the generator, for the next iterator.
+/// compiled step, as Python's. `rng` moves on by that draw: mlx_lm draws from NumPy's global
+/// state, so a validation during training moves the state the next epoch's training order
+/// comes from; pass the training batches' own ([`BatchIterator::rng_mut`](super::BatchIterator::rng_mut)).
 pub fn evaluate(
     model: &Model,
     examples: &[super::Example],
     batch_size: usize,
     num_batches: Option<usize>,
     max_seq_length: usize,
-    rng: super::RandomState,
-) -> Result<(f32, super::RandomState)> {
-    let mut batches = super::iterate_batches(examples, batch_size, max_seq_length, false, rng)?;
+    rng: &mut super::RandomState,
+) -> Result<f32> {
+    let mut batches =
+        super::iterate_batches(examples, batch_size, max_seq_length, false, rng.clone())?;
     let mut all_losses = Array::from_scalar(0.0f32);
     let mut ntokens = Array::from_scalar(0i32);
     let mut seen = 0;
@@ -264,5 +267,6 @@ pub fn evaluate(
     let loss = ops::divide(&all_losses, &ntokens)
         .and_then(|l| l.item::<f32>())
         .map_err(Error::Run)?;
-    Ok((loss, batches.into_rng()))
+    *rng = batches.into_rng();
+    Ok(loss)
 }
