@@ -5,18 +5,12 @@
 //! family's mixer enum, a [`TokenMixer`](crate::blocks::TokenMixer) keyed `attention`) and
 //! whose feed-forward block is a dense MLP or the family's experts ([`FeedForward`]).
 
-use mlx_nn::{MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
+use mlx_nn::RMSNorm;
 
+use crate::blocks::backbone::{Stack, StackNames};
 use crate::blocks::decoder::{load_decoder_layers, DecoderLayer, StackConfig};
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
-use crate::blocks::{
-    make_layer_caches, stack_logits, ChannelMixer, FeedForward, Layer, StackEnds, StackParts,
-};
-use crate::cache::LayerCache;
+use crate::blocks::{ChannelMixer, FeedForward};
 use crate::checkpoint::Checkpoint;
-use crate::distributed::ParallelStack;
 use crate::kernels::KernelOptions;
 
 /// A bailing layer: `attention` (`M`, a [`TokenMixer`](crate::blocks::TokenMixer) keyed
@@ -26,60 +20,19 @@ pub type BailingLayer<M, E> = DecoderLayer<M, FeedForward<E>>;
 /// The layer's field that holds a bailing token mixer.
 pub const ATTENTION: &str = "attention";
 
+/// The bailing stack's names: `word_embeddings`, `norm`.
+#[derive(Debug, Clone, Copy)]
+pub enum BailingNames {}
+
+impl StackNames for BailingNames {
+    const NAME: &'static str = "BailingStack";
+    const EMBEDDING: &'static str = "word_embeddings";
+    const NORM: &'static str = "norm";
+}
+
 /// Python: `LanguageModel` (bailing_moe_linear, bailing_hybrid) / `BailingModel`
 /// (bailing_moe_v3).
-#[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "L: Layer")]
-pub struct BailingStack<L> {
-    pub word_embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<L>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
-
-// Neither mlx_lm's bailing models nor these split over processes.
-impl<L> ParallelStack for BailingStack<L> {}
-
-impl<L: Layer> BailingStack<L> {
-    /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
-    /// the head is tied.
-    pub fn logits(
-        &self,
-        inputs: &Array,
-        cache: Option<&mut [LayerCache]>,
-        lm_head: Option<&MaybeQuantizedLinear>,
-    ) -> Result<Array> {
-        stack_logits(
-            StackParts {
-                embedding: &self.word_embeddings,
-                layers: &self.layers,
-                norm: &self.norm,
-                kernels: self.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            lm_head,
-        )
-    }
-
-    /// One cache entry per layer.
-    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.layers, batch, capacity, self.dtype())
-    }
-
-    /// The dtype the model computes in: the embedding's (its scales' when quantized).
-    pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.word_embeddings, self)
-    }
-
-    pub fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.word_embeddings)
-    }
-}
+pub type BailingStack<L> = Stack<L, RMSNorm, BailingNames>;
 
 impl<M, E> BailingStack<BailingLayer<M, E>>
 where
@@ -104,11 +57,13 @@ where
             |ck, path, i| attention(ck, &format!("{path}.{ATTENTION}"), i),
             mlp,
         )?;
-        Ok(BailingStack {
-            word_embeddings: ck.embedding("model.word_embeddings", s.vocab_size, s.hidden_size)?,
+        Stack::load_around(
+            ck,
+            "model",
+            (s.vocab_size, s.hidden_size),
             layers,
-            norm: ck.rms_norm("model.norm", s.hidden_size, s.rms_norm_eps)?,
+            |ck, path| ck.rms_norm(path, s.hidden_size, s.rms_norm_eps),
             kernels,
-        })
+        )
     }
 }

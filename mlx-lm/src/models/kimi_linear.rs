@@ -22,7 +22,7 @@ use crate::blocks::kda::{
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::moe::FeedForward;
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{LayerStack, Mlp, RotaryEmbedding};
+use crate::blocks::{LayerStack, Mlp, RotaryEmbedding, Stack};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::DecayGate;
@@ -592,13 +592,14 @@ impl KimiLinear {
             |ck, path, i| a.mlp(ck, path, i),
         )?;
         Ok(KimiLinear {
-            model: KimiLinearModel {
-                embed_tokens: ck.embedding("model.embed_tokens", vocab, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (vocab, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, a.rms_norm_eps)?,
-                kernels: options.kernels,
-                ends: Default::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, a.rms_norm_eps),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", d, vocab, false))
                 .transpose()?,
