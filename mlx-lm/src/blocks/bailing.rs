@@ -9,7 +9,7 @@ use mlx_nn::RMSNorm;
 
 use crate::blocks::backbone::{Stack, StackNames};
 use crate::blocks::decoder::{load_decoder_layers, DecoderLayer, StackConfig};
-use crate::blocks::{ChannelMixer, FeedForward};
+use crate::blocks::{ChannelMixer, FeedForward, Mlp};
 use crate::checkpoint::Checkpoint;
 use crate::kernels::KernelOptions;
 
@@ -34,28 +34,44 @@ impl StackNames for BailingNames {
 /// (bailing_moe_v3).
 pub type BailingStack<L> = Stack<L, RMSNorm, BailingNames>;
 
+/// The dense MLP of a bailing stack's first layers (Python: `first_k_dense_replace` of them,
+/// the experts from there on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DenseLayers {
+    pub first_k_dense_replace: i32,
+    pub intermediate_size: i32,
+    pub use_bias: bool,
+}
+
 impl<M, E> BailingStack<BailingLayer<M, E>>
 where
     M: crate::blocks::TokenMixer,
     E: ChannelMixer + Clone,
 {
-    /// Takes the stack's tensors under `model`: the embedding, each layer's `attention` and
-    /// `mlp` as `attention` and `mlp` take them from the layer's path and index, its norms,
-    /// and the final norm.
+    /// Takes the stack's tensors under `model`: the embedding, each layer's `attention` as
+    /// `attention` takes it from the layer's path and index, its `mlp` (the dense MLP of
+    /// `dense`, or the experts `experts` takes from the path), its norms, and the final norm.
     pub fn load(
         ck: &mut Checkpoint,
         s: StackConfig,
         kernels: KernelOptions,
-        attention: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
-        mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<FeedForward<E>>,
+        mut attention: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+        dense: DenseLayers,
+        mut experts: impl FnMut(&mut Checkpoint, &str) -> crate::Result<E>,
     ) -> crate::Result<Self> {
-        let mut attention = attention;
         let layers = load_decoder_layers(
             ck,
             "model",
             s,
             |ck, path, i| attention(ck, &format!("{path}.{ATTENTION}"), i),
-            mlp,
+            |ck, path, i| {
+                Ok(if i >= dense.first_k_dense_replace {
+                    FeedForward::Sparse(experts(ck, path)?)
+                } else {
+                    let (d, width) = (s.hidden_size, dense.intermediate_size);
+                    FeedForward::Dense(Mlp::load(ck, path, d, width, dense.use_bias)?)
+                })
+            },
         )?;
         Stack::load_around(
             ck,

@@ -24,12 +24,12 @@ use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::{
-    BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting, GroupScoring,
-    LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
+    BailingMoe, BailingMoeConfig, GlaForm, GroupLimit, GroupRouting, GroupScoring, LayerContext,
+    LinearAttention, LinearAttentionConfig, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -397,19 +397,12 @@ impl BailingHybrid {
                     HybridMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
                 })
             },
-            |ck, path, i| {
-                Ok(if i >= a.first_k_dense_replace {
-                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
-                } else {
-                    FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        a.hidden_size,
-                        a.intermediate_size,
-                        a.use_bias,
-                    )?)
-                })
+            DenseLayers {
+                first_k_dense_replace: a.first_k_dense_replace,
+                intermediate_size: a.intermediate_size,
+                use_bias: a.use_bias,
             },
+            |ck, path| BailingMoe::load(ck, path, &a.moe),
         )?;
         Ok(BailingHybrid {
             model,

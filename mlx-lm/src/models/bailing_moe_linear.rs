@@ -18,12 +18,12 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    split_qkv, BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting,
-    GroupScoring, LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
+    split_qkv, BailingMoe, BailingMoeConfig, GlaForm, GroupLimit, GroupRouting, GroupScoring,
+    LayerContext, LinearAttention, LinearAttentionConfig, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -488,19 +488,12 @@ impl BailingMoeLinear {
                     BailingMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
                 })
             },
-            |ck, path, i| {
-                Ok(if i >= a.first_k_dense_replace {
-                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
-                } else {
-                    FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        a.hidden_size,
-                        a.intermediate_size,
-                        a.use_bias,
-                    )?)
-                })
+            DenseLayers {
+                first_k_dense_replace: a.first_k_dense_replace,
+                intermediate_size: a.intermediate_size,
+                use_bias: a.use_bias,
             },
+            |ck, path| BailingMoe::load(ck, path, &a.moe),
         )?;
         Ok(BailingMoeLinear {
             model,

@@ -38,13 +38,13 @@ use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::group_router::{group_expert_select, GroupLimit, GroupRouting, GroupScoring};
 use crate::blocks::kda::{KdaConfig, KdaInputs, KimiDeltaAttention, Rank};
 use crate::blocks::mla::{split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{FeedForward, LayerContext, Mlp};
+use crate::blocks::{LayerContext, Mlp};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -478,28 +478,28 @@ impl BailingMoeV3 {
                 BailingV3Mixer::Mla(mla)
             })
         };
-        let mlp = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
-            let p = |name: &str| format!("{path}.{name}");
-            Ok(if i >= a.first_k_dense_replace {
-                let e = a.num_experts;
-                FeedForward::Sparse(BailingV3SparseMoe {
-                    gate: BailingV3Gate {
-                        weight: ck.array(&p("gate.weight"), &[e, d])?,
-                        expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
-                        routing: a.routing,
-                    },
-                    switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, a.expert_size, e, false)?,
-                    shared_experts: a
-                        .shared_size
-                        .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
-                        .transpose()?,
-                })
-            } else {
-                FeedForward::Dense(Mlp::load(ck, path, d, a.intermediate_size, false)?)
+        let experts = |ck: &mut Checkpoint, path: &str| -> crate::Result<_> {
+            let (p, e) = (|name: &str| format!("{path}.{name}"), a.num_experts);
+            Ok(BailingV3SparseMoe {
+                gate: BailingV3Gate {
+                    weight: ck.array(&p("gate.weight"), &[e, d])?,
+                    expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
+                    routing: a.routing,
+                },
+                switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, a.expert_size, e, false)?,
+                shared_experts: a
+                    .shared_size
+                    .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
+                    .transpose()?,
             })
         };
+        let dense = DenseLayers {
+            first_k_dense_replace: a.first_k_dense_replace,
+            intermediate_size: a.intermediate_size,
+            use_bias: false,
+        };
         Ok(BailingMoeV3 {
-            model: BailingStack::load(ck, s, options.kernels, attention, mlp)?,
+            model: BailingStack::load(ck, s, options.kernels, attention, dense, experts)?,
             lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }
