@@ -62,11 +62,11 @@ pub struct BailingMoeV3Args {
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: MlaConfig,
-    /// KDA heads (`num_attention_heads`) and their size.
-    pub kda_heads: i32,
-    pub kda_head_dim: i32,
-    pub conv_kernel: i32,
-    pub lower_bound: f64,
+    /// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`): separate q, k, v
+    /// through bare convolutions, full-rank decay and output gate projections, the decay
+    /// bounded below by `kda_lower_bound`, the gates' sigmoids in float32; its heads
+    /// `num_attention_heads`.
+    pub kda: KdaConfig,
     /// Per layer: KDA (Python: `DecoderLayer.is_linear`), else MLA.
     pub is_linear: Vec<bool>,
     pub first_k_dense_replace: i32,
@@ -76,27 +76,6 @@ pub struct BailingMoeV3Args {
     pub shared_size: Option<i32>,
     pub routing: GroupRouting,
     pub tie_word_embeddings: bool,
-}
-
-impl BailingMoeV3Args {
-    /// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`): separate q, k, v
-    /// through bare convolutions, full-rank decay and output gate projections, the decay
-    /// bounded below by `kda_lower_bound`, the gates' sigmoids in float32.
-    fn kda(&self) -> KdaConfig {
-        KdaConfig {
-            hidden_size: self.hidden_size,
-            num_heads: self.kda_heads,
-            head_dim: self.kda_head_dim,
-            conv_kernel: self.conv_kernel,
-            rms_norm_eps: self.rms_norm_eps,
-            inputs: KdaInputs::Conv1ds,
-            decay_proj: Rank::Full,
-            output_gate: Rank::Full,
-            decay_gate: DecayGate::LowerBound(self.lower_bound),
-            a_log_expanded: false,
-            float32_gates: true,
-        }
-    }
 }
 
 /// The one of two names of a setting the config uses (mlx_lm's `ours`, transformers'
@@ -266,10 +245,19 @@ impl BailingMoeV3Args {
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention,
-            kda_heads: heads,
-            kda_head_dim,
-            conv_kernel,
-            lower_bound: c.float_or("kda_lower_bound", -5.0)?,
+            kda: KdaConfig {
+                hidden_size: hidden,
+                num_heads: heads,
+                head_dim: kda_head_dim,
+                conv_kernel,
+                rms_norm_eps: eps,
+                inputs: KdaInputs::Conv1ds,
+                decay_proj: Rank::Full,
+                output_gate: Rank::Full,
+                decay_gate: DecayGate::LowerBound(c.float_or("kda_lower_bound", -5.0)?),
+                a_log_expanded: false,
+                float32_gates: true,
+            },
             is_linear,
             first_k_dense_replace,
             num_experts,
@@ -470,7 +458,7 @@ impl BailingMoeV3 {
         ck.set_float_predicate(kept_float);
         let attention = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
             Ok(if a.is_linear[i as usize] {
-                BailingV3Mixer::Kda(KimiDeltaAttention::load(ck, path, &a.kda())?)
+                BailingV3Mixer::Kda(KimiDeltaAttention::load(ck, path, &a.kda)?)
             } else {
                 ck.set_float_predicate(kept_float_mla);
                 let mla = Mla::load_gated(ck, path, &a.attention, eps)?;
