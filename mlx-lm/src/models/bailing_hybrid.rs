@@ -360,15 +360,7 @@ impl BailingHybrid {
                 ck.weights_mut()
                     .rename(&from, format!("model.layers.{l}.mlp.gate.gate_proj.weight"));
             }
-            let m = &a.attention;
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.attention"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.attention"), &a.attention)?;
         }
         Ok(())
     }

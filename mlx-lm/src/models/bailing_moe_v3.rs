@@ -416,16 +416,8 @@ impl BailingMoeV3 {
             !layer.is_some_and(|i| i >= n as i64)
         });
         stack_experts(ck, "model", n, "mlp", &SAME_NAMES, a.num_experts)?;
-        let m = &a.attention;
         for l in 0..n {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.attention"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.attention"), &a.attention)?;
         }
         ck.weights_mut().map(|k, v| {
             let s = v.shape();

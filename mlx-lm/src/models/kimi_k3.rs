@@ -573,16 +573,8 @@ impl KimiK3 {
                 sanitize_kda(w, &format!("{lp}.self_attn"), a)?;
             }
         }
-        let m = &a.attention;
         for l in 0..layers {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.self_attn"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.self_attn"), &a.attention)?;
         }
         // Back under the wrapper's name.
         let w = ck.weights_mut();

@@ -580,16 +580,8 @@ impl KimiLinear {
         for l in (0..a.linear.len()).filter(|l| a.linear[*l]) {
             sanitize_short_convs(w, &format!("model.layers.{l}.self_attn"))?;
         }
-        let m = &a.attention;
         for l in 0..layers {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.self_attn"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.self_attn"), &a.attention)?;
         }
         Ok(())
     }
