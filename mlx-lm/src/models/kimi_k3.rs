@@ -40,10 +40,10 @@ use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::DecayGate;
 use crate::kernels::KernelOptions;
 use crate::models::kimi_linear::{
-    kda_layers, kimi_expert_select, KimiExperts, KimiRouting, ScoreFunction,
+    kda_layers, kept_float32, kimi_expert_select, KimiExperts, KimiRouting, ScoreFunction,
 };
+use crate::models::qwen3_moe::router_at_8_bits;
 use crate::models::sparse::stack_experts;
-use crate::quantization::QuantParams;
 use crate::weights::Weights;
 
 /// Python: kimi_k3's `TextArgs`, as the layers use it.
@@ -455,12 +455,6 @@ pub struct KimiK3 {
     pub language_model: KimiK3LanguageModel,
 }
 
-/// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
-fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate")
-        .then_some(QuantParams::affine(64, 8))
-}
-
 /// Moves `from` to `to` when present.
 fn rename(w: &mut Weights, from: &str, to: String) {
     let file = w.file_of(from).map(|f| f.to_path_buf()).unwrap_or_default();
@@ -594,9 +588,7 @@ impl KimiK3 {
     ) -> crate::Result<KimiK3> {
         let a = KimiK3Args::from_config(config)?;
         Self::sanitize(ck, &a)?;
-        ck.cast(options.dtype, |k| {
-            k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
-        })?;
+        ck.cast(options.dtype, kept_float32)?;
         ck.set_quant_predicate(router_at_8_bits);
         let layers = (0..a.num_hidden_layers as usize)
             .map(|i| {

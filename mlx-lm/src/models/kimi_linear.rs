@@ -27,8 +27,8 @@ use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::DecayGate;
 use crate::models::base::stack_language_model;
+use crate::models::qwen3_moe::router_at_8_bits;
 use crate::models::sparse::stack_experts;
-use crate::quantization::QuantParams;
 
 /// How the router turns the gate's logits into scores (Python:
 /// `moe_router_activation_func`).
@@ -517,10 +517,10 @@ pub struct KimiLinear {
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
 
-/// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
-fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate")
-        .then_some(QuantParams::affine(64, 8))
+/// mlx_lm's cast_predicate: the tensors that stay float32 (the routers' correction biases,
+/// KDA's `A_log` and `dt_bias`).
+pub(crate) fn kept_float32(k: &str) -> bool {
+    k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
 }
 
 impl KimiLinear {
@@ -595,9 +595,7 @@ impl KimiLinear {
     ) -> crate::Result<KimiLinear> {
         let a = KimiLinearArgs::from_config(config)?;
         Self::sanitize(ck, &a)?;
-        ck.cast(options.dtype, |k| {
-            k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
-        })?;
+        ck.cast(options.dtype, kept_float32)?;
         ck.set_quant_predicate(router_at_8_bits);
         let (d, vocab) = (a.hidden_size, a.vocab_size);
         let stack = StackConfig {
