@@ -43,16 +43,15 @@ use crate::models::sparse::{stack_experts, SAME_NAMES};
 pub struct BailingHybridArgs {
     pub vocab_size: i32,
     pub hidden_size: i32,
-    pub intermediate_size: i32,
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: MlaConfig,
     pub linear: LinearAttentionConfig,
     /// Per layer: MLA (Python: `DecoderLayer.is_global`).
     pub is_global: Vec<bool>,
-    pub first_k_dense_replace: i32,
+    /// The dense MLP of the first `first_k_dense_replace` layers.
+    pub dense: DenseLayers,
     pub moe: BailingMoeConfig,
-    pub use_bias: bool,
     pub tie_word_embeddings: bool,
 }
 
@@ -133,7 +132,6 @@ impl BailingHybridArgs {
         Ok(BailingHybridArgs {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
-            intermediate_size: c.dim("intermediate_size")?,
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention: mla_config(c, hidden, heads, theta, qkv_bias)?,
@@ -151,13 +149,16 @@ impl BailingHybridArgs {
                 form: GlaForm::Chunked,
             },
             is_global,
-            first_k_dense_replace: required(
-                c,
-                "first_k_dense_replace",
-                c.usize("first_k_dense_replace")?,
-            )? as i32,
+            dense: DenseLayers {
+                first_k_dense_replace: required(
+                    c,
+                    "first_k_dense_replace",
+                    c.usize("first_k_dense_replace")?,
+                )? as i32,
+                intermediate_size: c.dim("intermediate_size")?,
+                use_bias,
+            },
             moe: moe_config(c, hidden, use_bias)?,
-            use_bias,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
         })
     }
@@ -389,11 +390,7 @@ impl BailingHybrid {
                     HybridMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
                 })
             },
-            DenseLayers {
-                first_k_dense_replace: a.first_k_dense_replace,
-                intermediate_size: a.intermediate_size,
-                use_bias: a.use_bias,
-            },
+            a.dense,
             |ck, path| BailingMoe::load(ck, path, &a.moe),
         )?;
         Ok(BailingHybrid {

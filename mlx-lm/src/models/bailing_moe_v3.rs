@@ -58,7 +58,6 @@ use crate::models::sparse::{stack_experts, SAME_NAMES};
 pub struct BailingMoeV3Args {
     pub vocab_size: i32,
     pub hidden_size: i32,
-    pub intermediate_size: i32,
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: MlaConfig,
@@ -69,7 +68,8 @@ pub struct BailingMoeV3Args {
     pub kda: KdaConfig,
     /// Per layer: KDA (Python: `DecoderLayer.is_linear`), else MLA.
     pub is_linear: Vec<bool>,
-    pub first_k_dense_replace: i32,
+    /// The dense MLP of the first `first_k_dense_replace` layers (no biases).
+    pub dense: DenseLayers,
     pub num_experts: i32,
     pub expert_size: i32,
     /// The shared experts' width, when there are any.
@@ -241,7 +241,6 @@ impl BailingMoeV3Args {
         Ok(BailingMoeV3Args {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
-            intermediate_size: c.dim("intermediate_size")?,
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention,
@@ -259,7 +258,11 @@ impl BailingMoeV3Args {
                 float32_gates: true,
             },
             is_linear,
-            first_k_dense_replace,
+            dense: DenseLayers {
+                first_k_dense_replace,
+                intermediate_size: c.dim("intermediate_size")?,
+                use_bias: false,
+            },
             num_experts,
             expert_size,
             shared_size: (shared > 0).then_some(expert_size * shared),
@@ -473,13 +476,8 @@ impl BailingMoeV3 {
                     .transpose()?,
             })
         };
-        let dense = DenseLayers {
-            first_k_dense_replace: a.first_k_dense_replace,
-            intermediate_size: a.intermediate_size,
-            use_bias: false,
-        };
         Ok(BailingMoeV3 {
-            model: BailingStack::load(ck, s, options.kernels, attention, dense, experts)?,
+            model: BailingStack::load(ck, s, options.kernels, attention, a.dense, experts)?,
             lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }
