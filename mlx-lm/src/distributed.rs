@@ -8,8 +8,8 @@ use std::path::Path;
 
 use mlx_rs::distributed::Group;
 
-use crate::blocks::{Backbone, DecoderModel, LayerStack};
 use crate::blocks::{ChannelMixer, TokenMixer};
+use crate::blocks::{DecoderModel, Stack};
 use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::model::{LanguageModel, Model};
@@ -49,11 +49,8 @@ impl<M: TokenMixer + Clone, C: ChannelMixer + Clone> ParallelStack for DecoderMo
     }
 }
 
-impl<L, N> ParallelStack for LayerStack<L, N> {}
-
-impl<L> ParallelStack for Backbone<L> {}
-
-impl ParallelStack for crate::models::rwkv7::Rwkv7Model {}
+// Neither mlx_lm's models on these stacks nor these split over processes.
+impl<L, N, K> ParallelStack for Stack<L, N, K> {}
 
 /// The error of a model that cannot be split the way asked (`what`: "tensor" or "pipeline"),
 /// or whose layers could not be.

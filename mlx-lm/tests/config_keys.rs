@@ -1147,7 +1147,10 @@ fn bailing_moe_v3_reads_both_configs_and_follows_transformers() {
     let a = BailingMoeV3Args::from_config(&c).unwrap();
     assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
     assert_eq!(a.is_linear, [true, true, false, true, true, false]);
-    assert_eq!((a.kda_heads, a.kda_head_dim, a.conv_kernel), (4, 32, 4));
+    assert_eq!(
+        (a.kda.num_heads, a.kda.head_dim, a.kda.conv_kernel),
+        (4, 32, 4)
+    );
     assert_eq!(a.attention.q_lora_rank, None);
     assert_eq!(a.shared_size, Some(32));
     assert_eq!(
@@ -1160,7 +1163,7 @@ fn bailing_moe_v3_reads_both_configs_and_follows_transformers() {
     let a = BailingMoeV3Args::from_config(&c).unwrap();
     assert!(c.unread_keys().is_empty(), "{:?}", c.unread_keys());
     // transformers writes head_dim = qk_rope_head_dim (8) beside linear_head_dim (32).
-    assert_eq!(a.kda_head_dim, 32);
+    assert_eq!(a.kda.head_dim, 32);
     assert_eq!(a.is_linear, [true, false, true, false]);
     assert_eq!((a.routing.n_group, a.routing.top_k), (4, 2));
 

@@ -1,89 +1,139 @@
-//! The stacks of the models whose layers are their own (the [`Layer`] trait), generic over the
-//! layer: [`Backbone`], as the state-space models name it (Python: mamba's, mamba2's and
-//! nemotron_h's `...Model`: `embeddings`, `layers`, `norm_f`), and [`LayerStack`], as the
-//! hybrids and the dense families that name it `model` (`embed_tokens`, `layers`, `norm`),
-//! generic over the final norm and with what a family does at the stack's two ends
-//! ([`StackEnds`]). A family whose stack has other names (GPT-2's `wte`/`h`/`ln_f`) keeps
-//! its own struct and computes through [`stack_logits`].
+//! The stack of the models whose layers are their own (the [`Layer`] trait): embedding,
+//! layers, final norm, generic over the layer, the final norm, and the names mlx_lm gives the
+//! parts ([`StackNames`]: the parameter paths), with what a family does at the stack's two
+//! ends ([`StackEnds`]). [`Backbone`] as the state-space models name it (Python: mamba's,
+//! mamba2's and nemotron_h's `...Model`: `embeddings`, `layers`, `norm_f`), [`LayerStack`] as
+//! the hybrids and the dense families that name it `model` (`embed_tokens`, `layers`, `norm`).
+//! A family whose stack has other parts (GPT-2's `wte`/`wpe`/`h`/`ln_f`) keeps its own struct
+//! and computes through [`stack_logits`].
+
+use std::marker::PhantomData;
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
-use mlx_tree::{StaticData, TreeNode};
+use mlx_tree::{Flattener, StaticData, TreeNode, Unflattener};
 
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::{forward_layers, make_layer_caches, Layer, Rows};
 use crate::cache::LayerCache;
+use crate::checkpoint::Checkpoint;
 use crate::kernels::KernelOptions;
 
-/// Embedding, layers, final RMSNorm; the output head (tied to the embedding or not) is the
-/// model's, beside it, as mlx_lm's `lm_head`.
-#[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "L: Layer")]
-pub struct Backbone<L> {
-    pub embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<L>,
-    pub norm_f: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
+/// The names of a stack's parts as mlx_lm's attributes (so the parameter paths), and the
+/// stack's name in its tree.
+pub trait StackNames: 'static {
+    /// The struct's name in the stack's tree.
+    const NAME: &'static str;
+    /// The token embedding's field.
+    const EMBEDDING: &'static str;
+    /// The final norm's field.
+    const NORM: &'static str;
 }
 
-impl<L: Layer> Backbone<L> {
-    /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
-    /// the head is tied.
-    pub fn logits(
-        &self,
-        inputs: &Array,
-        cache: Option<&mut [LayerCache]>,
-        lm_head: Option<&MaybeQuantizedLinear>,
-    ) -> Result<Array> {
-        stack_logits(
-            StackParts {
-                embedding: &self.embeddings,
-                layers: &self.layers,
-                norm: &self.norm_f,
-                kernels: self.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            lm_head,
-        )
-    }
+/// mamba's, mamba2's and nemotron_h's `backbone`: `embeddings`, `norm_f`.
+#[derive(Debug, Clone, Copy)]
+pub enum BackboneNames {}
 
-    /// One cache entry per layer that keeps one.
-    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.layers, batch, capacity, self.dtype())
-    }
-
-    /// The dtype the model computes in: the embedding's (its scales' when quantized).
-    pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embeddings, self)
-    }
-
-    pub fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.embeddings)
-    }
+impl StackNames for BackboneNames {
+    const NAME: &'static str = "Backbone";
+    const EMBEDDING: &'static str = "embeddings";
+    const NORM: &'static str = "norm_f";
 }
 
-/// Embedding, layers, final norm (RMSNorm unless the family's is another) under mlx_lm's
-/// decoder names; the output head is the model's, beside it.
-#[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "L: Layer, N: Forward + TreeNode")]
-pub struct LayerStack<L, N = RMSNorm> {
-    pub embed_tokens: MaybeQuantizedEmbedding,
+/// The decoders' `model`: `embed_tokens`, `norm`.
+#[derive(Debug, Clone, Copy)]
+pub enum DecoderNames {}
+
+impl StackNames for DecoderNames {
+    const NAME: &'static str = "LayerStack";
+    const EMBEDDING: &'static str = "embed_tokens";
+    const NORM: &'static str = "norm";
+}
+
+/// Embedding, layers, final norm (RMSNorm unless the family's is another) under the names `K`
+/// gives them; the output head (tied to the embedding or not) is the model's, beside it, as
+/// mlx_lm's `lm_head`.
+#[derive(Debug, Clone)]
+pub struct Stack<L, N, K> {
+    pub embedding: MaybeQuantizedEmbedding,
     pub layers: Vec<L>,
     pub norm: N,
     /// The custom kernels this model may use.
-    #[tree(static)]
     pub kernels: KernelOptions,
     /// The family's scale of the embeddings and map of the logits.
-    #[tree(static)]
     pub ends: StackEnds,
+    names: PhantomData<K>,
 }
 
-impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
+/// Python: mamba's, mamba2's and nemotron_h's `backbone`.
+pub type Backbone<L> = Stack<L, RMSNorm, BackboneNames>;
+
+/// Python: the `model` of the hybrids and of the dense families whose layers are their own.
+pub type LayerStack<L, N = RMSNorm> = Stack<L, N, DecoderNames>;
+
+impl<L: TreeNode, N: TreeNode, K: StackNames> TreeNode for Stack<L, N, K> {
+    fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
+        f.struct_node(K::NAME, |f| {
+            f.field(K::EMBEDDING, &self.embedding);
+            f.field("layers", &self.layers);
+            f.field(K::NORM, &self.norm);
+            f.static_field("kernels", &self.kernels);
+            f.static_field("ends", &self.ends);
+        });
+    }
+
+    fn unflatten(u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
+        u.struct_node(K::NAME, |u| {
+            Ok(Stack {
+                embedding: u.field(K::EMBEDDING)?,
+                layers: u.field("layers")?,
+                norm: u.field(K::NORM)?,
+                kernels: u.static_field("kernels")?,
+                ends: u.static_field("ends")?,
+                names: PhantomData,
+            })
+        })
+    }
+
+    fn leaves_mut<F: FnMut(&mut Array)>(&mut self, f: &mut F) -> mlx_tree::Result<()> {
+        self.embedding.leaves_mut(f)?;
+        self.layers.leaves_mut(f)?;
+        self.norm.leaves_mut(f)
+    }
+}
+
+impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
+    /// Takes the embedding (`vocab_size` by `hidden_size`) under `{prefix}.{K::EMBEDDING}` and
+    /// the final norm that `norm` takes from `{prefix}.{K::NORM}`, around `layers`; the ends
+    /// are plain ([`with_ends`](Self::with_ends) sets others).
+    pub fn load_around(
+        ck: &mut Checkpoint,
+        prefix: &str,
+        (vocab_size, hidden_size): (i32, i32),
+        layers: Vec<L>,
+        norm: impl FnOnce(&mut Checkpoint, &str) -> crate::Result<N>,
+        kernels: KernelOptions,
+    ) -> crate::Result<Self> {
+        let embedding = ck.embedding(
+            &format!("{prefix}.{}", K::EMBEDDING),
+            vocab_size,
+            hidden_size,
+        )?;
+        Ok(Stack {
+            embedding,
+            layers,
+            norm: norm(ck, &format!("{prefix}.{}", K::NORM))?,
+            kernels,
+            ends: StackEnds::default(),
+            names: PhantomData,
+        })
+    }
+
+    /// The stack with the family's `ends`.
+    pub fn with_ends(self, ends: StackEnds) -> Self {
+        Stack { ends, ..self }
+    }
+
     /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
     /// the head is tied.
     pub fn logits(
@@ -94,7 +144,7 @@ impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
     ) -> Result<Array> {
         stack_logits(
             StackParts {
-                embedding: &self.embed_tokens,
+                embedding: &self.embedding,
                 layers: &self.layers,
                 norm: &self.norm,
                 kernels: self.kernels,
@@ -114,11 +164,11 @@ impl<L: Layer, N: Forward + TreeNode> LayerStack<L, N> {
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).
     pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embed_tokens, self)
+        embedding_dtype(&self.embedding, self)
     }
 
     pub fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.embed_tokens)
+        embedding_vocab_size(&self.embedding)
     }
 }
 

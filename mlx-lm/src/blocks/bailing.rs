@@ -5,18 +5,12 @@
 //! family's mixer enum, a [`TokenMixer`](crate::blocks::TokenMixer) keyed `attention`) and
 //! whose feed-forward block is a dense MLP or the family's experts ([`FeedForward`]).
 
-use mlx_nn::{MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{Array, Dtype, Result};
-use mlx_tree::TreeNode;
+use mlx_nn::RMSNorm;
 
+use crate::blocks::backbone::{Stack, StackNames};
 use crate::blocks::decoder::{load_decoder_layers, DecoderLayer, StackConfig};
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
-use crate::blocks::{
-    make_layer_caches, stack_logits, ChannelMixer, FeedForward, Layer, StackEnds, StackParts,
-};
-use crate::cache::LayerCache;
+use crate::blocks::{ChannelMixer, FeedForward, Mlp};
 use crate::checkpoint::Checkpoint;
-use crate::distributed::ParallelStack;
 use crate::kernels::KernelOptions;
 
 /// A bailing layer: `attention` (`M`, a [`TokenMixer`](crate::blocks::TokenMixer) keyed
@@ -26,59 +20,27 @@ pub type BailingLayer<M, E> = DecoderLayer<M, FeedForward<E>>;
 /// The layer's field that holds a bailing token mixer.
 pub const ATTENTION: &str = "attention";
 
-/// Python: `LanguageModel` (bailing_moe_linear, bailing_hybrid) / `BailingModel`
-/// (bailing_moe_v3).
-#[derive(Debug, Clone, TreeNode)]
-#[tree(bound = "L: Layer")]
-pub struct BailingStack<L> {
-    pub word_embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<L>,
-    pub norm: RMSNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
+/// The bailing stack's names: `word_embeddings`, `norm`.
+#[derive(Debug, Clone, Copy)]
+pub enum BailingNames {}
+
+impl StackNames for BailingNames {
+    const NAME: &'static str = "BailingStack";
+    const EMBEDDING: &'static str = "word_embeddings";
+    const NORM: &'static str = "norm";
 }
 
-// Neither mlx_lm's bailing models nor these split over processes.
-impl<L> ParallelStack for BailingStack<L> {}
+/// Python: `LanguageModel` (bailing_moe_linear, bailing_hybrid) / `BailingModel`
+/// (bailing_moe_v3).
+pub type BailingStack<L> = Stack<L, RMSNorm, BailingNames>;
 
-impl<L: Layer> BailingStack<L> {
-    /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
-    /// the head is tied.
-    pub fn logits(
-        &self,
-        inputs: &Array,
-        cache: Option<&mut [LayerCache]>,
-        lm_head: Option<&MaybeQuantizedLinear>,
-    ) -> Result<Array> {
-        stack_logits(
-            StackParts {
-                embedding: &self.word_embeddings,
-                layers: &self.layers,
-                norm: &self.norm,
-                kernels: self.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            lm_head,
-        )
-    }
-
-    /// One cache entry per layer.
-    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.layers, batch, capacity, self.dtype())
-    }
-
-    /// The dtype the model computes in: the embedding's (its scales' when quantized).
-    pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.word_embeddings, self)
-    }
-
-    pub fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.word_embeddings)
-    }
+/// The dense MLP of a bailing stack's first layers (Python: `first_k_dense_replace` of them,
+/// the experts from there on).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DenseLayers {
+    pub first_k_dense_replace: i32,
+    pub intermediate_size: i32,
+    pub use_bias: bool,
 }
 
 impl<M, E> BailingStack<BailingLayer<M, E>>
@@ -86,29 +48,38 @@ where
     M: crate::blocks::TokenMixer,
     E: ChannelMixer + Clone,
 {
-    /// Takes the stack's tensors under `model`: the embedding, each layer's `attention` and
-    /// `mlp` as `attention` and `mlp` take them from the layer's path and index, its norms,
-    /// and the final norm.
+    /// Takes the stack's tensors under `model`: the embedding, each layer's `attention` as
+    /// `attention` takes it from the layer's path and index, its `mlp` (the dense MLP of
+    /// `dense`, or the experts `experts` takes from the path), its norms, and the final norm.
     pub fn load(
         ck: &mut Checkpoint,
         s: StackConfig,
         kernels: KernelOptions,
-        attention: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
-        mlp: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<FeedForward<E>>,
+        mut attention: impl FnMut(&mut Checkpoint, &str, i32) -> crate::Result<M>,
+        dense: DenseLayers,
+        mut experts: impl FnMut(&mut Checkpoint, &str) -> crate::Result<E>,
     ) -> crate::Result<Self> {
-        let mut attention = attention;
         let layers = load_decoder_layers(
             ck,
             "model",
             s,
             |ck, path, i| attention(ck, &format!("{path}.{ATTENTION}"), i),
-            mlp,
+            |ck, path, i| {
+                Ok(if i >= dense.first_k_dense_replace {
+                    FeedForward::Sparse(experts(ck, path)?)
+                } else {
+                    let (d, width) = (s.hidden_size, dense.intermediate_size);
+                    FeedForward::Dense(Mlp::load(ck, path, d, width, dense.use_bias)?)
+                })
+            },
         )?;
-        Ok(BailingStack {
-            word_embeddings: ck.embedding("model.word_embeddings", s.vocab_size, s.hidden_size)?,
+        Stack::load_around(
+            ck,
+            "model",
+            (s.vocab_size, s.hidden_size),
             layers,
-            norm: ck.rms_norm("model.norm", s.hidden_size, s.rms_norm_eps)?,
+            |ck, path| ck.rms_norm(path, s.hidden_size, s.rms_norm_eps),
             kernels,
-        })
+        )
     }
 }

@@ -644,14 +644,10 @@ impl TokenMixer for Mla {
 /// `unembed_out.weight [heads, v_head, kv_lora_rank]`. A quantized `kv_b_proj` is dequantized
 /// (bits and group size read off the shapes, as mlx_lm infers them), split, and each half
 /// quantized again with them. A checkpoint without `kv_b_proj` at `path` passes unchanged.
-pub fn split_kv_b_proj(
-    ck: &mut Checkpoint,
-    path: &str,
-    num_heads: i32,
-    qk_nope_head_dim: i32,
-    v_head_dim: i32,
-    kv_lora_rank: i32,
-) -> crate::Result<()> {
+/// The sizes are the attention's `m`.
+pub fn split_kv_b_proj(ck: &mut Checkpoint, path: &str, m: &MlaConfig) -> crate::Result<()> {
+    let (num_heads, kv_lora_rank) = (m.num_heads, m.kv_lora_rank);
+    let (qk_nope_head_dim, v_head_dim) = (m.qk_nope_head_dim, m.v_head_dim);
     let key = |name: &str| format!("{path}.{name}");
     let file = ck
         .weights_mut()

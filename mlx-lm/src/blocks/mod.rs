@@ -51,7 +51,10 @@ pub mod switch;
 pub mod whole_qk_norm;
 
 pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, HeadNorm, Upcast};
-pub use backbone::{stack_logits, Backbone, LayerStack, LogitsMap, StackEnds, StackParts};
+pub use backbone::{
+    stack_logits, Backbone, BackboneNames, DecoderNames, LayerStack, LogitsMap, Stack, StackEnds,
+    StackNames, StackParts,
+};
 pub use conv::{causal_conv1d, ConvActivation};
 pub use conv_kv_gated::{ConvKvGatedConfig, ConvKvGatedMixer};
 pub use decoder::{

@@ -16,7 +16,7 @@ use serde_json::Value;
 
 use crate::blocks::attention::attend;
 use crate::blocks::rows::{heads, merge_heads, wrong_input};
-use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding};
+use crate::blocks::{Layer, LayerContext, LayerStack, Mlp, RotaryEmbedding, Stack};
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -376,13 +376,14 @@ impl BaichuanM1 {
             });
         }
         Ok(BaichuanM1 {
-            model: BaichuanM1Model {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, eps)?,
-                kernels: options.kernels,
-                ends: Default::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, eps),
+                options.kernels,
+            )?,
             lm_head: ck.linear("lm_head", d, a.vocab_size, false)?,
         })
     }

@@ -24,12 +24,12 @@ use mlx_nn::MaybeQuantizedLinear;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::{
-    BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting, GroupScoring,
-    LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
+    BailingMoe, BailingMoeConfig, GlaForm, GroupLimit, GroupRouting, GroupScoring, LayerContext,
+    LinearAttention, LinearAttentionConfig, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -43,16 +43,15 @@ use crate::models::sparse::{stack_experts, SAME_NAMES};
 pub struct BailingHybridArgs {
     pub vocab_size: i32,
     pub hidden_size: i32,
-    pub intermediate_size: i32,
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: MlaConfig,
     pub linear: LinearAttentionConfig,
     /// Per layer: MLA (Python: `DecoderLayer.is_global`).
     pub is_global: Vec<bool>,
-    pub first_k_dense_replace: i32,
+    /// The dense MLP of the first `first_k_dense_replace` layers.
+    pub dense: DenseLayers,
     pub moe: BailingMoeConfig,
-    pub use_bias: bool,
     pub tie_word_embeddings: bool,
 }
 
@@ -133,7 +132,6 @@ impl BailingHybridArgs {
         Ok(BailingHybridArgs {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
-            intermediate_size: c.dim("intermediate_size")?,
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention: mla_config(c, hidden, heads, theta, qkv_bias)?,
@@ -151,13 +149,16 @@ impl BailingHybridArgs {
                 form: GlaForm::Chunked,
             },
             is_global,
-            first_k_dense_replace: required(
-                c,
-                "first_k_dense_replace",
-                c.usize("first_k_dense_replace")?,
-            )? as i32,
+            dense: DenseLayers {
+                first_k_dense_replace: required(
+                    c,
+                    "first_k_dense_replace",
+                    c.usize("first_k_dense_replace")?,
+                )? as i32,
+                intermediate_size: c.dim("intermediate_size")?,
+                use_bias,
+            },
             moe: moe_config(c, hidden, use_bias)?,
-            use_bias,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
         })
     }
@@ -360,15 +361,7 @@ impl BailingHybrid {
                 ck.weights_mut()
                     .rename(&from, format!("model.layers.{l}.mlp.gate.gate_proj.weight"));
             }
-            let m = &a.attention;
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.attention"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.attention"), &a.attention)?;
         }
         Ok(())
     }
@@ -397,19 +390,8 @@ impl BailingHybrid {
                     HybridMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
                 })
             },
-            |ck, path, i| {
-                Ok(if i >= a.first_k_dense_replace {
-                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
-                } else {
-                    FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        a.hidden_size,
-                        a.intermediate_size,
-                        a.use_bias,
-                    )?)
-                })
-            },
+            a.dense,
+            |ck, path| BailingMoe::load(ck, path, &a.moe),
         )?;
         Ok(BailingHybrid {
             model,

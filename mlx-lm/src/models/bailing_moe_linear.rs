@@ -18,12 +18,12 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    split_qkv, BailingMoe, BailingMoeConfig, FeedForward, GlaForm, GroupLimit, GroupRouting,
-    GroupScoring, LayerContext, LinearAttention, LinearAttentionConfig, Mlp, RotaryEmbedding,
+    split_qkv, BailingMoe, BailingMoeConfig, GlaForm, GroupLimit, GroupRouting, GroupScoring,
+    LayerContext, LinearAttention, LinearAttentionConfig, RotaryEmbedding,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -37,16 +37,15 @@ use crate::quantization::QuantParams;
 pub struct BailingMoeLinearArgs {
     pub vocab_size: i32,
     pub hidden_size: i32,
-    pub intermediate_size: i32,
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: BailingAttentionConfig,
     pub linear: LinearAttentionConfig,
     /// Per layer: softmax attention (Python: `DecoderLayer.is_global`).
     pub is_global: Vec<bool>,
-    pub first_k_dense_replace: i32,
+    /// The dense MLP of the first `first_k_dense_replace` layers.
+    pub dense: DenseLayers,
     pub moe: BailingMoeConfig,
-    pub use_bias: bool,
     pub tie_word_embeddings: bool,
     pub norm_head: bool,
 }
@@ -239,7 +238,6 @@ impl BailingMoeLinearArgs {
         Ok(BailingMoeLinearArgs {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
-            intermediate_size: c.dim("intermediate_size")?,
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention: BailingAttentionConfig {
@@ -266,15 +264,18 @@ impl BailingMoeLinearArgs {
                 form: GlaForm::PerToken,
             },
             is_global,
-            first_k_dense_replace: c.usize("first_k_dense_replace")?.ok_or_else(|| {
-                invalid(
-                    c.path(),
-                    &c.key("first_k_dense_replace"),
-                    "missing (mlx_lm requires it)",
-                )
-            })? as i32,
+            dense: DenseLayers {
+                first_k_dense_replace: c.usize("first_k_dense_replace")?.ok_or_else(|| {
+                    invalid(
+                        c.path(),
+                        &c.key("first_k_dense_replace"),
+                        "missing (mlx_lm requires it)",
+                    )
+                })? as i32,
+                intermediate_size: c.dim("intermediate_size")?,
+                use_bias,
+            },
             moe: bailing_moe_config(c, hidden, use_bias)?,
-            use_bias,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
             norm_head: c.bool_or("norm_head", false)?,
         })
@@ -454,7 +455,7 @@ impl BailingMoeLinear {
             a.moe.num_experts,
         )?;
         let w = ck.weights_mut();
-        for l in a.first_k_dense_replace..a.num_hidden_layers {
+        for l in a.dense.first_k_dense_replace..a.num_hidden_layers {
             for k in ["weight", "bias"] {
                 let from = format!("model.layers.{l}.mlp.gate.{k}");
                 if w.get(&from).is_some() {
@@ -488,19 +489,8 @@ impl BailingMoeLinear {
                     BailingMixer::Linear(LinearAttention::load(ck, path, i, &a.linear)?)
                 })
             },
-            |ck, path, i| {
-                Ok(if i >= a.first_k_dense_replace {
-                    FeedForward::Sparse(BailingMoe::load(ck, path, &a.moe)?)
-                } else {
-                    FeedForward::Dense(Mlp::load(
-                        ck,
-                        path,
-                        a.hidden_size,
-                        a.intermediate_size,
-                        a.use_bias,
-                    )?)
-                })
-            },
+            a.dense,
+            |ck, path| BailingMoe::load(ck, path, &a.moe),
         )?;
         Ok(BailingMoeLinear {
             model,

@@ -38,13 +38,13 @@ use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::bailing::{BailingLayer, BailingStack, ATTENTION};
+use crate::blocks::bailing::{BailingLayer, BailingStack, DenseLayers, ATTENTION};
 use crate::blocks::decoder::{load_lm_head, StackConfig, TokenMixer};
 use crate::blocks::group_router::{group_expert_select, GroupLimit, GroupRouting, GroupScoring};
 use crate::blocks::kda::{KdaConfig, KdaInputs, KimiDeltaAttention, Rank};
 use crate::blocks::mla::{split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{FeedForward, LayerContext, Mlp};
+use crate::blocks::{LayerContext, Mlp};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -58,45 +58,24 @@ use crate::models::sparse::{stack_experts, SAME_NAMES};
 pub struct BailingMoeV3Args {
     pub vocab_size: i32,
     pub hidden_size: i32,
-    pub intermediate_size: i32,
     pub num_hidden_layers: i32,
     pub rms_norm_eps: f32,
     pub attention: MlaConfig,
-    /// KDA heads (`num_attention_heads`) and their size.
-    pub kda_heads: i32,
-    pub kda_head_dim: i32,
-    pub conv_kernel: i32,
-    pub lower_bound: f64,
+    /// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`): separate q, k, v
+    /// through bare convolutions, full-rank decay and output gate projections, the decay
+    /// bounded below by `kda_lower_bound`, the gates' sigmoids in float32; its heads
+    /// `num_attention_heads`.
+    pub kda: KdaConfig,
     /// Per layer: KDA (Python: `DecoderLayer.is_linear`), else MLA.
     pub is_linear: Vec<bool>,
-    pub first_k_dense_replace: i32,
+    /// The dense MLP of the first `first_k_dense_replace` layers (no biases).
+    pub dense: DenseLayers,
     pub num_experts: i32,
     pub expert_size: i32,
     /// The shared experts' width, when there are any.
     pub shared_size: Option<i32>,
     pub routing: GroupRouting,
     pub tie_word_embeddings: bool,
-}
-
-impl BailingMoeV3Args {
-    /// Python: `BailingKDA` (transformers: `BailingHybridDeltaAttention`): separate q, k, v
-    /// through bare convolutions, full-rank decay and output gate projections, the decay
-    /// bounded below by `kda_lower_bound`, the gates' sigmoids in float32.
-    fn kda(&self) -> KdaConfig {
-        KdaConfig {
-            hidden_size: self.hidden_size,
-            num_heads: self.kda_heads,
-            head_dim: self.kda_head_dim,
-            conv_kernel: self.conv_kernel,
-            rms_norm_eps: self.rms_norm_eps,
-            inputs: KdaInputs::Conv1ds,
-            decay_proj: Rank::Full,
-            output_gate: Rank::Full,
-            decay_gate: DecayGate::LowerBound(self.lower_bound),
-            a_log_expanded: false,
-            float32_gates: true,
-        }
-    }
 }
 
 /// The one of two names of a setting the config uses (mlx_lm's `ours`, transformers'
@@ -262,16 +241,28 @@ impl BailingMoeV3Args {
         Ok(BailingMoeV3Args {
             vocab_size: c.dim("vocab_size")?,
             hidden_size: hidden,
-            intermediate_size: c.dim("intermediate_size")?,
             num_hidden_layers: layers,
             rms_norm_eps: eps,
             attention,
-            kda_heads: heads,
-            kda_head_dim,
-            conv_kernel,
-            lower_bound: c.float_or("kda_lower_bound", -5.0)?,
+            kda: KdaConfig {
+                hidden_size: hidden,
+                num_heads: heads,
+                head_dim: kda_head_dim,
+                conv_kernel,
+                rms_norm_eps: eps,
+                inputs: KdaInputs::Conv1ds,
+                decay_proj: Rank::Full,
+                output_gate: Rank::Full,
+                decay_gate: DecayGate::LowerBound(c.float_or("kda_lower_bound", -5.0)?),
+                a_log_expanded: false,
+                float32_gates: true,
+            },
             is_linear,
-            first_k_dense_replace,
+            dense: DenseLayers {
+                first_k_dense_replace,
+                intermediate_size: c.dim("intermediate_size")?,
+                use_bias: false,
+            },
             num_experts,
             expert_size,
             shared_size: (shared > 0).then_some(expert_size * shared),
@@ -428,16 +419,8 @@ impl BailingMoeV3 {
             !layer.is_some_and(|i| i >= n as i64)
         });
         stack_experts(ck, "model", n, "mlp", &SAME_NAMES, a.num_experts)?;
-        let m = &a.attention;
         for l in 0..n {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.attention"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.attention"), &a.attention)?;
         }
         ck.weights_mut().map(|k, v| {
             let s = v.shape();
@@ -470,7 +453,7 @@ impl BailingMoeV3 {
         ck.set_float_predicate(kept_float);
         let attention = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
             Ok(if a.is_linear[i as usize] {
-                BailingV3Mixer::Kda(KimiDeltaAttention::load(ck, path, &a.kda())?)
+                BailingV3Mixer::Kda(KimiDeltaAttention::load(ck, path, &a.kda)?)
             } else {
                 ck.set_float_predicate(kept_float_mla);
                 let mla = Mla::load_gated(ck, path, &a.attention, eps)?;
@@ -478,28 +461,23 @@ impl BailingMoeV3 {
                 BailingV3Mixer::Mla(mla)
             })
         };
-        let mlp = |ck: &mut Checkpoint, path: &str, i: i32| -> crate::Result<_> {
-            let p = |name: &str| format!("{path}.{name}");
-            Ok(if i >= a.first_k_dense_replace {
-                let e = a.num_experts;
-                FeedForward::Sparse(BailingV3SparseMoe {
-                    gate: BailingV3Gate {
-                        weight: ck.array(&p("gate.weight"), &[e, d])?,
-                        expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
-                        routing: a.routing,
-                    },
-                    switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, a.expert_size, e, false)?,
-                    shared_experts: a
-                        .shared_size
-                        .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
-                        .transpose()?,
-                })
-            } else {
-                FeedForward::Dense(Mlp::load(ck, path, d, a.intermediate_size, false)?)
+        let experts = |ck: &mut Checkpoint, path: &str| -> crate::Result<_> {
+            let (p, e) = (|name: &str| format!("{path}.{name}"), a.num_experts);
+            Ok(BailingV3SparseMoe {
+                gate: BailingV3Gate {
+                    weight: ck.array(&p("gate.weight"), &[e, d])?,
+                    expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
+                    routing: a.routing,
+                },
+                switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, a.expert_size, e, false)?,
+                shared_experts: a
+                    .shared_size
+                    .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
+                    .transpose()?,
             })
         };
         Ok(BailingMoeV3 {
-            model: BailingStack::load(ck, s, options.kernels, attention, mlp)?,
+            model: BailingStack::load(ck, s, options.kernels, attention, a.dense, experts)?,
             lm_head: load_lm_head(ck, "lm_head", s, a.tie_word_embeddings)?,
         })
     }

@@ -10,7 +10,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     rope_theta, AttentionParts, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
-    RotaryEmbedding, StackEnds, Upcast,
+    RotaryEmbedding, Stack, StackEnds, Upcast,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -249,16 +249,18 @@ impl CohereArgs {
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, bias)?,
             });
         }
-        Ok(CohereModel {
-            embed_tokens: ck.embedding("model.embed_tokens", self.vocab_size, d)?,
+        Ok(Stack::load_around(
+            ck,
+            "model",
+            (self.vocab_size, d),
             layers,
-            norm: ck.layer_norm("model.norm", d, eps, bias)?,
-            kernels: options.kernels,
-            ends: StackEnds {
-                embed_scale: None,
-                logits: Some(LogitsMap::Multiply(self.logit_scale)),
-            },
-        })
+            |ck, path| ck.layer_norm(path, d, eps, bias),
+            options.kernels,
+        )?
+        .with_ends(StackEnds {
+            embed_scale: None,
+            logits: Some(LogitsMap::Multiply(self.logit_scale)),
+        }))
     }
 }
 

@@ -231,16 +231,8 @@ impl DeepseekV3 {
         if let Some(e) = args.num_experts {
             stack_experts(ck, "model", layers, "mlp", &SAME_NAMES, e)?;
         }
-        let a = &args.attention;
         for l in 0..layers {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.self_attn"),
-                a.num_heads,
-                a.qk_nope_head_dim,
-                a.v_head_dim,
-                a.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.self_attn"), &args.attention)?;
         }
         Ok(())
     }

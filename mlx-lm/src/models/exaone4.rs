@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::blocks::{
     load_lm_head, rope_theta, Attention, AttentionConfig, LayerStack, Mlp, PostNormLayer,
-    RotaryEmbedding, StackConfig, StackEnds,
+    RotaryEmbedding, Stack, StackConfig,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
@@ -185,13 +185,14 @@ impl Exaone4 {
                 })
             })
             .collect::<crate::Result<Vec<_>>>()?;
-        let model = LayerStack {
-            embed_tokens: ck.embedding("model.embed_tokens", a.stack.vocab_size, d)?,
+        let model = Stack::load_around(
+            ck,
+            "model",
+            (a.stack.vocab_size, d),
             layers,
-            norm: ck.rms_norm("model.norm", d, eps)?,
-            kernels: options.kernels,
-            ends: StackEnds::default(),
-        };
+            |ck, path| ck.rms_norm(path, d, eps),
+            options.kernels,
+        )?;
         let lm_head = load_lm_head(ck, "lm_head", a.stack, a.tie_word_embeddings)?;
         Ok(Exaone4 { model, lm_head })
     }

@@ -29,7 +29,7 @@ use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::conv_kv_gated::{ConvKvGatedConfig, ConvKvGatedMixer};
 use crate::blocks::{
     rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, LogitsMap, Mlp,
-    RotaryEmbedding, StackEnds,
+    RotaryEmbedding, Stack, StackEnds,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -372,17 +372,19 @@ impl Gear {
             });
         }
         Ok(Gear {
-            model: GearModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: GemmaRmsNorm::load(ck, "model.norm", d, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    // Python: `math.sqrt(hidden_size)`, a float multiplied in the model's dtype.
-                    embed_scale: Some(f64::from(d).sqrt()),
-                    logits: a.final_logit_softcapping.map(LogitsMap::SoftCap),
-                },
-            },
+                |ck, path| GemmaRmsNorm::load(ck, path, d, eps),
+                options.kernels,
+            )?
+            .with_ends(StackEnds {
+                // Python: `math.sqrt(hidden_size)`, a float multiplied in the model's dtype.
+                embed_scale: Some(f64::from(d).sqrt()),
+                logits: a.final_logit_softcapping.map(LogitsMap::SoftCap),
+            }),
             lm_head: if tied {
                 None
             } else {

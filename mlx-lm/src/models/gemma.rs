@@ -18,7 +18,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     plain_rope, rope_theta, Activation, Attention, AttentionConfig, GemmaRmsNorm, Layer,
-    LayerContext, LayerStack, Mlp, RotaryEmbedding, StackEnds, TokenMixer,
+    LayerContext, LayerStack, Mlp, RotaryEmbedding, Stack, StackEnds, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -195,16 +195,18 @@ impl Gemma {
             });
         }
         Ok(Gemma {
-            model: GemmaModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: GemmaRmsNorm::load(ck, "model.norm", d, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: Some(a.embed_scale()),
-                    logits: None,
-                },
-            },
+                |ck, path| GemmaRmsNorm::load(ck, path, d, eps),
+                options.kernels,
+            )?
+            .with_ends(StackEnds {
+                embed_scale: Some(a.embed_scale()),
+                logits: None,
+            }),
             lm_head: None,
         })
     }

@@ -26,7 +26,7 @@ use crate::blocks::rows::{heads, merge_heads};
 use crate::blocks::soft_cap::attend_soft_capped;
 use crate::blocks::{
     Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, LogitsMap, Mlp, RotaryEmbedding,
-    StackEnds,
+    Stack, StackEnds,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -307,16 +307,18 @@ impl Gemma2 {
             });
         }
         Ok(Gemma2 {
-            model: Gemma2Model {
-                embed_tokens: ck.embedding("model.embed_tokens", b.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (b.vocab_size, d),
                 layers,
-                norm: GemmaRmsNorm::load(ck, "model.norm", d, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: Some(b.embed_scale()),
-                    logits: Some(LogitsMap::SoftCap(a.final_logit_softcapping)),
-                },
-            },
+                |ck, path| GemmaRmsNorm::load(ck, path, d, eps),
+                options.kernels,
+            )?
+            .with_ends(StackEnds {
+                embed_scale: Some(b.embed_scale()),
+                logits: Some(LogitsMap::SoftCap(a.final_logit_softcapping)),
+            }),
             lm_head: None,
         })
     }

@@ -37,7 +37,7 @@ use crate::blocks::attention::attend;
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
     attend_soft_capped, heads_normed, rope_theta, Activation, GemmaRmsNorm, Layer, LayerContext,
-    LayerStack, Mlp, RotaryEmbedding, StackEnds,
+    LayerStack, Mlp, RotaryEmbedding, Stack, StackEnds,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -576,20 +576,18 @@ impl Gemma3Text {
             source,
         })?;
         Ok(Gemma3Text {
-            model: Gemma3Model {
-                embed_tokens: ck.embedding(
-                    &format!("{prefix}model.embed_tokens"),
-                    a.vocab_size,
-                    d,
-                )?,
+            model: Stack::load_around(
+                ck,
+                &format!("{prefix}model"),
+                (a.vocab_size, d),
                 layers,
-                norm: GemmaRmsNorm::load(ck, &format!("{prefix}model.norm"), d, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds {
-                    embed_scale: Some(scale),
-                    logits: None,
-                },
-            },
+                |ck, path| GemmaRmsNorm::load(ck, path, d, eps),
+                options.kernels,
+            )?
+            .with_ends(StackEnds {
+                embed_scale: Some(scale),
+                logits: None,
+            }),
             lm_head: if has_head {
                 Some(ck.linear(&format!("{prefix}lm_head"), d, a.vocab_size, false)?)
             } else {

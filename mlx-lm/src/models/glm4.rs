@@ -11,7 +11,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     partial_rotary_factor, plain_rope, rope_theta, Attention, AttentionConfig, FusedGateUpMlp,
-    Layer, LayerContext, LayerStack, StackEnds, TokenMixer,
+    Layer, LayerContext, LayerStack, Stack, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -159,13 +159,14 @@ impl Glm4 {
             });
         }
         Ok(Glm4 {
-            model: LayerStack {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, eps)?,
-                kernels: options.kernels,
-                ends: StackEnds::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, eps),
+                options.kernels,
+            )?,
             lm_head: Some(ck.linear("lm_head", d, a.vocab_size, false)?),
         })
     }

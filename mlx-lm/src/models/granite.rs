@@ -16,7 +16,7 @@ use mlx_tree::{Flattener, TreeNode, Unflattener};
 use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::{
     rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack, LogitsMap, Mlp,
-    RotaryEmbedding, StackEnds, TokenMixer,
+    RotaryEmbedding, Stack, StackEnds, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -162,16 +162,18 @@ impl GraniteArgs {
                 residual_multiplier: self.residual_multiplier,
             });
         }
-        let stack = LayerStack {
-            embed_tokens: ck.embedding("model.embed_tokens", d.vocab_size, h)?,
+        let stack = Stack::load_around(
+            ck,
+            "model",
+            (d.vocab_size, h),
             layers,
-            norm: ck.rms_norm("model.norm", h, eps)?,
-            kernels: options.kernels,
-            ends: StackEnds {
-                embed_scale: Some(self.embedding_multiplier.into()),
-                logits: Some(LogitsMap::Divide(self.logits_scaling.into())),
-            },
-        };
+            |ck, path| ck.rms_norm(path, h, eps),
+            options.kernels,
+        )?
+        .with_ends(StackEnds {
+            embed_scale: Some(self.embedding_multiplier.into()),
+            logits: Some(LogitsMap::Divide(self.logits_scaling.into())),
+        });
         let lm_head = (!d.tie_word_embeddings)
             .then(|| ck.linear("lm_head", h, d.vocab_size, false))
             .transpose()?;

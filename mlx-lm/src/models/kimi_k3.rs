@@ -40,10 +40,10 @@ use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::DecayGate;
 use crate::kernels::KernelOptions;
 use crate::models::kimi_linear::{
-    check_routing, kimi_expert_select, one_based_layers, KimiRouting, ScoreFunction,
+    kda_layers, kept_float32, kimi_expert_select, KimiExperts, KimiRouting, ScoreFunction,
 };
+use crate::models::qwen3_moe::router_at_8_bits;
 use crate::models::sparse::stack_experts;
-use crate::quantization::QuantParams;
 use crate::weights::Weights;
 
 /// Python: kimi_k3's `TextArgs`, as the layers use it.
@@ -57,20 +57,13 @@ pub struct KimiK3Args {
     pub tie_word_embeddings: bool,
     pub attention: MlaConfig,
     pub mla_output_gate: bool,
-    pub kda_heads: i32,
-    pub kda_head_dim: i32,
-    pub conv_kernel: i32,
-    /// `linear_attn_config.gate_lower_bound` (a Python float).
-    pub lower_bound: Option<f64>,
-    pub full_rank_gate: bool,
+    /// Python: `KimiK3DeltaAttention`: one `qkv_proj` through one `ShortConv1d`, the
+    /// low-rank decay projection, the decay bounded below with `gate_lower_bound`, the output
+    /// gate full rank with `use_full_rank_gate`.
+    pub kda: KdaConfig,
     /// Per layer: KDA (`kda_layers`, 1-based), else MLA.
     pub linear: Vec<bool>,
-    pub num_experts: i32,
-    pub expert_size: i32,
-    pub shared_expert_size: Option<i32>,
-    pub routing: KimiRouting,
-    /// Per layer: the experts, else the dense MLP.
-    pub sparse: Vec<bool>,
+    pub experts: KimiExperts,
     /// `routed_expert_hidden_size`: the experts' latent width.
     pub latent_size: Option<i32>,
     pub latent_norm: bool,
@@ -141,51 +134,30 @@ impl KimiK3Args {
         let lc = c
             .section("linear_attn_config")
             .ok_or_else(|| invalid(c.path(), &c.key("linear_attn_config"), "missing"))?;
-        let kda_heads = lc.dim("num_heads")?;
-        let kda_head_dim = lc.dim("head_dim")?;
-        let conv_kernel = lc.dim("short_conv_kernel_size")?;
-        let lower_bound = lc.float("gate_lower_bound")?;
-        let full_rank_gate = lc.bool_or("use_full_rank_gate", false)?;
-        let kda_layers = one_based_layers(&lc, "kda_layers", layers)?
-            .ok_or_else(|| invalid(c.path(), &lc.key("kda_layers"), "missing"))?;
-        let linear: Vec<bool> = (1..=layers).map(|i| kda_layers.contains(&i)).collect();
-        if let Some(full) = one_based_layers(&lc, "full_attn_layers", layers)? {
-            if !(1..=layers).all(|i| full.contains(&i) != linear[i as usize - 1]) {
-                return Err(invalid(
-                    c.path(),
-                    &lc.key("full_attn_layers"),
-                    "must name exactly the layers kda_layers does not",
-                ));
-            }
-        }
-
-        let num_experts = i32::try_from(c.usize("num_experts")?.unwrap_or(0))
-            .map_err(|_| invalid(c.path(), &c.key("num_experts"), "too large"))?;
-        let top_k = c.dim_or("num_experts_per_token", Some(16))?;
-        let n_group = c.dim_or("num_expert_group", Some(1))?;
-        let topk_group = c.dim_or("topk_group", Some(1))?;
-        check_routing(c, num_experts, n_group, topk_group, top_k)?;
-        let first_dense =
-            i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0)).unwrap_or(i32::MAX);
-        let freq = c.dim_or("moe_layer_freq", Some(1))?;
-        let sparse: Vec<bool> = (0..layers)
-            .map(|i| num_experts > 0 && i >= first_dense && i % freq == 0)
-            .collect();
-        let expert_size = if num_experts > 0 {
-            c.dim("moe_intermediate_size")?
-        } else {
-            c.declare_neutral(&["moe_intermediate_size"]);
-            0
+        let rms_norm_eps = c.float_or("rms_norm_eps", 1e-5)? as f32;
+        let kda = KdaConfig {
+            hidden_size: hidden,
+            num_heads: lc.dim("num_heads")?,
+            head_dim: lc.dim("head_dim")?,
+            conv_kernel: lc.dim("short_conv_kernel_size")?,
+            rms_norm_eps,
+            inputs: KdaInputs::Fused,
+            decay_proj: Rank::Low,
+            output_gate: if lc.bool_or("use_full_rank_gate", false)? {
+                Rank::Full
+            } else {
+                Rank::Low
+            },
+            // `gate_lower_bound`: a Python float.
+            decay_gate: match lc.float("gate_lower_bound")? {
+                Some(bound) => DecayGate::LowerBound(bound),
+                None => DecayGate::Softplus,
+            },
+            a_log_expanded: false,
+            float32_gates: false,
         };
-        let shared = c.usize("num_shared_experts")?.unwrap_or(0);
-        let shared_expert_size = (shared > 0)
-            .then(|| {
-                i32::try_from(shared)
-                    .ok()
-                    .and_then(|s| s.checked_mul(expert_size))
-                    .ok_or_else(|| invalid(c.path(), &c.key("num_shared_experts"), "too large"))
-            })
-            .transpose()?;
+        let linear = kda_layers(c, &lc, layers)?;
+        let experts = KimiExperts::from_config(c, layers, 16, ScoreFunction::SigmoidFloat32)?;
         let latent_size = match c.usize("routed_expert_hidden_size")? {
             None => None,
             Some(_) => Some(c.dim("routed_expert_hidden_size")?),
@@ -200,28 +172,13 @@ impl KimiK3Args {
             hidden_size: hidden,
             num_hidden_layers: layers,
             intermediate_size: c.dim("intermediate_size")?,
-            rms_norm_eps: c.float_or("rms_norm_eps", 1e-5)? as f32,
+            rms_norm_eps,
             tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
             attention,
             mla_output_gate: c.bool_or("mla_use_output_gate", false)?,
-            kda_heads,
-            kda_head_dim,
-            conv_kernel,
-            lower_bound,
-            full_rank_gate,
+            kda,
             linear,
-            num_experts,
-            expert_size,
-            shared_expert_size,
-            routing: KimiRouting {
-                top_k,
-                n_group,
-                topk_group,
-                routed_scaling_factor: c.float_or("routed_scaling_factor", 1.0)? as f32,
-                renormalize: c.bool_or("moe_renormalize", true)?,
-                score_function: ScoreFunction::SigmoidFloat32,
-            },
-            sparse,
+            experts,
             latent_size,
             latent_norm,
             situ: Situ {
@@ -234,32 +191,6 @@ impl KimiK3Args {
             },
             attn_res_block_size,
         })
-    }
-
-    /// Python: `KimiK3DeltaAttention`: one `qkv_proj` through one `ShortConv1d`, the low-rank
-    /// decay projection, the decay bounded below with `gate_lower_bound`, the output gate
-    /// full rank with `use_full_rank_gate`.
-    fn kda(&self) -> KdaConfig {
-        KdaConfig {
-            hidden_size: self.hidden_size,
-            num_heads: self.kda_heads,
-            head_dim: self.kda_head_dim,
-            conv_kernel: self.conv_kernel,
-            rms_norm_eps: self.rms_norm_eps,
-            inputs: KdaInputs::Fused,
-            decay_proj: Rank::Low,
-            output_gate: if self.full_rank_gate {
-                Rank::Full
-            } else {
-                Rank::Low
-            },
-            decay_gate: match self.lower_bound {
-                Some(bound) => DecayGate::LowerBound(bound),
-                None => DecayGate::Softplus,
-            },
-            a_log_expanded: false,
-            float32_gates: false,
-        }
     }
 }
 
@@ -357,7 +288,7 @@ impl KimiK3DecoderLayer {
         let (d, eps) = (a.hidden_size, a.rms_norm_eps);
         let p = |name: &str| format!("{path}.{name}");
         let self_attn = if a.linear[i] {
-            KimiMixer::Kda(KimiDeltaAttention::load(ck, &p("self_attn"), &a.kda())?)
+            KimiMixer::Kda(KimiDeltaAttention::load(ck, &p("self_attn"), &a.kda)?)
         } else {
             let mut mla = Mla::load(ck, &p("self_attn"), &a.attention)?;
             mla.nope = true;
@@ -367,8 +298,9 @@ impl KimiK3DecoderLayer {
             }
             KimiMixer::Mla(mla)
         };
-        let mlp = if a.sparse[i] {
-            let e = a.num_experts;
+        let x = &a.experts;
+        let mlp = if x.sparse[i] {
+            let e = x.num_experts;
             let expert_dim = a.latent_size.unwrap_or(d);
             let latent = |ck: &mut Checkpoint, name: &str, i: i32, o: i32| {
                 a.latent_size
@@ -381,7 +313,7 @@ impl KimiK3DecoderLayer {
                     ck,
                     &p("mlp.switch_mlp"),
                     expert_dim,
-                    a.expert_size,
+                    x.expert_size,
                     e,
                     false,
                 )?,
@@ -394,11 +326,11 @@ impl KimiK3DecoderLayer {
                     }
                     _ => None,
                 },
-                shared_experts: a
+                shared_experts: x
                     .shared_expert_size
                     .map(|s| SituMlp::load(ck, &p("mlp.shared_experts"), d, s, a.situ))
                     .transpose()?,
-                routing: a.routing,
+                routing: x.routing,
                 situ: a.situ,
             })
         } else {
@@ -523,12 +455,6 @@ pub struct KimiK3 {
     pub language_model: KimiK3LanguageModel,
 }
 
-/// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
-fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate")
-        .then_some(QuantParams::affine(64, 8))
-}
-
 /// Moves `from` to `to` when present.
 fn rename(w: &mut Weights, from: &str, to: String) {
     let file = w.file_of(from).map(|f| f.to_path_buf()).unwrap_or_default();
@@ -594,7 +520,7 @@ impl KimiK3 {
             w.insert(k, v, file);
         }
 
-        if a.num_experts > 0 {
+        if a.experts.num_experts > 0 {
             stack_packed_experts(ck, a)?;
             stack_experts(
                 ck,
@@ -602,13 +528,13 @@ impl KimiK3 {
                 layers,
                 "block_sparse_moe",
                 &[("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")],
-                a.num_experts,
+                a.experts.num_experts,
             )?;
         }
         for l in 0..layers as usize {
             let lp = format!("model.layers.{l}");
             let w = ck.weights_mut();
-            if a.sparse[l] {
+            if a.experts.sparse[l] {
                 let (src, dst) = (format!("{lp}.block_sparse_moe"), format!("{lp}.mlp"));
                 for name in [
                     "shared_experts.gate_proj",
@@ -641,16 +567,8 @@ impl KimiK3 {
                 sanitize_kda(w, &format!("{lp}.self_attn"), a)?;
             }
         }
-        let m = &a.attention;
         for l in 0..layers {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.self_attn"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.self_attn"), &a.attention)?;
         }
         // Back under the wrapper's name.
         let w = ck.weights_mut();
@@ -670,9 +588,7 @@ impl KimiK3 {
     ) -> crate::Result<KimiK3> {
         let a = KimiK3Args::from_config(config)?;
         Self::sanitize(ck, &a)?;
-        ck.cast(options.dtype, |k| {
-            k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
-        })?;
+        ck.cast(options.dtype, kept_float32)?;
         ck.set_quant_predicate(router_at_8_bits);
         let layers = (0..a.num_hidden_layers as usize)
             .map(|i| {
@@ -713,8 +629,8 @@ fn sanitize_kda(w: &mut Weights, ap: &str, a: &KimiK3Args) -> crate::Result<()> 
     flatten(w, &key)?;
     let file = w.file_of(&key).map(|f| f.to_path_buf()).unwrap_or_default();
     if let Some(v) = w.take(&key) {
-        let v = if v.shape().first().is_some_and(|n| *n > a.kda_heads) {
-            v.index(..a.kda_heads).map_err(mlx(file.clone()))?
+        let v = if v.shape().first().is_some_and(|n| *n > a.kda.num_heads) {
+            v.index(..a.kda.num_heads).map_err(mlx(file.clone()))?
         } else {
             v
         };
@@ -758,7 +674,7 @@ fn sanitize_kda(w: &mut Weights, ap: &str, a: &KimiK3Args) -> crate::Result<()> 
 fn stack_packed_experts(ck: &mut Checkpoint, a: &KimiK3Args) -> crate::Result<()> {
     let w = ck.weights_mut();
     for l in 0..a.num_hidden_layers as usize {
-        if !a.sparse[l] {
+        if !a.experts.sparse[l] {
             continue;
         }
         let src = format!("model.layers.{l}.block_sparse_moe");
@@ -776,13 +692,13 @@ fn stack_packed_experts(ck: &mut Checkpoint, a: &KimiK3Args) -> crate::Result<()
                 source,
             };
             for (leaf, to) in [("weight_packed", "weight"), ("weight_scale", "scales")] {
-                let mut parts = Vec::with_capacity(a.num_experts as usize);
-                for e in 0..a.num_experts {
+                let mut parts = Vec::with_capacity(a.experts.num_experts as usize);
+                for e in 0..a.experts.num_experts {
                     parts.push(w.take(&key(e, leaf)).ok_or_else(|| {
                         invalid(
                             &file,
                             &key(e, leaf),
-                            &format!("missing: the layer has {} experts", a.num_experts),
+                            &format!("missing: the layer has {} experts", a.experts.num_experts),
                         )
                     })?);
                 }

@@ -22,13 +22,13 @@ use crate::blocks::kda::{
 use crate::blocks::mla::{mla_scale, split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::moe::FeedForward;
 use crate::blocks::switch::SwitchGlu;
-use crate::blocks::{LayerStack, Mlp, RotaryEmbedding};
+use crate::blocks::{LayerStack, Mlp, RotaryEmbedding, Stack};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::DecayGate;
 use crate::models::base::stack_language_model;
+use crate::models::qwen3_moe::router_at_8_bits;
 use crate::models::sparse::stack_experts;
-use crate::quantization::QuantParams;
 
 /// How the router turns the gate's logits into scores (Python:
 /// `moe_router_activation_func`).
@@ -140,18 +140,12 @@ pub struct KimiLinearArgs {
     pub rms_norm_eps: f32,
     pub tie_word_embeddings: bool,
     pub attention: MlaConfig,
-    /// KDA heads and their size (`linear_attn_config`'s `num_heads`, `head_dim`).
-    pub kda_heads: i32,
-    pub kda_head_dim: i32,
-    pub conv_kernel: i32,
+    /// Python: `KimiDeltaAttention`: separate q, k, v through `ShortConv1d`s, low-rank decay
+    /// and output gate projections, the softplus decay gate.
+    pub kda: KdaConfig,
     /// Per layer: KDA (`kda_layers`, 1-based in the config), else MLA.
     pub linear: Vec<bool>,
-    pub num_experts: i32,
-    pub expert_size: i32,
-    pub shared_expert_size: Option<i32>,
-    pub routing: KimiRouting,
-    /// Per layer: the experts, else the dense MLP.
-    pub sparse: Vec<bool>,
+    pub experts: KimiExperts,
 }
 
 impl KimiLinearArgs {
@@ -236,22 +230,20 @@ impl KimiLinearArgs {
         let linear_config = c
             .section("linear_attn_config")
             .ok_or_else(|| invalid(c.path(), &c.key("linear_attn_config"), "missing"))?;
-        let kda_heads = linear_config.dim("num_heads")?;
-        let kda_head_dim = linear_config.dim("head_dim")?;
-        let conv_kernel = linear_config.dim_or("short_conv_kernel_size", Some(4))?;
-        let kda_layers = one_based_layers(&linear_config, "kda_layers", layers)?
-            .ok_or_else(|| invalid(c.path(), &linear_config.key("kda_layers"), "missing"))?;
-        let linear: Vec<bool> = (1..=layers).map(|i| kda_layers.contains(&i)).collect();
-        if let Some(full) = one_based_layers(&linear_config, "full_attn_layers", layers)? {
-            let agrees = (1..=layers).all(|i| full.contains(&i) != linear[i as usize - 1]);
-            if !agrees {
-                return Err(invalid(
-                    c.path(),
-                    &linear_config.key("full_attn_layers"),
-                    "must name exactly the layers kda_layers does not",
-                ));
-            }
-        }
+        let kda = KdaConfig {
+            hidden_size: hidden,
+            num_heads: linear_config.dim("num_heads")?,
+            head_dim: linear_config.dim("head_dim")?,
+            conv_kernel: linear_config.dim_or("short_conv_kernel_size", Some(4))?,
+            rms_norm_eps,
+            inputs: KdaInputs::ShortConvs,
+            decay_proj: Rank::Low,
+            output_gate: Rank::Low,
+            decay_gate: DecayGate::Softplus,
+            a_log_expanded: true,
+            float32_gates: false,
+        };
+        let linear = kda_layers(c, &linear_config, layers)?;
         if !linear.contains(&true) || !linear.contains(&false) {
             // Python: the model takes its masks from the first KDA and the first MLA layer.
             return Err(invalid(
@@ -263,9 +255,9 @@ impl KimiLinearArgs {
 
         // transformers 5.23's KimiLinearConfig writes what it derives from the keys above
         // beside them: they must agree (a config that says otherwise describes another model).
-        c.require_value("linear_num_heads", kda_heads)?;
-        c.require_value("linear_head_dim", kda_head_dim)?;
-        c.require_value("linear_conv_kernel_dim", conv_kernel)?;
+        c.require_value("linear_num_heads", kda.num_heads)?;
+        c.require_value("linear_head_dim", kda.head_dim)?;
+        c.require_value("linear_conv_kernel_dim", kda.conv_kernel)?;
         c.require_value("qk_head_dim", qk_nope_head_dim + qk_rope_head_dim)?;
         let kinds: Vec<&str> = linear
             .iter()
@@ -279,12 +271,6 @@ impl KimiLinearArgs {
             .collect();
         c.require_value("layer_types", kinds)?;
 
-        let num_experts = c.usize("num_experts")?.unwrap_or(0);
-        let num_experts = i32::try_from(num_experts)
-            .map_err(|_| invalid(c.path(), &c.key("num_experts"), "too large"))?;
-        let top_k = c.dim_or("num_experts_per_token", Some(1))?;
-        let n_group = c.dim_or("num_expert_group", Some(1))?;
-        let topk_group = c.dim_or("topk_group", Some(1))?;
         let score_function = match c.string("moe_router_activation_func")? {
             None | Some("sigmoid") => ScoreFunction::Sigmoid,
             Some("softmax") => ScoreFunction::Softmax,
@@ -296,19 +282,69 @@ impl KimiLinearArgs {
                 ))
             }
         };
+        let experts = KimiExperts::from_config(c, layers, 1, score_function)?;
+        let kinds: Vec<&str> = experts
+            .sparse
+            .iter()
+            .map(|s| if *s { "sparse" } else { "dense" })
+            .collect();
+        c.require_value("mlp_layer_types", kinds)?;
+        Ok(KimiLinearArgs {
+            vocab_size: c.dim("vocab_size")?,
+            hidden_size: hidden,
+            num_hidden_layers: layers,
+            intermediate_size: c.dim("intermediate_size")?,
+            rms_norm_eps,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+            attention,
+            kda,
+            linear,
+            experts,
+        })
+    }
+}
+
+/// The experts as kimi_linear and kimi_k3 read them: `num_experts` (none: dense layers only)
+/// of `moe_intermediate_size` (read only with experts), `num_shared_experts` of that size
+/// beside them, the router's keys, and which layers have them (from `first_k_dense_replace`
+/// on, every `moe_layer_freq`-th).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KimiExperts {
+    pub num_experts: i32,
+    pub expert_size: i32,
+    pub shared_expert_size: Option<i32>,
+    pub routing: KimiRouting,
+    /// Per layer: the experts, else the dense MLP.
+    pub sparse: Vec<bool>,
+}
+
+impl KimiExperts {
+    /// The experts of a stack of `layers`; `top_k` where `num_experts_per_token` is absent
+    /// (mlx_lm's defaults differ between the two), the router's `score_function`.
+    pub(crate) fn from_config(
+        c: &ModelConfig,
+        layers: i32,
+        top_k: i32,
+        score_function: ScoreFunction,
+    ) -> crate::Result<KimiExperts> {
+        let num_experts = i32::try_from(c.usize("num_experts")?.unwrap_or(0))
+            .map_err(|_| invalid(c.path(), &c.key("num_experts"), "too large"))?;
+        let top_k = c.dim_or("num_experts_per_token", Some(top_k))?;
+        let n_group = c.dim_or("num_expert_group", Some(1))?;
+        let topk_group = c.dim_or("topk_group", Some(1))?;
         check_routing(c, num_experts, n_group, topk_group, top_k)?;
         let first_dense =
             i32::try_from(c.usize("first_k_dense_replace")?.unwrap_or(0)).unwrap_or(i32::MAX);
         let freq = c.dim_or("moe_layer_freq", Some(1))?;
         let sparse = (0..layers)
             .map(|i| num_experts > 0 && i >= first_dense && i % freq == 0)
-            .collect::<Vec<bool>>();
-        let kinds: Vec<&str> = sparse
-            .iter()
-            .map(|s| if *s { "sparse" } else { "dense" })
             .collect();
-        c.require_value("mlp_layer_types", kinds)?;
-        let expert_size = c.dim("moe_intermediate_size")?;
+        let expert_size = if num_experts > 0 {
+            c.dim("moe_intermediate_size")?
+        } else {
+            c.declare_neutral(&["moe_intermediate_size"]);
+            0
+        };
         let shared = c.usize("num_shared_experts")?.unwrap_or(0);
         let shared_expert_size = (shared > 0)
             .then(|| {
@@ -318,18 +354,7 @@ impl KimiLinearArgs {
                     .ok_or_else(|| invalid(c.path(), &c.key("num_shared_experts"), "too large"))
             })
             .transpose()?;
-        Ok(KimiLinearArgs {
-            vocab_size: c.dim("vocab_size")?,
-            hidden_size: hidden,
-            num_hidden_layers: layers,
-            intermediate_size: c.dim("intermediate_size")?,
-            rms_norm_eps,
-            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
-            attention,
-            kda_heads,
-            kda_head_dim,
-            conv_kernel,
-            linear,
+        Ok(KimiExperts {
             num_experts,
             expert_size,
             shared_expert_size,
@@ -344,24 +369,28 @@ impl KimiLinearArgs {
             sparse,
         })
     }
+}
 
-    /// Python: `KimiDeltaAttention`: separate q, k, v through `ShortConv1d`s, low-rank decay
-    /// and output gate projections, the softplus decay gate.
-    fn kda(&self) -> KdaConfig {
-        KdaConfig {
-            hidden_size: self.hidden_size,
-            num_heads: self.kda_heads,
-            head_dim: self.kda_head_dim,
-            conv_kernel: self.conv_kernel,
-            rms_norm_eps: self.rms_norm_eps,
-            inputs: KdaInputs::ShortConvs,
-            decay_proj: Rank::Low,
-            output_gate: Rank::Low,
-            decay_gate: DecayGate::Softplus,
-            a_log_expanded: true,
-            float32_gates: false,
+/// Which layers are KDA: `kda_layers` of the `linear_attn_config` section `lc` (1-based,
+/// required), and `full_attn_layers` there, where given, exactly the others.
+pub(crate) fn kda_layers(
+    c: &ModelConfig,
+    lc: &ModelConfig,
+    layers: i32,
+) -> crate::Result<Vec<bool>> {
+    let kda = one_based_layers(lc, "kda_layers", layers)?
+        .ok_or_else(|| invalid(c.path(), &lc.key("kda_layers"), "missing"))?;
+    let linear: Vec<bool> = (1..=layers).map(|i| kda.contains(&i)).collect();
+    if let Some(full) = one_based_layers(lc, "full_attn_layers", layers)? {
+        if !(1..=layers).all(|i| full.contains(&i) != linear[i as usize - 1]) {
+            return Err(invalid(
+                c.path(),
+                &lc.key("full_attn_layers"),
+                "must name exactly the layers kda_layers does not",
+            ));
         }
     }
+    Ok(linear)
 }
 
 /// The router's sizes as mlx_lm can run them: the experts split evenly into `n_group` groups
@@ -433,7 +462,7 @@ impl KimiLinearArgs {
     /// Layer `i`'s `self_attn`, under `path`.
     fn mixer(&self, ck: &mut Checkpoint, path: &str, i: i32) -> crate::Result<KimiMixer> {
         Ok(if self.linear[i as usize] {
-            KimiMixer::Kda(KimiDeltaAttention::load(ck, path, &self.kda())?)
+            KimiMixer::Kda(KimiDeltaAttention::load(ck, path, &self.kda)?)
         } else {
             KimiMixer::Mla(Mla::load_nope(
                 ck,
@@ -453,7 +482,8 @@ impl KimiLinearArgs {
     ) -> crate::Result<FeedForward<KimiSparseMoe>> {
         let d = self.hidden_size;
         let p = |name: &str| format!("{path}.{name}");
-        if !self.sparse[i as usize] {
+        let x = &self.experts;
+        if !x.sparse[i as usize] {
             return Ok(FeedForward::Dense(Mlp::load(
                 ck,
                 path,
@@ -462,16 +492,16 @@ impl KimiLinearArgs {
                 false,
             )?));
         }
-        let e = self.num_experts;
+        let e = x.num_experts;
         Ok(FeedForward::Sparse(KimiSparseMoe {
             gate: ck.linear(&p("gate"), d, e, false)?,
-            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, self.expert_size, e, false)?,
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, x.expert_size, e, false)?,
             e_score_correction_bias: ck.array(&p("e_score_correction_bias"), &[e])?,
-            shared_experts: self
+            shared_experts: x
                 .shared_expert_size
                 .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
                 .transpose()?,
-            routing: self.routing,
+            routing: x.routing,
         }))
     }
 }
@@ -487,10 +517,10 @@ pub struct KimiLinear {
     pub lm_head: Option<MaybeQuantizedLinear>,
 }
 
-/// mlx_lm's quant_predicate: the router's gate at 8 bits, groups of 64.
-fn router_at_8_bits(path: &str) -> Option<QuantParams> {
-    path.ends_with("mlp.gate")
-        .then_some(QuantParams::affine(64, 8))
+/// mlx_lm's cast_predicate: the tensors that stay float32 (the routers' correction biases,
+/// KDA's `A_log` and `dt_bias`).
+pub(crate) fn kept_float32(k: &str) -> bool {
+    k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
 }
 
 impl KimiLinear {
@@ -505,14 +535,14 @@ impl KimiLinear {
         ck.weights_mut()
             .retain(|k, _| !(k.starts_with("model.mtp") || tied && k == "lm_head.weight"));
         let layers = a.num_hidden_layers;
-        if a.num_experts > 0 {
+        if a.experts.num_experts > 0 {
             stack_experts(
                 ck,
                 "model",
                 layers,
                 "block_sparse_moe",
                 &[("w1", "gate_proj"), ("w2", "down_proj"), ("w3", "up_proj")],
-                a.num_experts,
+                a.experts.num_experts,
             )?;
         }
         let w = ck.weights_mut();
@@ -524,7 +554,7 @@ impl KimiLinear {
             let Some(tail) = rest.strip_prefix("block_sparse_moe.") else {
                 continue;
             };
-            if !a.sparse.get(layer).copied().unwrap_or(false) {
+            if !a.experts.sparse.get(layer).copied().unwrap_or(false) {
                 continue;
             }
             // Python renames only the expert stacks, the shared experts' projections, the
@@ -550,16 +580,8 @@ impl KimiLinear {
         for l in (0..a.linear.len()).filter(|l| a.linear[*l]) {
             sanitize_short_convs(w, &format!("model.layers.{l}.self_attn"))?;
         }
-        let m = &a.attention;
         for l in 0..layers {
-            split_kv_b_proj(
-                ck,
-                &format!("model.layers.{l}.self_attn"),
-                m.num_heads,
-                m.qk_nope_head_dim,
-                m.v_head_dim,
-                m.kv_lora_rank,
-            )?;
+            split_kv_b_proj(ck, &format!("model.layers.{l}.self_attn"), &a.attention)?;
         }
         Ok(())
     }
@@ -573,9 +595,7 @@ impl KimiLinear {
     ) -> crate::Result<KimiLinear> {
         let a = KimiLinearArgs::from_config(config)?;
         Self::sanitize(ck, &a)?;
-        ck.cast(options.dtype, |k| {
-            k.contains("e_score_correction_bias") || k.ends_with("A_log") || k.ends_with("dt_bias")
-        })?;
+        ck.cast(options.dtype, kept_float32)?;
         ck.set_quant_predicate(router_at_8_bits);
         let (d, vocab) = (a.hidden_size, a.vocab_size);
         let stack = StackConfig {
@@ -592,13 +612,14 @@ impl KimiLinear {
             |ck, path, i| a.mlp(ck, path, i),
         )?;
         Ok(KimiLinear {
-            model: KimiLinearModel {
-                embed_tokens: ck.embedding("model.embed_tokens", vocab, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (vocab, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, a.rms_norm_eps)?,
-                kernels: options.kernels,
-                ends: Default::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, a.rms_norm_eps),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", d, vocab, false))
                 .transpose()?,

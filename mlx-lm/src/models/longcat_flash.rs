@@ -149,16 +149,12 @@ impl LongcatFlashArgs {
             &SAME_NAMES,
             self.moe.num_experts,
         )?;
-        let a = &self.attention;
         for l in 0..self.num_layers {
             for i in 0..2 {
                 split_kv_b_proj(
                     ck,
                     &format!("model.layers.{l}.self_attn.{i}"),
-                    a.num_heads,
-                    a.qk_nope_head_dim,
-                    a.v_head_dim,
-                    a.kv_lora_rank,
+                    &self.attention,
                 )?;
             }
         }

@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::selective_scan::{BcdtNorm, MambaMixer, MambaMixerConfig};
-use crate::blocks::Backbone;
+use crate::blocks::{Backbone, Stack};
 use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -189,12 +189,14 @@ impl Mamba {
             });
         }
         Ok(Mamba {
-            backbone: MambaBackbone {
-                embeddings: ck.embedding("backbone.embeddings", a.vocab_size, hidden)?,
+            backbone: Stack::load_around(
+                ck,
+                "backbone",
+                (a.vocab_size, hidden),
                 layers,
-                norm_f: ck.rms_norm("backbone.norm_f", hidden, a.norm_eps)?,
-                kernels: options.kernels,
-            },
+                |ck, path| ck.rms_norm(path, hidden, a.norm_eps),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", hidden, a.vocab_size, false))
                 .transpose()?,

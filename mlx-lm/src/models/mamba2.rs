@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
-use crate::blocks::Backbone;
+use crate::blocks::{Backbone, Stack};
 use crate::blocks::{Layer, LayerContext};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -226,12 +226,14 @@ impl Mamba2 {
             )?);
         }
         Ok(Mamba2 {
-            backbone: Mamba2Backbone {
-                embeddings: ck.embedding("backbone.embeddings", a.vocab_size, a.hidden_size)?,
+            backbone: Stack::load_around(
+                ck,
+                "backbone",
+                (a.vocab_size, a.hidden_size),
                 layers,
-                norm_f: ck.rms_norm("backbone.norm_f", a.hidden_size, a.layer_norm_epsilon)?,
-                kernels: options.kernels,
-            },
+                |ck, path| ck.rms_norm(path, a.hidden_size, a.layer_norm_epsilon),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", a.hidden_size, a.vocab_size, false))
                 .transpose()?,

@@ -11,7 +11,7 @@ use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    rope_theta, AttentionConfig, LayerStack, Mlp, PostNormLayer, RotaryEmbedding, StackEnds,
+    rope_theta, AttentionConfig, LayerStack, Mlp, PostNormLayer, RotaryEmbedding, Stack,
     WholeQkNormAttention,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -103,13 +103,14 @@ impl OlmoArgs {
             Some(ck.linear("lm_head", d, self.vocab_size, false)?)
         };
         Ok((
-            LayerStack {
-                embed_tokens: ck.embedding("model.embed_tokens", self.vocab_size, d)?,
+            Stack::load_around(
+                ck,
+                "model",
+                (self.vocab_size, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, self.rms_norm_eps)?,
-                kernels: options.kernels,
-                ends: StackEnds::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, self.rms_norm_eps),
+                options.kernels,
+            )?,
             lm_head,
         ))
     }

@@ -19,7 +19,7 @@ use crate::blocks::conv::{
 use crate::blocks::gated_delta_net::normalize_qk;
 use crate::blocks::rows::{arrays_entry, heads, merge_heads, wrong_input};
 use crate::blocks::{
-    rope_theta, Layer, LayerContext, LayerStack, Mlp, RmsNormGated, RotaryEmbedding, Rows,
+    rope_theta, Layer, LayerContext, LayerStack, Mlp, RmsNormGated, RotaryEmbedding, Rows, Stack,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -619,13 +619,14 @@ impl OlmoHybrid {
             .collect::<crate::Result<Vec<_>>>()?;
         let (d, vocab) = (a.hidden_size, a.vocab_size);
         Ok(OlmoHybrid {
-            model: OlmoHybridModel {
-                embed_tokens: ck.embedding("model.embed_tokens", vocab, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (vocab, d),
                 layers,
-                norm: ck.rms_norm("model.norm", d, a.rms_norm_eps)?,
-                kernels: options.kernels,
-                ends: Default::default(),
-            },
+                |ck, path| ck.rms_norm(path, d, a.rms_norm_eps),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", d, vocab, false))
                 .transpose()?,

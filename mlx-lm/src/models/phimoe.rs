@@ -10,7 +10,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     plain_rope, rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack,
-    RotaryEmbedding, StackEnds, SwitchGlu, TokenMixer,
+    RotaryEmbedding, Stack, SwitchGlu, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -299,13 +299,14 @@ impl PhiMoe {
             });
         }
         Ok(PhiMoe {
-            model: PhiMoeModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, h)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, h),
                 layers,
-                norm: ck.layer_norm("model.norm", h, a.eps, true)?,
-                kernels: options.kernels,
-                ends: StackEnds::default(),
-            },
+                |ck, path| ck.layer_norm(path, h, a.eps, true),
+                options.kernels,
+            )?,
             lm_head: Some(ck.linear("lm_head", h, a.vocab_size, true)?),
         })
     }

@@ -18,7 +18,7 @@ use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::distributed::split_stack;
 use crate::model::LanguageModel;
-use crate::models::qwen3_next::gates_at_8_bits;
+use crate::models::qwen3_next::{gates_at_8_bits, hf_convs_and_norms};
 use crate::models::sparse::expert_counts;
 
 /// Python: `TextModelArgs`.
@@ -189,25 +189,7 @@ impl Qwen3_5 {
         if args.tie_word_embeddings {
             w.retain(|k, _| k != "language_model.lm_head.weight");
         }
-        let unsanitized = w.keys().iter().any(|k| {
-            k.contains("conv1d.weight") && w.get(k).and_then(|a| a.shape().last()) != Some(&1)
-        });
-        const NORMS: [&str; 5] = [
-            ".input_layernorm.weight",
-            ".post_attention_layernorm.weight",
-            "model.norm.weight",
-            ".q_norm.weight",
-            ".k_norm.weight",
-        ];
-        w.map(|k, v| {
-            if k.contains("conv1d.weight") && v.shape().last() != Some(&1) {
-                return ops::moveaxis(v, 2, 1).map(Some);
-            }
-            if unsanitized && v.ndim() == 1 && NORMS.iter().any(|s| k.ends_with(s)) {
-                return ops::add(v, 1.0f32).map(Some);
-            }
-            Ok(None)
-        })
+        hf_convs_and_norms(w)
     }
 
     /// Reads the config, sanitizes and casts the tensors (`A_log` stays float32, Python's

@@ -19,6 +19,7 @@ use crate::models::qwen3_5::full_attention_layers;
 use crate::models::qwen3_moe::mlp_only_layers;
 use crate::models::sparse::{expert_counts, stack_experts, SAME_NAMES};
 use crate::quantization::QuantParams;
+use crate::weights::Weights;
 
 /// Python: qwen3_next's `ModelArgs`.
 #[derive(Debug, Clone)]
@@ -189,25 +190,7 @@ impl Qwen3Next {
             )?;
         }
         let w = ck.weights_mut();
-        let unsanitized = w.keys().iter().any(|k| {
-            k.contains("conv1d.weight") && w.get(k).and_then(|a| a.shape().last()) != Some(&1)
-        });
-        const NORMS: [&str; 5] = [
-            ".input_layernorm.weight",
-            ".post_attention_layernorm.weight",
-            "model.norm.weight",
-            ".q_norm.weight",
-            ".k_norm.weight",
-        ];
-        w.map(|k, v| {
-            if k.contains("conv1d.weight") && v.shape().last() != Some(&1) {
-                return ops::moveaxis(v, 2, 1).map(Some);
-            }
-            if unsanitized && v.ndim() == 1 && NORMS.iter().any(|s| k.ends_with(s)) {
-                return ops::add(v, 1.0f32).map(Some);
-            }
-            Ok(None)
-        })
+        hf_convs_and_norms(w)
     }
 
     /// Reads the config, sanitizes and casts the tensors (all of them: mlx_lm's qwen3_next
@@ -257,6 +240,31 @@ impl Qwen3Next {
         let lm_head = load_lm_head(ck, "lm_head", a.stack, a.tie_word_embeddings)?;
         Ok(Qwen3Next { model, lm_head })
     }
+}
+
+/// The end of qwen3_next's and qwen3_5's `sanitize` for a Hugging Face checkpoint (one with
+/// a `conv1d.weight` not yet `[C, K, 1]`): the convolution weights `[C, 1, K]` reordered to
+/// `[C, K, 1]`, and one added to the norms' weights (stored there as offsets from one).
+pub(crate) fn hf_convs_and_norms(w: &mut Weights) -> crate::Result<()> {
+    let unsanitized = w.keys().iter().any(|k| {
+        k.contains("conv1d.weight") && w.get(k).and_then(|a| a.shape().last()) != Some(&1)
+    });
+    const NORMS: [&str; 5] = [
+        ".input_layernorm.weight",
+        ".post_attention_layernorm.weight",
+        "model.norm.weight",
+        ".q_norm.weight",
+        ".k_norm.weight",
+    ];
+    w.map(|k, v| {
+        if k.contains("conv1d.weight") && v.shape().last() != Some(&1) {
+            return ops::moveaxis(v, 2, 1).map(Some);
+        }
+        if unsanitized && v.ndim() == 1 && NORMS.iter().any(|s| k.ends_with(s)) {
+            return ops::add(v, 1.0f32).map(Some);
+        }
+        Ok(None)
+    })
 }
 
 /// Python: qwen3_next's `quant_predicate`: the routers (`mlp.gate`) and the shared experts'

@@ -8,19 +8,17 @@
 //! per-head output norm's eps is `head_dim * norm_eps` (mlx_lm: 64e-5 whatever the head
 //! size; the same for the released models, all of heads of 64 with norm_eps 1e-5).
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
+use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::arrays_entry;
 use crate::blocks::rwkv7::{make_cache, ChannelMix, Rwkv7Config, TimeMix};
-use crate::blocks::{make_layer_caches, stack_logits, Layer, LayerContext, StackEnds, StackParts};
+use crate::blocks::{Layer, LayerContext, Stack, StackNames};
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
 use crate::quantization::QuantParams;
 
 /// Python: rwkv7's `ModelArgs`.
@@ -147,54 +145,18 @@ impl Layer for Rwkv7Layer {
     }
 }
 
+/// The names of rwkv7's stack: `embeddings`, `norm`.
+#[derive(Debug, Clone, Copy)]
+pub enum Rwkv7Names {}
+
+impl StackNames for Rwkv7Names {
+    const NAME: &'static str = "Rwkv7Model";
+    const EMBEDDING: &'static str = "embeddings";
+    const NORM: &'static str = "norm";
+}
+
 /// Python: `Rwkv7Model`: `embeddings`, `layers`, `norm` (a LayerNorm).
-#[derive(Debug, Clone, TreeNode)]
-pub struct Rwkv7Model {
-    pub embeddings: MaybeQuantizedEmbedding,
-    pub layers: Vec<Rwkv7Layer>,
-    pub norm: LayerNorm,
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
-
-impl Rwkv7Model {
-    /// Logits of `inputs` `[B, L]` through `lm_head`, or the embedding as a linear layer when
-    /// the head is tied.
-    pub fn logits(
-        &self,
-        inputs: &Array,
-        cache: Option<&mut [LayerCache]>,
-        lm_head: Option<&MaybeQuantizedLinear>,
-    ) -> Result<Array> {
-        stack_logits(
-            StackParts {
-                embedding: &self.embeddings,
-                layers: &self.layers,
-                norm: &self.norm,
-                kernels: self.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            lm_head,
-        )
-    }
-
-    /// One `ArraysCache(3)` per layer.
-    pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.layers, batch, capacity, self.dtype())
-    }
-
-    /// The dtype the model computes in: the embedding's (its scales' when quantized).
-    pub fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.embeddings, self)
-    }
-
-    pub fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.embeddings)
-    }
-}
+pub type Rwkv7Model = Stack<Rwkv7Layer, LayerNorm, Rwkv7Names>;
 
 /// Python: `mlx_lm.models.rwkv7.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -249,12 +211,14 @@ impl Rwkv7 {
             });
         }
         Ok(Rwkv7 {
-            model: Rwkv7Model {
-                embeddings: ck.embedding("model.embeddings", a.vocab_size, hidden)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, hidden),
                 layers,
-                norm: ck.layer_norm("model.norm", hidden, eps, true)?,
-                kernels: options.kernels,
-            },
+                |ck, path| ck.layer_norm(path, hidden, eps, true),
+                options.kernels,
+            )?,
             lm_head: (!a.tie_word_embeddings)
                 .then(|| ck.linear("lm_head", hidden, a.vocab_size, false))
                 .transpose()?,

@@ -11,7 +11,7 @@ use mlx_tree::TreeNode;
 
 use crate::blocks::{
     partial_rotary_factor, rope_theta, AttentionParts, Layer, LayerContext, LayerStack, Mlp,
-    PerHeadLayerNorm, RotaryEmbedding, StackEnds, Upcast,
+    PerHeadLayerNorm, RotaryEmbedding, Stack, Upcast,
 };
 use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -255,13 +255,14 @@ impl StableLm {
             });
         }
         Ok(StableLm {
-            model: StableLmModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: ck.layer_norm("model.norm", d, eps, true)?,
-                kernels: options.kernels,
-                ends: StackEnds::default(),
-            },
+                |ck, path| ck.layer_norm(path, d, eps, true),
+                options.kernels,
+            )?,
             lm_head: ck.linear("lm_head", d, a.vocab_size, false)?,
         })
     }

@@ -22,7 +22,7 @@ use mlx_tree::TreeNode;
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::{
     rope_theta, Activation, Attention, AttentionConfig, Layer, LayerContext, LayerStack, PlainMlp,
-    RotaryEmbedding, StackEnds,
+    RotaryEmbedding, Stack,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
@@ -205,13 +205,14 @@ impl Starcoder2 {
             Some(ck.linear("lm_head", d, a.vocab_size, false)?)
         };
         Ok(Starcoder2 {
-            model: Starcoder2Model {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                norm: ck.layer_norm("model.norm", d, eps, true)?,
-                kernels: options.kernels,
-                ends: StackEnds::default(),
-            },
+                |ck, path| ck.layer_norm(path, d, eps, true),
+                options.kernels,
+            )?,
             lm_head,
         })
     }
