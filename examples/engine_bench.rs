@@ -83,11 +83,13 @@ fn main() -> Result<(), Box<dyn Error>> {
                         ..Default::default()
                     };
                     let mut stamps = Vec::with_capacity(n);
+                    let mut cpu = Vec::with_capacity(n);
                     for s in generate_step(&model, &prompt, &options)? {
                         s?;
                         stamps.push(Instant::now());
+                        cpu.push(cpu_ms());
                     }
-                    json!({"ms": median_gap(&stamps)})
+                    json!({"ms": median_gap(&stamps), "cpu_ms": cpu_per_token(&cpu)})
                 }
                 "forward_sync" => forward_loop(&model, &prompt, n, own, false, false)?,
                 "forward_pipelined" => forward_loop(&model, &prompt, n, own, false, true)?,
@@ -110,7 +112,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             })
             .cloned()
             .unwrap_or(Value::Null);
-        let line = json!({"best": best, "median_ms": median(ms)});
+        let cpu: Vec<f64> = runs.iter().filter_map(|r| r["cpu_ms"].as_f64()).collect();
+        let line = json!({"best": best, "median_ms": median(ms), "median_cpu_ms": median(cpu)});
         eprintln!("{name}: {line}");
         report.insert(name.to_string(), line);
     }
@@ -150,10 +153,12 @@ fn engine_loop(
     engine.insert(prompt, request)?;
     let mut stamps = Vec::with_capacity(args.max_tokens);
     let mut times: Vec<StepTimes> = Vec::with_capacity(args.max_tokens);
+    let mut cpu = Vec::with_capacity(args.max_tokens);
     while !engine.is_idle() {
         let events = engine.step()?;
         if !events.is_empty() {
             stamps.push(Instant::now());
+            cpu.push(cpu_ms());
             times.push(engine.last_step_times());
         }
     }
@@ -168,6 +173,7 @@ fn engine_loop(
     };
     Ok(json!({
         "ms": median_gap(&stamps),
+        "cpu_ms": cpu_per_token(&cpu),
         "decode_ms": part(&|t| t.decode),
         "inputs_ms": part(&|t| t.decode_inputs),
         "call_ms": part(&|t| t.decode_call),
@@ -215,6 +221,7 @@ fn forward_loop(
     );
     let mut token = Array::from_slice(&prompt[prompt.len() - 1..], &[1])?;
     let mut stamps = Vec::with_capacity(n);
+    let mut cpu = Vec::with_capacity(n);
     if pipelined {
         let mut pending = step.call(&mut cache, &token)?;
         async_eval(&pending)?;
@@ -223,6 +230,7 @@ fn forward_loop(
             async_eval(&next)?;
             pending.item::<u32>()?;
             stamps.push(Instant::now());
+            cpu.push(cpu_ms());
             pending = next;
         }
         mlx::core::synchronize()?;
@@ -232,10 +240,40 @@ fn forward_loop(
             eval(&(next.clone(), cache.clone()))?;
             let t = next.item::<u32>()?;
             stamps.push(Instant::now());
+            cpu.push(cpu_ms());
             token = Array::from_slice(&[t], &[1])?;
         }
     }
-    Ok(json!({"ms": median_gap(&stamps), "traces": step.stats().traces}))
+    Ok(json!({
+        "ms": median_gap(&stamps),
+        "cpu_ms": cpu_per_token(&cpu),
+        "traces": step.stats().traces,
+    }))
+}
+
+/// The CPU time this process has used, all threads, in ms (`/proc/self/stat`'s utime and
+/// stime, in clock ticks of 10 ms): the work a step does, which a shared machine's load
+/// does not stretch as it stretches wall time.
+fn cpu_ms() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (which may hold spaces), from the third on.
+    let rest = stat.rsplit(')').next().unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) * 10.0
+}
+
+/// CPU ms per token between the first and the last token.
+fn cpu_per_token(cpu: &[f64]) -> f64 {
+    match (cpu.first(), cpu.last()) {
+        (Some(a), Some(b)) if cpu.len() > 1 => (b - a) / (cpu.len() - 1) as f64,
+        _ => f64::NAN,
+    }
 }
 
 fn median_gap(stamps: &[Instant]) -> f64 {

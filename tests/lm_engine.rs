@@ -982,7 +982,7 @@ fn sliding_window_models_equal_generate_step_alone_under_continuous_batching() {
         let (events, steps, traces) = run(&model, options, &reqs);
         assert_traced_once(&traces, name);
         assert!(
-            traces.len() >= 3,
+            traces.iter().any(|(rows, _)| *rows == 4),
             "{name}: the batch grew to 4 rows: {traces:?}"
         );
         for (i, got) in events.iter().enumerate() {
@@ -1129,6 +1129,9 @@ fn each_shape_is_traced_when_a_step_first_needs_it_or_ahead_once() {
     engine.warm_up().unwrap();
     let shapes = engine.decode_shapes();
     assert_eq!(shapes.len(), 3 * 2 * 2, "{shapes:?}");
-    assert!(shapes.iter().all(|(_, _, traces)| *traces == 1), "{shapes:?}");
+    assert!(
+        shapes.iter().all(|(_, _, traces)| *traces == 1),
+        "{shapes:?}"
+    );
     assert_eq!(engine.traces(), 12);
 }

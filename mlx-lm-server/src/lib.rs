@@ -185,13 +185,12 @@ impl Server {
             prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()
         };
-        let (engine, info, thread) =
-            worker::spawn(
-                options.model.clone(),
-                engine_options,
-                options.trace_at_start,
-                metrics.clone(),
-            )?;
+        let (engine, info, thread) = worker::spawn(
+            options.model.clone(),
+            engine_options,
+            options.trace_at_start,
+            metrics.clone(),
+        )?;
         let model_id = options
             .served_model_name
             .clone()

@@ -880,6 +880,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         for slot in self.slots.iter_mut() {
             if slot.as_ref().is_some_and(|r| r.id == id) {
                 *slot = None;
+                if self.slots.iter().all(Option::is_none) {
+                    // A step queued for the rows that ran is nobody's now.
+                    self.pending = None;
+                }
                 return true;
             }
         }
@@ -1067,6 +1071,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             self.last_times.queued_ahead = true;
         }
         let events = self.read_decode(read, started)?;
+        if self.slots.iter().all(Option::is_none) {
+            // A step queued past the last request's end: nobody reads it.
+            self.pending = None;
+        }
         self.shrink();
         Ok(events)
     }
@@ -1122,7 +1130,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         let needed = self.slots[..rows]
             .iter()
             .zip(&from)
-            .filter_map(|(slot, f)| slot.as_ref().map(|r| r.fed.len() + 1 + usize::from(f.is_some())))
+            .filter_map(|(slot, f)| {
+                slot.as_ref()
+                    .map(|r| r.fed.len() + 1 + usize::from(f.is_some()))
+            })
             .max()
             .unwrap_or(1);
         let views = &self.steps[sized].views;
