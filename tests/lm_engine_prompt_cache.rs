@@ -296,8 +296,8 @@ fn a_reply_that_ends_with_the_next_step_queued_is_kept_as_it_ended() {
         let free = uncached(&model, &[&first]).remove(0);
         // The last token of the free run that did not come before: it ends the reply there.
         let at = (0..free.len())
-            .filter(|i| !free[..*i].contains(&free[*i]))
-            .last()
+            .rev()
+            .find(|i| !free[..*i].contains(&free[*i]))
             .unwrap_or(0);
         let mut engine = Engine::new(&model, options(4)).unwrap();
         let id = engine

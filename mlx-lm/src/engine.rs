@@ -1537,7 +1537,11 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             },
             lean: !request.options.sampler.is_random()
                 && request.options.logit_bias.is_empty()
-                && request.options.repetition_penalty.is_none_or(|p| p == 0.0)
+                && request
+                    .options
+                    .repetition_penalty
+                    .filter(|p| *p != 0.0)
+                    .is_none()
                 && request.options.presence_penalty == 0.0
                 && request.options.frequency_penalty == 0.0
                 && request.options.constraint.is_none(),
