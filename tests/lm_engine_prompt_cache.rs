@@ -321,3 +321,57 @@ fn a_sliding_window_prefix_is_reused_whole() {
     assert_eq!(collect(&mut engine, id), (expected[1].clone(), 50));
     assert_eq!(engine.traces(), 1);
 }
+
+#[test]
+fn a_reply_that_ends_with_the_next_step_queued_is_kept_as_it_ended() {
+    // A stop token ends the reply while the step after it is already queued (pipelined):
+    // that step writes one position past the reply into the row, which the kept cache must
+    // leave out (key/value caches: the offset set back). Caches that cannot be set back
+    // (state-space, sliding-window) queue nothing ahead while a prompt cache keeps rows.
+    // Either way the next turn reuses the whole first exchange and decodes what an engine
+    // without a prompt cache decodes.
+    for name in ["qwen3", "mamba", "gemma3_text"] {
+        let model = load_named(name);
+        let first = prompt(40, 30);
+        let free = uncached(&model, &[&first]).remove(0);
+        // The last token of the free run that did not come before: it ends the reply there.
+        let at = (0..free.len())
+            .rev()
+            .find(|i| !free[..*i].contains(&free[*i]))
+            .unwrap_or(0);
+        let mut engine = Engine::new(&model, options(4)).unwrap();
+        let id = engine
+            .insert(
+                &first,
+                RequestOptions {
+                    max_tokens: 16,
+                    stop_tokens: vec![free[at]],
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let mut reply = Vec::new();
+        let mut ahead_at_end = None;
+        while engine.contains(id) {
+            for e in engine.step().unwrap() {
+                reply.push(e.token);
+                if e.finish_reason.is_some() {
+                    ahead_at_end = Some(engine.last_step_times().queued_ahead);
+                }
+            }
+        }
+        assert_eq!(reply, free[..=at], "{name}");
+        let kv_only = name == "qwen3";
+        assert_eq!(
+            ahead_at_end,
+            Some(kv_only),
+            "{name}: a step queued past the end"
+        );
+        let second: Vec<u32> = [&first[..], &reply, &prompt(41, 15)].concat();
+        let expected = uncached(&model, &[&second]);
+        let (tokens, cached) = one(&mut engine, &second);
+        assert_eq!(cached, first.len() + reply.len() - 1, "{name}");
+        assert_eq!(tokens, expected[0], "{name}");
+        assert_eq!(engine.traces(), 1, "{name}");
+    }
+}

@@ -89,8 +89,10 @@ def main():
               "(warm-up and every level included)")
     if traces is not None and shapes is not None:
         traced += (f", over {shapes} shapes (a compiled step per batch size of 1, 2, 4, ... "
-                   "32 rows and attention view of 256, 512, ... positions up to the context "
-                   "length, each traced once at start-up)")
+                   "32 rows, attention view of 256, 512, ... positions up to the context "
+                   "length and kind, lean for greedy rows or full; the one-row steps of the "
+                   "shortest view traced at start-up, each other shape when a step first "
+                   "needed it)")
     md = f"""# HTTP servers: mlx-lm-server (Rust) vs `mlx_lm.server`
 
 `{cmd}`, commit {commit}; {machine}; {elapsed} s. Both servers on the same libmlx (the MLX

@@ -50,7 +50,7 @@ use tokio::net::TcpListener;
 
 pub use error::{ApiError, Flavor};
 pub use metrics::Metrics;
-pub use options::ServerOptions;
+pub use options::{ServerOptions, TraceAtStart};
 use worker::EngineHandle;
 
 /// What every handler reads.
@@ -185,8 +185,12 @@ impl Server {
             prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()
         };
-        let (engine, info, thread) =
-            worker::spawn(options.model.clone(), engine_options, metrics.clone())?;
+        let (engine, info, thread) = worker::spawn(
+            options.model.clone(),
+            engine_options,
+            options.trace_at_start,
+            metrics.clone(),
+        )?;
         let model_id = options
             .served_model_name
             .clone()

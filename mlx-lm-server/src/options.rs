@@ -86,9 +86,23 @@ pub struct ServerOptions {
     /// Seconds a graceful shutdown lets in-flight requests finish before cancelling them.
     #[arg(long, default_value_t = 30)]
     pub shutdown_timeout: u64,
+    /// Decode-step shapes traced before the server listens: `all` (every batch size with
+    /// every attention view, both step kinds), `first` (one row over the shortest view: a
+    /// lone request's first tokens) or `none`. Any other shape is traced the first time a
+    /// step needs it, once for the server's life, and that step waits for its trace.
+    #[arg(long, value_enum, default_value_t = TraceAtStart::First)]
+    pub trace_at_start: TraceAtStart,
     /// Print one line per request on stderr.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub log_requests: bool,
+}
+
+/// Which decode-step shapes the server traces before it listens (`--trace-at-start`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceAtStart {
+    All,
+    First,
+    None,
 }
 
 impl ServerOptions {

@@ -14,6 +14,7 @@ use mlx_lm::{
 use tokio::sync::{mpsc as tmpsc, oneshot};
 
 use crate::metrics::Metrics;
+use crate::options::TraceAtStart;
 
 /// One generated token, as a handler gets it.
 #[derive(Debug, Clone)]
@@ -91,6 +92,7 @@ pub struct ModelInfo {
 pub fn spawn(
     model_dir: std::path::PathBuf,
     options: EngineOptions,
+    trace: TraceAtStart,
     metrics: Arc<Metrics>,
 ) -> mlx_lm::Result<(EngineHandle, ModelInfo, std::thread::JoinHandle<()>)> {
     let (commands, rx) = mpsc::channel();
@@ -105,7 +107,7 @@ pub fn spawn(
                     return;
                 }
             };
-            let engine = match Engine::new(&model, options).and_then(warm_up) {
+            let engine = match Engine::new(&model, options).and_then(|e| warm_up(e, trace)) {
                 Ok(e) => e,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -119,6 +121,7 @@ pub fn spawn(
                 model: &model,
                 engine,
                 options,
+                trace,
                 live: HashMap::new(),
                 metrics,
                 recent: VecDeque::new(),
@@ -138,11 +141,19 @@ pub fn spawn(
     }
 }
 
-/// The decode step of every batch size traced and compiled, and one token of a one-token
-/// prompt through the prefill and the join, before the first client waits for them (a
-/// reused slot is written whole, so nothing of it remains).
-fn warm_up(mut engine: Engine<'_, Model>) -> mlx_lm::Result<Engine<'_, Model>> {
-    engine.warm_up()?;
+/// The decode step's shapes `trace` names traced and compiled, and one token of a
+/// one-token prompt through the prefill and the join, before the first client waits for
+/// them (a reused slot is written whole, so nothing of it remains); with
+/// [`TraceAtStart::None`], nothing.
+fn warm_up(
+    mut engine: Engine<'_, Model>,
+    trace: TraceAtStart,
+) -> mlx_lm::Result<Engine<'_, Model>> {
+    match trace {
+        TraceAtStart::All => engine.warm_up()?,
+        TraceAtStart::First => engine.warm_up_shapes(1, 0)?,
+        TraceAtStart::None => return Ok(engine),
+    }
     let options = RequestOptions {
         max_tokens: 1,
         ..Default::default()
@@ -165,6 +176,7 @@ struct Worker<'m> {
     model: &'m Model,
     engine: Engine<'m, Model>,
     options: EngineOptions,
+    trace: TraceAtStart,
     live: HashMap<RequestId, Live>,
     metrics: Arc<Metrics>,
     /// (when, tokens) of the recent steps, for the tokens-per-second gauge.
@@ -308,7 +320,7 @@ impl Worker<'_> {
             .collect();
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
-            match Engine::new(self.model, self.options).and_then(warm_up) {
+            match Engine::new(self.model, self.options).and_then(|e| warm_up(e, self.trace)) {
                 Ok(engine) => {
                     let (hits, tokens) = self.engine.prompt_cache_stats();
                     self.past_cache_stats.0 += hits;

@@ -56,16 +56,25 @@
 //! each step its allowed tokens become the row's additive mask of the logits, a step input
 //! of the same shape for every row (zeros for a row without one), so no step traces again.
 //!
-//! Each step reads its tokens back before the next one is built: the finish checks and the
-//! joins need them. `generate_step` instead queues its next step first (`async_eval`), which
-//! a batch of one here does not match yet (about half its tokens per second on the CPU).
+//! A batch whose rows are all greedy, without a logit bias, penalties or a grammar, decodes
+//! with a lean step (the model, the log-softmax and the argmax, as `generate_step`'s greedy
+//! step); any other row makes the step the full one above. Both compute the same tokens
+//! and log-probabilities for a greedy row; each (batch size, view) has one of each,
+//! traced the first time a step needs it ([`Engine::warm_up`] traces them ahead).
+//!
+//! While nothing waits or prefills and no row has a grammar, the step is pipelined as
+//! `generate_step` is: the next decode step is queued, fed with this one's tokens on the
+//! device, before this one's tokens are read back for the finish checks ([`Engine::step`]
+//! says what that changes).
 
 use std::collections::{HashSet, VecDeque};
 use std::time::{Duration, Instant};
 
 use mlx_rs::ops::{self, CumsumOptions};
 use mlx_rs::{random, Array, Dtype};
-use mlx_tree::{compile_mut, eval, tree_leaves, tree_map, tree_map_n, CompiledMut, TreeNode};
+use mlx_tree::{
+    async_eval, compile_mut, eval, tree_leaves, tree_map, tree_map_n, CompiledMut, TreeNode,
+};
 
 use crate::cache::{cache_slots, reserve, Cache, LayerCache};
 use crate::cache_rows::{read_row, set_row_offsets, write_row};
@@ -202,6 +211,15 @@ pub struct StepTimes {
     pub rows: usize,
     /// The positions of each slot its attention read (0: no decode).
     pub view: usize,
+    /// Of the decode: building its inputs on the host (tokens, settings, grammar masks).
+    pub decode_inputs: Option<Duration>,
+    /// Of the decode: the compiled call (building the step's graph, a trace the first time).
+    pub decode_call: Option<Duration>,
+    /// Of the decode: waiting for its tokens (the evaluation, then the read-back).
+    pub decode_wait: Option<Duration>,
+    /// Whether the next decode step was queued before this one's tokens were read (see
+    /// [`Engine::step`]).
+    pub queued_ahead: bool,
 }
 
 /// The state the compiled step reads and writes.
@@ -256,8 +274,18 @@ type EngineStepFn<'m> =
     Box<dyn Fn(&mut EngineState, &StepInputs) -> mlx_rs::Result<StepOutputs> + 'm>;
 
 /// The decode step whose attention reads the first `view` positions of each slot (`None`:
-/// all of them).
-fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M, view: Option<i32>) -> EngineStepFn<'m> {
+/// all of them). The `lean` step serves a batch whose running rows are all greedy without a
+/// logit bias, penalties or a grammar: the model, the log-softmax and the argmax, as
+/// `generate_step`'s greedy step. The full step computes the same numbers for such a row
+/// (it adds exact zeros, divides by 1, and takes the argmax beside the draws), but also the
+/// bias, the penalties' scatters, two sorts and a cumulative sum over the vocabulary and a
+/// draw per row, which nobody reads then; its state (keys, history, counts) is left as it
+/// was, which only rows that read it need, and no such row runs in a lean step.
+fn engine_step<'m, M: LanguageModel + ?Sized>(
+    model: &'m M,
+    view: Option<i32>,
+    lean: bool,
+) -> EngineStepFn<'m> {
     Box::new(move |s: &mut EngineState, x: &StepInputs| {
         let inputs = ops::expand_dims(&x.tokens, 1)?;
         s.cache.iter_mut().for_each(|c| c.set_view(view));
@@ -266,7 +294,16 @@ fn engine_step<'m, M: LanguageModel + ?Sized>(model: &'m M, view: Option<i32>) -
         s.cache.iter_mut().for_each(|c| c.set_view(None));
         let logits = logits?;
         let logits = logits.index((.., -1, ..))?;
-        // A zero bias adds exact zeros: a row without one keeps its logits bit for bit.
+        if lean {
+            let logprobs = ops::subtract(&logits, &ops::logsumexp(&logits, -1, true)?)?;
+            let tokens = ops::argmax(&logprobs, -1, false)?;
+            let chosen = ops::take_along_axis(&logprobs, &ops::expand_dims(&tokens, 1)?, -1)?;
+            return Ok(StepOutputs {
+                tokens,
+                chosen: ops::reshape(&chosen, &[-1])?,
+                logprobs,
+            });
+        }
         let logits = ops::add(&logits, &s.bias.astype(logits.dtype())?)?;
         let logits = apply_penalties(&logits, s, x)?;
         let logits = ops::add(&logits, &x.mask.astype(logits.dtype())?)?;
@@ -436,6 +473,8 @@ struct Running {
     cached_tokens: usize,
     /// The tokens the row's cache holds: the prompt, then each token fed back.
     fed: Vec<u32>,
+    /// Greedy, without a logit bias, penalties or a grammar: the lean step serves it.
+    lean: bool,
 }
 
 /// A running request's penalty settings.
@@ -472,6 +511,12 @@ pub struct Engine<'m, M: LanguageModel + ?Sized> {
     prompt_cache_hits: u64,
     prompt_tokens_reused: u64,
     last_times: StepTimes,
+    /// The decode step queued ahead of the one the last [`step`](Self::step) read.
+    pending: Option<Queued>,
+    /// Whether a finished row's cache can be read back after a step past its end was queued
+    /// (keys and values only: the extra step wrote one position past the row's tokens, which
+    /// its offset, set back, leaves out), or need not be (no prompt cache keeps it).
+    rewindable: bool,
 }
 
 /// The decode steps compiled for one batch size, one per attention view.
@@ -482,11 +527,41 @@ struct SizedStep<'m> {
     no_mask: Array,
 }
 
-/// The decode step of one batch size whose attention reads the first `view` positions of
-/// each slot.
+type CompiledStep<'m> = CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>;
+
+/// The decode steps of one batch size whose attention reads the first `view` positions of
+/// each slot: the full one and the lean one (greedy rows only, see [`engine_step`]).
 struct ViewStep<'m> {
     view: usize,
-    step: CompiledMut<EngineState, StepInputs, StepOutputs, EngineStepFn<'m>>,
+    step: CompiledStep<'m>,
+    lean: CompiledStep<'m>,
+}
+
+impl<'m> ViewStep<'m> {
+    fn kind(&self, lean: bool) -> &CompiledStep<'m> {
+        if lean {
+            &self.lean
+        } else {
+            &self.step
+        }
+    }
+
+    /// Each kind's step with its trace count, those that were called.
+    fn called(&self) -> impl Iterator<Item = u64> + '_ {
+        [&self.lean, &self.step]
+            .into_iter()
+            .map(|s| s.stats())
+            .filter(|stats| stats.calls > 0)
+            .map(|stats| stats.traces)
+    }
+}
+
+/// A decode step queued and not read yet.
+struct Queued {
+    out: StepOutputs,
+    /// The request each of its rows decoded (`None`: an idle row).
+    ids: Vec<Option<RequestId>>,
+    view: usize,
 }
 
 /// The attention views of a slot of `capacity` positions: 256, 512, ... below it, then
@@ -534,6 +609,16 @@ fn empty_rows<M: LanguageModel + ?Sized>(
         bias: ops::zeros(&[batch, vocab], Dtype::Float32)?,
         history: ops::zeros(&[batch, history_width], Dtype::Int32)?,
         counts: ops::zeros(&[batch, vocab], Dtype::Float32)?,
+    })
+}
+
+/// Whether every layer keeps keys and values only (in lists too): a row of such a cache
+/// is its buffers up to its offset.
+fn only_kv(cache: &Cache) -> bool {
+    cache.iter().all(|layer| {
+        let mut kv = true;
+        layer.for_each(&mut |c| kv &= matches!(c, LayerCache::Kv(_)));
+        kv
     })
 }
 
@@ -589,6 +674,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         } else {
             vec![options.capacity]
         };
+        let rewindable = options.prompt_cache_size == 0 || only_kv(&state.cache);
         let steps = sizes
             .into_iter()
             .map(|rows| {
@@ -600,7 +686,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                             let cut = (view < options.capacity).then_some(view as i32);
                             ViewStep {
                                 view,
-                                step: compile_mut(engine_step(model, cut), None),
+                                step: compile_mut(engine_step(model, cut, false), None),
+                                lean: compile_mut(engine_step(model, cut, true), None),
                             }
                         })
                         .collect(),
@@ -626,6 +713,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             prompt_cache_hits: 0,
             prompt_tokens_reused: 0,
             last_times: StepTimes::default(),
+            pending: None,
+            rewindable,
         })
     }
 
@@ -791,6 +880,10 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         for slot in self.slots.iter_mut() {
             if slot.as_ref().is_some_and(|r| r.id == id) {
                 *slot = None;
+                if self.slots.iter().all(Option::is_none) {
+                    // A step queued for the rows that ran is nobody's now.
+                    self.pending = None;
+                }
                 return true;
             }
         }
@@ -825,7 +918,7 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.steps
             .iter()
             .flat_map(|s| &s.views)
-            .map(|v| v.step.stats().traces)
+            .flat_map(|v| [v.step.stats().traces, v.lean.stats().traces])
             .sum()
     }
 
@@ -839,17 +932,17 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     }
 
     /// Per shape of the decode step that was called: the batch size, the attention view
-    /// (positions of each slot read) and how often its step was traced (1).
+    /// (positions of each slot read) and how often its step was traced (1). A shape whose
+    /// lean step (greedy rows only) and full step both ran is listed twice, the lean one
+    /// first.
     pub fn decode_shapes(&self) -> Vec<(usize, usize, u64)> {
         self.steps
             .iter()
             .flat_map(|s| {
                 s.views
                     .iter()
-                    .map(move |v| (s.rows, v.view, v.step.stats()))
+                    .flat_map(move |v| v.called().map(move |traces| (s.rows, v.view, traces)))
             })
-            .filter(|(_, _, stats)| stats.calls > 0)
-            .map(|(rows, view, stats)| (rows, view, stats.traces))
             .collect()
     }
 
@@ -873,22 +966,41 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         self.state.keys.shape()[0] as usize
     }
 
-    /// Traces, compiles and runs the decode step of every batch size and view once, on
-    /// rows of its own, so no request waits for a trace (a server calls this before it
-    /// listens). The engine's rows and requests are not touched.
+    /// Traces, compiles and runs both decode steps (lean and full) of every batch size and
+    /// view once, on rows of their own, so no request waits for a trace (a server may call
+    /// this before it listens). The engine's rows and requests are not touched. Without it,
+    /// each shape is traced when a step first needs it.
     pub fn warm_up(&mut self) -> Result<()> {
-        for s in &self.steps {
-            for v in &s.views {
-                let mut state = empty_rows(
-                    self.model,
-                    s.rows,
-                    self.options.capacity,
-                    self.history_width,
-                    self.vocab,
-                )?;
-                let idle: Vec<Option<&Running>> = vec![None; s.rows];
-                let inputs = step_inputs(&idle, s.no_mask.clone())?;
-                eval(&v.step.call(&mut state, &inputs)?)?;
+        self.warm_up_shapes(usize::MAX, usize::MAX)
+    }
+
+    /// [`warm_up`](Self::warm_up) for the batch sizes up to `rows` and the views up to
+    /// `view` positions only (at least the smallest of each); the others are traced when a
+    /// step first needs them.
+    pub fn warm_up_shapes(&mut self, rows: usize, view: usize) -> Result<()> {
+        for (i, s) in self.steps.iter().enumerate() {
+            if i > 0 && s.rows > rows {
+                break;
+            }
+            for (j, v) in s.views.iter().enumerate() {
+                if j > 0 && v.view > view {
+                    break;
+                }
+                for step in [&v.lean, &v.step] {
+                    if step.stats().calls > 0 {
+                        continue;
+                    }
+                    let mut state = empty_rows(
+                        self.model,
+                        s.rows,
+                        self.options.capacity,
+                        self.history_width,
+                        self.vocab,
+                    )?;
+                    let idle: Vec<Option<&Running>> = vec![None; s.rows];
+                    let inputs = step_inputs(&idle, s.no_mask.clone())?;
+                    eval(&step.call(&mut state, &inputs)?)?;
+                }
             }
         }
         Ok(())
@@ -911,14 +1023,25 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     }
 
     /// The slot batch's cache (one row per slot of the current batch size,
-    /// [`decode_rows`](Self::decode_rows)).
+    /// [`decode_rows`](Self::decode_rows)), a decode step queued ahead included.
     pub fn cache(&self) -> &[LayerCache] {
         &self.state.cache
     }
 
     /// One step: a prefill chunk of each of the next waiting requests (up to
     /// `prefill_batch`, one per free slot), then one token of every running request (those
-    /// whose prefill just ended included). Empty when idle.
+    /// whose prefill just ended included, but see below). Empty when idle.
+    ///
+    /// The step is pipelined as `generate_step` is: while nothing waits or prefills and no
+    /// running request has a grammar, the next decode step is queued (`async_eval`), its
+    /// tokens fed from this one's on the device, before this one's tokens are read back, so
+    /// the host's work between two steps overlaps the next step's. A request that joins
+    /// while such a step is queued (it was inserted after the step before) decodes its first
+    /// token in the step after, the queued one being read first; a request that ends has
+    /// had one step past its end queued, which writes one position past its tokens and is
+    /// discarded (its row's cache is kept with its offset set back; for caches other than
+    /// keys and values, which cannot be set back, nothing is queued past a step while a
+    /// prompt cache keeps finished rows).
     ///
     /// An `Err` from a prefill drops that request (its id is in the message) and leaves the
     /// others as they were; an `Err` of the decode step itself means the engine's state is
@@ -926,11 +1049,66 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
     pub fn step(&mut self) -> Result<Vec<TokenEvent>> {
         self.last_times = StepTimes::default();
         self.advance_prefill()?;
+        // A queued step whose rows all ended or were cancelled is nobody's.
+        let pending = self.pending.take().filter(|q| {
+            q.ids
+                .iter()
+                .flatten()
+                .any(|id| self.slots.iter().flatten().any(|r| r.id == *id))
+        });
         if self.slots.iter().all(Option::is_none) {
             // Cancellations may have emptied it.
             self.shrink();
             return Ok(Vec::new());
         }
+        let started = Instant::now();
+        let read = match pending {
+            Some(q) => q,
+            None => self.queue_decode(None)?,
+        };
+        if self.may_queue_after(&read) {
+            self.pending = Some(self.queue_decode(Some(&read))?);
+            self.last_times.queued_ahead = true;
+        }
+        let events = self.read_decode(read, started)?;
+        if self.slots.iter().all(Option::is_none) {
+            // A step queued past the last request's end: nobody reads it.
+            self.pending = None;
+        }
+        self.shrink();
+        Ok(events)
+    }
+
+    /// Whether the next decode step may be queued before `read`'s tokens are known: nothing
+    /// waits or prefills (a join needs its row written first, and a request arriving before
+    /// the next step joins it anyway), no running row has a grammar (its mask needs the
+    /// token), a finished row's cache can be set back (or is not kept), every row of `read`
+    /// still has a position to write, and some row will still run after `read`.
+    fn may_queue_after(&self, read: &Queued) -> bool {
+        if !self.queue.is_empty() || !self.prefills.is_empty() || !self.rewindable {
+            return false;
+        }
+        let capacity = self.options.capacity;
+        let mut continues = false;
+        for r in self.slots.iter().flatten() {
+            if r.constraint.is_some() {
+                return false;
+            }
+            if read.ids.contains(&Some(r.id)) {
+                if r.fed.len() + 1 >= capacity {
+                    return false;
+                }
+                continues |= r.produced + 1 < r.max_tokens;
+            } else {
+                continues = true;
+            }
+        }
+        continues
+    }
+
+    /// Queues a decode step over the batch's rows: each row's token from the host, or,
+    /// for the rows of `after` (queued, not read yet), the token `after` computes for it.
+    fn queue_decode(&mut self, after: Option<&Queued>) -> Result<Queued> {
         let started = Instant::now();
         let rows = self.rows();
         let sized = self
@@ -938,12 +1116,24 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             .iter()
             .position(|s| s.rows == rows)
             .ok_or_else(|| Error::InvalidArgument(format!("no decode step of {rows} rows")))?;
-        // The step writes each row's next token at its position `fed.len()`: the shortest
-        // view that holds those of every running row (an idle row's are nobody's).
+        // Where each row's token comes from: `after`'s row, or the host.
+        let from: Vec<Option<usize>> = self.slots[..rows]
+            .iter()
+            .map(|slot| {
+                let (after, r) = (after?, slot.as_ref()?);
+                after.ids.iter().position(|id| *id == Some(r.id))
+            })
+            .collect();
+        // The step writes each row's next token at its position `fed.len()`, one further
+        // when a queued step writes before it: the shortest view that holds those of every
+        // running row (an idle row's are nobody's).
         let needed = self.slots[..rows]
             .iter()
-            .flatten()
-            .map(|r| r.fed.len() + 1)
+            .zip(&from)
+            .filter_map(|(slot, f)| {
+                slot.as_ref()
+                    .map(|r| r.fed.len() + 1 + usize::from(f.is_some()))
+            })
             .max()
             .unwrap_or(1);
         let views = &self.steps[sized].views;
@@ -951,21 +1141,75 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             .iter()
             .position(|v| v.view >= needed)
             .unwrap_or(views.len() - 1);
-        self.last_times.view = views[view].view;
-        let inputs = self.inputs(sized)?;
+        let lean = self.slots[..rows].iter().flatten().all(|r| r.lean);
+        let mut inputs = self.inputs(sized)?;
+        if let Some(after) = after {
+            if from.iter().any(Option::is_some) {
+                let identity = from.len() == after.ids.len()
+                    && from.iter().enumerate().all(|(i, f)| *f == Some(i));
+                inputs.tokens = if identity {
+                    after.out.tokens.clone()
+                } else {
+                    let index: Vec<i32> = from.iter().map(|f| f.unwrap_or(0) as i32).collect();
+                    let queued: Vec<bool> = from.iter().map(Option::is_some).collect();
+                    let taken = ops::take(
+                        &after.out.tokens,
+                        &Array::from_slice(&index, &[rows as i32])?,
+                        0,
+                    )?;
+                    ops::where_(
+                        &Array::from_slice(&queued, &[rows as i32])?,
+                        &taken,
+                        &inputs.tokens,
+                    )?
+                };
+            }
+        }
+        let built = Instant::now();
         let out = self.steps[sized].views[view]
-            .step
+            .kind(lean)
             .call(&mut self.state, &inputs)?;
-        eval(&out)?;
+        async_eval(&out)?;
+        let called = Instant::now();
+        let add = |total: Option<Duration>, d: Duration| Some(total.unwrap_or_default() + d);
+        self.last_times.decode_inputs = add(self.last_times.decode_inputs, built - started);
+        self.last_times.decode_call = add(self.last_times.decode_call, called - built);
+        Ok(Queued {
+            out,
+            ids: self.slots[..rows]
+                .iter()
+                .map(|s| s.as_ref().map(|r| r.id))
+                .collect(),
+            view: self.steps[sized].views[view].view,
+        })
+    }
+
+    /// Reads a queued decode step's tokens back: the events of its rows still running, the
+    /// finished ones' rows kept in the prompt cache.
+    fn read_decode(&mut self, read: Queued, started: Instant) -> Result<Vec<TokenEvent>> {
+        let waited = Instant::now();
+        let out = read.out;
         let tokens = out.tokens.to_vec::<u32>()?;
         let chosen = out.chosen.astype(Dtype::Float32)?.to_vec::<f32>()?;
+        self.last_times.decode_wait = Some(waited.elapsed());
         self.last_times.decode = Some(started.elapsed());
-        self.last_times.rows = rows;
+        self.last_times.rows = read.ids.len();
+        self.last_times.view = read.view;
         let mut events = Vec::new();
         let mut finished = Vec::new();
-        for (b, slot) in self.slots[..rows].iter_mut().enumerate() {
-            let Some(r) = slot else { continue };
-            let token = tokens[b];
+        for (j, id) in read.ids.iter().enumerate() {
+            let Some(id) = id else { continue };
+            // Its row now (the batch may have shrunk since), if it still runs.
+            let Some(b) = self
+                .slots
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|r| r.id == *id))
+            else {
+                continue;
+            };
+            let slot = &mut self.slots[b];
+            let Some(r) = slot.as_mut() else { continue };
+            let token = tokens[j];
             r.produced += 1;
             let grammar_done = r.constraint.as_mut().is_some_and(|c| {
                 // A token the mask allowed commits; a failure leaves the grammar stopped.
@@ -981,8 +1225,8 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             events.push(TokenEvent {
                 id: r.id,
                 token,
-                logprob: chosen[b],
-                logprobs: out.logprobs.index(b as i32)?,
+                logprob: chosen[j],
+                logprobs: out.logprobs.index(j as i32)?,
                 finish_reason,
                 cached_tokens: r.cached_tokens,
             });
@@ -997,7 +1241,6 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
         for (row, fed) in finished {
             self.keep_reply(row, &fed);
         }
-        self.shrink();
         Ok(events)
     }
 
@@ -1071,6 +1314,16 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
             let positions = cache_slots(fed.len())?.min(self.options.capacity as i32);
             let mut single = self.model.make_cache(1, positions)?;
             read_row(&self.state.cache, row, &mut single)?;
+            // A step queued past the reply's end moved the row's offset one further.
+            let at = Array::from_scalar(fed.len() as i32);
+            for layer in single.iter_mut() {
+                layer.try_for_each_mut(&mut |c| {
+                    if let LayerCache::Kv(kv) = c {
+                        kv.offset = at.clone();
+                    }
+                    Ok::<(), Error>(())
+                })?;
+            }
             // Its own arrays: the batch's buffers are not held past this step.
             eval(&single)?;
             Ok(single)
@@ -1282,6 +1535,16 @@ impl<'m, M: LanguageModel + ?Sized> Engine<'m, M> {
                 presence: request.options.presence_penalty,
                 frequency: request.options.frequency_penalty,
             },
+            lean: !request.options.sampler.is_random()
+                && request.options.logit_bias.is_empty()
+                && request
+                    .options
+                    .repetition_penalty
+                    .filter(|p| *p != 0.0)
+                    .is_none()
+                && request.options.presence_penalty == 0.0
+                && request.options.frequency_penalty == 0.0
+                && request.options.constraint.is_none(),
             constraint: request.options.constraint,
             cached_tokens: cached,
             fed: request.prompt[..request.prompt.len() - 1].to_vec(),

@@ -67,24 +67,23 @@ pub fn metric_value(text: &str, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no {name} in {text}"))
 }
 
-/// The server traced its decode step once for each of its shapes (all of them, at
-/// start-up) and never again: each batch size (1, 2, 4, ... up to `slots`) with each
-/// attention view of a slot of [`options`]' 512 positions that has key/value caches (256
-/// and 512).
+/// The server traced each shape of its decode step it ran once and never again (the
+/// shortest view's one-row steps at start-up, the others when a step first needed them):
+/// at most each batch size (1, 2, 4, ... up to `slots`) with each attention view of a slot
+/// of [`options`]' 512 positions (256 and 512), each in its two kinds (lean and full).
 pub fn assert_each_size_traced_once(metrics: &str, slots: usize) {
     let sizes = std::iter::successors(Some(1usize), |n| Some(n * 2))
         .take_while(|n| *n < slots)
         .count()
         + 1;
-    let shapes = sizes * 2;
-    assert_eq!(
-        metric_value(metrics, "mlx_lm_step_shapes"),
-        shapes as f64,
-        "{metrics}"
+    let shapes = metric_value(metrics, "mlx_lm_step_shapes");
+    assert!(
+        shapes >= 2.0 && shapes <= (sizes * 2 * 2) as f64,
+        "{shapes} shapes: {metrics}"
     );
     assert_eq!(
         metric_value(metrics, "mlx_lm_step_traces"),
-        shapes as f64,
+        shapes,
         "{metrics}"
     );
 }
