@@ -86,6 +86,11 @@ pub struct ServerOptions {
     /// Seconds a graceful shutdown lets in-flight requests finish before cancelling them.
     #[arg(long, default_value_t = 30)]
     pub shutdown_timeout: u64,
+    /// Started as a group of several processes (`launch -n N -- server ...`): split the
+    /// model's layers over them (pipeline parallelism) instead of each layer's heads (tensor
+    /// parallelism, the default).
+    #[arg(long)]
+    pub pipeline: bool,
     /// Print one line per request on stderr.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub log_requests: bool,
