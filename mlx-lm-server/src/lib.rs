@@ -175,8 +175,20 @@ impl Server {
     /// [`load`](Self::load), the model split over a process group as `split` says: this
     /// process is rank 0 and serves; every other rank must run [`follow`] with the same
     /// options at the same time (the ranks load the model and start its engine together).
-    pub fn load_split(options: ServerOptions, split: Option<Split>) -> Result<Server, mlx_lm::Error> {
+    pub fn load_split(
+        options: ServerOptions,
+        split: Option<Split>,
+    ) -> Result<Server, mlx_lm::Error> {
         let invalid = mlx_lm::Error::InvalidArgument;
+        if split.as_ref().is_some_and(|s| s.pipeline) && options.prompt_cache_bytes.is_some() {
+            // Each rank keeps the caches of its own layers: their sizes differ, and a limit in
+            // bytes would make the ranks keep different prompts (and prefill differently).
+            return Err(invalid(
+                "--prompt-cache-bytes cannot limit a model split by layers (--pipeline): each \
+                 rank's caches hold other layers; limit --prompt-cache-size instead"
+                    .into(),
+            ));
+        }
         let chat_template_args: Map<String, Value> =
             serde_json::from_str(&options.chat_template_args)
                 .map_err(|e| invalid(format!("--chat-template-args is not a JSON object: {e}")))?;
@@ -199,8 +211,12 @@ impl Server {
             prompt_cache_bytes: options.prompt_cache_bytes.unwrap_or(usize::MAX),
             ..Default::default()
         };
-        let (engine, info, thread) =
-            worker::spawn(options.model.clone(), engine_options, metrics.clone(), split)?;
+        let (engine, info, thread) = worker::spawn(
+            options.model.clone(),
+            engine_options,
+            metrics.clone(),
+            split,
+        )?;
         let model_id = options
             .served_model_name
             .clone()

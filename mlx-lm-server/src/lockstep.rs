@@ -248,7 +248,10 @@ fn digest(step: &mlx_lm::Result<Vec<TokenEvent>>) -> i32 {
 /// The engine's start: the decode step of every shape compiled, and one request of one
 /// token through the prefill and the join, before the first client waits for them. Every
 /// rank runs it alike (the warm-up request's seed is never read: it is greedy).
-pub(crate) fn fresh_engine(model: &Model, options: EngineOptions) -> mlx_lm::Result<Engine<'_, Model>> {
+pub(crate) fn fresh_engine(
+    model: &Model,
+    options: EngineOptions,
+) -> mlx_lm::Result<Engine<'_, Model>> {
     let mut engine = Engine::new(model, options)?;
     engine.warm_up()?;
     let warm = RequestOptions {
@@ -286,7 +289,7 @@ fn unpack(words: &[i32], len: usize) -> Vec<u8> {
 }
 
 fn group_error(what: &str, e: impl std::fmt::Display) -> mlx_lm::Error {
-    mlx_lm::Error::InvalidArgument(format!("the process group: {what}: {e}"))
+    mlx_lm::Error::InvalidArgument(format!("{what}: {e}"))
 }
 
 /// Rank 0's link to the others.
@@ -381,7 +384,11 @@ impl<'m> Lockstep<'m> {
     /// [`Engine::insert`]; in a group, with the seed fixed here so every rank draws alike.
     /// A grammar ([`RequestOptions::constraint`]) is an `Err` in a group: the other ranks
     /// would need it, and a compiled grammar cannot be sent.
-    pub fn insert(&mut self, prompt: &[u32], mut options: RequestOptions) -> mlx_lm::Result<RequestId> {
+    pub fn insert(
+        &mut self,
+        prompt: &[u32],
+        mut options: RequestOptions,
+    ) -> mlx_lm::Result<RequestId> {
         let Some(link) = &mut self.link else {
             return self.engine.insert(prompt, options);
         };
@@ -473,9 +480,7 @@ impl<'m> std::ops::Deref for Lockstep<'m> {
 }
 
 fn out_of_step(what: String) -> mlx_lm::Error {
-    mlx_lm::Error::InvalidArgument(format!(
-        "this rank is out of step with rank 0: {what}"
-    ))
+    mlx_lm::Error::InvalidArgument(format!("this rank is out of step with rank 0: {what}"))
 }
 
 /// A message from rank 0: its kind, payload and the digest of rank 0's last step.

@@ -224,9 +224,7 @@ impl Worker<'_> {
             loop {
                 match rx.try_recv() {
                     Ok(Command::Submit(s)) => self.submit(*s),
-                    Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => {
-                        return self.end()
-                    }
+                    Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return self.end(),
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
             }

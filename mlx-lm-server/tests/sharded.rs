@@ -198,7 +198,11 @@ fn child_server() {
         std::process::id().to_string(),
     )
     .unwrap();
-    let (model, port, flags) = (env("SHARDED_MODEL"), env("SHARDED_PORT"), env("SHARDED_FLAGS"));
+    let (model, port, flags) = (
+        env("SHARDED_MODEL"),
+        env("SHARDED_PORT"),
+        env("SHARDED_FLAGS"),
+    );
     let mut args = vec!["server", "--model", &model, "--port", &port];
     args.extend(FLAGS);
     args.extend(flags.split_whitespace());
@@ -245,7 +249,14 @@ async fn reference(model: &str) -> (Vec<String>, String) {
     for m in chats() {
         answers.push(content(&chat(&server.base, &m, json!({})).await));
     }
-    let sampled = content(&chat(&server.base, &chats()[0], json!({"temperature": 0.8, "seed": 7})).await);
+    let sampled = content(
+        &chat(
+            &server.base,
+            &chats()[0],
+            json!({"temperature": 0.8, "seed": 7}),
+        )
+        .await,
+    );
     server.shutdown().await;
     assert!(answers.iter().all(|a| !a.is_empty()), "{answers:?}");
     (answers, sampled)
@@ -260,12 +271,20 @@ async fn serves_as_one_process(backend: Backend, ranks: usize, model: &str, extr
 
     // One at a time, whole and streamed.
     for (m, want) in chats.iter().zip(&want) {
-        assert_eq!(&content(&chat(&base, m, json!({})).await), want, "{model} {extra:?}");
+        assert_eq!(
+            &content(&chat(&base, m, json!({})).await),
+            want,
+            "{model} {extra:?}"
+        );
     }
     let body = json!({"messages": chats[1], "max_tokens": MAX_TOKENS, "stream": true});
     let (status, events) = stream(&base, "/v1/chat/completions", &body, None).await;
     assert_eq!(status, 200);
-    assert_eq!(chat_stream_text(&events).0, want[1], "{model} {extra:?} streamed");
+    assert_eq!(
+        chat_stream_text(&events).0,
+        want[1],
+        "{model} {extra:?} streamed"
+    );
 
     // At once: the requests join the same steps on every rank.
     let together = futures_join(&base, &chats).await;
