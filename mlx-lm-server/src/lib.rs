@@ -14,6 +14,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Under a launcher (`launch -n N -- server ...`), [`serve`] splits the model over the
+//! process group: rank 0 serves HTTP and the other ranks run the same engine steps
+//! ([`lockstep`], [`follow`]).
+//!
 //! Endpoints: `POST /v1/chat/completions`, `POST /v1/completions` (OpenAI),
 //! `POST /v1/messages` (Anthropic), `GET /v1/models`, `GET /health`, `GET /metrics`
 //! (Prometheus text). See docs/server.md for the fields each reads.
@@ -22,6 +26,7 @@ pub mod anthropic;
 pub mod constraint;
 pub mod error;
 pub mod generation;
+pub mod lockstep;
 pub mod metrics;
 pub mod openai;
 mod options;
@@ -45,6 +50,7 @@ use axum::{Json, Router};
 use mlx_lm::structured::ConstraintFactory;
 use mlx_lm::tool_parsers::{parser_for, tool_parser_for_tokenizer, ToolParser};
 use mlx_lm::{ChatOptions, ChatTemplate, EngineOptions, Tokenizer};
+use mlx_rs::distributed::Group;
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 
@@ -52,6 +58,7 @@ pub use error::{ApiError, Flavor};
 pub use metrics::Metrics;
 pub use options::{ServerOptions, TraceAtStart};
 use worker::EngineHandle;
+pub use worker::Split;
 
 /// What every handler reads.
 #[derive(Debug)]
@@ -162,7 +169,26 @@ pub struct Server {
 impl Server {
     /// Loads the model (on the engine thread) and its tokenizer.
     pub fn load(options: ServerOptions) -> Result<Server, mlx_lm::Error> {
+        Server::load_split(options, None)
+    }
+
+    /// [`load`](Self::load), the model split over a process group as `split` says: this
+    /// process is rank 0 and serves; every other rank must run [`follow`] with the same
+    /// options at the same time (the ranks load the model and start its engine together).
+    pub fn load_split(
+        options: ServerOptions,
+        split: Option<Split>,
+    ) -> Result<Server, mlx_lm::Error> {
         let invalid = mlx_lm::Error::InvalidArgument;
+        if split.as_ref().is_some_and(|s| s.pipeline) && options.prompt_cache_bytes.is_some() {
+            // Each rank keeps the caches of its own layers: their sizes differ, and a limit in
+            // bytes would make the ranks keep different prompts (and prefill differently).
+            return Err(invalid(
+                "--prompt-cache-bytes cannot limit a model split by layers (--pipeline): each \
+                 rank's caches hold other layers; limit --prompt-cache-size instead"
+                    .into(),
+            ));
+        }
         let chat_template_args: Map<String, Value> =
             serde_json::from_str(&options.chat_template_args)
                 .map_err(|e| invalid(format!("--chat-template-args is not a JSON object: {e}")))?;
@@ -190,6 +216,7 @@ impl Server {
             engine_options,
             options.trace_at_start,
             metrics.clone(),
+            split,
         )?;
         let model_id = options
             .served_model_name
@@ -227,15 +254,25 @@ impl Server {
 
     /// Serves on `listener` until `shutdown` resolves; then lets in-flight requests finish
     /// for `--shutdown-timeout` seconds, cancels what is left, and stops the engine thread.
+    ///
+    /// With a split model, an `Err` as soon as the process group fails (a rank died): the
+    /// requests in flight fail, and connections get [`FAILED_GRACE`] to close.
     pub async fn run(
         mut self,
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let engine = self.state.engine.clone();
+        let watched = self.state.engine.clone();
         let grace = Duration::from_secs(self.state.options.shutdown_timeout);
         let signal = async move {
-            shutdown.await;
+            tokio::select! {
+                () = shutdown => {}
+                why = watched.failed() => {
+                    eprintln!("shutting down: {why}");
+                    return;
+                }
+            }
             eprintln!("shutting down: finishing in-flight requests (at most {grace:?})");
             tokio::spawn(async move {
                 tokio::time::sleep(grace).await;
@@ -243,14 +280,24 @@ impl Server {
                 engine.stop();
             });
         };
-        let result = axum::serve(listener, self.router())
-            .with_graceful_shutdown(signal)
-            .await;
+        let watched = self.state.engine.clone();
+        let failed_deadline = async move {
+            watched.failed().await;
+            tokio::time::sleep(FAILED_GRACE).await;
+        };
+        let serving = axum::serve(listener, self.router()).with_graceful_shutdown(signal);
+        let result = tokio::select! {
+            r = serving => r,
+            () = failed_deadline => Ok(()),
+        };
         self.state.engine.stop();
         if let Some(thread) = self.engine_thread.take() {
             let _ = tokio::task::spawn_blocking(move || thread.join()).await;
         }
-        result
+        match self.state.engine.failure() {
+            Some(why) => Err(std::io::Error::other(why)),
+            None => result,
+        }
     }
 }
 
@@ -270,10 +317,48 @@ fn tool_format(tokenizer: &Tokenizer) -> Option<&'static dyn ToolParser> {
     }
 }
 
+/// How long connections get to close after the process group failed.
+pub const FAILED_GRACE: Duration = Duration::from_secs(2);
+
+/// A rank other than 0 of a split server (see [`Server::load_split`]): loads the model of
+/// `options`, splits it over `group` alike and runs the steps rank 0 shares until rank 0
+/// stops (`Ok`), or the group fails or this rank falls out of step with rank 0 (`Err`).
+pub fn follow(options: &ServerOptions, group: &Group) -> Result<(), mlx_lm::Error> {
+    let split = Split {
+        group: group.clone(),
+        pipeline: options.pipeline,
+    };
+    let model = worker::load_split(&options.model, Some(&split))?;
+    lockstep::follow(&model, group)
+}
+
 /// Loads the model, binds `--host:--port` and serves until ctrl-c.
+///
+/// Started by a launcher as a group of several processes, the model is split over them (by
+/// heads, or by layers with `--pipeline`): rank 0 loads, binds and serves, the others
+/// [`follow`] it and return when it stops.
 pub async fn serve(options: ServerOptions) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let group = mlx_rs::distributed::init(false, None)?;
+    let split = if group.size() > 1 {
+        if group.rank() != 0 {
+            eprintln!(
+                "rank {} of {}: following rank 0's steps",
+                group.rank(),
+                group.size()
+            );
+            let options = options.clone();
+            tokio::task::spawn_blocking(move || follow(&options, &group)).await??;
+            return Ok(());
+        }
+        Some(Split {
+            group,
+            pipeline: options.pipeline,
+        })
+    } else {
+        None
+    };
     let addr = format!("{}:{}", options.host, options.port);
-    let server = Server::load(options)?;
+    let server = Server::load_split(options, split)?;
     let listener = TcpListener::bind(&addr).await?;
     let local: SocketAddr = listener.local_addr()?;
     eprintln!("serving {} on http://{local}", server.state.model_id);

@@ -92,13 +92,20 @@ pub struct ServerOptions {
     /// step needs it, once for the server's life, and that step waits for its trace.
     #[arg(long, value_enum, default_value_t = TraceAtStart::First)]
     pub trace_at_start: TraceAtStart,
+    /// Started as a group of several processes (`launch -n N -- server ...`): split the
+    /// model's layers over them (pipeline parallelism) instead of each layer's heads (tensor
+    /// parallelism, the default).
+    #[arg(long)]
+    pub pipeline: bool,
     /// Print one line per request on stderr.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub log_requests: bool,
 }
 
 /// Which decode-step shapes the server traces before it listens (`--trace-at-start`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
 pub enum TraceAtStart {
     All,
     First,

@@ -9,10 +9,13 @@ use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 use mlx_lm::{
-    load_model, Engine, EngineOptions, FinishReason, LoadOptions, Model, RequestId, RequestOptions,
+    load_model, EngineOptions, FinishReason, LanguageModel, LoadOptions, Model, RequestId,
+    RequestOptions,
 };
-use tokio::sync::{mpsc as tmpsc, oneshot};
+use mlx_rs::distributed::Group;
+use tokio::sync::{mpsc as tmpsc, oneshot, watch};
 
+use crate::lockstep::Lockstep;
 use crate::metrics::Metrics;
 use crate::options::TraceAtStart;
 
@@ -65,6 +68,8 @@ pub struct EngineGone;
 #[derive(Debug, Clone)]
 pub struct EngineHandle {
     commands: mpsc::Sender<Command>,
+    /// Why the engine thread ended on its own (its process group failed), once it did.
+    failed: watch::Receiver<Option<String>>,
 }
 
 impl EngineHandle {
@@ -79,6 +84,50 @@ impl EngineHandle {
     pub fn stop(&self) {
         let _ = self.commands.send(Command::Stop);
     }
+
+    /// Resolves with the reason once the engine thread has ended on its own: the process
+    /// group of a split model failed (a rank died), and no step can run any more.
+    pub async fn failed(&self) -> String {
+        let mut failed = self.failed.clone();
+        let reason = match failed.wait_for(Option::is_some).await {
+            Ok(reason) => reason.clone(),
+            // The thread ended without failing.
+            Err(_) => None,
+        };
+        match reason {
+            Some(reason) => reason,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// Why the engine thread ended on its own, if it did.
+    pub fn failure(&self) -> Option<String> {
+        self.failed.borrow().clone()
+    }
+}
+
+/// How the model is split over a process group (`launch -n N -- server ...`): this process
+/// is rank 0 of `group`, the other ranks run [`follow`](crate::follow).
+#[derive(Debug, Clone)]
+pub struct Split {
+    pub group: Group,
+    /// By layers (pipeline parallelism) instead of by heads (tensor parallelism).
+    pub pipeline: bool,
+}
+
+/// Loads the model of `dir` and splits it as `split` says.
+pub(crate) fn load_split(dir: &std::path::Path, split: Option<&Split>) -> mlx_lm::Result<Model> {
+    let (mut model, _) = load_model(dir, LoadOptions::default())?;
+    if let Some(s) = split {
+        if s.pipeline {
+            model.pipeline(&s.group, None)?;
+        } else {
+            model.shard(&s.group)?;
+        }
+        // The slices computed once, here, not from the whole weights at every step.
+        mlx_tree::eval(&model)?;
+    }
+    Ok(model)
 }
 
 /// What the engine thread found when it loaded the model.
@@ -89,25 +138,30 @@ pub struct ModelInfo {
 
 /// Loads the model on a new thread and starts its engine there; returns once it is loaded
 /// (or failed to load) with the handle and the thread.
+/// With `split`, the model is split over its group and every step shared with the other
+/// ranks ([`lockstep`](crate::lockstep)).
 pub fn spawn(
     model_dir: std::path::PathBuf,
     options: EngineOptions,
     trace: TraceAtStart,
     metrics: Arc<Metrics>,
+    split: Option<Split>,
 ) -> mlx_lm::Result<(EngineHandle, ModelInfo, std::thread::JoinHandle<()>)> {
     let (commands, rx) = mpsc::channel();
     let (ready_tx, ready_rx) = mpsc::channel();
+    let (failed_tx, failed) = watch::channel(None);
     let thread = std::thread::Builder::new()
         .name("mlx-engine".into())
         .spawn(move || {
-            let model: Model = match load_model(&model_dir, LoadOptions::default()) {
-                Ok((m, _)) => m,
+            let model: Model = match load_split(&model_dir, split.as_ref()) {
+                Ok(m) => m,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
                     return;
                 }
             };
-            let engine = match Engine::new(&model, options).and_then(|e| warm_up(e, trace)) {
+            let group = split.map(|s| s.group);
+            let engine = match Lockstep::start(&model, options, trace, group) {
                 Ok(e) => e,
                 Err(e) => {
                     let _ = ready_tx.send(Err(e));
@@ -118,14 +172,12 @@ pub fn spawn(
                 vocab_size: model.vocab_size(),
             }));
             Worker {
-                model: &model,
                 engine,
-                options,
-                trace,
                 live: HashMap::new(),
                 metrics,
                 recent: VecDeque::new(),
                 past_cache_stats: (0, 0),
+                failed: failed_tx,
             }
             .run(rx);
         })
@@ -133,36 +185,12 @@ pub fn spawn(
             mlx_lm::Error::InvalidArgument(format!("cannot start the engine thread: {e}"))
         })?;
     match ready_rx.recv() {
-        Ok(Ok(info)) => Ok((EngineHandle { commands }, info, thread)),
+        Ok(Ok(info)) => Ok((EngineHandle { commands, failed }, info, thread)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(mlx_lm::Error::InvalidArgument(
             "the engine thread ended while loading the model".into(),
         )),
     }
-}
-
-/// The decode step's shapes `trace` names traced and compiled, and one token of a
-/// one-token prompt through the prefill and the join, before the first client waits for
-/// them (a reused slot is written whole, so nothing of it remains); with
-/// [`TraceAtStart::None`], nothing.
-fn warm_up(
-    mut engine: Engine<'_, Model>,
-    trace: TraceAtStart,
-) -> mlx_lm::Result<Engine<'_, Model>> {
-    match trace {
-        TraceAtStart::All => engine.warm_up()?,
-        TraceAtStart::First => engine.warm_up_shapes(1, 0)?,
-        TraceAtStart::None => return Ok(engine),
-    }
-    let options = RequestOptions {
-        max_tokens: 1,
-        ..Default::default()
-    };
-    engine.insert(&[0], options)?;
-    while !engine.is_idle() {
-        engine.step()?;
-    }
-    Ok(engine)
 }
 
 struct Live {
@@ -173,10 +201,7 @@ struct Live {
 }
 
 struct Worker<'m> {
-    model: &'m Model,
-    engine: Engine<'m, Model>,
-    options: EngineOptions,
-    trace: TraceAtStart,
+    engine: Lockstep<'m>,
     live: HashMap<RequestId, Live>,
     metrics: Arc<Metrics>,
     /// (when, tokens) of the recent steps, for the tokens-per-second gauge.
@@ -184,6 +209,8 @@ struct Worker<'m> {
     /// The prompt-cache counters of engines replaced after a failure, so the metrics
     /// keep counting up.
     past_cache_stats: (u64, u64),
+    /// Set when the thread ends on its own (see [`EngineHandle::failed`]).
+    failed: watch::Sender<Option<String>>,
 }
 
 impl Worker<'_> {
@@ -191,22 +218,66 @@ impl Worker<'_> {
         loop {
             if self.engine.is_idle() {
                 self.publish();
-                match rx.recv() {
-                    Ok(Command::Submit(s)) => self.submit(*s),
-                    Ok(Command::Stop) | Err(_) => return,
+                match self.wait(&rx) {
+                    Some(Command::Submit(s)) => self.submit(*s),
+                    Some(Command::Stop) | None => return self.end(),
                 }
             }
             loop {
                 match rx.try_recv() {
                     Ok(Command::Submit(s)) => self.submit(*s),
-                    Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return,
+                    Ok(Command::Stop) | Err(mpsc::TryRecvError::Disconnected) => return self.end(),
                     Err(mpsc::TryRecvError::Empty) => break,
                 }
             }
             self.drop_abandoned();
             self.step();
             self.publish();
+            if let Some(why) = self.engine.broken().map(str::to_string) {
+                return self.fail(why);
+            }
         }
+    }
+
+    /// The thread's end: the other ranks are told to stop, or, when they can no longer be
+    /// reached, the server is told it failed.
+    fn end(mut self) {
+        match self.engine.broken().map(str::to_string) {
+            Some(why) => self.fail(why),
+            None => self.engine.stop(),
+        }
+    }
+
+    /// The next command while idle (`None`: the server is gone). In a process group, the
+    /// other ranks are checked every heartbeat meanwhile.
+    fn wait(&mut self, rx: &mpsc::Receiver<Command>) -> Option<Command> {
+        let Some(every) = self.engine.heartbeat_every() else {
+            return rx.recv().ok();
+        };
+        loop {
+            match rx.recv_timeout(every) {
+                Ok(c) => return Some(c),
+                Err(mpsc::RecvTimeoutError::Disconnected) => return None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if self.engine.heartbeat().is_err() {
+                        // `run` ends the thread: the group is broken.
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The process group failed: every request fails with the reason, the server is told,
+    /// and the thread ends.
+    fn fail(mut self, why: String) {
+        let message = format!("the process group failed: {why}");
+        eprintln!("engine: {message}");
+        for (_, r) in self.live.drain() {
+            let _ = r.events.send(Event::Failed(message.clone()));
+        }
+        self.publish();
+        let _ = self.failed.send(Some(message));
     }
 
     fn submit(&mut self, s: Submission) {
@@ -320,12 +391,11 @@ impl Worker<'_> {
             .collect();
         if dropped.is_empty() {
             dropped = self.live.keys().copied().collect();
-            match Engine::new(self.model, self.options).and_then(|e| warm_up(e, self.trace)) {
-                Ok(engine) => {
-                    let (hits, tokens) = self.engine.prompt_cache_stats();
+            let (hits, tokens) = self.engine.prompt_cache_stats();
+            match self.engine.reset() {
+                Ok(()) => {
                     self.past_cache_stats.0 += hits;
                     self.past_cache_stats.1 += tokens;
-                    self.engine = engine;
                 }
                 Err(e) => eprintln!("engine: cannot start a new engine: {e}"),
             }

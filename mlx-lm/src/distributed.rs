@@ -59,10 +59,12 @@ pub(crate) fn unsupported(
     model_type: &str,
     why: Option<mlx_rs::Error>,
 ) -> mlx_rs::Error {
-    let why = why.map(|e| format!(": {e}")).unwrap_or_default();
-    mlx_rs::Error::InvalidArgument(format!(
-        "model_type {model_type} does not support {what} parallelism{why}"
-    ))
+    // With a reason, the architecture has a split but this model's layers do not allow it
+    // (head counts, quantization groups).
+    mlx_rs::Error::InvalidArgument(match why {
+        Some(e) => format!("model_type {model_type} cannot be split for {what} parallelism: {e}"),
+        None => format!("model_type {model_type} does not support {what} parallelism"),
+    })
 }
 
 /// Splits `stack` over `group` for `what` parallelism, naming `model_type` in an error.

@@ -190,6 +190,20 @@ impl SwitchGlu {
     /// mlx_lm's gpt_oss divides it, so the sum adds it once. On an error the experts are
     /// left as they were.
     pub fn shard_inplace(&mut self, group: &Group) -> Result<()> {
+        if let MaybeQuantized::Quantized(down) = &self.down_proj {
+            // Its hidden features are its inputs, quantized in groups: each process must keep
+            // whole groups (mlx_lm's `mx.split` of the scales fails otherwise).
+            let groups = *down.scales.shape().last().unwrap_or(&0);
+            let n = group.size();
+            if groups % n != 0 {
+                return Err(mlx_rs::Error::InvalidArgument(format!(
+                    "the experts' down_proj is quantized in groups of {} over its {} hidden \
+                     features: {n} processes cannot each keep whole groups",
+                    down.group_size,
+                    groups * down.group_size
+                )));
+            }
+        }
         let mut split = self.clone();
         shard_inplace(&mut split.gate_proj, Sharding::AllToSharded, 1, group)?;
         shard_inplace(&mut split.up_proj, Sharding::AllToSharded, 1, group)?;
