@@ -89,13 +89,15 @@ def run_batch(model, prompts, max_tokens):
     }
 
 
-def run_once(model, prompt, max_tokens):
+def timed(steps, prompt, max_tokens):
+    """Runs a generator of `(token, logprobs[, from_draft])` from its first call, timing each
+    token as it comes."""
     start = time.perf_counter()
-    stamps = []
-    tokens = []
-    for token, _ in generate_step(prompt, model, max_tokens=max_tokens):
+    stamps, tokens, accepted = [], [], 0
+    for token, _, *from_draft in steps:
         stamps.append(time.perf_counter())
         tokens.append(token)
+        accepted += bool(from_draft and from_draft[0])
     # generate_step queues one step past the last token: let it finish before the next run.
     mx.synchronize()
     assert len(tokens) == max_tokens, (len(tokens), max_tokens)
@@ -106,35 +108,21 @@ def run_once(model, prompt, max_tokens):
         "prefill_tps": prompt.size / first,
         "decode_tps": (max_tokens - 1) / last,
         "stream_generate_tps": max_tokens / last,
-        "peak_memory": mx.get_peak_memory(),
-        "token_ms": percentiles(stamps),
-        "tokens": [tokens],
-    }
-
-
-def run_speculative(model, draft, prompt, max_tokens, num_draft):
-    start = time.perf_counter()
-    stamps = []
-    tokens = []
-    accepted = 0
-    for token, _, from_draft in speculative_generate_step(
-            prompt, model, draft, num_draft_tokens=num_draft, max_tokens=max_tokens):
-        stamps.append(time.perf_counter())
-        tokens.append(token)
-        accepted += bool(from_draft)
-    mx.synchronize()
-    assert len(tokens) == max_tokens, (len(tokens), max_tokens)
-    first, last = stamps[0] - start, stamps[-1] - stamps[0]
-    return {
-        "ttft_s": first,
-        "decode_s": last,
-        "prefill_tps": prompt.size / first,
-        "decode_tps": (max_tokens - 1) / last,
         "accepted_draft_tokens": accepted,
         "peak_memory": mx.get_peak_memory(),
         "token_ms": percentiles(stamps),
         "tokens": [tokens],
     }
+
+
+def run_once(model, prompt, max_tokens):
+    return timed(generate_step(prompt, model, max_tokens=max_tokens), prompt, max_tokens)
+
+
+def run_speculative(model, draft, prompt, max_tokens, num_draft):
+    steps = speculative_generate_step(prompt, model, draft, num_draft_tokens=num_draft,
+                                      max_tokens=max_tokens)
+    return timed(steps, prompt, max_tokens)
 
 
 def percentiles(stamps):
