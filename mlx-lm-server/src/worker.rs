@@ -1,4 +1,5 @@
-//! The engine thread: the one thread that owns the model, its arrays and the [`Engine`](mlx_lm::Engine).
+//! The engine thread: the one thread that owns the model, its arrays and the
+//! [`Engine`](mlx_lm::Engine).
 //! Handlers submit requests over a channel and read their tokens from a channel of their
 //! own; a request whose reader is gone (the client closed its stream, or a stop string
 //! ended it) is cancelled at the next step, which frees its slot.
