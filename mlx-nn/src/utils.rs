@@ -51,7 +51,7 @@ use crate::Module;
 /// let loss_fn = |m: &Linear, x: &Array| m.forward(x)?.sum(None, false);
 /// let (loss, grads) = value_and_grad(loss_fn)(&model, &x)?;
 /// mlx_rs::eval([&loss, &grads.weight, grads.bias.as_ref().unwrap()])?;
-/// assert!(memory::get_active_memory()? - before < 1 << 20);
+/// assert!(memory::get_active_memory()?.saturating_sub(before) < 1 << 20);
 /// assert_eq!(grads.weight.shape(), &[1024, 1024]);
 /// # Ok::<(), mlx_rs::Error>(())
 /// ```
