@@ -8,7 +8,7 @@
 
 mod support;
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use mlx::lm::structured::{ConstraintFactory, ResponseFormat};
 use mlx::lm::{
@@ -242,9 +242,14 @@ fn engine_mixes_constrained_and_free_rows_in_one_trace() {
     let (free, _, free_traces) = run(&|_| false);
     let (mixed, finish, traces) = run(&|i| i % 2 == 0);
     // Each batch size the engine ran at traced its step once, constrained rows or not: the
-    // grammar's mask is an input of the one trace, never another.
-    assert_eq!(traces, free_traces);
-    assert!(traces.iter().all(|&(_, t)| t == 1), "{traces:?}");
+    // grammar's mask is an input of the one trace, never another. (A batch of greedy rows
+    // alone may also run the lean step, listed apart: the free run has more of those.)
+    let sizes = |t: &[(usize, u64)]| t.iter().map(|p| p.0).collect::<BTreeSet<_>>();
+    assert_eq!(sizes(&traces), sizes(&free_traces));
+    assert!(
+        traces.iter().chain(&free_traces).all(|&(_, t)| t == 1),
+        "{traces:?} {free_traces:?}"
+    );
     for (i, (m, f)) in mixed.iter().zip(&free).enumerate() {
         if i % 2 == 0 {
             let text = tokenizer.decode(m, false).unwrap();
