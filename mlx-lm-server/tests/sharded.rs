@@ -174,8 +174,11 @@ impl Group {
         self.signal(0, "INT");
         let report = self.finish().await;
         for r in &report.ranks {
+            // The rank's own test passed. Under MPI, once rank 0 exits mpirun may end a rank
+            // still tearing down after its test passed (TERM: no status of its own).
+            let passed = r.output.contains("test result: ok. 1 passed");
             assert!(
-                r.succeeded() && r.output.contains("1 passed"),
+                passed && (r.succeeded() || r.status.is_none()),
                 "rank {}:\n{}",
                 r.rank,
                 r.output
