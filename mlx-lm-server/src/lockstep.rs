@@ -169,60 +169,11 @@ impl WireOptions {
     }
 }
 
-/// [`EngineOptions`] as sent (every field named, as [`WireOptions::new`]).
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
-struct WireEngine {
-    max_batch: usize,
-    capacity: usize,
-    prefill_step_size: usize,
-    prefill_batch: usize,
-    max_repetition_context: usize,
-    prompt_cache_size: usize,
-    prompt_cache_bytes: usize,
-}
-
 /// The first message: the engine every rank builds, and what it traces at start.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 struct Hello {
-    engine: WireEngine,
+    engine: EngineOptions,
     trace: TraceAtStart,
-}
-
-impl From<EngineOptions> for WireEngine {
-    fn from(o: EngineOptions) -> WireEngine {
-        let EngineOptions {
-            max_batch,
-            capacity,
-            prefill_step_size,
-            prefill_batch,
-            max_repetition_context,
-            prompt_cache_size,
-            prompt_cache_bytes,
-        } = o;
-        WireEngine {
-            max_batch,
-            capacity,
-            prefill_step_size,
-            prefill_batch,
-            max_repetition_context,
-            prompt_cache_size,
-            prompt_cache_bytes,
-        }
-    }
-}
-
-impl From<WireEngine> for EngineOptions {
-    fn from(w: WireEngine) -> EngineOptions {
-        EngineOptions {
-            max_batch: w.max_batch,
-            capacity: w.capacity,
-            prefill_step_size: w.prefill_step_size,
-            prefill_batch: w.prefill_batch,
-            max_repetition_context: w.max_repetition_context,
-            prompt_cache_size: w.prompt_cache_size,
-            prompt_cache_bytes: w.prompt_cache_bytes,
-        }
-    }
 }
 
 /// The digest of a step's outcome: FNV-1a over each token event's request, token, finish and
@@ -358,7 +309,7 @@ impl<'m> Lockstep<'m> {
         });
         if let Some(link) = &mut link {
             let hello = serde_json::to_vec(&Hello {
-                engine: WireEngine::from(options),
+                engine: options,
                 trace,
             })
             .map_err(|e| group_error("the engine's options", e))?;
@@ -531,7 +482,7 @@ pub fn follow(model: &Model, group: &Group) -> mlx_lm::Result<()> {
     }
     let hello: Hello = serde_json::from_slice(&payload)
         .map_err(|e| out_of_step(format!("the engine's options: {e}")))?;
-    let (options, trace) = (EngineOptions::from(hello.engine), hello.trace);
+    let (options, trace) = (hello.engine, hello.trace);
     let mut engine = fresh_engine(model, options, trace)?;
     let mut last = 0i32;
     loop {

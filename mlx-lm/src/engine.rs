@@ -85,8 +85,9 @@ use crate::model::LanguageModel;
 use crate::sample::{LogitsProcessors, SamplerOptions};
 use crate::structured::Constraint;
 
-/// The shape of an [`Engine`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The shape of an [`Engine`]. Serializable: a server split over processes sends it to the
+/// other ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EngineOptions {
     /// Slots: the most requests decoded together (Python's `completion_batch_size`). The
     /// decode step runs over the fewest rows, a power of two or this, that hold the running
