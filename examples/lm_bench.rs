@@ -8,6 +8,8 @@
 //!     [--no-fused-gated-delta] [--no-fused-ssm-update] [--no-fused-selective-scan]
 //!     [--no-in-place-cache] [--no-compile] [--draft-model DIR [--num-draft-tokens K]]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
+//! launch -n 2 --backend nccl -- lm_bench --model DIR --prompt FILE [--pipeline] \
+//!     [--random-weights SEED] [--dtype bfloat16]
 //! ```
 //!
 //! `FILE` holds the prompt's token ids as a JSON list, or a list of B lists for a batch of B
@@ -41,6 +43,15 @@
 //! - the primitives in one step's graph, eager and compiled, by kind (MLX's DOT export);
 //! - `dispatch_us_per_primitive`: a chain of 2,000 dependent one-element adds, evaluated:
 //!   MLX's cost per primitive when the kernels are trivial.
+//!
+//! `--random-weights SEED` builds the model of `DIR`'s config.json with random weights
+//! (`mlx::lm::random_model`; `DIR` needs no weights), in `--dtype`. Started by a launcher in a
+//! group of more than one process, the model is split over the group (tensor parallel, or by
+//! layers with `--pipeline`) before it is evaluated, so each process draws or reads its own
+//! share alone: a model larger than one device. Every rank runs the same generations; rank 0
+//! prints the JSON, with the group, the collectives one decode step runs (by MLX primitive)
+//! and, tensor parallel, `comm_ms_per_token`: that many dependent `all_sum`s of one step's
+//! hidden state (`[batch, 1, hidden_size]` in the model's dtype), timed alone.
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -48,10 +59,12 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Parser;
-use mlx::core::{graph, ops, Array};
+use mlx::core::distributed::{self, Group};
+use mlx::core::{graph, ops, Array, Dtype};
 use mlx::lm::{
-    batch_generate_step, generate_step, load, speculative_generate_step, Cache, GenerateOptions,
-    KernelOptions, LayerCache, LoadOptions, Model,
+    batch_generate_step, eval_shares, generate_step, load_model, random_model, sharded_load,
+    speculative_generate_step, Cache, GenerateOptions, KernelOptions, LanguageModel, LayerCache,
+    LoadOptions, Model, ModelConfig,
 };
 use mlx::utils::{async_eval, compile_mut, eval};
 use serde_json::{json, Value};
@@ -111,6 +124,16 @@ struct Args {
     /// With --draft-model: the tokens it proposes per round (mlx_lm's default, 3).
     #[arg(long, default_value_t = 3)]
     num_draft_tokens: usize,
+    /// Random weights drawn from this seed for the model of the directory's config.json.
+    #[arg(long)]
+    random_weights: Option<u64>,
+    /// The parameters' dtype: float32, bfloat16 or float16 (default: the checkpoint's, or
+    /// float32 for random weights).
+    #[arg(long)]
+    dtype: Option<String>,
+    /// In a group of processes: split the model by layers, not tensor parallel.
+    #[arg(long)]
+    pipeline: bool,
 }
 
 struct Run {
@@ -485,11 +508,18 @@ fn main() -> Result<(), Box<dyn Error>> {
         },
         ..Default::default()
     };
+    let group = distributed::init(false, None)?;
     let t = Instant::now();
-    let (model, _tokenizer, _config) = load(&args.model, options)?;
+    let (model, config) = load_split(&args, options, &group)?;
     let load_s = t.elapsed().as_secs_f64();
+    // Every rank generates (the collectives need them all); rank 0 alone reports.
+    let report = |out: Value| {
+        if group.rank() == 0 {
+            println!("{out}");
+        }
+    };
     let draft_model = match &args.draft_model {
-        Some(dir) => Some(load(dir, options)?.0),
+        Some(dir) => Some(load_model(dir, options)?.0),
         None => None,
     };
     let draft = draft_model.as_ref().map(|d| (d, args.num_draft_tokens));
@@ -505,7 +535,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .iter()
             .map(LayerCache::class_name)
             .collect::<Vec<_>>());
-        println!("{out}");
+        report(out);
         return Ok(());
     }
 
@@ -540,12 +570,25 @@ fn main() -> Result<(), Box<dyn Error>> {
         .iter()
         .map(|r| common_prefix(&runs[0].tokens, &r.tokens))
         .collect();
+    let group_json = if group.size() > 1 {
+        let (kinds, comm_ms) = collectives(&model, &config, &prompts, &group, args.pipeline)?;
+        json!({
+            "size": group.size(),
+            "split": if args.pipeline { "pipeline" } else { "tensor" },
+            "collectives_per_step": kinds,
+            "comm_ms_per_token": comm_ms,
+        })
+    } else {
+        Value::Null
+    };
     let out = json!({
         "impl": "rust",
         "mlx_version": mlx::core::version()?,
         "device": mlx::core::Device::default_device()?.to_string(),
         "load_s": load_s,
         "weight_bytes": weight_bytes,
+        "random_weights": args.random_weights,
+        "group": group_json,
         "batch": prompts.len(),
         "prompt_tokens": prompts[0].len(),
         "generation_tokens": args.max_tokens,
@@ -573,8 +616,92 @@ fn main() -> Result<(), Box<dyn Error>> {
         "tokens": &runs[0].tokens,
         "runs": runs.iter().map(Run::to_json).collect::<Vec<_>>(),
     });
-    println!("{out}");
+    report(out);
     Ok(())
+}
+
+/// The model of `--model`, read or drawn, and split over `group` when it has more than one
+/// process: split before it is evaluated, so that each process holds its share alone.
+fn load_split(
+    args: &Args,
+    mut options: LoadOptions,
+    group: &Group,
+) -> Result<(Model, ModelConfig), Box<dyn Error>> {
+    options.dtype = match args.dtype.as_deref() {
+        None => None,
+        Some("float32") => Some(Dtype::Float32),
+        Some("bfloat16") => Some(Dtype::Bfloat16),
+        Some("float16") => Some(Dtype::Float16),
+        Some(other) => return Err(format!("--dtype {other}: float32, bfloat16 or float16").into()),
+    };
+    let split = group.size() > 1;
+    if args.pipeline && !split {
+        return Err("--pipeline splits over a group: start lm_bench with a launcher".into());
+    }
+    let Some(seed) = args.random_weights else {
+        if !split {
+            return Ok(load_model(&args.model, options)?);
+        }
+        let (pipeline, tensor) = if args.pipeline {
+            (Some(group), None)
+        } else {
+            (None, Some(group))
+        };
+        let (model, _tokenizer, config) = sharded_load(&args.model, options, pipeline, tensor)?;
+        return Ok((model, config));
+    };
+    let (mut model, config) = random_model(&args.model, options, seed)?;
+    if split && args.pipeline {
+        model.pipeline(group, None)?;
+    } else if split {
+        model.shard(group)?;
+    }
+    eval_shares(&model)?;
+    Ok((model, config))
+}
+
+/// The collectives of one decode step (batch of the prompts, from the prefilled prompt) by
+/// MLX primitive, and, tensor parallel, the milliseconds that many dependent `all_sum`s of
+/// the step's hidden state take alone (median of 20 after 3 warm-ups).
+fn collectives(
+    model: &Model,
+    config: &ModelConfig,
+    prompts: &[Vec<u32>],
+    group: &Group,
+    pipeline: bool,
+) -> Result<(BTreeMap<String, usize>, Option<f64>), Box<dyn Error>> {
+    let mut cache = prefilled(model, &prompts[0], 2, true)?;
+    let next = greedy_step(model, &mut cache, &last_token(&prompts[0])?)?;
+    let kinds: BTreeMap<String, usize> = primitives(std::slice::from_ref(&next))?
+        .into_iter()
+        .filter(|(kind, _)| {
+            ["AllReduce", "AllGather", "Send", "Recv", "ReduceScatter"]
+                .iter()
+                .any(|c| kind.contains(c))
+        })
+        .collect();
+    eval(&(next, cache))?;
+    let sums = kinds.get("Sum AllReduce").copied().unwrap_or(0);
+    if pipeline || sums == 0 {
+        return Ok((kinds, None));
+    }
+    let hidden = config.dim("hidden_size")?;
+    let batch = prompts.len() as i32;
+    let x = ops::zeros(&[batch, 1, hidden], model.dtype())?;
+    x.eval()?;
+    let mut times = Vec::new();
+    for i in 0..23 {
+        let start = Instant::now();
+        let mut y = x.clone();
+        for _ in 0..sums {
+            y = distributed::all_sum(&y, Some(group))?;
+        }
+        y.eval()?;
+        if i >= 3 {
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok((kinds, Some(median(times))))
 }
 
 /// The tokens every sequence of `b` shares with the same sequence of `a` from the start: the

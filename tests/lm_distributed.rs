@@ -15,7 +15,10 @@ use std::time::Duration;
 use mlx::core::distributed::{self, Backend, Group};
 use mlx::core::{Array, Dtype};
 use mlx::launch::{Launch, LaunchReport};
-use mlx::lm::{generate_step, load_model, GenerateOptions, LanguageModel, LoadOptions, Model};
+use mlx::lm::{
+    eval_shares, generate_step, load_model, random_model, GenerateOptions, LanguageModel,
+    LoadOptions, Model,
+};
 use support::lm::model_dir;
 
 /// One group at a time: the CI machine has two cores.
@@ -87,7 +90,11 @@ fn run_on(backend: Backend, ranks: usize, case: &str) -> Option<LaunchReport> {
             r.output
         );
         // The measured difference, for `--nocapture`.
-        for line in r.output.lines().filter(|l| l.contains("max |diff|")) {
+        for line in r
+            .output
+            .lines()
+            .filter(|l| l.contains("max |diff|") || l.contains(" holds "))
+        {
             println!("{backend:?}: {line}");
         }
     }
@@ -167,6 +174,10 @@ fn child_split_generation() {
         println!("cli output begin\n{text}cli output end");
         return;
     }
+    if let Some(how) = mode.strip_prefix("random-") {
+        random_split(how, name, &group);
+        return;
+    }
     let whole = load_model(model_dir(name), LoadOptions::default())
         .unwrap()
         .0;
@@ -222,6 +233,51 @@ fn child_split_generation() {
         diff <= bound,
         "{case}: logits differ by {diff:e} > {bound:e}"
     );
+}
+
+/// A random-weight model (`random_model`, the golden config `name`) split over `group`
+/// before it is evaluated: each rank holds its share alone, not the whole model, and the
+/// split model's greedy tokens equal the whole one's, drawn in the same process (every rank
+/// draws the same tensors: the draw's key is the seed and the tensor's name).
+fn random_split(how: &str, name: &str, group: &Group) {
+    let build = || {
+        random_model(model_dir(name), LoadOptions::default(), 7)
+            .unwrap()
+            .0
+    };
+    let bytes =
+        |m: &Model| -> usize { mlx::utils::tree_leaves(m).iter().map(|a| a.nbytes()).sum() };
+    let before = mlx::core::memory::get_active_memory().unwrap();
+    let mut split = build();
+    match how {
+        "tensor" => split.shard(group).unwrap(),
+        "pipeline" => split.pipeline(group, None).unwrap(),
+        _ => panic!("unknown split {how}"),
+    }
+    eval_shares(&split).unwrap();
+    let held = mlx::core::memory::get_active_memory().unwrap() - before;
+    let (share, whole_bytes) = (bytes(&split), bytes(&build()));
+    println!(
+        "random {how}:{name} rank {} of {}: holds {held} bytes, its share {share}, the whole \
+         model {whole_bytes}",
+        group.rank(),
+        group.size()
+    );
+    // The share and what the allocator rounds its buffers up to (a page each, at most); the
+    // whole model's tensors, drawn to be sliced, are gone.
+    assert!(share < whole_bytes);
+    let slack = 4096 * mlx::utils::tree_leaves(&split).len();
+    assert!(
+        held <= share + slack,
+        "{how}:{name}: a rank holds {held} bytes for a share of {share}"
+    );
+    let whole = build();
+    mlx::utils::eval(&whole).unwrap();
+    let n = 16;
+    let (want, _) = greedy(&whole, n);
+    let (got, traces) = greedy(&split, n);
+    assert_eq!(traces, 1);
+    assert_eq!(got, want, "random {how}:{name}, rank {}", group.rank());
 }
 
 /// `mlx-lm generate` (greedy, 16 tokens, the text alone) on `name`: what it printed.
@@ -341,6 +397,61 @@ fn tensor_and_pipeline_parallel_over_mpi_with_2_and_4_ranks() {
             return;
         }
     }
+}
+
+#[test]
+fn random_models_are_drawn_by_seed_and_name() {
+    let dir = model_dir("qwen3");
+    let draw = |seed: u64, options: LoadOptions| {
+        let model = random_model(&dir, options, seed).unwrap().0;
+        logits(&model)
+    };
+    let a = draw(3, LoadOptions::default());
+    assert!(a.iter().all(|x| x.is_finite()));
+    assert_eq!(
+        a,
+        draw(3, LoadOptions::default()),
+        "the same seed draws the same model"
+    );
+    assert_ne!(
+        a,
+        draw(4, LoadOptions::default()),
+        "another seed draws another"
+    );
+    // In the dtype asked for, and quantized as asked.
+    let options = LoadOptions {
+        dtype: Some(Dtype::Bfloat16),
+        quantize: Some(mlx::lm::QuantParams::affine(32, 4)),
+        ..Default::default()
+    };
+    let (q, _) = random_model(&dir, options, 3).unwrap();
+    assert_eq!(q.dtype(), Dtype::Bfloat16);
+    let packed = mlx::utils::tree_leaves(&q)
+        .iter()
+        .filter(|a| a.dtype() == Dtype::Uint32)
+        .count();
+    assert!(packed > 0, "no quantized layer");
+    assert!(logits(&q).iter().all(|x| x.is_finite()));
+    // A config quantizing layers apart is refused, not drawn otherwise than it says.
+    let tmp = std::env::temp_dir().join(format!("lm-random-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    config["quantization"] = serde_json::json!({"group_size": 32, "bits": 4, "lm_head": false});
+    std::fs::write(tmp.join("config.json"), config.to_string()).unwrap();
+    let err = random_model(&tmp, LoadOptions::default(), 3)
+        .unwrap_err()
+        .to_string();
+    std::fs::remove_dir_all(&tmp).unwrap();
+    assert!(err.contains("names 1 layer(s) apart"), "{err}");
+}
+
+#[test]
+fn random_models_split_before_they_are_drawn_with_2_ranks() {
+    // `random_model` then `shard` / `pipeline`: the way a model larger than one device is
+    // made where it runs (`lm_bench --random-weights` under the launcher).
+    run(2, "random-tensor:qwen3");
+    run(2, "random-pipeline:llama3");
 }
 
 #[test]

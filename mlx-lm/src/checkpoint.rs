@@ -10,7 +10,8 @@ use mlx_nn::{
     MaybeQuantizedLinear, Quantizable, QuantizedEmbedding, QuantizedLinear, RMSNorm,
 };
 use mlx_rs::ops::QuantizationMode;
-use mlx_rs::{Array, Dtype};
+use mlx_rs::random::{self, UniformOptions};
+use mlx_rs::{ops, Array, Dtype};
 
 use crate::blocks::mla::{MultiLinear, QuantizedMultiLinear};
 use crate::blocks::switch::{QuantizedSwitchLinear, SwitchLinear};
@@ -69,6 +70,51 @@ pub struct Checkpoint {
     quant_recipe: Option<MixedQuantRecipe>,
     quant_predicate: Option<QuantPredicate>,
     float_predicate: Option<FloatPredicate>,
+    /// Tensors drawn at random where the checkpoint has none ([`Checkpoint::random`]).
+    random: Option<RandomWeights>,
+    /// Whether float layers evaluate their transposed weight as they are built (see
+    /// [`Checkpoint::lazy`]).
+    keep_transposed: bool,
+}
+
+/// Where [`Checkpoint::random`] draws its tensors from.
+#[derive(Debug, Clone, Copy)]
+struct RandomWeights {
+    seed: u64,
+    dtype: Dtype,
+}
+
+impl RandomWeights {
+    /// The tensor `key` of `shape`: a 1-D `*weight` (a norm's scale) ones, any other 1-D
+    /// tensor (biases, state-space parameters) zeros, a matrix uniform in ±1/sqrt(its last
+    /// axis) as `nn.Linear` initializes (the last axis is a layer's input). The key of the
+    /// draw comes from the seed and the tensor's name alone, so every process draws the same
+    /// tensor, whatever else it builds.
+    fn draw(&self, key: &str, shape: &[i32]) -> mlx_rs::Result<Array> {
+        match shape {
+            [_] if key.ends_with("weight") => ops::ones(shape, self.dtype),
+            [_] | [] => ops::zeros(shape, self.dtype),
+            [.., last] => {
+                let bound = 1.0 / f64::from((*last).max(1)).sqrt();
+                let k = random::key(self.seed ^ fnv1a(key))?;
+                random::uniform(
+                    shape,
+                    UniformOptions::default()
+                        .low(-bound as f32)
+                        .high(bound as f32)
+                        .dtype(self.dtype),
+                    &k,
+                )
+            }
+        }
+    }
+}
+
+/// 64-bit FNV-1a: a fixed hash of a tensor's name (std's hasher may change between releases).
+fn fnv1a(s: &str) -> u64 {
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// An architecture's own quantization choices for a layer by its path, where it differs
@@ -106,7 +152,35 @@ impl Checkpoint {
             quant_recipe: None,
             quant_predicate: None,
             float_predicate: None,
+            random: None,
+            keep_transposed: true,
         }
+    }
+
+    /// A checkpoint of random tensors in `dtype` for a model built from its config alone
+    /// ([`random_model`](crate::random_model)): every tensor an architecture asks for is drawn
+    /// (see `RandomWeights::draw`), lazily, and quantized as it loads when `quantize` says
+    /// so. The checkpoint is [lazy](Checkpoint::lazy).
+    pub fn random(
+        dir: impl Into<PathBuf>,
+        seed: u64,
+        dtype: Dtype,
+        quantize: Option<QuantParams>,
+    ) -> Checkpoint {
+        let mut ck = Checkpoint::new(Weights::default(), dir, None, quantize);
+        ck.random = Some(RandomWeights { seed, dtype });
+        ck.keep_transposed = false;
+        ck
+    }
+
+    /// Builds nothing before the model is evaluated: float layers do not evaluate their
+    /// transposed weight as they are built (a model that loads whole keeps it, to save a
+    /// primitive per layer and step). For a model split over processes before it is
+    /// evaluated, so that each process reads or draws its own share alone; a kept transpose
+    /// would hold the whole weight after the split.
+    pub fn lazy(mut self) -> Checkpoint {
+        self.keep_transposed = false;
+        self
     }
 
     /// Sets a mixed-bits recipe for layers quantized as they load ([`LoadOptions::quant_recipe`]).
@@ -159,6 +233,11 @@ impl Checkpoint {
     pub fn array(&mut self, key: &str, shape: &[i32]) -> Result<Array> {
         let file = self.file(key);
         let Some(array) = self.weights.take(key) else {
+            if let Some(random) = self.random {
+                return random
+                    .draw(key, shape)
+                    .map_err(|source| Error::Mlx { path: file, source });
+            }
             return Err(Error::MissingWeight {
                 dir: self.dir.clone(),
                 key: key.to_string(),
@@ -228,7 +307,9 @@ impl Checkpoint {
                 let mut layer =
                     self.maybe_quantize(path, Linear::from_weights(weight, bias), input_dims)?;
                 // Inference applies it unchanged on every token: no transpose per call.
-                layer.keep_transposed_weight()?;
+                if self.keep_transposed {
+                    layer.keep_transposed_weight()?;
+                }
                 Ok(layer)
             }
         }
@@ -329,7 +410,9 @@ impl Checkpoint {
                 let weight = self.array(&join(path, "weight"), &[num_embeddings, dims])?;
                 let mut table = self.maybe_quantize(path, Embedding::from_weights(weight), dims)?;
                 // For a tied output head (`as_linear`).
-                table.keep_transposed_weight()?;
+                if self.keep_transposed {
+                    table.keep_transposed_weight()?;
+                }
                 Ok(table)
             }
         }

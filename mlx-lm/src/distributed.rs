@@ -83,15 +83,19 @@ pub(crate) fn split_stack(
 /// Loads the model of `dir` and splits it over the groups given (Python:
 /// `mlx_lm.utils.sharded_load(repo, pipeline_group, tensor_group)`): by layers over
 /// `pipeline_group`, then each layer's heads and hidden features over `tensor_group`. With
-/// neither, tensor parallelism over the global group (Python: the same default). Each process
-/// reads the whole checkpoint and keeps its share.
+/// neither, tensor parallelism over the global group (Python: the same default). The model is
+/// split before it is read, as Python's is (`load_model(lazy=True)`): each process reads
+/// every tensor it keeps a share of, but holds only its shares ([`eval_shares`]), so a model
+/// larger than one process's memory loads over several.
 pub fn sharded_load(
     dir: impl AsRef<Path>,
     options: LoadOptions,
     pipeline_group: Option<&Group>,
     tensor_group: Option<&Group>,
 ) -> Result<(Model, Tokenizer, ModelConfig)> {
-    let (mut model, tokenizer, config) = crate::load(dir, options)?;
+    let dir = dir.as_ref();
+    let (mut model, config) = crate::load::build_model(dir, options, true)?;
+    let tokenizer = crate::load::load_tokenizer(dir, &config)?;
     let global;
     let tensor_group = match (pipeline_group, tensor_group) {
         (None, None) => {
@@ -106,7 +110,28 @@ pub fn sharded_load(
     if let Some(group) = tensor_group {
         model.shard(group)?;
     }
-    // Python evaluates the model after sharding: the slices are computed once, here.
-    mlx_tree::eval(&model)?;
+    eval_shares(&model)?;
     Ok((model, tokenizer, config))
+}
+
+/// Evaluates a model split before it was evaluated (Python: `mx.eval(model.parameters())`
+/// after `shard`), a few parameters at a time: each whole tensor read or drawn to slice a
+/// share from lives only until its share is copied out, so a process holds its shares and at
+/// most about `PART_BYTES` of whole tensors besides, not the whole model.
+pub fn eval_shares(model: &Model) -> Result<()> {
+    const PART_BYTES: usize = 1 << 30;
+    let leaves = mlx_tree::tree_leaves(model);
+    let mut part = Vec::new();
+    let mut bytes = 0;
+    for leaf in leaves {
+        bytes += leaf.nbytes();
+        part.push(leaf.clone());
+        if bytes >= PART_BYTES {
+            mlx_rs::eval(&part)?;
+            part.clear();
+            bytes = 0;
+        }
+    }
+    mlx_rs::eval(&part)?;
+    Ok(())
 }

@@ -69,7 +69,7 @@ pub use chat_template::{ChatOptions, ChatTemplate};
 pub use checkpoint::{Checkpoint, LoadOptions, QuantPredicate, UnreadKeys};
 pub use config::{load_config, ModelConfig};
 pub use detokenizer::StreamingDetokenizer;
-pub use distributed::sharded_load;
+pub use distributed::{eval_shares, sharded_load};
 pub use engine::{Engine, EngineOptions, RequestId, RequestOptions, StepTimes, TokenEvent};
 pub use error::{Error, Result};
 pub use generate::{
@@ -78,7 +78,7 @@ pub use generate::{
     TokenGenerator, DEFAULT_QUANTIZED_KV_START, UNLIMITED,
 };
 pub use kernels::KernelOptions;
-pub use load::{load, load_model};
+pub use load::{load, load_model, random_model};
 pub use lru_prompt_cache::{CachedPrefix, LruPromptCache};
 pub use model::{LanguageModel, Model, ModelTree};
 pub use prompt_cache::{load_prompt_cache, save_prompt_cache};

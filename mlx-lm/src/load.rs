@@ -11,6 +11,7 @@ use crate::quantization::Quantization;
 use crate::registry;
 use crate::tokenizer::Tokenizer;
 use crate::weights::load_weights;
+use mlx_rs::Dtype;
 
 /// Loads the model of `dir` (Python: `mlx_lm.utils.load_model`): reads the config, picks the
 /// [registered](crate::register_model) architecture of its `model_type` (an error listing the
@@ -24,15 +25,67 @@ use crate::weights::load_weights;
 /// ([`gguf`](crate::gguf)): config, names and layout are then those of the Hugging Face
 /// checkpoint llama.cpp converted.
 pub fn load_model(dir: impl AsRef<Path>, options: LoadOptions) -> Result<(Model, ModelConfig)> {
-    let dir = dir.as_ref();
+    let (model, config) = build_model(dir.as_ref(), options, false)?;
+    mlx_tree::eval(&model)?;
+    Ok((model, config))
+}
+
+/// [`load_model`]'s model before it is evaluated; with `lazy`, one that reads nothing until
+/// then ([`Checkpoint::lazy`]).
+pub(crate) fn build_model(
+    dir: &Path,
+    options: LoadOptions,
+    lazy: bool,
+) -> Result<(Model, ModelConfig)> {
     let (config, weights, quantization) = read(dir, options)?;
     let constructor = registry::constructor(&config)?;
     let mut ck = Checkpoint::new(weights, dir, quantization, options.quantize);
+    if lazy {
+        ck = ck.lazy();
+    }
     ck.set_quant_recipe(options.quant_recipe);
     let model = constructor(&mut ck, &config, &options)?;
     report_unread(&config, options.unread_keys)?;
     ck.finish()?;
-    mlx_tree::eval(&model)?;
+    Ok((model, config))
+}
+
+/// The architecture of `dir`'s config.json with random weights, the model unevaluated
+/// (Python: the model class built from its `ModelArgs`, before `load_weights`): for
+/// benchmarks and tests of a shape no checkpoint is at hand for. Nothing is drawn until the
+/// model is evaluated, so a process of a group can split it first
+/// ([`LanguageModel::shard`](crate::LanguageModel::shard),
+/// [`pipeline`](crate::LanguageModel::pipeline)) and hold its share alone: a model larger
+/// than one device's memory, made where it runs, with no files.
+///
+/// Every tensor is drawn from `seed` and its name ([`Checkpoint::random`]: norms' scales
+/// ones, other vectors zeros, matrices as `nn.Linear` initializes), in `options.dtype`
+/// (float32 by default; parameters an architecture keeps in float32 are drawn in it too), and
+/// quantized as `options.quantize` (or else the config's `quantization`) says. A config whose
+/// `quantization` names layers apart is an error: pass `options.quant_recipe` instead.
+pub fn random_model(
+    dir: impl AsRef<Path>,
+    options: LoadOptions,
+    seed: u64,
+) -> Result<(Model, ModelConfig)> {
+    let dir = dir.as_ref();
+    let config = load_config(dir)?;
+    let stored = Quantization::from_config(&config)?;
+    if let Some(q) = stored.as_ref().filter(|q| !q.layers.is_empty()) {
+        return Err(Error::InvalidArgument(format!(
+            "{}: a random model takes one quantization for every layer; `quantization` names \
+             {} layer(s) apart (LoadOptions::quant_recipe sets mixed bits)",
+            config.path().display(),
+            q.layers.len()
+        )));
+    }
+    let quantize = options.quantize.or(stored.map(|q| q.defaults));
+    let constructor = registry::constructor(&config)?;
+    let dtype = options.dtype.unwrap_or(Dtype::Float32);
+    let mut ck = Checkpoint::random(dir, seed, dtype, quantize);
+    ck.set_quant_recipe(options.quant_recipe);
+    let model = constructor(&mut ck, &config, &options)?;
+    report_unread(&config, options.unread_keys)?;
     Ok((model, config))
 }
 
@@ -96,10 +149,17 @@ pub fn load(
     options: LoadOptions,
 ) -> Result<(Model, Tokenizer, ModelConfig)> {
     let (model, config) = load_model(dir.as_ref(), options)?;
-    let mut tokenizer = match gguf::gguf_path(dir.as_ref())? {
+    let tokenizer = load_tokenizer(dir.as_ref(), &config)?;
+    Ok((model, tokenizer, config))
+}
+
+/// The tokenizer of `dir` (or of its GGUF file), its stop tokens with the config's
+/// `eos_token_id`s.
+pub(crate) fn load_tokenizer(dir: &Path, config: &ModelConfig) -> Result<Tokenizer> {
+    let mut tokenizer = match gguf::gguf_path(dir)? {
         Some(file) => gguf::load_tokenizer(&gguf::GgufFile::open(file)?)?,
-        None => Tokenizer::load(dir.as_ref())?,
+        None => Tokenizer::load(dir)?,
     };
     tokenizer.add_eos_token_ids(config.eos_token_ids()?);
-    Ok((model, tokenizer, config))
+    Ok(tokenizer)
 }
