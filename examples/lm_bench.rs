@@ -660,6 +660,9 @@ fn load_split(
     Ok((model, config))
 }
 
+/// Collectives of one decode step by kind, and their time alone (milliseconds).
+type Collectives = (BTreeMap<String, usize>, Option<f64>);
+
 /// The collectives of one decode step (batch of the prompts, from the prefilled prompt) by
 /// MLX primitive, and, tensor parallel, the milliseconds that many dependent `all_sum`s of
 /// the step's hidden state take alone (median of 20 after 3 warm-ups).
@@ -669,7 +672,7 @@ fn collectives(
     prompts: &[Vec<u32>],
     group: &Group,
     pipeline: bool,
-) -> Result<(BTreeMap<String, usize>, Option<f64>), Box<dyn Error>> {
+) -> Result<Collectives, Box<dyn Error>> {
     let mut cache = prefilled(model, &prompts[0], 2, true)?;
     let next = greedy_step(model, &mut cache, &last_token(&prompts[0])?)?;
     let kinds: BTreeMap<String, usize> = primitives(std::slice::from_ref(&next))?
