@@ -1,0 +1,127 @@
+"""Decode of a language model split over the GPUs of one machine, NCCL (issue 43).
+
+    python3 bench/lm/split.py --lm-bench PATH --launch PATH --part check|big|fits --out PREFIX
+
+The models are Llama-3.1-70B-shaped (80 layers of 8192, 64 heads, 8 key/value heads, MLP 28672,
+vocabulary 128256), its 40-layer half, and Llama-3.2-1B-shaped, with random weights that
+`lm_bench --random-weights` draws in each process after the split (`mlx::lm::random_model`):
+no files, each GPU holding its share alone. The 70B model in bfloat16 (141 GB) does not fit
+one GPU; its 40-layer half (71 GB) does.
+
+- `check`: greedy tokens of the 1B model in float32 (TF32 off) split over 2 GPUs, tensor
+  parallel and by layers, against one process's.
+- `big`: the 70B model over 2 GPUs, tensor parallel and by layers.
+- `fits`: the 40-layer half on one GPU and over 2 (tensor parallel): with 2 GPUs, each reads
+  per token what one GPU reads for the half model alone, so the 70B row over 2 GPUs against
+  the half on one shows what the split costs.
+
+Each row is `lm_bench`'s median of its runs (128-token prompt, 128 greedy tokens); rank 0's
+JSON is kept whole in PREFIX-PART.json and a table row printed.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+LLAMA_70B = {
+    "model_type": "llama", "hidden_size": 8192, "intermediate_size": 28672,
+    "num_hidden_layers": 80, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "vocab_size": 128256, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
+    "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
+}
+LLAMA_1B = dict(LLAMA_70B, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
+                num_attention_heads=32, num_key_value_heads=8, head_dim=64,
+                tie_word_embeddings=True)
+
+
+def write_model(root, name, config):
+    d = os.path.join(root, name)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(config, f)
+    return d
+
+
+def run(a, model, prompt, ranks, split, dtype, tokens, reps, env=None):
+    bench = [a.lm_bench, "--model", model, "--prompt", prompt, "--random-weights", "0",
+             "--dtype", dtype, "--max-tokens", str(tokens), "--reps", str(reps),
+             "--warmup", "1", "--warmup-tokens", "16"]
+    if split == "pipeline":
+        bench.append("--pipeline")
+    cmd = bench if ranks == 1 else [a.launch, "-n", str(ranks), "--backend", "nccl",
+                                     "--timeout", str(a.timeout), "--"] + bench
+    e = dict(os.environ, **(env or {}))
+    e.pop("LD_LIBRARY_PATH", None)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=a.timeout + 30)
+    for line in p.stdout.splitlines():
+        if '"impl"' in line:
+            return json.loads(line[line.index("{"):])
+    sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
+    raise SystemExit(f"no result from {' '.join(cmd)} (exit {p.returncode})")
+
+
+def row(name, ranks, split, r):
+    g = r.get("group") or {}
+    ms = 1e3 / r["median_decode_tps"]
+    share = r["weight_bytes"] / 1e9
+    comm = g.get("comm_ms_per_token")
+    kinds = ", ".join(f"{v} {k}" for k, v in (g.get("collectives_per_step") or {}).items())
+    return (f"| {name} | {ranks} | {split or 'whole'} | {share:.1f} | {r['peak_memory'] / 1e9:.1f} "
+            f"| {r['median_decode_tps']:.1f} | {ms:.2f} | {share / ms:.0f} "
+            f"| {kinds or '-'} | {'-' if comm is None else f'{comm:.2f}'} "
+            f"| {r['median_prefill_tps']:.0f} | {r['load_s']:.0f} | {r['traces_per_generation']} |")
+
+
+HEADER = ("| model | GPUs | split | weights per GPU (GB) | peak per GPU (GB) | decode tok/s "
+          "| ms/token | weight TB/s per GPU | collectives per step | their time alone (ms/token) "
+          "| prefill tok/s | draw + split (s) | traces |\n|" + "---|" * 13)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lm-bench", required=True)
+    p.add_argument("--launch", required=True)
+    p.add_argument("--part", choices=["check", "big", "fits"], required=True)
+    p.add_argument("--out", required=True)
+    p.add_argument("--timeout", type=int, default=540)
+    a = p.parse_args()
+    root = tempfile.mkdtemp(prefix="split-bench-")
+    prompt = os.path.join(root, "prompt.json")
+    with open(prompt, "w") as f:
+        json.dump([(i * 7919 + 13) % 128000 for i in range(128)], f)
+    results = {}
+    if a.part == "check":
+        m = write_model(root, "llama-1b", LLAMA_1B)
+        env = {"MLX_ENABLE_TF32": "0"}
+        whole = run(a, m, prompt, 1, None, "float32", 32, 1, env)
+        results["whole"] = whole
+        for split in ["tensor", "pipeline"]:
+            r = run(a, m, prompt, 2, split, "float32", 32, 1, env)
+            results[split] = r
+            want, got = whole["tokens"][0], r["tokens"][0]
+            same = next((i for i, (x, y) in enumerate(zip(want, got)) if x != y), len(want))
+            print(f"1B float32, {split} over 2 GPUs: {same} of {len(want)} greedy tokens equal "
+                  f"one process's; traces {r['traces_per_generation']}", flush=True)
+    else:
+        print(HEADER, flush=True)
+        cases = ([("70B", LLAMA_70B, 2, "tensor"), ("70B", LLAMA_70B, 2, "pipeline")]
+                 if a.part == "big" else
+                 [("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 1, None),
+                  ("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 2, "tensor")])
+        for name, config, ranks, split in cases:
+            m = write_model(root, name.replace(" ", "").replace(",", "-"), config)
+            r = run(a, m, prompt, ranks, split, "bfloat16", 128, 3)
+            results[f"{name} {ranks} {split}"] = r
+            print(row(name, ranks, split, r), flush=True)
+    with open(f"{a.out}-{a.part}.json", "w") as f:
+        json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
