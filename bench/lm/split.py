@@ -9,9 +9,12 @@ no files, each GPU holding its share alone. The 70B model in bfloat16 (141 GB) d
 one GPU; its 40-layer half (71 GB) does.
 
 - `check`: greedy tokens of the 1B model in float32 (TF32 off) split over 2 GPUs, tensor
-  parallel and by layers, against one process's.
-- `big`: the 70B model over 2 GPUs, tensor parallel and by layers.
-- `fits`: the 40-layer half on one GPU and over 2 (tensor parallel): with 2 GPUs, each reads
+  parallel, against one process's.
+- `mlx_lm`: mlx_lm's own split of the 70B model (bench/lm/split_mlx_lm.py) over 2 (and 4)
+  GPUs, and its 40-layer half on one.
+- `big`: the 70B model over 2 GPUs (and 4 where there are), tensor parallel. By layers needs
+  send/recv, which MLX 0.32.2 has no CUDA implementation of.
+- `fits`: the 40-layer half on one GPU and over 2 (and 4), tensor parallel: with 2 GPUs, each reads
   per token what one GPU reads for the half model alone, so the 70B row over 2 GPUs against
   the half on one shows what the split costs.
 
@@ -38,6 +41,12 @@ LLAMA_70B = {
 LLAMA_1B = dict(LLAMA_70B, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                 num_attention_heads=32, num_key_value_heads=8, head_dim=64,
                 tie_word_embeddings=True)
+
+
+def gpus():
+    """How many GPUs this machine has (nvidia-smi's list)."""
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout
+    return sum(1 for l in out.splitlines() if l.startswith("GPU"))
 
 
 def write_model(root, name, config):
@@ -87,10 +96,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--lm-bench", required=True)
     p.add_argument("--launch", required=True)
-    p.add_argument("--part", choices=["check", "big", "fits"], required=True)
+    p.add_argument("--part", choices=["check", "big", "fits", "mlx_lm"], required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=int, default=540)
     a = p.parse_args()
+    # Tensor parallel over 2 GPUs, and 4 where the machine has them.
+    a.ranks = [n for n in (2, 4) if n <= gpus()]
     root = tempfile.mkdtemp(prefix="split-bench-")
     prompt = os.path.join(root, "prompt.json")
     with open(prompt, "w") as f:
@@ -101,19 +112,44 @@ def main():
         env = {"MLX_ENABLE_TF32": "0"}
         whole = run(a, m, prompt, 1, None, "float32", 32, 1, env)
         results["whole"] = whole
-        for split in ["tensor", "pipeline"]:
+        # By layers needs send/recv, which MLX 0.32.2 has no CUDA implementation of
+        # ("Recv has no CUDA implementation."): tensor parallel alone.
+        for split in ["tensor"]:
             r = run(a, m, prompt, 2, split, "float32", 32, 1, env)
             results[split] = r
             want, got = whole["tokens"][0], r["tokens"][0]
             same = next((i for i, (x, y) in enumerate(zip(want, got)) if x != y), len(want))
             print(f"1B float32, {split} over 2 GPUs: {same} of {len(want)} greedy tokens equal "
                   f"one process's; traces {r['traces_per_generation']}", flush=True)
+    elif a.part == "mlx_lm":
+        # mlx_lm's own split (bench/lm/split_mlx_lm.py) of the same shapes.
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "split_mlx_lm.py")
+        for name, config, ranks in [("70B", LLAMA_70B, n) for n in a.ranks] + [
+                ("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 1)]:
+            m = write_model(root, name.replace(" ", "").replace(",", "-"), config)
+            cmd = ["python3", script, os.path.join(m, "config.json"), prompt]
+            if ranks > 1:
+                cmd = [a.launch, "-n", str(ranks), "--backend", "nccl", "--timeout",
+                       str(a.timeout), "--"] + cmd
+            e = dict(os.environ)
+            e.pop("LD_LIBRARY_PATH", None)
+            out = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=a.timeout + 30)
+            line = next((l for l in out.stdout.splitlines() if '"impl"' in l), None)
+            if line is None:
+                sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
+                continue
+            r = json.loads(line[line.index("{"):])
+            results[f"{name} {ranks}"] = r
+            print(f"mlx_lm {name} on {ranks} GPU(s): {r['median_decode_tps']:.1f} tok/s, "
+                  f"{r['weight_bytes'] / 1e9:.1f} GB per GPU, peak {r['peak_memory'] / 1e9:.1f} GB, "
+                  f"load {r['load_s']:.0f} s", flush=True)
     else:
         print(HEADER, flush=True)
-        cases = ([("70B", LLAMA_70B, 2, "tensor"), ("70B", LLAMA_70B, 2, "pipeline")]
+        half = dict(LLAMA_70B, num_hidden_layers=40)
+        cases = ([("70B", LLAMA_70B, n, "tensor") for n in a.ranks]
                  if a.part == "big" else
-                 [("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 1, None),
-                  ("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 2, "tensor")])
+                 [("70B, 40 layers", half, 1, None)]
+                 + [("70B, 40 layers", half, n, "tensor") for n in a.ranks])
         for name, config, ranks, split in cases:
             m = write_model(root, name.replace(" ", "").replace(",", "-"), config)
             r = run(a, m, prompt, ranks, split, "bfloat16", 128, 3)
