@@ -10,6 +10,8 @@ one GPU; its 40-layer half (71 GB) does.
 
 - `check`: greedy tokens of the 1B model in float32 (TF32 off) split over 2 GPUs, tensor
   parallel, against one process's.
+- `huge`: a Mistral-Large-2-shaped model (123B, 246 GB in bfloat16) over 2 (and 4) GPUs,
+  and its 44-layer half on one.
 - `mlx_lm`: mlx_lm's own split of the 70B model (bench/lm/split_mlx_lm.py) over 2 (and 4)
   GPUs, and its 40-layer half on one.
 - `big`: the 70B model over 2 GPUs (and 4 where there are), tensor parallel. By layers needs
@@ -38,6 +40,11 @@ LLAMA_70B = {
                      "high_freq_factor": 4.0, "original_max_position_embeddings": 8192},
     "attention_bias": False, "mlp_bias": False, "hidden_act": "silu",
 }
+# Mistral-Large-2-shaped (123B): 246 GB in bfloat16, more than one H200 (150 GB) holds.
+MISTRAL_LARGE = dict(LLAMA_70B, hidden_size=12288, intermediate_size=28672, num_hidden_layers=88,
+                     num_attention_heads=96, num_key_value_heads=8, head_dim=128,
+                     vocab_size=32768, rope_theta=1000000.0)
+del MISTRAL_LARGE["rope_scaling"]
 LLAMA_1B = dict(LLAMA_70B, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                 num_attention_heads=32, num_key_value_heads=8, head_dim=64,
                 tie_word_embeddings=True)
@@ -96,7 +103,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--lm-bench", required=True)
     p.add_argument("--launch", required=True)
-    p.add_argument("--part", choices=["check", "big", "fits", "mlx_lm"], required=True)
+    p.add_argument("--part", choices=["check", "big", "fits", "mlx_lm", "huge"], required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--timeout", type=int, default=540)
     a = p.parse_args()
@@ -105,7 +112,7 @@ def main():
     root = tempfile.mkdtemp(prefix="split-bench-")
     prompt = os.path.join(root, "prompt.json")
     with open(prompt, "w") as f:
-        json.dump([(i * 7919 + 13) % 128000 for i in range(128)], f)
+        json.dump([(i * 7919 + 13) % 32000 for i in range(128)], f)  # in every vocabulary here
     results = {}
     if a.part == "check":
         m = write_model(root, "llama-1b", LLAMA_1B)
@@ -148,6 +155,9 @@ def main():
         half = dict(LLAMA_70B, num_hidden_layers=40)
         cases = ([("70B", LLAMA_70B, n, "tensor") for n in a.ranks]
                  if a.part == "big" else
+                 [("123B", MISTRAL_LARGE, n, "tensor") for n in a.ranks]
+                 + [("123B, 44 layers", dict(MISTRAL_LARGE, num_hidden_layers=44), 1, None)]
+                 if a.part == "huge" else
                  [("70B, 40 layers", half, 1, None)]
                  + [("70B, 40 layers", half, n, "tensor") for n in a.ranks])
         for name, config, ranks, split in cases:
