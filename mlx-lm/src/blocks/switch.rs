@@ -11,6 +11,7 @@ use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, Qua
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
+pub use crate::blocks::switch_lora::LoRASwitchLinear;
 use crate::blocks::mlp::{divide_by_group, relu2, swiglu};
 use crate::checkpoint::Checkpoint;
 
@@ -51,9 +52,8 @@ pub type MaybeQuantizedSwitchLinear = MaybeQuantized<SwitchLinear>;
 impl Quantizable for SwitchLinear {
     type Quantized = QuantizedSwitchLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedSwitchLinear";
-    // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
-    type Adapted = mlx_nn::NoAdapter;
-    const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Adapted = LoRASwitchLinear;
+    const ADAPTED_NAME: &'static str = "LoRASwitchLinear";
     type Sharded = mlx_nn::NoAdapter;
     const SHARDED_NAMES: &'static [&'static str] = &[];
 
@@ -129,7 +129,7 @@ impl SwitchForward for MaybeQuantizedSwitchLinear {
         match self {
             MaybeQuantized::Float(l) => l.forward_experts(x, indices, sorted),
             MaybeQuantized::Quantized(l) => l.forward_experts(x, indices, sorted),
-            MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Adapted(a) => a.forward_experts(x, indices, sorted),
             MaybeQuantized::Sharded(s) => match **s {},
         }
     }
@@ -190,6 +190,15 @@ impl SwitchGlu {
     /// mlx_lm's gpt_oss divides it, so the sum adds it once. On an error the experts are
     /// left as they were.
     pub fn shard_inplace(&mut self, group: &Group) -> Result<()> {
+        let projections = [&self.gate_proj, &self.up_proj, &self.down_proj];
+        if projections
+            .iter()
+            .any(|p| matches!(p, MaybeQuantized::Adapted(_)))
+        {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "the experts have adapters: fuse them before sharding the model".into(),
+            ));
+        }
         if let MaybeQuantized::Quantized(down) = &self.down_proj {
             // Its hidden features are its inputs, quantized in groups: each process must keep
             // whole groups (mlx_lm's `mx.split` of the scales fails otherwise).
@@ -211,7 +220,8 @@ impl SwitchGlu {
         let bias = match &mut split.down_proj {
             MaybeQuantized::Float(l) => l.bias.as_mut(),
             MaybeQuantized::Quantized(l) => l.bias.as_mut(),
-            MaybeQuantized::Adapted(a) => match **a {},
+            // Refused above.
+            MaybeQuantized::Adapted(_) => None,
             MaybeQuantized::Sharded(s) => match **s {},
         };
         if let Some(b) = bias {
