@@ -5,7 +5,7 @@
 //! many (mlx_lm's rule: 64 routed (token, expert) pairs or more), so each expert's weights are
 //! read once for its run of tokens.
 
-use mlx_nn::{shard_inplace, MaybeQuantized, Quantizable, Sharding};
+use mlx_nn::{shard_inplace, Frozen, MaybeQuantized, Quantizable, Sharding};
 use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, QuantizeOptions};
 use mlx_rs::{Array, Result};
@@ -161,6 +161,10 @@ pub struct SwitchGlu {
     pub gate_proj: MaybeQuantizedSwitchLinear,
     pub up_proj: MaybeQuantizedSwitchLinear,
     pub down_proj: MaybeQuantizedSwitchLinear,
+    /// The experts' frozen parameters (the expert layers have no set of their own), so that
+    /// `model.freeze` reaches them before adapters are added.
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl SwitchGlu {
@@ -179,6 +183,7 @@ impl SwitchGlu {
             gate_proj: ck.switch_linear(&p("gate_proj"), dim, hidden, num_experts, bias)?,
             up_proj: ck.switch_linear(&p("up_proj"), dim, hidden, num_experts, bias)?,
             down_proj: ck.switch_linear(&p("down_proj"), hidden, dim, num_experts, bias)?,
+            frozen: Frozen::default(),
         })
     }
 
@@ -274,6 +279,9 @@ impl SwitchGlu {
 pub struct SwitchMlp {
     pub fc1: MaybeQuantizedSwitchLinear,
     pub fc2: MaybeQuantizedSwitchLinear,
+    /// As [`SwitchGlu::frozen`].
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl SwitchMlp {
@@ -291,6 +299,7 @@ impl SwitchMlp {
         Ok(SwitchMlp {
             fc1: ck.switch_linear(&p("fc1"), dim, hidden, num_experts, bias)?,
             fc2: ck.switch_linear(&p("fc2"), hidden, dim, num_experts, bias)?,
+            frozen: Frozen::default(),
         })
     }
 
