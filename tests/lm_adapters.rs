@@ -191,7 +191,12 @@ fn bad_adapters_are_errors() {
 /// The modules the default keys adapt (`lora_parameters` without `keys`) are mlx_lm's: every
 /// linear, expert and embedding layer in the blocks, routers and shared experts included, in
 /// mixture-of-experts models of several families (mlx_lm 0.32.2 has no per-architecture
-/// choice).
+/// choice); after `model.freeze`, only the adapters train.
+/// The models of `default_keys.json` that `model.freeze(None)` takes. deepseek_v3's
+/// `MultiLinear`, glm4_moe's grouped router and gpt_oss's attention sinks hold parameters
+/// with no enclosing `frozen` set yet, so those models cannot be frozen.
+const FREEZABLE: [&str; 5] = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "llama4_text"];
+
 #[test]
 fn default_keys_equal_mlx_lm() {
     let text = std::fs::read_to_string(adapters().join("default_keys.json")).unwrap();
@@ -207,6 +212,11 @@ fn default_keys_equal_mlx_lm() {
         let mut model = load_model(model_dir(name), LoadOptions::default())
             .unwrap()
             .0;
+        // As mlx_lm.lora: the base frozen, then the adapters (their bases stay frozen).
+        let freezes = FREEZABLE.contains(&name.as_str());
+        if freezes {
+            model.freeze(None).unwrap();
+        }
         linear_to_lora_layers(&mut model, -1, &params, false).unwrap();
         let ours: Vec<String> = model
             .named_parameters()
@@ -217,6 +227,16 @@ fn default_keys_equal_mlx_lm() {
             .into_iter()
             .collect();
         assert_eq!(&ours, theirs, "{name}: adapted modules");
+        if !freezes {
+            continue;
+        }
+        let trainable: BTreeSet<String> =
+            trainable_parameters(&model).unwrap().into_keys().collect();
+        let adapters: BTreeSet<String> = theirs
+            .iter()
+            .flat_map(|m| [format!("{m}.lora_a"), format!("{m}.lora_b")])
+            .collect();
+        assert_eq!(trainable, adapters, "{name}: trainable parameters");
     }
 }
 
@@ -228,9 +248,19 @@ fn default_keys_equal_mlx_lm() {
 fn unsupported_adapters_are_errors() {
     let cases: [(&str, Option<&[&str]>, bool, &str); 4] = [
         ("qwen3_moe", None, true, "doesn't support DoRA"),
-        ("qwen3_moe-4bit", Some(&["mlp.switch_mlp.up_proj"]), true, "doesn't support DoRA"),
+        (
+            "qwen3_moe-4bit",
+            Some(&["mlp.switch_mlp.up_proj"]),
+            true,
+            "doesn't support DoRA",
+        ),
         ("qwen3", Some(&["input_layernorm"]), false, "can't convert"),
-        ("qwen3-4bit", Some(&["model.embed_tokens"]), true, "quantized embedding"),
+        (
+            "qwen3-4bit",
+            Some(&["model.embed_tokens"]),
+            true,
+            "quantized embedding",
+        ),
     ];
     for (name, keys, dora, message) in cases {
         let mut model = load_model(model_dir(name), LoadOptions::default())

@@ -58,6 +58,16 @@ fn dequantize_table(q: &QuantizedEmbedding) -> Result<Array> {
     )
 }
 
+/// `(rows, columns)` of a 2-D table.
+fn table_shape(weight: &Array) -> Result<(i32, i32)> {
+    match weight.shape() {
+        &[rows, columns] => Ok((rows, columns)),
+        shape => Err(Error::InvalidArgument(format!(
+            "[LoRAEmbedding] an embedding table is 2-D; got shape {shape:?}"
+        ))),
+    }
+}
+
 impl LoRAEmbedding {
     /// Wraps `embedding` with a new adapter (Python: `LoRAEmbedding.from_base(embedding, r,
     /// dropout, scale)`, or `DoRAEmbedding.from_base` with `options.dora`), drawing from MLX's
@@ -74,7 +84,7 @@ impl LoRAEmbedding {
         options: LoRAOptions,
     ) -> Result<LoRAEmbedding> {
         let (num_embeddings, dims) = match &embedding {
-            MaybeQuantized::Float(e) => (e.weight.shape()[0], e.weight.shape()[1]),
+            MaybeQuantized::Float(e) => table_shape(&e.weight)?,
             MaybeQuantized::Quantized(_) if options.dora => {
                 return Err(Error::InvalidArgument(
                     "[DoRAEmbedding] DoRA on a quantized embedding is not supported \
@@ -83,7 +93,10 @@ impl LoRAEmbedding {
                 ))
             }
             // Python: `dims * 32 // embedding.bits` (packed uint32 columns).
-            MaybeQuantized::Quantized(q) => (q.weight.shape()[0], q.weight.shape()[1] * 32 / q.bits),
+            MaybeQuantized::Quantized(q) => {
+                let (rows, words) = table_shape(&q.weight)?;
+                (rows, words * 32 / q.bits)
+            }
             MaybeQuantized::Adapted(_) => {
                 return Err(Error::InvalidArgument(
                     "[LoRAEmbedding] the table already has an adapter".into(),
@@ -148,14 +161,14 @@ impl LoRAEmbedding {
         };
         let fused = Embedding::from_weights(weight);
         match &self.embedding {
-            MaybeQuantized::Quantized(q) if !dequantize => {
-                Ok(MaybeQuantized::Quantized(QuantizedEmbedding::from_embedding(
+            MaybeQuantized::Quantized(q) if !dequantize => Ok(MaybeQuantized::Quantized(
+                QuantizedEmbedding::from_embedding(
                     &fused,
                     Some(q.group_size),
                     Some(q.bits),
                     q.mode,
-                )?))
-            }
+                )?,
+            )),
             _ => Ok(MaybeQuantized::Float(fused)),
         }
     }
@@ -168,7 +181,10 @@ impl LoRAEmbedding {
             &ops::matmul(&self.dropout.forward(x)?, &self.lora_b.t()?)?,
             &self.lora_a.t()?,
         )?;
-        let out = ops::add(&y, &ops::astype(&ops::multiply(self.scale, &z)?, x.dtype())?)?;
+        let out = ops::add(
+            &y,
+            &ops::astype(&ops::multiply(self.scale, &z)?, x.dtype())?,
+        )?;
         let Some(m) = &self.m else {
             return Ok(out);
         };
@@ -190,7 +206,10 @@ impl Forward for LoRAEmbedding {
         let rows = ops::take(&self.lora_a, x, 0)?;
         let Some(m) = &self.m else {
             let z = self.dropout.forward(&ops::matmul(&rows, &self.lora_b)?)?;
-            return ops::add(&y, &ops::astype(&ops::multiply(self.scale, &z)?, y.dtype())?);
+            return ops::add(
+                &y,
+                &ops::astype(&ops::multiply(self.scale, &z)?, y.dtype())?,
+            );
         };
         let z = ops::matmul(&ops::multiply(self.scale, &rows)?, &self.lora_b)?;
         let out = ops::add(&y, &ops::astype(&self.dropout.forward(&z)?, y.dtype())?)?;

@@ -11,8 +11,8 @@ use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, Qua
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
-pub use crate::blocks::switch_lora::LoRASwitchLinear;
 use crate::blocks::mlp::{divide_by_group, relu2, swiglu};
+pub use crate::blocks::switch_lora::LoRASwitchLinear;
 use crate::checkpoint::Checkpoint;
 
 /// mlx_lm's `do_sort = indices.size >= 64`: from this many routed (token, expert) pairs on,

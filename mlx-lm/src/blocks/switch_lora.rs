@@ -68,7 +68,10 @@ fn dequantized(linear: &MaybeQuantizedSwitchLinear) -> Result<(Array, Option<Arr
             if let Some(b) = &q.biases {
                 options = options.biases(b);
             }
-            Ok((ops::dequantize(&q.weight, &q.scales, options)?, q.bias.clone()))
+            Ok((
+                ops::dequantize(&q.weight, &q.scales, options)?,
+                q.bias.clone(),
+            ))
         }
         MaybeQuantized::Adapted(_) => Err(Error::InvalidArgument(
             "[LoRASwitchLinear] the base experts are themselves adapted".into(),
@@ -126,7 +129,10 @@ impl LoRASwitchLinear {
     pub fn fuse(&self, dequantize: bool) -> Result<MaybeQuantizedSwitchLinear> {
         let (weight, bias) = dequantized(&self.linear)?;
         let &[num_experts, _, input_dims] = weight.shape() else {
-            unreachable!("checked by from_base")
+            return Err(Error::InvalidArgument(format!(
+                "[LoRASwitchLinear] expert weights are 3-D; got shape {:?}",
+                weight.shape()
+            )));
         };
         let lora_b = ops::multiply(self.scale, &self.lora_b)?;
         let lora_a = self.lora_a.reshape(&[num_experts, -1, input_dims])?;
@@ -167,6 +173,9 @@ impl SwitchForward for LoRASwitchLinear {
         };
         let z = through(&self.dropout.forward(x)?, &self.lora_a)?;
         let z = through(&z, &self.lora_b)?;
-        ops::add(&y, &ops::astype(&ops::multiply(self.scale, &z)?, x.dtype())?)
+        ops::add(
+            &y,
+            &ops::astype(&ops::multiply(self.scale, &z)?, x.dtype())?,
+        )
     }
 }

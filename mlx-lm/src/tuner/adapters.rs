@@ -8,7 +8,9 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use mlx_nn::{AnyModule, LoRAEmbedding, LoRALinear, LoRAOptions, MaybeQuantized, Module, Quantizable};
+use mlx_nn::{
+    AnyModule, LoRAEmbedding, LoRALinear, LoRAOptions, MaybeQuantized, Module, Quantizable,
+};
 use mlx_rs::Array;
 use serde::Deserialize;
 use serde_json::Value;
@@ -356,7 +358,12 @@ pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize
     let mut fused = Vec::new();
     for (path, module) in model.named_modules().map_err(run)? {
         let merged = match module.type_name() {
-            "LoRALinear" => fused_module(module.downcast::<LoRALinear>().map_err(run)?.fuse(dequantize)),
+            "LoRALinear" => fused_module(
+                module
+                    .downcast::<LoRALinear>()
+                    .map_err(run)?
+                    .fuse(dequantize),
+            ),
             "LoRASwitchLinear" => fused_module(
                 module
                     .downcast::<LoRASwitchLinear>()
@@ -381,7 +388,9 @@ pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize
 }
 
 /// The layer an adapter's `fuse` returns, as a module (float or quantized).
-fn fused_module<T: Quantizable>(layer: mlx_rs::Result<MaybeQuantized<T>>) -> mlx_rs::Result<AnyModule> {
+fn fused_module<T: Quantizable>(
+    layer: mlx_rs::Result<MaybeQuantized<T>>,
+) -> mlx_rs::Result<AnyModule> {
     match layer? {
         MaybeQuantized::Float(l) => AnyModule::new(&l),
         MaybeQuantized::Quantized(q) => AnyModule::new(&q),
