@@ -46,6 +46,11 @@ fn bits(a: &Array) -> Vec<u32> {
         .collect()
 }
 
+/// The words of an integer array (packed quantized weights), exactly.
+fn words(a: &Array) -> Vec<u32> {
+    a.astype(Dtype::Uint32).unwrap().to_vec::<u32>().unwrap()
+}
+
 /// Linked to the wheel's libmlx (`MLX_DIR`), the same ops run the same kernels: bit for bit.
 /// Our source build of MLX compiles its kernels with other flags (vectorized exp, reduction
 /// order), which moves float32 results by a few ulps, and training carries them on: measured,
@@ -127,6 +132,26 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
             })
             .count();
         assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
+        // mlx_lm's fused layers, parameter for parameter (packed words of a requantized
+        // layer included).
+        let ours: BTreeMap<String, Array> =
+            model.named_parameters().unwrap().into_iter().collect();
+        let mut compared = 0;
+        for (key, theirs) in expected(name) {
+            let Some(path) = key.strip_prefix("fused.") else {
+                continue;
+            };
+            let what = format!("{name}: fused {path}");
+            let ours = ours.get(path).unwrap_or_else(|| panic!("{what}: missing"));
+            assert_eq!(ours.dtype(), theirs.dtype(), "{what}");
+            if theirs.dtype().is_floating() {
+                assert_near(ours, &theirs, &what);
+            } else if mlx::core::sys::PREBUILT_MLX {
+                assert_eq!(words(ours), words(&theirs), "{what}");
+            }
+            compared += 1;
+        }
+        assert!(compared > 0, "{name}: no fused parameters recorded");
         let fused = model.forward(&inputs, None).unwrap();
         assert_near(
             &fused,

@@ -16,7 +16,8 @@ trainable parameters, `adapter_config.json`), with `lora_b` (and DoRA's `m`) mov
 initial values so the update is not zero; and `golden.safetensors`: the seeded initial
 adapters (`init.<path>`) and the logits of the model's golden prompt after mlx_lm's
 `load_adapters` on a freshly loaded model (`logits`, float32), and after `mlx_lm.fuse`'s
-merge of the adapters into the base layers (`fused_logits`). And
+merge of the adapters into the base layers (`fused_logits`, and the fused layers' parameters,
+`fused.<path>`). And
 `tests/data/lora/adapters/default_keys.json`: the modules the default keys adapt in several
 mixture-of-experts models.
 
@@ -161,6 +162,10 @@ for name, model_name, fine_tune_type, num_layers, params, seed in ADAPTER_CASES:
     fresh.update_modules(tree_unflatten(fused))
     fused_logits = fresh(mx.array([prompt])).astype(mx.float32)
     golden = {f"init.{p}": x for p, x in init.items()}
+    # The fused layers' parameters (packed and requantized on a 4-bit model).
+    for p, x in tree_flatten(fresh.parameters()):
+        if any(p.startswith(n + ".") for n, _ in fused):
+            golden[f"fused.{p}"] = x
     golden["logits"] = logits
     golden["fused_logits"] = fused_logits
     mx.save_safetensors(str(out / "golden.safetensors"), golden)
