@@ -134,8 +134,7 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
         assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
         // mlx_lm's fused layers, parameter for parameter (packed words of a requantized
         // layer included).
-        let ours: BTreeMap<String, Array> =
-            model.named_parameters().unwrap().into_iter().collect();
+        let ours: BTreeMap<String, Array> = model.named_parameters().unwrap().into_iter().collect();
         let mut compared = 0;
         for (key, theirs) in expected(name) {
             let Some(path) = key.strip_prefix("fused.") else {
