@@ -1,6 +1,7 @@
 //! Adapters against mlx_lm 0.32.2 (`scripts/golden/lora.py`, `tests/data/lora/adapters`):
-//! adapters that mlx_lm made and saved on golden models (LoRA, QLoRA on a 4-bit model, DoRA)
-//! load here, and the adapted model's logits of the golden prompt equal mlx_lm's bit for bit
+//! adapters that mlx_lm made and saved on golden models (LoRA, QLoRA on a 4-bit model, DoRA;
+//! on the expert layers of a mixture-of-experts model, float and 4-bit; on embedding tables,
+//! LoRA and DoRA, tied, and quantized) load here, and the adapted model's logits of the golden prompt equal mlx_lm's bit for bit
 //! (the same ops in the same order on the same CPU backend); the seeded initial adapters of
 //! `linear_to_lora_layers` equal mlx_lm's bit for bit (the same draws from MLX's key chain);
 //! and the compiled training step, from the same seeds, data and config as mlx_lm's
@@ -43,6 +44,11 @@ fn bits(a: &Array) -> Vec<u32> {
         .into_iter()
         .map(f32::to_bits)
         .collect()
+}
+
+/// The words of an integer array (packed quantized weights), exactly.
+fn words(a: &Array) -> Vec<u32> {
+    a.astype(Dtype::Uint32).unwrap().to_vec::<u32>().unwrap()
 }
 
 /// Linked to the wheel's libmlx (`MLX_DIR`), the same ops run the same kernels: bit for bit.
@@ -118,9 +124,33 @@ fn mlx_lm_adapters_load_and_logits_equal_mlx_lm() {
             .named_parameters()
             .unwrap()
             .into_iter()
-            .filter(|(p, _)| p.contains("lora_") || p.contains(".linear."))
+            .filter(|(p, _)| {
+                p.contains("lora_")
+                    || p.contains(".linear.")
+                    || p.contains(".embedding.")
+                    || p.ends_with(".m")
+            })
             .count();
         assert_eq!(left, 0, "{name}: adapter parameters left after fuse");
+        // mlx_lm's fused layers, parameter for parameter (packed words of a requantized
+        // layer included).
+        let ours: BTreeMap<String, Array> = model.named_parameters().unwrap().into_iter().collect();
+        let mut compared = 0;
+        for (key, theirs) in expected(name) {
+            let Some(path) = key.strip_prefix("fused.") else {
+                continue;
+            };
+            let what = format!("{name}: fused {path}");
+            let ours = ours.get(path).unwrap_or_else(|| panic!("{what}: missing"));
+            assert_eq!(ours.dtype(), theirs.dtype(), "{what}");
+            if theirs.dtype().is_floating() {
+                assert_near(ours, &theirs, &what);
+            } else if mlx::core::sys::PREBUILT_MLX {
+                assert_eq!(words(ours), words(&theirs), "{what}");
+            }
+            compared += 1;
+        }
+        assert!(compared > 0, "{name}: no fused parameters recorded");
         let fused = model.forward(&inputs, None).unwrap();
         assert_near(
             &fused,
@@ -180,6 +210,110 @@ fn bad_adapters_are_errors() {
     // Adapters of another model: shapes (llama3's) that do not fit qwen3's layers.
     let err = load_adapters(&mut model, adapters().join("llama3-dora"));
     assert!(err.is_err(), "llama3's adapters loaded into qwen3");
+}
+
+/// The modules the default keys adapt (`lora_parameters` without `keys`) are mlx_lm's: every
+/// linear, expert and embedding layer in the blocks, routers and shared experts included, in
+/// mixture-of-experts models of several families (mlx_lm 0.32.2 has no per-architecture
+/// choice); after `model.freeze`, only the adapters train.
+/// The models of `default_keys.json` that `model.freeze(None)` takes. deepseek_v3's
+/// `MultiLinear`, glm4_moe's grouped router and gpt_oss's attention sinks hold parameters
+/// with no enclosing `frozen` set yet, so those models cannot be frozen.
+const FREEZABLE: [&str; 5] = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "llama4_text"];
+
+#[test]
+fn default_keys_equal_mlx_lm() {
+    let text = std::fs::read_to_string(adapters().join("default_keys.json")).unwrap();
+    let expected: BTreeMap<String, Vec<String>> = serde_json::from_str(&text).unwrap();
+    assert!(expected.len() >= 8);
+    let params = LoraParameters {
+        rank: 1,
+        scale: 1.0,
+        dropout: 0.0,
+        keys: None,
+    };
+    for (name, theirs) in &expected {
+        let mut model = load_model(model_dir(name), LoadOptions::default())
+            .unwrap()
+            .0;
+        // As mlx_lm.lora: the base frozen, then the adapters (their bases stay frozen).
+        let freezes = FREEZABLE.contains(&name.as_str());
+        if freezes {
+            model.freeze(None).unwrap();
+        }
+        linear_to_lora_layers(&mut model, -1, &params, false).unwrap();
+        let ours: Vec<String> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .filter_map(|(p, _)| Some(p.strip_suffix(".lora_a")?.to_string()))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(&ours, theirs, "{name}: adapted modules");
+        if !freezes {
+            continue;
+        }
+        let trainable: BTreeSet<String> =
+            trainable_parameters(&model).unwrap().into_keys().collect();
+        let adapters: BTreeSet<String> = theirs
+            .iter()
+            .flat_map(|m| [format!("{m}.lora_a"), format!("{m}.lora_b")])
+            .collect();
+        assert_eq!(trainable, adapters, "{name}: trainable parameters");
+    }
+}
+
+/// What mlx_lm refuses is an error here too, and leaves the model as it was: DoRA on expert
+/// layers (mlx_lm: "SwitchLinear doesn't support DoRA yet."), a key naming a module no adapter
+/// wraps (a norm); and DoRA on a quantized table, which mlx_lm 0.32.2 builds on the packed
+/// words and fails at its first call.
+#[test]
+fn unsupported_adapters_are_errors() {
+    let cases: [(&str, Option<&[&str]>, bool, &str); 4] = [
+        ("qwen3_moe", None, true, "doesn't support DoRA"),
+        (
+            "qwen3_moe-4bit",
+            Some(&["mlp.switch_mlp.up_proj"]),
+            true,
+            "doesn't support DoRA",
+        ),
+        ("qwen3", Some(&["input_layernorm"]), false, "can't convert"),
+        (
+            "qwen3-4bit",
+            Some(&["model.embed_tokens"]),
+            true,
+            "quantized embedding",
+        ),
+    ];
+    for (name, keys, dora, message) in cases {
+        let mut model = load_model(model_dir(name), LoadOptions::default())
+            .unwrap()
+            .0;
+        let before: Vec<String> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        let params = LoraParameters {
+            rank: 2,
+            scale: 1.0,
+            dropout: 0.0,
+            keys: keys.map(|k| k.iter().map(|s| s.to_string()).collect()),
+        };
+        let err = linear_to_lora_layers(&mut model, -1, &params, dora)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(message), "{name}: {err}");
+        let after: Vec<String> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(before, after, "{name}: the model changed");
+    }
 }
 
 /// mlx_lm.lora saves a full fine-tune's config with `lora_parameters: null`; its

@@ -73,6 +73,7 @@ pub mod init;
 mod kept_transpose;
 mod layers;
 mod lora;
+mod lora_embedding;
 pub mod losses;
 mod maybe_quantized;
 pub mod utils;
@@ -105,6 +106,7 @@ pub use layers::recurrent::*;
 pub use layers::transformer::*;
 pub use layers::upsample::*;
 pub use lora::{LoRALinear, LoRAOptions, NoAdapter};
+pub use lora_embedding::LoRAEmbedding;
 pub use maybe_quantized::{
     MaybeQuantized, MaybeQuantizedEmbedding, MaybeQuantizedLinear, Quantizable,
 };

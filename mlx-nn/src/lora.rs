@@ -6,7 +6,7 @@
 //! parameter paths Python gives (`q_proj.linear.weight`, `q_proj.lora_a`, `q_proj.lora_b`,
 //! and `q_proj.m` for DoRA).
 
-use mlx_rs::ops::{self, DequantizeOptions};
+use mlx_rs::ops::{self, DequantizeOptions, QuantizationMode};
 use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{linalg, Array, Dtype, Error, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
@@ -73,14 +73,34 @@ fn dequantized_weight(linear: &MaybeQuantizedLinear) -> Result<Array> {
 }
 
 fn dequantize_linear(q: &QuantizedLinear) -> Result<Array> {
+    dequantize(
+        &q.weight,
+        &q.scales,
+        q.biases.as_ref(),
+        q.group_size,
+        q.bits,
+        q.mode,
+    )
+}
+
+/// Python's `mx.dequantize(weight, scales, biases, group_size=, bits=, mode=)`, which every
+/// adapter's fuse (and DoRA's forward) applies to a quantized base.
+pub(crate) fn dequantize(
+    weight: &Array,
+    scales: &Array,
+    biases: Option<&Array>,
+    group_size: i32,
+    bits: i32,
+    mode: QuantizationMode,
+) -> Result<Array> {
     let mut options = DequantizeOptions::default()
-        .group_size(q.group_size)
-        .bits(q.bits)
-        .mode(q.mode);
-    if let Some(b) = &q.biases {
+        .group_size(group_size)
+        .bits(bits)
+        .mode(mode);
+    if let Some(b) = biases {
         options = options.biases(b);
     }
-    ops::dequantize(&q.weight, &q.scales, options)
+    ops::dequantize(weight, scales, options)
 }
 
 /// `(output_dims, input_dims)` of a base layer, as Python's `from_base` reads them.
@@ -232,8 +252,8 @@ impl Forward for LoRALinear {
     }
 }
 
-/// A layer kind with no adapter type yet (embeddings, expert and multi-head linears): the
-/// [`MaybeQuantized::Adapted`] variant of such a layer cannot be built.
+/// A layer kind without an adapter (multi-head linears; mlx_lm adapts none) or without a
+/// sharded form: that [`MaybeQuantized`] variant of such a layer cannot be built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NoAdapter {}
 

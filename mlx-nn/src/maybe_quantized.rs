@@ -7,8 +7,8 @@ use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, NodeKind, TreeNode, Unflattener};
 
 use crate::{
-    Embedding, Forward, Linear, LoRALinear, NoAdapter, QuantizedEmbedding, QuantizedLinear,
-    ShardedLinear,
+    Embedding, Forward, Linear, LoRAEmbedding, LoRALinear, NoAdapter, QuantizedEmbedding,
+    QuantizedLinear, ShardedLinear,
 };
 
 /// A float layer that has a quantized counterpart (Python: a module with `to_quantized`).
@@ -19,7 +19,8 @@ pub trait Quantizable: TreeNode {
     /// the two variants apart when a [`MaybeQuantized`] is rebuilt from its structure.
     const QUANTIZED_NAME: &'static str;
     /// The layer with a low-rank adapter ([`LoRALinear`](crate::LoRALinear) for a linear
-    /// layer; [`NoAdapter`](crate::NoAdapter) for the kinds without one).
+    /// layer, [`LoRAEmbedding`](crate::LoRAEmbedding) for a table; [`NoAdapter`](
+    /// crate::NoAdapter) for the kinds without one).
     type Adapted: TreeNode;
     /// The name of the adapted type's node in a `TreeDef`.
     const ADAPTED_NAME: &'static str;
@@ -64,8 +65,8 @@ impl Quantizable for Linear {
 impl Quantizable for Embedding {
     type Quantized = QuantizedEmbedding;
     const QUANTIZED_NAME: &'static str = "QuantizedEmbedding";
-    type Adapted = NoAdapter;
-    const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Adapted = LoRAEmbedding;
+    const ADAPTED_NAME: &'static str = "LoRAEmbedding";
     type Sharded = NoAdapter;
     const SHARDED_NAMES: &'static [&'static str] = &[];
 
@@ -206,7 +207,7 @@ impl MaybeQuantized<Embedding> {
         match self {
             MaybeQuantized::Float(table) => table.keep_transposed_weight(),
             MaybeQuantized::Quantized(_) => Ok(()),
-            MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Adapted(a) => a.embedding.keep_transposed_weight(),
             MaybeQuantized::Sharded(s) => match **s {},
         }
     }
@@ -217,7 +218,7 @@ impl MaybeQuantized<Embedding> {
         match self {
             MaybeQuantized::Float(e) => e.as_linear(x),
             MaybeQuantized::Quantized(e) => e.as_linear(x),
-            MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Adapted(a) => a.as_linear(x),
             MaybeQuantized::Sharded(s) => match **s {},
         }
     }

@@ -10,12 +10,16 @@ Writes `tests/data/lora/golden.json`: per dataset, each split's tokenized exampl
 
 Also writes `tests/data/lora/adapters/<case>/`: adapters made by mlx_lm's own
 `linear_to_lora_layers` on golden models (tests/data/lm-models; LoRA, DoRA, QLoRA on a 4-bit
-model) after `mx.random.seed`, saved as its trainer saves them (`adapters.safetensors` of the
+model; on the expert layers of a mixture-of-experts model, float and 4-bit; on the embedding
+table, LoRA and DoRA, tied and quantized) after `mx.random.seed`, saved as its trainer saves them (`adapters.safetensors` of the
 trainable parameters, `adapter_config.json`), with `lora_b` (and DoRA's `m`) moved off their
 initial values so the update is not zero; and `golden.safetensors`: the seeded initial
 adapters (`init.<path>`) and the logits of the model's golden prompt after mlx_lm's
 `load_adapters` on a freshly loaded model (`logits`, float32), and after `mlx_lm.fuse`'s
-merge of the adapters into the base layers (`fused_logits`).
+merge of the adapters into the base layers (`fused_logits`, and the fused layers' parameters,
+`fused.<path>`). And
+`tests/data/lora/adapters/default_keys.json`: the modules the default keys adapt in several
+mixture-of-experts models.
 
 And `tests/data/lora/train/<case>/`: mlx_lm's own `trainer.train` (its compiled step, Adam)
 for a few iterations on a golden model with seeded adapters (`mx.random.seed`,
@@ -95,6 +99,7 @@ from mlx_lm.tuner.utils import linear_to_lora_layers, load_adapters  # noqa: E40
 from mlx_lm.utils import load  # noqa: E402
 
 sys.path.append(str(HERE))  # after the standard library, which must not be shadowed
+import mlx_lm_compat  # noqa: E402,F401  (mlx_lm 0.32.2 on MLX 0.32.2: quantized experts)
 import weights_recipe  # noqa: E402
 
 MODELS = ROOT / "tests" / "data" / "lm-models"
@@ -107,6 +112,19 @@ ADAPTER_CASES = [
     ("qwen3-4bit-qlora", "qwen3-4bit", "lora", -1, {"rank": 8, "scale": 20.0, "dropout": 0.0}, 11),
     ("llama3-dora", "llama3", "dora", 1,
      {"rank": 4, "scale": 5.0, "dropout": 0.0, "keys": ["self_attn.q_proj", "self_attn.v_proj", "mlp.down_proj"]}, 3),
+    # Expert layers (LoRASwitchLinear) by the default keys: attention, the router, the
+    # experts, and the dense MLP of qwen3_moe's `mlp_only_layers`.
+    ("qwen3_moe-lora", "qwen3_moe", "lora", -1, {"rank": 4, "scale": 10.0, "dropout": 0.0}, 13),
+    ("qwen3_moe-4bit-qlora", "qwen3_moe-4bit", "lora", 3,
+     {"rank": 4, "scale": 20.0, "dropout": 0.0}, 17),
+    # Embedding adapters (LoRAEmbedding, DoRAEmbedding) by their full path; llama3 ties its
+    # output projection to the table (`as_linear`), qwen3-4bit's table is quantized.
+    ("llama3-lora-embed", "llama3", "lora", 1,
+     {"rank": 4, "scale": 10.0, "dropout": 0.0, "keys": ["model.embed_tokens", "self_attn.q_proj"]}, 19),
+    ("llama3-dora-embed", "llama3", "dora", 1,
+     {"rank": 4, "scale": 5.0, "dropout": 0.0, "keys": ["model.embed_tokens", "mlp.down_proj"]}, 23),
+    ("qwen3-4bit-qlora-embed", "qwen3-4bit", "lora", 1,
+     {"rank": 8, "scale": 20.0, "dropout": 0.0, "keys": ["model.embed_tokens"]}, 29),
 ]
 
 mx.set_default_device(mx.cpu)
@@ -144,10 +162,30 @@ for name, model_name, fine_tune_type, num_layers, params, seed in ADAPTER_CASES:
     fresh.update_modules(tree_unflatten(fused))
     fused_logits = fresh(mx.array([prompt])).astype(mx.float32)
     golden = {f"init.{p}": x for p, x in init.items()}
+    # The fused layers' parameters (packed and requantized on a 4-bit model).
+    for p, x in tree_flatten(fresh.parameters()):
+        if any(p.startswith(n + ".") for n, _ in fused):
+            golden[f"fused.{p}"] = x
     golden["logits"] = logits
     golden["fused_logits"] = fused_logits
     mx.save_safetensors(str(out / "golden.safetensors"), golden)
     print("wrote", out, sorted(init)[:3], "...", len(init), "adapter tensors")
+
+# The modules the default keys adapt (every linear, expert and embedding layer in the
+# blocks; mlx_lm 0.32.2 has no per-architecture choice): the adapted paths of each
+# mixture-of-experts model, all its blocks.
+DEFAULT_KEY_MODELS = ["qwen3_moe", "mixtral", "deepseek_v3", "qwen2_moe", "olmoe", "gpt_oss",
+                      "glm4_moe", "llama4_text"]
+default_keys = {}
+for model_name in DEFAULT_KEY_MODELS:
+    folder = MODELS / model_name
+    weights_recipe.materialize(folder)
+    model, _ = load(str(folder))
+    linear_to_lora_layers(model, -1, {"rank": 1, "scale": 1.0, "dropout": 0.0})
+    default_keys[model_name] = sorted(
+        p[: -len(".lora_a")] for p, _ in tree_flatten(model.parameters()) if p.endswith(".lora_a"))
+(ADAPTERS / "default_keys.json").write_text(json.dumps(default_keys, indent=1) + "\n")
+print("wrote", ADAPTERS / "default_keys.json")
 
 (ADAPTERS / "cases.json").write_text(json.dumps(
     [{"name": n, "model": m, "fine_tune_type": f, "num_layers": l, "lora_parameters": p, "seed": s}
@@ -167,6 +205,18 @@ TRAIN_CASES = [
      "text", False, 2, 6, 1e-3),
     ("qwen3-4bit-dora-chat", "qwen3-4bit", "dora", -1, {"rank": 8, "scale": 20.0, "dropout": 0.0},
      2, "chat", True, 2, 5, 1e-3),
+    # Expert layers: the default keys (attention, router, experts, dense MLP).
+    ("qwen3_moe-lora-text", "qwen3_moe", "lora", 2, {"rank": 4, "scale": 10.0, "dropout": 0.0},
+     5, "text", False, 2, 4, 1e-3),
+    ("qwen3_moe-4bit-lora-chat", "qwen3_moe-4bit", "lora", -1,
+     {"rank": 8, "scale": 20.0, "dropout": 0.0}, 2, "chat", True, 2, 4, 1e-3),
+    # Embedding adapters on a tied table (the lookup and the output projection both adapted).
+    ("llama3-lora-embed-completions", "llama3", "lora", 2,
+     {"rank": 4, "scale": 10.0, "dropout": 0.0, "keys": ["model.embed_tokens", "self_attn.v_proj"]},
+     6, "completions", True, 2, 4, 1e-3),
+    ("llama3-dora-embed-text", "llama3", "dora", 1,
+     {"rank": 4, "scale": 10.0, "dropout": 0.0, "keys": ["model.embed_tokens", "self_attn.q_proj"]},
+     8, "text", False, 2, 4, 1e-3),
 ]
 
 

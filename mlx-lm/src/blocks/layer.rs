@@ -276,7 +276,7 @@ pub fn embedding_dtype(embedding: &MaybeQuantizedEmbedding, model: &impl TreeNod
                 Some(_) => Dtype::Float32,
             }
         }
-        mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
+        mlx_nn::MaybeQuantized::Adapted(a) => embedding_dtype(&a.embedding, model),
         mlx_nn::MaybeQuantized::Sharded(s) => match **s {},
     }
 }
@@ -286,7 +286,7 @@ pub fn embedding_vocab_size(embedding: &MaybeQuantizedEmbedding) -> i32 {
     match embedding {
         mlx_nn::MaybeQuantized::Float(e) => e.weight.shape()[0],
         mlx_nn::MaybeQuantized::Quantized(q) => q.weight.shape()[0],
-        mlx_nn::MaybeQuantized::Adapted(a) => match **a {},
+        mlx_nn::MaybeQuantized::Adapted(a) => embedding_vocab_size(&a.embedding),
         mlx_nn::MaybeQuantized::Sharded(s) => match **s {},
     }
 }

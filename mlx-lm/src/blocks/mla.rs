@@ -58,7 +58,7 @@ pub type MaybeQuantizedMultiLinear = MaybeQuantized<MultiLinear>;
 impl Quantizable for MultiLinear {
     type Quantized = QuantizedMultiLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedMultiLinear";
-    // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
+    // mlx_lm has no adapter for a MultiLinear (its `linear_to_lora_layers` skips them).
     type Adapted = mlx_nn::NoAdapter;
     const ADAPTED_NAME: &'static str = "NoAdapter";
     type Sharded = mlx_nn::NoAdapter;

@@ -48,6 +48,7 @@ pub mod situ;
 pub mod soft_cap;
 pub mod ssd;
 pub mod switch;
+pub mod switch_lora;
 pub mod whole_qk_norm;
 
 pub use attention::{attend_upcast, Attention, AttentionConfig, AttentionParts, HeadNorm, Upcast};

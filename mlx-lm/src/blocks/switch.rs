@@ -5,13 +5,14 @@
 //! many (mlx_lm's rule: 64 routed (token, expert) pairs or more), so each expert's weights are
 //! read once for its run of tokens.
 
-use mlx_nn::{shard_inplace, MaybeQuantized, Quantizable, Sharding};
+use mlx_nn::{shard_inplace, Frozen, MaybeQuantized, Quantizable, Sharding};
 use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, GatherMmOptions, GatherQmmOptions, QuantizationMode, QuantizeOptions};
 use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::mlp::{divide_by_group, relu2, swiglu};
+pub use crate::blocks::switch_lora::LoRASwitchLinear;
 use crate::checkpoint::Checkpoint;
 
 /// mlx_lm's `do_sort = indices.size >= 64`: from this many routed (token, expert) pairs on,
@@ -51,9 +52,8 @@ pub type MaybeQuantizedSwitchLinear = MaybeQuantized<SwitchLinear>;
 impl Quantizable for SwitchLinear {
     type Quantized = QuantizedSwitchLinear;
     const QUANTIZED_NAME: &'static str = "QuantizedSwitchLinear";
-    // mlx_lm's LoRASwitchLinear is not ported: no adapter here yet.
-    type Adapted = mlx_nn::NoAdapter;
-    const ADAPTED_NAME: &'static str = "NoAdapter";
+    type Adapted = LoRASwitchLinear;
+    const ADAPTED_NAME: &'static str = "LoRASwitchLinear";
     type Sharded = mlx_nn::NoAdapter;
     const SHARDED_NAMES: &'static [&'static str] = &[];
 
@@ -129,7 +129,7 @@ impl SwitchForward for MaybeQuantizedSwitchLinear {
         match self {
             MaybeQuantized::Float(l) => l.forward_experts(x, indices, sorted),
             MaybeQuantized::Quantized(l) => l.forward_experts(x, indices, sorted),
-            MaybeQuantized::Adapted(a) => match **a {},
+            MaybeQuantized::Adapted(a) => a.forward_experts(x, indices, sorted),
             MaybeQuantized::Sharded(s) => match **s {},
         }
     }
@@ -161,6 +161,10 @@ pub struct SwitchGlu {
     pub gate_proj: MaybeQuantizedSwitchLinear,
     pub up_proj: MaybeQuantizedSwitchLinear,
     pub down_proj: MaybeQuantizedSwitchLinear,
+    /// The experts' frozen parameters (the expert layers have no set of their own), so that
+    /// `model.freeze` reaches them before adapters are added.
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl SwitchGlu {
@@ -179,6 +183,7 @@ impl SwitchGlu {
             gate_proj: ck.switch_linear(&p("gate_proj"), dim, hidden, num_experts, bias)?,
             up_proj: ck.switch_linear(&p("up_proj"), dim, hidden, num_experts, bias)?,
             down_proj: ck.switch_linear(&p("down_proj"), hidden, dim, num_experts, bias)?,
+            frozen: Frozen::default(),
         })
     }
 
@@ -190,6 +195,15 @@ impl SwitchGlu {
     /// mlx_lm's gpt_oss divides it, so the sum adds it once. On an error the experts are
     /// left as they were.
     pub fn shard_inplace(&mut self, group: &Group) -> Result<()> {
+        let projections = [&self.gate_proj, &self.up_proj, &self.down_proj];
+        if projections
+            .iter()
+            .any(|p| matches!(p, MaybeQuantized::Adapted(_)))
+        {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "the experts have adapters: fuse them before sharding the model".into(),
+            ));
+        }
         if let MaybeQuantized::Quantized(down) = &self.down_proj {
             // Its hidden features are its inputs, quantized in groups: each process must keep
             // whole groups (mlx_lm's `mx.split` of the scales fails otherwise).
@@ -211,7 +225,8 @@ impl SwitchGlu {
         let bias = match &mut split.down_proj {
             MaybeQuantized::Float(l) => l.bias.as_mut(),
             MaybeQuantized::Quantized(l) => l.bias.as_mut(),
-            MaybeQuantized::Adapted(a) => match **a {},
+            // Refused above.
+            MaybeQuantized::Adapted(_) => None,
             MaybeQuantized::Sharded(s) => match **s {},
         };
         if let Some(b) = bias {
@@ -264,6 +279,9 @@ impl SwitchGlu {
 pub struct SwitchMlp {
     pub fc1: MaybeQuantizedSwitchLinear,
     pub fc2: MaybeQuantizedSwitchLinear,
+    /// As [`SwitchGlu::frozen`].
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl SwitchMlp {
@@ -281,6 +299,7 @@ impl SwitchMlp {
         Ok(SwitchMlp {
             fc1: ck.switch_linear(&p("fc1"), dim, hidden, num_experts, bias)?,
             fc2: ck.switch_linear(&p("fc2"), hidden, dim, num_experts, bias)?,
+            frozen: Frozen::default(),
         })
     }
 

@@ -1,19 +1,21 @@
 //! Adapters on a loaded model (Python: `mlx_lm.tuner.utils.linear_to_lora_layers`,
 //! `load_adapters`, and the fuse of `mlx_lm.fuse`): one mechanism for every architecture,
-//! because a model's linear layers are [`MaybeQuantizedLinear`](mlx_nn::MaybeQuantizedLinear)
-//! fields whose third variant is the adapted layer: modules are found and replaced by path in
-//! the model's tree, as Python's `named_modules` / `update_modules` do.
+//! because a model's linear layers, expert layers and embedding tables are
+//! [`MaybeQuantized`](mlx_nn::MaybeQuantized) fields whose third variant is the adapted layer
+//! ([`LoRALinear`], [`LoRASwitchLinear`], [`LoRAEmbedding`]): modules are found and replaced
+//! by path in the model's tree, as Python's `named_modules` / `update_modules` do.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use mlx_nn::{
-    AnyModule, Linear, LoRALinear, LoRAOptions, MaybeQuantized, MaybeQuantizedLinear, Module,
-    QuantizedLinear,
+    AnyModule, LoRAEmbedding, LoRALinear, LoRAOptions, MaybeQuantized, Module, Quantizable,
 };
 use mlx_rs::Array;
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::blocks::switch::LoRASwitchLinear;
 
 use crate::{Error, Result};
 
@@ -149,21 +151,67 @@ fn adaptable(module: &AnyModule) -> bool {
     )
 }
 
-/// Python's `to_lora(layer)`.
-fn to_lora(path: &str, module: &AnyModule, options: LoRAOptions) -> Result<AnyModule> {
-    let base: MaybeQuantizedLinear = match module.type_name() {
-        "Linear" => MaybeQuantized::Float(module.downcast::<Linear>().map_err(run)?),
-        "QuantizedLinear" => {
-            MaybeQuantized::Quantized(module.downcast::<QuantizedLinear>().map_err(run)?)
-        }
-        other => {
-            return Err(Error::InvalidArgument(format!(
-                "{path}: adapters on a {other} are not ported (mlx_lm's LoRASwitchLinear, \
-                 LoRAEmbedding); name the keys to adapt in lora_parameters.keys"
-            )))
-        }
+/// Python's `to_lora(layer)`: the adapter for the module at `path` (LoRA or DoRA on a linear
+/// layer or an embedding, LoRA on expert layers), float or quantized. The base's parameters
+/// that are frozen in the model (`frozen`, full paths) stay frozen inside the adapter, as
+/// Python's module keeps its own frozen set when it is wrapped.
+fn to_lora(
+    path: &str,
+    module: &AnyModule,
+    options: LoRAOptions,
+    frozen: &BTreeSet<String>,
+) -> Result<AnyModule> {
+    // The base's frozen parameters, as the adapter names them (under `field`).
+    let keep = |field: &str| -> Vec<String> {
+        module
+            .named_parameters()
+            .into_iter()
+            .filter(|(p, _)| frozen.contains(&format!("{path}.{p}")))
+            .map(|(p, _)| format!("{field}.{p}"))
+            .collect()
     };
-    AnyModule::new(&LoRALinear::from_base(base, options).map_err(run)?).map_err(run)
+    let build = || -> mlx_rs::Result<Option<AnyModule>> {
+        let linear = |base| wrap(LoRALinear::from_base(base, options)?, &keep("linear"));
+        let switch = |base| wrap(LoRASwitchLinear::from_base(base, options)?, &keep("linear"));
+        let table = |base| wrap(LoRAEmbedding::from_base(base, options)?, &keep("embedding"));
+        Ok(Some(match module.type_name() {
+            "Linear" => linear(MaybeQuantized::Float(module.downcast()?))?,
+            "QuantizedLinear" => linear(MaybeQuantized::Quantized(module.downcast()?))?,
+            "SwitchLinear" => switch(MaybeQuantized::Float(module.downcast()?))?,
+            "QuantizedSwitchLinear" => switch(MaybeQuantized::Quantized(module.downcast()?))?,
+            "Embedding" => table(MaybeQuantized::Float(module.downcast()?))?,
+            "QuantizedEmbedding" => table(MaybeQuantized::Quantized(module.downcast()?))?,
+            _ => return Ok(None),
+        }))
+    };
+    build()
+        .map_err(|e| Error::InvalidArgument(format!("{path}: {e}")))?
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{path}: can't convert a layer of type {} to LoRA",
+                module.type_name()
+            ))
+        })
+}
+
+/// `adapter` as a module, with its base's parameters `frozen` (paths in the adapter) frozen.
+fn wrap<T: Module>(mut adapter: T, frozen: &[String]) -> mlx_rs::Result<AnyModule> {
+    if !frozen.is_empty() {
+        let keys: Vec<&str> = frozen.iter().map(String::as_str).collect();
+        adapter.freeze(Some(&keys))?;
+    }
+    AnyModule::new(&adapter)
+}
+
+/// The model's frozen parameters, by full path.
+fn frozen_parameters<M: Module>(model: &M) -> Result<BTreeSet<String>> {
+    let names = model.named_parameters().map_err(run)?;
+    let mask = model.trainable_mask().map_err(run)?;
+    Ok(names
+        .into_iter()
+        .zip(mask)
+        .filter_map(|((p, _), trainable)| (!trainable).then_some(p))
+        .collect())
 }
 
 /// Replaces the model's linear layers by adapted ones (Python: `linear_to_lora_layers(model,
@@ -215,18 +263,20 @@ pub fn linear_to_lora_layers<M: Module>(
         })
         .collect();
     chosen.sort_by_key(|(index, _, _)| *index);
+    let frozen = frozen_parameters(model)?;
     let mut replaced = Vec::new();
     for (_, path, module) in chosen {
-        replaced.push((path.clone(), to_lora(path, module, options)?));
+        replaced.push((path.clone(), to_lora(path, module, options, &frozen)?));
     }
     if !replaced.is_empty() {
         model.update_modules(replaced).map_err(run)?;
     }
     // Python's second pass over the whole model, with the keys as full paths.
+    let frozen = frozen_parameters(model)?;
     let mut top = Vec::new();
     for (path, module) in model.named_modules().map_err(run)? {
         if keys.contains(&path) {
-            top.push((path.clone(), to_lora(&path, &module, options)?));
+            top.push((path.clone(), to_lora(&path, &module, options, &frozen)?));
         }
     }
     if !top.is_empty() {
@@ -307,24 +357,46 @@ pub fn load_adapters<M: Module>(model: &mut M, dir: impl AsRef<Path>) -> Result<
 pub fn fuse_adapters<M: Module>(model: &mut M, dequantize: bool) -> Result<usize> {
     let mut fused = Vec::new();
     for (path, module) in model.named_modules().map_err(run)? {
-        if module.type_name() != "LoRALinear" {
-            continue;
-        }
-        let layer: LoRALinear = module.downcast().map_err(run)?;
-        let merged = match layer.fuse(dequantize).map_err(run)? {
-            MaybeQuantized::Float(l) => AnyModule::new(&l),
-            MaybeQuantized::Quantized(q) => AnyModule::new(&q),
-            MaybeQuantized::Adapted(a) => AnyModule::new(&*a),
-            MaybeQuantized::Sharded(s) => AnyModule::new(&*s),
-        }
-        .map_err(run)?;
-        fused.push((path, merged));
+        let merged = match module.type_name() {
+            "LoRALinear" => fused_module(
+                module
+                    .downcast::<LoRALinear>()
+                    .map_err(run)?
+                    .fuse(dequantize),
+            ),
+            "LoRASwitchLinear" => fused_module(
+                module
+                    .downcast::<LoRASwitchLinear>()
+                    .map_err(run)?
+                    .fuse(dequantize),
+            ),
+            "LoRAEmbedding" => fused_module(
+                module
+                    .downcast::<LoRAEmbedding>()
+                    .map_err(run)?
+                    .fuse(dequantize),
+            ),
+            _ => continue,
+        };
+        fused.push((path, merged.map_err(run)?));
     }
     let n = fused.len();
     if n > 0 {
         model.update_modules(fused).map_err(run)?;
     }
     Ok(n)
+}
+
+/// The layer an adapter's `fuse` returns, as a module (float or quantized).
+fn fused_module<T: Quantizable>(
+    layer: mlx_rs::Result<MaybeQuantized<T>>,
+) -> mlx_rs::Result<AnyModule> {
+    match layer? {
+        MaybeQuantized::Float(l) => AnyModule::new(&l),
+        MaybeQuantized::Quantized(q) => AnyModule::new(&q),
+        MaybeQuantized::Adapted(a) => AnyModule::new(&*a),
+        MaybeQuantized::Sharded(s) => AnyModule::new(&*s),
+    }
 }
 
 /// Unfreezes the last `num_layers` blocks (all for a value `<= 0`), what `mlx_lm.lora` does
