@@ -368,6 +368,14 @@ fn tensor_parallel_moe_generates_the_whole_models_tokens_with_2_ranks() {
 }
 
 #[test]
+fn tensor_parallel_gpt_oss_and_ministral3_generate_the_whole_models_tokens_with_2_ranks() {
+    // gpt_oss: attention sinks split with their heads, biased experts (the down projection's
+    // bias divided by the group size); ministral3: queries scaled by position.
+    run(2, "tensor:gpt_oss");
+    run(2, "tensor:ministral3");
+}
+
+#[test]
 fn tensor_parallel_4bit_moe_generates_the_whole_models_tokens_with_2_ranks() {
     // Mixtral's 4-bit experts (128 hidden features, groups of 32): each rank keeps two
     // whole quantization groups of every expert's hidden features, and the quantized

@@ -10,7 +10,7 @@ use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::{not_shardable, TokenMixer};
+use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::mask::PlainMask;
 use crate::blocks::norm::{heads_normed, LayerNorm2D, PerHeadLayerNorm};
@@ -103,33 +103,32 @@ impl Attention {
         })
     }
 
-    /// Python (llama's `shard`): the query, key and value projections keep this process's
-    /// heads, the output projection sums the heads' products over `group`. Every process
+    /// Python (llama's `shard`, gpt_oss's with its sinks): the query, key and value
+    /// projections keep this process's heads, and the sinks theirs; the output projection
+    /// sums the heads' products over `group`. Every process
     /// needs whole heads: a head count the group size does not divide is an `Err`.
     pub fn shard(&mut self, group: &Group) -> Result<()> {
-        let n = group.size();
-        if self.n_heads % n != 0 || self.n_kv_heads % n != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "[shard] {} query and {} key/value heads do not split over {n} processes",
-                self.n_heads, self.n_kv_heads
-            )));
-        }
-        if self.sinks.is_some() {
-            return Err(not_shardable::<Self>());
-        }
-        let split = |l: &MaybeQuantizedLinear, s: Sharding| -> Result<MaybeQuantizedLinear> {
-            Ok(MaybeQuantized::Sharded(Box::new(shard_linear(
-                l, s, 1, group,
-            )?)))
+        // gpt_oss's sinks, one per query head: this process's heads' (Python slices them
+        // after dividing the head count).
+        let heads = self.n_heads / group.size();
+        let sinks = self
+            .sinks
+            .as_ref()
+            .map(|s| {
+                let start = heads * group.rank();
+                ops::contiguous(&s.index(start..start + heads)?, None)
+            })
+            .transpose()?;
+        let mut parts = HeadProjections {
+            q_proj: &mut self.q_proj,
+            k_proj: &mut self.k_proj,
+            v_proj: &mut self.v_proj,
+            o_proj: &mut self.o_proj,
+            n_heads: &mut self.n_heads,
+            n_kv_heads: &mut self.n_kv_heads,
         };
-        // All four first, so a failure leaves the layer as it was.
-        let q_proj = split(&self.q_proj, Sharding::AllToSharded)?;
-        let k_proj = split(&self.k_proj, Sharding::AllToSharded)?;
-        let v_proj = split(&self.v_proj, Sharding::AllToSharded)?;
-        let o_proj = split(&self.o_proj, Sharding::ShardedToAll)?;
-        (self.q_proj, self.k_proj, self.v_proj, self.o_proj) = (q_proj, k_proj, v_proj, o_proj);
-        self.n_heads /= n;
-        self.n_kv_heads /= n;
+        parts.shard(group)?;
+        self.sinks = sinks;
         Ok(())
     }
 
@@ -289,6 +288,46 @@ impl<N: HeadNorm> AttentionParts<'_, N> {
                 .forward(&ops::multiply(&out, &ops::sigmoid(&gate)?)?),
             None => self.o_proj.forward(&out),
         }
+    }
+}
+
+/// An attention's projections and head counts, borrowed to split them by heads.
+pub(crate) struct HeadProjections<'a> {
+    pub q_proj: &'a mut MaybeQuantizedLinear,
+    pub k_proj: &'a mut MaybeQuantizedLinear,
+    pub v_proj: &'a mut MaybeQuantizedLinear,
+    pub o_proj: &'a mut MaybeQuantizedLinear,
+    pub n_heads: &'a mut i32,
+    pub n_kv_heads: &'a mut i32,
+}
+
+impl HeadProjections<'_> {
+    /// The query, key and value projections keep this process's heads, the output projection
+    /// sums the heads' products over `group` (Python: llama's `shard`). Every process needs
+    /// whole heads: a head count the group size does not divide is an `Err`, and on an error
+    /// nothing changed.
+    pub(crate) fn shard(&mut self, group: &Group) -> Result<()> {
+        let n = group.size();
+        if *self.n_heads % n != 0 || *self.n_kv_heads % n != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "[shard] {} query and {} key/value heads do not split over {n} processes",
+                self.n_heads, self.n_kv_heads
+            )));
+        }
+        let split = |l: &MaybeQuantizedLinear, s: Sharding| -> Result<MaybeQuantizedLinear> {
+            Ok(MaybeQuantized::Sharded(Box::new(shard_linear(
+                l, s, 1, group,
+            )?)))
+        };
+        // All four first, so a failure leaves the layer as it was.
+        let q_proj = split(self.q_proj, Sharding::AllToSharded)?;
+        let k_proj = split(self.k_proj, Sharding::AllToSharded)?;
+        let v_proj = split(self.v_proj, Sharding::AllToSharded)?;
+        let o_proj = split(self.o_proj, Sharding::ShardedToAll)?;
+        (*self.q_proj, *self.k_proj, *self.v_proj, *self.o_proj) = (q_proj, k_proj, v_proj, o_proj);
+        *self.n_heads /= n;
+        *self.n_kv_heads /= n;
+        Ok(())
     }
 }
 

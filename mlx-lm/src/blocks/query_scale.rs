@@ -7,7 +7,7 @@ use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{StaticData, TreeNode};
 
-use crate::blocks::attention::{attend, Attention};
+use crate::blocks::attention::{attend, Attention, HeadProjections};
 use crate::blocks::decoder::TokenMixer;
 use crate::blocks::layer::LayerContext;
 use crate::blocks::rope::RotaryEmbedding;
@@ -109,6 +109,19 @@ impl TokenMixer for QueryScaledAttention {
 
     fn accepts(key: &str) -> bool {
         key == "self_attn"
+    }
+
+    /// Python (ministral3's `shard`): llama's split by heads; the factors are per position.
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        HeadProjections {
+            q_proj: &mut self.q_proj,
+            k_proj: &mut self.k_proj,
+            v_proj: &mut self.v_proj,
+            o_proj: &mut self.o_proj,
+            n_heads: &mut self.n_heads,
+            n_kv_heads: &mut self.n_kv_heads,
+        }
+        .shard(group)
     }
 
     fn forward(

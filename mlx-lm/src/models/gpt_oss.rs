@@ -20,7 +20,7 @@
 //! always rounds it); `swiglu_alpha` and `swiglu_limit` are read (mlx_lm: 1.702 and 7
 //! always, the released values).
 
-use mlx_nn::{Forward, MaybeQuantizedLinear};
+use mlx_nn::{Forward, MaybeQuantizedLinear, ShardGroup};
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::blocks::decoder::ChannelMixer;
 use crate::blocks::mlp::swiglu_oai;
-use crate::blocks::moe::Router;
+use crate::blocks::moe::{shard_experts, sharded_input, sharded_output, Router};
 use crate::blocks::{
     load_lm_head, rope_theta, Attention, DecoderModel, RotaryEmbedding, SwitchGlu,
 };
@@ -63,6 +63,9 @@ pub struct GptOssMlp {
     pub swiglu_alpha: f32,
     #[tree(static)]
     pub swiglu_limit: f32,
+    /// The group the experts are split over, when they are ([`ChannelMixer::shard`]).
+    #[tree(static)]
+    pub sharding_group: Option<ShardGroup>,
 }
 
 impl GptOssMlp {
@@ -83,6 +86,7 @@ impl GptOssMlp {
             top_k: a.num_experts_per_tok,
             swiglu_alpha: a.swiglu_alpha,
             swiglu_limit: a.swiglu_limit,
+            sharding_group: None,
         })
     }
 }
@@ -91,17 +95,30 @@ impl Forward for GptOssMlp {
     /// `mlx_topk` of the router's logits (`argpartition(g, kth=-k)[..., -k:]`, their
     /// logits), a precise softmax over those k, the experts, their weighted sum.
     fn forward(&self, x: &Array) -> Result<Array> {
+        let group = self.sharding_group.as_ref();
+        let x = &sharded_input(group, x)?;
         let g = self.router.forward(x)?;
         let (indices, weights) = Router::TopKLastSoftmax.route(&g, self.top_k)?;
         let (alpha, limit) = (self.swiglu_alpha, self.swiglu_limit);
         let y = self
             .experts
             .forward_with(x, &indices, |up, gate| swiglu_oai(gate, up, alpha, limit))?;
-        ops::multiply(&y, &ops::expand_dims(&weights, -1)?)?.sum(-2, false)
+        let y = ops::multiply(&y, &ops::expand_dims(&weights, -1)?)?.sum(-2, false)?;
+        sharded_output(group, y)
     }
 }
 
-impl ChannelMixer for GptOssMlp {}
+impl ChannelMixer for GptOssMlp {
+    /// Python (gpt_oss's `shard`): every expert keeps this process's slice of its hidden
+    /// features (the down projection's bias divided by the group size), the router whole,
+    /// and the block sums its output over `group`.
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        let (experts, _, sharding_group) = shard_experts(&self.experts, None, group)?;
+        self.experts = experts;
+        self.sharding_group = Some(sharding_group);
+        Ok(())
+    }
+}
 
 /// Python: `mlx_lm.models.gpt_oss.Model`.
 #[derive(Debug, Clone, TreeNode)]
