@@ -23,9 +23,10 @@ use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::{heads_first, merge_heads};
 use crate::blocks::{
     make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation,
-    Layer, LayerContext, RotaryEmbedding, StackEnds, StackParts,
+    ChannelMixer, LayerContext, LnDecoderLayer, Residual, RotaryEmbedding, StackEnds, StackParts,
+    TokenMixer,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
@@ -158,6 +159,16 @@ impl GptNeoxAttention {
             scale: f64::from(hd).powf(-0.5) as f32,
         })
     }
+}
+
+impl TokenMixer for GptNeoxAttention {
+    fn key(&self) -> &'static str {
+        "attention"
+    }
+
+    fn accepts(key: &str) -> bool {
+        key == "attention"
+    }
 
     fn forward(
         &self,
@@ -185,6 +196,11 @@ impl GptNeoxAttention {
         )?;
         self.dense.forward(&merge_heads(&out)?)
     }
+
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        let (h, hd) = (self.n_heads, self.head_dim);
+        LayerCache::attention(batch, h, hd, None, capacity, dtype)
+    }
 }
 
 /// Python: gpt_neox's `MLP`.
@@ -202,56 +218,11 @@ impl Forward for GptNeoxMlp {
     }
 }
 
-/// Python: gpt_neox's `TransformerBlock`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GptNeoxLayer {
-    pub attention: GptNeoxAttention,
-    pub mlp: GptNeoxMlp,
-    pub input_layernorm: LayerNorm,
-    pub post_attention_layernorm: LayerNorm,
-    #[tree(static)]
-    pub use_parallel_residual: bool,
-}
+impl ChannelMixer for GptNeoxMlp {}
 
-impl Layer for GptNeoxLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let attn = self
-            .attention
-            .forward(&self.input_layernorm.forward(x)?, ctx, cache)?;
-        if self.use_parallel_residual {
-            let ffn = self
-                .mlp
-                .forward(&self.post_attention_layernorm.forward(x)?)?;
-            // Python: attn + ffn + residual, summed left to right.
-            ops::add(&ops::add(&attn, &ffn)?, x)
-        } else {
-            let x = ops::add(x, &attn)?;
-            let ffn = self
-                .mlp
-                .forward(&self.post_attention_layernorm.forward(&x)?)?;
-            ops::add(&x, &ffn)
-        }
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (h, hd) = (self.attention.n_heads, self.attention.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            h,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
-    }
-}
+/// Python: gpt_neox's `TransformerBlock`: two LayerNorms, parallel
+/// (`(attn(ln1(x)) + mlp(ln2(x))) + x`) or sequential.
+pub type GptNeoxLayer = LnDecoderLayer<GptNeoxAttention, GptNeoxMlp>;
 
 /// Python: `GPTNeoXModel`: `embed_in`, `h`, `final_layer_norm`, and the head `embed_out`.
 #[derive(Debug, Clone, TreeNode)]
@@ -316,20 +287,24 @@ impl GptNeox {
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.h.{i}.{name}");
             h.push(GptNeoxLayer {
-                attention: GptNeoxAttention::load(ck, &p("attention"), &a)?,
+                mixer: GptNeoxAttention::load(ck, &p("attention"), &a)?,
                 mlp: GptNeoxMlp {
                     dense_h_to_4h: ck.linear(&p("mlp.dense_h_to_4h"), d, 4 * d, true)?,
                     dense_4h_to_h: ck.linear(&p("mlp.dense_4h_to_h"), 4 * d, d, true)?,
                     activation: a.activation,
                 },
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, true)?,
-                post_attention_layernorm: ck.layer_norm(
+                post_attention_layernorm: Some(ck.layer_norm(
                     &p("post_attention_layernorm"),
                     d,
                     eps,
                     true,
-                )?,
-                use_parallel_residual: a.use_parallel_residual,
+                )?),
+                residual: if a.use_parallel_residual {
+                    Residual::Parallel
+                } else {
+                    Residual::Sequential
+                },
             });
         }
         Ok(GptNeox {
