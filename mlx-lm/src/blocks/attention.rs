@@ -293,14 +293,6 @@ impl<N: HeadNorm> AttentionParts<'_, N> {
 }
 
 impl TokenMixer for Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -23,12 +23,21 @@ use crate::kernels::KernelOptions;
 /// A layer's token mixer: what mixes information across positions (attention, linear
 /// attention, a state-space scan), with the cache it carries between calls.
 pub trait TokenMixer: TreeNode + 'static {
-    /// The layer's field that holds this mixer (`self_attn`, `linear_attn`): the path of its
-    /// parameters, as mlx_lm names the attribute.
-    fn key(&self) -> &'static str;
+    /// The layer's field that holds a mixer of this type, as mlx_lm names the attribute
+    /// (`self_attn`, `linear_attn`, the bailing families' and gpt_neox's `attention`): the
+    /// path of its parameters. A type whose field depends on the value ([`Hybrid`]) says so
+    /// in [`key`](Self::key) and [`accepts`](Self::accepts) instead.
+    const KEY: &'static str = "self_attn";
+
+    /// The layer's field that holds this mixer.
+    fn key(&self) -> &'static str {
+        Self::KEY
+    }
 
     /// Whether a mixer of this type may sit under the layer's field `key`.
-    fn accepts(key: &str) -> bool;
+    fn accepts(key: &str) -> bool {
+        key == Self::KEY
+    }
 
     /// Reads the mixer under the layer's field `key` (one that [`accepts`](Self::accepts)).
     fn unflatten_field(key: &str, u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {

@@ -149,14 +149,6 @@ impl<N: TreeNode, K: AttentionNames> TreeNode for NamedAttention<N, K> {
 }
 
 impl<N: HeadNorm + TreeNode + 'static, K: AttentionNames> TokenMixer for NamedAttention<N, K> {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -103,14 +103,6 @@ impl QueryScaledAttention {
 }
 
 impl TokenMixer for QueryScaledAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -368,13 +368,7 @@ pub enum BailingMixer {
 }
 
 impl TokenMixer for BailingMixer {
-    fn key(&self) -> &'static str {
-        ATTENTION
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == ATTENTION
-    }
+    const KEY: &'static str = ATTENTION;
 
     fn forward(
         &self,

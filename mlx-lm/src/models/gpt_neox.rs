@@ -162,13 +162,7 @@ impl GptNeoxAttention {
 }
 
 impl TokenMixer for GptNeoxAttention {
-    fn key(&self) -> &'static str {
-        "attention"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "attention"
-    }
+    const KEY: &'static str = "attention";
 
     fn forward(
         &self,

@@ -304,14 +304,6 @@ impl Lfm2Attention {
 }
 
 impl TokenMixer for Lfm2Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -185,14 +185,6 @@ impl Phi3Attention {
 }
 
 impl TokenMixer for Phi3Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,
