@@ -25,7 +25,7 @@ use crate::blocks::{
     make_layer_caches, split_qkv, stack_logits, Activation, Layer, LayerContext, PlainMlp,
     StackEnds, StackParts,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
@@ -161,13 +161,7 @@ impl Layer for Gpt2Layer {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.attn.n_head, self.attn.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, kv, hd, None, capacity, dtype)
     }
 }
 

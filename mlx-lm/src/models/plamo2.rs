@@ -23,7 +23,7 @@ use crate::blocks::ssd::{ssm_update, SsmInputs};
 use crate::blocks::{
     forward_layers, make_layer_caches, Layer, LayerContext, RotaryEmbedding, Rows,
 };
-use crate::cache::{ArraysCache, KvCache, LayerCache};
+use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
@@ -378,13 +378,7 @@ impl Plamo2Attention {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, kv, hd, None, capacity, dtype)
     }
 }
 
