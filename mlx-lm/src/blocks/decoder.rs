@@ -99,6 +99,8 @@ impl ChannelMixer for crate::blocks::Mlp {
     }
 }
 
+impl ChannelMixer for crate::blocks::PlainMlp {}
+
 /// One of two token mixers, per layer: a hybrid model's layers (Qwen3.5: linear attention
 /// with full attention every few layers). Transparent in paths: the layer's field is the
 /// chosen mixer's [`key`](TokenMixer::key).
@@ -184,17 +186,18 @@ impl<A: TokenMixer, B: TokenMixer> TokenMixer for Hybrid<A, B> {
 }
 
 /// Python: `TransformerBlock` / `DecoderLayer`: `h + mixer(norm(h))`, then
-/// `h + mlp(norm(h))`.
+/// `h + mlp(norm(h))`; the norms RMSNorms unless the family's are others (Gemma's
+/// [`GemmaRmsNorm`](crate::blocks::GemmaRmsNorm), starcoder2's and phimoe's LayerNorm).
 #[derive(Debug, Clone)]
-pub struct DecoderLayer<M, C> {
+pub struct DecoderLayer<M, C, N = RMSNorm> {
     /// Under the field the mixer names ([`TokenMixer::key`]).
     pub mixer: M,
     pub mlp: C,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
+    pub input_layernorm: N,
+    pub post_attention_layernorm: N,
 }
 
-impl<M: TokenMixer, C: ChannelMixer> TreeNode for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer, N: TreeNode> TreeNode for DecoderLayer<M, C, N> {
     fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
         f.struct_node("DecoderLayer", |f| {
             f.field(self.mixer.key(), &self.mixer);
@@ -227,7 +230,9 @@ impl<M: TokenMixer, C: ChannelMixer> TreeNode for DecoderLayer<M, C> {
     }
 }
 
-impl<M: TokenMixer, C: ChannelMixer> Layer for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer, N: Forward + TreeNode + 'static> Layer
+    for DecoderLayer<M, C, N>
+{
     type Carry = ();
 
     fn forward(
