@@ -102,14 +102,10 @@ fn check_common(n: Option<u64>) -> Result<(), ApiError> {
 /// The top-logprob count a request may ask for (OpenAI's bound).
 const MAX_TOP_LOGPROBS: u64 = 20;
 
-pub async fn chat_completions(State(state): State<AppState>, body: Bytes) -> Response {
-    match chat(state, body).await {
-        Ok(r) => r,
-        Err(f) => f.into_response(),
-    }
-}
-
-async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
+pub async fn chat_completions(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<Response, Failure> {
     let req: ChatRequest = parse_body(&body).map_err(fail)?;
     let mut sampling: Sampling = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
@@ -273,14 +269,7 @@ fn chat_finish_name(f: &Finish, made_tool_call: bool) -> &'static str {
     }
 }
 
-pub async fn completions(State(state): State<AppState>, body: Bytes) -> Response {
-    match complete(state, body).await {
-        Ok(r) => r,
-        Err(f) => f.into_response(),
-    }
-}
-
-async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
+pub async fn completions(State(state): State<AppState>, body: Bytes) -> Result<Response, Failure> {
     let req: CompletionRequest = parse_body(&body).map_err(fail)?;
     let sampling: Sampling = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
