@@ -12,7 +12,7 @@ use crate::blocks::{
     LogitsMap, Mlp, NamedAttention, Residual, RotaryEmbedding, Stack, StackEnds, Upcast,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: cohere's `ModelArgs`, over every key of transformers' `CohereConfig`.
 #[derive(Debug, Clone)]
@@ -48,14 +48,7 @@ impl CohereArgs {
         ]);
         let hidden = c.dim_or("hidden_size", Some(8192))?;
         let heads = c.dim_or("num_attention_heads", Some(64))?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         Ok(CohereArgs {
             vocab_size: c.dim_or("vocab_size", Some(256000))?,
             hidden_size: hidden,

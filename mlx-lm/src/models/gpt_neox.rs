@@ -65,31 +65,11 @@ impl GptNeoxArgs {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by gpt_neox (supported: \"gelu\", \
-                         \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu_fast\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu", "gpt_neox")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
+        let head_dim = c.head_dim_of(hidden, heads)?;
         // mlx_lm reads the key and gives every head its own keys and values.
         c.require_value("num_key_value_heads", heads)?;
-        let head_dim = hidden / heads;
         // `rope_theta` / `partial_rotary_factor` (transformers 5) default to the old keys,
         // so a config that says both must say the same.
         let base = match c.float("rotary_emb_base")? {

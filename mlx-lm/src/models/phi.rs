@@ -20,7 +20,7 @@ use crate::blocks::{
     Upcast,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: phi's `ModelArgs`, over every key of transformers' `PhiConfig`.
 #[derive(Debug, Clone)]
@@ -52,30 +52,10 @@ impl PhiArgs {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu_new");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by phi (supported: \"gelu_new\", \
-                         \"gelu_pytorch_tanh\", \"gelu\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu_new", "phi")?;
         let hidden = c.dim_or("hidden_size", Some(2560))?;
         let heads = c.dim_or("num_attention_heads", Some(32))?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let partial = partial_rotary_factor(c, Some(0.4))?;
         // Python: int(partial_rotary_factor * head_dim).
         let rope_dims = (partial * f64::from(head_dim)) as i32;

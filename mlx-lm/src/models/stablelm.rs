@@ -13,7 +13,7 @@ use crate::blocks::{
     Mlp, NamedAttention, PerHeadLayerNorm, Residual, RotaryEmbedding, Stack, Upcast,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: stablelm's `ModelArgs`, over every key of transformers' `StableLmConfig`.
 #[derive(Debug, Clone)]
@@ -51,14 +51,7 @@ impl StableLmArgs {
         ]);
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let partial = partial_rotary_factor(c, Some(0.25))?;
         // Python: int(partial_rotary_factor * head_dim).
         let rope_dims = (partial * f64::from(head_dim)) as i32;

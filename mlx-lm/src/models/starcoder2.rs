@@ -23,7 +23,7 @@ use crate::blocks::{
     RotaryEmbedding, Stack,
 };
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: starcoder2's `ModelArgs`, over every key of transformers' `Starcoder2Config`.
 #[derive(Debug, Clone)]
@@ -58,30 +58,10 @@ impl Starcoder2Args {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu_pytorch_tanh");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by starcoder2 (supported: \"gelu\", \
-                         \"gelu_pytorch_tanh\", \"gelu_new\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu_pytorch_tanh", "starcoder2")?;
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let sliding_window = match c.usize("sliding_window")? {
             None => None,
             Some(_) => Some(c.dim("sliding_window")?),
