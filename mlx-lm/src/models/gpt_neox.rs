@@ -19,18 +19,16 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::{heads_first, merge_heads};
 use crate::blocks::{
-    make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation,
-    ChannelMixer, LayerContext, LnDecoderLayer, Residual, RotaryEmbedding, StackEnds, StackParts,
-    TokenMixer,
+    partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation, ChannelMixer,
+    LayerContext, LnDecoderLayer, Residual, RotaryEmbedding, StackEnds, StackParts, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// Python: gpt_neox's `ModelArgs`, over every key of transformers' `GPTNeoXConfig`.
 #[derive(Debug, Clone)]
@@ -293,8 +291,12 @@ impl GptNeox {
     }
 }
 
-impl LanguageModel for GptNeox {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    GptNeox,
+    "gpt_neox",
+    layers: |m| &m.model.h,
+    embedding: |m| &m.model.embed_in,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         stack_logits(
             StackParts {
@@ -310,20 +312,4 @@ impl LanguageModel for GptNeox {
             Some(&m.embed_out),
         )
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.h, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_in, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_in)
-    }
-
-    fn model_type(&self) -> &str {
-        "gpt_neox"
-    }
-}
+);
