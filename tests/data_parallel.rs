@@ -169,9 +169,7 @@ fn data_parallel_training_follows_the_single_process_loss_curve() {
     let reference = losses(&text);
     assert_eq!(reference.len(), STEPS, "{text}");
     // MPI where Open MPI's mpirun is installed (scripts/setup-debian installs it).
-    let mpi = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|d| d.join("mpirun").is_file());
-    let backends: &[Backend] = if mpi {
+    let backends: &[Backend] = if mlx::launch::has_mpirun() {
         &[Backend::Ring, Backend::Mpi]
     } else {
         eprintln!("no mpirun on PATH: the MPI backend is not run");

@@ -39,6 +39,7 @@ mod scratch;
 
 pub use gpus::rank_gpu;
 pub use hostfile::loopback_hostfile;
+pub use mpi::has_mpirun;
 use output::Echo;
 
 /// How one rank ended.

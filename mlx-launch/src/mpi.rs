@@ -222,6 +222,12 @@ fn libmpi_of_mpirun() -> Option<PathBuf> {
     path.is_file().then_some(path)
 }
 
+/// Whether Open MPI's `mpirun`, which the MPI backend starts its ranks with, is on `PATH`
+/// (the tests that run that backend skip where it is not).
+pub fn has_mpirun() -> bool {
+    which("mpirun").is_some()
+}
+
 fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?)
         .map(|dir| dir.join(program))

@@ -27,9 +27,7 @@ use ranks::assert_ran;
 /// Runs the child test `name` as each of `ranks` processes under mpirun; `None` (after
 /// saying so) where there is no mpirun.
 fn launch(ranks: usize, name: &str) -> Option<Launch> {
-    let has_mpirun = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|d| d.join("mpirun").is_file());
-    if !has_mpirun {
+    if !mlx_launch::has_mpirun() {
         println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
         return None;
     }

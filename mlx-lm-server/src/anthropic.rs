@@ -174,14 +174,7 @@ fn conversation(req: &MessagesRequest) -> Result<Vec<Value>, ApiError> {
     Ok(messages)
 }
 
-pub async fn messages(State(state): State<AppState>, body: Bytes) -> Response {
-    match run(state, body).await {
-        Ok(r) => r,
-        Err(f) => f.into_response(),
-    }
-}
-
-async fn run(state: AppState, body: Bytes) -> Result<Response, Failure> {
+pub async fn messages(State(state): State<AppState>, body: Bytes) -> Result<Response, Failure> {
     let req: MessagesRequest = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
     if req.messages.is_empty() {

@@ -1,6 +1,5 @@
 //! OpenAI's `POST /v1/chat/completions` and `POST /v1/completions`.
 
-use std::collections::BTreeMap;
 use std::convert::Infallible;
 
 use axum::body::Bytes;
@@ -29,50 +28,21 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// Declares an OpenAI request with the fields both endpoints read (the model, sampling,
-/// `n`, streaming, stop) once, and its [`Sampling`]. Plain fields rather than a flattened
-/// struct: a flattened field's type error would lose its name in the 400.
+/// Declares an OpenAI request with the fields both endpoints read (the model, `n`,
+/// streaming, stop) once. Plain fields rather than a flattened struct: a flattened field's
+/// type error would lose its name in the 400. The sampling fields are read into a
+/// [`Sampling`] from the same body.
 macro_rules! openai_request {
     ($(#[$meta:meta])* pub struct $name:ident { $($(#[$fmeta:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Deserialize)]
         pub struct $name {
             pub model: Option<String>,
-            pub max_tokens: Option<u64>,
-            pub temperature: Option<f64>,
-            pub top_p: Option<f64>,
-            pub top_k: Option<i64>,
-            pub min_p: Option<f64>,
-            pub seed: Option<i64>,
-            pub presence_penalty: Option<f64>,
-            pub frequency_penalty: Option<f64>,
-            pub repetition_penalty: Option<f64>,
-            pub repetition_context_size: Option<u64>,
-            pub logit_bias: Option<BTreeMap<String, f64>>,
             pub n: Option<u64>,
             pub stream: Option<bool>,
             pub stream_options: Option<StreamOptions>,
             pub stop: Option<StopField>,
             $($(#[$fmeta])* pub $field: $ty,)*
-        }
-
-        impl $name {
-            /// The sampling fields, generating at most `max_tokens`.
-            pub fn sampling(&self, max_tokens: Option<u64>) -> Sampling {
-                Sampling {
-                    max_tokens,
-                    temperature: self.temperature,
-                    top_p: self.top_p,
-                    top_k: self.top_k,
-                    min_p: self.min_p,
-                    seed: self.seed,
-                    logit_bias: self.logit_bias.clone(),
-                    presence_penalty: self.presence_penalty,
-                    frequency_penalty: self.frequency_penalty,
-                    repetition_penalty: self.repetition_penalty,
-                    repetition_context_size: self.repetition_context_size,
-                }
-            }
         }
     };
 }
@@ -132,15 +102,12 @@ fn check_common(n: Option<u64>) -> Result<(), ApiError> {
 /// The top-logprob count a request may ask for (OpenAI's bound).
 const MAX_TOP_LOGPROBS: u64 = 20;
 
-pub async fn chat_completions(State(state): State<AppState>, body: Bytes) -> Response {
-    match chat(state, body).await {
-        Ok(r) => r,
-        Err(f) => f.into_response(),
-    }
-}
-
-async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
+pub async fn chat_completions(
+    State(state): State<AppState>,
+    body: Bytes,
+) -> Result<Response, Failure> {
     let req: ChatRequest = parse_body(&body).map_err(fail)?;
+    let mut sampling: Sampling = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
     check_common(req.n).map_err(fail)?;
     let tools = Tools::from_openai(
@@ -175,7 +142,7 @@ async fn chat(state: AppState, body: Bytes) -> Result<Response, Failure> {
         ..Default::default()
     };
     let prompt = state.render_chat(&messages, &chat).map_err(fail)?;
-    let sampling = req.sampling(req.max_completion_tokens.or(req.max_tokens));
+    sampling.max_tokens = req.max_completion_tokens.or(sampling.max_tokens);
     let mut options = sampling.to_options(&state).map_err(fail)?;
     options.constraint = constraint;
     let request = GenerationRequest {
@@ -302,15 +269,9 @@ fn chat_finish_name(f: &Finish, made_tool_call: bool) -> &'static str {
     }
 }
 
-pub async fn completions(State(state): State<AppState>, body: Bytes) -> Response {
-    match complete(state, body).await {
-        Ok(r) => r,
-        Err(f) => f.into_response(),
-    }
-}
-
-async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
+pub async fn completions(State(state): State<AppState>, body: Bytes) -> Result<Response, Failure> {
     let req: CompletionRequest = parse_body(&body).map_err(fail)?;
+    let sampling: Sampling = parse_body(&body).map_err(fail)?;
     state.check_model(req.model.as_deref()).map_err(fail)?;
     check_common(req.n).map_err(fail)?;
     if req.suffix.as_deref().is_some_and(|s| !s.is_empty()) {
@@ -346,7 +307,6 @@ async fn complete(state: AppState, body: Bytes) -> Result<Response, Failure> {
     if prompt.is_empty() {
         return Err(fail(ApiError::invalid("prompt", "the prompt is empty")));
     }
-    let sampling = req.sampling(req.max_tokens);
     let request = GenerationRequest {
         options: sampling.to_options(&state).map_err(fail)?,
         prompt,

@@ -51,8 +51,11 @@ impl StopField {
     }
 }
 
-/// The sampling fields every API has (absent: the server's defaults).
-#[derive(Debug, Clone, Default)]
+/// The sampling fields every API has (absent: the server's defaults). OpenAI's endpoints
+/// read them with [`parse_body`] from the request's body, beside the request's own fields
+/// (not flattened into the request: a flattened field's type error would lose its name in the
+/// 400); Anthropic's request has only some and fills the others in with the defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
 pub struct Sampling {
     pub max_tokens: Option<u64>,
     pub temperature: Option<f64>,

@@ -40,16 +40,6 @@ const FLAGS: [&str; 8] = [
     "false",
 ];
 
-/// Whether Open MPI's `mpirun` is on `PATH`; says SKIPPED where not.
-fn has_mpirun() -> bool {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|d| d.join("mpirun").is_file());
-    if !found {
-        println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
-    }
-    found
-}
-
 /// A port no one listens on now (the group's rank 0 binds it a moment later).
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
@@ -353,8 +343,10 @@ async fn llama_by_layers_over_the_ring() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn qwen3_5_tensor_parallel_over_mpi() {
-    if has_mpirun() {
+    if mlx_launch::has_mpirun() {
         serves_as_one_process(Backend::Mpi, 2, "qwen3_5", &[]).await;
+    } else {
+        println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
     }
 }
 

@@ -449,6 +449,19 @@ impl ModelConfig {
         self.dim_or(key, None)
     }
 
+    /// `hidden / heads`, the head size of a family that derives it from `hidden_size` and
+    /// `num_attention_heads`; an error naming the heads where they do not divide it.
+    pub fn head_dim_of(&self, hidden: i32, heads: i32) -> Result<i32> {
+        if hidden % heads != 0 {
+            return Err(invalid(
+                &self.path,
+                &self.key("num_attention_heads"),
+                &format!("{heads} heads do not divide hidden_size {hidden}"),
+            ));
+        }
+        Ok(hidden / heads)
+    }
+
     /// A positive integer that fits an `i32`, `default` when absent or null.
     pub fn dim_or(&self, key: &str, default: Option<i32>) -> Result<i32> {
         match self.usize(key)? {

@@ -222,6 +222,42 @@ pub struct GenerationStats {
     pub accepted_draft_tokens: usize,
 }
 
+/// When a generation started and when it handed out its first token: the rates of its
+/// [`GenerationStats`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TokenClock {
+    started: Instant,
+    first_token_at: Option<Instant>,
+}
+
+impl TokenClock {
+    pub(crate) fn new(started: Instant) -> TokenClock {
+        TokenClock {
+            started,
+            first_token_at: None,
+        }
+    }
+
+    /// Counts a token handed out now, after `produced` others: the prompt's rate at the
+    /// first, the generation's (the tokens after the first) from then on.
+    pub(crate) fn count(&mut self, stats: &mut GenerationStats, produced: &mut usize) {
+        let now = Instant::now();
+        match self.first_token_at {
+            None => {
+                self.first_token_at = Some(now);
+                let secs = (now - self.started).as_secs_f64();
+                stats.prompt_tps = stats.prompt_tokens as f64 / secs.max(1e-9);
+            }
+            Some(first) => {
+                let secs = (now - first).as_secs_f64();
+                stats.generation_tps = *produced as f64 / secs.max(1e-9);
+            }
+        }
+        *produced += 1;
+        stats.generation_tokens = *produced;
+    }
+}
+
 /// The decode step, compiled (traced once per generation) or op by op as mlx_lm runs it.
 enum Step<'m> {
     // Boxed: the compiled function is some 300 bytes, the eager one a pointer.
@@ -236,8 +272,7 @@ pub struct TokenGenerator<'m> {
     pending: Option<(Array, Array)>,
     produced: usize,
     max_tokens: usize,
-    started: Instant,
-    first_token_at: Option<Instant>,
+    clock: TokenClock,
     stats: GenerationStats,
     failed: bool,
     constraint: Option<Constraint>,
@@ -410,8 +445,7 @@ fn generate_step_inner<'m, M: LanguageModel + ?Sized>(
         pending: None,
         produced: 0,
         max_tokens: options.max_tokens,
-        started,
-        first_token_at: None,
+        clock: TokenClock::new(started),
         stats: GenerationStats {
             prompt_tokens: prompt.len(),
             ..Default::default()
@@ -569,20 +603,7 @@ impl TokenGenerator<'_> {
             }
             token.item::<u32>()?
         };
-        let now = Instant::now();
-        match self.first_token_at {
-            None => {
-                self.first_token_at = Some(now);
-                let secs = (now - self.started).as_secs_f64();
-                self.stats.prompt_tps = self.stats.prompt_tokens as f64 / secs.max(1e-9);
-            }
-            Some(first) => {
-                let secs = (now - first).as_secs_f64();
-                self.stats.generation_tps = self.produced as f64 / secs.max(1e-9);
-            }
-        }
-        self.produced += 1;
-        self.stats.generation_tokens = self.produced;
+        self.clock.count(&mut self.stats, &mut self.produced);
         Ok(Some((id, logprobs)))
     }
 }

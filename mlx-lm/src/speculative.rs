@@ -29,6 +29,7 @@ use crate::cache::{cache_slots, reserve, set_prefix_attention, LayerCache};
 use crate::error::{Error, Result};
 use crate::generate::{
     check_prompt, sampling_key, GenerateOptions, GenerationResponse, GenerationStats, TextEnd,
+    TokenClock,
 };
 use crate::model::LanguageModel;
 use crate::sample::SamplerOptions;
@@ -166,8 +167,7 @@ pub struct SpeculativeGenerator<'m> {
     next: Option<Vec<u32>>,
     produced: usize,
     max_tokens: usize,
-    started: Instant,
-    first_token_at: Option<Instant>,
+    clock: TokenClock,
     stats: GenerationStats,
     drafted: usize,
     rounds: usize,
@@ -301,8 +301,7 @@ where
         next: (options.max_tokens > 0).then(|| vec![prompt[prompt.len() - 1]]),
         produced: 0,
         max_tokens: options.max_tokens,
-        started,
-        first_token_at: None,
+        clock: TokenClock::new(started),
         stats: GenerationStats {
             prompt_tokens: prompt.len(),
             ..Default::default()
@@ -404,20 +403,7 @@ impl SpeculativeGenerator<'_> {
         let Some((token, logprobs, from_draft)) = self.queue.pop_front() else {
             return Ok(None);
         };
-        let now = Instant::now();
-        match self.first_token_at {
-            None => {
-                self.first_token_at = Some(now);
-                let secs = (now - self.started).as_secs_f64();
-                self.stats.prompt_tps = self.stats.prompt_tokens as f64 / secs.max(1e-9);
-            }
-            Some(first) => {
-                let secs = (now - first).as_secs_f64();
-                self.stats.generation_tps = self.produced as f64 / secs.max(1e-9);
-            }
-        }
-        self.produced += 1;
-        self.stats.generation_tokens = self.produced;
+        self.clock.count(&mut self.stats, &mut self.produced);
         self.stats.accepted_draft_tokens += from_draft as usize;
         Ok(Some((token, logprobs, from_draft)))
     }

@@ -332,14 +332,6 @@ impl HeadProjections<'_> {
 }
 
 impl TokenMixer for Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -23,12 +23,21 @@ use crate::kernels::KernelOptions;
 /// A layer's token mixer: what mixes information across positions (attention, linear
 /// attention, a state-space scan), with the cache it carries between calls.
 pub trait TokenMixer: TreeNode + 'static {
-    /// The layer's field that holds this mixer (`self_attn`, `linear_attn`): the path of its
-    /// parameters, as mlx_lm names the attribute.
-    fn key(&self) -> &'static str;
+    /// The layer's field that holds a mixer of this type, as mlx_lm names the attribute
+    /// (`self_attn`, `linear_attn`, the bailing families' and gpt_neox's `attention`): the
+    /// path of its parameters. A type whose field depends on the value ([`Hybrid`]) says so
+    /// in [`key`](Self::key) and [`accepts`](Self::accepts) instead.
+    const KEY: &'static str = "self_attn";
+
+    /// The layer's field that holds this mixer.
+    fn key(&self) -> &'static str {
+        Self::KEY
+    }
 
     /// Whether a mixer of this type may sit under the layer's field `key`.
-    fn accepts(key: &str) -> bool;
+    fn accepts(key: &str) -> bool {
+        key == Self::KEY
+    }
 
     /// Reads the mixer under the layer's field `key` (one that [`accepts`](Self::accepts)).
     fn unflatten_field(key: &str, u: &mut Unflattener<'_>) -> mlx_tree::Result<Self> {
@@ -89,6 +98,8 @@ impl ChannelMixer for crate::blocks::Mlp {
         crate::blocks::Mlp::shard(self, group)
     }
 }
+
+impl ChannelMixer for crate::blocks::PlainMlp {}
 
 /// One of two token mixers, per layer: a hybrid model's layers (Qwen3.5: linear attention
 /// with full attention every few layers). Transparent in paths: the layer's field is the
@@ -175,17 +186,18 @@ impl<A: TokenMixer, B: TokenMixer> TokenMixer for Hybrid<A, B> {
 }
 
 /// Python: `TransformerBlock` / `DecoderLayer`: `h + mixer(norm(h))`, then
-/// `h + mlp(norm(h))`.
+/// `h + mlp(norm(h))`; the norms RMSNorms unless the family's are others (Gemma's
+/// [`GemmaRmsNorm`](crate::blocks::GemmaRmsNorm), starcoder2's and phimoe's LayerNorm).
 #[derive(Debug, Clone)]
-pub struct DecoderLayer<M, C> {
+pub struct DecoderLayer<M, C, N = RMSNorm> {
     /// Under the field the mixer names ([`TokenMixer::key`]).
     pub mixer: M,
     pub mlp: C,
-    pub input_layernorm: RMSNorm,
-    pub post_attention_layernorm: RMSNorm,
+    pub input_layernorm: N,
+    pub post_attention_layernorm: N,
 }
 
-impl<M: TokenMixer, C: ChannelMixer> TreeNode for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer, N: TreeNode> TreeNode for DecoderLayer<M, C, N> {
     fn flatten<'a>(&'a self, f: &mut Flattener<'a>) {
         f.struct_node("DecoderLayer", |f| {
             f.field(self.mixer.key(), &self.mixer);
@@ -218,7 +230,9 @@ impl<M: TokenMixer, C: ChannelMixer> TreeNode for DecoderLayer<M, C> {
     }
 }
 
-impl<M: TokenMixer, C: ChannelMixer> Layer for DecoderLayer<M, C> {
+impl<M: TokenMixer, C: ChannelMixer, N: Forward + TreeNode + 'static> Layer
+    for DecoderLayer<M, C, N>
+{
     type Carry = ();
 
     fn forward(

@@ -340,13 +340,7 @@ pub(crate) fn normalize_qk(
 }
 
 impl TokenMixer for GatedDeltaNet {
-    fn key(&self) -> &'static str {
-        "linear_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "linear_attn"
-    }
+    const KEY: &'static str = "linear_attn";
 
     fn forward(
         &self,

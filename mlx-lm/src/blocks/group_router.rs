@@ -207,18 +207,64 @@ impl MoeGate {
     }
 }
 
-/// Python: `DeepseekV3MoE` (glm4_moe's `MoE`, dots1's `Dots1MoE`): the grouped router
-/// ([`MoeGate`]), the routed experts (`switch_mlp`) and, with `n_shared_experts`, a dense MLP
-/// every token goes through (`shared_experts`, ungated).
+/// The routed experts (`switch_mlp`) behind a router `G` (`gate`) and, with
+/// `n_shared_experts`, a dense MLP every token goes through (`shared_experts`, ungated): the
+/// blocks of [`GroupedMoe`] and [`GreedyMoe`], which differ in the router and the forward.
 #[derive(Debug, Clone, TreeNode)]
-pub struct GroupedMoe {
-    pub gate: MoeGate,
+pub struct RoutedMoe<G> {
+    pub gate: G,
     pub switch_mlp: SwitchGlu,
     pub shared_experts: Option<Mlp>,
     /// The group the experts are split over ([`shard`](Self::shard)); `None`: whole.
     #[tree(static)]
     pub sharding_group: Option<ShardGroup>,
 }
+
+impl<G> RoutedMoe<G> {
+    /// Takes the experts under `path` (`model.layers.3.mlp`) behind `gate`: `num_experts`
+    /// of `expert_size`, and a shared MLP of `shared_size` when given.
+    pub fn load_with(
+        ck: &mut Checkpoint,
+        path: &str,
+        gate: G,
+        (hidden_size, expert_size, num_experts): (i32, i32, i32),
+        shared_size: Option<i32>,
+    ) -> crate::Result<RoutedMoe<G>> {
+        let p = |name: &str| format!("{path}.{name}");
+        let d = hidden_size;
+        Ok(RoutedMoe {
+            gate,
+            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, expert_size, num_experts, false)?,
+            shared_experts: shared_size
+                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
+                .transpose()?,
+            sharding_group: None,
+        })
+    }
+
+    /// Python (deepseek_v2's, deepseek_v3's and glm4_moe's `shard` of their MoE layers): see
+    /// [`shard_experts`]; the router stays whole.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (switch_mlp, shared_experts, sharding_group) =
+            shard_experts(&self.switch_mlp, self.shared_experts.as_ref(), group)?;
+        (self.switch_mlp, self.shared_experts) = (switch_mlp, shared_experts);
+        self.sharding_group = Some(sharding_group);
+        Ok(())
+    }
+}
+
+impl<G: TreeNode + Clone + 'static> ChannelMixer for RoutedMoe<G>
+where
+    RoutedMoe<G>: Forward,
+{
+    fn shard(&mut self, group: &Group) -> Result<()> {
+        RoutedMoe::shard(self, group)
+    }
+}
+
+/// Python: `DeepseekV3MoE` (glm4_moe's `MoE`, dots1's `Dots1MoE`): the grouped router
+/// ([`MoeGate`]) before the experts.
+pub type GroupedMoe = RoutedMoe<MoeGate>;
 
 impl GroupedMoe {
     /// Takes the block under `path` (`model.layers.3.mlp`): `num_experts` experts of
@@ -232,26 +278,15 @@ impl GroupedMoe {
         shared_size: Option<i32>,
         routing: GroupRouting,
     ) -> crate::Result<GroupedMoe> {
-        let p = |name: &str| format!("{path}.{name}");
-        let d = hidden_size;
-        Ok(GroupedMoe {
-            gate: MoeGate::load(ck, &p("gate"), num_experts, d, routing)?,
-            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, expert_size, num_experts, false)?,
-            shared_experts: shared_size
-                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
-                .transpose()?,
-            sharding_group: None,
-        })
-    }
-
-    /// Python (deepseek_v3's and glm4_moe's `shard` of their MoE layers): see
-    /// [`shard_experts`]; the router stays whole.
-    pub fn shard(&mut self, group: &Group) -> Result<()> {
-        let (switch_mlp, shared_experts, sharding_group) =
-            shard_experts(&self.switch_mlp, self.shared_experts.as_ref(), group)?;
-        (self.switch_mlp, self.shared_experts) = (switch_mlp, shared_experts);
-        self.sharding_group = Some(sharding_group);
-        Ok(())
+        let gate = MoeGate::load(
+            ck,
+            &format!("{path}.gate"),
+            num_experts,
+            hidden_size,
+            routing,
+        )?;
+        let sizes = (hidden_size, expert_size, num_experts);
+        RoutedMoe::load_with(ck, path, gate, sizes, shared_size)
     }
 }
 
@@ -268,12 +303,6 @@ impl Forward for GroupedMoe {
             &x,
         )?;
         sharded_output(group, y)
-    }
-}
-
-impl ChannelMixer for GroupedMoe {
-    fn shard(&mut self, group: &Group) -> Result<()> {
-        GroupedMoe::shard(self, group)
     }
 }
 
@@ -372,17 +401,8 @@ pub struct GreedyGate {
     pub routing: GreedyRouting,
 }
 
-/// Python: `DeepseekV2MoE`: the softmax router ([`GreedyGate`]), the routed experts
-/// (`switch_mlp`) and, with `n_shared_experts`, a dense MLP every token goes through.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GreedyMoe {
-    pub gate: GreedyGate,
-    pub switch_mlp: SwitchGlu,
-    pub shared_experts: Option<Mlp>,
-    /// The group the experts are split over ([`shard`](Self::shard)); `None`: whole.
-    #[tree(static)]
-    pub sharding_group: Option<ShardGroup>,
-}
+/// Python: `DeepseekV2MoE`: the softmax router ([`GreedyGate`]) before the experts.
+pub type GreedyMoe = RoutedMoe<GreedyGate>;
 
 impl GreedyMoe {
     /// Takes the block under `path` (`model.layers.1.mlp`).
@@ -395,29 +415,12 @@ impl GreedyMoe {
         shared_size: Option<i32>,
         routing: GreedyRouting,
     ) -> crate::Result<GreedyMoe> {
-        let p = |name: &str| format!("{path}.{name}");
-        let d = hidden_size;
-        Ok(GreedyMoe {
-            gate: GreedyGate {
-                weight: ck.array(&p("gate.weight"), &[num_experts, d])?,
-                routing,
-            },
-            switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, expert_size, num_experts, false)?,
-            shared_experts: shared_size
-                .map(|s| Mlp::load(ck, &p("shared_experts"), d, s, false))
-                .transpose()?,
-            sharding_group: None,
-        })
-    }
-
-    /// Python (deepseek_v2's `shard` of its MoE layers): see [`shard_experts`]; the router
-    /// stays whole.
-    pub fn shard(&mut self, group: &Group) -> Result<()> {
-        let (switch_mlp, shared_experts, sharding_group) =
-            shard_experts(&self.switch_mlp, self.shared_experts.as_ref(), group)?;
-        (self.switch_mlp, self.shared_experts) = (switch_mlp, shared_experts);
-        self.sharding_group = Some(sharding_group);
-        Ok(())
+        let gate = GreedyGate {
+            weight: ck.array(&format!("{path}.gate.weight"), &[num_experts, hidden_size])?,
+            routing,
+        };
+        let sizes = (hidden_size, expert_size, num_experts);
+        RoutedMoe::load_with(ck, path, gate, sizes, shared_size)
     }
 }
 
@@ -437,12 +440,6 @@ impl Forward for GreedyMoe {
             None => y,
         };
         sharded_output(group, y)
-    }
-}
-
-impl ChannelMixer for GreedyMoe {
-    fn shard(&mut self, group: &Group) -> Result<()> {
-        GreedyMoe::shard(self, group)
     }
 }
 

@@ -403,14 +403,6 @@ pub enum KimiMixer {
 }
 
 impl TokenMixer for KimiMixer {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -604,14 +604,6 @@ fn fetch(
 }
 
 impl TokenMixer for Mla {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -170,14 +170,6 @@ impl ExpandedMla {
 }
 
 impl TokenMixer for ExpandedMla {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

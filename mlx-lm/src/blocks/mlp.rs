@@ -8,6 +8,7 @@ use mlx_rs::{ops, Array, Result};
 use mlx_tree::{StaticData, TreeNode};
 
 use crate::checkpoint::Checkpoint;
+use crate::config::{invalid, ModelConfig};
 
 /// Python: `x * sigmoid(x)` (`nn.silu`).
 pub fn silu(x: &Array) -> Result<Array> {
@@ -61,6 +62,28 @@ impl Activation {
             "gelu" => Some(Activation::Gelu),
             "gelu_pytorch_tanh" | "gelu_new" | "gelu_fast" => Some(Activation::GeluApprox),
             _ => None,
+        }
+    }
+
+    /// The GELU a config's `hidden_act` names (`default` when absent), for the families
+    /// whose one-hidden-layer MLP computes one (phi, gpt_neox, starcoder2); another
+    /// activation is an error naming `family`.
+    pub fn gelu_from_config(
+        c: &ModelConfig,
+        default: &str,
+        family: &str,
+    ) -> crate::Result<Activation> {
+        let act = c.string("hidden_act")?.unwrap_or(default);
+        match Activation::from_hidden_act(act) {
+            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => Ok(a),
+            _ => Err(invalid(
+                c.path(),
+                &c.key("hidden_act"),
+                &format!(
+                    "{act:?} is not supported by {family} (supported: \"gelu\", \"gelu_new\", \
+                     \"gelu_pytorch_tanh\", \"gelu_fast\")"
+                ),
+            )),
         }
     }
 

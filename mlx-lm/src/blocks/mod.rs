@@ -8,7 +8,9 @@
 //! blocks ([`moe`]; DeepSeek-V3's grouped sigmoid router, [`group_router`]) on expert layers
 //! ([`switch`]), multi-head latent attention ([`mla`]; DeepSeek-V2's expanded form,
 //! [`mla_expanded`]), Gemma 2's soft-capped attention ([`soft_cap`]), norms ([`norm`]), the
-//! post-norm layer ([`post_norm`]), attention with q/k norms over the whole projection
+//! post-norm layer ([`post_norm`]), the LayerNorm layer of parallel or sequential residual
+//! ([`ln_decoder`]) and the attention whose parts a family names its own way
+//! ([`named_attention`]), attention with q/k norms over the whole projection
 //! ([`whole_qk_norm`]), attention with Llama 4's position-scaled queries ([`query_scale`]), RoPE
 //! variants ([`rope`]), masks ([`mask`]), the rows/heads reshapes ([`rows`]), what a model's stack
 //! of layers is made of ([`layer`]: the [`Layer`] trait and the loop over layers), and the dense
@@ -28,11 +30,13 @@ pub mod group_router;
 pub mod kda;
 pub mod layer;
 pub mod linear_attention;
+pub mod ln_decoder;
 pub mod mask;
 pub mod mla;
 pub mod mla_expanded;
 pub mod mlp;
 pub mod moe;
+pub mod named_attention;
 pub mod ngram_embedding;
 pub mod norm;
 pub mod pipeline;
@@ -73,12 +77,16 @@ pub use layer::{
     LayerContext,
 };
 pub use linear_attention::{GlaForm, GroupRmsNorm, LinearAttention, LinearAttentionConfig};
+pub use ln_decoder::{LnDecoderLayer, Residual};
 pub use mask::{Masks, PlainMask};
 pub use mla::{Mla, MlaConfig, MultiLinear, QuantizedMultiLinear};
 pub use mla_expanded::ExpandedMla;
 pub use mlp::{plain_mlp, Activation, Mlp, PlainMlp};
 pub use moe::{FeedForward, MoeConfig, Router, SparseMoe};
-pub use norm::{heads_normed, GemmaRmsNorm, LayerNorm2D, PerHeadLayerNorm, RmsNormGated};
+pub use named_attention::{AttentionNames, NamedAttention};
+pub use norm::{
+    heads_normed, GemmaRmsNorm, LayerNorm2D, LoadHeadNorm, PerHeadLayerNorm, RmsNormGated,
+};
 pub use pipeline::PipelineStage;
 pub use post_norm::PostNormLayer;
 pub use query_scale::{Llama4Scaling, QueryScaledAttention};

@@ -62,9 +62,21 @@ pub struct PerHeadLayerNorm {
     pub eps: f32,
 }
 
-impl PerHeadLayerNorm {
-    /// `heads` norms of `head_dim` features under `path.norms`.
-    pub fn load(
+/// A norm of each query and key head that a checkpoint holds: `heads` norms of `head_dim`
+/// features under `path`.
+pub trait LoadHeadNorm: Sized {
+    fn load(
+        ck: &mut Checkpoint,
+        path: &str,
+        heads: i32,
+        head_dim: i32,
+        eps: f32,
+    ) -> crate::Result<Self>;
+}
+
+/// Its `heads` norms sit under `path.norms`.
+impl LoadHeadNorm for PerHeadLayerNorm {
+    fn load(
         ck: &mut Checkpoint,
         path: &str,
         heads: i32,
@@ -104,8 +116,8 @@ pub struct LayerNorm2D {
     pub eps: f32,
 }
 
-impl LayerNorm2D {
-    pub fn load(
+impl LoadHeadNorm for LayerNorm2D {
+    fn load(
         ck: &mut Checkpoint,
         path: &str,
         heads: i32,

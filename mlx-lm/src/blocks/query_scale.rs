@@ -103,14 +103,6 @@ impl QueryScaledAttention {
 }
 
 impl TokenMixer for QueryScaledAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     /// Python (ministral3's `shard`): llama's split by heads; the factors are per position.
     fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
         HeadProjections {

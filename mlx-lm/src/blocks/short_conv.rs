@@ -72,13 +72,7 @@ impl ShortConv {
 }
 
 impl TokenMixer for ShortConv {
-    fn key(&self) -> &'static str {
-        "conv"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "conv"
-    }
+    const KEY: &'static str = "conv";
 
     fn forward(
         &self,

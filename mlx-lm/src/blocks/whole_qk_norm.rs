@@ -67,14 +67,6 @@ impl WholeQkNormAttention {
 }
 
 impl TokenMixer for WholeQkNormAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -298,13 +298,7 @@ pub enum HybridMixer {
 }
 
 impl TokenMixer for HybridMixer {
-    fn key(&self) -> &'static str {
-        ATTENTION
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == ATTENTION
-    }
+    const KEY: &'static str = ATTENTION;
 
     fn forward(
         &self,

@@ -202,13 +202,7 @@ impl BailingMoeLinearArgs {
         let use_bias = c.bool_or("use_bias", false)?;
         let qkv_bias = c.bool_or("use_qkv_bias", false)?;
         let qk_norm = c.bool_or("use_qk_norm", false)?.then_some(eps);
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
+        c.head_dim_of(hidden, heads)?;
         let is_global: Vec<bool> = (0..layers)
             .map(|i| (i + 1) % group == 0 || i >= layers / group * group)
             .collect();
@@ -368,13 +362,7 @@ pub enum BailingMixer {
 }
 
 impl TokenMixer for BailingMixer {
-    fn key(&self) -> &'static str {
-        ATTENTION
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == ATTENTION
-    }
+    const KEY: &'static str = ATTENTION;
 
     fn forward(
         &self,

@@ -335,13 +335,7 @@ pub enum BailingV3Mixer {
 }
 
 impl TokenMixer for BailingV3Mixer {
-    fn key(&self) -> &'static str {
-        ATTENTION
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == ATTENTION
-    }
+    const KEY: &'static str = ATTENTION;
 
     fn forward(
         &self,

@@ -276,6 +276,53 @@ macro_rules! dense_decoder {
 }
 pub(crate) use dense_decoder;
 
+/// The [`LanguageModel`](crate::LanguageModel) impl of a model whose stack is a struct of its
+/// own (parts named otherwise than a [`Stack`](crate::blocks::Stack)'s, or ends it computes
+/// itself): `forward` as written, the caches of the layers `layers` names, and the dtype and
+/// vocabulary of the embedding `embedding` names.
+macro_rules! own_stack_language_model {
+    (
+        $name:ident,
+        $model_type:literal,
+        layers: |$l:ident| $layers:expr,
+        embedding: |$e:ident| $embedding:expr,
+        fn forward(&$self_:ident, $inputs:ident, $cache:ident) $body:block
+    ) => {
+        impl $crate::LanguageModel for $name {
+            fn forward(
+                &$self_,
+                $inputs: &mlx_rs::Array,
+                $cache: Option<&mut [$crate::LayerCache]>,
+            ) -> mlx_rs::Result<mlx_rs::Array> $body
+
+            fn make_cache(
+                &self,
+                batch: i32,
+                capacity: i32,
+            ) -> mlx_rs::Result<Vec<$crate::LayerCache>> {
+                let $l = self;
+                let dtype = <Self as $crate::LanguageModel>::dtype(self);
+                $crate::blocks::make_layer_caches($layers, batch, capacity, dtype)
+            }
+
+            fn dtype(&self) -> mlx_rs::Dtype {
+                let $e = self;
+                $crate::blocks::layer::embedding_dtype($embedding, self)
+            }
+
+            fn vocab_size(&self) -> i32 {
+                let $e = self;
+                $crate::blocks::layer::embedding_vocab_size($embedding)
+            }
+
+            fn model_type(&self) -> &str {
+                $model_type
+            }
+        }
+    };
+}
+pub(crate) use own_stack_language_model;
+
 /// The [`LanguageModel`](crate::LanguageModel) impl of a model whose layer stack (a
 /// [`DecoderModel`] or [`LayerStack`](crate::blocks::LayerStack) under `model`, or a
 /// [`Backbone`](crate::blocks::Backbone) under `backbone`: mamba, mamba2, nemotron_h) computes

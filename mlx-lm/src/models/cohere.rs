@@ -4,17 +4,15 @@
 //! optional LayerNorm per query and key head (`use_qk_norm`: `q_norm.weight` `[heads,
 //! head_dim]`), and a tied output head whose logits are multiplied by `logit_scale`.
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::LayerNorm;
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    rope_theta, AttentionParts, Layer, LayerContext, LayerNorm2D, LayerStack, LogitsMap, Mlp,
-    RotaryEmbedding, Stack, StackEnds, Upcast,
+    rope_theta, AttentionConfig, AttentionNames, LayerNorm2D, LayerStack, LnDecoderLayer,
+    LogitsMap, Mlp, NamedAttention, Residual, RotaryEmbedding, Stack, StackEnds, Upcast,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: cohere's `ModelArgs`, over every key of transformers' `CohereConfig`.
 #[derive(Debug, Clone)]
@@ -50,14 +48,7 @@ impl CohereArgs {
         ]);
         let hidden = c.dim_or("hidden_size", Some(8192))?;
         let heads = c.dim_or("num_attention_heads", Some(64))?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         Ok(CohereArgs {
             vocab_size: c.dim_or("vocab_size", Some(256000))?,
             hidden_size: hidden,
@@ -73,137 +64,41 @@ impl CohereArgs {
             rope: RotaryEmbedding::from_config(c, head_dim, rope_theta(c, Some(8e6))?, true)?,
         })
     }
+
+    /// The attention's shape: all four projections biased with `attention_bias`, per-head
+    /// LayerNorms of queries and keys with `use_qk_norm`.
+    pub fn attention(&self) -> AttentionConfig {
+        AttentionConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.num_attention_heads,
+            num_kv_heads: self.num_key_value_heads,
+            head_dim: self.hidden_size / self.num_attention_heads,
+            qkv_bias: self.attention_bias,
+            o_bias: self.attention_bias,
+            qk_norm: self.use_qk_norm.then_some(self.layer_norm_eps),
+            output_gate: false,
+            rope: Some(self.rope.clone()),
+            sliding_window: None,
+        }
+    }
+}
+
+/// cohere's names of the attention's parts: `o_proj`, `q_norm`, `k_norm`.
+#[derive(Debug, Clone, Copy)]
+pub enum CohereNames {}
+
+impl AttentionNames for CohereNames {
+    const NAME: &'static str = "CohereAttention";
+    const O_PROJ: &'static str = "o_proj";
+    const Q_NORM: &'static str = "q_norm";
+    const K_NORM: &'static str = "k_norm";
 }
 
 /// Python: cohere's `Attention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct CohereAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub q_norm: Option<LayerNorm2D>,
-    pub k_norm: Option<LayerNorm2D>,
-    /// `None`: a layer without positional embedding (Command R7B's global layers).
-    pub rope: Option<RotaryEmbedding>,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub scale: f32,
-    /// Attend to only the last this many positions (Command R7B's sliding layers).
-    #[tree(static)]
-    pub window: Option<i32>,
-    /// The operands attention computes in float32 (Command R7B: float16 queries).
-    #[tree(static)]
-    pub upcast: Upcast,
-}
+pub type CohereAttention = NamedAttention<LayerNorm2D, CohereNames>;
 
-impl CohereAttention {
-    pub fn load(ck: &mut Checkpoint, path: &str, a: &CohereArgs) -> crate::Result<Self> {
-        let (d, h, kv) = (a.hidden_size, a.num_attention_heads, a.num_key_value_heads);
-        let hd = d / h;
-        let p = |name: &str| format!("{path}.{name}");
-        let bias = a.attention_bias;
-        let eps = a.layer_norm_eps;
-        let (q_norm, k_norm) = if a.use_qk_norm {
-            (
-                Some(LayerNorm2D::load(ck, &p("q_norm"), h, hd, eps)?),
-                Some(LayerNorm2D::load(ck, &p("k_norm"), kv, hd, eps)?),
-            )
-        } else {
-            (None, None)
-        };
-        Ok(CohereAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, bias)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, bias)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, bias)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, bias)?,
-            q_norm,
-            k_norm,
-            rope: Some(a.rope.clone()),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
-            scale: f64::from(hd).powf(-0.5) as f32,
-            window: None,
-            upcast: Upcast::None,
-        })
-    }
-
-    /// Attention of the normed rows `x`, continuing `cache`.
-    pub fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        AttentionParts {
-            q_proj: &self.q_proj,
-            k_proj: &self.k_proj,
-            v_proj: &self.v_proj,
-            o_proj: &self.o_proj,
-            q_norm: self.q_norm.as_ref(),
-            k_norm: self.k_norm.as_ref(),
-            rope: self.rope.as_ref(),
-            n_heads: self.n_heads,
-            n_kv_heads: self.n_kv_heads,
-            scale: self.scale,
-            window: self.window,
-            output_gate: false,
-            sinks: None,
-        }
-        .forward_upcast(
-            x,
-            ctx.rows,
-            ctx.masks.for_window(self.window),
-            ctx.kernels.fused_decode_attention,
-            cache,
-            self.upcast,
-        )
-    }
-}
-
-/// Python: cohere's `TransformerBlock`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct CohereLayer {
-    pub self_attn: CohereAttention,
-    pub mlp: Mlp,
-    pub input_layernorm: LayerNorm,
-}
-
-impl Layer for CohereLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let h = self.input_layernorm.forward(x)?;
-        let attn_h = self.self_attn.forward(&h, ctx, cache)?;
-        let ff_h = self.mlp.forward(&h)?;
-        // Python: attn_h + ff_h + x, summed left to right.
-        ops::add(&ops::add(&attn_h, &ff_h)?, x)
-    }
-
-    /// A rotating cache of the window for a sliding layer (Python: cohere2's `make_cache`),
-    /// else a key/value cache.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let a = &self.self_attn;
-        LayerCache::attention(batch, a.n_kv_heads, a.head_dim, a.window, capacity, dtype)
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.self_attn.window
-    }
-}
+/// Python: cohere's `TransformerBlock`: one LayerNorm feeding both, `(attn(h) + mlp(h)) + x`.
+pub type CohereLayer = LnDecoderLayer<CohereAttention, Mlp>;
 
 /// Python: `CohereModel`.
 pub type CohereModel = LayerStack<CohereLayer, LayerNorm>;
@@ -239,14 +134,19 @@ impl CohereArgs {
         mut attention: impl FnMut(usize, CohereAttention) -> crate::Result<CohereAttention>,
     ) -> crate::Result<CohereModel> {
         let (d, eps, bias) = (self.hidden_size, self.layer_norm_eps, self.layer_norm_bias);
+        let config = self.attention();
+        // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
+        let scale = f64::from(config.head_dim).powf(-0.5) as f32;
         let mut layers = Vec::with_capacity(self.num_hidden_layers as usize);
         for i in 0..self.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
-            let loaded = CohereAttention::load(ck, &p("self_attn"), self)?;
+            let loaded = NamedAttention::load(ck, &p("self_attn"), &config, scale, Upcast::None)?;
             layers.push(CohereLayer {
-                self_attn: attention(i as usize, loaded)?,
+                mixer: attention(i as usize, loaded)?,
                 mlp: Mlp::load(ck, &p("mlp"), d, self.intermediate_size, false)?,
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, bias)?,
+                post_attention_layernorm: None,
+                residual: Residual::Parallel,
             });
         }
         Ok(Stack::load_around(

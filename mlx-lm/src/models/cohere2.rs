@@ -19,7 +19,7 @@ use crate::blocks::{plain_rope, rope_theta, LayerStack, Upcast};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::base::DecoderArgs;
-use crate::models::cohere::{CohereArgs, CohereAttention, CohereLayer};
+use crate::models::cohere::{CohereArgs, CohereLayer};
 
 /// cohere2's reading of a config: Command-R's [`CohereArgs`] (no q/k norms) and the
 /// sliding layers.
@@ -109,14 +109,12 @@ impl Cohere2 {
         let a = Self::args(config)?;
         let c = &a.cohere;
         ck.cast(options.dtype, |_| false)?;
-        let model = c.load_stack(ck, options, |i, attention| {
+        let model = c.load_stack(ck, options, |i, mut attention| {
             let sliding = a.sliding[i];
-            Ok(CohereAttention {
-                rope: sliding.then(|| c.rope.clone()),
-                window: sliding.then_some(a.sliding_window),
-                upcast: Upcast::QueriesIfFloat16,
-                ..attention
-            })
+            attention.rope = sliding.then(|| c.rope.clone());
+            attention.window = sliding.then_some(a.sliding_window);
+            attention.upcast = Upcast::QueriesIfFloat16;
+            Ok(attention)
         })?;
         Ok(Cohere2 { model })
     }

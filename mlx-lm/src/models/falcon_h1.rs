@@ -30,18 +30,17 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::{
-    forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
-    RotaryEmbedding, Rows, TokenMixer,
+    forward_layers, Attention, AttentionConfig, Layer, LayerContext, Mlp, RotaryEmbedding, Rows,
+    TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// Falcon-H1's µP multipliers (transformers' `FalconH1Config`), folded into a Hugging Face
 /// checkpoint's weights at load.
@@ -461,8 +460,12 @@ impl FalconH1 {
     }
 }
 
-impl LanguageModel for FalconH1 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    FalconH1,
+    "falcon_h1",
+    layers: |m| &m.model.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
@@ -474,20 +477,4 @@ impl LanguageModel for FalconH1 {
         };
         rows.unfold(&logits)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "falcon_h1"
-    }
-}
+);

@@ -12,15 +12,13 @@
 //! - the norm's `1 + weight` is computed in the weight's dtype (rounded to bfloat16 in a
 //!   bfloat16 model), where transformers adds in float32.
 
-use mlx_nn::{Forward, MaybeQuantizedLinear};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::MaybeQuantizedLinear;
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    plain_rope, rope_theta, Activation, Attention, AttentionConfig, GemmaRmsNorm, Layer,
-    LayerContext, LayerStack, Mlp, RotaryEmbedding, Stack, StackEnds, TokenMixer,
+    plain_rope, rope_theta, Activation, Attention, AttentionConfig, DecoderLayer, GemmaRmsNorm,
+    LayerStack, Mlp, RotaryEmbedding, Stack, StackEnds,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 
@@ -114,41 +112,7 @@ impl GemmaArgs {
 }
 
 /// Python: gemma's `TransformerBlock`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GemmaLayer {
-    pub self_attn: Attention,
-    pub mlp: Mlp,
-    pub input_layernorm: GemmaRmsNorm,
-    pub post_attention_layernorm: GemmaRmsNorm,
-}
-
-impl Layer for GemmaLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let r = TokenMixer::forward(
-            &self.self_attn,
-            &self.input_layernorm.forward(x)?,
-            ctx,
-            cache,
-        )?;
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        TokenMixer::make_cache(&self.self_attn, batch, capacity, dtype)
-    }
-}
+pub type GemmaLayer = DecoderLayer<Attention, Mlp, GemmaRmsNorm>;
 
 /// Python: `GemmaModel`: embedding (scaled by `√hidden_size`), layers, final Gemma norm.
 pub type GemmaModel = LayerStack<GemmaLayer, GemmaRmsNorm>;
@@ -182,7 +146,7 @@ impl Gemma {
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
             layers.push(GemmaLayer {
-                self_attn: Attention::load(ck, &p("self_attn"), &attention)?,
+                mixer: Attention::load(ck, &p("self_attn"), &attention)?,
                 mlp: Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?
                     .with_activation(Activation::Gelu),
                 input_layernorm: GemmaRmsNorm::load(ck, &p("input_layernorm"), d, eps)?,

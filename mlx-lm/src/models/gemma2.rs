@@ -28,7 +28,7 @@ use crate::blocks::{
     Activation, GemmaRmsNorm, Layer, LayerContext, LayerStack, LogitsMap, Mlp, RotaryEmbedding,
     Stack, StackEnds,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::gemma::GemmaArgs;
@@ -248,13 +248,7 @@ impl Layer for Gemma2Layer {
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let a = &self.self_attn;
         let hd = a.head_dim;
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            a.n_kv_heads,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, a.n_kv_heads, hd, None, capacity, dtype)
     }
 }
 

@@ -19,17 +19,15 @@ use mlx_rs::{Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::merge_heads;
 use crate::blocks::{
-    make_layer_caches, split_qkv, stack_logits, Activation, Layer, LayerContext, PlainMlp,
-    StackEnds, StackParts,
+    split_qkv, stack_logits, Activation, Layer, LayerContext, PlainMlp, StackEnds, StackParts,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// Python: gpt2's `ModelArgs`, over every key of transformers' `GPT2Config`.
 #[derive(Debug, Clone)]
@@ -161,13 +159,7 @@ impl Layer for Gpt2Layer {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.attn.n_head, self.attn.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, kv, hd, None, capacity, dtype)
     }
 }
 
@@ -273,8 +265,12 @@ impl Gpt2 {
     }
 }
 
-impl LanguageModel for Gpt2 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    Gpt2,
+    "gpt2",
+    layers: |m| &m.model.h,
+    embedding: |m| &m.model.wte,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         stack_logits(
             StackParts {
@@ -290,20 +286,4 @@ impl LanguageModel for Gpt2 {
             None,
         )
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.h, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.wte, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.wte)
-    }
-
-    fn model_type(&self) -> &str {
-        "gpt2"
-    }
-}
+);

@@ -19,17 +19,16 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::attend;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rows::{heads_first, merge_heads};
 use crate::blocks::{
-    make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation,
-    Layer, LayerContext, RotaryEmbedding, StackEnds, StackParts,
+    partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation, ChannelMixer,
+    LayerContext, LnDecoderLayer, Residual, RotaryEmbedding, StackEnds, StackParts, TokenMixer,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// Python: gpt_neox's `ModelArgs`, over every key of transformers' `GPTNeoXConfig`.
 #[derive(Debug, Clone)]
@@ -64,31 +63,11 @@ impl GptNeoxArgs {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by gpt_neox (supported: \"gelu\", \
-                         \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu_fast\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu", "gpt_neox")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
+        let head_dim = c.head_dim_of(hidden, heads)?;
         // mlx_lm reads the key and gives every head its own keys and values.
         c.require_value("num_key_value_heads", heads)?;
-        let head_dim = hidden / heads;
         // `rope_theta` / `partial_rotary_factor` (transformers 5) default to the old keys,
         // so a config that says both must say the same.
         let base = match c.float("rotary_emb_base")? {
@@ -158,6 +137,10 @@ impl GptNeoxAttention {
             scale: f64::from(hd).powf(-0.5) as f32,
         })
     }
+}
+
+impl TokenMixer for GptNeoxAttention {
+    const KEY: &'static str = "attention";
 
     fn forward(
         &self,
@@ -185,6 +168,11 @@ impl GptNeoxAttention {
         )?;
         self.dense.forward(&merge_heads(&out)?)
     }
+
+    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
+        let (h, hd) = (self.n_heads, self.head_dim);
+        LayerCache::attention(batch, h, hd, None, capacity, dtype)
+    }
 }
 
 /// Python: gpt_neox's `MLP`.
@@ -202,56 +190,11 @@ impl Forward for GptNeoxMlp {
     }
 }
 
-/// Python: gpt_neox's `TransformerBlock`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct GptNeoxLayer {
-    pub attention: GptNeoxAttention,
-    pub mlp: GptNeoxMlp,
-    pub input_layernorm: LayerNorm,
-    pub post_attention_layernorm: LayerNorm,
-    #[tree(static)]
-    pub use_parallel_residual: bool,
-}
+impl ChannelMixer for GptNeoxMlp {}
 
-impl Layer for GptNeoxLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let attn = self
-            .attention
-            .forward(&self.input_layernorm.forward(x)?, ctx, cache)?;
-        if self.use_parallel_residual {
-            let ffn = self
-                .mlp
-                .forward(&self.post_attention_layernorm.forward(x)?)?;
-            // Python: attn + ffn + residual, summed left to right.
-            ops::add(&ops::add(&attn, &ffn)?, x)
-        } else {
-            let x = ops::add(x, &attn)?;
-            let ffn = self
-                .mlp
-                .forward(&self.post_attention_layernorm.forward(&x)?)?;
-            ops::add(&x, &ffn)
-        }
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (h, hd) = (self.attention.n_heads, self.attention.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            h,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
-    }
-}
+/// Python: gpt_neox's `TransformerBlock`: two LayerNorms, parallel
+/// (`(attn(ln1(x)) + mlp(ln2(x))) + x`) or sequential.
+pub type GptNeoxLayer = LnDecoderLayer<GptNeoxAttention, GptNeoxMlp>;
 
 /// Python: `GPTNeoXModel`: `embed_in`, `h`, `final_layer_norm`, and the head `embed_out`.
 #[derive(Debug, Clone, TreeNode)]
@@ -316,20 +259,24 @@ impl GptNeox {
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.h.{i}.{name}");
             h.push(GptNeoxLayer {
-                attention: GptNeoxAttention::load(ck, &p("attention"), &a)?,
+                mixer: GptNeoxAttention::load(ck, &p("attention"), &a)?,
                 mlp: GptNeoxMlp {
                     dense_h_to_4h: ck.linear(&p("mlp.dense_h_to_4h"), d, 4 * d, true)?,
                     dense_4h_to_h: ck.linear(&p("mlp.dense_4h_to_h"), 4 * d, d, true)?,
                     activation: a.activation,
                 },
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, true)?,
-                post_attention_layernorm: ck.layer_norm(
+                post_attention_layernorm: Some(ck.layer_norm(
                     &p("post_attention_layernorm"),
                     d,
                     eps,
                     true,
-                )?,
-                use_parallel_residual: a.use_parallel_residual,
+                )?),
+                residual: if a.use_parallel_residual {
+                    Residual::Parallel
+                } else {
+                    Residual::Sequential
+                },
             });
         }
         Ok(GptNeox {
@@ -344,8 +291,12 @@ impl GptNeox {
     }
 }
 
-impl LanguageModel for GptNeox {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    GptNeox,
+    "gpt_neox",
+    layers: |m| &m.model.h,
+    embedding: |m| &m.model.embed_in,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         stack_logits(
             StackParts {
@@ -361,20 +312,4 @@ impl LanguageModel for GptNeox {
             Some(&m.embed_out),
         )
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.h, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_in, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_in)
-    }
-
-    fn model_type(&self) -> &str {
-        "gpt_neox"
-    }
-}
+);

@@ -28,20 +28,19 @@ use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
 use crate::blocks::moe::top_k_last;
 use crate::blocks::rows::wrong_input;
 use crate::blocks::ssd::{GatedNorm, Mamba2Config, Mamba2Mixer};
 use crate::blocks::{
-    forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
-    RotaryEmbedding, Rows, SwitchGlu, TokenMixer,
+    forward_layers, Attention, AttentionConfig, Layer, LayerContext, Mlp, RotaryEmbedding, Rows,
+    SwitchGlu, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 use crate::models::sparse::expert_counts;
 use crate::quantization::QuantParams;
 
@@ -601,8 +600,12 @@ fn router_at_8_bits(path: &str) -> Option<QuantParams> {
         .then_some(QuantParams::affine(64, 8))
 }
 
-impl LanguageModel for GraniteMoeHybrid {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    GraniteMoeHybrid,
+    "granitemoehybrid",
+    layers: |m| &m.model.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
@@ -615,20 +618,4 @@ impl LanguageModel for GraniteMoeHybrid {
         };
         rows.unfold(&ops::divide(&logits, self.logits_scaling)?)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "granitemoehybrid"
-    }
-}
+);

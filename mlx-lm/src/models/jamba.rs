@@ -24,20 +24,19 @@ use serde_json::Value;
 use crate::blocks::conv::{
     causal_conv1d, conv_state, load_depthwise_conv1d, sanitize_conv_weights, ConvActivation,
 };
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
 use crate::blocks::moe::FeedForward;
 use crate::blocks::rows::{arrays_entry, wrong_input};
 use crate::blocks::{
-    forward_layers, make_layer_caches, Attention, AttentionConfig, Layer, LayerContext, Mlp,
-    Router, Rows, SwitchGlu, TokenMixer,
+    forward_layers, Attention, AttentionConfig, Layer, LayerContext, Mlp, Router, Rows, SwitchGlu,
+    TokenMixer,
 };
 use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::selective_scan::{self, ScanInputs};
 use crate::kernels::{on_cuda, KernelOptions};
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 use crate::quantization::QuantParams;
 
 /// The slots of a Mamba layer's [`ArraysCache`] (Python: `ArraysCache(size=2)`): the
@@ -574,8 +573,12 @@ impl Jamba {
     }
 }
 
-impl LanguageModel for Jamba {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    Jamba,
+    "jamba",
+    layers: |m| &m.model.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
@@ -587,20 +590,4 @@ impl LanguageModel for Jamba {
         };
         rows.unfold(&logits)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "jamba"
-    }
-}
+);

@@ -15,7 +15,7 @@ use crate::blocks::{
     forward_layers, make_layer_caches, AttentionParts, Layer, LayerContext, RotaryEmbedding, Rows,
     ShortConv, TokenMixer,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
@@ -304,14 +304,6 @@ impl Lfm2Attention {
 }
 
 impl TokenMixer for Lfm2Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,
@@ -325,13 +317,7 @@ impl TokenMixer for Lfm2Attention {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, kv, hd, None, capacity, dtype)
     }
 }
 

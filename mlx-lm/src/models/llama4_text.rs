@@ -99,14 +99,6 @@ impl Llama4TextAttention {
 }
 
 impl TokenMixer for Llama4TextAttention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -26,19 +26,17 @@ use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mla::{split_kv_b_proj, Mla, MlaConfig};
 use crate::blocks::moe::{ZeroExpertConfig, ZeroExpertMoe};
 use crate::blocks::rows::wrong_input;
 use crate::blocks::{
-    forward_layers, make_layer_caches, rope_theta, Layer, LayerContext, Mlp, RotaryEmbedding, Rows,
-    TokenMixer,
+    forward_layers, rope_theta, Layer, LayerContext, Mlp, RotaryEmbedding, Rows, TokenMixer,
 };
 use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 use crate::models::deepseek_v3::mla_config;
 use crate::models::sparse::{stack_experts, SAME_NAMES};
 use crate::quantization::QuantParams;
@@ -324,28 +322,16 @@ impl LongcatFlash {
     }
 }
 
-impl LanguageModel for LongcatFlash {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    LongcatFlash,
+    "longcat_flash",
+    layers: |m| &m.model.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
         let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
         rows.unfold(&self.lm_head.forward(&m.norm.forward(&h)?)?)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "longcat_flash"
-    }
-}
+);

@@ -47,14 +47,7 @@ impl OlmoArgs {
         let heads = c.dim("num_attention_heads")?;
         let head_dim = match c.usize("head_dim")? {
             Some(_) => c.dim("head_dim")?,
-            None if hidden % heads == 0 => hidden / heads,
-            None => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("num_attention_heads"),
-                    &format!("{heads} heads do not divide hidden_size {hidden}"),
-                ))
-            }
+            None => c.head_dim_of(hidden, heads)?,
         };
         Ok(OlmoArgs {
             vocab_size: c.dim("vocab_size")?,

@@ -12,16 +12,16 @@ use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
-use crate::blocks::attention::attend;
 use crate::blocks::conv::{
     causal_conv1d, conv_state, load_depthwise_conv1d, sanitize_conv_weights, ConvActivation,
 };
 use crate::blocks::gated_delta_net::normalize_qk;
-use crate::blocks::rows::{arrays_entry, heads, merge_heads, wrong_input};
+use crate::blocks::rows::{arrays_entry, wrong_input};
 use crate::blocks::{
-    rope_theta, Layer, LayerContext, LayerStack, Mlp, RmsNormGated, RotaryEmbedding, Rows, Stack,
+    rope_theta, AttentionConfig, Layer, LayerContext, LayerStack, Mlp, RmsNormGated,
+    RotaryEmbedding, Rows, Stack, TokenMixer, WholeQkNormAttention,
 };
-use crate::cache::{KvCache, LayerCache};
+use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::gated_delta::gated_delta_update_with_beta;
@@ -365,89 +365,24 @@ impl OlmoHybridGatedDeltaNet {
 }
 
 /// Python: olmo_hybrid's `Attention`: queries and keys RMS-normalized over the whole
-/// projection (`q_norm` over `heads * head_dim` features), RoPE or none.
-#[derive(Debug, Clone, TreeNode)]
-pub struct OlmoHybridAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub q_norm: RMSNorm,
-    pub k_norm: RMSNorm,
-    pub rope: Option<RotaryEmbedding>,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub scale: f32,
-}
+/// projection (`q_norm` over `heads * head_dim` features), RoPE or none: OLMo 2's.
+pub type OlmoHybridAttention = WholeQkNormAttention;
 
-impl OlmoHybridAttention {
-    /// Takes the layer's tensors under `path`.
-    pub fn load(
-        ck: &mut Checkpoint,
-        path: &str,
-        a: &OlmoHybridArgs,
-    ) -> crate::Result<OlmoHybridAttention> {
-        let (d, h, kv, hd) = (
-            a.hidden_size,
-            a.num_attention_heads,
-            a.num_key_value_heads,
-            a.head_dim,
-        );
-        let bias = a.attention_bias;
-        let p = |name: &str| format!("{path}.{name}");
-        Ok(OlmoHybridAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, bias)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, bias)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, bias)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, bias)?,
-            q_norm: ck.rms_norm(&p("q_norm"), h * hd, a.rms_norm_eps)?,
-            k_norm: ck.rms_norm(&p("k_norm"), kv * hd, a.rms_norm_eps)?,
-            rope: a.rope.clone(),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            // Python: head_dim**-0.5, a Python float, rounded once to float32 by the call.
-            scale: (hd as f64).powf(-0.5) as f32,
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let rows = ctx.rows;
-        let q = self.q_norm.forward(&self.q_proj.forward(x)?)?;
-        let k = self.k_norm.forward(&self.k_proj.forward(x)?)?;
-        let out = attend(
-            heads(&q, rows, self.n_heads, None)?,
-            heads(&k, rows, self.n_kv_heads, None)?,
-            heads(&self.v_proj.forward(x)?, rows, self.n_kv_heads, None)?,
-            self.rope.as_ref(),
-            self.scale,
-            ctx.masks.for_window(None),
-            None,
-            ctx.kernels.fused_decode_attention,
-            cache,
-        )?;
-        self.o_proj.forward(&merge_heads(&out)?)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+impl OlmoHybridArgs {
+    /// The full-attention layers' shape: `attention_bias` on all four projections.
+    fn attention(&self) -> AttentionConfig {
+        AttentionConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.num_attention_heads,
+            num_kv_heads: self.num_key_value_heads,
+            head_dim: self.head_dim,
+            qkv_bias: self.attention_bias,
+            o_bias: self.attention_bias,
+            qk_norm: None,
+            output_gate: false,
+            rope: self.rope.clone(),
+            sliding_window: None,
+        }
     }
 }
 
@@ -481,7 +416,7 @@ impl OlmoHybridLayer {
                 .then(|| OlmoHybridGatedDeltaNet::load(ck, &p("linear_attn"), a))
                 .transpose()?,
             self_attn: full
-                .then(|| OlmoHybridAttention::load(ck, &p("self_attn"), a))
+                .then(|| WholeQkNormAttention::load(ck, &p("self_attn"), &a.attention(), eps))
                 .transpose()?,
             mlp: Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?,
             input_layernorm: (!full)

@@ -9,20 +9,18 @@
 //! `hidden_act` (transformers' default and the Phi configs' value, `gelu_new`, is that
 //! GELU; `gelu` is the exact one, as transformers computes it).
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
+use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::backbone::StackNames;
 use crate::blocks::{
-    make_layer_caches, partial_rotary_factor, plain_mlp, rope_theta, stack_logits, Activation,
-    AttentionParts, Layer, LayerContext, RotaryEmbedding, StackEnds, StackParts, Upcast,
+    partial_rotary_factor, plain_mlp, rope_theta, Activation, AttentionConfig, AttentionNames,
+    ChannelMixer, LayerNorm2D, LnDecoderLayer, NamedAttention, Residual, RotaryEmbedding, Stack,
+    Upcast,
 };
-use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
-use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::config::ModelConfig;
 
 /// Python: phi's `ModelArgs`, over every key of transformers' `PhiConfig`.
 #[derive(Debug, Clone)]
@@ -54,30 +52,10 @@ impl PhiArgs {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu_new");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by phi (supported: \"gelu_new\", \
-                         \"gelu_pytorch_tanh\", \"gelu\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu_new", "phi")?;
         let hidden = c.dim_or("hidden_size", Some(2560))?;
         let heads = c.dim_or("num_attention_heads", Some(32))?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let partial = partial_rotary_factor(c, Some(0.4))?;
         // Python: int(partial_rotary_factor * head_dim).
         let rope_dims = (partial * f64::from(head_dim)) as i32;
@@ -93,76 +71,38 @@ impl PhiArgs {
             rope: RotaryEmbedding::from_config(c, rope_dims, rope_theta(c, Some(10000.0))?, false)?,
         })
     }
-}
 
-/// Python: `PhiAttention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct PhiAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub dense: MaybeQuantizedLinear,
-    pub rope: RotaryEmbedding,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub scale: f32,
-}
-
-impl PhiAttention {
-    pub fn load(ck: &mut Checkpoint, path: &str, a: &PhiArgs) -> crate::Result<Self> {
-        let (d, h, kv) = (a.hidden_size, a.num_attention_heads, a.num_key_value_heads);
-        let hd = d / h;
-        let p = |name: &str| format!("{path}.{name}");
-        Ok(PhiAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, true)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, true)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, true)?,
-            dense: ck.linear(&p("dense"), h * hd, d, true)?,
-            rope: a.rope.clone(),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            // Python: math.sqrt(1 / head_dim), a Python float, rounded once to float32.
-            scale: (1.0 / f64::from(hd)).sqrt() as f32,
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        AttentionParts::<RMSNorm> {
-            q_proj: &self.q_proj,
-            k_proj: &self.k_proj,
-            v_proj: &self.v_proj,
-            o_proj: &self.dense,
-            q_norm: None,
-            k_norm: None,
-            rope: Some(&self.rope),
-            n_heads: self.n_heads,
-            n_kv_heads: self.n_kv_heads,
-            scale: self.scale,
-            window: None,
+    /// The attention's shape: biases everywhere, no q/k norms.
+    pub fn attention(&self) -> AttentionConfig {
+        AttentionConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.num_attention_heads,
+            num_kv_heads: self.num_key_value_heads,
+            head_dim: self.hidden_size / self.num_attention_heads,
+            qkv_bias: true,
+            o_bias: true,
+            qk_norm: None,
             output_gate: false,
-            sinks: None,
+            rope: Some(self.rope.clone()),
+            sliding_window: None,
         }
-        .forward_upcast(
-            x,
-            ctx.rows,
-            ctx.masks.for_window(None),
-            ctx.kernels.fused_decode_attention,
-            cache,
-            Upcast::Queries,
-        )
     }
 }
+
+/// phi's names of the attention's parts: the output projection `dense` (mlx_lm's phi has no
+/// q/k norms).
+#[derive(Debug, Clone, Copy)]
+pub enum PhiNames {}
+
+impl AttentionNames for PhiNames {
+    const NAME: &'static str = "PhiAttention";
+    const O_PROJ: &'static str = "dense";
+    const Q_NORM: &'static str = "q_layernorm";
+    const K_NORM: &'static str = "k_layernorm";
+}
+
+/// Python: `PhiAttention` (the norm type is moot: phi has none).
+pub type PhiAttention = NamedAttention<LayerNorm2D, PhiNames>;
 
 /// Python: `PhiMLP`: `fc2(act(fc1(x)))`.
 #[derive(Debug, Clone, TreeNode)]
@@ -179,53 +119,23 @@ impl Forward for PhiMlp {
     }
 }
 
-/// Python: `PhiDecoderLayer`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct PhiLayer {
-    pub self_attn: PhiAttention,
-    pub input_layernorm: LayerNorm,
-    pub mlp: PhiMlp,
+impl ChannelMixer for PhiMlp {}
+
+/// Python: `PhiDecoderLayer`: one LayerNorm feeding both, `(attn(h) + mlp(h)) + x`.
+pub type PhiLayer = LnDecoderLayer<PhiAttention, PhiMlp>;
+
+/// phi's names of the stack's parts: `embed_tokens`, `layers`, `final_layernorm`.
+#[derive(Debug, Clone, Copy)]
+pub enum PhiModelNames {}
+
+impl StackNames for PhiModelNames {
+    const NAME: &'static str = "PhiModel";
+    const EMBEDDING: &'static str = "embed_tokens";
+    const NORM: &'static str = "final_layernorm";
 }
 
-impl Layer for PhiLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let h = self.input_layernorm.forward(x)?;
-        let attn_h = self.self_attn.forward(&h, ctx, cache)?;
-        let ff_h = self.mlp.forward(&h)?;
-        // Python: attn_h + ff_h + x, summed left to right.
-        ops::add(&ops::add(&attn_h, &ff_h)?, x)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.self_attn.n_kv_heads, self.self_attn.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
-    }
-}
-
-/// Python: `PhiModel`: `embed_tokens`, `layers`, `final_layernorm`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct PhiModel {
-    pub embed_tokens: MaybeQuantizedEmbedding,
-    pub layers: Vec<PhiLayer>,
-    pub final_layernorm: LayerNorm,
-    /// The custom kernels this model may use.
-    #[tree(static)]
-    pub kernels: KernelOptions,
-}
+/// Python: `PhiModel`.
+pub type PhiModel = Stack<PhiLayer, LayerNorm, PhiModelNames>;
 
 /// Python: `mlx_lm.models.phi.Model`.
 #[derive(Debug, Clone, TreeNode)]
@@ -245,62 +155,42 @@ impl Phi {
         let a = PhiArgs::from_config(config)?;
         ck.cast(options.dtype, |_| false)?;
         let (d, eps) = (a.hidden_size, a.layer_norm_eps);
+        let attention = a.attention();
+        // Python: math.sqrt(1 / head_dim), a Python float, rounded once to float32.
+        let scale = (1.0 / f64::from(attention.head_dim)).sqrt() as f32;
         let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
             layers.push(PhiLayer {
-                self_attn: PhiAttention::load(ck, &p("self_attn"), &a)?,
+                mixer: NamedAttention::load(
+                    ck,
+                    &p("self_attn"),
+                    &attention,
+                    scale,
+                    Upcast::Queries,
+                )?,
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, true)?,
+                post_attention_layernorm: None,
                 mlp: PhiMlp {
                     fc1: ck.linear(&p("mlp.fc1"), d, a.intermediate_size, true)?,
                     fc2: ck.linear(&p("mlp.fc2"), a.intermediate_size, d, true)?,
                     activation: a.activation,
                 },
+                residual: Residual::Parallel,
             });
         }
         Ok(Phi {
-            model: PhiModel {
-                embed_tokens: ck.embedding("model.embed_tokens", a.vocab_size, d)?,
+            model: Stack::load_around(
+                ck,
+                "model",
+                (a.vocab_size, d),
                 layers,
-                final_layernorm: ck.layer_norm("model.final_layernorm", d, eps, true)?,
-                kernels: options.kernels,
-            },
+                |ck, path| ck.layer_norm(path, d, eps, true),
+                options.kernels,
+            )?,
             lm_head: ck.linear("lm_head", d, a.vocab_size, true)?,
         })
     }
 }
 
-impl LanguageModel for Phi {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
-        let m = &self.model;
-        stack_logits(
-            StackParts {
-                embedding: &m.embed_tokens,
-                layers: &m.layers,
-                norm: &m.final_layernorm,
-                kernels: m.kernels,
-                ends: StackEnds::default(),
-                positions: None,
-            },
-            inputs,
-            cache,
-            Some(&self.lm_head),
-        )
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "phi"
-    }
-}
+crate::models::base::stack_language_model!(Phi, model, "phi", |m| Some(&m.lm_head));

@@ -65,14 +65,7 @@ impl Phi3Args {
         ]);
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         // Python: int(head_dim * partial_rotary_factor).
         let rope_dims = (f64::from(head_dim) * partial_rotary_factor(c, Some(1.0))?) as i32;
         check_rope_type(c)?;
@@ -185,14 +178,6 @@ impl Phi3Attention {
 }
 
 impl TokenMixer for Phi3Attention {
-    fn key(&self) -> &'static str {
-        "self_attn"
-    }
-
-    fn accepts(key: &str) -> bool {
-        key == "self_attn"
-    }
-
     fn forward(
         &self,
         x: &Array,

@@ -5,14 +5,13 @@
 
 use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
 use mlx_rs::ops;
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    plain_rope, rope_theta, Attention, AttentionConfig, Layer, LayerContext, LayerStack,
-    RotaryEmbedding, Stack, SwitchGlu, TokenMixer,
+    plain_rope, rope_theta, Attention, AttentionConfig, ChannelMixer, DecoderLayer, LayerStack,
+    RotaryEmbedding, Stack, SwitchGlu,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::models::sparse::{expert_counts, stack_experts};
@@ -112,6 +111,10 @@ pub struct PhiMoeSparseMoeBlock {
     pub jitter_eps: f64,
 }
 
+impl ChannelMixer for PhiMoeSparseMoeBlock {
+    const KEY: &'static str = "block_sparse_moe";
+}
+
 impl Forward for PhiMoeSparseMoeBlock {
     fn forward(&self, x: &Array) -> Result<Array> {
         let (inds, scores) = sparsemixer(&self.gate.forward(x)?, self.top_k, self.jitter_eps)?;
@@ -122,41 +125,7 @@ impl Forward for PhiMoeSparseMoeBlock {
 
 /// Python: `PhiMoEDecoderLayer`: `h = x + attn(input_layernorm(x))`, then
 /// `h + block_sparse_moe(post_attention_layernorm(h))`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct PhiMoeLayer {
-    pub self_attn: Attention,
-    pub block_sparse_moe: PhiMoeSparseMoeBlock,
-    pub input_layernorm: LayerNorm,
-    pub post_attention_layernorm: LayerNorm,
-}
-
-impl Layer for PhiMoeLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let r = TokenMixer::forward(
-            &self.self_attn,
-            &self.input_layernorm.forward(x)?,
-            ctx,
-            cache,
-        )?;
-        let h = ops::add(x, &r)?;
-        let r = self
-            .block_sparse_moe
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        self.self_attn.make_cache(batch, capacity, dtype)
-    }
-}
+pub type PhiMoeLayer = DecoderLayer<Attention, PhiMoeSparseMoeBlock, LayerNorm>;
 
 /// Python: `PhiMoEModel`.
 pub type PhiMoeModel = LayerStack<PhiMoeLayer, LayerNorm>;
@@ -275,8 +244,8 @@ impl PhiMoe {
             let p = |name: &str| format!("model.layers.{i}.{name}");
             let moe = p("block_sparse_moe");
             layers.push(PhiMoeLayer {
-                self_attn: Attention::load(ck, &p("self_attn"), &a.attention)?,
-                block_sparse_moe: PhiMoeSparseMoeBlock {
+                mixer: Attention::load(ck, &p("self_attn"), &a.attention)?,
+                mlp: PhiMoeSparseMoeBlock {
                     gate: ck.linear(&format!("{moe}.gate"), h, a.num_experts, false)?,
                     switch_mlp: SwitchGlu::load(
                         ck,

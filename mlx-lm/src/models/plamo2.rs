@@ -16,18 +16,15 @@ use crate::blocks::attention::attend;
 use crate::blocks::conv::{
     causal_conv1d, conv_state, load_depthwise_conv1d, sanitize_conv_weights, ConvActivation,
 };
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::mlp::swiglu;
 use crate::blocks::rows::{arrays_entry, heads, merge_heads};
 use crate::blocks::ssd::{ssm_update, SsmInputs};
-use crate::blocks::{
-    forward_layers, make_layer_caches, Layer, LayerContext, RotaryEmbedding, Rows,
-};
-use crate::cache::{ArraysCache, KvCache, LayerCache};
+use crate::blocks::{forward_layers, Layer, LayerContext, RotaryEmbedding, Rows};
+use crate::cache::{ArraysCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// The slots of a Mamba layer's [`ArraysCache`] (Python: `ArraysCache(size=2)`): the
 /// convolution's last inputs `[batch, kernel - 1, heads * head_dim]`, the SSM state
@@ -378,13 +375,7 @@ impl Plamo2Attention {
 
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         let (kv, hd) = (self.n_kv_heads, self.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
+        LayerCache::attention(batch, kv, hd, None, capacity, dtype)
     }
 }
 
@@ -548,8 +539,12 @@ impl Plamo2 {
     }
 }
 
-impl LanguageModel for Plamo2 {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    Plamo2,
+    "plamo2",
+    layers: |m| &m.model.layers.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
@@ -561,20 +556,4 @@ impl LanguageModel for Plamo2 {
         };
         rows.unfold(&logits)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "plamo2"
-    }
-}
+);

@@ -21,18 +21,17 @@ use mlx_tree::TreeNode;
 use serde_json::Value;
 
 use crate::blocks::conv::sanitize_conv_weights;
-use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
 use crate::blocks::rglru::{load_recurrent_block, RecurrentParts, RgLru};
 use crate::blocks::rope::rope_theta;
 use crate::blocks::{
-    forward_layers, make_layer_caches, Activation, AttentionParts, GemmaRmsNorm, Layer,
-    LayerContext, Mlp, RotaryEmbedding, Rows,
+    forward_layers, Activation, AttentionParts, GemmaRmsNorm, Layer, LayerContext, Mlp,
+    RotaryEmbedding, Rows,
 };
 use crate::cache::{LayerCache, RotatingKvCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
 use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
-use crate::model::LanguageModel;
+use crate::models::base::own_stack_language_model;
 
 /// Python: recurrent_gemma's `ModelArgs`, as the layers use it.
 #[derive(Debug, Clone)]
@@ -411,8 +410,12 @@ impl RecurrentGemma {
     }
 }
 
-impl LanguageModel for RecurrentGemma {
-    fn forward(&self, inputs: &Array, cache: Option<&mut [LayerCache]>) -> Result<Array> {
+own_stack_language_model!(
+    RecurrentGemma,
+    "recurrent_gemma",
+    layers: |m| &m.model.layers,
+    embedding: |m| &m.model.embed_tokens,
+    fn forward(&self, inputs, cache) {
         let m = &self.model;
         let rows = Rows::of(inputs)?;
         let mut h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
@@ -432,20 +435,4 @@ impl LanguageModel for RecurrentGemma {
         }
         rows.unfold(&logits)
     }
-
-    fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
-        make_layer_caches(&self.model.layers, batch, capacity, self.dtype())
-    }
-
-    fn dtype(&self) -> Dtype {
-        embedding_dtype(&self.model.embed_tokens, self)
-    }
-
-    fn vocab_size(&self) -> i32 {
-        embedding_vocab_size(&self.model.embed_tokens)
-    }
-
-    fn model_type(&self) -> &str {
-        "recurrent_gemma"
-    }
-}
+);

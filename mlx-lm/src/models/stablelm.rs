@@ -5,17 +5,15 @@
 //! with queries and keys in float32. A layer is sequential (two norms) or, with
 //! `use_parallel_residual`, parallel: `(x + attn(ln(x))) + mlp(ln(x))`, one norm.
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::{LayerNorm, MaybeQuantizedLinear};
 use mlx_tree::TreeNode;
 
 use crate::blocks::{
-    partial_rotary_factor, rope_theta, AttentionParts, Layer, LayerContext, LayerStack, Mlp,
-    PerHeadLayerNorm, RotaryEmbedding, Stack, Upcast,
+    partial_rotary_factor, rope_theta, AttentionConfig, AttentionNames, LayerStack, LnDecoderLayer,
+    Mlp, NamedAttention, PerHeadLayerNorm, Residual, RotaryEmbedding, Stack, Upcast,
 };
-use crate::cache::{KvCache, LayerCache};
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: stablelm's `ModelArgs`, over every key of transformers' `StableLmConfig`.
 #[derive(Debug, Clone)]
@@ -53,14 +51,7 @@ impl StableLmArgs {
         ]);
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let partial = partial_rotary_factor(c, Some(0.25))?;
         // Python: int(partial_rotary_factor * head_dim).
         let rope_dims = (partial * f64::from(head_dim)) as i32;
@@ -78,146 +69,42 @@ impl StableLmArgs {
             rope: RotaryEmbedding::from_config(c, rope_dims, rope_theta(c, Some(10000.0))?, false)?,
         })
     }
+
+    /// The attention's shape: q/k/v biases with `use_qkv_bias`, none on `o_proj`, per-head
+    /// LayerNorms of queries and keys with `qk_layernorm`.
+    pub fn attention(&self) -> AttentionConfig {
+        AttentionConfig {
+            hidden_size: self.hidden_size,
+            num_heads: self.num_attention_heads,
+            num_kv_heads: self.num_key_value_heads,
+            head_dim: self.hidden_size / self.num_attention_heads,
+            qkv_bias: self.use_qkv_bias,
+            o_bias: false,
+            qk_norm: self.qk_layernorm.then_some(self.layer_norm_eps),
+            output_gate: false,
+            rope: Some(self.rope.clone()),
+            sliding_window: None,
+        }
+    }
+}
+
+/// stablelm's names of the attention's parts: `o_proj`, `q_layernorm`, `k_layernorm`.
+#[derive(Debug, Clone, Copy)]
+pub enum StableLmNames {}
+
+impl AttentionNames for StableLmNames {
+    const NAME: &'static str = "StableLmAttention";
+    const O_PROJ: &'static str = "o_proj";
+    const Q_NORM: &'static str = "q_layernorm";
+    const K_NORM: &'static str = "k_layernorm";
 }
 
 /// Python: stablelm's `Attention`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct StableLmAttention {
-    pub q_proj: MaybeQuantizedLinear,
-    pub k_proj: MaybeQuantizedLinear,
-    pub v_proj: MaybeQuantizedLinear,
-    pub o_proj: MaybeQuantizedLinear,
-    pub q_layernorm: Option<PerHeadLayerNorm>,
-    pub k_layernorm: Option<PerHeadLayerNorm>,
-    pub rope: RotaryEmbedding,
-    #[tree(static)]
-    pub n_heads: i32,
-    #[tree(static)]
-    pub n_kv_heads: i32,
-    #[tree(static)]
-    pub head_dim: i32,
-    #[tree(static)]
-    pub scale: f32,
-}
+pub type StableLmAttention = NamedAttention<PerHeadLayerNorm, StableLmNames>;
 
-impl StableLmAttention {
-    pub fn load(ck: &mut Checkpoint, path: &str, a: &StableLmArgs) -> crate::Result<Self> {
-        let (d, h, kv) = (a.hidden_size, a.num_attention_heads, a.num_key_value_heads);
-        let hd = d / h;
-        let p = |name: &str| format!("{path}.{name}");
-        let bias = a.use_qkv_bias;
-        let (q_layernorm, k_layernorm) = if a.qk_layernorm {
-            (
-                Some(PerHeadLayerNorm::load(
-                    ck,
-                    &p("q_layernorm"),
-                    h,
-                    hd,
-                    a.layer_norm_eps,
-                )?),
-                Some(PerHeadLayerNorm::load(
-                    ck,
-                    &p("k_layernorm"),
-                    kv,
-                    hd,
-                    a.layer_norm_eps,
-                )?),
-            )
-        } else {
-            (None, None)
-        };
-        Ok(StableLmAttention {
-            q_proj: ck.linear(&p("q_proj"), d, h * hd, bias)?,
-            k_proj: ck.linear(&p("k_proj"), d, kv * hd, bias)?,
-            v_proj: ck.linear(&p("v_proj"), d, kv * hd, bias)?,
-            o_proj: ck.linear(&p("o_proj"), h * hd, d, false)?,
-            q_layernorm,
-            k_layernorm,
-            rope: a.rope.clone(),
-            n_heads: h,
-            n_kv_heads: kv,
-            head_dim: hd,
-            // Python: math.sqrt(1 / head_dim), a Python float, rounded once to float32.
-            scale: (1.0 / f64::from(hd)).sqrt() as f32,
-        })
-    }
-
-    fn forward(
-        &self,
-        x: &Array,
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        AttentionParts {
-            q_proj: &self.q_proj,
-            k_proj: &self.k_proj,
-            v_proj: &self.v_proj,
-            o_proj: &self.o_proj,
-            q_norm: self.q_layernorm.as_ref(),
-            k_norm: self.k_layernorm.as_ref(),
-            rope: Some(&self.rope),
-            n_heads: self.n_heads,
-            n_kv_heads: self.n_kv_heads,
-            scale: self.scale,
-            window: None,
-            output_gate: false,
-            sinks: None,
-        }
-        .forward_upcast(
-            x,
-            ctx.rows,
-            ctx.masks.for_window(None),
-            ctx.kernels.fused_decode_attention,
-            cache,
-            Upcast::QueriesKeys,
-        )
-    }
-}
-
-/// Python: stablelm's `DecoderLayer`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct StableLmLayer {
-    pub self_attn: StableLmAttention,
-    pub mlp: Mlp,
-    pub input_layernorm: LayerNorm,
-    /// `None` in a parallel layer.
-    pub post_attention_layernorm: Option<LayerNorm>,
-}
-
-impl Layer for StableLmLayer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let h = self.input_layernorm.forward(x)?;
-        let r = self.self_attn.forward(&h, ctx, cache)?;
-        match &self.post_attention_layernorm {
-            // Python: x + r + mlp(h), summed left to right.
-            None => ops::add(&ops::add(x, &r)?, &self.mlp.forward(&h)?),
-            Some(norm) => {
-                let h = ops::add(x, &r)?;
-                let r = self.mlp.forward(&norm.forward(&h)?)?;
-                ops::add(&h, &r)
-            }
-        }
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        let (kv, hd) = (self.self_attn.n_kv_heads, self.self_attn.head_dim);
-        Ok(LayerCache::Kv(KvCache::new(
-            batch,
-            kv,
-            capacity,
-            (hd, hd),
-            dtype,
-        )?))
-    }
-}
+/// Python: stablelm's `DecoderLayer`: sequential (two norms) or, with
+/// `use_parallel_residual`, `(x + attn(h)) + mlp(h)`.
+pub type StableLmLayer = LnDecoderLayer<StableLmAttention, Mlp>;
 
 /// Python: `StableLM` (the stack).
 pub type StableLmModel = LayerStack<StableLmLayer, LayerNorm>;
@@ -239,19 +126,30 @@ impl StableLm {
         let a = StableLmArgs::from_config(config)?;
         ck.cast(options.dtype, |_| false)?;
         let (d, eps) = (a.hidden_size, a.layer_norm_eps);
+        let attention = a.attention();
+        // Python: math.sqrt(1 / head_dim), a Python float, rounded once to float32.
+        let scale = (1.0 / f64::from(attention.head_dim)).sqrt() as f32;
         let mut layers = Vec::with_capacity(a.num_hidden_layers as usize);
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
-            let post_attention_layernorm = if a.use_parallel_residual {
-                None
+            let (post_attention_layernorm, residual) = if a.use_parallel_residual {
+                (None, Residual::ParallelResidualFirst)
             } else {
-                Some(ck.layer_norm(&p("post_attention_layernorm"), d, eps, true)?)
+                let norm = ck.layer_norm(&p("post_attention_layernorm"), d, eps, true)?;
+                (Some(norm), Residual::Sequential)
             };
             layers.push(StableLmLayer {
-                self_attn: StableLmAttention::load(ck, &p("self_attn"), &a)?,
+                mixer: NamedAttention::load(
+                    ck,
+                    &p("self_attn"),
+                    &attention,
+                    scale,
+                    Upcast::QueriesKeys,
+                )?,
                 mlp: Mlp::load(ck, &p("mlp"), d, a.intermediate_size, false)?,
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, true)?,
                 post_attention_layernorm,
+                residual,
             });
         }
         Ok(StableLm {

@@ -15,18 +15,15 @@
 //!   does for a `mistral` config, this port slides (a rotating cache of the window per
 //!   layer); up to the window both agree.
 
-use mlx_nn::{Forward, LayerNorm, MaybeQuantizedLinear};
-use mlx_rs::{ops, Array, Dtype, Result};
+use mlx_nn::{LayerNorm, MaybeQuantizedLinear};
 use mlx_tree::TreeNode;
 
-use crate::blocks::decoder::TokenMixer;
 use crate::blocks::{
-    rope_theta, Activation, Attention, AttentionConfig, Layer, LayerContext, LayerStack, PlainMlp,
+    rope_theta, Activation, Attention, AttentionConfig, DecoderLayer, LayerStack, PlainMlp,
     RotaryEmbedding, Stack,
 };
-use crate::cache::LayerCache;
 use crate::checkpoint::{Checkpoint, LoadOptions};
-use crate::config::{invalid, ModelConfig};
+use crate::config::ModelConfig;
 
 /// Python: starcoder2's `ModelArgs`, over every key of transformers' `Starcoder2Config`.
 #[derive(Debug, Clone)]
@@ -61,30 +58,10 @@ impl Starcoder2Args {
             "initializer_range",
             "max_position_embeddings",
         ]);
-        let act = c.string("hidden_act")?.unwrap_or("gelu_pytorch_tanh");
-        let activation = match Activation::from_hidden_act(act) {
-            Some(a @ (Activation::Gelu | Activation::GeluApprox)) => a,
-            _ => {
-                return Err(invalid(
-                    c.path(),
-                    &c.key("hidden_act"),
-                    &format!(
-                        "{act:?} is not supported by starcoder2 (supported: \"gelu\", \
-                         \"gelu_pytorch_tanh\", \"gelu_new\")"
-                    ),
-                ))
-            }
-        };
+        let activation = Activation::gelu_from_config(c, "gelu_pytorch_tanh", "starcoder2")?;
         let hidden = c.dim("hidden_size")?;
         let heads = c.dim("num_attention_heads")?;
-        if hidden % heads != 0 {
-            return Err(invalid(
-                c.path(),
-                &c.key("num_attention_heads"),
-                &format!("{heads} heads do not divide hidden_size {hidden}"),
-            ));
-        }
-        let head_dim = hidden / heads;
+        let head_dim = c.head_dim_of(hidden, heads)?;
         let sliding_window = match c.usize("sliding_window")? {
             None => None,
             Some(_) => Some(c.dim("sliding_window")?),
@@ -122,45 +99,7 @@ impl Starcoder2Args {
 }
 
 /// Python: starcoder2's `TransformerBlock`: `h = x + attn(ln(x))`, `h + mlp(ln(h))`.
-#[derive(Debug, Clone, TreeNode)]
-pub struct Starcoder2Layer {
-    pub self_attn: Attention,
-    pub mlp: PlainMlp,
-    pub input_layernorm: LayerNorm,
-    pub post_attention_layernorm: LayerNorm,
-}
-
-impl Layer for Starcoder2Layer {
-    type Carry = ();
-
-    fn forward(
-        &self,
-        x: &Array,
-        _carry: &mut (),
-        ctx: &LayerContext<'_>,
-        cache: Option<&mut LayerCache>,
-    ) -> Result<Array> {
-        let r = TokenMixer::forward(
-            &self.self_attn,
-            &self.input_layernorm.forward(x)?,
-            ctx,
-            cache,
-        )?;
-        let h = ops::add(x, &r)?;
-        let r = self
-            .mlp
-            .forward(&self.post_attention_layernorm.forward(&h)?)?;
-        ops::add(&h, &r)
-    }
-
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        TokenMixer::make_cache(&self.self_attn, batch, capacity, dtype)
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.self_attn.window
-    }
-}
+pub type Starcoder2Layer = DecoderLayer<Attention, PlainMlp, LayerNorm>;
 
 /// Python: `Starcoder2Model`.
 pub type Starcoder2Model = LayerStack<Starcoder2Layer, LayerNorm>;
@@ -188,7 +127,7 @@ impl Starcoder2 {
         for i in 0..a.num_hidden_layers {
             let p = |name: &str| format!("model.layers.{i}.{name}");
             layers.push(Starcoder2Layer {
-                self_attn: Attention::load(ck, &p("self_attn"), &attention)?,
+                mixer: Attention::load(ck, &p("self_attn"), &attention)?,
                 mlp: PlainMlp::load(ck, &p("mlp"), d, a.intermediate_size, a.activation)?,
                 input_layernorm: ck.layer_norm(&p("input_layernorm"), d, eps, true)?,
                 post_attention_layernorm: ck.layer_norm(
