@@ -499,6 +499,24 @@ fn pipeline_parallel_llama_generates_the_whole_models_tokens_with_2_and_4_ranks(
 }
 
 #[test]
+fn pipeline_parallel_stack_families_generate_the_whole_models_tokens_with_2_ranks() {
+    // Any stack splits by layers, whatever its layers hold: sliding windows (gemma3_text),
+    // soft-capped logits (gemma2), a logit scale and parallel blocks (cohere), state-space
+    // layers (mamba2), hybrids of both (nemotron_h; bailing_hybrid, which mlx_lm splits so
+    // too). RWKV-7's layers hand each other more: an error (`child_split_errors`).
+    for name in [
+        "gemma3_text",
+        "gemma2",
+        "cohere",
+        "mamba2",
+        "nemotron_h",
+        "bailing_hybrid",
+    ] {
+        run(2, &format!("pipeline:{name}"));
+    }
+}
+
+#[test]
 fn pipeline_parallel_qwen3_5_generates_the_whole_models_tokens_with_2_and_4_ranks() {
     run(2, "pipeline:qwen3_5");
     run(4, "pipeline:qwen3_5");
@@ -541,6 +559,17 @@ fn child_split_errors() {
             "{err}"
         );
     }
+    // Layers that hand each other more than the hidden states (RWKV-7's first layer's
+    // values) do not split by layers.
+    let mut rwkv = load_model(model_dir("rwkv7"), LoadOptions::default())
+        .unwrap()
+        .0;
+    let err = rwkv.pipeline(&group, None).unwrap_err().to_string();
+    assert!(
+        err.contains("model_type rwkv7 cannot be split for pipeline parallelism")
+            && err.contains("more than the hidden states"),
+        "{err}"
+    );
     // Both left as they were: they still generate.
     let mut cache = llama.make_cache(1, 64).unwrap();
     let ids = Array::from_slice(&prompt(), &[1, prompt().len() as i32]).unwrap();

@@ -6,10 +6,12 @@
 
 use std::path::Path;
 
+use mlx_nn::Forward;
 use mlx_rs::distributed::Group;
+use mlx_tree::TreeNode;
 
 use crate::blocks::{ChannelMixer, TokenMixer};
-use crate::blocks::{DecoderModel, Stack};
+use crate::blocks::{DecoderModel, Layer, Stack, StackNames};
 use crate::config::ModelConfig;
 use crate::error::Result;
 use crate::model::{LanguageModel, Model};
@@ -49,8 +51,17 @@ impl<M: TokenMixer + Clone, C: ChannelMixer + Clone> ParallelStack for DecoderMo
     }
 }
 
-// Neither mlx_lm's models on these stacks nor these split over processes.
-impl<L, N, K> ParallelStack for Stack<L, N, K> {}
+// By layers, any stack (mlx_lm's `PipelineMixin` where its models have one); by heads, none
+// of the families on these stacks, as in mlx_lm.
+impl<L: Layer, N: Forward + TreeNode, K: StackNames> ParallelStack for Stack<L, N, K> {
+    fn pipeline_stack(
+        &mut self,
+        group: &Group,
+        split: Option<&[usize]>,
+    ) -> Option<mlx_rs::Result<()>> {
+        Some(self.pipeline(group, split))
+    }
+}
 
 /// The error of a model that cannot be split the way asked (`what`: "tensor" or "pipeline"),
 /// or whose layers could not be.

@@ -10,10 +10,12 @@
 use std::marker::PhantomData;
 
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
+use mlx_rs::distributed::Group;
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::{Flattener, StaticData, TreeNode, Unflattener};
 
 use crate::blocks::layer::{embedding_dtype, embedding_vocab_size};
+use crate::blocks::pipeline::PipelineStage;
 use crate::blocks::{forward_layers, make_layer_caches, Layer, Rows};
 use crate::cache::LayerCache;
 use crate::checkpoint::Checkpoint;
@@ -62,6 +64,9 @@ pub struct Stack<L, N, K> {
     pub kernels: KernelOptions,
     /// The family's scale of the embeddings and map of the logits.
     pub ends: StackEnds,
+    /// The layers this process runs of a model split over a pipeline
+    /// ([`pipeline`](Self::pipeline)); `None`: all of them.
+    pub pipeline: Option<PipelineStage>,
     names: PhantomData<K>,
 }
 
@@ -79,6 +84,7 @@ impl<L: TreeNode, N: TreeNode, K: StackNames> TreeNode for Stack<L, N, K> {
             f.field(K::NORM, &self.norm);
             f.static_field("kernels", &self.kernels);
             f.static_field("ends", &self.ends);
+            f.static_field("pipeline", &self.pipeline);
         });
     }
 
@@ -90,6 +96,7 @@ impl<L: TreeNode, N: TreeNode, K: StackNames> TreeNode for Stack<L, N, K> {
                 norm: u.field(K::NORM)?,
                 kernels: u.static_field("kernels")?,
                 ends: u.static_field("ends")?,
+                pipeline: u.static_field("pipeline")?,
                 names: PhantomData,
             })
         })
@@ -125,6 +132,7 @@ impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
             norm: norm(ck, &format!("{prefix}.{}", K::NORM))?,
             kernels,
             ends: StackEnds::default(),
+            pipeline: None,
             names: PhantomData,
         })
     }
@@ -150,6 +158,7 @@ impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
                 kernels: self.kernels,
                 ends: self.ends,
                 positions: None,
+                pipeline: self.pipeline.as_ref(),
             },
             inputs,
             cache,
@@ -160,6 +169,32 @@ impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
     /// One cache entry per layer that keeps one.
     pub fn make_cache(&self, batch: i32, capacity: i32) -> Result<Vec<LayerCache>> {
         make_layer_caches(&self.layers, batch, capacity, self.dtype())
+    }
+
+    /// Keeps only this process's run of layers of a model split over `group` by layers
+    /// (Python: `PipelineMixin.pipeline(group, split)`; see [`PipelineStage::new`]): any
+    /// stack, whatever its layers hold, as each process runs whole layers. The embedding,
+    /// final norm and output head stay on every process. Once only.
+    pub fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
+        if self.pipeline.is_some() {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "[pipeline] the model is already split into stages".into(),
+            ));
+        }
+        // A carry that is not `()` (RWKV-7's first layer's values, which every later layer
+        // reads) would have to travel between the stages too.
+        if std::mem::size_of::<L::Carry>() != 0 {
+            return Err(mlx_rs::Error::InvalidArgument(
+                "[pipeline] its layers hand each other more than the hidden states (the \
+                 first layer's values), which the stages do not pass on"
+                    .into(),
+            ));
+        }
+        let stage = PipelineStage::new(group, self.layers.len(), split)?;
+        self.layers.truncate(stage.end);
+        self.layers.drain(..stage.start);
+        self.pipeline = Some(stage);
+        Ok(())
     }
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).
@@ -214,6 +249,8 @@ pub struct StackParts<'a, L, N> {
     pub ends: StackEnds,
     /// Learned absolute position embeddings added to the token embeddings (GPT-2's `wpe`).
     pub positions: Option<&'a MaybeQuantizedEmbedding>,
+    /// This process's stage of a model split by layers.
+    pub pipeline: Option<&'a PipelineStage>,
 }
 
 /// Embedding (scaled), layers, final norm, then the head (or the tied embedding) and the
@@ -232,7 +269,12 @@ pub fn stack_logits<L: Layer, N: Forward>(
     if let Some(wpe) = parts.positions {
         h = ops::add(&h, &learned_positions(wpe, rows, cache.as_deref())?)?;
     }
-    let h = forward_layers(parts.layers, h, rows, parts.kernels, cache)?;
+    let h = match parts.pipeline {
+        Some(stage) => stage.forward(h, cache, |h, cache| {
+            forward_layers(parts.layers, h, rows, parts.kernels, cache)
+        })?,
+        None => forward_layers(parts.layers, h, rows, parts.kernels, cache)?,
+    };
     let h = parts.norm.forward(&h)?;
     let mut logits = match lm_head {
         Some(head) => head.forward(&h)?,

@@ -283,19 +283,13 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
         &self,
         inputs: &Array,
         rows: Rows,
-        mut cache: Option<&mut [LayerCache]>,
+        cache: Option<&mut [LayerCache]>,
     ) -> Result<Array> {
         let h = self.embed_tokens.forward(&rows.fold(inputs)?)?;
         let h = match &self.pipeline {
-            Some(stage) => {
-                let h = stage.receive(&h)?;
-                let h = forward_layers(&self.layers, h, rows, self.kernels, cache.as_deref_mut())?;
-                let (h, sent) = stage.hand_on(&h)?;
-                if let (Some(sent), Some(last)) = (sent, cache.and_then(|c| c.last_mut())) {
-                    stage.depend_on_send(last, &sent)?;
-                }
-                h
-            }
+            Some(stage) => stage.forward(h, cache, |h, cache| {
+                forward_layers(&self.layers, h, rows, self.kernels, cache)
+            })?,
             None => forward_layers(&self.layers, h, rows, self.kernels, cache)?,
         };
         self.norm.forward(&h)

@@ -95,6 +95,23 @@ impl PipelineStage {
         ))
     }
 
+    /// This stage's part of a forward: receives the hidden states (`h` on the last rank),
+    /// runs `layers` on them with the stage's caches, hands the result on and returns the
+    /// last stage's output, the send kept in the graph of the last cache.
+    pub fn forward(
+        &self,
+        h: Array,
+        mut cache: Option<&mut [LayerCache]>,
+        layers: impl FnOnce(Array, Option<&mut [LayerCache]>) -> Result<Array>,
+    ) -> Result<Array> {
+        let h = layers(self.receive(&h)?, cache.as_deref_mut())?;
+        let (h, sent) = self.hand_on(&h)?;
+        if let (Some(sent), Some(last)) = (sent, cache.and_then(|c| c.last_mut())) {
+            self.depend_on_send(last, &sent)?;
+        }
+        Ok(h)
+    }
+
     /// Makes the first array of `cache` (a stage's last layer's) wait for `sent`: a prefill
     /// evaluates only the cache, and without it the send would never run while the previous
     /// rank waits to receive it (Python: `cache[-1].keys = mx.depends(cache[-1].keys, h)`).

@@ -280,6 +280,7 @@ own_stack_language_model!(
                 kernels: m.kernels,
                 ends: StackEnds::default(),
                 positions: Some(&m.wpe),
+                pipeline: None,
             },
             inputs,
             cache,

@@ -306,6 +306,7 @@ own_stack_language_model!(
                 kernels: m.kernels,
                 ends: StackEnds::default(),
                 positions: None,
+                pipeline: None,
             },
             inputs,
             cache,
