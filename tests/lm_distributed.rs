@@ -32,11 +32,12 @@ fn run(ranks: usize, case: &str) -> LaunchReport {
 
 /// Whether Open MPI's `mpirun` is on `PATH`; says SKIPPED where not.
 fn has_mpirun() -> bool {
-    let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .any(|d| d.join("mpirun").is_file());
+    let found = mlx::launch::has_mpirun();
     if !found {
         println!("SKIPPED: no mpirun on PATH (Debian: apt install openmpi-bin)");
     }
+    found
+}
     found
 }
 
