@@ -38,8 +38,6 @@ fn has_mpirun() -> bool {
     }
     found
 }
-    found
-}
 
 /// [`run`] over `backend`: ring on loopback, or MPI with the ranks started by `mpirun`
 /// (`None` without `mpirun`, after saying so).
