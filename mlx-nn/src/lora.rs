@@ -158,13 +158,7 @@ impl LoRALinear {
         } else {
             None
         };
-        let bound = 1.0 / f64::from(input_dims).sqrt();
-        let lora_a = random::uniform(
-            &[input_dims, options.rank],
-            UniformOptions::default().low(-bound).high(bound),
-            None,
-        )?;
-        let lora_b = ops::zeros(&[options.rank, output_dims], None)?;
+        let (lora_a, lora_b) = init_low_rank(input_dims, options.rank, output_dims)?;
         Ok(LoRALinear {
             linear,
             dropout: Dropout::new(options.dropout)?,
@@ -275,4 +269,21 @@ impl Forward for NoAdapter {
     fn forward(&self, _: &Array) -> Result<Array> {
         match *self {}
     }
+}
+
+/// A fresh adapter's `lora_a` `[input_dims, rank]`, uniform in ±1/sqrt(input_dims) from the
+/// global PRNG, and `lora_b` `[rank, output_dims]`, zeros: mlx_lm's `LoRALinear` and
+/// `LoRAEmbedding` initialization, drawn in the same order.
+pub(crate) fn init_low_rank(
+    input_dims: i32,
+    rank: i32,
+    output_dims: i32,
+) -> Result<(Array, Array)> {
+    let bound = 1.0 / f64::from(input_dims).sqrt();
+    let lora_a = random::uniform(
+        &[input_dims, rank],
+        UniformOptions::default().low(-bound).high(bound),
+        None,
+    )?;
+    Ok((lora_a, ops::zeros(&[rank, output_dims], None)?))
 }

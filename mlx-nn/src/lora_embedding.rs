@@ -6,11 +6,10 @@
 //! LoRAEmbedding::as_linear)) gets the transposed update.
 
 use mlx_rs::ops;
-use mlx_rs::random::{self, UniformOptions};
 use mlx_rs::{linalg, Array, Error, Result};
 use mlx_tree::TreeNode;
 
-use crate::lora::dequantize;
+use crate::lora::{dequantize, init_low_rank};
 use crate::{
     Dropout, Embedding, Forward, Frozen, LoRAOptions, MaybeQuantized, MaybeQuantizedEmbedding,
     QuantizedEmbedding,
@@ -119,13 +118,7 @@ impl LoRAEmbedding {
             (MaybeQuantized::Float(e), true) => Some(linalg::norm(&e.weight, None, 1, false)?),
             _ => None,
         };
-        let bound = 1.0 / f64::from(num_embeddings).sqrt();
-        let lora_a = random::uniform(
-            &[num_embeddings, options.rank],
-            UniformOptions::default().low(-bound).high(bound),
-            None,
-        )?;
-        let lora_b = ops::zeros(&[options.rank, dims], None)?;
+        let (lora_a, lora_b) = init_low_rank(num_embeddings, options.rank, dims)?;
         Ok(LoRAEmbedding {
             embedding,
             dropout: Dropout::new(options.dropout)?,
