@@ -639,3 +639,61 @@ fn config_training_equals_mlx_lm() {
         }
     }
 }
+
+/// `model.freeze()` (how `mlx_lm.lora` starts) on every golden model: every parameter is held
+/// by a module with its own frozen set (Python: each module's `_no_grad`), so `freeze(None)`
+/// leaves nothing trainable, `unfreeze(None)` makes all trainable again, and freezing one
+/// parameter's path freezes exactly it.
+#[test]
+fn every_golden_model_freezes() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lm-models");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| root.join(n).is_dir())
+        .collect();
+    names.sort();
+    assert!(names.len() > 100, "{} golden models", names.len());
+    let mut failures = Vec::new();
+    for name in &names {
+        let mut model = load_model(model_dir(name), LoadOptions::default())
+            .unwrap()
+            .0;
+        let all: Vec<String> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        if let Err(e) = model.freeze(None) {
+            failures.push(format!("{name}: {e}"));
+            continue;
+        }
+        let trainable = trainable_parameters(&model).unwrap();
+        assert!(
+            trainable.is_empty(),
+            "{name}: trainable after freeze: {:?}",
+            trainable.keys()
+        );
+        model.unfreeze(None).unwrap();
+        let trainable: Vec<String> = trainable_parameters(&model).unwrap().into_keys().collect();
+        assert_eq!(
+            trainable.len(),
+            all.len(),
+            "{name}: trainable after unfreeze"
+        );
+        // One parameter: the last one (a norm, a head or an SSM parameter in most models).
+        let one = all.last().unwrap();
+        model.freeze(Some(&[one.as_str()])).unwrap();
+        let trainable: BTreeSet<String> =
+            trainable_parameters(&model).unwrap().into_keys().collect();
+        let expected: BTreeSet<String> = all.iter().filter(|p| *p != one).cloned().collect();
+        assert_eq!(trainable, expected, "{name}: freeze({one})");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} models do not freeze:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

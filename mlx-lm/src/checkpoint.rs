@@ -371,6 +371,7 @@ impl Checkpoint {
                     self.quantized_stack(path, &[num_heads], input_dims, output_dims, p)?;
                 Ok(MaybeQuantized::Quantized(QuantizedMultiLinear {
                     weight,
+                    frozen: Default::default(),
                     scales,
                     biases,
                     group_size: p.group_size,
@@ -381,7 +382,14 @@ impl Checkpoint {
             None => {
                 let shape = [num_heads, output_dims, input_dims];
                 let weight = self.array(&join(path, "weight"), &shape)?;
-                self.maybe_quantize(path, MultiLinear { weight }, input_dims)
+                self.maybe_quantize(
+                    path,
+                    MultiLinear {
+                        weight,
+                        frozen: Default::default(),
+                    },
+                    input_dims,
+                )
             }
         }
     }
