@@ -59,6 +59,14 @@ pub struct QuantizedMultiLinear {
     pub frozen: Frozen,
 }
 
+impl QuantizedMultiLinear {
+    /// The set it starts with: all its parameters, as Python's `__init__` ends with
+    /// `self.freeze()` (a quantized layer trains only through adapters).
+    pub fn initially_frozen() -> Frozen {
+        Frozen(["weight", "scales", "biases"].map(String::from).into())
+    }
+}
+
 /// A [`MultiLinear`], float or quantized.
 pub type MaybeQuantizedMultiLinear = MaybeQuantized<MultiLinear>;
 
@@ -81,7 +89,7 @@ impl Quantizable for MultiLinear {
     ) -> Result<QuantizedMultiLinear> {
         let (weight, scales, biases) = quantize(&self.weight, group_size, bits, mode)?;
         Ok(QuantizedMultiLinear {
-            frozen: Frozen::default(),
+            frozen: QuantizedMultiLinear::initially_frozen(),
             weight,
             scales,
             biases,
