@@ -214,18 +214,14 @@ fn bad_adapters_are_errors() {
 
 /// The modules the default keys adapt (`lora_parameters` without `keys`) are mlx_lm's: every
 /// linear, expert and embedding layer in the blocks, routers and shared experts included, in
-/// mixture-of-experts models of several families (mlx_lm 0.32.2 has no per-architecture
-/// choice); after `model.freeze`, only the adapters train.
-/// The models of `default_keys.json` that `model.freeze(None)` takes. deepseek_v3's
-/// `MultiLinear`, glm4_moe's grouped router and gpt_oss's attention sinks hold parameters
-/// with no enclosing `frozen` set yet, so those models cannot be frozen.
-const FREEZABLE: [&str; 5] = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "llama4_text"];
-
+/// mixture-of-experts models of several families and a hybrid one (qwen3_5: the gated delta
+/// net's projections too; mlx_lm 0.32.2 has no per-architecture choice); after
+/// `model.freeze`, only the adapters train.
 #[test]
 fn default_keys_equal_mlx_lm() {
     let text = std::fs::read_to_string(adapters().join("default_keys.json")).unwrap();
     let expected: BTreeMap<String, Vec<String>> = serde_json::from_str(&text).unwrap();
-    assert!(expected.len() >= 8);
+    assert!(expected.len() >= 9);
     let params = LoraParameters {
         rank: 1,
         scale: 1.0,
@@ -237,10 +233,7 @@ fn default_keys_equal_mlx_lm() {
             .unwrap()
             .0;
         // As mlx_lm.lora: the base frozen, then the adapters (their bases stay frozen).
-        let freezes = FREEZABLE.contains(&name.as_str());
-        if freezes {
-            model.freeze(None).unwrap();
-        }
+        model.freeze(None).unwrap();
         linear_to_lora_layers(&mut model, -1, &params, false).unwrap();
         let ours: Vec<String> = model
             .named_parameters()
@@ -251,9 +244,6 @@ fn default_keys_equal_mlx_lm() {
             .into_iter()
             .collect();
         assert_eq!(&ours, theirs, "{name}: adapted modules");
-        if !freezes {
-            continue;
-        }
         let trainable: BTreeSet<String> =
             trainable_parameters(&model).unwrap().into_keys().collect();
         let adapters: BTreeSet<String> = theirs
@@ -638,4 +628,73 @@ fn config_training_equals_mlx_lm() {
             }
         }
     }
+}
+
+/// `model.freeze()` (how `mlx_lm.lora` starts) on every golden model: every parameter is held
+/// by a module with its own frozen set (Python: each module's `_no_grad`), so `freeze(None)`
+/// leaves nothing trainable, `unfreeze(None)` makes all trainable again, and freezing one
+/// parameter's path freezes exactly it.
+#[test]
+fn every_golden_model_freezes() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/lm-models");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| root.join(n).is_dir())
+        .collect();
+    names.sort();
+    assert!(names.len() > 100, "{} golden models", names.len());
+    let mut failures = Vec::new();
+    for name in &names {
+        let mut model = load_model(model_dir(name), LoadOptions::default())
+            .unwrap()
+            .0;
+        let all: Vec<String> = model
+            .named_parameters()
+            .unwrap()
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect();
+        // Python's quantized layers freeze themselves when built: as loaded, no quantized
+        // layer's parameter trains.
+        let quantized: Vec<String> = trainable_parameters(&model)
+            .unwrap()
+            .into_iter()
+            .filter(|(p, a)| p.ends_with(".scales") || !a.dtype().is_floating())
+            .map(|(p, _)| p)
+            .collect();
+        if !quantized.is_empty() {
+            failures.push(format!("{name}: trainable as loaded: {quantized:?}"));
+        }
+        if let Err(e) = model.freeze(None) {
+            failures.push(format!("{name}: {e}"));
+            continue;
+        }
+        let trainable = trainable_parameters(&model).unwrap();
+        assert!(
+            trainable.is_empty(),
+            "{name}: trainable after freeze: {:?}",
+            trainable.keys()
+        );
+        model.unfreeze(None).unwrap();
+        let trainable: Vec<String> = trainable_parameters(&model).unwrap().into_keys().collect();
+        assert_eq!(
+            trainable.len(),
+            all.len(),
+            "{name}: trainable after unfreeze"
+        );
+        // One parameter: the last one (a norm, a head or an SSM parameter in most models).
+        let one = all.last().unwrap();
+        model.freeze(Some(&[one.as_str()])).unwrap();
+        let trainable: BTreeSet<String> =
+            trainable_parameters(&model).unwrap().into_keys().collect();
+        let expected: BTreeSet<String> = all.iter().filter(|p| *p != one).cloned().collect();
+        assert_eq!(trainable, expected, "{name}: freeze({one})");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} models do not freeze:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

@@ -344,12 +344,21 @@ impl Checkpoint {
                     group_size: p.group_size,
                     bits: p.bits,
                     mode: p.mode,
+                    frozen: QuantizedSwitchLinear::initially_frozen(),
                 }))
             }
             None => {
                 let shape = [num_experts, output_dims, input_dims];
                 let weight = self.array(&join(path, "weight"), &shape)?;
-                self.maybe_quantize(path, SwitchLinear { weight, bias }, input_dims)
+                self.maybe_quantize(
+                    path,
+                    SwitchLinear {
+                        weight,
+                        bias,
+                        frozen: Default::default(),
+                    },
+                    input_dims,
+                )
             }
         }
     }
@@ -371,6 +380,7 @@ impl Checkpoint {
                     self.quantized_stack(path, &[num_heads], input_dims, output_dims, p)?;
                 Ok(MaybeQuantized::Quantized(QuantizedMultiLinear {
                     weight,
+                    frozen: QuantizedMultiLinear::initially_frozen(),
                     scales,
                     biases,
                     group_size: p.group_size,
@@ -381,7 +391,14 @@ impl Checkpoint {
             None => {
                 let shape = [num_heads, output_dims, input_dims];
                 let weight = self.array(&join(path, "weight"), &shape)?;
-                self.maybe_quantize(path, MultiLinear { weight }, input_dims)
+                self.maybe_quantize(
+                    path,
+                    MultiLinear {
+                        weight,
+                        frozen: Default::default(),
+                    },
+                    input_dims,
+                )
             }
         }
     }

@@ -125,6 +125,10 @@ ADAPTER_CASES = [
      {"rank": 4, "scale": 5.0, "dropout": 0.0, "keys": ["model.embed_tokens", "mlp.down_proj"]}, 23),
     ("qwen3-4bit-qlora-embed", "qwen3-4bit", "lora", 1,
      {"rank": 8, "scale": 20.0, "dropout": 0.0, "keys": ["model.embed_tokens"]}, 29),
+    # A hybrid model (issue 40): the default keys adapt the gated delta net's projections
+    # (in_proj_qkv, in_proj_z, in_proj_a, in_proj_b, out_proj) as well as the attention and MLP
+    # layers.
+    ("qwen3_5-lora", "qwen3_5", "lora", -1, {"rank": 4, "scale": 10.0, "dropout": 0.0}, 31),
 ]
 
 mx.set_default_device(mx.cpu)
@@ -175,7 +179,7 @@ for name, model_name, fine_tune_type, num_layers, params, seed in ADAPTER_CASES:
 # blocks; mlx_lm 0.32.2 has no per-architecture choice): the adapted paths of each
 # mixture-of-experts model, all its blocks.
 DEFAULT_KEY_MODELS = ["qwen3_moe", "mixtral", "deepseek_v3", "qwen2_moe", "olmoe", "gpt_oss",
-                      "glm4_moe", "llama4_text"]
+                      "glm4_moe", "llama4_text", "qwen3_5"]
 default_keys = {}
 for model_name in DEFAULT_KEY_MODELS:
     folder = MODELS / model_name
@@ -217,6 +221,9 @@ TRAIN_CASES = [
     ("llama3-dora-embed-text", "llama3", "dora", 1,
      {"rank": 4, "scale": 10.0, "dropout": 0.0, "keys": ["model.embed_tokens", "self_attn.q_proj"]},
      8, "text", False, 2, 4, 1e-3),
+    # A hybrid model, every layer: linear attention (gated delta net) and full attention.
+    ("qwen3_5-lora-text", "qwen3_5", "lora", -1, {"rank": 4, "scale": 10.0, "dropout": 0.0},
+     7, "text", False, 2, 4, 1e-3),
 ]
 
 

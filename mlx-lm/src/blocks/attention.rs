@@ -3,6 +3,7 @@
 //! features of each head, a sliding window, and a sigmoid output gate (Qwen3.5 / Qwen3-Next).
 //! Parameter paths are mlx_lm's (`q_proj`, `k_proj`, `v_proj`, `o_proj`, `q_norm`, `k_norm`).
 
+use mlx_nn::Frozen;
 use mlx_nn::{shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, RMSNorm, Sharding};
 use mlx_rs::distributed::Group;
 use mlx_rs::fast::{self, AttentionMask};
@@ -71,6 +72,9 @@ pub struct Attention {
     /// weight without a value (Python: `scaled_dot_product_attention(..., sinks=sinks)`,
     /// GPT-OSS); `None` in the other families.
     pub sinks: Option<Array>,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Attention {
@@ -85,6 +89,7 @@ impl Attention {
         };
         let q_out = if a.output_gate { h * hd * 2 } else { h * hd };
         Ok(Attention {
+            frozen: Frozen::default(),
             q_proj: ck.linear(&p("q_proj"), d, q_out, a.qkv_bias)?,
             k_proj: ck.linear(&p("k_proj"), d, kv * hd, a.qkv_bias)?,
             v_proj: ck.linear(&p("v_proj"), d, kv * hd, a.qkv_bias)?,

@@ -8,6 +8,7 @@
 //! The stored blocks are what one layer hands the next ([`Layer::Carry`](crate::blocks::Layer)),
 //! rebuilt on every call as in mlx_lm (they are not state: no cache entry).
 
+use mlx_nn::Frozen;
 use std::sync::OnceLock;
 
 use mlx_nn::RMSNorm;
@@ -94,11 +95,15 @@ impl ResidualBlocks {
 pub struct ResidualProjection {
     /// `[1, hidden]`.
     pub weight: Array,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl ResidualProjection {
     pub fn load(ck: &mut Checkpoint, path: &str, hidden: i32) -> crate::Result<Self> {
         Ok(ResidualProjection {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.weight"), &[1, hidden])?,
         })
     }

@@ -8,6 +8,7 @@
 //! model's cache tree ([`ArraysCache`]); Python's `mx.compile` rejects that cache, here it goes
 //! through `compile_mut` like any other state.
 
+use mlx_nn::Frozen;
 use mlx_nn::{
     shard_linear, Conv1d, Forward, MaybeQuantized, MaybeQuantizedLinear, Segments, Sharding,
 };
@@ -84,6 +85,9 @@ pub struct GatedDeltaNet {
     pub head_v_dim: i32,
     #[tree(static)]
     pub conv_kernel_size: i32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl GatedDeltaNet {
@@ -122,6 +126,7 @@ impl GatedDeltaNet {
             }
         }
         Ok(GatedDeltaNet {
+            frozen: Frozen::default(),
             conv1d,
             in_proj_qkvz: qkvz,
             in_proj_ba: ba,
@@ -132,6 +137,7 @@ impl GatedDeltaNet {
             dt_bias: ck.array(&p("dt_bias"), &[hv])?,
             a_log: ck.array(&p("A_log"), &[hv])?,
             norm: RmsNormGated {
+                frozen: Default::default(),
                 weight: ck.array(&p("norm.weight"), &[a.linear_value_head_dim])?,
                 eps: a.rms_norm_eps,
             },

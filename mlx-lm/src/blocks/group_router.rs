@@ -11,6 +11,7 @@
 //! logits, 450 random cases over grouped and ungrouped settings), so it runs eagerly here and
 //! a model's compiled decode step compiles it with the rest.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, ShardGroup};
 use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, Ellipsis};
@@ -181,6 +182,9 @@ pub struct MoeGate {
     pub e_score_correction_bias: Array,
     #[tree(static)]
     pub routing: GroupRouting,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl MoeGate {
@@ -193,6 +197,7 @@ impl MoeGate {
         routing: GroupRouting,
     ) -> crate::Result<MoeGate> {
         Ok(MoeGate {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.weight"), &[num_experts, hidden_size])?,
             e_score_correction_bias: ck
                 .array(&format!("{path}.e_score_correction_bias"), &[num_experts])?,
@@ -399,6 +404,9 @@ pub struct GreedyGate {
     pub weight: Array,
     #[tree(static)]
     pub routing: GreedyRouting,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// Python: `DeepseekV2MoE`: the softmax router ([`GreedyGate`]) before the experts.
@@ -416,6 +424,7 @@ impl GreedyMoe {
         routing: GreedyRouting,
     ) -> crate::Result<GreedyMoe> {
         let gate = GreedyGate {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.gate.weight"), &[num_experts, hidden_size])?,
             routing,
         };
@@ -454,6 +463,9 @@ pub struct BailingGate {
     pub expert_bias: Option<Array>,
     #[tree(static)]
     pub routing: GroupRouting,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl BailingGate {
@@ -501,6 +513,7 @@ impl BailingMoe {
         let (d, e) = (c.hidden_size, c.num_experts);
         Ok(BailingMoe {
             gate: BailingGate {
+                frozen: Frozen::default(),
                 gate_proj: ck.linear(&p("gate.gate_proj"), d, e, false)?,
                 expert_bias: c
                     .expert_bias

@@ -21,6 +21,7 @@
 //! recurrent state `[batch, heads, head_dim, head_dim]` in float32: leaves of the model's
 //! cache tree, which goes through `compile_mut` like any other state.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -127,6 +128,9 @@ pub struct KimiDeltaAttention {
     pub decay_gate: DecayGate,
     #[tree(static)]
     pub float32_gates: bool,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// A projection of `rank` named `name` (`{name}_proj`, or `{name}_a_proj` → `{name}_b_proj`
@@ -182,6 +186,7 @@ impl KimiDeltaAttention {
         let (d, h, dk, pd) = (c.hidden_size, c.num_heads, c.head_dim, c.projection_dim());
         let p = |name: &str| format!("{path}.{name}");
         let mut kda = KimiDeltaAttention {
+            frozen: Frozen::default(),
             q_proj: None,
             k_proj: None,
             v_proj: None,

@@ -17,6 +17,7 @@
 //! there mlx_lm itself keeps the padding out. The state `h` `[B, H, D, D]` is the one slot of
 //! the layer's [`ArraysCache`].
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::ops::{self, CumsumOptions, Ellipsis};
 use mlx_rs::{fast, Array, Dtype, Result};
@@ -37,6 +38,9 @@ pub struct GroupRmsNorm {
     pub groups: i32,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Forward for GroupRmsNorm {
@@ -155,6 +159,7 @@ impl LinearAttention {
             dense: ck.linear(&p("dense"), h * hd, d, a.o_bias)?,
             g_proj: ck.linear(&p("g_proj"), d, h * hd, false)?,
             g_norm: GroupRmsNorm {
+                frozen: Frozen::default(),
                 weight: ck.array(&p("g_norm.weight"), &[h * hd])?,
                 groups: a.group_norm_size,
                 eps: a.rms_norm_eps,

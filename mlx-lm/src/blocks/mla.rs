@@ -13,6 +13,7 @@
 //! mask: `pe_scores = (q_pe * scale) @ k_pe^T`, with masked positions set to the dtype's
 //! lowest finite value.
 
+use mlx_nn::Frozen;
 use mlx_nn::{
     shard_inplace, shard_linear, Forward, MaybeQuantized, MaybeQuantizedLinear, Quantizable,
     RMSNorm, ShardSpec, Sharding,
@@ -36,6 +37,9 @@ use crate::checkpoint::Checkpoint;
 #[derive(Debug, Clone, TreeNode)]
 pub struct MultiLinear {
     pub weight: Array,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// Python: `mla.QuantizedMultiLinear`; `biases` in the affine mode only.
@@ -50,6 +54,17 @@ pub struct QuantizedMultiLinear {
     pub bits: i32,
     #[tree(static)]
     pub mode: QuantizationMode,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl QuantizedMultiLinear {
+    /// The set it starts with: all its parameters, as Python's `__init__` ends with
+    /// `self.freeze()` (a quantized layer trains only through adapters).
+    pub fn initially_frozen() -> Frozen {
+        Frozen(["weight", "scales", "biases"].map(String::from).into())
+    }
 }
 
 /// A [`MultiLinear`], float or quantized.
@@ -74,6 +89,7 @@ impl Quantizable for MultiLinear {
     ) -> Result<QuantizedMultiLinear> {
         let (weight, scales, biases) = quantize(&self.weight, group_size, bits, mode)?;
         Ok(QuantizedMultiLinear {
+            frozen: QuantizedMultiLinear::initially_frozen(),
             weight,
             scales,
             biases,

@@ -6,6 +6,7 @@
 //! two experts per token two ways of taking the same top k are not interchangeable bit for
 //! bit.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear, ShardGroup};
 use mlx_rs::distributed::Group;
 use mlx_rs::ops::{self, Ellipsis};
@@ -287,6 +288,9 @@ pub struct CorrectedSoftmaxRouter {
     pub norm_topk_prob: bool,
     #[tree(static)]
     pub routed_scaling_factor: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl CorrectedSoftmaxRouter {
@@ -353,6 +357,7 @@ impl ZeroExpertMoe {
                 false,
             )?,
             router: CorrectedSoftmaxRouter {
+                frozen: Frozen::default(),
                 classifier: ck.linear(&p("router.classifier"), d, all, c.router_bias)?,
                 e_score_correction_bias: ck.array(&p("router.e_score_correction_bias"), &[all])?,
                 top_k: c.top_k,

@@ -1,6 +1,7 @@
 //! Norms beyond `mlx_nn`'s: the gated RMSNorm of linear-attention outputs, and the Gemma
 //! families' RMSNorm whose weight is an offset from one.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, LayerNorm};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -15,6 +16,9 @@ pub struct RmsNormGated {
     pub weight: Array,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl RmsNormGated {
@@ -35,11 +39,15 @@ pub struct GemmaRmsNorm {
     pub weight: Array,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl GemmaRmsNorm {
     pub fn load(ck: &mut Checkpoint, path: &str, dims: i32, eps: f32) -> crate::Result<Self> {
         Ok(GemmaRmsNorm {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.weight"), &[dims])?,
             eps,
         })
@@ -114,6 +122,9 @@ pub struct LayerNorm2D {
     pub weight: Array,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl LoadHeadNorm for LayerNorm2D {
@@ -125,6 +136,7 @@ impl LoadHeadNorm for LayerNorm2D {
         eps: f32,
     ) -> crate::Result<Self> {
         Ok(LayerNorm2D {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.weight"), &[heads, head_dim])?,
             eps,
         })

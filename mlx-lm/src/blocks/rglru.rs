@@ -19,6 +19,7 @@
 //! do it in one); the state stays in the model's dtype, as mlx_lm keeps it (transformers
 //! accumulates in float32: the same numbers for a float32 model).
 
+use mlx_nn::Frozen;
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -45,6 +46,9 @@ pub struct RgLru {
     pub input_gate_bias: Array,
     pub recurrent_gate_weight: Array,
     pub recurrent_gate_bias: Array,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl RgLru {
@@ -53,6 +57,7 @@ impl RgLru {
         let hd = width / heads;
         let p = |name: &str| format!("{path}.{name}");
         Ok(RgLru {
+            frozen: Frozen::default(),
             recurrent_param: ck.array(&p("recurrent_param"), &[width])?,
             input_gate_weight: ck.array(&p("input_gate_weight"), &[heads, hd, hd])?,
             input_gate_bias: ck.array(&p("input_gate_bias"), &[heads, hd])?,

@@ -28,6 +28,7 @@
 //! batch's padding never reaches the state: the token shifts keep each sequence's last real
 //! input and the recurrence holds a sequence's state still over its padding.
 
+use mlx_nn::Frozen;
 use std::sync::OnceLock;
 
 use mlx_nn::{Forward, MaybeQuantizedLinear};
@@ -247,6 +248,9 @@ pub struct LayerNormPerHead {
     pub bias: Array,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Forward for LayerNormPerHead {
@@ -298,6 +302,9 @@ pub struct TimeMix {
     pub g_lora: Lora,
     #[tree(static)]
     pub head_dim: i32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl TimeMix {
@@ -322,6 +329,7 @@ impl TimeMix {
             mix("x_g")?,
         );
         Ok(TimeMix {
+            frozen: Frozen::default(),
             x_r,
             x_w,
             x_k,
@@ -336,6 +344,7 @@ impl TimeMix {
             v_proj: ck.linear(&n("v_proj"), d, d, false)?,
             o_proj: ck.linear(&n("o_proj"), d, d, false)?,
             g_norm: LayerNormPerHead {
+                frozen: Frozen::default(),
                 weight: ck.array(&n("g_norm.weight"), &[h, p])?,
                 bias: ck.array(&n("g_norm.bias"), &[h, p])?,
                 eps: a.g_norm_eps,
@@ -479,6 +488,9 @@ pub struct ChannelMix {
     pub x_k: Array,
     pub key: MaybeQuantizedLinear,
     pub value: MaybeQuantizedLinear,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl ChannelMix {
@@ -486,6 +498,7 @@ impl ChannelMix {
     pub fn load(ck: &mut Checkpoint, path: &str, a: &Rwkv7Config) -> crate::Result<ChannelMix> {
         let (d, i) = (a.hidden_size, a.intermediate_size);
         Ok(ChannelMix {
+            frozen: Frozen::default(),
             x_k: ck.array(&format!("{path}.x_k"), &[d])?,
             key: ck.linear(&format!("{path}.key"), d, i, false)?,
             value: ck.linear(&format!("{path}.value"), i, d, false)?,

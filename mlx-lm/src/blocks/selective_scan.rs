@@ -30,6 +30,7 @@
 //! padding never reaches the state: the convolution keeps each sequence's last real inputs
 //! ([`causal_conv1d`]) and the scan holds a sequence's state still over its padding.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::{StaticData, TreeNode};
@@ -93,6 +94,9 @@ pub struct MambaMixer {
     pub state_size: i32,
     #[tree(static)]
     pub bcdt_norm: BcdtNorm,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl MambaMixer {
@@ -106,6 +110,7 @@ impl MambaMixer {
         );
         let p = |name: &str| format!("{path}.{name}");
         Ok(MambaMixer {
+            frozen: Frozen::default(),
             in_proj: ck.linear(&p("in_proj"), d, 2 * i, a.use_bias)?,
             conv1d: load_depthwise_conv1d(ck, &p("conv1d"), i, a.conv_kernel, a.use_conv_bias)?,
             x_proj: ck.linear(&p("x_proj"), i, r + 2 * n, false)?,

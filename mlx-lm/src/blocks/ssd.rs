@@ -22,6 +22,7 @@
 //! `-inf` in the segment sums, and the state carried out of a chunk is the one after each
 //! sequence's last real position, so the padding never reaches the state.
 
+use mlx_nn::Frozen;
 use std::sync::OnceLock;
 
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear};
@@ -284,6 +285,9 @@ pub struct MambaRmsNormGated {
     /// than normalize the gated `y`.
     #[tree(static)]
     pub norm_before_gate: bool,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl MambaRmsNormGated {
@@ -379,6 +383,9 @@ pub struct Mamba2Mixer {
     pub out_proj: MaybeQuantizedLinear,
     #[tree(static)]
     pub config: Mamba2Config,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Mamba2Mixer {
@@ -388,6 +395,7 @@ impl Mamba2Mixer {
         let (h, i) = (c.num_heads, c.intermediate());
         let projection = i + c.conv_dim() + h;
         Ok(Mamba2Mixer {
+            frozen: Frozen::default(),
             in_proj: ck.linear(&p("in_proj"), c.hidden_size, projection, c.use_bias)?,
             conv1d: load_depthwise_conv1d(
                 ck,
@@ -402,6 +410,7 @@ impl Mamba2Mixer {
             norm: match c.gated_norm {
                 GatedNorm::None => None,
                 before => Some(MambaRmsNormGated {
+                    frozen: Frozen::default(),
                     weight: ck.array(&p("norm.weight"), &[i])?,
                     eps: c.norm_eps,
                     group_size: c.grouped_norm.then_some(i / c.n_groups),

@@ -26,6 +26,9 @@ pub const SORT_THRESHOLD: usize = 64;
 pub struct SwitchLinear {
     pub weight: Array,
     pub bias: Option<Array>,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// Python: `QuantizedSwitchLinear`: the experts' weights packed as `mx.quantize` packs them,
@@ -44,6 +47,21 @@ pub struct QuantizedSwitchLinear {
     pub bits: i32,
     #[tree(static)]
     pub mode: QuantizationMode,
+    /// Its own parameters' frozen set; all of them at first, as Python's `__init__` ends with
+    /// `self.freeze()` (the experts train only through adapters).
+    #[tree(static)]
+    pub frozen: Frozen,
+}
+
+impl QuantizedSwitchLinear {
+    /// The set it starts with: every parameter, the bias included.
+    pub fn initially_frozen() -> Frozen {
+        Frozen(
+            ["weight", "scales", "biases", "bias"]
+                .map(String::from)
+                .into(),
+        )
+    }
 }
 
 /// An expert layer, float or quantized.
@@ -78,6 +96,7 @@ impl Quantizable for SwitchLinear {
             group_size,
             bits,
             mode,
+            frozen: QuantizedSwitchLinear::initially_frozen(),
         })
     }
 }
@@ -161,10 +180,6 @@ pub struct SwitchGlu {
     pub gate_proj: MaybeQuantizedSwitchLinear,
     pub up_proj: MaybeQuantizedSwitchLinear,
     pub down_proj: MaybeQuantizedSwitchLinear,
-    /// The experts' frozen parameters (the expert layers have no set of their own), so that
-    /// `model.freeze` reaches them before adapters are added.
-    #[tree(static)]
-    pub frozen: Frozen,
 }
 
 impl SwitchGlu {
@@ -183,7 +198,6 @@ impl SwitchGlu {
             gate_proj: ck.switch_linear(&p("gate_proj"), dim, hidden, num_experts, bias)?,
             up_proj: ck.switch_linear(&p("up_proj"), dim, hidden, num_experts, bias)?,
             down_proj: ck.switch_linear(&p("down_proj"), hidden, dim, num_experts, bias)?,
-            frozen: Frozen::default(),
         })
     }
 
@@ -279,9 +293,6 @@ impl SwitchGlu {
 pub struct SwitchMlp {
     pub fc1: MaybeQuantizedSwitchLinear,
     pub fc2: MaybeQuantizedSwitchLinear,
-    /// As [`SwitchGlu::frozen`].
-    #[tree(static)]
-    pub frozen: Frozen,
 }
 
 impl SwitchMlp {
@@ -299,7 +310,6 @@ impl SwitchMlp {
         Ok(SwitchMlp {
             fc1: ck.switch_linear(&p("fc1"), dim, hidden, num_experts, bias)?,
             fc2: ck.switch_linear(&p("fc2"), hidden, dim, num_experts, bias)?,
-            frozen: Frozen::default(),
         })
     }
 

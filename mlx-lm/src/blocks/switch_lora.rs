@@ -140,6 +140,7 @@ impl LoRASwitchLinear {
         let fused = SwitchLinear {
             weight: ops::add(&weight, &delta)?,
             bias,
+            frozen: Frozen::default(),
         };
         match &self.linear {
             MaybeQuantized::Quantized(q) if !dequantize => Ok(MaybeQuantized::Quantized(

@@ -9,6 +9,7 @@
 //! `[batch, kv_heads, 1, head_dim]`, the state of the two-tap convolution, beside the
 //! keys and values.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{linalg, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -127,6 +128,9 @@ pub struct BaichuanM1Attention {
     /// The sliding window of this layer, if it is one of `sliding_window_layers`.
     #[tree(static)]
     pub window: Option<i32>,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl BaichuanM1Attention {
@@ -157,6 +161,7 @@ impl BaichuanM1Attention {
         let hd = d / heads;
         let p = |name: &str| format!("{path}.{name}");
         Ok(BaichuanM1Attention {
+            frozen: Frozen::default(),
             w_pack: ck.linear(&p("W_pack"), d, d + 2 * kv * hd, false)?,
             o_proj: ck.linear(&p("o_proj"), heads * hd, d, false)?,
             conv_k: ck.array(&p("conv_k"), &[1, 1, kv, 1, 2])?,

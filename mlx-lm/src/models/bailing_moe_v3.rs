@@ -32,6 +32,7 @@
 //! - `A_log`, `dt_bias` and `expert_bias` stay float32 when the model is cast (transformers'
 //!   `_keep_in_fp32_modules_strict`).
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops;
 use mlx_rs::{Array, Dtype, Result};
@@ -290,6 +291,9 @@ pub struct BailingV3Gate {
     pub expert_bias: Array,
     #[tree(static)]
     pub routing: GroupRouting,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// Python: `BailingSparseMoE`: the routed experts weighted by the float32 weights, summed and
@@ -459,6 +463,7 @@ impl BailingMoeV3 {
             let (p, e) = (|name: &str| format!("{path}.{name}"), a.num_experts);
             Ok(BailingV3SparseMoe {
                 gate: BailingV3Gate {
+                    frozen: Frozen::default(),
                     weight: ck.array(&p("gate.weight"), &[e, d])?,
                     expert_bias: ck.array(&p("gate.expert_bias"), &[e])?,
                     routing: a.routing,

@@ -12,6 +12,7 @@
 //! ([`kernels::selective_scan`](crate::kernels::selective_scan), the model's
 //! [`KernelOptions::fused_selective_scan`]).
 
+use mlx_nn::Frozen;
 use std::sync::OnceLock;
 
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
@@ -214,6 +215,9 @@ pub struct JambaMambaMixer {
     pub d_state: i32,
     #[tree(static)]
     pub dt_rank: i32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl JambaMambaMixer {
@@ -224,6 +228,7 @@ impl JambaMambaMixer {
         let inner = a.mamba_expand * d;
         let eps = a.rms_norm_eps;
         Ok(JambaMambaMixer {
+            frozen: Frozen::default(),
             in_proj: ck.linear(&p("in_proj"), d, 2 * inner, a.mamba_proj_bias)?,
             conv1d: load_depthwise_conv1d(
                 ck,

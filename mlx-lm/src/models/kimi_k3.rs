@@ -18,6 +18,7 @@
 //! The config is a vision-language one (`text_config`, parameters under `language_model.`)
 //! or, as mlx_lm reads it, the text model's keys at the top level.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -211,6 +212,9 @@ pub struct KimiK3SparseMoe {
     pub routing: KimiRouting,
     #[tree(static)]
     pub situ: Situ,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Forward for KimiK3SparseMoe {
@@ -308,6 +312,7 @@ impl KimiK3DecoderLayer {
                     .transpose()
             };
             KimiK3FeedForward::Sparse(KimiK3SparseMoe {
+                frozen: Frozen::default(),
                 gate: ck.linear(&p("mlp.gate"), d, e, false)?,
                 switch_mlp: SwitchGlu::load(
                     ck,

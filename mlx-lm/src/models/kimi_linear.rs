@@ -9,6 +9,7 @@
 //! `ArraysCache(size=4)`) and an MLA layer's compressed key/value cache are leaves of one
 //! cache tree, which goes through `compile_mut` like any other state.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::ops::{self, Ellipsis};
 use mlx_rs::{Array, Dtype, Result};
@@ -109,6 +110,9 @@ pub struct KimiSparseMoe {
     pub shared_experts: Option<Mlp>,
     #[tree(static)]
     pub routing: KimiRouting,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 /// mlx_lm's kimi_linear has no `shard`: these experts cannot be split (an `Err`).
@@ -494,6 +498,7 @@ impl KimiLinearArgs {
         }
         let e = x.num_experts;
         Ok(FeedForward::Sparse(KimiSparseMoe {
+            frozen: Frozen::default(),
             gate: ck.linear(&p("gate"), d, e, false)?,
             switch_mlp: SwitchGlu::load(ck, &p("switch_mlp"), d, x.expert_size, e, false)?,
             e_score_correction_bias: ck.array(&p("e_score_correction_bias"), &[e])?,

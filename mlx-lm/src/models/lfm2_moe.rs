@@ -4,6 +4,7 @@
 //! `num_dense_layers` layers and a sparse one ([`Lfm2MoeSparseMoeBlock`]: a sigmoid router
 //! whose `expert_bias` picks the experts but does not weigh them) in the others.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Forward, MaybeQuantizedLinear};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -122,6 +123,9 @@ pub struct Lfm2MoeSparseMoeBlock {
     pub norm_topk_prob: bool,
     #[tree(static)]
     pub routed_scaling_factor: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Lfm2MoeSparseMoeBlock {
@@ -134,6 +138,7 @@ impl Lfm2MoeSparseMoeBlock {
         let (d, e) = (a.base.hidden_size, a.num_experts);
         let p = |name: &str| format!("{path}.{name}");
         Ok(Lfm2MoeSparseMoeBlock {
+            frozen: Frozen::default(),
             gate: ck.linear(&p("gate"), d, e, false)?,
             switch_mlp: SwitchGlu::load(
                 ck,

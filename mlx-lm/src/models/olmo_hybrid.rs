@@ -7,6 +7,7 @@
 //! `post_feedforward_layernorm`, OLMo 2's order), and their attention normalizes queries and
 //! keys over the whole projection, before the heads split.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedLinear, RMSNorm};
 use mlx_rs::{ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -232,6 +233,9 @@ pub struct OlmoHybridGatedDeltaNet {
     /// `beta = 2 sigmoid(b)`, in `[0, 2]` (Python: `allow_neg_eigval`).
     #[tree(static)]
     pub allow_neg_eigval: bool,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl OlmoHybridGatedDeltaNet {
@@ -249,6 +253,7 @@ impl OlmoHybridGatedDeltaNet {
         let (kd, vd) = (a.key_dim(), a.value_dim());
         let p = |name: &str| format!("{path}.{name}");
         Ok(OlmoHybridGatedDeltaNet {
+            frozen: Frozen::default(),
             q_proj: ck.linear(&p("q_proj"), d, kd, false)?,
             k_proj: ck.linear(&p("k_proj"), d, kd, false)?,
             v_proj: ck.linear(&p("v_proj"), d, vd, false)?,
@@ -262,6 +267,7 @@ impl OlmoHybridGatedDeltaNet {
             a_log: ck.array(&p("A_log"), &[hv])?,
             dt_bias: ck.array(&p("dt_bias"), &[hv])?,
             o_norm: RmsNormGated {
+                frozen: Default::default(),
                 weight: ck.array(&p("o_norm.weight"), &[a.linear_value_head_dim])?,
                 eps: a.layer_norm_epsilon,
             },

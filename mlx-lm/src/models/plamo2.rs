@@ -8,6 +8,7 @@
 //! `dt` then projected to the heads. Its attention normalizes queries and keys per head
 //! without a weight and multiplies them by a per-head weight after.
 
+use mlx_nn::Frozen;
 use mlx_nn::{Conv1d, Forward, MaybeQuantizedEmbedding, MaybeQuantizedLinear};
 use mlx_rs::{fast, ops, Array, Dtype, Result};
 use mlx_tree::TreeNode;
@@ -136,6 +137,9 @@ pub struct OffsetRmsNorm {
     pub eps: f32,
     #[tree(static)]
     pub offset: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl OffsetRmsNorm {
@@ -147,6 +151,7 @@ impl OffsetRmsNorm {
         offset: f64,
     ) -> crate::Result<Self> {
         Ok(OffsetRmsNorm {
+            frozen: Frozen::default(),
             weight: ck.array(&format!("{path}.weight"), &[dims])?,
             eps,
             // Python: a float the addition rounds to the weight's float32.
@@ -187,6 +192,9 @@ pub struct Plamo2Mamba {
     pub d_state: i32,
     #[tree(static)]
     pub eps: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Plamo2Mamba {
@@ -198,6 +206,7 @@ impl Plamo2Mamba {
         // Python: max(64, hidden_size // 16).
         let dt_dim = (d / 16).max(64);
         Ok(Plamo2Mamba {
+            frozen: Frozen::default(),
             in_proj: ck.linear(&p("in_proj"), d, 2 * inner, false)?,
             conv1d: load_depthwise_conv1d(ck, &p("conv1d"), inner, a.mamba_d_conv, false)?,
             bcdt_proj: ck.linear(&p("bcdt_proj"), inner, dt_dim + 2 * n, false)?,
@@ -312,6 +321,9 @@ pub struct Plamo2Attention {
     pub head_dim: i32,
     #[tree(static)]
     pub scale: f32,
+    /// Its own parameters' frozen set (Python: the module's `_no_grad`).
+    #[tree(static)]
+    pub frozen: Frozen,
 }
 
 impl Plamo2Attention {
@@ -325,6 +337,7 @@ impl Plamo2Attention {
             a.hidden_size_per_head,
         );
         Ok(Plamo2Attention {
+            frozen: Frozen::default(),
             qkv_proj: ck.linear(&p("qkv_proj"), d, (h + 2 * kv) * hd, false)?,
             o_proj: ck.linear(&p("o_proj"), h * hd, d, false)?,
             q_weight: ck.array(&p("q_weight"), &[h, hd])?,
