@@ -476,15 +476,12 @@ fn random_models_split_before_they_are_drawn_with_2_ranks() {
 }
 
 #[test]
-fn tensor_and_pipeline_parallel_over_nccl_with_2_gpus() {
+fn tensor_parallel_over_nccl_with_2_gpus() {
     // The cases above over NCCL, a GPU per rank (a machine with 2 GPUs or more; SKIPPED
-    // elsewhere), float32 with TF32 off as on the CPU.
-    for case in [
-        "tensor:llama3",
-        "tensor:qwen3_5",
-        "tensor:qwen3_moe",
-        "pipeline:qwen3_5",
-    ] {
+    // elsewhere), float32 with TF32 off as on the CPU. Tensor parallel only: by layers needs
+    // send/recv, which MLX 0.32.2 has no CUDA implementation of ("Recv has no CUDA
+    // implementation.", an `Err` at the first step).
+    for case in ["tensor:llama3", "tensor:qwen3_5", "tensor:qwen3_moe"] {
         if run_on(Backend::Nccl, 2, case).is_none() {
             return;
         }
