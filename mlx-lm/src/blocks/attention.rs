@@ -354,12 +354,12 @@ impl TokenMixer for Attention {
         )
     }
 
-    /// A rotating cache of the window for a sliding-window layer (Python: llama's
-    /// `make_cache`), else a key/value cache of `capacity`.
     fn shard(&mut self, group: &Group) -> Result<()> {
         Attention::shard(self, group)
     }
 
+    /// A rotating cache of the window for a sliding-window layer (Python: llama's
+    /// `make_cache`), else a key/value cache of `capacity`.
     fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
         LayerCache::attention(
             batch,

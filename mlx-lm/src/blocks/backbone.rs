@@ -176,11 +176,6 @@ impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
     /// stack, whatever its layers hold, as each process runs whole layers. The embedding,
     /// final norm and output head stay on every process. Once only.
     pub fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
-        if self.pipeline.is_some() {
-            return Err(mlx_rs::Error::InvalidArgument(
-                "[pipeline] the model is already split into stages".into(),
-            ));
-        }
         // A carry that is not `()` (RWKV-7's first layer's values, which every later layer
         // reads) would have to travel between the stages too.
         if std::mem::size_of::<L::Carry>() != 0 {
@@ -190,11 +185,7 @@ impl<L: Layer, N: Forward + TreeNode, K: StackNames> Stack<L, N, K> {
                     .into(),
             ));
         }
-        let stage = PipelineStage::new(group, self.layers.len(), split)?;
-        self.layers.truncate(stage.end);
-        self.layers.drain(..stage.start);
-        self.pipeline = Some(stage);
-        Ok(())
+        PipelineStage::split_layers(&mut self.pipeline, &mut self.layers, group, split)
     }
 
     /// The dtype the model computes in: the embedding's (its scales' when quantized).

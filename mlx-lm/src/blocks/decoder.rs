@@ -317,16 +317,7 @@ impl<M: TokenMixer, C: ChannelMixer> DecoderModel<M, C> {
     /// (Python: `PipelineMixin.pipeline(group, split)`; see [`PipelineStage::new`]). The
     /// embedding, final norm and output head stay on every process. Once only.
     pub fn pipeline(&mut self, group: &Group, split: Option<&[usize]>) -> Result<()> {
-        if self.pipeline.is_some() {
-            return Err(mlx_rs::Error::InvalidArgument(
-                "[pipeline] the model is already split into stages".into(),
-            ));
-        }
-        let stage = PipelineStage::new(group, self.layers.len(), split)?;
-        self.layers.truncate(stage.end);
-        self.layers.drain(..stage.start);
-        self.pipeline = Some(stage);
-        Ok(())
+        PipelineStage::split_layers(&mut self.pipeline, &mut self.layers, group, split)
     }
 
     /// One cache per layer, in the model's dtype.

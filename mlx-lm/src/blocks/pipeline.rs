@@ -57,6 +57,27 @@ impl PipelineStage {
         })
     }
 
+    /// Splits a stack's `layers` over `group` into `slot`, the stack's stage (Python:
+    /// `PipelineMixin.pipeline(group, split)`): keeps this process's run of layers. Once
+    /// only: a stack already split is an `Err`, as is a split that does not fit the layers.
+    pub fn split_layers<L>(
+        slot: &mut Option<PipelineStage>,
+        layers: &mut Vec<L>,
+        group: &Group,
+        split: Option<&[usize]>,
+    ) -> Result<()> {
+        if slot.is_some() {
+            return Err(Error::InvalidArgument(
+                "[pipeline] the model is already split into stages".into(),
+            ));
+        }
+        let stage = PipelineStage::new(group, layers.len(), split)?;
+        layers.truncate(stage.end);
+        layers.drain(..stage.start);
+        *slot = Some(stage);
+        Ok(())
+    }
+
     /// The group the stages exchange hidden states over.
     pub fn group(&self) -> &Group {
         &self.group
