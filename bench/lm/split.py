@@ -64,14 +64,12 @@ def write_model(root, name, config):
     return d
 
 
-def run(a, model, prompt, ranks, split, dtype, tokens, reps, env=None):
-    bench = [a.lm_bench, "--model", model, "--prompt", prompt, "--random-weights", "0",
-             "--dtype", dtype, "--max-tokens", str(tokens), "--reps", str(reps),
-             "--warmup", "1", "--warmup-tokens", "16"]
-    if split == "pipeline":
-        bench.append("--pipeline")
-    cmd = bench if ranks == 1 else [a.launch, "-n", str(ranks), "--backend", "nccl",
-                                     "--timeout", str(a.timeout), "--"] + bench
+def launched(a, cmd, ranks, env=None):
+    """Rank 0's JSON line of `cmd` run alone or by the launcher over `ranks` NCCL ranks;
+    `None` (the output shown) when there is none."""
+    if ranks > 1:
+        cmd = [a.launch, "-n", str(ranks), "--backend", "nccl", "--timeout", str(a.timeout),
+               "--"] + cmd
     e = dict(os.environ, **(env or {}))
     e.pop("LD_LIBRARY_PATH", None)
     p = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=a.timeout + 30)
@@ -79,7 +77,20 @@ def run(a, model, prompt, ranks, split, dtype, tokens, reps, env=None):
         if '"impl"' in line:
             return json.loads(line[line.index("{"):])
     sys.stderr.write(p.stdout[-4000:] + p.stderr[-4000:])
-    raise SystemExit(f"no result from {' '.join(cmd)} (exit {p.returncode})")
+    sys.stderr.write(f"no result from {' '.join(cmd)} (exit {p.returncode})\n")
+    return None
+
+
+def run(a, model, prompt, ranks, split, dtype, tokens, reps, env=None):
+    bench = [a.lm_bench, "--model", model, "--prompt", prompt, "--random-weights", "0",
+             "--dtype", dtype, "--max-tokens", str(tokens), "--reps", str(reps),
+             "--warmup", "1", "--warmup-tokens", "16"]
+    if split == "pipeline":
+        bench.append("--pipeline")
+    r = launched(a, bench, ranks, env)
+    if r is None:
+        raise SystemExit("lm_bench gave no result")
+    return r
 
 
 def row(name, ranks, split, r):
@@ -134,18 +145,9 @@ def main():
         for name, config, ranks in [("70B", LLAMA_70B, n) for n in a.ranks] + [
                 ("70B, 40 layers", dict(LLAMA_70B, num_hidden_layers=40), 1)]:
             m = write_model(root, name.replace(" ", "").replace(",", "-"), config)
-            cmd = ["python3", script, os.path.join(m, "config.json"), prompt]
-            if ranks > 1:
-                cmd = [a.launch, "-n", str(ranks), "--backend", "nccl", "--timeout",
-                       str(a.timeout), "--"] + cmd
-            e = dict(os.environ)
-            e.pop("LD_LIBRARY_PATH", None)
-            out = subprocess.run(cmd, capture_output=True, text=True, env=e, timeout=a.timeout + 30)
-            line = next((l for l in out.stdout.splitlines() if '"impl"' in l), None)
-            if line is None:
-                sys.stderr.write(out.stdout[-3000:] + out.stderr[-3000:])
+            r = launched(a, ["python3", script, os.path.join(m, "config.json"), prompt], ranks)
+            if r is None:
                 continue
-            r = json.loads(line[line.index("{"):])
             results[f"{name} {ranks}"] = r
             print(f"mlx_lm {name} on {ranks} GPU(s): {r['median_decode_tps']:.1f} tok/s, "
                   f"{r['weight_bytes'] / 1e9:.1f} GB per GPU, peak {r['peak_memory'] / 1e9:.1f} GB, "

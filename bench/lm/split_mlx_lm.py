@@ -10,9 +10,11 @@ Rank 0 prints one JSON line.
 
 import argparse
 import json
+import os
 import time
 
 import mlx.core as mx
+from mlx.utils import tree_flatten
 from mlx_lm.generate import generate_step
 from mlx_lm.models import llama
 
@@ -24,7 +26,7 @@ def main():
     p.add_argument("--max-tokens", type=int, default=128)
     p.add_argument("--reps", type=int, default=3)
     a = p.parse_args()
-    group = mx.distributed.init(backend="nccl" if "NCCL_PORT" in __import__("os").environ else "any")
+    group = mx.distributed.init(backend="nccl" if "NCCL_PORT" in os.environ else "any")
     with open(a.config) as f:
         config = json.load(f)
     t = time.perf_counter()
@@ -37,7 +39,7 @@ def main():
         mx.eval(layer.parameters())
     mx.eval(model.parameters())
     load_s = time.perf_counter() - t
-    weight_bytes = sum(v.nbytes for _, v in __import__("mlx.utils").utils.tree_flatten(model.parameters()))
+    weight_bytes = sum(v.nbytes for _, v in tree_flatten(model.parameters()))
     with open(a.prompt) as f:
         prompt = mx.array(json.load(f))
     runs = []
