@@ -8,7 +8,8 @@ prints one JSON line: total completion tokens per second of wall time, time to f
 Each client sends R requests one after another (`POST /v1/completions`, greedy, streamed,
 `stream_options.include_usage`); every prompt is different (client, request and tag in its
 text), so no server's prompt cache serves one from another. TTFT: from sending the request
-to the first chunk with text. Tokens: the usage chunk's `completion_tokens`. The standard
+to the first chunk with text; first chunk: to the first chunk with a choice, text or not.
+Tokens: the usage chunk's `completion_tokens`. The standard
 library only (http.client, threads), so it runs in the mlx_lm venv as it is.
 """
 import argparse
@@ -36,6 +37,8 @@ def one(base, body):
     response = conn.getresponse()
     assert response.status == 200, (response.status, response.read()[:500])
     ttft = None
+    first_chunk = None
+    chunks_before_text = 0
     tokens = None
     for raw in response:
         line = raw.decode().strip()
@@ -48,11 +51,17 @@ def one(base, body):
         if chunk.get("usage"):
             tokens = chunk["usage"]["completion_tokens"]
         for choice in chunk.get("choices", []):
+            if first_chunk is None:
+                first_chunk = time.perf_counter() - started
             if choice.get("text") and ttft is None:
                 ttft = time.perf_counter() - started
+            elif ttft is None:
+                chunks_before_text += 1
     conn.close()
     assert tokens is not None, "no usage chunk"
-    return ttft if ttft is not None else time.perf_counter() - started, tokens
+    end = time.perf_counter() - started
+    return (ttft if ttft is not None else end, tokens,
+            first_chunk if first_chunk is not None else end, chunks_before_text)
 
 
 def main():
@@ -87,8 +96,9 @@ def main():
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    ttfts = sorted(t for t, _ in results)
-    tokens = sum(n for _, n in results)
+    ttfts = sorted(r[0] for r in results)
+    tokens = sum(r[1] for r in results)
+    first_chunks = [r[2] for r in results]
 
     def pct(q):
         return ttfts[min(len(ttfts) - 1, int(q * len(ttfts)))] if ttfts else None
@@ -96,7 +106,12 @@ def main():
     print(json.dumps({"clients": a.clients, "requests": len(results), "errors": errors,
                       "tokens": tokens, "wall_s": wall, "tokens_per_s": tokens / wall,
                       "ttft_p50_ms": statistics.median(ttfts) * 1e3 if ttfts else None,
-                      "ttft_p99_ms": pct(0.99) * 1e3 if ttfts else None}))
+                      "ttft_p99_ms": pct(0.99) * 1e3 if ttfts else None,
+                      # Apart from TTFT: a first chunk without text (a token whose text is
+                      # held back, e.g. part of a UTF-8 character or of a stop string).
+                      "first_chunk_p50_ms": (statistics.median(first_chunks) * 1e3
+                                             if first_chunks else None),
+                      "chunks_before_text_max": max((r[3] for r in results), default=None)}))
 
 
 if __name__ == "__main__":
