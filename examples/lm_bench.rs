@@ -6,6 +6,7 @@
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE \
 //!     [--max-tokens N] [--reps R] [--warmup W] [--warmup-tokens N] [--no-fused-attention]
 //!     [--no-fused-gated-delta] [--no-fused-ssm-update] [--no-fused-selective-scan]
+//!     [--no-padded-quantized-rows]
 //!     [--no-in-place-cache] [--no-compile] [--draft-model DIR [--num-draft-tokens K]]
 //! cargo run --release --example lm_bench -- --model DIR --prompt FILE --breakdown STEPS
 //! launch -n 2 --backend nccl -- lm_bench --model DIR --prompt FILE [--pipeline] \
@@ -109,6 +110,10 @@ struct Args {
     /// (`KernelOptions::fused_selective_scan`; CUDA only).
     #[arg(long)]
     no_fused_selective_scan: bool,
+    /// Quantized products of 2 to 7 rows as MLX computes them (not through its 8-row kernel
+    /// with zero rows: `KernelOptions::padded_quantized_rows`; CUDA only).
+    #[arg(long)]
+    no_padded_quantized_rows: bool,
     /// Key/value caches updated functionally each step, not written in place
     /// (`GenerateOptions::cache_writes_in_place`; matters on CUDA only).
     #[arg(long)]
@@ -505,6 +510,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             fused_gated_delta: !args.no_fused_gated_delta,
             fused_ssm_update: !args.no_fused_ssm_update,
             fused_selective_scan: !args.no_fused_selective_scan,
+            padded_quantized_rows: !args.no_padded_quantized_rows,
         },
         ..Default::default()
     };

@@ -11,8 +11,9 @@ use std::collections::BTreeMap;
 use mlx::core::ops::QuantizationMode;
 use mlx::core::{ops, Array, Dtype, Result};
 use mlx::nn::{
-    self, AnyModule, Embedding, Forward, LoadWeightsOptions, MaybeQuantizedEmbedding,
-    MaybeQuantizedLinear, Module, QQLinear, QQLinearOptions, QuantizeModelOptions, RMSNorm,
+    self, AnyModule, Embedding, Forward, Linear, LoadWeightsOptions, MaybeQuantizedEmbedding,
+    MaybeQuantizedLinear, Module, PadRows, QQLinear, QQLinearOptions, QuantizeModelOptions,
+    QuantizedEmbedding, QuantizedLinear, RMSNorm,
 };
 use mlx::utils::TreeNode;
 use serde_json::Value;
@@ -431,5 +432,57 @@ fn qq_linear_matches_python_in_both_modes() -> Result<()> {
     }
     // A bias is refused, as in Python.
     assert!(QQLinear::from_linear(&nn::Linear::new(4, 4, true)?, Default::default()).is_err());
+    Ok(())
+}
+
+/// A quantized product of 2 to 7 rows padded with zero rows to 8 (`PadRows`, for MLX's CUDA
+/// kernel of 8 rows) keeps each row's values and the input's shape: on the CPU bit for bit,
+/// as MLX's CPU product computes each row alone. 1 and 8 or more rows are not padded. On a
+/// CUDA GPU the padded rows take MLX's matrix kernel and the others its one-row kernel, which
+/// sum in other orders: not compared there.
+#[test]
+fn padded_quantized_rows_keep_each_rows_values() -> Result<()> {
+    use mlx::core::random;
+    if mlx::core::cuda::is_current_device()? {
+        eprintln!("on a CUDA GPU: MLX's two kernels sum in other orders, not compared");
+        return Ok(());
+    }
+    let (k, n) = (128, 96);
+    let weight = random::normal(&[n, k], Default::default(), &random::key(1)?)?;
+    let bias = ops::arange(0.0f32, n as f32, None, None)?;
+    let float = Linear::from_weights(weight.clone(), Some(bias));
+    let affine = QuantizationMode::Affine;
+    let mut layer = QuantizedLinear::from_linear(&float, Some(64), Some(4), affine)?;
+    let table = Embedding::from_weights(weight);
+    let mut tied = QuantizedEmbedding::from_embedding(&table, Some(64), Some(4), affine)?;
+    let shapes = [
+        vec![1, k],
+        vec![3, k],
+        vec![7, k],
+        vec![8, k],
+        vec![2, 3, k],
+        vec![1, 5, k],
+        vec![k],
+    ];
+    for shape in shapes {
+        let x = random::normal(&shape, Default::default(), &random::key(2)?)?;
+        let mut out = Vec::new();
+        for pad in [PadRows::Never, PadRows::Always] {
+            layer.pad_rows = pad;
+            tied.pad_rows = pad;
+            out.push((layer.forward(&x)?, tied.as_linear(&x)?));
+        }
+        let ((plain, plain_tied), (padded, padded_tied)) = (&out[0], &out[1]);
+        assert_eq!(padded.shape(), plain.shape(), "{shape:?}");
+        assert_eq!(padded_tied.shape(), plain_tied.shape(), "{shape:?}");
+        assert!(
+            ops::array_equal(padded, plain, false)?.item::<bool>()?,
+            "{shape:?}"
+        );
+        assert!(
+            ops::array_equal(padded_tied, plain_tied, false)?.item::<bool>()?,
+            "{shape:?}"
+        );
+    }
     Ok(())
 }

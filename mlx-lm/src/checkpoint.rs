@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use mlx_nn::{
     Embedding, LayerNorm, LayerNormOptions, Linear, MaybeQuantized, MaybeQuantizedEmbedding,
-    MaybeQuantizedLinear, Quantizable, QuantizedEmbedding, QuantizedLinear, RMSNorm,
+    MaybeQuantizedLinear, PadRows, Quantizable, QuantizedEmbedding, QuantizedLinear, RMSNorm,
 };
 use mlx_rs::ops::QuantizationMode;
 use mlx_rs::random::{self, UniformOptions};
@@ -17,7 +17,7 @@ use crate::blocks::mla::{MultiLinear, QuantizedMultiLinear};
 use crate::blocks::switch::{QuantizedSwitchLinear, SwitchLinear};
 use crate::config::invalid;
 use crate::error::{Error, Result};
-use crate::kernels::KernelOptions;
+use crate::kernels::{KernelOptions, PADDED_ROWS_MIN_BYTES};
 use crate::quantization::{LayerQuantization, MixedQuantRecipe, QuantParams, Quantization};
 use crate::weights::Weights;
 
@@ -75,6 +75,9 @@ pub struct Checkpoint {
     /// Whether float layers evaluate their transposed weight as they are built (see
     /// [`Checkpoint::lazy`]).
     keep_transposed: bool,
+    /// Whether large quantized layers pad their products of few rows
+    /// ([`KernelOptions::padded_quantized_rows`]).
+    padded_rows: bool,
 }
 
 /// Where [`Checkpoint::random`] draws its tensors from.
@@ -154,6 +157,7 @@ impl Checkpoint {
             float_predicate: None,
             random: None,
             keep_transposed: true,
+            padded_rows: false,
         }
     }
 
@@ -181,6 +185,22 @@ impl Checkpoint {
     pub fn lazy(mut self) -> Checkpoint {
         self.keep_transposed = false;
         self
+    }
+
+    /// Sets which custom kernels the model's layers use ([`LoadOptions::kernels`]); of them the
+    /// checkpoint applies [`KernelOptions::padded_quantized_rows`], to the quantized linear and
+    /// embedding layers it builds.
+    pub fn set_kernels(&mut self, kernels: KernelOptions) {
+        self.padded_rows = kernels.padded_quantized_rows;
+    }
+
+    /// The row padding of a quantized layer of `weight` ([`PADDED_ROWS_MIN_BYTES`]).
+    fn pad_rows(&self, weight: &Array) -> PadRows {
+        if self.padded_rows && weight.nbytes() >= PADDED_ROWS_MIN_BYTES {
+            PadRows::OnCuda
+        } else {
+            PadRows::Never
+        }
     }
 
     /// Sets a mixed-bits recipe for layers quantized as they load ([`LoadOptions::quant_recipe`]).
@@ -292,7 +312,7 @@ impl Checkpoint {
         match self.stored_quantization(path, input_dims)? {
             Some(p) => {
                 let (weight, scales, biases) = self.quantized(path, input_dims, output_dims, p)?;
-                Ok(MaybeQuantized::Quantized(QuantizedLinear::from_parts(
+                let mut layer = QuantizedLinear::from_parts(
                     weight,
                     scales,
                     biases,
@@ -300,7 +320,9 @@ impl Checkpoint {
                     p.group_size,
                     p.bits,
                     p.mode,
-                )))
+                );
+                layer.pad_rows = self.pad_rows(&layer.weight);
+                Ok(MaybeQuantized::Quantized(layer))
             }
             None => {
                 let weight = self.array(&join(path, "weight"), &[output_dims, input_dims])?;
@@ -309,6 +331,9 @@ impl Checkpoint {
                 // Inference applies it unchanged on every token: no transpose per call.
                 if self.keep_transposed {
                     layer.keep_transposed_weight()?;
+                }
+                if let MaybeQuantized::Quantized(q) = &mut layer {
+                    q.pad_rows = self.pad_rows(&q.weight);
                 }
                 Ok(layer)
             }
@@ -414,14 +439,17 @@ impl Checkpoint {
         match self.stored_quantization(path, dims)? {
             Some(p) => {
                 let (weight, scales, biases) = self.quantized(path, dims, num_embeddings, p)?;
-                Ok(MaybeQuantized::Quantized(QuantizedEmbedding::from_parts(
+                let mut table = QuantizedEmbedding::from_parts(
                     weight,
                     scales,
                     biases,
                     p.group_size,
                     p.bits,
                     p.mode,
-                )))
+                );
+                // For a tied output head (`as_linear`).
+                table.pad_rows = self.pad_rows(&table.weight);
+                Ok(MaybeQuantized::Quantized(table))
             }
             None => {
                 let weight = self.array(&join(path, "weight"), &[num_embeddings, dims])?;
@@ -429,6 +457,9 @@ impl Checkpoint {
                 // For a tied output head (`as_linear`).
                 if self.keep_transposed {
                     table.keep_transposed_weight()?;
+                }
+                if let MaybeQuantized::Quantized(q) = &mut table {
+                    q.pad_rows = self.pad_rows(&q.weight);
                 }
                 Ok(table)
             }
@@ -607,5 +638,42 @@ impl Checkpoint {
                 ),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pad_rows(layer: &MaybeQuantizedLinear) -> PadRows {
+        match layer {
+            MaybeQuantized::Quantized(q) => q.pad_rows,
+            other => panic!("not quantized: {other:?}"),
+        }
+    }
+
+    /// The padding goes to the quantized layers of at least `PADDED_ROWS_MIN_BYTES` of packed
+    /// weights, where the kernel options allow it, and to no other.
+    #[test]
+    fn large_quantized_layers_pad_their_rows_where_the_kernels_allow() -> Result<()> {
+        let four_bit = Some(QuantParams::affine(64, 4));
+        for (kernels, padded) in [
+            (KernelOptions::default(), PadRows::OnCuda),
+            (KernelOptions::none(), PadRows::Never),
+        ] {
+            let mut ck = Checkpoint::random("/nonexistent", 0, Dtype::Float32, four_bit);
+            ck.set_kernels(kernels);
+            // 4096 x 2048 weights in 4 bits: 4 MiB packed; 4096 x 1024: 2 MiB.
+            assert_eq!(pad_rows(&ck.linear("big", 4096, 2048, false)?), padded);
+            assert_eq!(
+                pad_rows(&ck.linear("small", 4096, 1024, false)?),
+                PadRows::Never
+            );
+            match ck.embedding("table", 2048, 4096)? {
+                MaybeQuantized::Quantized(t) => assert_eq!(t.pad_rows, padded),
+                other => panic!("not quantized: {other:?}"),
+            }
+        }
+        Ok(())
     }
 }

@@ -44,6 +44,7 @@ pub(crate) fn build_model(
         ck = ck.lazy();
     }
     ck.set_quant_recipe(options.quant_recipe);
+    ck.set_kernels(options.kernels);
     let model = constructor(&mut ck, &config, &options)?;
     report_unread(&config, options.unread_keys)?;
     ck.finish()?;
@@ -84,6 +85,7 @@ pub fn random_model(
     let dtype = options.dtype.unwrap_or(Dtype::Float32);
     let mut ck = Checkpoint::random(dir, seed, dtype, quantize);
     ck.set_quant_recipe(options.quant_recipe);
+    ck.set_kernels(options.kernels);
     let model = constructor(&mut ck, &config, &options)?;
     report_unread(&config, options.unread_keys)?;
     Ok((model, config))

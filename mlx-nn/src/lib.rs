@@ -99,8 +99,8 @@ pub use layers::normalization::*;
 pub use layers::pooling::*;
 pub use layers::positional_encoding::*;
 pub use layers::quantized::{
-    quantize, ClassPredicate, QQLinear, QQLinearOptions, QuantizeModelOptions, QuantizedEmbedding,
-    QuantizedLinear,
+    quantize, ClassPredicate, PadRows, QQLinear, QQLinearOptions, QuantizeModelOptions,
+    QuantizedEmbedding, QuantizedLinear,
 };
 pub use layers::recurrent::*;
 pub use layers::transformer::*;

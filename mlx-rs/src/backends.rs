@@ -46,6 +46,8 @@ pub mod metal {
 
 /// The CUDA backend (Python: `mx.cuda`).
 pub mod cuda {
+    use std::sync::OnceLock;
+
     use mlx_sys as sys;
 
     use crate::error::{check, Result};
@@ -57,6 +59,15 @@ pub mod cuda {
         // SAFETY: writes one bool.
         check(|| unsafe { sys::mlx_cuda_is_available(&mut avail) })?;
         Ok(avail)
+    }
+
+    /// Whether MLX's current stream runs on a CUDA GPU: MLX has CUDA, a CUDA device is present
+    /// and the thread's stream is on the GPU. Availability is asked once (it does not change
+    /// while a process runs); the stream each call.
+    pub fn is_current_device() -> Result<bool> {
+        static AVAILABLE: OnceLock<bool> = OnceLock::new();
+        let available = *AVAILABLE.get_or_init(|| is_available().unwrap_or(false));
+        Ok(available && crate::Stream::current()?.device().device_type() == crate::DeviceType::Gpu)
     }
 
     /// How many GPUs MLX sees, where it has a CUDA backend (`None` elsewhere); a failed count,

@@ -12,9 +12,7 @@ pub mod gated_delta;
 pub mod selective_scan;
 pub mod ssm;
 
-use std::sync::OnceLock;
-
-use mlx_rs::{cuda, DeviceType, Result, Stream};
+use mlx_rs::{cuda, Result};
 use mlx_tree::StaticData;
 
 /// Which custom kernels a model uses where they apply (all on by default; each is measured
@@ -39,7 +37,20 @@ pub struct KernelOptions {
     /// one CUDA kernel ([`selective_scan`]), the projections over all positions at once; off:
     /// mlx_lm's loop of small ops, position by position.
     pub fused_selective_scan: bool,
+    /// Quantized products of 2 to 7 rows (a small batch's decode step, a speculative
+    /// verification) through MLX's 8-row kernel, the rows padded with zeros, for the layers
+    /// whose packed weights take at least [`PADDED_ROWS_MIN_BYTES`]: MLX's CUDA kernel for
+    /// fewer than 8 rows reads the weights once per row
+    /// ([`PadRows`](mlx_nn::PadRows)); off: MLX's choice of kernel, as mlx_lm runs.
+    pub padded_quantized_rows: bool,
 }
+
+/// The packed weight bytes from which a quantized layer pads its products of few rows (with
+/// [`KernelOptions::padded_quantized_rows`]): an H200 measured MLX's 8-row product of a
+/// 4096 -> 4096 4-bit layer (8 MiB) at 13 us against 22 us for 2 rows, and of a 4096 -> 1024
+/// layer (2 MiB) at 8.5 us against 9.7 us, which the padding's two extra kernels outweigh
+/// (bench/lm/RESULTS-qmv-kernel-gpu.md).
+pub const PADDED_ROWS_MIN_BYTES: usize = 4 << 20;
 
 impl Default for KernelOptions {
     fn default() -> Self {
@@ -48,6 +59,7 @@ impl Default for KernelOptions {
             fused_gated_delta: true,
             fused_ssm_update: true,
             fused_selective_scan: true,
+            padded_quantized_rows: true,
         }
     }
 }
@@ -60,13 +72,12 @@ impl KernelOptions {
             fused_gated_delta: false,
             fused_ssm_update: false,
             fused_selective_scan: false,
+            padded_quantized_rows: false,
         }
     }
 }
 
-/// Whether MLX runs on a CUDA GPU here (asked once: neither changes while a process runs).
+/// Whether MLX runs on a CUDA GPU here.
 pub(crate) fn on_cuda() -> Result<bool> {
-    static CUDA: OnceLock<bool> = OnceLock::new();
-    let available = *CUDA.get_or_init(|| cuda::is_available().unwrap_or(false));
-    Ok(available && Stream::current()?.device().device_type() == DeviceType::Gpu)
+    cuda::is_current_device()
 }

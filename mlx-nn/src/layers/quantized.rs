@@ -4,7 +4,7 @@
 
 use mlx_rs::ops::{self, DequantizeOptions, QqmmOptions, QuantizationMode, QuantizedMatmulOptions};
 use mlx_rs::{Array, Error, Result};
-use mlx_tree::{tree_flatten, tree_unflatten, NodeKind, TreeDef, TreeNode};
+use mlx_tree::{tree_flatten, tree_unflatten, NodeKind, StaticData, TreeDef, TreeNode};
 
 use super::base::any_module::AnyModule;
 use super::base::{Frozen, Module};
@@ -203,25 +203,83 @@ fn quant_options(
         .mode(mode)
 }
 
-/// [`ops::quantized_matmul`] of `x` by a quantized weight (transposed, as the layers store
-/// it).
-fn quantized_linear(
-    x: &Array,
-    weight: &Array,
-    scales: &Array,
-    biases: Option<&Array>,
+/// Whether a quantized layer multiplies 2 to 7 rows as 8, the rows after its own zeros (not a
+/// Python option: Python's layers never pad).
+///
+/// MLX 0.32.2's CUDA quantized product of fewer than 8 rows runs its one-row kernel once per
+/// row, reading the weights again each time, while 8 rows or more take its matrix kernel,
+/// which reads them once: on an H200, a 4096 -> 12288 4-bit product took 61 us for 2 rows and
+/// 197 us for 7, 28 us for 8 (docs/performance.md). Padded, a row's values are what MLX's
+/// matrix kernel gives it, not bit-equal to the one-row kernel's. Only the affine mode pads
+/// (the floating-point modes were not measured).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, StaticData)]
+pub enum PadRows {
+    /// MLX's own choice of kernel, as Python runs.
+    #[default]
+    Never,
+    /// Where MLX's current stream is on a CUDA GPU ([`mlx_rs::cuda::is_current_device`]).
+    OnCuda,
+    /// On every device (on a CPU each row's values are the unpadded product's).
+    Always,
+}
+
+/// The fewest rows for which MLX's CUDA quantized product reads the weights once.
+const MATRIX_KERNEL_ROWS: i32 = 8;
+
+impl PadRows {
+    fn applies(self, rows: i32, mode: QuantizationMode) -> Result<bool> {
+        if !(2..MATRIX_KERNEL_ROWS).contains(&rows) || mode != QuantizationMode::Affine {
+            return Ok(false);
+        }
+        match self {
+            PadRows::Never => Ok(false),
+            PadRows::OnCuda => mlx_rs::cuda::is_current_device(),
+            PadRows::Always => Ok(true),
+        }
+    }
+}
+
+/// The quantized weight of a layer, as [`ops::quantized_matmul`] takes it.
+struct QuantizedWeight<'a> {
+    weight: &'a Array,
+    scales: &'a Array,
+    biases: Option<&'a Array>,
     group_size: i32,
     bits: i32,
     mode: QuantizationMode,
-) -> Result<Array> {
-    let options = QuantizedMatmulOptions {
-        biases,
-        transpose: true,
-        group_size: Some(group_size),
-        bits: Some(bits),
-        mode,
-    };
-    ops::quantized_matmul(x, weight, scales, options)
+    pad_rows: PadRows,
+}
+
+impl QuantizedWeight<'_> {
+    /// `x` times the weight transposed (as the layers store it), over `x`'s last axis.
+    fn apply(&self, x: &Array) -> Result<Array> {
+        let options = QuantizedMatmulOptions {
+            biases: self.biases,
+            transpose: true,
+            group_size: Some(self.group_size),
+            bits: Some(self.bits),
+            mode: self.mode,
+        };
+        let shape = x.shape();
+        let Some((&k, lead)) = shape.split_last() else {
+            return ops::quantized_matmul(x, self.weight, self.scales, options);
+        };
+        let rows = lead.iter().product::<i32>();
+        if !self.pad_rows.applies(rows, self.mode)? {
+            return ops::quantized_matmul(x, self.weight, self.scales, options);
+        }
+        let padded = ops::pad(
+            &x.reshape(&[rows, k])?,
+            [(0, MATRIX_KERNEL_ROWS - rows), (0, 0)],
+            None,
+            0.0f32,
+        )?;
+        let y = ops::quantized_matmul(&padded, self.weight, self.scales, options)?;
+        let y = y.index(..rows)?;
+        let mut out = lead.to_vec();
+        out.push(y.dim(-1)?);
+        y.reshape(&out)
+    }
 }
 
 fn all_frozen(names: &[&str]) -> Frozen {
@@ -244,6 +302,9 @@ pub struct QuantizedLinear {
     pub bits: i32,
     #[tree(static)]
     pub mode: QuantizationMode,
+    /// Whether products of 2 to 7 rows go through MLX's 8-row kernel ([`PadRows`]).
+    #[tree(static)]
+    pub pad_rows: PadRows,
     #[tree(static)]
     pub frozen: Frozen,
 }
@@ -268,6 +329,7 @@ impl QuantizedLinear {
             group_size: gs,
             bits,
             mode,
+            pad_rows: PadRows::Never,
             // As in Python: the bias, set after the layer froze itself, stays trainable.
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
@@ -294,7 +356,22 @@ impl QuantizedLinear {
             group_size,
             bits,
             mode,
+            pad_rows: PadRows::Never,
             frozen: all_frozen(&["weight", "scales", "biases"]),
+        }
+    }
+}
+
+impl QuantizedLinear {
+    fn quantized_weight(&self) -> QuantizedWeight<'_> {
+        QuantizedWeight {
+            weight: &self.weight,
+            scales: &self.scales,
+            biases: self.biases.as_ref(),
+            group_size: self.group_size,
+            bits: self.bits,
+            mode: self.mode,
+            pad_rows: self.pad_rows,
         }
     }
 }
@@ -302,15 +379,7 @@ impl QuantizedLinear {
 impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
     fn forward(&self, x: &Array) -> Result<Array> {
-        let y = quantized_linear(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_ref(),
-            self.group_size,
-            self.bits,
-            self.mode,
-        )?;
+        let y = self.quantized_weight().apply(x)?;
         with_bias(y, self.bias.as_ref())
     }
 }
@@ -328,6 +397,10 @@ pub struct QuantizedEmbedding {
     pub bits: i32,
     #[tree(static)]
     pub mode: QuantizationMode,
+    /// Whether [`as_linear`](Self::as_linear) multiplies 2 to 7 rows through MLX's 8-row
+    /// kernel ([`PadRows`]).
+    #[tree(static)]
+    pub pad_rows: PadRows,
     #[tree(static)]
     pub frozen: Frozen,
 }
@@ -351,6 +424,7 @@ impl QuantizedEmbedding {
             group_size: gs,
             bits,
             mode,
+            pad_rows: PadRows::Never,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         })
     }
@@ -371,21 +445,23 @@ impl QuantizedEmbedding {
             group_size,
             bits,
             mode,
+            pad_rows: PadRows::Never,
             frozen: all_frozen(&["weight", "scales", "biases"]),
         }
     }
 
     /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        quantized_linear(
-            x,
-            &self.weight,
-            &self.scales,
-            self.biases.as_ref(),
-            self.group_size,
-            self.bits,
-            self.mode,
-        )
+        QuantizedWeight {
+            weight: &self.weight,
+            scales: &self.scales,
+            biases: self.biases.as_ref(),
+            group_size: self.group_size,
+            bits: self.bits,
+            mode: self.mode,
+            pad_rows: self.pad_rows,
+        }
+        .apply(x)
     }
 }
 
