@@ -8,6 +8,10 @@ with the rows. This times `mx.quantized_matmul` for 1 to 16 rows of a 4096 -> 12
 bfloat16, on MLX's default device:
 
     python3 bench/lm/qmv_rows.py [--bits 4] [--group-size 64] [--iters 200]
+                                 [--shapes 4096x12288,...] [--padded]
+
+With `--padded`, each size of 2 to 7 rows is also timed padded with zero rows to 8 and cut
+back (`mx.pad`, the product, a slice: what `mlx_nn::PadRows` runs).
 
 Each size is timed as `--iters` independent products evaluated together (one kernel each,
 queued back to back), median of 5 such runs; the weight bytes read per product over that time
@@ -27,8 +31,15 @@ def main():
     p.add_argument("--group-size", type=int, default=64)
     p.add_argument("--iters", type=int, default=200)
     p.add_argument("--rows", default="1,2,3,4,5,6,7,8,16")
+    p.add_argument("--shapes", default="4096x12288", help="K x N of each layer")
+    p.add_argument("--padded", action="store_true")
     a = p.parse_args()
-    k, n = 4096, 12288
+    for shape in a.shapes.split(","):
+        k, n = (int(v) for v in shape.split("x"))
+        layer(a, k, n)
+
+
+def layer(a, k, n):
     w = mx.random.normal((n, k)).astype(mx.bfloat16) * 0.02
     wq, scales, biases = mx.quantize(w, group_size=a.group_size, bits=a.bits)
     mx.eval(wq, scales, biases)
@@ -44,17 +55,32 @@ def main():
                                       group_size=a.group_size, bits=a.bits) for x in xs]
             mx.eval(ys)
 
-        run()
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            run()
-            times.append((time.perf_counter() - t) / a.iters)
-        t = sorted(times)[2]
+        def padded():
+            ys = [mx.quantized_matmul(mx.pad(x, [(0, 8 - m), (0, 0)]), wq, scales, biases,
+                                      transpose=True, group_size=a.group_size, bits=a.bits)[:m]
+                  for x in xs]
+            mx.eval(ys)
+
+        t = timed(run, a.iters)
         out["rows"][m] = {"us": t * 1e6, "weight_GBps": weight_bytes / t / 1e9}
-        print(f"{m:3d} rows: {t * 1e6:8.1f} us per product, {weight_bytes / t / 1e9:7.1f} GB/s "
-              f"of weights", flush=True)
+        line = (f"{k}->{n} {m:3d} rows: {t * 1e6:8.1f} us per product, "
+                f"{weight_bytes / t / 1e9:7.1f} GB/s of weights")
+        if a.padded and 2 <= m < 8:
+            tp = timed(padded, a.iters)
+            out["rows"][m]["padded_us"] = tp * 1e6
+            line += f"; padded to 8: {tp * 1e6:8.1f} us"
+        print(line, flush=True)
     print(json.dumps(out))
+
+
+def timed(run, iters):
+    run()
+    times = []
+    for _ in range(5):
+        t = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - t) / iters)
+    return sorted(times)[2]
 
 
 if __name__ == "__main__":
