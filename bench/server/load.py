@@ -72,6 +72,9 @@ def main():
     p.add_argument("--max-tokens", type=int, default=32)
     p.add_argument("--prompt-words", type=int, default=40)
     p.add_argument("--tag", default="run")
+    p.add_argument("--logprobs", type=int, default=0,
+                   help="ask for N top log-probabilities: a server then sends a chunk for every "
+                        "token, text or not, and the first chunk times the first token")
     a = p.parse_args()
     results = []
     errors = []
@@ -81,6 +84,8 @@ def main():
         for r in range(a.requests):
             body = {"prompt": prompt(a.prompt_words, c, r, a.tag), "max_tokens": a.max_tokens,
                     "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True}}
+            if a.logprobs:
+                body["logprobs"] = a.logprobs
             try:
                 out = one(a.base, body)
                 with lock:

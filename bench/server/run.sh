@@ -4,7 +4,7 @@
 # random-weight model and the same prompts, in one command:
 #   bench/server/run.sh [--clients "1 8 32"] [--requests-per-level R] [--max-tokens N]
 #                       [--prompt-words W] [--model DIR] [--results PREFIX] [--bin SERVER]
-#                       [--dtype bfloat16|float32] [--layers L]
+#                       [--dtype bfloat16|float32] [--layers L] [--logprobs N]
 # 1. makes the venv (scripts/python-venv; MLX_VENV picks another) and the model
 #    (bench/lm/make_model.py --arch smollm2_384: SmolLM2-135M's 30 layers with the test
 #    tokenizer's 384-token vocabulary, so every generated token decodes to text; --dtype and
@@ -21,11 +21,15 @@
 # 4. writes PREFIX.md and PREFIX.json (default bench/server/RESULTS; bench/server/report.py):
 #    tokens/s (completion tokens over wall time), TTFT p50/p99 and the requests that failed,
 #    per side and client count, and the Rust server's mean prefill chunk and decode step.
+# --logprobs N asks both servers for N top log-probabilities per token, so that each token
+# sends a chunk and load.py's first chunk times the first token even where its text is held
+# back (a lone space or part of a character waits for the next token in both servers).
 # One run, no repetitions: the machine is shared, so read the ratios, not the digits.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cmd="bench/server/run.sh${*:+ $*}"
 levels="1 8 32" R=32 N=32 W=40 model=/tmp/smollm2-384-random results=bench/server/RESULTS bin=
+load_args=()
 model_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,6 +42,7 @@ while [ $# -gt 0 ]; do
     --bin) bin=$2; shift 2 ;;
     --dtype) model_args+=(--dtype "$2"); shift 2 ;;
     --layers) model_args+=(--layers "$2"); shift 2 ;;
+    --logprobs) load_args+=(--logprobs "$2"); shift 2 ;;
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -100,7 +105,8 @@ for side in mlx_lm rust; do
     echo "--- $c clients ---" >&2
     [ $side = mlx_lm ] || metrics >"$work/$side-$c.metrics-before"
     "$py" bench/server/load.py "$base" --clients "$c" --requests $(( (R + c - 1) / c )) \
-      --max-tokens "$N" --prompt-words "$W" --tag "$side-$c" >"$work/$side-$c.json"
+      --max-tokens "$N" --prompt-words "$W" --tag "$side-$c" ${load_args[@]+"${load_args[@]}"} \
+      >"$work/$side-$c.json"
     [ $side = mlx_lm ] || metrics >"$work/$side-$c.metrics-after"
     cat "$work/$side-$c.json" >&2
   done
