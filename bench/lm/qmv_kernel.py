@@ -14,9 +14,10 @@ A variant RxU: R output rows per warp (32 / R lanes share a row), U loads in fli
 
 import argparse
 import json
-import time
 
 import mlx.core as mx
+
+import qmv_rows  # bench/lm: the script's folder is first on sys.path
 
 # One warp holds R output rows; the LPR = 32 / R lanes of a row take every LPR-th 16-byte
 # chunk of its packed weights (32 4-bit values, inside one group as GS is a multiple of 32),
@@ -108,15 +109,7 @@ def ours(x, wq, scales, biases, gs, r, u, threads=256):
 
 
 def timed(fn, xs, iters):
-    def run():
-        mx.eval([fn(x) for x in xs])
-    run()
-    times = []
-    for _ in range(5):
-        t = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - t) / iters)
-    return sorted(times)[2]
+    return qmv_rows.timed(lambda: mx.eval([fn(x) for x in xs]), iters)
 
 
 def main():

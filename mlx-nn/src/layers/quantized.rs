@@ -239,6 +239,22 @@ impl PadRows {
     }
 }
 
+/// The [`QuantizedWeight`] of a layer with the fields of that name (`QuantizedLinear`,
+/// `QuantizedEmbedding`).
+macro_rules! quantized_weight {
+    ($layer:expr) => {
+        QuantizedWeight {
+            weight: &$layer.weight,
+            scales: &$layer.scales,
+            biases: $layer.biases.as_ref(),
+            group_size: $layer.group_size,
+            bits: $layer.bits,
+            mode: $layer.mode,
+            pad_rows: $layer.pad_rows,
+        }
+    };
+}
+
 /// The quantized weight of a layer, as [`ops::quantized_matmul`] takes it.
 struct QuantizedWeight<'a> {
     weight: &'a Array,
@@ -362,24 +378,10 @@ impl QuantizedLinear {
     }
 }
 
-impl QuantizedLinear {
-    fn quantized_weight(&self) -> QuantizedWeight<'_> {
-        QuantizedWeight {
-            weight: &self.weight,
-            scales: &self.scales,
-            biases: self.biases.as_ref(),
-            group_size: self.group_size,
-            bits: self.bits,
-            mode: self.mode,
-            pad_rows: self.pad_rows,
-        }
-    }
-}
-
 impl Forward for QuantizedLinear {
     /// Applies the layer (Python: `qlinear(x)`).
     fn forward(&self, x: &Array) -> Result<Array> {
-        let y = self.quantized_weight().apply(x)?;
+        let y = quantized_weight!(self).apply(x)?;
         with_bias(y, self.bias.as_ref())
     }
 }
@@ -452,16 +454,7 @@ impl QuantizedEmbedding {
 
     /// Uses the table as a linear layer (Python: `qembedding.as_linear(x)`).
     pub fn as_linear(&self, x: &Array) -> Result<Array> {
-        QuantizedWeight {
-            weight: &self.weight,
-            scales: &self.scales,
-            biases: self.biases.as_ref(),
-            group_size: self.group_size,
-            bits: self.bits,
-            mode: self.mode,
-            pad_rows: self.pad_rows,
-        }
-        .apply(x)
+        quantized_weight!(self).apply(x)
     }
 }
 
