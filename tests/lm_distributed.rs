@@ -397,6 +397,14 @@ fn tensor_parallel_mla_generates_the_whole_models_tokens_with_2_and_4_ranks() {
 }
 
 #[test]
+fn tensor_parallel_longcat_flash_generates_the_whole_models_tokens_with_2_ranks() {
+    // Two latent attentions and two dense MLPs per layer, and experts beside zero-computation
+    // (identity) experts, whose share is added once, after the routed experts' sum.
+    run(2, "tensor:longcat_flash");
+    run(2, "tensor:longcat_flash_ngram");
+}
+
+#[test]
 fn tensor_parallel_generates_the_whole_models_tokens_with_4_ranks() {
     // Qwen2-MoE: 4 query and 4 key/value heads, one per rank, and the sigmoid-gated shared
     // expert split as the routed ones.

@@ -321,6 +321,9 @@ pub struct ZeroExpertMoe {
     pub router: CorrectedSoftmaxRouter,
     #[tree(static)]
     pub num_experts: i32,
+    /// The group the routed experts are split over ([`shard`](Self::shard)); `None`: whole.
+    #[tree(static)]
+    pub sharding_group: Option<ShardGroup>,
 }
 
 /// What a [`ZeroExpertMoe`] is: its routed experts, zero experts and router.
@@ -365,7 +368,19 @@ impl ZeroExpertMoe {
                 routed_scaling_factor: c.routed_scaling_factor,
             },
             num_experts: c.num_experts,
+            sharding_group: None,
         })
+    }
+
+    /// Python (longcat_flash's `shard`): each routed expert keeps this process's slice of its
+    /// hidden features ([`shard_experts`]) and the routed experts' sum is summed over `group`;
+    /// the router stays whole and the zero experts' share is added once, after that sum. On
+    /// an error nothing changed.
+    pub fn shard(&mut self, group: &Group) -> Result<()> {
+        let (switch_mlp, _, sharding_group) = shard_experts(&self.switch_mlp, None, group)?;
+        self.switch_mlp = switch_mlp;
+        self.sharding_group = Some(sharding_group);
+        Ok(())
     }
 }
 
@@ -373,12 +388,16 @@ impl Forward for ZeroExpertMoe {
     /// `sum_k w_k * expert_k(x)` over the routed picks, plus `x * sum` of the zero experts'
     /// weights, on rows `[N, hidden]`.
     fn forward(&self, x: &Array) -> Result<Array> {
+        let group = self.sharding_group.as_ref();
+        let x = &sharded_input(group, x)?;
         let (inds, weights) = self.router.route(x)?;
         let zero = ops::greater_equal(&inds, self.num_experts)?;
         let inds = ops::where_(&zero, 0, &inds)?;
         let routed_weights = ops::where_(&zero, 0.0f32, &weights)?;
         let y = self.switch_mlp.forward(x, &inds)?;
         let y = ops::multiply(&y, &ops::expand_dims(&routed_weights, -1)?)?.sum(-2, false)?;
+        // After the sum over the group: each process holds the whole identity share.
+        let y = sharded_output(group, y)?;
         let identity = ops::where_(&zero, &weights, 0.0f32)?.sum(-1, true)?;
         ops::add(&y, &ops::multiply(x, &identity)?)
     }

@@ -287,6 +287,7 @@ macro_rules! own_stack_language_model {
         layers: |$l:ident| $layers:expr,
         embedding: |$e:ident| $embedding:expr,
         fn forward(&$self_:ident, $inputs:ident, $cache:ident) $body:block
+        $(, fn shard(&mut $shard_self:ident, $group:ident) $shard_body:block)?
     ) => {
         impl $crate::LanguageModel for $name {
             fn forward(
@@ -294,6 +295,13 @@ macro_rules! own_stack_language_model {
                 $inputs: &mlx_rs::Array,
                 $cache: Option<&mut [$crate::LayerCache]>,
             ) -> mlx_rs::Result<mlx_rs::Array> $body
+
+            $(
+                fn shard(
+                    &mut $shard_self,
+                    $group: &mlx_rs::distributed::Group,
+                ) -> mlx_rs::Result<()> $shard_body
+            )?
 
             fn make_cache(
                 &self,

@@ -222,6 +222,21 @@ impl LongcatFlashDecoderLayer {
     }
 }
 
+impl LongcatFlashDecoderLayer {
+    /// Python (the model's `shard`): both latent attentions by heads ([`Mla::shard`]), both
+    /// dense MLPs by hidden features ([`Mlp::shard`]), the routed experts by theirs
+    /// ([`ZeroExpertMoe::shard`]).
+    pub(crate) fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        for attention in &mut self.self_attn {
+            attention.shard(group)?;
+        }
+        for mlp in &mut self.mlps {
+            mlp.shard(group)?;
+        }
+        self.mlp.shard(group)
+    }
+}
+
 impl Layer for LongcatFlashDecoderLayer {
     type Carry = ();
 
@@ -333,5 +348,23 @@ own_stack_language_model!(
         let h = m.embed_tokens.forward(&rows.fold(inputs)?)?;
         let h = forward_layers(&m.layers, h, rows, m.kernels, cache)?;
         rows.unfold(&self.lm_head.forward(&m.norm.forward(&h)?)?)
+    },
+    fn shard(&mut self, group) {
+        shard_layers(&mut self.model.layers, group, "longcat_flash")
     }
 );
+
+/// Tensor parallelism over `group` for a stack of LongCat layers (longcat_flash and, with its
+/// n-gram embeddings whole, longcat_flash_ngram): split copies, kept only if every layer
+/// splits, so that on an error the model stays whole.
+pub(crate) fn shard_layers(
+    layers: &mut Vec<LongcatFlashDecoderLayer>,
+    group: &mlx_rs::distributed::Group,
+    model_type: &str,
+) -> Result<()> {
+    let mut split = layers.clone();
+    let result = split.iter_mut().try_for_each(|l| l.shard(group));
+    crate::distributed::split_stack("tensor", model_type, Some(result))?;
+    *layers = split;
+    Ok(())
+}

@@ -24,7 +24,7 @@ use crate::config::{invalid, ModelConfig};
 use crate::kernels::KernelOptions;
 use crate::model::LanguageModel;
 use crate::models::longcat_flash::{
-    classifier_at_8_bits, LongcatFlashArgs, LongcatFlashDecoderLayer,
+    classifier_at_8_bits, shard_layers, LongcatFlashArgs, LongcatFlashDecoderLayer,
 };
 
 /// Python: longcat_flash_ngram's `ModelArgs`: longcat_flash's and the n-gram embedding's.
@@ -176,5 +176,10 @@ impl LanguageModel for LongcatFlashNgram {
 
     fn model_type(&self) -> &str {
         "longcat_flash_ngram"
+    }
+
+    /// Python: longcat_flash's `shard` (the n-gram embeddings stay whole).
+    fn shard(&mut self, group: &mlx_rs::distributed::Group) -> Result<()> {
+        shard_layers(&mut self.model.layers, group, "longcat_flash_ngram")
     }
 }
