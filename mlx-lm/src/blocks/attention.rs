@@ -358,22 +358,8 @@ impl TokenMixer for Attention {
         Attention::shard(self, group)
     }
 
-    /// A rotating cache of the window for a sliding-window layer (Python: llama's
-    /// `make_cache`), else a key/value cache of `capacity`.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
+    // make_cache and window (Python: llama's `make_cache`).
+    crate::blocks::decoder::attention_cache!();
 }
 
 /// Rope at the cache's position (or 0), the cache update, and attention: what every

@@ -69,6 +69,35 @@ pub trait TokenMixer: TreeNode + 'static {
     }
 }
 
+/// [`TokenMixer::make_cache`] and [`TokenMixer::window`] of an attention with fields
+/// `n_kv_heads`, `head_dim` and `window` (Python: each such model's `make_cache`): a rotating
+/// cache of the window for a sliding-window layer, else a key/value cache of `capacity`
+/// ([`LayerCache::attention`]).
+macro_rules! attention_cache {
+    () => {
+        fn make_cache(
+            &self,
+            batch: i32,
+            capacity: i32,
+            dtype: mlx_rs::Dtype,
+        ) -> mlx_rs::Result<$crate::cache::LayerCache> {
+            $crate::cache::LayerCache::attention(
+                batch,
+                self.n_kv_heads,
+                self.head_dim,
+                self.window,
+                capacity,
+                dtype,
+            )
+        }
+
+        fn window(&self) -> Option<i32> {
+            self.window
+        }
+    };
+}
+pub(crate) use attention_cache;
+
 /// A layer's channel mixer (an MLP, a mixture of experts): what each position goes through
 /// on its own after the token mixer.
 pub trait ChannelMixer: Forward + TreeNode + 'static {

@@ -10,7 +10,7 @@
 use std::marker::PhantomData;
 
 use mlx_nn::MaybeQuantizedLinear;
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Result};
 use mlx_tree::{Flattener, TreeNode, Unflattener};
 
 use crate::blocks::attention::{AttentionConfig, AttentionParts, HeadNorm, Upcast};
@@ -180,20 +180,6 @@ impl<N: HeadNorm + TreeNode + 'static, K: AttentionNames> TokenMixer for NamedAt
         )
     }
 
-    /// A rotating cache of the window for a sliding layer (Python: cohere2's `make_cache`),
-    /// else a key/value cache.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
+    // make_cache and window (Python: cohere2's `make_cache`).
+    crate::blocks::decoder::attention_cache!();
 }

@@ -169,20 +169,6 @@ impl TokenMixer for QueryScaledAttention {
         self.o_proj.forward(&merge_heads(&out)?)
     }
 
-    /// A rotating cache of the window for a sliding-window layer (Python: ministral3's
-    /// `make_cache`), else a key/value cache.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
+    // make_cache and window (Python: ministral3's `make_cache`).
+    crate::blocks::decoder::attention_cache!();
 }

@@ -4,7 +4,7 @@
 //! normalizes each head.
 
 use mlx_nn::{Forward, MaybeQuantizedLinear, RMSNorm};
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 
 use crate::blocks::attention::{attend, AttentionConfig};
@@ -90,20 +90,6 @@ impl TokenMixer for WholeQkNormAttention {
         self.o_proj.forward(&merge_heads(&out)?)
     }
 
-    /// A rotating cache of the window for a sliding-window layer (Python: olmo3's
-    /// `RotatingKVCache(max_size=sliding_window)`), else a key/value cache.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
+    // make_cache and window (Python: olmo3's `RotatingKVCache(max_size=sliding_window)`).
+    crate::blocks::decoder::attention_cache!();
 }

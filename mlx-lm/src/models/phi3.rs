@@ -20,7 +20,7 @@
 //!   and runs the plain rope; here it is an error naming it.
 
 use mlx_nn::{Forward, MaybeQuantizedLinear};
-use mlx_rs::{Array, Dtype, Result};
+use mlx_rs::{Array, Result};
 use mlx_tree::TreeNode;
 use serde_json::Value;
 
@@ -205,21 +205,7 @@ impl TokenMixer for Phi3Attention {
         self.o_proj.forward(&merge_heads(&out)?)
     }
 
-    /// A rotating cache of the window when the layer slides, else a key/value cache.
-    fn make_cache(&self, batch: i32, capacity: i32, dtype: Dtype) -> Result<LayerCache> {
-        LayerCache::attention(
-            batch,
-            self.n_kv_heads,
-            self.head_dim,
-            self.window,
-            capacity,
-            dtype,
-        )
-    }
-
-    fn window(&self) -> Option<i32> {
-        self.window
-    }
+    crate::blocks::decoder::attention_cache!();
 }
 
 /// Python: `mlx_lm.models.phi3.Model`.
